@@ -1,0 +1,15 @@
+//! tally: what does this cost, and why?
+//!
+//! The library holds every command; the binary only parses arguments,
+//! dispatches and picks exit codes. Data flows one way: `cli` parses into a
+//! command's `Config`, the command measures through `sys` and `procfs` into
+//! a plain-data report, and `report` renders that in the chosen format.
+
+pub mod cache;
+pub mod cli;
+pub mod procfs;
+pub mod report;
+pub mod run;
+pub mod stats;
+pub mod sys;
+pub mod units;

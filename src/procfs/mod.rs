@@ -1,0 +1,52 @@
+//! Parsers of /proc files. The /proc root is a parameter ([`ProcRoot`]), so
+//! tests run the same code on fixture trees under `tests/fixtures/proc`.
+//!
+//! Parsers take the file's text and return typed data; reading is separate,
+//! so a process that vanishes between two reads is an ordinary `ENOENT` or
+//! `ESRCH` for the caller to skip.
+
+pub mod io;
+
+use std::path::{Path, PathBuf};
+
+/// Where /proc is mounted (or a fixture tree shaped like it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcRoot(PathBuf);
+
+impl Default for ProcRoot {
+    fn default() -> Self {
+        ProcRoot(PathBuf::from("/proc"))
+    }
+}
+
+impl ProcRoot {
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        ProcRoot(path.into())
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+
+    /// `<root>/<pid>/<file>`.
+    pub fn pid_file(&self, pid: u32, file: &str) -> PathBuf {
+        self.0.join(pid.to_string()).join(file)
+    }
+}
+
+/// Parses the `key: value` lines shared by several /proc files, calling
+/// `each` with the key and the first number after it (units such as `kB`
+/// are ignored). Lines without a number are skipped.
+pub fn for_each_key_number(text: &str, mut each: impl FnMut(&str, u64)) {
+    for line in text.lines() {
+        let Some((key, rest)) = line.split_once(':') else {
+            continue;
+        };
+        let Some(word) = rest.split_whitespace().next() else {
+            continue;
+        };
+        if let Ok(n) = word.parse::<u64>() {
+            each(key.trim(), n);
+        }
+    }
+}

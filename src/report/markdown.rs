@@ -1,0 +1,57 @@
+//! Markdown: a GitHub-flavoured table, numbers right-aligned.
+
+use std::io::{self, Write};
+
+use super::Table;
+
+fn escape(cell: &str) -> String {
+    cell.replace('\\', "\\\\")
+        .replace('|', "\\|")
+        .replace(['\n', '\r'], " ")
+}
+
+fn numeric(cell: &str) -> bool {
+    !cell.is_empty()
+        && cell
+            .chars()
+            .all(|c| c.is_ascii_digit() || matches!(c, ',' | '.' | '-' | '+' | '%' | ' ' | '±'))
+}
+
+/// Writes `table` as a Markdown table.
+pub fn write(table: &Table, out: &mut dyn Write) -> io::Result<()> {
+    let header: Vec<String> = table.headers.iter().map(|h| escape(h)).collect();
+    writeln!(out, "| {} |", header.join(" | "))?;
+    let aligns: Vec<&str> = (0..table.headers.len())
+        .map(|col| {
+            let all_numeric = !table.rows.is_empty()
+                && table
+                    .rows
+                    .iter()
+                    .all(|r| r.get(col).is_none_or(|c| c.is_empty() || numeric(c)));
+            if all_numeric { "---:" } else { "---" }
+        })
+        .collect();
+    writeln!(out, "|{}|", aligns.join("|"))?;
+    for row in &table.rows {
+        let cells: Vec<String> = row.iter().map(|c| escape(c)).collect();
+        writeln!(out, "| {} |", cells.join(" | "))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_pipes_and_aligns_numbers() {
+        let t = Table {
+            headers: vec!["name".into(), "bytes".into()],
+            rows: vec![vec!["a|b".into(), "1,024".into()]],
+        };
+        let mut out = Vec::new();
+        write(&t, &mut out).unwrap();
+        let s = String::from_utf8(out).unwrap();
+        assert_eq!(s, "| name | bytes |\n|---|---:|\n| a\\|b | 1,024 |\n");
+    }
+}

@@ -1,0 +1,92 @@
+//! Reports and their renderers.
+//!
+//! Each command returns a plain-data report that implements [`Render`]:
+//! human text, a [`Table`] (which the CSV and Markdown renderers share) and,
+//! where it fits, Prometheus [`Metric`]s. JSON is the report itself through
+//! serde, with a `schema_version` field. Renderers never measure.
+
+pub mod csv;
+pub mod json;
+pub mod markdown;
+pub mod prometheus;
+
+use std::io::{self, Write};
+
+use serde::Serialize;
+
+pub use prometheus::{Metric, MetricKind, Sample};
+
+/// The version of every JSON schema tally writes; bumped on any change
+/// that is not a pure addition.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// An output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    /// Text for people (the default).
+    Human,
+    /// One JSON document, keys carrying their unit.
+    Json,
+    /// Comma-separated values with a header row.
+    Csv,
+    /// A GitHub-flavoured Markdown table.
+    Markdown,
+    /// Prometheus text exposition (node_exporter textfile collector).
+    Prometheus,
+}
+
+/// Rows and columns of a report, for CSV and Markdown.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Table {
+    pub headers: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+}
+
+/// Whether human output may use colour and redraw in place.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Style {
+    pub color: bool,
+}
+
+/// A report every format can render.
+pub trait Render: Serialize {
+    /// Human text.
+    fn human(&self, out: &mut dyn Write, style: Style) -> io::Result<()>;
+    /// The rows and columns for CSV and Markdown.
+    fn table(&self) -> Table;
+    /// Prometheus metrics; `None` when the report has no sensible metrics.
+    fn metrics(&self) -> Option<Vec<Metric>> {
+        None
+    }
+}
+
+/// A format the report cannot be rendered in.
+#[derive(Debug, thiserror::Error)]
+pub enum RenderError {
+    #[error("this report has no {0:?} form; use --format human, json, csv or markdown")]
+    Unsupported(Format),
+    #[error(transparent)]
+    Io(#[from] io::Error),
+}
+
+/// Renders `report` in `format` to `out`.
+pub fn render<R: Render>(
+    report: &R,
+    format: Format,
+    style: Style,
+    out: &mut dyn Write,
+) -> Result<(), RenderError> {
+    match format {
+        Format::Human => report.human(out, style)?,
+        Format::Json => json::write(report, out)?,
+        Format::Csv => csv::write(&report.table(), out)?,
+        Format::Markdown => markdown::write(&report.table(), out)?,
+        Format::Prometheus => match report.metrics() {
+            Some(metrics) => prometheus::write(&metrics, out)?,
+            None => return Err(RenderError::Unsupported(format)),
+        },
+    }
+    out.flush()?;
+    Ok(())
+}

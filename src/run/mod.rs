@@ -1,0 +1,413 @@
+//! `tally run`: run a command and report what it cost.
+//!
+//! One run: optional cache eviction, fork + exec (held at a gate while
+//! counters attach, put into a cgroup for `--tree`), `waitid(WNOWAIT)` to
+//! stop the clock and read `/proc/PID/io` while the child is a zombie, then
+//! `wait4` for its rusage. Repeated runs keep one compact record each, so
+//! tally stays small and cannot inflate the next child's `ru_maxrss`.
+
+pub mod report;
+mod tree;
+
+use std::ffi::OsString;
+use std::io;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use crate::cache::Residency;
+use crate::cache::evict::{self, EvictError};
+use crate::procfs::{self, ProcRoot};
+use crate::report::SCHEMA_VERSION;
+use crate::sys::{self, perf, process::Exit, signals::Forwarder};
+use report::{ColdReport, CounterReading, Counters, ExitInfo, RunRecord, RunReport};
+
+/// What to run and how.
+#[derive(Debug, Clone, Default)]
+pub struct Config {
+    pub argv: Vec<OsString>,
+    pub runs: u32,
+    pub warmup: u32,
+    pub quiet_command: bool,
+    pub cold: Vec<PathBuf>,
+    pub drop_caches: bool,
+    pub tree: bool,
+    pub counters: bool,
+}
+
+/// Why tally could not run or measure the command.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("{program}: command not found")]
+    NotFound { program: String },
+    #[error("{program}: cannot execute: {source}")]
+    NotExecutable { program: String, source: io::Error },
+    #[error("cannot start {program}: {source}")]
+    Spawn { program: String, source: io::Error },
+    #[error("cannot wait for the command: {0}")]
+    Wait(io::Error),
+    #[error("--cold: {0} — check the path exists and is readable")]
+    Cold(#[from] EvictError),
+    #[error("--drop-caches: {0}")]
+    DropCaches(String),
+    #[error("cannot handle signals: {0}")]
+    Signals(io::Error),
+}
+
+impl RunError {
+    /// The exit code of the `timeout(1)`/`env(1)` convention.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            RunError::NotFound { .. } => 127,
+            RunError::NotExecutable { .. } => 126,
+            _ => 125,
+        }
+    }
+}
+
+/// Progress of repeated runs, for a progress bar.
+#[derive(Debug, Clone, Copy)]
+pub enum Progress {
+    Warmup { done: u32, of: u32 },
+    Run { done: u32, of: u32 },
+}
+
+/// Runs the command as configured and returns the report.
+pub fn execute(cfg: &Config, progress: &mut dyn FnMut(Progress)) -> Result<RunReport, RunError> {
+    let forwarder = Forwarder::install().map_err(RunError::Signals)?;
+    let cold_files = if cfg.cold.is_empty() {
+        Vec::new()
+    } else {
+        evict::regular_files(&cfg.cold)?
+    };
+    let counters_probe = if cfg.counters {
+        Some(probe_counters())
+    } else {
+        None
+    };
+    let mut report = RunReport {
+        schema_version: SCHEMA_VERSION,
+        command: cfg
+            .argv
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect(),
+        runs_requested: cfg.runs.max(1),
+        warmup_runs: 0,
+        runs: Vec::with_capacity(cfg.runs.max(1) as usize),
+        summary: Vec::new(),
+        warnings: Vec::new(),
+        interrupted_by: None,
+    };
+    let ctx = Ctx {
+        cfg,
+        cold_files: &cold_files,
+        counters: counters_probe.as_ref(),
+        forwarder: &forwarder,
+    };
+    for i in 0..cfg.warmup {
+        progress(Progress::Warmup {
+            done: i,
+            of: cfg.warmup,
+        });
+        let rec = run_once(&ctx)?;
+        report.warmup_runs += 1;
+        if let Some(sig) = &rec.forwarded_signal {
+            report.interrupted_by = Some(sig.clone());
+            report.runs.push(rec);
+            break;
+        }
+    }
+    if report.interrupted_by.is_none() {
+        for i in 0..report.runs_requested {
+            progress(Progress::Run {
+                done: i,
+                of: report.runs_requested,
+            });
+            if let Some(sig) = forwarder.pending() {
+                report.interrupted_by = Some(sys::signal_name(sig));
+                break;
+            }
+            let rec = run_once(&ctx)?;
+            let stop = rec.forwarded_signal.clone();
+            report.runs.push(rec);
+            if let Some(sig) = stop {
+                if i + 1 < report.runs_requested {
+                    report.interrupted_by = Some(sig);
+                }
+                break;
+            }
+        }
+        progress(Progress::Run {
+            done: report.runs.len() as u32,
+            of: report.runs_requested,
+        });
+    }
+    report.summarize();
+    Ok(report)
+}
+
+struct Ctx<'a> {
+    cfg: &'a Config,
+    cold_files: &'a [PathBuf],
+    /// `Ok(user_only)` when counters can be opened, else the reason.
+    counters: Option<&'a Result<bool, String>>,
+    forwarder: &'a Forwarder,
+}
+
+/// Checks once whether hardware counters can be opened, on this process.
+fn probe_counters() -> Result<bool, String> {
+    let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .ok()
+        .and_then(|s| s.trim().parse::<i32>().ok());
+    let user_only = sys::geteuid() != 0 && paranoid.is_some_and(|p| p >= 2);
+    match perf::open(perf::HwEvent::Cycles, 0, user_only) {
+        Ok(_) => Ok(user_only),
+        Err(e) => {
+            let why = match e.raw_os_error() {
+                Some(libc::ENOENT) | Some(libc::EOPNOTSUPP) | Some(libc::ENODEV) => {
+                    "no hardware performance counters on this machine (a VM without a virtual PMU?)"
+                        .to_string()
+                }
+                Some(libc::EACCES) | Some(libc::EPERM) => format!(
+                    "perf_event_open refused ({e}); perf_event_paranoid is {}: run as root or lower it",
+                    paranoid
+                        .map(|p| p.to_string())
+                        .unwrap_or_else(|| "unknown".into())
+                ),
+                Some(libc::ENOSYS) => "this kernel has no perf_event_open".to_string(),
+                _ => format!("perf_event_open failed: {e}"),
+            };
+            Err(why)
+        }
+    }
+}
+
+fn evict_all(files: &[PathBuf], drop_caches: bool) -> Result<ColdReport, RunError> {
+    if drop_caches {
+        sys::cache::sync_all();
+        std::fs::write("/proc/sys/vm/drop_caches", "3").map_err(|e| {
+            RunError::DropCaches(format!(
+                "cannot write /proc/sys/vm/drop_caches: {e} — it needs root; --cold PATH evicts named files without root"
+            ))
+        })?;
+    }
+    let mut cold = ColdReport {
+        files: Vec::with_capacity(files.len()),
+        size_bytes: 0,
+        cached_before_bytes: 0,
+        cached_after_bytes: 0,
+        unknown_files: 0,
+        dropped_all_caches: drop_caches,
+    };
+    let page = sys::page_size();
+    for path in files {
+        let e = evict::evict_file(path)?;
+        cold.size_bytes = cold.size_bytes.saturating_add(e.size_bytes);
+        match (&e.before, &e.after) {
+            (
+                Residency::Known {
+                    cached_pages: b, ..
+                },
+                Residency::Known {
+                    cached_pages: a, ..
+                },
+            ) => {
+                cold.cached_before_bytes = cold
+                    .cached_before_bytes
+                    .saturating_add(b.saturating_mul(page));
+                cold.cached_after_bytes = cold
+                    .cached_after_bytes
+                    .saturating_add(a.saturating_mul(page));
+            }
+            _ => cold.unknown_files += 1,
+        }
+        cold.files.push(e);
+    }
+    Ok(cold)
+}
+
+fn run_once(ctx: &Ctx) -> Result<RunRecord, RunError> {
+    let cfg = ctx.cfg;
+    let cold = if !ctx.cold_files.is_empty() || cfg.drop_caches {
+        Some(evict_all(ctx.cold_files, cfg.drop_caches)?)
+    } else {
+        None
+    };
+    let program = cfg
+        .argv
+        .first()
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut tree = if cfg.tree {
+        Some(tree::Tree::prepare())
+    } else {
+        None
+    };
+    let gate = matches!(ctx.counters, Some(Ok(_)));
+    let pre = sys::process::PreExec {
+        gate,
+        cgroup_procs: tree.as_mut().and_then(|t| t.take_procs_fd()),
+        quiet: cfg.quiet_command,
+    };
+    let mut start = Instant::now();
+    let spawned = sys::process::spawn(&cfg.argv, pre).map_err(|source| RunError::Spawn {
+        program: program.clone(),
+        source,
+    })?;
+    let pid = spawned.pid;
+    ctx.forwarder.attach(pid);
+    let mut counters: Vec<(perf::HwEvent, perf::Counter)> = Vec::new();
+    let mut counter_error = None;
+    if let Some(Ok(user_only)) = ctx.counters {
+        for event in perf::HwEvent::ALL {
+            match perf::open(event, pid, *user_only) {
+                Ok(c) => counters.push((event, c)),
+                Err(e) => counter_error = Some(format!("perf_event_open({event:?}) failed: {e}")),
+            }
+        }
+        start = Instant::now();
+    }
+    if let Err(e) = spawned.release() {
+        ctx.forwarder.detach();
+        return Err(match e.kind() {
+            io::ErrorKind::NotFound => RunError::NotFound { program },
+            io::ErrorKind::PermissionDenied => RunError::NotExecutable { program, source: e },
+            _ if e.raw_os_error() == Some(libc::ENOEXEC)
+                || e.raw_os_error() == Some(libc::EISDIR) =>
+            {
+                RunError::NotExecutable { program, source: e }
+            }
+            _ => RunError::Spawn { program, source: e },
+        });
+    }
+    if let Some(t) = tree.as_mut() {
+        t.started(pid);
+    }
+    let waited = sys::process::wait_exited_keep(pid);
+    let wall = start.elapsed();
+    if let Err(e) = waited {
+        ctx.forwarder.detach();
+        return Err(RunError::Wait(e));
+    }
+    let root = ProcRoot::default();
+    let (io, io_unavailable) = match std::fs::read_to_string(root.pid_file(pid, "io")) {
+        Ok(text) => match procfs::io::parse(&text) {
+            Some(io) => (Some(io), None),
+            None => (
+                None,
+                Some("/proc/PID/io has no counters on this kernel".to_string()),
+            ),
+        },
+        Err(e) if e.kind() == io::ErrorKind::NotFound => (
+            None,
+            Some("this kernel has no /proc/PID/io (CONFIG_TASK_IO_ACCOUNTING off)".to_string()),
+        ),
+        Err(e) => (None, Some(format!("cannot read /proc/{pid}/io: {e}"))),
+    };
+    let counters = match ctx.counters {
+        None => None,
+        Some(Err(reason)) => Some(Counters::Unavailable {
+            reason: reason.clone(),
+        }),
+        Some(Ok(user_only)) => Some(read_counters(counters, counter_error, *user_only)),
+    };
+    let tree_usage = tree.as_mut().map(|t| t.finish());
+    let (exit, usage) = sys::process::wait4(pid).map_err(RunError::Wait)?;
+    ctx.forwarder.detach();
+    let forwarded_signal = ctx.forwarder.take_received().map(sys::signal_name);
+    let tree_usage = match (tree, tree_usage) {
+        (Some(t), Some(mut u)) => {
+            t.cleanup(&mut u);
+            Some(u)
+        }
+        _ => None,
+    };
+    let exit = match exit {
+        Exit::Code(code) => ExitInfo {
+            code: Some(code),
+            signal: None,
+            signal_number: None,
+            core_dumped: false,
+        },
+        Exit::Signal {
+            signal,
+            core_dumped,
+        } => ExitInfo {
+            code: None,
+            signal: Some(sys::signal_name(signal)),
+            signal_number: Some(signal),
+            core_dumped,
+        },
+    };
+    Ok(RunRecord {
+        wall_ns: u64::try_from(wall.as_nanos()).unwrap_or(u64::MAX),
+        user_us: crate::units::micros(usage.user),
+        system_us: crate::units::micros(usage.system),
+        max_rss_bytes: usage.max_rss_kib.saturating_mul(1024),
+        minor_faults: usage.minor_faults,
+        major_faults: usage.major_faults,
+        voluntary_switches: usage.voluntary_switches,
+        involuntary_switches: usage.involuntary_switches,
+        block_input_ops: usage.block_input,
+        block_output_ops: usage.block_output,
+        io,
+        io_unavailable,
+        counters,
+        tree: tree_usage,
+        cold,
+        exit,
+        forwarded_signal,
+    })
+}
+
+fn read_counters(
+    counters: Vec<(perf::HwEvent, perf::Counter)>,
+    error: Option<String>,
+    user_only: bool,
+) -> Counters {
+    if counters.is_empty() {
+        return Counters::Unavailable {
+            reason: error.unwrap_or_else(|| "no counter could be opened".into()),
+        };
+    }
+    let mut readings = Vec::new();
+    for (event, mut c) in counters {
+        let name = match event {
+            perf::HwEvent::Cycles => "cycles",
+            perf::HwEvent::Instructions => "instructions",
+            perf::HwEvent::CacheMisses => "cache-misses",
+            perf::HwEvent::BranchMisses => "branch-misses",
+        };
+        if let Ok(v) = c.read() {
+            // Scale a multiplexed counter to its enabled time, as perf does.
+            let value = if v.time_running_ns > 0 && v.time_running_ns < v.time_enabled_ns {
+                (v.value as u128 * v.time_enabled_ns as u128 / v.time_running_ns as u128) as u64
+            } else {
+                v.value
+            };
+            readings.push(CounterReading {
+                event: name.into(),
+                value,
+                time_enabled_ns: v.time_enabled_ns,
+                time_running_ns: v.time_running_ns,
+            });
+        }
+    }
+    Counters::Measured {
+        readings,
+        user_only,
+    }
+}
+
+/// The exit code tally exits with for a finished run: the command's own,
+/// or 128+N for a command killed by signal N.
+pub fn exit_code(report: &RunReport) -> u8 {
+    match report.runs.last() {
+        Some(r) => match (r.exit.code, r.exit.signal_number) {
+            (Some(code), _) => (code & 0xff) as u8,
+            (None, Some(sig)) => (128 + sig).clamp(0, 255) as u8,
+            (None, None) => 125,
+        },
+        None => 130,
+    }
+}

@@ -1,0 +1,692 @@
+//! The report of `tally run`: one record per measured run, the summary of
+//! repeated runs, and how each figure renders.
+//!
+//! JSON schema (`schema_version` 1), keys carry their unit:
+//! - `command`: the argv, lossily decoded; `runs_requested`, `warmup_runs`.
+//! - `runs[]`: one [`RunRecord`] per measured run, in order.
+//! - `summary`: per figure key, a [`Summary`] (only with two or more runs).
+//! - `warnings[]`: outliers, trends, differing exit codes, in words.
+//! - `interrupted_by`: the signal name when the user stopped the runs.
+
+use std::io::{self, Write};
+
+use serde::{Deserialize, Serialize};
+
+use crate::cache::evict::Evicted;
+use crate::procfs::io::IoCounters;
+use crate::report::{Metric, MetricKind, Render, Sample, Style, Table};
+use crate::stats::{self, Summary};
+use crate::units::{human_bytes, percent, thousands, thousands_f};
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExitInfo {
+    /// The exit code, when the command exited.
+    pub code: Option<i32>,
+    /// The signal name (`SIGKILL`), when a signal killed it.
+    pub signal: Option<String>,
+    pub signal_number: Option<i32>,
+    pub core_dumped: bool,
+}
+
+/// One hardware counter, with its enabled and running times.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CounterReading {
+    pub event: String,
+    pub value: u64,
+    pub time_enabled_ns: u64,
+    pub time_running_ns: u64,
+}
+
+/// Hardware counters of one run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "lowercase")]
+pub enum Counters {
+    Measured {
+        readings: Vec<CounterReading>,
+        /// Kernel and hypervisor excluded (`perf_event_paranoid` >= 2).
+        user_only: bool,
+    },
+    Unavailable {
+        reason: String,
+    },
+}
+
+/// Whole-tree accounting of one run (`--tree`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TreeUsage {
+    /// `cgroup-v2` or `proc-sampling`.
+    pub method: String,
+    /// The cgroup used, when one was.
+    pub cgroup: Option<String>,
+    pub user_us: Option<u64>,
+    pub system_us: Option<u64>,
+    /// Peak of the tree's memory: `memory.peak` of the cgroup, or the
+    /// largest sampled sum of resident sets.
+    pub peak_memory_bytes: Option<u64>,
+    /// `memory.peak` or `sampled every 10 ms`.
+    pub memory_method: String,
+    pub storage_read_bytes: Option<u64>,
+    pub storage_write_bytes: Option<u64>,
+    /// Distinct processes seen in the tree (sampling can miss short ones).
+    pub processes_seen: Option<u64>,
+    /// What was left running or could not be measured.
+    pub notes: Vec<String>,
+}
+
+/// Page-cache eviction before one run (`--cold`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ColdReport {
+    pub files: Vec<Evicted>,
+    pub size_bytes: u64,
+    /// Bytes cached before eviction (files with unknown residency left out).
+    pub cached_before_bytes: u64,
+    /// Bytes still cached after eviction.
+    pub cached_after_bytes: u64,
+    /// Files whose residency the kernel would not tell.
+    pub unknown_files: u64,
+    /// `/proc/sys/vm/drop_caches` was written (`--drop-caches`).
+    pub dropped_all_caches: bool,
+}
+
+/// What one run of the command cost.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunRecord {
+    pub wall_ns: u64,
+    pub user_us: u64,
+    pub system_us: u64,
+    /// `ru_maxrss` of the command (largest single process waited for).
+    pub max_rss_bytes: u64,
+    pub minor_faults: u64,
+    pub major_faults: u64,
+    pub voluntary_switches: u64,
+    pub involuntary_switches: u64,
+    /// `ru_inblock`: block input operations.
+    pub block_input_ops: u64,
+    /// `ru_oublock`: block output operations.
+    pub block_output_ops: u64,
+    /// `/proc/PID/io` of the command before it was reaped.
+    pub io: Option<IoCounters>,
+    /// Why `io` is absent.
+    pub io_unavailable: Option<String>,
+    /// Present with `--counters`.
+    pub counters: Option<Counters>,
+    /// Present with `--tree`.
+    pub tree: Option<TreeUsage>,
+    /// Present with `--cold` or `--drop-caches`.
+    pub cold: Option<ColdReport>,
+    pub exit: ExitInfo,
+    /// A signal tally received and forwarded during this run.
+    pub forwarded_signal: Option<String>,
+}
+
+impl RunRecord {
+    pub fn cpu_us(&self) -> u64 {
+        self.user_us.saturating_add(self.system_us)
+    }
+}
+
+/// The whole report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunReport {
+    pub schema_version: u32,
+    pub command: Vec<String>,
+    pub runs_requested: u32,
+    pub warmup_runs: u32,
+    pub runs: Vec<RunRecord>,
+    /// Figure key → summary over the runs; empty with fewer than two runs.
+    pub summary: Vec<FigureSummary>,
+    pub warnings: Vec<String>,
+    pub interrupted_by: Option<String>,
+}
+
+/// The summary of one figure.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FigureSummary {
+    pub figure: String,
+    #[serde(flatten)]
+    pub summary: Summary,
+}
+
+/// A figure of a run: its key (with unit), its label and unit for people.
+pub struct Figure {
+    pub key: &'static str,
+    pub label: &'static str,
+    pub unit: &'static str,
+    pub get: fn(&RunRecord) -> Option<u64>,
+}
+
+/// Every per-run figure, in display order. Adding a figure is one line.
+pub const FIGURES: &[Figure] = &[
+    Figure {
+        key: "wall_us",
+        label: "wall time",
+        unit: "µs",
+        get: |r| Some(r.wall_ns / 1000),
+    },
+    Figure {
+        key: "cpu_us",
+        label: "cpu time",
+        unit: "µs",
+        get: |r| Some(r.cpu_us()),
+    },
+    Figure {
+        key: "user_us",
+        label: "user cpu",
+        unit: "µs",
+        get: |r| Some(r.user_us),
+    },
+    Figure {
+        key: "system_us",
+        label: "kernel cpu",
+        unit: "µs",
+        get: |r| Some(r.system_us),
+    },
+    Figure {
+        key: "max_rss_kb",
+        label: "peak memory",
+        unit: "kB",
+        get: |r| Some(r.max_rss_bytes / 1024),
+    },
+    Figure {
+        key: "minor_faults",
+        label: "minor faults",
+        unit: "",
+        get: |r| Some(r.minor_faults),
+    },
+    Figure {
+        key: "major_faults",
+        label: "major faults",
+        unit: "",
+        get: |r| Some(r.major_faults),
+    },
+    Figure {
+        key: "voluntary_switches",
+        label: "voluntary switches",
+        unit: "",
+        get: |r| Some(r.voluntary_switches),
+    },
+    Figure {
+        key: "involuntary_switches",
+        label: "involuntary switches",
+        unit: "",
+        get: |r| Some(r.involuntary_switches),
+    },
+    Figure {
+        key: "block_input_ops",
+        label: "block reads",
+        unit: "ops",
+        get: |r| Some(r.block_input_ops),
+    },
+    Figure {
+        key: "block_output_ops",
+        label: "block writes",
+        unit: "ops",
+        get: |r| Some(r.block_output_ops),
+    },
+    Figure {
+        key: "storage_read_bytes",
+        label: "storage read",
+        unit: "B",
+        get: |r| r.io.map(|i| i.storage_read_bytes),
+    },
+    Figure {
+        key: "storage_write_bytes",
+        label: "storage written",
+        unit: "B",
+        get: |r| r.io.map(|i| i.storage_write_bytes),
+    },
+    Figure {
+        key: "read_call_bytes",
+        label: "read() passed",
+        unit: "B",
+        get: |r| r.io.map(|i| i.read_call_bytes),
+    },
+    Figure {
+        key: "write_call_bytes",
+        label: "write() passed",
+        unit: "B",
+        get: |r| r.io.map(|i| i.write_call_bytes),
+    },
+];
+
+impl RunReport {
+    /// Fills `summary` and `warnings` from `runs`.
+    pub fn summarize(&mut self) {
+        self.summary.clear();
+        if self.runs.len() < 2 {
+            return;
+        }
+        for fig in FIGURES {
+            let values: Vec<f64> = self
+                .runs
+                .iter()
+                .filter_map(|r| (fig.get)(r))
+                .map(|v| v as f64)
+                .collect();
+            if values.len() != self.runs.len() {
+                continue;
+            }
+            if let Some(summary) = stats::summarize(&values) {
+                self.summary.push(FigureSummary {
+                    figure: fig.key.into(),
+                    summary,
+                });
+            }
+            if !matches!(fig.key, "wall_us" | "cpu_us" | "max_rss_kb") {
+                continue;
+            }
+            let outliers = stats::outliers(&values);
+            if !outliers.is_empty() {
+                let list: Vec<String> = outliers
+                    .iter()
+                    .take(5)
+                    .map(|i| format!("run {} ({}{})", i + 1, thousands_f(values[*i]), fig.unit))
+                    .collect();
+                self.warnings.push(format!(
+                    "{}: {} outlier{} by median/MAD: {}",
+                    fig.label,
+                    outliers.len(),
+                    if outliers.len() == 1 { "" } else { "s" },
+                    list.join(", ")
+                ));
+            }
+            if let Some(rho) = stats::trend(&values) {
+                self.warnings.push(format!(
+                    "{}: {} over the runs (rank correlation {rho:.2}); warm-up runs (--warmup) or a quieter machine may help",
+                    fig.label,
+                    if rho > 0.0 { "rises" } else { "falls" },
+                ));
+            }
+        }
+        let mut codes: Vec<String> = self.runs.iter().map(|r| exit_text(&r.exit)).collect();
+        codes.sort();
+        codes.dedup();
+        if codes.len() > 1 {
+            self.warnings
+                .push(format!("the runs ended differently: {}", codes.join(", ")));
+        }
+    }
+
+    fn summary_of(&self, key: &str) -> Option<&Summary> {
+        self.summary
+            .iter()
+            .find(|f| f.figure == key)
+            .map(|f| &f.summary)
+    }
+}
+
+fn exit_text(exit: &ExitInfo) -> String {
+    match (&exit.signal, exit.code) {
+        (Some(sig), _) => format!("killed by {sig}"),
+        (None, Some(code)) => format!("exit {code}"),
+        (None, None) => "unknown".into(),
+    }
+}
+
+fn share(part: u64, whole: u64) -> String {
+    percent(part, whole)
+        .map(|p| format!("{p}%"))
+        .unwrap_or_else(|| "0%".into())
+}
+
+fn human_single(r: &RunRecord, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(
+        out,
+        "tally: took {}µs wall time",
+        thousands(r.wall_ns / 1000)
+    )?;
+    writeln!(
+        out,
+        "tally: peak memory {}kB (ru_maxrss)",
+        thousands(r.max_rss_bytes / 1024)
+    )?;
+    writeln!(
+        out,
+        "tally: needed {}µs cpu ({} kernel)",
+        thousands(r.cpu_us()),
+        share(r.system_us, r.cpu_us())
+    )?;
+    let faults = r.minor_faults.saturating_add(r.major_faults);
+    writeln!(
+        out,
+        "tally: caused {} page faults ({} minor, {} major)",
+        thousands(faults),
+        share(r.minor_faults, faults),
+        thousands(r.major_faults)
+    )?;
+    let switches = r.voluntary_switches.saturating_add(r.involuntary_switches);
+    if switches > 0 {
+        writeln!(
+            out,
+            "tally: {} context switches ({} voluntary)",
+            thousands(switches),
+            share(r.voluntary_switches, switches)
+        )?;
+    }
+    if r.block_input_ops > 0 || r.block_output_ops > 0 {
+        writeln!(
+            out,
+            "tally: performed {} block reads and {} block writes",
+            thousands(r.block_input_ops),
+            thousands(r.block_output_ops)
+        )?;
+    }
+    match (&r.io, &r.io_unavailable) {
+        (Some(io), _) => {
+            writeln!(
+                out,
+                "tally: storage read {} bytes, wrote {} bytes",
+                thousands(io.storage_read_bytes),
+                thousands(io.storage_write_bytes)
+            )?;
+            writeln!(
+                out,
+                "tally: read()/write() calls passed {} and {} bytes ({} and {} calls)",
+                thousands(io.read_call_bytes),
+                thousands(io.write_call_bytes),
+                thousands(io.read_calls),
+                thousands(io.write_calls)
+            )?;
+        }
+        (None, Some(reason)) => writeln!(out, "tally: storage I/O unavailable: {reason}")?,
+        (None, None) => {}
+    }
+    Ok(())
+}
+
+fn human_counters(c: &Counters, out: &mut dyn Write) -> io::Result<()> {
+    match c {
+        Counters::Unavailable { reason } => writeln!(out, "tally: counters unavailable: {reason}"),
+        Counters::Measured {
+            readings,
+            user_only,
+        } => {
+            let scope = if *user_only { " (user space only)" } else { "" };
+            for r in readings {
+                let running = if r.time_enabled_ns > 0 && r.time_running_ns < r.time_enabled_ns {
+                    format!(
+                        " (counted {}% of the time, scaled: multiplexed)",
+                        percent(r.time_running_ns, r.time_enabled_ns).unwrap_or(0)
+                    )
+                } else {
+                    String::new()
+                };
+                writeln!(
+                    out,
+                    "tally: {} {}{scope}{running}",
+                    thousands(r.value),
+                    r.event
+                )?;
+            }
+            let get = |name: &str| readings.iter().find(|r| r.event == name).map(|r| r.value);
+            if let (Some(cycles), Some(instructions)) = (get("cycles"), get("instructions")) {
+                if cycles > 0 {
+                    writeln!(
+                        out,
+                        "tally: {:.2} instructions per cycle",
+                        instructions as f64 / cycles as f64
+                    )?;
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+fn human_tree(t: &TreeUsage, out: &mut dyn Write) -> io::Result<()> {
+    let via = match &t.cgroup {
+        Some(cg) => format!("{} {cg}", t.method),
+        None => t.method.clone(),
+    };
+    let cpu = match (t.user_us, t.system_us) {
+        (Some(u), Some(s)) => format!(
+            "{}µs cpu ({} kernel)",
+            thousands(u.saturating_add(s)),
+            share(s, u.saturating_add(s))
+        ),
+        _ => "cpu unavailable".into(),
+    };
+    let mem = t
+        .peak_memory_bytes
+        .map(|b| {
+            format!(
+                "peak memory {}kB ({})",
+                thousands(b / 1024),
+                t.memory_method
+            )
+        })
+        .unwrap_or_else(|| format!("peak memory unavailable ({})", t.memory_method));
+    writeln!(out, "tally: whole tree via {via}: {cpu}, {mem}")?;
+    if let (Some(r), Some(w)) = (t.storage_read_bytes, t.storage_write_bytes) {
+        writeln!(
+            out,
+            "tally: whole tree storage read {} bytes, wrote {} bytes",
+            thousands(r),
+            thousands(w)
+        )?;
+    }
+    if let Some(n) = t.processes_seen {
+        writeln!(out, "tally: whole tree: {} processes seen", thousands(n))?;
+    }
+    for note in &t.notes {
+        writeln!(out, "tally: whole tree: {note}")?;
+    }
+    Ok(())
+}
+
+fn human_cold(c: &ColdReport, out: &mut dyn Write) -> io::Result<()> {
+    if c.dropped_all_caches {
+        writeln!(
+            out,
+            "tally: cold: dropped every clean page cache (drop_caches)"
+        )?;
+    }
+    if c.files.is_empty() {
+        return Ok(());
+    }
+    let left = c.cached_before_bytes.saturating_sub(c.cached_after_bytes);
+    writeln!(
+        out,
+        "tally: cold: {} of {} cached bytes left the cache ({} files, {}); {} bytes stayed",
+        thousands(left),
+        thousands(c.cached_before_bytes),
+        thousands(c.files.len() as u64),
+        human_bytes(c.size_bytes),
+        thousands(c.cached_after_bytes)
+    )?;
+    for f in &c.files {
+        if let Some(reason) = &f.stayed_reason {
+            let pages = f.after.cached_pages().unwrap_or(0);
+            writeln!(
+                out,
+                "tally: cold: {}: {} pages stayed: {reason}",
+                f.path.display(),
+                thousands(pages)
+            )?;
+        }
+        if let crate::cache::Residency::Unknown { reason } = &f.after {
+            writeln!(
+                out,
+                "tally: cold: {}: residency unknown: {reason}",
+                f.path.display()
+            )?;
+        }
+    }
+    Ok(())
+}
+
+fn human_exit(r: &RunRecord, out: &mut dyn Write) -> io::Result<()> {
+    if let Some(sig) = &r.forwarded_signal {
+        writeln!(out, "tally: forwarded {sig} to the command")?;
+    }
+    if let Some(sig) = &r.exit.signal {
+        let core = if r.exit.core_dumped {
+            " (core dumped)"
+        } else {
+            ""
+        };
+        writeln!(out, "tally: killed by {sig}{core}")?;
+    }
+    Ok(())
+}
+
+fn cell(v: f64, unit: &str) -> String {
+    format!("{}{unit}", thousands_f(v))
+}
+
+impl Render for RunReport {
+    fn human(&self, out: &mut dyn Write, _style: Style) -> io::Result<()> {
+        if self.runs.len() == 1 {
+            let r = &self.runs[0];
+            if let Some(c) = &r.cold {
+                human_cold(c, out)?;
+            }
+            human_single(r, out)?;
+            if let Some(t) = &r.tree {
+                human_tree(t, out)?;
+            }
+            if let Some(c) = &r.counters {
+                human_counters(c, out)?;
+            }
+            human_exit(r, out)?;
+        } else if let Some(last) = self.runs.last() {
+            let warm = if self.warmup_runs > 0 {
+                format!(" after {} warm-up", self.warmup_runs)
+            } else {
+                String::new()
+            };
+            writeln!(out, "tally: {} runs{warm}", self.runs.len())?;
+            let rows: Vec<[String; 6]> = FIGURES
+                .iter()
+                .filter_map(|fig| {
+                    let s = self.summary_of(fig.key)?;
+                    if s.max == 0.0 && !matches!(fig.key, "wall_us" | "cpu_us" | "max_rss_kb") {
+                        return None;
+                    }
+                    let unit = if fig.unit == "B" { "" } else { fig.unit };
+                    let label = if fig.unit == "B" {
+                        format!("{} bytes", fig.label)
+                    } else {
+                        fig.label.to_string()
+                    };
+                    let mean = match s.stddev {
+                        Some(sd) => format!("{} ± {}", cell(s.mean, unit), cell(sd, unit)),
+                        None => cell(s.mean, unit),
+                    };
+                    Some([
+                        label,
+                        cell(s.min, unit),
+                        cell(s.median, unit),
+                        mean,
+                        cell(s.max, unit),
+                        String::new(),
+                    ])
+                })
+                .collect();
+            let header = ["", "min", "median", "mean ± stddev", "max", ""];
+            let mut widths = [0usize; 5];
+            for row in rows
+                .iter()
+                .map(|r| &r[..5])
+                .chain(std::iter::once(&header.map(String::from)[..5]))
+            {
+                for (w, c) in widths.iter_mut().zip(row) {
+                    *w = (*w).max(c.chars().count());
+                }
+            }
+            let line = |cells: &[String]| {
+                let mut s = format!("{:<w$}", cells[0], w = widths[0]);
+                for (c, w) in cells[1..5].iter().zip(&widths[1..]) {
+                    s.push_str(&format!("  {:>w$}", c, w = *w));
+                }
+                s
+            };
+            writeln!(out, "tally: {}", line(&header.map(String::from)).trim_end())?;
+            for row in &rows {
+                writeln!(out, "tally: {}", line(&row[..]))?;
+            }
+            if let Some(c) = &last.cold {
+                writeln!(out, "tally: cold: before each run; the last:")?;
+                human_cold(c, out)?;
+            }
+            if let Some(reason) = &last.io_unavailable {
+                writeln!(out, "tally: storage I/O unavailable: {reason}")?;
+            }
+            if let Some(t) = &last.tree {
+                writeln!(out, "tally: the last run:")?;
+                human_tree(t, out)?;
+            }
+            if let Some(c) = &last.counters {
+                human_counters(c, out)?;
+            }
+            human_exit(last, out)?;
+        }
+        if let Some(sig) = &self.interrupted_by {
+            writeln!(
+                out,
+                "tally: interrupted by {sig} after {} of {} runs",
+                self.runs.len(),
+                self.runs_requested
+            )?;
+        }
+        for w in &self.warnings {
+            writeln!(out, "tally: warning: {w}")?;
+        }
+        Ok(())
+    }
+
+    fn table(&self) -> Table {
+        let mut headers = vec!["run".to_string()];
+        headers.extend(FIGURES.iter().map(|f| f.key.to_string()));
+        headers.extend(["exit_code", "signal"].map(String::from));
+        let rows = self
+            .runs
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let mut row = vec![(i + 1).to_string()];
+                row.extend(
+                    FIGURES
+                        .iter()
+                        .map(|f| (f.get)(r).map(|v| v.to_string()).unwrap_or_default()),
+                );
+                row.push(r.exit.code.map(|c| c.to_string()).unwrap_or_default());
+                row.push(r.exit.signal.clone().unwrap_or_default());
+                row
+            })
+            .collect();
+        Table { headers, rows }
+    }
+
+    fn metrics(&self) -> Option<Vec<Metric>> {
+        let last = self.runs.last()?;
+        let command = self.command.join(" ");
+        Some(
+            FIGURES
+                .iter()
+                .filter_map(|f| {
+                    let value = match self.summary_of(f.key) {
+                        Some(s) => s.median,
+                        None => (f.get)(last)? as f64,
+                    };
+                    let name = match f.unit {
+                        "µs" => format!("tally_run_{}", f.key.replace("_us", "_microseconds")),
+                        "kB" => "tally_run_max_rss_kilobytes".to_string(),
+                        "B" => format!("tally_run_{}", f.key),
+                        _ => format!("tally_run_{}", f.key),
+                    };
+                    Some(Metric {
+                        name,
+                        help: format!("{} of the command (median over the runs)", f.label),
+                        kind: MetricKind::Gauge,
+                        samples: vec![Sample {
+                            labels: vec![("command".into(), command.clone())],
+                            value,
+                        }],
+                    })
+                })
+                .collect(),
+        )
+    }
+}

@@ -1,0 +1,361 @@
+//! Whole-tree accounting for `tally run --tree`.
+//!
+//! The kernel's rusage covers only descendants that were waited for, and
+//! `ru_maxrss` is one process's peak. For the whole tree tally puts the
+//! command in a fresh cgroup v2 (cpu.stat is always there; memory.peak and
+//! io.stat when those controllers are enabled) and otherwise samples /proc
+//! every 10 ms: the sum of the tree's resident sets, and each process's
+//! last-seen cpu time (a lower bound: what ran between samples is missed).
+
+use std::collections::HashMap;
+use std::fs::{self, OpenOptions};
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use super::report::TreeUsage;
+use crate::procfs::for_each_key_number;
+use crate::sys;
+
+const SAMPLE_EVERY: Duration = Duration::from_millis(10);
+static SEQUENCE: AtomicU32 = AtomicU32::new(0);
+
+struct Cgroup {
+    path: PathBuf,
+    /// The cgroup tally itself is in, where leftovers are moved back.
+    parent: PathBuf,
+}
+
+#[derive(Default)]
+struct Sampled {
+    peak_rss_bytes: u64,
+    /// Last-seen (user, system) ticks per pid.
+    cpu_ticks: HashMap<u32, (u64, u64)>,
+}
+
+pub struct Tree {
+    cgroup: Option<Cgroup>,
+    procs_fd: Option<OwnedFd>,
+    sampler: Option<(Arc<AtomicBool>, JoinHandle<Sampled>)>,
+    notes: Vec<String>,
+}
+
+/// The cgroup v2 mount point, from /proc/self/mountinfo.
+fn cgroup2_mount() -> Option<PathBuf> {
+    let info = fs::read_to_string("/proc/self/mountinfo").ok()?;
+    info.lines().find_map(|line| {
+        let (left, right) = line.split_once(" - ")?;
+        let fstype = right.split_whitespace().next()?;
+        if fstype != "cgroup2" {
+            return None;
+        }
+        left.split_whitespace().nth(4).map(PathBuf::from)
+    })
+}
+
+/// This process's cgroup v2 path (the `0::` line of /proc/self/cgroup).
+fn own_cgroup() -> Option<String> {
+    let text = fs::read_to_string("/proc/self/cgroup").ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("0::").map(str::to_string))
+}
+
+impl Tree {
+    /// Creates the cgroup, or notes why it could not and plans to sample.
+    pub fn prepare() -> Tree {
+        let mut tree = Tree {
+            cgroup: None,
+            procs_fd: None,
+            sampler: None,
+            notes: Vec::new(),
+        };
+        let (Some(mount), Some(own)) = (cgroup2_mount(), own_cgroup()) else {
+            tree.notes
+                .push("no cgroup v2 hierarchy mounted; sampled /proc instead".into());
+            return tree;
+        };
+        let parent = mount.join(own.trim_start_matches('/'));
+        let name = format!(
+            "tally-{}-{}",
+            std::process::id(),
+            SEQUENCE.fetch_add(1, Ordering::Relaxed)
+        );
+        let path = parent.join(name);
+        if let Err(e) = fs::create_dir(&path) {
+            tree.notes.push(format!(
+                "cannot create a cgroup under {} ({e}); sampled /proc instead — run as root or in a delegated cgroup",
+                parent.display()
+            ));
+            return tree;
+        }
+        match OpenOptions::new()
+            .write(true)
+            .open(path.join("cgroup.procs"))
+        {
+            Ok(f) => {
+                tree.procs_fd = Some(OwnedFd::from(f));
+                tree.cgroup = Some(Cgroup { path, parent });
+            }
+            Err(e) => {
+                let _ = fs::remove_dir(&path);
+                tree.notes.push(format!(
+                    "cannot join the new cgroup ({e}); sampled /proc instead"
+                ));
+            }
+        }
+        tree
+    }
+
+    /// The `cgroup.procs` descriptor the child writes itself into.
+    pub fn take_procs_fd(&mut self) -> Option<OwnedFd> {
+        self.procs_fd.take()
+    }
+
+    fn has_memory_peak(&self) -> bool {
+        self.cgroup
+            .as_ref()
+            .is_some_and(|c| c.path.join("memory.peak").exists())
+    }
+
+    /// The command started as `pid`: sample memory unless the cgroup
+    /// records its peak itself.
+    pub fn started(&mut self, pid: u32) {
+        if self.has_memory_peak() {
+            return;
+        }
+        let stop = Arc::new(AtomicBool::new(false));
+        let members = self.cgroup.as_ref().map(|c| c.path.join("cgroup.procs"));
+        let flag = Arc::clone(&stop);
+        let spawned = std::thread::Builder::new()
+            .name("tally-tree-sampler".into())
+            .stack_size(64 * 1024)
+            .spawn(move || sample(pid, members, &flag));
+        match spawned {
+            Ok(handle) => self.sampler = Some((stop, handle)),
+            Err(e) => self
+                .notes
+                .push(format!("cannot start the /proc sampler: {e}")),
+        }
+    }
+
+    /// The command has exited (not yet reaped): collect the figures.
+    pub fn finish(&mut self) -> TreeUsage {
+        let sampled = self.sampler.take().and_then(|(stop, handle)| {
+            stop.store(true, Ordering::SeqCst);
+            handle.join().ok()
+        });
+        let mut usage = TreeUsage {
+            method: if self.cgroup.is_some() {
+                "cgroup-v2"
+            } else {
+                "proc-sampling"
+            }
+            .into(),
+            cgroup: self.cgroup.as_ref().map(|c| c.path.display().to_string()),
+            user_us: None,
+            system_us: None,
+            peak_memory_bytes: None,
+            memory_method: String::new(),
+            storage_read_bytes: None,
+            storage_write_bytes: None,
+            processes_seen: None,
+            notes: std::mem::take(&mut self.notes),
+        };
+        if let Some(cg) = &self.cgroup {
+            if let Ok(text) = fs::read_to_string(cg.path.join("cpu.stat")) {
+                for_each_key_number(&text.replace(' ', ":"), |k, v| match k {
+                    "user_usec" => usage.user_us = Some(v),
+                    "system_usec" => usage.system_us = Some(v),
+                    _ => {}
+                });
+            }
+            if let Ok(text) = fs::read_to_string(cg.path.join("memory.peak")) {
+                usage.peak_memory_bytes = text.trim().parse().ok();
+                usage.memory_method = "memory.peak of the cgroup".into();
+            }
+            if let Ok(text) = fs::read_to_string(cg.path.join("io.stat")) {
+                let (mut r, mut w) = (0u64, 0u64);
+                for word in text.split_whitespace() {
+                    if let Some(v) = word.strip_prefix("rbytes=") {
+                        r = r.saturating_add(v.parse().unwrap_or(0));
+                    } else if let Some(v) = word.strip_prefix("wbytes=") {
+                        w = w.saturating_add(v.parse().unwrap_or(0));
+                    }
+                }
+                usage.storage_read_bytes = Some(r);
+                usage.storage_write_bytes = Some(w);
+            }
+        }
+        if let Some(s) = sampled {
+            if usage.peak_memory_bytes.is_none() {
+                usage.peak_memory_bytes = Some(s.peak_rss_bytes);
+                usage.memory_method = if self.cgroup.is_some() {
+                    "sum of resident sets sampled every 10 ms: the cgroup has no memory controller"
+                        .into()
+                } else {
+                    "sum of resident sets sampled every 10 ms".into()
+                };
+            }
+            usage.processes_seen = Some(s.cpu_ticks.len() as u64);
+            if self.cgroup.is_none() {
+                let hz = sys::clock_ticks_per_sec();
+                let (u, st) = s
+                    .cpu_ticks
+                    .values()
+                    .fold((0u64, 0u64), |(a, b), (u, s)| (a + u, b + s));
+                usage.user_us = Some(u.saturating_mul(1_000_000) / hz);
+                usage.system_us = Some(st.saturating_mul(1_000_000) / hz);
+                usage
+                    .notes
+                    .push("cpu is a lower bound: each process's last sampled time".into());
+            }
+        }
+        if usage.memory_method.is_empty() {
+            usage.memory_method = "unavailable".into();
+        }
+        usage
+    }
+
+    /// After the command was reaped: moves processes it left running back
+    /// to tally's own cgroup and removes the cgroup.
+    pub fn cleanup(self, usage: &mut TreeUsage) {
+        let Some(cg) = self.cgroup else { return };
+        let left = pids_in(&cg.path.join("cgroup.procs"));
+        if !left.is_empty() {
+            usage.notes.push(format!(
+                "{} processes of the tree still run after the command exited; they were moved back to {}",
+                left.len(),
+                cg.parent.display()
+            ));
+            for pid in left {
+                let _ = fs::write(cg.parent.join("cgroup.procs"), pid.to_string());
+            }
+        }
+        for _ in 0..50 {
+            match fs::remove_dir(&cg.path) {
+                Ok(()) => return,
+                Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
+                    std::thread::sleep(Duration::from_millis(2))
+                }
+                Err(e) => {
+                    usage
+                        .notes
+                        .push(format!("cannot remove {}: {e}", cg.path.display()));
+                    return;
+                }
+            }
+        }
+        usage
+            .notes
+            .push(format!("cannot remove {}: still busy", cg.path.display()));
+    }
+}
+
+fn pids_in(procs: &Path) -> Vec<u32> {
+    fs::read_to_string(procs)
+        .map(|t| t.lines().filter_map(|l| l.trim().parse().ok()).collect())
+        .unwrap_or_default()
+}
+
+/// (ppid, utime ticks, stime ticks) from the text of /proc/PID/stat.
+pub(crate) fn parse_stat(text: &str) -> Option<(u32, u64, u64)> {
+    // The command name may hold spaces and parentheses: fields start
+    // after the last ')'.
+    let rest = &text[text.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ppid = fields.get(1)?.parse().ok()?;
+    let utime = fields.get(11)?.parse().ok()?;
+    let stime = fields.get(12)?.parse().ok()?;
+    Some((ppid, utime, stime))
+}
+
+/// Members of the tree rooted at `root`: from the cgroup when there is one,
+/// else every process whose parent chain reaches `root`.
+fn members(
+    root: u32,
+    cgroup_procs: Option<&Path>,
+    stats: &mut HashMap<u32, (u32, u64, u64)>,
+) -> Vec<u32> {
+    stats.clear();
+    if let Some(p) = cgroup_procs {
+        let pids = pids_in(p);
+        for pid in &pids {
+            if let Ok(t) = fs::read_to_string(format!("/proc/{pid}/stat")) {
+                if let Some(s) = parse_stat(&t) {
+                    stats.insert(*pid, s);
+                }
+            }
+        }
+        return pids;
+    }
+    let Ok(dir) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    for entry in dir.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if let Ok(t) = fs::read_to_string(entry.path().join("stat")) {
+            if let Some(s) = parse_stat(&t) {
+                stats.insert(pid, s);
+            }
+        }
+    }
+    let mut tree = vec![root];
+    let mut i = 0;
+    while i < tree.len() {
+        let parent = tree[i];
+        tree.extend(stats.iter().filter(|(_, s)| s.0 == parent).map(|(p, _)| *p));
+        i += 1;
+    }
+    tree
+}
+
+fn sample(root: u32, cgroup_procs: Option<PathBuf>, stop: &AtomicBool) -> Sampled {
+    let page = sys::page_size();
+    let mut out = Sampled::default();
+    let mut stats = HashMap::new();
+    while !stop.load(Ordering::SeqCst) {
+        let pids = members(root, cgroup_procs.as_deref(), &mut stats);
+        let mut rss = 0u64;
+        for pid in pids {
+            // statm's second field: resident pages. Vanished processes
+            // are simply not counted.
+            if let Ok(t) = fs::read_to_string(format!("/proc/{pid}/statm")) {
+                if let Some(r) = t
+                    .split_whitespace()
+                    .nth(1)
+                    .and_then(|w| w.parse::<u64>().ok())
+                {
+                    rss = rss.saturating_add(r.saturating_mul(page));
+                }
+            }
+            if let Some((_, u, s)) = stats.get(&pid) {
+                let e = out.cpu_ticks.entry(pid).or_default();
+                *e = (e.0.max(*u), e.1.max(*s));
+            }
+        }
+        out.peak_rss_bytes = out.peak_rss_bytes.max(rss);
+        std::thread::sleep(SAMPLE_EVERY);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_stat;
+
+    #[test]
+    fn stat_with_parens_and_spaces_in_the_name() {
+        let t = "42 (a) b (c)) S 7 42 42 0 -1 4194304 100 0 0 0 15 3 0 0 20 0 1 0 100 1000 50";
+        assert_eq!(parse_stat(t), Some((7, 15, 3)));
+        assert_eq!(parse_stat("garbage"), None);
+    }
+}

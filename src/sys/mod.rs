@@ -1,0 +1,89 @@
+//! Thin safe wrappers over the system calls tally needs.
+//!
+//! Every `unsafe` block of the project lives under this module, each with a
+//! `// SAFETY:` comment. The wrappers return `std::io::Result` and keep no
+//! state of their own beyond what a call needs.
+
+pub mod cache;
+pub mod perf;
+pub mod process;
+pub mod signals;
+
+use std::io;
+
+/// Turns a `-1` return of a libc call into the thread's `errno`.
+pub(crate) fn cvt(ret: libc::c_int) -> io::Result<libc::c_int> {
+    if ret == -1 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret)
+    }
+}
+
+/// Like [`cvt`] for calls returning `c_long` (raw `syscall`).
+pub(crate) fn cvt_long(ret: libc::c_long) -> io::Result<libc::c_long> {
+    if ret == -1 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret)
+    }
+}
+
+/// The effective user id of this process.
+pub fn geteuid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// The page size of this machine, in bytes.
+pub fn page_size() -> u64 {
+    // SAFETY: sysconf has no preconditions; a failure returns -1, handled below.
+    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if size > 0 { size as u64 } else { 4096 }
+}
+
+/// The name of a signal (`SIGKILL`), or `SIG<number>` for one without a name.
+pub fn signal_name(sig: i32) -> String {
+    let name = match sig {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGTRAP => "SIGTRAP",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGUSR1 => "SIGUSR1",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGUSR2 => "SIGUSR2",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGALRM => "SIGALRM",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGSTKFLT => "SIGSTKFLT",
+        libc::SIGCHLD => "SIGCHLD",
+        libc::SIGCONT => "SIGCONT",
+        libc::SIGSTOP => "SIGSTOP",
+        libc::SIGTSTP => "SIGTSTP",
+        libc::SIGTTIN => "SIGTTIN",
+        libc::SIGTTOU => "SIGTTOU",
+        libc::SIGURG => "SIGURG",
+        libc::SIGXCPU => "SIGXCPU",
+        libc::SIGXFSZ => "SIGXFSZ",
+        libc::SIGVTALRM => "SIGVTALRM",
+        libc::SIGPROF => "SIGPROF",
+        libc::SIGWINCH => "SIGWINCH",
+        libc::SIGIO => "SIGIO",
+        libc::SIGPWR => "SIGPWR",
+        libc::SIGSYS => "SIGSYS",
+        _ => return format!("SIG{sig}"),
+    };
+    name.to_string()
+}
+
+/// Clock ticks per second, the unit of /proc/PID/stat times.
+pub fn clock_ticks_per_sec() -> u64 {
+    // SAFETY: sysconf has no preconditions; a failure returns -1, handled below.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if ticks > 0 { ticks as u64 } else { 100 }
+}

@@ -1,0 +1,315 @@
+//! Spawning a command by `fork` + `exec`, and reaping it with `wait4`.
+//!
+//! `fork` rather than `posix_spawn` (vfork): at `exec` the kernel carries the
+//! old address space's RSS high-water mark into the child's `ru_maxrss`.
+//! With vfork the old address space is tally's own, so the child would
+//! inherit tally's peak; with fork it is a copy holding only the pages whose
+//! page-table entries fork copies (anonymous memory tally has touched), and
+//! tally keeps that small. The fork is written out here rather than left to
+//! `std::process::Command` because std waits for `exec` inside `spawn`,
+//! which leaves no moment to attach counters to a child held at a gate.
+
+use std::ffi::{CString, OsString};
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::time::Duration;
+
+use super::cvt;
+
+/// What a child process cost, as `wait4` reports it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ChildUsage {
+    pub user: Duration,
+    pub system: Duration,
+    /// `ru_maxrss`: peak resident set, in KiB.
+    pub max_rss_kib: u64,
+    pub minor_faults: u64,
+    pub major_faults: u64,
+    pub voluntary_switches: u64,
+    pub involuntary_switches: u64,
+    /// `ru_inblock`: block input operations (512-byte units on Linux).
+    pub block_input: u64,
+    /// `ru_oublock`: block output operations.
+    pub block_output: u64,
+}
+
+/// How a child ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    Code(i32),
+    Signal { signal: i32, core_dumped: bool },
+}
+
+/// What the forked child does before `exec`.
+#[derive(Default)]
+pub struct PreExec {
+    /// Hold the child before `exec` until [`Spawned::release`], so the
+    /// parent can attach counters to it first.
+    pub gate: bool,
+    /// The child writes `0` to this `cgroup.procs` descriptor, joining that
+    /// cgroup before `exec`.
+    pub cgroup_procs: Option<OwnedFd>,
+    /// Send the command's stdout and stderr to /dev/null.
+    pub quiet: bool,
+}
+
+/// A started child, stopped at the gate if one was asked for.
+#[derive(Debug)]
+pub struct Spawned {
+    pub pid: u32,
+    /// Reports the exec error, or EOF once exec succeeded.
+    status: OwnedFd,
+    gate: Option<OwnedFd>,
+}
+
+impl Spawned {
+    /// Lets a gated child go on to `exec`, then reports whether `exec`
+    /// worked. A child that could not exec has exited with 127 and is
+    /// reaped here.
+    pub fn release(mut self) -> io::Result<u32> {
+        if let Some(gate) = self.gate.take() {
+            let byte = 1u8;
+            // SAFETY: writes one byte from a live local to an open descriptor.
+            let _ = unsafe { libc::write(gate.as_raw_fd(), (&raw const byte).cast(), 1) };
+        }
+        let mut errno_bytes = [0u8; 4];
+        let mut got = 0usize;
+        while got < errno_bytes.len() {
+            let rest = &mut errno_bytes[got..];
+            // SAFETY: reads into the unfilled tail of a live local buffer.
+            let n = unsafe {
+                libc::read(
+                    self.status.as_raw_fd(),
+                    rest.as_mut_ptr().cast(),
+                    rest.len(),
+                )
+            };
+            if n == 0 {
+                break;
+            }
+            if n < 0 {
+                let err = io::Error::last_os_error();
+                if err.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(err);
+            }
+            got += n as usize;
+        }
+        if got == 0 {
+            return Ok(self.pid);
+        }
+        let errno = i32::from_ne_bytes(errno_bytes);
+        let _ = wait4(self.pid);
+        Err(io::Error::from_raw_os_error(errno))
+    }
+}
+
+/// Forks and, in the child, runs the steps of `pre` then `execvp(argv)`.
+///
+/// The child starts with the default signal mask and SIGPIPE restored to
+/// its default (the Rust runtime ignores it), stdin inherited.
+pub fn spawn(argv: &[OsString], pre: PreExec) -> io::Result<Spawned> {
+    let Some(program) = argv.first() else {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "empty command"));
+    };
+    // Everything the child needs is prepared here: it must not allocate.
+    let to_c = |s: &OsString| {
+        CString::new(s.as_bytes()).map_err(|_| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{s:?} contains a NUL byte"),
+            )
+        })
+    };
+    let program = to_c(program)?;
+    let args: Vec<CString> = argv.iter().map(to_c).collect::<io::Result<_>>()?;
+    let mut arg_ptrs: Vec<*const libc::c_char> = args.iter().map(|a| a.as_ptr()).collect();
+    arg_ptrs.push(std::ptr::null());
+    let devnull = if pre.quiet {
+        Some(std::fs::OpenOptions::new().write(true).open("/dev/null")?)
+    } else {
+        None
+    };
+    let (gate_read, gate_write) = if pre.gate {
+        let (r, w) = pipe()?;
+        (Some(r), Some(w))
+    } else {
+        (None, None)
+    };
+    let (status_read, status_write) = pipe()?;
+    let gate_fd = gate_read.as_ref().map(|fd| fd.as_raw_fd());
+    let cgroup_fd = pre.cgroup_procs.as_ref().map(|fd| fd.as_raw_fd());
+    let null_fd = devnull.as_ref().map(|f| f.as_raw_fd());
+    let status_fd = status_write.as_raw_fd();
+
+    // SAFETY: fork has no memory preconditions. In the child (ret == 0) only
+    // async-signal-safe calls follow (sigprocmask, signal, write, read, dup2,
+    // execvp, _exit) on data prepared above; nothing allocates or locks.
+    let pid = cvt(unsafe { libc::fork() })?;
+    if pid == 0 {
+        // SAFETY: see the fork comment above; every pointer refers to data
+        // that lives in this address space until exec or _exit.
+        unsafe { child_exec(&program, &arg_ptrs, gate_fd, cgroup_fd, null_fd, status_fd) }
+    }
+    drop(status_write);
+    drop(gate_read);
+    drop(pre.cgroup_procs);
+    Ok(Spawned {
+        pid: pid as u32,
+        status: status_read,
+        gate: gate_write,
+    })
+}
+
+/// The child side of [`spawn`]; never returns.
+///
+/// # Safety
+/// Must only be called in a freshly forked child; the pointers must be valid.
+unsafe fn child_exec(
+    program: &CString,
+    argv: &[*const libc::c_char],
+    gate: Option<i32>,
+    cgroup: Option<i32>,
+    null: Option<i32>,
+    status: i32,
+) -> ! {
+    let fail = |errno: i32| -> ! {
+        let bytes = errno.to_ne_bytes();
+        // SAFETY: write and _exit are async-signal-safe; `bytes` is live.
+        unsafe {
+            libc::write(status, bytes.as_ptr().cast(), bytes.len());
+            libc::_exit(127)
+        }
+    };
+    let errno = || {
+        io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO)
+    };
+    // SAFETY: plain async-signal-safe calls on valid arguments.
+    unsafe {
+        let mut empty: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut empty);
+        libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        if let Some(fd) = null {
+            if libc::dup2(fd, 1) < 0 || libc::dup2(fd, 2) < 0 {
+                fail(errno());
+            }
+        }
+        if let Some(fd) = cgroup {
+            if libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
+                fail(errno());
+            }
+        }
+        if let Some(fd) = gate {
+            let mut byte = 0u8;
+            while libc::read(fd, (&raw mut byte).cast(), 1) < 0 {
+                if errno() != libc::EINTR {
+                    fail(errno());
+                }
+            }
+        }
+        libc::execvp(program.as_ptr(), argv.as_ptr());
+        fail(errno())
+    }
+}
+
+/// Waits until child `pid` has exited, leaving it a zombie so its
+/// `/proc/PID` files can still be read (`waitid` with `WNOWAIT`).
+pub fn wait_exited_keep(pid: u32) -> io::Result<()> {
+    loop {
+        // SAFETY: siginfo_t is plain data; zeroed is a valid value.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: `info` is a valid, writable siginfo_t for the call.
+        let ret = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            )
+        };
+        match cvt(ret) {
+            Ok(_) => return Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Reaps child `pid` and returns how it ended and what it cost.
+pub fn wait4(pid: u32) -> io::Result<(Exit, ChildUsage)> {
+    loop {
+        let mut status: libc::c_int = 0;
+        // SAFETY: rusage is plain data; zeroed is a valid value.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: `status` and `ru` are valid, writable, and live for the call.
+        let ret = unsafe { libc::wait4(pid as libc::pid_t, &mut status, 0, &mut ru) };
+        match cvt(ret) {
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+        let exit = if libc::WIFSIGNALED(status) {
+            Exit::Signal {
+                signal: libc::WTERMSIG(status),
+                core_dumped: libc::WCOREDUMP(status),
+            }
+        } else {
+            Exit::Code(libc::WEXITSTATUS(status))
+        };
+        return Ok((exit, usage_from(&ru)));
+    }
+}
+
+fn timeval(tv: libc::timeval) -> Duration {
+    let secs = u64::try_from(tv.tv_sec).unwrap_or(0);
+    let micros = u32::try_from(tv.tv_usec).unwrap_or(0).min(999_999);
+    Duration::new(secs, micros * 1000)
+}
+
+fn nonneg(v: libc::c_long) -> u64 {
+    u64::try_from(v).unwrap_or(0)
+}
+
+fn usage_from(ru: &libc::rusage) -> ChildUsage {
+    ChildUsage {
+        user: timeval(ru.ru_utime),
+        system: timeval(ru.ru_stime),
+        max_rss_kib: nonneg(ru.ru_maxrss),
+        minor_faults: nonneg(ru.ru_minflt),
+        major_faults: nonneg(ru.ru_majflt),
+        voluntary_switches: nonneg(ru.ru_nvcsw),
+        involuntary_switches: nonneg(ru.ru_nivcsw),
+        block_input: nonneg(ru.ru_inblock),
+        block_output: nonneg(ru.ru_oublock),
+    }
+}
+
+/// `getrusage(RUSAGE_SELF)`: what this process has cost so far.
+pub fn self_usage() -> io::Result<ChildUsage> {
+    // SAFETY: rusage is plain data; zeroed is a valid value.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `ru` is valid and writable for the call.
+    cvt(unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) })?;
+    Ok(usage_from(&ru))
+}
+
+/// A pipe whose ends are close-on-exec: `(read, write)`.
+pub fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    use std::os::fd::FromRawFd;
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: `fds` has room for the two descriptors pipe2 writes.
+    cvt(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) })?;
+    // SAFETY: pipe2 succeeded, so both descriptors are open and ours alone.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// Sends `sig` to process `pid`.
+pub fn kill(pid: u32, sig: i32) -> io::Result<()> {
+    // SAFETY: kill has no memory preconditions.
+    cvt(unsafe { libc::kill(pid as libc::pid_t, sig) }).map(|_| ())
+}

@@ -1,0 +1,113 @@
+//! Forwarding SIGINT, SIGTERM, SIGHUP and SIGQUIT to the measured command.
+//!
+//! GNU time, hyperfine and perf stat leave the child running when they are
+//! told to stop; tally passes the signal on and still reports the run. A
+//! signal the terminal sent to the whole foreground process group
+//! (`si_code == SI_KERNEL`) already reached the child, so it is only noted,
+//! not sent twice. A signal that was ignored when tally started stays
+//! ignored, as the caller asked.
+
+use std::io;
+use std::sync::atomic::{AtomicI32, Ordering};
+
+use super::cvt;
+
+/// The signals tally forwards.
+pub const FORWARDED: [i32; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
+
+static CHILD: AtomicI32 = AtomicI32::new(0);
+/// A signal that arrived while no child was running, to send once one is.
+static PENDING: AtomicI32 = AtomicI32::new(0);
+/// The last signal received while a child ran (0: none).
+static RECEIVED: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn on_signal(sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
+    // SAFETY: the kernel passes a valid siginfo_t for SA_SIGINFO handlers;
+    // a null pointer is still checked.
+    let from_tty = !info.is_null() && unsafe { (*info).si_code } == libc::SI_KERNEL;
+    RECEIVED.store(sig, Ordering::SeqCst);
+    let child = CHILD.load(Ordering::SeqCst);
+    if child > 0 {
+        if !from_tty {
+            // SAFETY: kill is async-signal-safe.
+            unsafe { libc::kill(child, sig) };
+        }
+    } else {
+        PENDING.store(sig, Ordering::SeqCst);
+    }
+}
+
+/// Installed handlers; dropping it restores the previous dispositions.
+pub struct Forwarder {
+    previous: Vec<(i32, libc::sigaction)>,
+}
+
+impl Forwarder {
+    /// Installs the forwarding handler for each signal in [`FORWARDED`] that
+    /// is not ignored.
+    pub fn install() -> io::Result<Forwarder> {
+        let mut previous = Vec::new();
+        for sig in FORWARDED {
+            // SAFETY: sigaction is plain data; zeroed is a valid value.
+            let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+            // SAFETY: a null new action only queries the current one.
+            cvt(unsafe { libc::sigaction(sig, std::ptr::null(), &mut old) })?;
+            if old.sa_sigaction == libc::SIG_IGN {
+                continue;
+            }
+            // SAFETY: sigaction is plain data; zeroed is a valid value.
+            let mut new: libc::sigaction = unsafe { std::mem::zeroed() };
+            new.sa_sigaction = on_signal as *const () as usize;
+            new.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
+            // SAFETY: `new.sa_mask` is a valid sigset_t to initialise.
+            unsafe { libc::sigemptyset(&mut new.sa_mask) };
+            // SAFETY: `new` is fully initialised and the handler only makes
+            // async-signal-safe calls on atomics.
+            cvt(unsafe { libc::sigaction(sig, &new, std::ptr::null_mut()) })?;
+            previous.push((sig, old));
+        }
+        Ok(Forwarder { previous })
+    }
+
+    /// Starts forwarding to `pid`; a signal that came before is sent now.
+    pub fn attach(&self, pid: u32) {
+        CHILD.store(pid as i32, Ordering::SeqCst);
+        let pending = PENDING.swap(0, Ordering::SeqCst);
+        if pending != 0 {
+            RECEIVED.store(pending, Ordering::SeqCst);
+            let _ = super::process::kill(pid, pending);
+        }
+    }
+
+    /// Stops forwarding (the child has exited).
+    pub fn detach(&self) {
+        CHILD.store(0, Ordering::SeqCst);
+    }
+
+    /// The signal received while the last child ran, if any; clears it.
+    pub fn take_received(&self) -> Option<i32> {
+        match RECEIVED.swap(0, Ordering::SeqCst) {
+            0 => None,
+            sig => Some(sig),
+        }
+    }
+
+    /// A signal received while no child ran, if any (the user asked to stop
+    /// between runs).
+    pub fn pending(&self) -> Option<i32> {
+        match PENDING.load(Ordering::SeqCst) {
+            0 => None,
+            sig => Some(sig),
+        }
+    }
+}
+
+impl Drop for Forwarder {
+    fn drop(&mut self) {
+        CHILD.store(0, Ordering::SeqCst);
+        for (sig, old) in &self.previous {
+            // SAFETY: `old` is the action sigaction returned for this signal.
+            unsafe { libc::sigaction(*sig, old, std::ptr::null_mut()) };
+        }
+    }
+}

@@ -1,0 +1,100 @@
+//! Formatting of exact figures for people: thousands separators, µs,
+//! percentages and byte sizes. Machine formats never go through here.
+
+use std::time::Duration;
+
+/// `75260133` → `75,260,133`.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Like [`thousands`] for a signed number.
+pub fn thousands_i(n: i64) -> String {
+    if n < 0 {
+        format!("-{}", thousands(n.unsigned_abs()))
+    } else {
+        thousands(n as u64)
+    }
+}
+
+/// A float rounded to the nearest integer, with separators (`1,234`).
+pub fn thousands_f(x: f64) -> String {
+    if !x.is_finite() {
+        return "-".to_string();
+    }
+    let r = x.round();
+    if r < 0.0 {
+        format!("-{}", thousands((-r) as u64))
+    } else {
+        thousands(r as u64)
+    }
+}
+
+/// Whole microseconds of a duration.
+pub fn micros(d: Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
+}
+
+/// `part` as a whole percentage of `whole`, rounded; `None` if `whole` is 0.
+pub fn percent(part: u64, whole: u64) -> Option<u64> {
+    if whole == 0 {
+        return None;
+    }
+    let p = (part as u128 * 100 + whole as u128 / 2) / whole as u128;
+    Some(p.min(100) as u64)
+}
+
+/// Binary size with one decimal and IEC unit (`1.5 MiB`); bytes below 1 KiB.
+pub fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 6] = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
+    let mut value = bytes as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn separators() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1000), "1,000");
+        assert_eq!(thousands(75_260_133), "75,260,133");
+        assert_eq!(thousands(u64::MAX), "18,446,744,073,709,551,615");
+        assert_eq!(thousands_i(-1234), "-1,234");
+        assert_eq!(thousands_f(1234.5), "1,235");
+        assert_eq!(thousands_f(f64::NAN), "-");
+    }
+
+    #[test]
+    fn percentages() {
+        assert_eq!(percent(1, 3), Some(33));
+        assert_eq!(percent(2, 3), Some(67));
+        assert_eq!(percent(5, 0), None);
+        assert_eq!(percent(u64::MAX, u64::MAX), Some(100));
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(human_bytes(512), "512 B");
+        assert_eq!(human_bytes(1536), "1.5 KiB");
+        assert_eq!(human_bytes(3 << 30), "3.0 GiB");
+    }
+}
