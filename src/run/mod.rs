@@ -111,9 +111,10 @@ pub fn execute(cfg: &Config, progress: &mut dyn FnMut(Progress)) -> Result<RunRe
         });
         let rec = run_once(&ctx)?;
         report.warmup_runs += 1;
-        if let Some(sig) = &rec.forwarded_signal {
-            report.interrupted_by = Some(sig.clone());
-            report.runs.push(rec);
+        // A warm-up run is never reported as a measured one, even when
+        // the user interrupted it.
+        if let Some(sig) = rec.forwarded_signal {
+            report.interrupted_by = Some(sig);
             break;
         }
     }
@@ -408,6 +409,12 @@ pub fn exit_code(report: &RunReport) -> u8 {
             (None, Some(sig)) => (128 + sig).clamp(0, 255) as u8,
             (None, None) => 125,
         },
-        None => 130,
+        // Stopped by a signal before any run finished.
+        None => match report.interrupted_by.as_deref() {
+            Some("SIGHUP") => 128 + libc::SIGHUP as u8,
+            Some("SIGQUIT") => 128 + libc::SIGQUIT as u8,
+            Some("SIGTERM") => 128 + libc::SIGTERM as u8,
+            _ => 128 + libc::SIGINT as u8,
+        },
     }
 }

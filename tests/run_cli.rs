@@ -1,0 +1,582 @@
+//! CLI tests of `tally run`: exit codes, signals, passthrough, reports,
+//! cold cache and the ru_maxrss carry-over guard.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use assert_cmd::cargo::CommandCargoExt;
+use tally::run::report::{Counters, RunReport};
+
+fn tally() -> Command {
+    Command::cargo_bin("tally").expect("the tally binary is built")
+}
+
+/// A scratch directory on a disk-backed filesystem (not tmpfs: its pages
+/// cannot be evicted), unique to the caller, removed when dropped.
+fn scratch(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("run-{name}-"))
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .expect("create scratch dir")
+}
+
+/// Runs `tally run --format json -o FILE -- argv` and returns the exit
+/// code and the parsed report.
+fn run_json(extra: &[&str], argv: &[&str]) -> (i32, RunReport) {
+    let dir = scratch("json");
+    let out = dir.path().join("report.json");
+    let status = tally()
+        .arg("run")
+        .args(extra)
+        .args(["--format", "json", "-o"])
+        .arg(&out)
+        .arg("--")
+        .args(argv)
+        .stdout(Stdio::null())
+        .status()
+        .expect("tally runs");
+    let text = fs::read_to_string(&out).expect("report written");
+    let report: RunReport = serde_json::from_str(&text).expect("report parses back into RunReport");
+    (status.code().unwrap_or(-1), report)
+}
+
+#[test]
+fn every_exit_code_passes_through() {
+    // One `sh` loops over 0..=255 so this stays fast: each iteration is a
+    // separate tally run whose exit code the shell compares.
+    let tally = assert_cmd::cargo::cargo_bin("tally");
+    let script = r#"
+        for n in $(seq 0 255); do
+            "$0" run -- sh -c "exit $n" 2>/dev/null
+            got=$?
+            if [ "$got" != "$n" ]; then echo "exit $n came back as $got"; exit 1; fi
+        done
+        echo checked-256
+    "#;
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .arg(&tally)
+        .output()
+        .expect("sh runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert_eq!(stdout.trim(), "checked-256");
+}
+
+#[test]
+fn report_goes_to_stderr_with_prefixed_lines() {
+    let out = tally()
+        .args(["run", "--", "echo", "hello"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "hello\n",
+        "stdout stays the command's own"
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.lines().count() >= 4, "{err}");
+    assert!(err.lines().all(|l| l.starts_with("tally: ")), "{err}");
+    for needle in [
+        "µs wall time",
+        "kB (ru_maxrss)",
+        "µs cpu (",
+        "page faults (",
+    ] {
+        assert!(err.contains(needle), "missing {needle:?} in {err}");
+    }
+}
+
+#[test]
+fn killed_by_sigkill_reports_and_exits_137() {
+    let out = tally()
+        .args(["run", "--", "sh", "-c", "kill -KILL $$"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(128 + 9));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("tally: killed by SIGKILL"), "{err}");
+    assert!(
+        err.contains("µs wall time"),
+        "the report is still printed: {err}"
+    );
+}
+
+#[test]
+fn killed_by_sigsegv_exits_139() {
+    let (code, report) = run_json(&[], &["sh", "-c", "kill -SEGV $$"]);
+    assert_eq!(code, 128 + 11);
+    let exit = &report.runs[0].exit;
+    assert_eq!(exit.signal.as_deref(), Some("SIGSEGV"));
+    assert_eq!(exit.signal_number, Some(11));
+    assert_eq!(exit.code, None);
+}
+
+#[test]
+fn command_not_found_exits_127() {
+    let out = tally()
+        .args(["run", "--", "tally-no-such-command-xyz"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(127));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("tally-no-such-command-xyz: command not found"),
+        "{err}"
+    );
+}
+
+#[test]
+fn not_executable_exits_126() {
+    let tmp = scratch("noexec");
+    let dir = tmp.path();
+    let file = dir.join("script");
+    fs::write(&file, "#!/bin/sh\necho hi\n").unwrap();
+    let out = tally().arg("run").arg("--").arg(&file).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(126),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot execute"));
+    // A directory is not executable either.
+    let out = tally().arg("run").arg("--").arg(dir).output().unwrap();
+    assert_eq!(out.status.code(), Some(126));
+}
+
+#[test]
+fn own_failures_exit_125() {
+    // Bad usage of `tally run`.
+    let out = tally()
+        .args(["run", "--runs", "0", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(125));
+    // A report file that cannot be created: the command must not run.
+    let tmp = scratch("own");
+    let dir = tmp.path();
+    let marker = dir.join("ran");
+    let out = tally()
+        .args(["run", "-o", "/nonexistent-dir/x.json", "--", "touch"])
+        .arg(&marker)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(125));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent-dir/x.json"));
+    assert!(
+        !marker.exists(),
+        "the command ran although the report could not be written"
+    );
+    // --cold on a missing path names it.
+    let out = tally()
+        .args(["run", "--cold", "/nonexistent-file", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(125));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent-file"));
+}
+
+#[test]
+fn stdin_passes_through() {
+    let mut child = tally()
+        .args(["run", "--", "cat"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(b"hi\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    assert_eq!(out.stdout, b"hi\n");
+}
+
+#[test]
+fn quiet_command_silences_the_command_only() {
+    let out = tally()
+        .args([
+            "run",
+            "--quiet-command",
+            "--",
+            "sh",
+            "-c",
+            "echo out; echo err >&2",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(out.stdout.is_empty());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.lines().all(|l| l.starts_with("tally: ")),
+        "the command's stderr leaked: {err}"
+    );
+}
+
+fn wait_for(path: &Path, what: &str) {
+    let start = Instant::now();
+    while !path.exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn sigterm_is_forwarded_and_the_run_still_reported() {
+    let tmp = scratch("sigterm");
+    let dir = tmp.path();
+    let ready = dir.join("ready");
+    let got = dir.join("got-term");
+    let script = format!(
+        "trap 'echo yes > {got}; exit 7' TERM; touch {ready}; while :; do sleep 0.05; done",
+        got = got.display(),
+        ready = ready.display()
+    );
+    let child = tally()
+        .args(["run", "--", "sh", "-c", &script])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for(&ready, "the command to install its trap");
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    assert!(got.exists(), "the command never saw SIGTERM");
+    assert_eq!(
+        out.status.code(),
+        Some(7),
+        "tally exits with the command's code"
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("forwarded SIGTERM"), "{err}");
+    assert!(err.contains("µs wall time"), "{err}");
+}
+
+#[test]
+fn sigint_stops_repeated_runs_with_a_report() {
+    let tmp = scratch("sigint");
+    let dir = tmp.path();
+    let ready = dir.join("ready");
+    let script = format!("touch {}; sleep 0.2", ready.display());
+    let child = tally()
+        .args([
+            "run", "-n", "1000", "--format", "json", "--", "sh", "-c", &script,
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for(&ready, "the first run");
+    std::thread::sleep(Duration::from_millis(50));
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    let report: RunReport = serde_json::from_slice(&out.stderr).expect("JSON report on stderr");
+    assert_eq!(report.interrupted_by.as_deref(), Some("SIGINT"));
+    assert!(!report.runs.is_empty() && report.runs.len() < 1000);
+    assert_eq!(
+        out.status.code(),
+        Some(128 + 2),
+        "sh killed by the forwarded SIGINT"
+    );
+}
+
+#[test]
+fn json_round_trips_into_the_typed_report() {
+    let (code, report) = run_json(
+        &[],
+        &["sh", "-c", "head -c 100000 /dev/zero | wc -c >/dev/null"],
+    );
+    assert_eq!(code, 0);
+    assert_eq!(report.schema_version, tally::report::SCHEMA_VERSION);
+    assert_eq!(
+        report.command,
+        ["sh", "-c", "head -c 100000 /dev/zero | wc -c >/dev/null"]
+    );
+    assert_eq!(report.runs.len(), 1);
+    let r = &report.runs[0];
+    assert!(r.wall_ns > 0);
+    assert!(r.max_rss_bytes > 0 && r.max_rss_bytes % 1024 == 0);
+    assert!(r.minor_faults > 0);
+    assert_eq!(r.exit.code, Some(0));
+    // sh waited for head and wc, so their reads count (rchar >= 100000).
+    let io = r.io.expect("/proc/PID/io is readable on this kernel");
+    assert!(io.read_call_bytes >= 100_000, "{io:?}");
+    assert!(report.summary.is_empty(), "one run has no summary");
+    let again = serde_json::to_string(&report).unwrap();
+    let back: RunReport = serde_json::from_str(&again).unwrap();
+    assert_eq!(back, report);
+}
+
+#[test]
+fn repeated_runs_of_a_deterministic_command() {
+    let (code, report) = run_json(&["-n", "7", "--warmup", "2"], &["/bin/true"]);
+    assert_eq!(code, 0);
+    assert_eq!(report.runs.len(), 7);
+    assert_eq!(report.warmup_runs, 2);
+    assert_eq!(report.runs_requested, 7);
+    let get = |key: &str| {
+        report
+            .summary
+            .iter()
+            .find(|f| f.figure == key)
+            .unwrap_or_else(|| panic!("{key} summarised"))
+    };
+    for key in [
+        "wall_us",
+        "cpu_us",
+        "max_rss_kb",
+        "minor_faults",
+        "read_call_bytes",
+    ] {
+        let s = &get(key).summary;
+        assert_eq!(s.count, 7, "{key}");
+        assert!(s.min <= s.median && s.median <= s.max, "{key}: {s:?}");
+        assert!(s.stddev.is_some(), "{key}");
+    }
+    // /bin/true reads the same bytes every time.
+    let rchar = &get("read_call_bytes").summary;
+    assert_eq!(rchar.min, rchar.max);
+    assert_eq!(rchar.stddev, Some(0.0));
+    // The human table has a row per figure, each line prefixed.
+    let out = tally()
+        .args(["run", "-n", "3", "--", "/bin/true"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.starts_with("tally: 3 runs\n"), "{err}");
+    assert!(
+        err.contains("median") && err.contains("mean ± stddev"),
+        "{err}"
+    );
+    assert!(
+        err.lines().any(|l| l.starts_with("tally: wall time")),
+        "{err}"
+    );
+}
+
+#[test]
+fn csv_and_markdown_have_a_row_per_run() {
+    let out = tally()
+        .args(["run", "-n", "3", "--format", "csv", "--", "/bin/true"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stderr).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 4, "{text}");
+    assert!(lines[0].starts_with("run,wall_us,cpu_us,"), "{text}");
+    let cols = lines[0].split(',').count();
+    assert!(lines[1..].iter().all(|l| l.split(',').count() == cols));
+    let out = tally()
+        .args(["run", "-n", "2", "--format", "markdown", "--", "/bin/true"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(text.lines().count(), 4, "{text}");
+    assert!(text.lines().all(|l| l.starts_with('|')));
+}
+
+/// Compiles a minimal C spawner: optionally touches `argv[1]` MiB first,
+/// then forks, execs the rest of argv, and prints the child's ru_maxrss.
+fn minimal_spawner() -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("spawner");
+    fs::create_dir_all(&dir).unwrap();
+    let bin = dir.join("spawner");
+    let src = dir.join("spawner.c");
+    fs::write(
+        &src,
+        r#"#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+int main(int argc, char **argv) {
+    size_t mib = strtoul(argv[1], 0, 10);
+    if (mib) { char *p = malloc(mib << 20); memset(p, 1, mib << 20); }
+    pid_t pid = fork();
+    if (pid == 0) { execvp(argv[2], argv + 2); _exit(127); }
+    int status; struct rusage ru;
+    wait4(pid, &status, 0, &ru);
+    printf("%ld\n", ru.ru_maxrss);
+    return 0;
+}
+"#,
+    )
+    .unwrap();
+    let status = Command::new("cc").args(["-O2", "-o"]).arg(&bin).arg(&src).status().expect(
+        "cc (the C compiler every Rust toolchain links with) is needed to build the reference spawner",
+    );
+    assert!(status.success());
+    bin
+}
+
+fn spawner_maxrss_kib(spawner: &Path, fat_mib: u32, argv: &[&str]) -> u64 {
+    let out = Command::new(spawner)
+        .arg(fat_mib.to_string())
+        .args(argv)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .expect("spawner prints ru_maxrss")
+}
+
+#[test]
+fn maxrss_does_not_carry_tallys_own_memory() {
+    let spawner = minimal_spawner();
+    // The guard can fail: a fat parent does inflate its child's ru_maxrss.
+    let fat = spawner_maxrss_kib(&spawner, 200, &["/bin/true"]);
+    assert!(
+        fat > 150 * 1024,
+        "a 200 MiB parent should show in its child's ru_maxrss, got {fat} KiB"
+    );
+    let mut minimal: Vec<u64> = (0..5)
+        .map(|_| spawner_maxrss_kib(&spawner, 0, &["/bin/true"]))
+        .collect();
+    minimal.sort();
+    let (_, report) = run_json(&["-n", "5"], &["/bin/true"]);
+    let mut ours: Vec<u64> = report.runs.iter().map(|r| r.max_rss_bytes / 1024).collect();
+    ours.sort();
+    let (a, b) = (minimal[2], ours[2]);
+    assert!(
+        a.abs_diff(b) <= 2 * 1024,
+        "tally run -- /bin/true reports {b} KiB, a minimal spawner {a} KiB: more than 2 MB apart"
+    );
+}
+
+#[test]
+fn cold_evicts_a_file_and_verifies() {
+    let tmp = scratch("cold");
+    let dir = tmp.path();
+    let file = dir.join("data.bin");
+    let data: Vec<u8> = (0..8u32 << 20).map(|i| (i % 251) as u8 + 1).collect();
+    fs::write(&file, &data).unwrap();
+    // Warm it: read it back.
+    assert_eq!(fs::read(&file).unwrap().len(), data.len());
+    let cached_before = residency_pages(&file);
+    assert!(cached_before > 0, "a file just written and read is cached");
+    let (code, report) = run_json(&["--cold", dir.to_str().unwrap()], &["/bin/true"]);
+    assert_eq!(code, 0);
+    let cold = report.runs[0].cold.as_ref().expect("cold report");
+    assert_eq!(cold.files.len(), 1);
+    assert_eq!(cold.size_bytes, data.len() as u64);
+    assert!(cold.cached_before_bytes > 0);
+    assert_eq!(cold.cached_after_bytes, 0, "{cold:?}");
+    assert_eq!(residency_pages(&file), 0, "still cached after --cold");
+    // The command reading it afterwards must go to storage.
+    let (_, report) = run_json(
+        &["--cold", file.to_str().unwrap()],
+        &["cat", file.to_str().unwrap()],
+    );
+    let io = report.runs[0].io.expect("io counters");
+    assert!(io.storage_read_bytes >= data.len() as u64 / 2, "{io:?}");
+}
+
+fn residency_pages(path: &Path) -> u64 {
+    let f = fs::File::open(path).unwrap();
+    let size = f.metadata().unwrap().len();
+    tally::cache::residency(&f, path, size)
+        .cached_pages()
+        .expect("residency known for own file")
+}
+
+#[test]
+fn counters_are_measured_or_say_why_not() {
+    let (code, report) = run_json(&["--counters"], &["/bin/true"]);
+    assert_eq!(code, 0);
+    match report.runs[0]
+        .counters
+        .as_ref()
+        .expect("counters requested")
+    {
+        Counters::Unavailable { reason } => assert!(!reason.is_empty()),
+        Counters::Measured { readings, .. } => {
+            assert!(!readings.is_empty());
+            for r in readings {
+                assert!(r.time_running_ns <= r.time_enabled_ns, "{r:?}");
+            }
+        }
+    }
+    let out = tally()
+        .args(["run", "--counters", "--", "/bin/true"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let zero_lines = err
+        .lines()
+        .filter(|l| l.starts_with("tally: 0 cycles"))
+        .count();
+    assert_eq!(zero_lines, 0, "zeros printed as if measured: {err}");
+}
+
+#[test]
+fn tree_accounts_for_unwaited_children() {
+    // The grandchild is not waited for by its parent (it is orphaned), so
+    // rusage misses it; --tree must still see it.
+    let (code, report) = run_json(
+        &["--tree"],
+        &[
+            "sh",
+            "-c",
+            "(dd if=/dev/zero of=/dev/null bs=1M count=200 2>/dev/null &) ; sleep 0.3",
+        ],
+    );
+    assert_eq!(code, 0);
+    let tree = report.runs[0].tree.as_ref().expect("tree usage");
+    assert!(
+        tree.method == "cgroup-v2" || tree.method == "proc-sampling",
+        "{tree:?}"
+    );
+    assert!(
+        tree.user_us.is_some() && tree.system_us.is_some(),
+        "{tree:?}"
+    );
+    assert!(tree.peak_memory_bytes.is_some_and(|b| b > 0), "{tree:?}");
+    if let Some(cg) = &tree.cgroup {
+        assert!(!Path::new(cg).exists(), "the cgroup {cg} was left behind");
+        // The cgroup is exact: it saw dd's cpu, which rusage misses.
+        let run = &report.runs[0];
+        let tree_cpu = tree.user_us.unwrap_or(0) + tree.system_us.unwrap_or(0);
+        assert!(
+            tree_cpu > run.cpu_us(),
+            "tree {tree_cpu}µs vs rusage {}µs",
+            run.cpu_us()
+        );
+    }
+}
+
+#[test]
+fn completions_and_man_page() {
+    for shell in ["bash", "zsh", "fish"] {
+        let out = tally().args(["completions", shell]).output().unwrap();
+        assert!(out.status.success());
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("tally") && text.contains("run"), "{shell}");
+    }
+    let out = tally().arg("man").output().unwrap();
+    assert!(out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stdout).starts_with(".ie")
+            || String::from_utf8_lossy(&out.stdout).contains(".TH tally")
+    );
+    let out = tally().args(["completions", "tcsh"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
