@@ -122,14 +122,16 @@ fn run_command(args: cli::run::RunArgs) -> u8 {
         }
     };
     let style = Style { color: false };
-    let rendered = match file.as_mut() {
-        Some(f) => report::render(&report, args.format, style, f),
-        None => {
-            let stderr = io::stderr();
-            let mut lock = stderr.lock();
-            report::render(&report, args.format, style, &mut lock)
+    // Rendered whole, then written at once: stderr is unbuffered, and one
+    // write keeps the report's lines together.
+    let mut text = Vec::with_capacity(4096);
+    let rendered = report::render(&report, args.format, style, &mut text).and_then(|()| {
+        match file.as_mut() {
+            Some(f) => f.write_all(&text),
+            None => io::stderr().lock().write_all(&text),
         }
-    };
+        .map_err(report::RenderError::Io)
+    });
     if let Err(e) = rendered {
         eprintln!("tally: cannot write the report: {e}");
         if !matches!(e, report::RenderError::Unsupported(_)) || args.format != Format::Prometheus {

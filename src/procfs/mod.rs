@@ -34,6 +34,25 @@ impl ProcRoot {
     }
 }
 
+/// Reads a small /proc file with one `read` into `buf` (sized by the
+/// caller to hold the whole file) and returns its text. /proc files report
+/// size 0, so `read_to_string` would probe with many small reads.
+pub fn read_small<'a>(path: &Path, buf: &'a mut [u8]) -> std::io::Result<&'a str> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path)?;
+    let mut len = 0;
+    while len < buf.len() {
+        match file.read(&mut buf[len..]) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    std::str::from_utf8(&buf[..len])
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+}
+
 /// Parses the `key: value` lines shared by several /proc files, calling
 /// `each` with the key and the first number after it (units such as `kB`
 /// are ignored). Lines without a number are skipped.

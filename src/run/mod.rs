@@ -251,7 +251,7 @@ fn run_once(ctx: &Ctx) -> Result<RunRecord, RunError> {
         quiet: cfg.quiet_command,
     };
     let mut start = Instant::now();
-    let spawned = sys::process::spawn(&cfg.argv, pre).map_err(|source| RunError::Spawn {
+    let mut spawned = sys::process::spawn(&cfg.argv, pre).map_err(|source| RunError::Spawn {
         program: program.clone(),
         source,
     })?;
@@ -268,8 +268,24 @@ fn run_once(ctx: &Ctx) -> Result<RunRecord, RunError> {
         }
         start = Instant::now();
     }
-    if let Err(e) = spawned.release() {
+    spawned.release();
+    if let Some(t) = tree.as_mut() {
+        t.started(pid);
+    }
+    let waited = sys::process::wait_exited_keep(pid);
+    let wall = start.elapsed();
+    if let Err(e) = waited {
         ctx.forwarder.detach();
+        return Err(RunError::Wait(e));
+    }
+    if let Some(e) = spawned.exec_error() {
+        // The child exited with 127 after exec failed: reap it and clean up.
+        let _ = sys::process::wait4(pid);
+        ctx.forwarder.detach();
+        if let Some(mut t) = tree {
+            let mut usage = t.finish();
+            t.cleanup(&mut usage);
+        }
         return Err(match e.kind() {
             io::ErrorKind::NotFound => RunError::NotFound { program },
             io::ErrorKind::PermissionDenied => RunError::NotExecutable { program, source: e },
@@ -281,18 +297,10 @@ fn run_once(ctx: &Ctx) -> Result<RunRecord, RunError> {
             _ => RunError::Spawn { program, source: e },
         });
     }
-    if let Some(t) = tree.as_mut() {
-        t.started(pid);
-    }
-    let waited = sys::process::wait_exited_keep(pid);
-    let wall = start.elapsed();
-    if let Err(e) = waited {
-        ctx.forwarder.detach();
-        return Err(RunError::Wait(e));
-    }
     let root = ProcRoot::default();
-    let (io, io_unavailable) = match std::fs::read_to_string(root.pid_file(pid, "io")) {
-        Ok(text) => match procfs::io::parse(&text) {
+    let mut buf = [0u8; 1024];
+    let (io, io_unavailable) = match procfs::read_small(&root.pid_file(pid, "io"), &mut buf) {
+        Ok(text) => match procfs::io::parse(text) {
             Some(io) => (Some(io), None),
             None => (
                 None,

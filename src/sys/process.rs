@@ -64,15 +64,19 @@ pub struct Spawned {
 }
 
 impl Spawned {
-    /// Lets a gated child go on to `exec`, then reports whether `exec`
-    /// worked. A child that could not exec has exited with 127 and is
-    /// reaped here.
-    pub fn release(mut self) -> io::Result<u32> {
+    /// Lets a gated child go on to `exec` (no-op without a gate).
+    pub fn release(&mut self) {
         if let Some(gate) = self.gate.take() {
             let byte = 1u8;
             // SAFETY: writes one byte from a live local to an open descriptor.
             let _ = unsafe { libc::write(gate.as_raw_fd(), (&raw const byte).cast(), 1) };
         }
+    }
+
+    /// After the child has exited (see [`wait_exited_keep`]): the error of
+    /// its `exec`, if `exec` failed. Reading only once the child is gone
+    /// never blocks and saves the parent a wake-up while the command runs.
+    pub fn exec_error(&self) -> Option<io::Error> {
         let mut errno_bytes = [0u8; 4];
         let mut got = 0usize;
         while got < errno_bytes.len() {
@@ -93,16 +97,12 @@ impl Spawned {
                 if err.kind() == io::ErrorKind::Interrupted {
                     continue;
                 }
-                return Err(err);
+                return Some(err);
             }
             got += n as usize;
         }
-        if got == 0 {
-            return Ok(self.pid);
-        }
-        let errno = i32::from_ne_bytes(errno_bytes);
-        let _ = wait4(self.pid);
-        Err(io::Error::from_raw_os_error(errno))
+        (got == errno_bytes.len())
+            .then(|| io::Error::from_raw_os_error(i32::from_ne_bytes(errno_bytes)))
     }
 }
 

@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""What `tally run` adds to a command's wall time, against GNU time.
+
+Runs, interleaved in one process and in shuffled order each round:
+bare /bin/true, `tally run -- /bin/true`, `/usr/bin/time /bin/true` and
+`tally --version` (tally's own start-up), timing each spawn-to-reap with
+a monotonic clock. Prints medians and the overhead each adds over bare
+/bin/true. Then asks hyperfine -N for a second opinion in the same run.
+
+Usage: python3 benches/run_overhead.py [ROUNDS]   (default 500)
+Installs GNU time and hyperfine with apt-get when they are missing.
+"""
+
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def ensure(tool, package):
+    if shutil.which(tool):
+        return
+    print(f"installing {package} ...", file=sys.stderr)
+    subprocess.run(["apt-get", "update", "-qq"], check=True)
+    subprocess.run(["apt-get", "install", "-y", "-qq", package], check=True,
+                   stdout=subprocess.DEVNULL)
+
+
+def build_tally():
+    """Builds the release binary and returns its path, wherever the
+    project's cargo configuration puts it."""
+    out = subprocess.run(["cargo", "build", "--release", "--bin", "tally",
+                          "--message-format=json-render-diagnostics"],
+                         cwd=ROOT, check=True, capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        msg = json.loads(line)
+        if msg.get("reason") == "compiler-artifact" and msg.get("executable") \
+                and msg["target"]["name"] == "tally":
+            return msg["executable"]
+    sys.exit("cargo built no tally executable")
+
+
+def spawn_wait_ns(argv, devnull):
+    t0 = time.perf_counter_ns()
+    pid = os.posix_spawn(argv[0], argv, os.environ,
+                         file_actions=[(os.POSIX_SPAWN_DUP2, devnull, 1),
+                                       (os.POSIX_SPAWN_DUP2, devnull, 2)])
+    os.waitpid(pid, 0)
+    return time.perf_counter_ns() - t0
+
+
+def main():
+    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 500
+    ensure("hyperfine", "hyperfine")
+    if not os.path.exists("/usr/bin/time"):
+        ensure("/usr/bin/time", "time")
+    tally = build_tally()
+    true = shutil.which("true") or "/bin/true"
+    true = "/bin/true" if os.path.exists("/bin/true") else true
+    variants = {
+        "/bin/true": [true],
+        "tally run -- /bin/true": [tally, "run", "--", true],
+        "/usr/bin/time /bin/true": ["/usr/bin/time", true],
+        "tally --version (start-up)": [tally, "--version"],
+    }
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    samples = {name: [] for name in variants}
+    for _ in range(20):  # warm the page cache and the dynamic loader
+        for argv in variants.values():
+            spawn_wait_ns(argv, devnull)
+    names = list(variants)
+    for _ in range(rounds):
+        random.shuffle(names)
+        for name in names:
+            samples[name].append(spawn_wait_ns(variants[name], devnull))
+    base = statistics.median(samples["/bin/true"]) / 1000
+    print(f"{rounds} interleaved rounds on {os.uname().nodename} "
+          f"({os.cpu_count()} CPUs, kernel {os.uname().release})\n")
+    print("| command | median µs | p10 µs | p90 µs | added over /bin/true µs |")
+    print("|---|---:|---:|---:|---:|")
+    for name in variants:
+        s = sorted(samples[name])
+        med = statistics.median(s) / 1000
+        p10 = s[len(s) // 10] / 1000
+        p90 = s[len(s) * 9 // 10] / 1000
+        added = "" if name == "/bin/true" else f"{med - base:,.0f}"
+        print(f"| `{name}` | {med:,.0f} | {p10:,.0f} | {p90:,.0f} | {added} |")
+    tally_added = statistics.median(samples["tally run -- /bin/true"]) / 1000 - base
+    time_added = statistics.median(samples["/usr/bin/time /bin/true"]) / 1000 - base
+    print(f"\ntally run adds {tally_added:,.0f} µs, GNU time adds {time_added:,.0f} µs "
+          f"(ratio {tally_added / time_added:.2f})" if time_added > 0 else "")
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "h.json")
+        subprocess.run(["hyperfine", "-N", "--warmup", "20", "--runs", str(rounds),
+                        "--export-json", out, "--style", "none",
+                        "/bin/true", f"{tally} run -- /bin/true",
+                        "/usr/bin/time /bin/true", f"{tally} --version"],
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        with open(out) as f:
+            results = json.load(f)["results"]
+    print("\nhyperfine -N, same commands (its own spawn, same run):\n")
+    print("| command | median µs | mean ± σ µs |")
+    print("|---|---:|---:|")
+    for r in results:
+        cmd = r["command"].replace(tally, "tally")
+        print(f"| `{cmd}` | {r['median'] * 1e6:,.0f} | "
+              f"{r['mean'] * 1e6:,.0f} ± {r['stddev'] * 1e6:,.0f} |")
+
+
+if __name__ == "__main__":
+    main()
