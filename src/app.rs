@@ -6,8 +6,7 @@ use std::io::{self, IsTerminal, Write};
 use std::path::Path;
 
 use anyhow::Context;
-use clap::Parser;
-use tally::cli::{self, Cli, Command};
+use tally::cli::{self, Command};
 use tally::report::{self, Format, Style};
 use tally::run;
 
@@ -16,14 +15,12 @@ const RUN_OWN_FAILURE: u8 = 125;
 
 pub fn main() -> u8 {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    let cli = match Cli::try_parse_from(&args) {
+    let cli = match cli::parse(&args) {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();
             return match e.kind() {
-                clap::error::ErrorKind::DisplayHelp
-                | clap::error::ErrorKind::DisplayVersion
-                | clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => 0,
+                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => 0,
                 _ if args.get(1).is_some_and(|a| a == "run") => RUN_OWN_FAILURE,
                 _ => 2,
             };

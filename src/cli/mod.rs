@@ -37,7 +37,98 @@ pub enum Command {
     Man,
 }
 
+/// Parses the command line. `tally run` is parsed with a tree holding only
+/// the `run` subcommand: its definitions are the same, and tally then
+/// builds none of the other commands' arguments before running the
+/// measured command (part of what it adds to every run).
+pub fn parse<I, T>(args: I) -> Result<Cli, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    use clap::{Args, FromArgMatches};
+    let args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
+    if args.get(1).is_some_and(|a| a == "run") {
+        let run = run::RunArgs::augment_args(clap::Command::new("run"))
+            .about("Run a command and report what it cost (on stderr).");
+        let cmd = clap::Command::new("tally")
+            .version(env!("CARGO_PKG_VERSION"))
+            .subcommand(run)
+            .propagate_version(true)
+            .max_term_width(100);
+        let matches = cmd.try_get_matches_from(&args)?;
+        if let Some(("run", sub)) = matches.subcommand() {
+            return Ok(Cli {
+                command: Command::Run(run::RunArgs::from_arg_matches(sub)?),
+            });
+        }
+    }
+    Cli::try_parse_from(args)
+}
+
 /// The clap command, for completions and the man page.
 pub fn command() -> clap::Command {
     <Cli as clap::CommandFactory>::command()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    /// The `run` fast path must parse exactly as the full command tree.
+    #[test]
+    fn run_fast_path_agrees_with_the_full_parser() {
+        let cases: &[&[&str]] = &[
+            &["tally", "run", "--", "ls", "-l"],
+            &["tally", "run", "ls", "-l"],
+            &[
+                "tally",
+                "run",
+                "-n",
+                "3",
+                "--warmup",
+                "1",
+                "--quiet-command",
+                "--",
+                "true",
+            ],
+            &[
+                "tally",
+                "run",
+                "--cold",
+                "a",
+                "b",
+                "--tree",
+                "--counters",
+                "--format",
+                "json",
+                "-o",
+                "x",
+                "--",
+                "cat",
+                "a",
+            ],
+            &[
+                "tally",
+                "run",
+                "--drop-caches",
+                "--",
+                "--weird-command-name",
+            ],
+        ];
+        for argv in cases {
+            let fast = parse(argv.iter().copied()).map(|c| format!("{c:?}"));
+            let full = Cli::try_parse_from(argv.iter().copied()).map(|c| format!("{c:?}"));
+            assert_eq!(fast.ok(), full.ok(), "{argv:?}");
+        }
+        for bad in [
+            &["tally", "run"][..],
+            &["tally", "run", "-x"],
+            &["tally", "run", "-n", "0", "--", "true"],
+        ] {
+            assert!(parse(bad.iter().copied()).is_err(), "{bad:?}");
+            assert!(Cli::try_parse_from(bad.iter().copied()).is_err(), "{bad:?}");
+        }
+    }
 }

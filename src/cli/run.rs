@@ -31,7 +31,8 @@ pub struct RunArgs {
     pub quiet_command: bool,
 
     /// Before every run, evict these files (directories recursively) from
-    /// the page cache, without root, and verify they left.
+    /// the page cache, without root, and verify they left. Takes several
+    /// paths: end the list with `--` before the command.
     #[arg(long, value_name = "PATH", num_args = 1.., action = clap::ArgAction::Append)]
     pub cold: Vec<PathBuf>,
 
@@ -56,11 +57,6 @@ pub struct RunArgs {
     pub output: Option<PathBuf>,
 
     /// The command and its arguments (run as given, no shell).
-    #[arg(
-        required = true,
-        trailing_var_arg = true,
-        allow_hyphen_values = true,
-        value_name = "COMMAND"
-    )]
+    #[arg(required = true, trailing_var_arg = true, value_name = "COMMAND")]
     pub command: Vec<OsString>,
 }

@@ -488,10 +488,11 @@ fn human_cold(c: &ColdReport, out: &mut dyn Write) -> io::Result<()> {
     let left = c.cached_before_bytes.saturating_sub(c.cached_after_bytes);
     writeln!(
         out,
-        "tally: cold: {} of {} cached bytes left the cache ({} files, {}); {} bytes stayed",
+        "tally: cold: {} of {} cached bytes left the cache ({} file{}, {}); {} bytes stayed",
         thousands(left),
         thousands(c.cached_before_bytes),
         thousands(c.files.len() as u64),
+        if c.files.len() == 1 { "" } else { "s" },
         human_bytes(c.size_bytes),
         thousands(c.cached_after_bytes)
     )?;
