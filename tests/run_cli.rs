@@ -580,3 +580,59 @@ fn completions_and_man_page() {
     let out = tally().args(["completions", "tcsh"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// `tally` run as user nobody through setpriv, when we are root.
+fn as_nobody(args: &[&str]) -> Option<std::process::Output> {
+    if tally::sys::geteuid() != 0 {
+        eprintln!("not root: the unprivileged checks need root to switch user");
+        return None;
+    }
+    let bin = assert_cmd::cargo::cargo_bin("tally");
+    let out = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(&bin)
+        .args(args)
+        .current_dir("/")
+        .output()
+        .expect("setpriv (util-linux) runs");
+    Some(out)
+}
+
+#[test]
+fn drop_caches_is_refused_without_root() {
+    let Some(out) = as_nobody(&["run", "--drop-caches", "--", "true"]) else {
+        return;
+    };
+    assert_eq!(out.status.code(), Some(125), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("drop_caches") && err.contains("root"), "{err}");
+}
+
+#[test]
+fn tree_without_privilege_falls_back_and_says_so() {
+    let Some(out) = as_nobody(&[
+        "run",
+        "--tree",
+        "--format",
+        "json",
+        "--",
+        "sh",
+        "-c",
+        "sleep 0.05",
+    ]) else {
+        return;
+    };
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let report: RunReport = serde_json::from_slice(&out.stderr).expect("JSON report");
+    let tree = report.runs[0].tree.as_ref().expect("tree usage");
+    if tree.method == "proc-sampling" {
+        assert!(
+            tree.notes.iter().any(|n| n.contains("sampled /proc")),
+            "{tree:?}"
+        );
+        assert!(tree.peak_memory_bytes.is_some());
+    } else {
+        // A delegated cgroup would let an unprivileged user create one.
+        assert_eq!(tree.method, "cgroup-v2");
+    }
+}
