@@ -129,20 +129,11 @@ fn processes_mapping(dev: u64, ino: u64) -> Vec<u32> {
     let minor = libc::minor(dev);
     let needle_dev = format!("{major:02x}:{minor:02x}");
     let needle_ino = ino.to_string();
+    let root = crate::procfs::ProcRoot::default();
     let mut pids = Vec::new();
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return pids;
-    };
-    for entry in dir.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<u32>().ok())
-        else {
-            continue;
-        };
+    for pid in root.pids() {
         // Processes vanish and refuse; both just mean "not this one".
-        let Ok(maps) = std::fs::read_to_string(entry.path().join("maps")) else {
+        let Ok(maps) = std::fs::read_to_string(root.pid_file(pid, "maps")) else {
             continue;
         };
         let hit = maps.lines().any(|line| {

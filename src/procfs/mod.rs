@@ -28,6 +28,21 @@ impl ProcRoot {
         &self.0
     }
 
+    /// The numeric entries of the root: every process, in directory order.
+    /// An unreadable root yields nothing.
+    pub fn pids(&self) -> impl Iterator<Item = u32> + use<> {
+        std::fs::read_dir(&self.0)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|entry| {
+                entry
+                    .file_name()
+                    .to_str()
+                    .and_then(|s| s.parse::<u32>().ok())
+            })
+    }
+
     /// `<root>/<pid>/<file>`.
     pub fn pid_file(&self, pid: u32, file: &str) -> PathBuf {
         self.0.join(pid.to_string()).join(file)

@@ -17,7 +17,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use super::report::TreeUsage;
-use crate::procfs::for_each_key_number;
+use crate::procfs::{ProcRoot, for_each_key_number};
 use crate::sys;
 
 const SAMPLE_EVERY: Duration = Duration::from_millis(10);
@@ -275,7 +275,7 @@ pub(crate) fn parse_stat(text: &str) -> Option<(u32, u64, u64)> {
 /// Members of the tree rooted at `root`: from the cgroup when there is one,
 /// else every process whose parent chain reaches `root`.
 fn members(
-    root: u32,
+    tree_root: u32,
     cgroup_procs: Option<&Path>,
     stats: &mut HashMap<u32, (u32, u64, u64)>,
 ) -> Vec<u32> {
@@ -291,24 +291,15 @@ fn members(
         }
         return pids;
     }
-    let Ok(dir) = fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    for entry in dir.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        if let Ok(t) = fs::read_to_string(entry.path().join("stat")) {
+    let root = ProcRoot::default();
+    for pid in root.pids() {
+        if let Ok(t) = fs::read_to_string(root.pid_file(pid, "stat")) {
             if let Some(s) = parse_stat(&t) {
                 stats.insert(pid, s);
             }
         }
     }
-    let mut tree = vec![root];
+    let mut tree = vec![tree_root];
     let mut i = 0;
     while i < tree.len() {
         let parent = tree[i];
