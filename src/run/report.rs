@@ -565,7 +565,13 @@ impl Render for RunReport {
                     if s.max == 0.0 && !matches!(fig.key, "wall_us" | "cpu_us" | "max_rss_kb") {
                         return None;
                     }
-                    let unit = if fig.unit == "B" { "" } else { fig.unit };
+                    // Times and sizes carry their unit in each cell; counts
+                    // (bytes, operations) read better bare.
+                    let unit = if matches!(fig.unit, "µs" | "kB") {
+                        fig.unit
+                    } else {
+                        ""
+                    };
                     let label = if fig.unit == "B" {
                         format!("{} bytes", fig.label)
                     } else {
@@ -671,11 +677,14 @@ impl Render for RunReport {
                         Some(s) => s.median,
                         None => (f.get)(last)? as f64,
                     };
-                    let name = match f.unit {
-                        "µs" => format!("tally_run_{}", f.key.replace("_us", "_microseconds")),
-                        "kB" => "tally_run_max_rss_kilobytes".to_string(),
-                        "B" => format!("tally_run_{}", f.key),
-                        _ => format!("tally_run_{}", f.key),
+                    // Prometheus wants base units: seconds and bytes.
+                    let (name, value) = match f.unit {
+                        "µs" => (
+                            format!("tally_run_{}", f.key.replace("_us", "_seconds")),
+                            value / 1e6,
+                        ),
+                        "kB" => ("tally_run_max_rss_bytes".to_string(), value * 1024.0),
+                        _ => (format!("tally_run_{}", f.key), value),
                     };
                     Some(Metric {
                         name,
@@ -689,5 +698,114 @@ impl Render for RunReport {
                 })
                 .collect(),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{Format, render};
+
+    fn record(wall_us: u64, rss_kib: u64) -> RunRecord {
+        RunRecord {
+            wall_ns: wall_us * 1000 + 417,
+            user_us: 800,
+            system_us: 200,
+            max_rss_bytes: rss_kib * 1024,
+            minor_faults: 89,
+            major_faults: 1,
+            voluntary_switches: 99,
+            involuntary_switches: 1,
+            block_input_ops: 16,
+            block_output_ops: 0,
+            io: Some(IoCounters {
+                read_call_bytes: 1_234_567,
+                write_call_bytes: 56,
+                read_calls: 10,
+                write_calls: 1,
+                storage_read_bytes: 8192,
+                storage_write_bytes: 0,
+                cancelled_write_bytes: 0,
+            }),
+            io_unavailable: None,
+            counters: Some(Counters::Unavailable {
+                reason: "no PMU".into(),
+            }),
+            tree: None,
+            cold: None,
+            exit: ExitInfo {
+                code: Some(0),
+                signal: None,
+                signal_number: None,
+                core_dumped: false,
+            },
+            forwarded_signal: None,
+        }
+    }
+
+    fn report(runs: Vec<RunRecord>) -> RunReport {
+        let mut r = RunReport {
+            schema_version: crate::report::SCHEMA_VERSION,
+            command: vec!["ls".into(), "-l".into()],
+            runs_requested: runs.len() as u32,
+            warmup_runs: 0,
+            runs,
+            summary: Vec::new(),
+            warnings: Vec::new(),
+            interrupted_by: None,
+        };
+        r.summarize();
+        r
+    }
+
+    fn rendered(r: &RunReport, format: Format) -> String {
+        let mut out = Vec::new();
+        render(r, format, Style::default(), &mut out).expect("renders");
+        String::from_utf8(out).expect("utf-8")
+    }
+
+    #[test]
+    fn one_run_in_every_format() {
+        let r = report(vec![record(75_260_133, 8_272_800)]);
+        insta::assert_snapshot!("one_run_human", rendered(&r, Format::Human));
+        insta::assert_snapshot!("one_run_json", rendered(&r, Format::Json));
+        insta::assert_snapshot!("one_run_csv", rendered(&r, Format::Csv));
+        insta::assert_snapshot!("one_run_markdown", rendered(&r, Format::Markdown));
+        insta::assert_snapshot!("one_run_prometheus", rendered(&r, Format::Prometheus));
+    }
+
+    #[test]
+    fn repeated_runs_with_an_outlier_in_every_format() {
+        let walls = [1000, 1010, 990, 1005, 995, 1002, 9000];
+        let r = report(walls.iter().map(|w| record(*w, 1472)).collect());
+        assert!(
+            r.warnings.iter().any(|w| w.contains("outlier")),
+            "{:?}",
+            r.warnings
+        );
+        insta::assert_snapshot!("runs_human", rendered(&r, Format::Human));
+        insta::assert_snapshot!("runs_csv", rendered(&r, Format::Csv));
+        insta::assert_snapshot!("runs_markdown", rendered(&r, Format::Markdown));
+        insta::assert_snapshot!("runs_prometheus", rendered(&r, Format::Prometheus));
+    }
+
+    #[test]
+    fn killed_run_says_so() {
+        let mut rec = record(10, 1000);
+        rec.exit = ExitInfo {
+            code: None,
+            signal: Some("SIGSEGV".into()),
+            signal_number: Some(11),
+            core_dumped: true,
+        };
+        rec.io = None;
+        rec.io_unavailable = Some("this kernel has no /proc/PID/io".into());
+        let text = rendered(&report(vec![rec]), Format::Human);
+        assert!(
+            text.contains("tally: killed by SIGSEGV (core dumped)\n"),
+            "{text}"
+        );
+        assert!(text.contains("tally: storage I/O unavailable: this kernel has no /proc/PID/io\n"));
+        assert!(text.lines().all(|l| l.starts_with("tally: ")));
     }
 }
