@@ -103,19 +103,24 @@ fn argv0_name(cmdline: &[u8]) -> Option<String> {
 }
 
 /// Every argument after the program itself, joined by spaces; a process
-/// that rewrote its arguments as one string keeps what follows the first
-/// word. `None` when there are none.
+/// that rewrote its arguments as one string (`sshd: root@pts/0`) keeps what
+/// follows the first word. `None` when there are none.
 fn arguments(cmdline: &[u8]) -> Option<String> {
     let trimmed = cmdline.strip_suffix(b"\0").unwrap_or(cmdline);
-    let joined: Vec<u8> = trimmed
+    let rest: &[u8] = match trimmed.iter().position(|&b| b == 0) {
+        Some(nul) => trimmed.get(nul + 1..)?,
+        None => {
+            let space = trimmed.iter().position(|&b| b == b' ')?;
+            trimmed.get(space + 1..)?
+        }
+    };
+    let joined: Vec<u8> = rest
         .iter()
         .map(|&b| if b == 0 { b' ' } else { b })
         .collect();
-    let space = joined.iter().position(|&b| b == b' ')?;
-    let rest = joined.get(space + 1..)?;
-    let rest = String::from_utf8_lossy(rest);
-    let rest = rest.trim();
-    (!rest.is_empty()).then(|| rest.to_string())
+    let text = String::from_utf8_lossy(&joined);
+    let text = text.trim();
+    (!text.is_empty()).then(|| text.to_string())
 }
 
 /// Replaces control characters with escapes (`\n`, `\t`, `\x1b`).
