@@ -183,7 +183,7 @@ impl Reader {
             root_len: path.len(),
             pid_len: path.len(),
             path,
-            buf: Vec::with_capacity(8192),
+            buf: vec![0; 8192],
         }
     }
 
@@ -209,11 +209,24 @@ impl Reader {
     }
 
     /// Reads `<root>/<pid>/<file>` into the buffer.
+    /// A plain read loop: `File::read_to_end` first asks for the size and
+    /// position (statx, lseek), two wasted calls on a /proc file.
     fn read(&mut self, file: &str) -> io::Result<&[u8]> {
         let mut f = File::open(self.file(file))?;
-        self.buf.clear();
-        f.read_to_end(&mut self.buf)?;
-        Ok(&self.buf)
+        let mut len = 0;
+        loop {
+            if self.buf.len() - len < 4096 {
+                self.buf.resize(self.buf.len().max(4096) * 2, 0);
+            }
+            let spare = self.buf.get_mut(len..).unwrap_or_default();
+            match f.read(spare) {
+                Ok(0) => break,
+                Ok(n) => len += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(self.buf.get(..len).unwrap_or_default())
     }
 
     fn read_link(&mut self, file: &str) -> io::Result<Vec<u8>> {
