@@ -284,3 +284,32 @@ fn an_ordinary_user_sees_its_own_processes_and_is_told_the_fix() {
         "{stderr}"
     );
 }
+
+#[test]
+fn watch_redraws_in_place_on_a_terminal() {
+    // util-linux's script(1) gives tally a pseudo-terminal.
+    let bin = assert_cmd::cargo::cargo_bin("tally");
+    let cmd = format!("{} mem --watch 0.1 --total-only", bin.display());
+    let Ok(mut child) = StdCommand::new("script")
+        .args(["-qfc", &cmd, "/dev/null"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+    else {
+        eprintln!("skipped: script(1) not found");
+        return;
+    };
+    let mut stdout = child.stdout.take().expect("stdout");
+    let _reaper = Reaper(vec![child]);
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    let redraw = b"\x1b[H\x1b[2J";
+    let count = |s: &[u8]| s.windows(redraw.len()).filter(|w| w == redraw).count();
+    while count(&seen) < 3 {
+        let n = std::io::Read::read(&mut stdout, &mut buf).expect("read");
+        assert!(n > 0, "ended early: {}", String::from_utf8_lossy(&seen));
+        seen.extend_from_slice(buf.get(..n).expect("n <= len"));
+    }
+    let text = String::from_utf8_lossy(&seen);
+    assert!(text.matches("TOTAL (").count() >= 2, "{text}");
+}
