@@ -193,7 +193,12 @@ fn mem_command(args: cli::mem::MemArgs, mut privilege: tally::mem::privilege::Pr
             Some(path) if !elevated => tally::procfs::ProcRoot::new(path),
             _ => tally::procfs::ProcRoot::default(),
         },
-        pids: (!args.pids.is_empty()).then_some(args.pids),
+        pids: (!args.pids.is_empty()).then(|| {
+            let mut pids = args.pids;
+            pids.sort_unstable();
+            pids.dedup();
+            pids
+        }),
         grouping: mem::group::Grouping {
             by: args.group_by,
             name: args.name,

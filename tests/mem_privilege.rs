@@ -37,6 +37,37 @@ fn is_root() -> bool {
         .unwrap_or(false)
 }
 
+/// Why setuid and file capabilities cannot work here, if they cannot:
+/// no_new_privs (inherited, e.g. from a container runtime) or a nosuid
+/// mount under `dir`.
+fn installs_cannot_work(dir: &Path) -> Option<String> {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    if status
+        .lines()
+        .any(|l| l.starts_with("NoNewPrivs:") && l.ends_with('1'))
+    {
+        return Some("no_new_privs is set: the kernel ignores setuid and file capabilities".into());
+    }
+    // mountinfo: id parent major:minor root mountpoint options ...
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    let best = mountinfo
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.split(' ');
+            let point = f.nth(4)?;
+            let options = f.next()?;
+            dir.starts_with(point)
+                .then(|| (point.len(), options.to_string()))
+        })
+        .max_by_key(|(len, _)| *len);
+    match best {
+        Some((_, options)) if options.split(',').any(|o| o == "nosuid") => {
+            Some(format!("{} is on a nosuid mount", dir.display()))
+        }
+        _ => None,
+    }
+}
+
 /// A copy of the binary in a directory user 65534 can enter.
 fn install(dir: &Path, name: &str) -> PathBuf {
     let dst = dir.join(name);
@@ -255,6 +286,10 @@ fn setuid_root_install() {
         return;
     }
     let dir = tempfile::tempdir().expect("tempdir");
+    if let Some(why) = installs_cannot_work(dir.path()) {
+        eprintln!("skipped: {why}");
+        return;
+    }
     let plain = install(dir.path(), "tally");
     let bin = setuid_install(dir.path());
     check_install(&bin, &plain);
@@ -267,6 +302,10 @@ fn file_capabilities_install() {
         return;
     }
     let dir = tempfile::tempdir().expect("tempdir");
+    if let Some(why) = installs_cannot_work(dir.path()) {
+        eprintln!("skipped: {why}");
+        return;
+    }
     let plain = install(dir.path(), "tally");
     let Some(bin) = capability_install(dir.path()) else {
         eprintln!("skipped: setcap not found (apt-get install libcap2-bin)");

@@ -137,3 +137,105 @@ fn sort(rows: &mut [Group], key: SortKey) {
             .then_with(|| a.pid.cmp(&b.pid))
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mem::scan::Source;
+    use crate::procfs::smaps_rollup::MemFigures;
+    use crate::procfs::status::Status;
+
+    fn proc(pid: u32, exe: &str, uid: u32, pss_kb: u64, private_kb: u64) -> ProcSample {
+        ProcSample {
+            pid,
+            mem: MemFigures {
+                rss_kb: pss_kb * 2,
+                pss_kb,
+                private_clean_kb: 0,
+                private_dirty_kb: private_kb,
+                swap_kb: 3,
+                swap_pss_kb: Some(1),
+            },
+            source: Source::SmapsRollup,
+            exe: Some(exe.as_bytes().to_vec()),
+            status: Some(Status {
+                name: "c".into(),
+                real_uid: Some(uid),
+                ..Status::default()
+            }),
+            cmdline: None,
+            cgroup: None,
+        }
+    }
+
+    fn samples() -> Vec<ProcSample> {
+        vec![
+            proc(1, "/bin/a", 0, 100, 60),
+            proc(2, "/bin/b", 0, 10, 5),
+            proc(3, "/bin/a", 4_000_000, 50, 50),
+            proc(4, "/bin/c", 4_000_000, 30, 1),
+        ]
+    }
+
+    #[test]
+    fn groups_add_up_and_sort_ascending() {
+        let (rows, total, hidden) = group(&samples(), &Grouping::default());
+        let names: Vec<&str> = rows.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(names, ["b", "c", "a"]);
+        assert_eq!(hidden, 0);
+        assert_eq!(total.processes, 4);
+        assert_eq!(total.groups, 3);
+        assert_eq!(total.pss_bytes, 190 * 1024);
+        assert_eq!(total.swap_bytes, 4 * 1024, "SwapPss, not Swap");
+        let a = rows.last().expect("a");
+        assert_eq!(a.pids, [1, 3]);
+        assert_eq!(a.private_bytes + a.shared_bytes, a.pss_bytes);
+    }
+
+    #[test]
+    fn top_reverse_uid_and_sort_keys() {
+        let g = Grouping {
+            top: Some(2),
+            reverse: true,
+            ..Grouping::default()
+        };
+        let (rows, total, hidden) = group(&samples(), &g);
+        let names: Vec<&str> = rows.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(names, ["a", "c"]);
+        assert_eq!(hidden, 1);
+        assert_eq!(total.processes, 4, "the total covers hidden rows");
+        let g = Grouping {
+            uid: Some(4_000_000),
+            by: GroupBy::Pid,
+            sort: SortKey::Private,
+            ..Grouping::default()
+        };
+        let (rows, total, _) = group(&samples(), &g);
+        assert_eq!(
+            rows.iter().map(|r| r.pid).collect::<Vec<_>>(),
+            [Some(4), Some(3)]
+        );
+        assert_eq!(total.pss_bytes, 80 * 1024);
+        let g = Grouping {
+            sort: SortKey::Count,
+            ..Grouping::default()
+        };
+        let (rows, _, _) = group(&samples(), &g);
+        assert_eq!(rows.last().map(|r| r.name.as_str()), Some("a"));
+    }
+
+    #[test]
+    fn filter_matches_the_program_name() {
+        let g = Grouping {
+            filter: Some(Regex::new("^[ab]$").expect("regex")),
+            by: GroupBy::User,
+            ..Grouping::default()
+        };
+        let (rows, total, _) = group(&samples(), &g);
+        assert_eq!(total.processes, 3);
+        let mut names: Vec<&str> = rows.iter().map(|r| r.name.as_str()).collect();
+        names.sort();
+        // A uid without a passwd entry shows as the number.
+        assert_eq!(names, ["4000000", "root"]);
+    }
+}
