@@ -100,10 +100,6 @@ def main():
         for _ in range(3):
             for name, argv in tools:
                 rss[name].append(peak_rss_kb(argv))
-        totals = subprocess.run([tally, "mem", "--total-only", "--unit", "k"],
-                                capture_output=True, text=True).stdout.strip()
-        psm_total = subprocess.run([shutil.which("ps_mem"), "-t"],
-                                   capture_output=True, text=True).stdout.strip()
     finally:
         end_load(kids)
 
@@ -124,8 +120,6 @@ def main():
           f"(target ≥ 4×), {med['smem'] / t:.1f}× faster than smem, and takes "
           f"{t / floor:.2f}× the smaps_rollup floor (target ≤ 1.5×); "
           f"peak RSS {max(rss['tally mem']) / 1024:.1f} MB (target < 10 MB)")
-    print(f"totals: tally mem: {totals}")
-    print(f"        ps_mem -t: {psm_total} bytes")
 
 
 if __name__ == "__main__":
