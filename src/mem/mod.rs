@@ -31,6 +31,8 @@ pub enum MemError {
     ListProcs { path: PathBuf, source: io::Error },
     #[error("no process directories in {0}: is it a proc filesystem? (see --procfs)")]
     NoProcesses(PathBuf),
+    #[error("a scan worker failed (a bug in tally: please report it); no figures were printed")]
+    WorkerPanicked,
     #[error("cannot drop privileges after the scan: {0}; refusing to go on")]
     DropPrivileges(io::Error),
     #[error("cannot write the report: {0}")]

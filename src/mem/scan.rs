@@ -128,21 +128,29 @@ pub fn scan(
     let workers = wanted.min(pids.len() / 64 + 1).clamp(1, 64);
     let next = AtomicUsize::new(0);
     let mut parts: Vec<Part> = Vec::with_capacity(workers);
-    if workers == 1 {
+    let mut panicked = false;
+    std::thread::scope(|s| {
+        // Workers beyond the first; if the system refuses a thread
+        // (RLIMIT_NPROC), the others share its processes.
+        let handles: Vec<_> = (1..workers)
+            .filter_map(|_| {
+                std::thread::Builder::new()
+                    .name("tally-scan".into())
+                    .spawn_scoped(s, || work(root, pids, needs, &next))
+                    .ok()
+            })
+            .collect();
         parts.push(work(root, pids, needs, &next));
-    } else {
-        std::thread::scope(|s| {
-            let handles: Vec<_> = (0..workers)
-                .map(|_| s.spawn(|| work(root, pids, needs, &next)))
-                .collect();
-            for h in handles {
-                // A worker that panicked is a bug; its processes are lost
-                // but the others still count.
-                if let Ok(part) = h.join() {
-                    parts.push(part);
-                }
+        for h in handles {
+            match h.join() {
+                Ok(part) => parts.push(part),
+                Err(_) => panicked = true,
             }
-        });
+        }
+    });
+    if panicked {
+        // A bug, not a fact about the machine: never report a partial sum.
+        return Err(MemError::WorkerPanicked);
     }
     let mut snap = Snapshot::default();
     for part in parts {
