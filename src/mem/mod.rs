@@ -79,7 +79,11 @@ impl Config {
     pub fn needs(&self) -> Needs {
         let g = &self.grouping;
         Needs {
-            status: g.name == NameMode::Comm || g.by == GroupBy::User || g.uid.is_some(),
+            // With --pid, status tells a thread ID from a process ID.
+            status: g.name == NameMode::Comm
+                || g.by == GroupBy::User
+                || g.uid.is_some()
+                || self.pids.is_some(),
             cmdline: g.name == NameMode::Argv0 || g.split_args,
             cgroup: g.by == GroupBy::Cgroup,
         }

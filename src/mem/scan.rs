@@ -159,6 +159,7 @@ pub fn scan(
         snap.missing_pids.extend(part.missing);
     }
     snap.samples.sort_unstable_by_key(|s| s.pid);
+    snap.samples.dedup_by_key(|s| s.pid);
     snap.missing_pids.sort_unstable();
     Ok(snap)
 }
@@ -335,6 +336,12 @@ fn read_one(r: &mut Reader, pid: u32, needs: Needs) -> Result<ProcSample, Outcom
     if status.as_ref().is_some_and(|s| s.state == Some('Z')) {
         return Err(Outcome::NoMemory);
     }
+    // A thread ID given with --pid stands for its process: counted once.
+    let pid = status
+        .as_ref()
+        .and_then(|s| s.tgid)
+        .filter(|&t| t > 0)
+        .unwrap_or(pid);
     let cmdline = if needs.cmdline {
         match r.read("cmdline") {
             Ok([]) => None,
@@ -377,6 +384,39 @@ mod tests {
         assert!(s.mem.pss_kb > 0);
         assert!(s.mem.rss_kb >= s.mem.pss_kb);
         assert!(s.exe.is_some());
+    }
+
+    #[test]
+    fn a_thread_id_counts_as_its_process_once() {
+        let me = std::process::id();
+        let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+        let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
+        let worker = std::thread::spawn(move || {
+            let tid = std::fs::read_to_string("/proc/thread-self/status")
+                .ok()
+                .and_then(|s| {
+                    s.lines()
+                        .find_map(|l| l.strip_prefix("Pid:"))
+                        .and_then(|v| v.trim().parse::<u32>().ok())
+                });
+            let _ = tid_tx.send(tid);
+            let _ = stop_rx.recv();
+        });
+        let tid = tid_rx.recv().expect("sent").expect("its tid");
+        assert_ne!(tid, me);
+        let needs = Needs {
+            status: true,
+            ..Needs::default()
+        };
+        let snap = scan(&ProcRoot::default(), Some(&[me, tid]), needs, 1).expect("scan");
+        let _ = stop_tx.send(());
+        worker.join().expect("thread");
+        assert_eq!(
+            snap.samples.len(),
+            1,
+            "the thread is its process, counted once"
+        );
+        assert_eq!(snap.samples[0].pid, me);
     }
 
     #[test]

@@ -8,6 +8,8 @@
 pub struct Status {
     /// `Name`: the comm, as escaped by the kernel.
     pub name: String,
+    /// `Tgid`: the process a thread belongs to (its own PID for a process).
+    pub tgid: Option<u32>,
     /// `State` letter (`S`, `R`, `Z`...).
     pub state: Option<char>,
     /// First field of `Uid`: the real user id.
@@ -33,6 +35,7 @@ pub fn parse(text: &[u8]) -> Option<Status> {
                 status.name = String::from_utf8_lossy(value).into_owned();
                 named = true;
             }
+            b"Tgid" => status.tgid = parse_u32(value),
             b"State" => status.state = value.first().map(|&b| char::from(b)),
             b"Uid" => {
                 let mut ids = value
@@ -73,6 +76,7 @@ mod tests {
         let s = parse(text.as_bytes()).expect("status");
         assert_eq!(s.name, "process_api");
         assert_eq!(s.state, Some('S'));
+        assert_eq!(s.tgid, Some(1));
         assert_eq!(s.real_uid, Some(1000));
         assert_eq!(s.effective_uid, Some(1001));
         assert_eq!(s.kernel_thread, None);
