@@ -26,8 +26,21 @@ pub fn main() -> u8 {
             };
         }
     };
+    // A setuid or file-capability install runs `tally mem` and nothing else.
+    let privilege = match tally::mem::privilege::gate(matches!(cli.command, Command::Mem(_))) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("tally: {e}");
+            return if matches!(cli.command, Command::Run(_)) {
+                RUN_OWN_FAILURE
+            } else {
+                1
+            };
+        }
+    };
     match cli.command {
         Command::Run(args) => run_command(args),
+        Command::Mem(args) => mem_command(args, privilege),
         Command::Completions { shell } => quiet_pipe(|out| {
             clap_complete::generate(shell, &mut cli::command(), "tally", out);
             Ok(())
@@ -145,4 +158,105 @@ fn create_report_file(path: &Path) -> anyhow::Result<File> {
             path.display()
         )
     })
+}
+
+fn mem_command(args: cli::mem::MemArgs, mut privilege: tally::mem::privilege::Privilege) -> u8 {
+    use tally::mem::{self, report::Unit};
+    let elevated = privilege.is_elevated();
+    let note = |msg: &str| eprintln!("tally: {msg}");
+    if elevated && args.watch.is_some() {
+        note(
+            "--watch is not available in a setuid or capability install, which keeps its \
+              privilege for one scan only; run `watch tally mem` instead",
+        );
+        return 2;
+    }
+    if elevated && args.procfs.is_some() {
+        note("--procfs ignored: this install reads /proc only");
+    }
+    let uid = match args.user.as_deref() {
+        None => None,
+        Some(user) => match tally::sys::user::uid_of(user).or_else(|| user.parse().ok()) {
+            Some(uid) => Some(uid),
+            None => {
+                note(&format!(
+                    "no user named `{user}`: give a login name or a numeric uid"
+                ));
+                return 2;
+            }
+        },
+    };
+    let machine = matches!(args.format, Format::Csv | Format::Json | Format::Prometheus);
+    let mut cfg = mem::Config {
+        procfs: match &args.procfs {
+            Some(path) if !elevated => tally::procfs::ProcRoot::new(path),
+            _ => tally::procfs::ProcRoot::default(),
+        },
+        pids: (!args.pids.is_empty()).then(|| {
+            let mut pids = args.pids;
+            pids.sort_unstable();
+            pids.dedup();
+            pids
+        }),
+        grouping: mem::group::Grouping {
+            by: args.group_by,
+            name: args.name,
+            split_args: args.split_args,
+            filter: args.filter,
+            uid,
+            sort: args.sort,
+            reverse: args.reverse,
+            top: args.top.map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+            check_replaced: !elevated,
+        },
+        view: mem::report::View {
+            unit: args.unit.unwrap_or(if machine { Unit::B } else { Unit::M }),
+            human_sizes: args.human,
+            total_only: args.total_only,
+        },
+        threads: args.threads,
+    };
+    let report = match args.watch {
+        Some(interval) => {
+            let signals = match tally::sys::signals::Forwarder::install() {
+                Ok(s) => s,
+                Err(e) => {
+                    note(&format!("cannot install signal handlers for --watch: {e}"));
+                    return 1;
+                }
+            };
+            let stdout = io::stdout();
+            let mut out = stdout.lock();
+            let terminal = out.is_terminal();
+            let stop = || signals.pending().is_some();
+            mem::watch(&cfg, interval, args.format, terminal, &mut out, &stop)
+                .map(|r| r.unwrap_or_default())
+        }
+        None => mem::scan(&cfg).and_then(|snap| {
+            // Privilege ends with the scan: naming, user lookups and output
+            // run with the caller's rights only.
+            privilege
+                .drop_to_caller()
+                .map_err(mem::MemError::DropPrivileges)?;
+            cfg.grouping.check_replaced = true;
+            let report = mem::summarize(&snap, &cfg);
+            let stdout = io::stdout();
+            let mut out = stdout.lock();
+            report::render(&report, args.format, Style::default(), &mut out)?;
+            Ok(report)
+        }),
+    };
+    match report {
+        Ok(report) => {
+            for msg in mem::closing_notes(&report, elevated, tally::sys::geteuid() == 0) {
+                note(&msg);
+            }
+            0
+        }
+        Err(e) if e.is_broken_pipe() => 0,
+        Err(e) => {
+            note(&e.to_string());
+            1
+        }
+    }
 }

@@ -7,6 +7,7 @@
 
 pub mod cache;
 pub mod cli;
+pub mod mem;
 pub mod procfs;
 pub mod report;
 pub mod run;

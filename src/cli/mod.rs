@@ -2,6 +2,7 @@
 //! system calls happen here, so `--help` works on a broken machine. Help,
 //! the man page and shell completions are all generated from these types.
 
+pub mod mem;
 pub mod run;
 
 use clap::{Parser, Subcommand};
@@ -28,6 +29,8 @@ pub struct Cli {
 pub enum Command {
     /// Run a command and report what it cost (on stderr).
     Run(run::RunArgs),
+    /// Memory per program: private, shared, RAM used (PSS) and swap.
+    Mem(mem::MemArgs),
     /// Print a shell completion script.
     Completions {
         /// The shell to complete for.

@@ -5,7 +5,10 @@
 //! so a process that vanishes between two reads is an ordinary `ENOENT` or
 //! `ESRCH` for the caller to skip.
 
+pub mod cgroup;
 pub mod io;
+pub mod smaps_rollup;
+pub mod status;
 
 use std::path::{Path, PathBuf};
 

@@ -6,8 +6,10 @@
 
 pub mod cache;
 pub mod perf;
+pub mod privilege;
 pub mod process;
 pub mod signals;
+pub mod user;
 
 use std::io;
 

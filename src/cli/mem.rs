@@ -1,0 +1,114 @@
+//! `tally mem` arguments.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+
+use crate::mem::group::{GroupBy, SortKey};
+use crate::mem::name::NameMode;
+use crate::mem::report::Unit;
+use crate::report::Format;
+
+#[derive(Debug, Args)]
+#[command(
+    disable_help_flag = true,
+    after_help = "Columns: Private, Shared (= PSS − private), RAM used (= PSS, each shared \
+        page divided among the processes mapping it), Swap (SwapPss), in MiB unless told. \
+        Rows ascend, so the biggest is next to the prompt.\n\n\
+        Examples:\n  \
+        tally mem\n  \
+        tally mem --by user -h\n  \
+        tally mem --filter '^python' --split-args --name comm\n  \
+        tally mem --by cgroup --top 10\n  \
+        tally mem --format prometheus > /var/lib/node_exporter/textfile/tally_mem.prom\n\n\
+        Users other than root see their own processes. To let every user see every \
+        process: setcap cap_sys_ptrace,cap_dac_read_search+ep $(which tally)"
+)]
+pub struct MemArgs {
+    /// What one row stands for.
+    #[arg(long = "by", value_enum, default_value_t = GroupBy::Program, value_name = "WHAT")]
+    pub group_by: GroupBy,
+
+    /// Which name of a process is its program name.
+    #[arg(long, value_enum, default_value_t = NameMode::Exe)]
+    pub name: NameMode,
+
+    /// Add the arguments to the program name (`python3 app.py` apart from
+    /// `python3 other.py`).
+    #[arg(long)]
+    pub split_args: bool,
+
+    /// Only processes whose program name matches REGEX.
+    #[arg(long, value_name = "REGEX", value_parser = parse_regex)]
+    pub filter: Option<regex::Regex>,
+
+    /// Only these processes (comma-separated PIDs).
+    #[arg(long = "pid", value_name = "LIST", value_delimiter = ',', num_args = 1..,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub pids: Vec<u32>,
+
+    /// Only processes of this user (name or uid; the real uid).
+    #[arg(long, value_name = "NAME")]
+    pub user: Option<String>,
+
+    /// Sort rows by this column, ascending.
+    #[arg(long, value_enum, default_value_t = SortKey::Ram)]
+    pub sort: SortKey,
+
+    /// Biggest first.
+    #[arg(long)]
+    pub reverse: bool,
+
+    /// Show only the N biggest rows (the total still covers all).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub top: Option<u64>,
+
+    /// Show only the TOTAL line.
+    #[arg(long)]
+    pub total_only: bool,
+
+    /// Unit of sizes: b, k (KiB), m (MiB, the default for people), g (GiB);
+    /// CSV defaults to bytes.
+    #[arg(long, value_enum, value_name = "UNIT")]
+    pub unit: Option<Unit>,
+
+    /// Each size in its own unit (1.5 MiB, 2.0 GiB).
+    #[arg(short = 'h', long = "human", conflicts_with = "unit")]
+    pub human: bool,
+
+    /// Redraw every SECS seconds (in place on a terminal, appended on a pipe)
+    /// until interrupted.
+    #[arg(long, value_name = "SECS", value_parser = parse_interval)]
+    pub watch: Option<Duration>,
+
+    /// Report format.
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
+
+    /// Where proc is mounted (a fixture tree for tests).
+    #[arg(long, value_name = "PATH")]
+    pub procfs: Option<PathBuf>,
+
+    /// Scan workers (0: one per core).
+    #[arg(long, hide = true, default_value_t = 0)]
+    pub threads: usize,
+
+    /// Print help.
+    #[arg(long, action = clap::ArgAction::Help)]
+    pub help: Option<bool>,
+}
+
+fn parse_regex(s: &str) -> Result<regex::Regex, String> {
+    regex::Regex::new(s).map_err(|e| format!("not a valid regular expression: {e}"))
+}
+
+fn parse_interval(s: &str) -> Result<Duration, String> {
+    let secs: f64 = s
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number of seconds"))?;
+    if !(0.05..=86_400.0).contains(&secs) {
+        return Err("give between 0.05 and 86400 seconds".into());
+    }
+    Ok(Duration::from_secs_f64(secs))
+}

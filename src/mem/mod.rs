@@ -1,0 +1,203 @@
+//! `tally mem`: memory per program (private, shared, RAM used = PSS, swap)
+//! read from /proc, exact to the kB, safe to install for every user.
+//!
+//! [`scan`](scan::scan) reads the figures, [`group`](group::group) turns
+//! processes into rows and [`report::MemReport`] renders them. The caller
+//! drops privilege between the first two (see [`privilege`]).
+
+pub mod group;
+pub mod name;
+pub mod privilege;
+pub mod report;
+pub mod scan;
+
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use crate::procfs::ProcRoot;
+use crate::report::{Format, RenderError, Style};
+use group::{GroupBy, Grouping};
+use name::NameMode;
+use report::{MemReport, View};
+use scan::{Needs, Snapshot};
+
+/// A failure of `tally mem` as a whole (single processes never fail it).
+#[derive(Debug, thiserror::Error)]
+pub enum MemError {
+    #[error(
+        "cannot list processes in {path}: {source}; --procfs must name a mounted proc filesystem"
+    )]
+    ListProcs { path: PathBuf, source: io::Error },
+    #[error("no process directories in {0}: is it a proc filesystem? (see --procfs)")]
+    NoProcesses(PathBuf),
+    #[error("a scan worker failed (a bug in tally: please report it); no figures were printed")]
+    WorkerPanicked,
+    #[error("cannot drop privileges after the scan: {0}; refusing to go on")]
+    DropPrivileges(io::Error),
+    #[error("cannot write the report: {0}")]
+    Render(#[from] RenderError),
+}
+
+impl MemError {
+    /// Whether the error is a closed stdout, to end quietly.
+    pub fn is_broken_pipe(&self) -> bool {
+        let MemError::Render(RenderError::Io(e)) = self else {
+            return false;
+        };
+        // JSON and CSV writers wrap the io::Error of a closed pipe in their own.
+        e.kind() == io::ErrorKind::BrokenPipe
+            || e.get_ref().is_some_and(|inner| {
+                inner
+                    .downcast_ref::<serde_json::Error>()
+                    .and_then(serde_json::Error::io_error_kind)
+                    == Some(io::ErrorKind::BrokenPipe)
+                    || inner
+                        .downcast_ref::<csv::Error>()
+                        .is_some_and(|c| matches!(c.kind(), csv::ErrorKind::Io(io) if io.kind() == io::ErrorKind::BrokenPipe))
+                    || inner
+                        .downcast_ref::<io::Error>()
+                        .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
+            })
+    }
+}
+
+/// Everything `tally mem` needs, validated.
+#[derive(Debug, Clone, Default)]
+pub struct Config {
+    pub procfs: ProcRoot,
+    /// Only these processes (`--pid`).
+    pub pids: Option<Vec<u32>>,
+    pub grouping: Grouping,
+    pub view: View,
+    /// Scan workers; 0: one per core.
+    pub threads: usize,
+}
+
+impl Config {
+    /// The files beyond the memory figures that naming and grouping read.
+    pub fn needs(&self) -> Needs {
+        let g = &self.grouping;
+        Needs {
+            // With --pid, status tells a thread ID from a process ID.
+            status: g.name == NameMode::Comm
+                || g.by == GroupBy::User
+                || g.uid.is_some()
+                || self.pids.is_some(),
+            cmdline: g.name == NameMode::Argv0 || g.split_args,
+            cgroup: g.by == GroupBy::Cgroup,
+        }
+    }
+}
+
+/// Reads the figures: the only step that needs privilege.
+pub fn scan(cfg: &Config) -> Result<Snapshot, MemError> {
+    scan::scan(&cfg.procfs, cfg.pids.as_deref(), cfg.needs(), cfg.threads)
+}
+
+/// Turns a snapshot into the report.
+pub fn summarize(snap: &Snapshot, cfg: &Config) -> MemReport {
+    let (groups, total, hidden_groups) = group::group(&snap.samples, &cfg.grouping);
+    let with_swap_pss = snap
+        .samples
+        .iter()
+        .filter(|s| s.mem.swap_pss_kb.is_some())
+        .count();
+    let swap_source = if snap.samples.is_empty() {
+        "none"
+    } else if with_swap_pss == snap.samples.len() {
+        "SwapPss"
+    } else {
+        // Mixed only on fixture trees; Swap is then the honest name.
+        "Swap"
+    };
+    let mut warnings = Vec::new();
+    if cfg.pids.is_some() {
+        for pid in &snap.missing_pids {
+            warnings.push(format!("no process {pid}"));
+        }
+    }
+    MemReport {
+        schema_version: crate::report::SCHEMA_VERSION,
+        group_by: cfg.grouping.by,
+        name_mode: cfg.grouping.name,
+        split_args: cfg.grouping.split_args,
+        swap_source: swap_source.to_string(),
+        groups,
+        hidden_groups,
+        total,
+        skipped: snap.skipped.clone(),
+        read_from_smaps: snap
+            .samples
+            .iter()
+            .filter(|s| s.source == scan::Source::Smaps)
+            .count() as u64,
+        warnings,
+        view: cfg.view,
+    }
+}
+
+/// The notes to print once at the end: processes left out and the fix.
+pub fn closing_notes(report: &MemReport, privileged_install: bool, root: bool) -> Vec<String> {
+    let mut notes = report.warnings.clone();
+    let s = &report.skipped;
+    if s.denied > 0 {
+        let fix = if root {
+            "even root may not read them (a process with capabilities tally lacks, or a \
+             security module)"
+        } else if privileged_install {
+            "this install should see everything: check that /proc is not mounted with hidepid \
+             and that no security module stops tally"
+        } else {
+            "run as root, or install tally for every user with \
+             `setcap cap_sys_ptrace,cap_dac_read_search+ep $(which tally)` (see docs/mem.md)"
+        };
+        notes.push(format!(
+            "{} processes could not be read (permission denied) and are not counted: {fix}",
+            crate::units::thousands(s.denied)
+        ));
+    }
+    if s.failed > 0 {
+        notes.push(format!(
+            "{} processes could not be read and are not counted; the first: {}",
+            crate::units::thousands(s.failed),
+            s.first_error.as_deref().unwrap_or("unknown error")
+        ));
+    }
+    notes
+}
+
+/// Scans and renders every `interval` until `stop` says so or stdout
+/// closes; on a terminal each frame replaces the last, on a pipe frames
+/// are appended. Returns the last report.
+pub fn watch(
+    cfg: &Config,
+    interval: Duration,
+    format: Format,
+    terminal: bool,
+    out: &mut dyn Write,
+    stop: &dyn Fn() -> bool,
+) -> Result<Option<MemReport>, MemError> {
+    let mut last = None;
+    let mut first = true;
+    while !stop() {
+        let started = Instant::now();
+        let snap = scan(cfg)?;
+        let report = summarize(&snap, cfg);
+        if terminal {
+            // Home, then clear the screen.
+            out.write_all(b"\x1b[H\x1b[2J").map_err(RenderError::Io)?;
+        } else if !first && format == Format::Human {
+            out.write_all(b"\n").map_err(RenderError::Io)?;
+        }
+        crate::report::render(&report, format, Style::default(), out)?;
+        first = false;
+        last = Some(report);
+        // Sleep in short steps so a signal ends the loop promptly.
+        while started.elapsed() < interval && !stop() {
+            let left = interval.saturating_sub(started.elapsed());
+            std::thread::sleep(left.min(Duration::from_millis(50)));
+        }
+    }
+    Ok(last)
+}

@@ -1,0 +1,257 @@
+//! How a process is named, and so which processes form one program.
+//!
+//! - `exe` (default): the file name of the running executable, from the
+//!   `/proc/PID/exe` link. Every process of one binary is one program,
+//!   whatever it calls itself (`Web Content` is `firefox-esr`). An executable
+//!   deleted or replaced since it started (a package upgrade) is marked
+//!   ` [deleted]` or ` [updated]` (a file exists again at its path).
+//! - `comm`: the kernel's name for the process (15 bytes, settable by the
+//!   process), as `ps` and `top` show it.
+//! - `argv0`: the file name of the first argument, up to its first space
+//!   (`sshd: root@pts/0` gives `sshd`).
+//!
+//! Where the chosen source is missing (a zombie has no exe; a kernel
+//! thread no cmdline) the name falls back to comm, then to the exe.
+//! `--split-args` appends the arguments, so `python3 app.py` and
+//! `python3 other.py` are apart. Control characters are escaped (`\n`,
+//! `\x1b`), so a name always fits on one line and cannot drive a terminal.
+
+use serde::{Deserialize, Serialize};
+
+use super::scan::ProcSample;
+
+/// Which name of a process is the program name.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NameMode {
+    /// The executable's file name (/proc/PID/exe).
+    #[default]
+    Exe,
+    /// The kernel's comm (/proc/PID/status Name).
+    Comm,
+    /// The first argument's file name (/proc/PID/cmdline).
+    Argv0,
+}
+
+const DELETED: &[u8] = b" (deleted)";
+
+/// The program name of a sample. `check_replaced` allows looking at the
+/// path of a deleted executable to tell `[updated]` from `[deleted]`;
+/// callers running with more privilege than their user pass `false`.
+pub fn program_name(
+    s: &ProcSample,
+    mode: NameMode,
+    split_args: bool,
+    check_replaced: bool,
+) -> String {
+    let comm = s.status.as_ref().map(|st| st.name.as_str());
+    let from_exe = || s.exe.as_deref().and_then(|e| exe_name(e, check_replaced));
+    let from_argv0 = || s.cmdline.as_deref().and_then(argv0_name);
+    let base = match mode {
+        NameMode::Exe => from_exe(),
+        NameMode::Comm => comm.filter(|c| !c.is_empty()).map(String::from),
+        NameMode::Argv0 => from_argv0(),
+    }
+    .or_else(|| comm.filter(|c| !c.is_empty()).map(String::from))
+    .or_else(from_exe)
+    .unwrap_or_else(|| "?".to_string());
+    let mut name = base;
+    if split_args {
+        if let Some(rest) = s.cmdline.as_deref().and_then(arguments) {
+            name.push(' ');
+            name.push_str(&rest);
+        }
+    }
+    escape_controls(&name)
+}
+
+/// The file name of an exe link target, marked when deleted.
+fn exe_name(target: &[u8], check_replaced: bool) -> Option<String> {
+    let (path, deleted) = match target.strip_suffix(DELETED) {
+        Some(p) => (p, true),
+        None => (target, false),
+    };
+    let base = basename(path);
+    if base.is_empty() {
+        return None;
+    }
+    let mut name = String::from_utf8_lossy(base).into_owned();
+    if deleted {
+        let replaced = check_replaced && {
+            use std::os::unix::ffi::OsStrExt;
+            std::path::Path::new(std::ffi::OsStr::from_bytes(path)).exists()
+        };
+        name.push_str(if replaced { " [updated]" } else { " [deleted]" });
+    }
+    Some(name)
+}
+
+fn basename(path: &[u8]) -> &[u8] {
+    match path.iter().rposition(|&b| b == b'/') {
+        Some(i) => path.get(i + 1..).unwrap_or_default(),
+        None => path,
+    }
+}
+
+/// The first argument's file name, up to its first space.
+fn argv0_name(cmdline: &[u8]) -> Option<String> {
+    let first = cmdline.split(|&b| b == 0).next()?;
+    let word = first.split(|&b| b == b' ').next().unwrap_or(first);
+    let base = basename(word);
+    let base = base.strip_suffix(b":").unwrap_or(base);
+    (!base.is_empty()).then(|| String::from_utf8_lossy(base).into_owned())
+}
+
+/// Every argument after the program itself, joined by spaces; a process
+/// that rewrote its arguments as one string (`sshd: root@pts/0`) keeps what
+/// follows the first word. `None` when there are none.
+fn arguments(cmdline: &[u8]) -> Option<String> {
+    let trimmed = cmdline.strip_suffix(b"\0").unwrap_or(cmdline);
+    let rest: &[u8] = match trimmed.iter().position(|&b| b == 0) {
+        Some(nul) => trimmed.get(nul + 1..)?,
+        None => {
+            let space = trimmed.iter().position(|&b| b == b' ')?;
+            trimmed.get(space + 1..)?
+        }
+    };
+    let joined: Vec<u8> = rest
+        .iter()
+        .map(|&b| if b == 0 { b' ' } else { b })
+        .collect();
+    let text = String::from_utf8_lossy(&joined);
+    let text = text.trim();
+    (!text.is_empty()).then(|| text.to_string())
+}
+
+/// Replaces control characters with escapes (`\n`, `\t`, `\x1b`).
+pub fn escape_controls(name: &str) -> String {
+    if !name.chars().any(char::is_control) {
+        return name.to_string();
+    }
+    let mut out = String::with_capacity(name.len() + 8);
+    for c in name.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if c.is_control() => out.push_str(&format!("\\x{:02x}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::procfs::smaps_rollup::MemFigures;
+    use crate::procfs::status::Status;
+
+    fn sample(exe: Option<&str>, comm: Option<&str>, cmdline: Option<&[u8]>) -> ProcSample {
+        ProcSample {
+            pid: 1,
+            mem: MemFigures::default(),
+            source: super::super::scan::Source::SmapsRollup,
+            exe: exe.map(|e| e.as_bytes().to_vec()),
+            status: comm.map(|c| Status {
+                name: c.to_string(),
+                ..Status::default()
+            }),
+            cmdline: cmdline.map(<[u8]>::to_vec),
+            cgroup: None,
+        }
+    }
+
+    #[test]
+    fn exe_comm_and_argv0() {
+        let s = sample(
+            Some("/usr/bin/python3.11"),
+            Some("python3"),
+            Some(b"/usr/bin/python3\0app.py\0--port\08080\0"),
+        );
+        assert_eq!(program_name(&s, NameMode::Exe, false, false), "python3.11");
+        assert_eq!(program_name(&s, NameMode::Comm, false, false), "python3");
+        assert_eq!(program_name(&s, NameMode::Argv0, false, false), "python3");
+        assert_eq!(
+            program_name(&s, NameMode::Comm, true, false),
+            "python3 app.py --port 8080"
+        );
+        assert_eq!(
+            program_name(&s, NameMode::Exe, true, false),
+            "python3.11 app.py --port 8080"
+        );
+    }
+
+    #[test]
+    fn rewritten_command_lines() {
+        let s = sample(
+            Some("/usr/sbin/sshd"),
+            Some("sshd"),
+            Some(b"sshd: root@pts/0\0"),
+        );
+        assert_eq!(program_name(&s, NameMode::Argv0, false, false), "sshd");
+        assert_eq!(
+            program_name(&s, NameMode::Exe, true, false),
+            "sshd root@pts/0"
+        );
+    }
+
+    #[test]
+    fn deleted_and_updated_executables() {
+        let s = sample(Some("/nonexistent/tally-test/app (deleted)"), None, None);
+        assert_eq!(
+            program_name(&s, NameMode::Exe, false, true),
+            "app [deleted]"
+        );
+        let s = sample(Some("/bin/sh (deleted)"), None, None);
+        assert_eq!(program_name(&s, NameMode::Exe, false, true), "sh [updated]");
+        // Without permission to look, never claim "updated".
+        assert_eq!(
+            program_name(&s, NameMode::Exe, false, false),
+            "sh [deleted]"
+        );
+        let s = sample(Some("/memfd:sealed-1 (deleted)"), None, None);
+        assert_eq!(
+            program_name(&s, NameMode::Exe, false, true),
+            "memfd:sealed-1 [deleted]"
+        );
+    }
+
+    #[test]
+    fn falls_back_when_a_source_is_missing() {
+        let s = sample(None, Some("kworker"), None);
+        assert_eq!(program_name(&s, NameMode::Exe, false, false), "kworker");
+        assert_eq!(program_name(&s, NameMode::Argv0, true, false), "kworker");
+        let s = sample(Some("/usr/bin/x"), None, None);
+        assert_eq!(program_name(&s, NameMode::Comm, false, false), "x");
+        let s = sample(None, None, None);
+        assert_eq!(program_name(&s, NameMode::Exe, false, false), "?");
+    }
+
+    #[test]
+    fn odd_names_stay_on_one_line() {
+        let s = sample(Some("/tmp/my prog (1)\nx\x1b[2J"), Some("a\\nb"), None);
+        assert_eq!(
+            program_name(&s, NameMode::Exe, false, false),
+            "my prog (1)\\nx\\x1b[2J"
+        );
+        // The kernel already escaped comm's newline: kept as it is.
+        assert_eq!(program_name(&s, NameMode::Comm, false, false), "a\\nb");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn never_panics_and_never_has_controls(
+            exe in proptest::option::of(proptest::collection::vec(proptest::num::u8::ANY, 0..64)),
+            cmd in proptest::option::of(proptest::collection::vec(proptest::num::u8::ANY, 0..64)),
+            split in proptest::bool::ANY,
+        ) {
+            let mut s = sample(None, Some("c"), cmd.as_deref());
+            s.exe = exe;
+            for mode in [NameMode::Exe, NameMode::Comm, NameMode::Argv0] {
+                let n = program_name(&s, mode, split, false);
+                proptest::prop_assert!(!n.chars().any(char::is_control));
+            }
+        }
+    }
+}

@@ -1,0 +1,83 @@
+//! Running with more privilege than the caller: a setuid-root or
+//! file-capability install lets every user see every process's memory.
+//!
+//! Such a tally must not widen what its user can do beyond reading memory
+//! figures: it refuses every command but `mem`, reads only under /proc
+//! (`--procfs` is ignored, `--watch` refused), looks at no path a process
+//! or the caller names, and drops back to the caller's ids and to no
+//! capabilities as soon as the scan is done, before naming users,
+//! formatting or writing anything.
+
+use crate::sys::privilege as sys;
+
+/// How this process relates to its caller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Privilege {
+    /// The caller's own rights.
+    Ordinary,
+    /// More than the caller: `how` says why (for messages).
+    Elevated { how: &'static str },
+}
+
+impl Privilege {
+    /// Looks at the process's ids and the kernel's `AT_SECURE` flag.
+    pub fn detect() -> Privilege {
+        let (u, g) = (sys::user_ids(), sys::group_ids());
+        let how = if u.real != u.effective || u.real != u.saved {
+            "setuid"
+        } else if g.real != g.effective || g.real != g.saved {
+            "setgid"
+        } else if sys::secure_exec() {
+            "file capabilities"
+        } else {
+            return Privilege::Ordinary;
+        };
+        Privilege::Elevated { how }
+    }
+
+    pub fn is_elevated(self) -> bool {
+        matches!(self, Privilege::Elevated { .. })
+    }
+
+    /// Becomes the caller again, for good. Idempotent.
+    pub fn drop_to_caller(&mut self) -> std::io::Result<()> {
+        if self.is_elevated() {
+            sys::drop_to_real_ids()?;
+            *self = Privilege::Ordinary;
+        }
+        Ok(())
+    }
+}
+
+/// A command refused because tally runs with more privilege than its user.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "this tally is installed with {how} so that every user can run `tally mem`; it runs \
+     nothing else: use an ordinary copy (without setuid or capabilities) for other commands"
+)]
+pub struct Refused {
+    pub how: &'static str,
+}
+
+/// Checks privilege before anything runs: the one gate `main` calls.
+/// Anything but `tally mem` is refused while elevated.
+pub fn gate(is_mem: bool) -> Result<Privilege, Refused> {
+    let p = Privilege::detect();
+    match p {
+        Privilege::Elevated { how } if !is_mem => Err(Refused { how }),
+        p => Ok(p),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tests_run_ordinary() {
+        assert_eq!(Privilege::detect(), Privilege::Ordinary);
+        assert!(gate(false).is_ok());
+        let mut p = Privilege::Ordinary;
+        assert!(p.drop_to_caller().is_ok());
+    }
+}

@@ -1,0 +1,65 @@
+//! `/proc/PID/cgroup`: which control group (container, systemd unit) a
+//! process belongs to.
+//!
+//! Lines read `hierarchy-id:controllers:path`. The unified (v2) line
+//! `0::/path` is the answer where it exists; on v1-only machines the
+//! `name=systemd` line names the unit; else the first line's path.
+
+/// The cgroup path of a process (`/system.slice/ssh.service`), or `None`
+/// for text without any cgroup line.
+pub fn parse(text: &[u8]) -> Option<String> {
+    let mut systemd = None;
+    let mut first = None;
+    for line in text.split(|&b| b == b'\n') {
+        let mut parts = line.splitn(3, |&b| b == b':');
+        let (Some(id), Some(controllers), Some(path)) = (parts.next(), parts.next(), parts.next())
+        else {
+            continue;
+        };
+        if id == b"0" && controllers.is_empty() {
+            return Some(String::from_utf8_lossy(path).into_owned());
+        }
+        if controllers == b"name=systemd" && systemd.is_none() {
+            systemd = Some(path);
+        }
+        if first.is_none() {
+            first = Some(path);
+        }
+    }
+    systemd
+        .or(first)
+        .map(|p| String::from_utf8_lossy(p).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefers_the_unified_line() {
+        let text = "9:name=systemd:/\n4:memory:/docker/abc\n0::/system.slice/ssh.service\n";
+        assert_eq!(
+            parse(text.as_bytes()).as_deref(),
+            Some("/system.slice/ssh.service")
+        );
+    }
+
+    #[test]
+    fn falls_back_to_systemd_then_first() {
+        let text = "4:memory:/a\n1:name=systemd:/user.slice/x.scope\n";
+        assert_eq!(
+            parse(text.as_bytes()).as_deref(),
+            Some("/user.slice/x.scope")
+        );
+        assert_eq!(parse(b"4:memory:/a:b\n").as_deref(), Some("/a:b"));
+        assert_eq!(parse(b""), None);
+        assert_eq!(parse(b"garbage"), None);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn never_panics(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..256)) {
+            let _ = parse(&bytes);
+        }
+    }
+}

@@ -1,0 +1,187 @@
+//! `/proc/PID/smaps_rollup` and `/proc/PID/smaps`: the memory figures of a
+//! process, in kB exactly as the kernel prints them.
+//!
+//! The rollup holds each key once; the full `smaps` repeats the keys once
+//! per mapping, so one parser that sums every occurrence reads both. The
+//! parser works on bytes, allocates nothing and ignores keys it does not
+//! know (`THPeligible`, `ProtectionKey`, `VmFlags`, future ones). Mapping
+//! headers cannot pose as keys: the kernel escapes newlines in file names.
+
+use serde::{Deserialize, Serialize};
+
+/// The figures tally needs from one process, in kB.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemFigures {
+    pub rss_kb: u64,
+    /// Proportional set size: each page divided by the processes mapping it.
+    pub pss_kb: u64,
+    pub private_clean_kb: u64,
+    pub private_dirty_kb: u64,
+    pub swap_kb: u64,
+    /// `SwapPss` (kernel 4.3+); `None` when the kernel does not print it.
+    pub swap_pss_kb: Option<u64>,
+}
+
+impl MemFigures {
+    /// Private pages (clean and dirty), in kB.
+    pub fn private_kb(&self) -> u64 {
+        self.private_clean_kb.saturating_add(self.private_dirty_kb)
+    }
+
+    /// PSS minus private: this process's share of pages it shares.
+    pub fn shared_kb(&self) -> u64 {
+        self.pss_kb.saturating_sub(self.private_kb())
+    }
+
+    /// `SwapPss` where the kernel has it, else `Swap`.
+    pub fn swap_best_kb(&self) -> u64 {
+        self.swap_pss_kb.unwrap_or(self.swap_kb)
+    }
+}
+
+/// Parses the text of `smaps_rollup` or `smaps`. `None` when there is no
+/// `Pss` line at all: the file of a kernel thread or a zombie, which have no
+/// memory of their own, or text that is not an smaps file.
+pub fn parse(text: &[u8]) -> Option<MemFigures> {
+    let mut m = MemFigures::default();
+    let mut seen_pss = false;
+    for line in text.split(|&b| b == b'\n') {
+        let Some(colon) = line.iter().position(|&b| b == b':') else {
+            continue;
+        };
+        let (key, rest) = line.split_at(colon);
+        let slot = match key {
+            b"Rss" => &mut m.rss_kb,
+            b"Pss" => {
+                seen_pss = true;
+                &mut m.pss_kb
+            }
+            b"Private_Clean" => &mut m.private_clean_kb,
+            b"Private_Dirty" => &mut m.private_dirty_kb,
+            b"Swap" => &mut m.swap_kb,
+            b"SwapPss" => m.swap_pss_kb.get_or_insert(0),
+            _ => continue,
+        };
+        if let Some(n) = leading_number(rest.get(1..).unwrap_or_default()) {
+            *slot = slot.saturating_add(n);
+        }
+    }
+    seen_pss.then_some(m)
+}
+
+/// The decimal number after leading blanks, if any (saturating).
+fn leading_number(bytes: &[u8]) -> Option<u64> {
+    let start = bytes.iter().position(|b| !matches!(b, b' ' | b'\t'))?;
+    let digits = bytes.get(start..)?;
+    let mut n: u64 = 0;
+    let mut any = false;
+    for &b in digits {
+        if !b.is_ascii_digit() {
+            break;
+        }
+        any = true;
+        n = n.saturating_mul(10).saturating_add(u64::from(b - b'0'));
+    }
+    any.then_some(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ROLLUP: &str =
+        "55f58a89b000-7ffe5db05000 ---p 00000000 00:00 0                          [rollup]
+Rss:                1768 kB
+Pss:                 262 kB
+Pss_Dirty:           112 kB
+Pss_Anon:            112 kB
+Pss_File:            150 kB
+Pss_Shmem:             0 kB
+Shared_Clean:       1616 kB
+Shared_Dirty:          0 kB
+Private_Clean:        40 kB
+Private_Dirty:       112 kB
+Referenced:         1768 kB
+Anonymous:           112 kB
+KSM:                   0 kB
+LazyFree:              0 kB
+AnonHugePages:         0 kB
+ShmemPmdMapped:        0 kB
+FilePmdMapped:         0 kB
+Shared_Hugetlb:        0 kB
+Private_Hugetlb:       0 kB
+Swap:                  8 kB
+SwapPss:               5 kB
+Locked:                0 kB
+";
+
+    #[test]
+    fn reads_a_real_rollup() {
+        let m = parse(ROLLUP.as_bytes()).expect("figures");
+        assert_eq!(m.rss_kb, 1768);
+        assert_eq!(m.pss_kb, 262, "Pss_Dirty/Pss_Anon/... must not be added");
+        assert_eq!(m.private_kb(), 152);
+        assert_eq!(m.shared_kb(), 110);
+        assert_eq!(m.swap_kb, 8);
+        assert_eq!(m.swap_pss_kb, Some(5));
+        assert_eq!(m.swap_best_kb(), 5);
+    }
+
+    #[test]
+    fn sums_every_mapping_of_a_full_smaps() {
+        let text = "00400000-0040b000 r-xp 00000000 08:01 123 /usr/bin/Pss: 99 kB
+Size:                 44 kB
+Rss:                  40 kB
+Pss:                  20 kB
+Private_Clean:         4 kB
+Private_Dirty:         0 kB
+Swap:                  0 kB
+THPeligible:    0
+ProtectionKey:         0
+VmFlags: rd ex mr mw me dw
+7fff6b915000-7fff6b937000 rw-p 00000000 00:00 0                  [stack]
+Rss:                  12 kB
+Pss:                  12 kB
+Private_Clean:         0 kB
+Private_Dirty:        12 kB
+Swap:                  4 kB
+THPeligible:    1
+ProtectionKey:         0
+VmFlags: rd wr mr mw me gd ac
+";
+        let m = parse(text.as_bytes()).expect("figures");
+        assert_eq!(m.rss_kb, 52);
+        assert_eq!(m.pss_kb, 32);
+        assert_eq!(m.private_kb(), 16);
+        assert_eq!(m.swap_kb, 4);
+        assert_eq!(m.swap_pss_kb, None, "no SwapPss line: unknown, not zero");
+        assert_eq!(m.swap_best_kb(), 4);
+    }
+
+    #[test]
+    fn no_pss_means_no_memory() {
+        assert_eq!(parse(b""), None);
+        assert_eq!(parse(b"Rss: 4 kB\n"), None);
+        assert_eq!(parse(b"not smaps at all"), None);
+    }
+
+    #[test]
+    fn huge_values_saturate() {
+        let m = parse(b"Pss: 99999999999999999999999 kB\nPss: 5 kB\n").expect("figures");
+        assert_eq!(m.pss_kb, u64::MAX);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn never_panics(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..512)) {
+            let _ = parse(&bytes);
+        }
+
+        #[test]
+        fn pss_is_the_sum_of_pss_lines(values in proptest::collection::vec(0u64..1_000_000, 1..50)) {
+            let text: String = values.iter().map(|v| format!("Pss:   {v} kB\nPss_Anon: 7 kB\n")).collect();
+            let m = parse(text.as_bytes()).expect("figures");
+            proptest::prop_assert_eq!(m.pss_kb, values.iter().sum::<u64>());
+        }
+    }
+}

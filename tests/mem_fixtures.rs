@@ -1,0 +1,372 @@
+//! `tally mem` on fixture trees (tests/fixtures/proc, see make.py there):
+//! exact totals, odd processes, naming, grouping, options and formats.
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use serde_json::Value;
+
+fn tree(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/proc")
+        .join(name)
+}
+
+fn tally(tree_name: &str) -> Command {
+    let mut cmd = Command::cargo_bin("tally").expect("binary");
+    cmd.arg("mem").arg("--procfs").arg(tree(tree_name));
+    cmd
+}
+
+fn json(tree_name: &str, extra: &[&str]) -> Value {
+    let out = tally(tree_name)
+        .args(["--format", "json"])
+        .args(extra)
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("valid JSON")
+}
+
+fn u(v: &Value) -> u64 {
+    v.as_u64().expect("a number")
+}
+
+/// Sum of every `Pss:` line of a process's rollup, or of its full smaps.
+fn pss_kb_from_files(tree_name: &str, pid: u64) -> u64 {
+    let dir = tree(tree_name).join(pid.to_string());
+    let text = std::fs::read_to_string(dir.join("smaps_rollup"))
+        .or_else(|_| std::fs::read_to_string(dir.join("smaps")))
+        .expect("a memory file");
+    text.lines()
+        .filter_map(|l| l.strip_prefix("Pss:"))
+        .map(|rest| {
+            rest.split_whitespace()
+                .next()
+                .and_then(|n| n.parse::<u64>().ok())
+                .expect("a kB figure")
+        })
+        .sum()
+}
+
+fn names(report: &Value) -> Vec<String> {
+    report["groups"]
+        .as_array()
+        .expect("groups")
+        .iter()
+        .map(|g| g["name"].as_str().expect("name").to_string())
+        .collect()
+}
+
+/// Every invariant a report must hold: shared = PSS − private per row,
+/// rows add up to the total, pids match the counts.
+fn check_invariants(r: &Value) {
+    assert_eq!(r["schema_version"], 1);
+    let groups = r["groups"].as_array().expect("groups");
+    let (mut pss, mut private, mut shared, mut swap, mut procs) = (0, 0, 0, 0, 0);
+    for g in groups {
+        assert_eq!(
+            u(&g["private_bytes"]) + u(&g["shared_bytes"]),
+            u(&g["pss_bytes"]),
+            "shared = PSS - private in {g}"
+        );
+        assert_eq!(
+            u(&g["processes"]),
+            g["pids"].as_array().expect("pids").len() as u64
+        );
+        assert_eq!(u(&g["pss_bytes"]) % 1024, 0, "whole kB, no rounding");
+        pss += u(&g["pss_bytes"]);
+        private += u(&g["private_bytes"]);
+        shared += u(&g["shared_bytes"]);
+        swap += u(&g["swap_bytes"]);
+        procs += u(&g["processes"]);
+    }
+    if u(&r["hidden_groups"]) == 0 {
+        let t = &r["total"];
+        assert_eq!(u(&t["pss_bytes"]), pss);
+        assert_eq!(u(&t["private_bytes"]), private);
+        assert_eq!(u(&t["shared_bytes"]), shared);
+        assert_eq!(u(&t["swap_bytes"]), swap);
+        assert_eq!(u(&t["processes"]), procs);
+        assert_eq!(u(&t["groups"]), groups.len() as u64);
+    }
+}
+
+#[test]
+fn typical_total_equals_the_sum_of_pss_to_the_kb() {
+    let r = json("typical", &[]);
+    check_invariants(&r);
+    let pids: Vec<u64> = r["groups"]
+        .as_array()
+        .expect("groups")
+        .iter()
+        .flat_map(|g| g["pids"].as_array().expect("pids").iter().map(u))
+        .collect();
+    assert_eq!(pids.len(), 4, "four processes in the tree");
+    let expected_kb: u64 = pids.iter().map(|&p| pss_kb_from_files("typical", p)).sum();
+    // 249 + 249 + 14,603 + 562 kB, read off the fixture files.
+    assert_eq!(expected_kb, 15_663);
+    assert_eq!(u(&r["total"]["pss_bytes"]), expected_kb * 1024);
+    assert_eq!(r["swap_source"], "SwapPss");
+    assert_eq!(u(&r["read_from_smaps"]), 0);
+    assert_eq!(
+        names(&r),
+        ["sleep", "bash", "python3.11"],
+        "ascending by RAM used"
+    );
+    assert_eq!(r["groups"][0]["pids"], serde_json::json!([101, 102]));
+}
+
+#[test]
+fn odd_processes_are_skipped_and_counted_never_fatal() {
+    let r = json("odd", &[]);
+    check_invariants(&r);
+    let s = &r["skipped"];
+    assert_eq!(u(&s["ended"]), 2, "400 (no smaps_rollup) and 401 (no exe)");
+    assert_eq!(u(&s["no_memory"]), 2, "kernel thread 2 and zombie 300");
+    assert_eq!(u(&s["denied"]), 0);
+    assert_eq!(u(&r["total"]["processes"]), 5);
+    let mut n = names(&r);
+    n.sort();
+    assert_eq!(
+        n,
+        [
+            "my prog (x)\\nsecond line",
+            "python3.11",
+            "server [deleted]",
+            "sh [updated]",
+            "sleep"
+        ]
+    );
+    // 600 is read from the full smaps (THPeligible, ProtectionKey lines).
+    assert_eq!(u(&r["read_from_smaps"]), 1);
+    let expected_kb: u64 = [200, 500, 501, 600, 700]
+        .iter()
+        .map(|&p| pss_kb_from_files("odd", p))
+        .sum();
+    assert_eq!(u(&r["total"]["pss_bytes"]), expected_kb * 1024);
+    // 700 has no SwapPss and 2048 kB of Swap; 600 has no SwapPss either.
+    assert_eq!(r["swap_source"], "Swap");
+    assert_eq!(u(&r["total"]["swap_bytes"]), 2048 * 1024);
+}
+
+#[test]
+fn smaps_without_rollup_on_an_old_kernel() {
+    let r = json("old-kernel", &[]);
+    check_invariants(&r);
+    assert_eq!(u(&r["read_from_smaps"]), 2);
+    assert_eq!(r["swap_source"], "Swap");
+    let expected_kb = pss_kb_from_files("old-kernel", 11) + pss_kb_from_files("old-kernel", 12);
+    assert_eq!(u(&r["total"]["pss_bytes"]), expected_kb * 1024);
+    tally("old-kernel")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("Swap* MiB"))
+        .stdout(predicate::str::contains("no SwapPss"));
+}
+
+#[test]
+fn name_with_a_newline_stays_on_one_line() {
+    let out = tally("odd").arg("--by").arg("pid").output().expect("runs");
+    let text = String::from_utf8(out.stdout).expect("utf-8");
+    let line = text
+        .lines()
+        .find(|l| l.contains("my prog (x)"))
+        .expect("the odd name");
+    assert!(line.ends_with("my prog (x)\\nsecond line [200]"), "{line}");
+    // Header, 5 rows, rule, total, footnote.
+    assert_eq!(text.lines().count(), 9, "{text}");
+}
+
+#[test]
+fn naming_exe_comm_argv0_and_split_args() {
+    let r = json("odd", &["--name", "comm", "--pid", "200"]);
+    assert_eq!(
+        names(&r),
+        ["my prog (x)\\nse"],
+        "comm as the kernel escapes it"
+    );
+    let r = json("odd", &["--name", "argv0", "--pid", "200"]);
+    assert_eq!(names(&r), ["my"], "argv0 up to its first space");
+    let r = json("odd", &["--split-args", "--pid", "200"]);
+    assert_eq!(names(&r), ["my prog (x)\\nsecond line --flag"]);
+    let r = json("typical", &["--name", "comm", "--split-args"]);
+    let n = names(&r);
+    assert!(n.contains(&"sleep 1000".to_string()), "{n:?}");
+    assert!(n.contains(&"sleep 1001".to_string()), "{n:?}");
+    assert!(
+        n.iter().any(|x| x.starts_with("python3 -c import time")),
+        "{n:?}"
+    );
+    let r = json("typical", &["--name", "argv0"]);
+    let mut n = names(&r);
+    n.sort();
+    assert_eq!(n, ["bash", "python3", "sleep"]);
+}
+
+#[test]
+fn group_by_user_cgroup_and_pid() {
+    let r = json("typical", &["--by", "user"]);
+    check_invariants(&r);
+    assert_eq!(names(&r), ["root", "nobody"]);
+    assert_eq!(u(&r["groups"][1]["processes"]), 1);
+    let r = json("typical", &["--by", "cgroup"]);
+    check_invariants(&r);
+    let mut n = names(&r);
+    n.sort();
+    assert_eq!(n, ["/", "/system.slice/cron.service"]);
+    let r = json("typical", &["--by", "pid"]);
+    check_invariants(&r);
+    assert_eq!(r["groups"].as_array().expect("groups").len(), 4);
+    assert!(
+        r["groups"]
+            .as_array()
+            .expect("groups")
+            .iter()
+            .all(|g| g["pid"].is_u64())
+    );
+}
+
+#[test]
+fn filters_pid_user_and_regex() {
+    let r = json("typical", &["--filter", "^sleep$"]);
+    assert_eq!(u(&r["total"]["processes"]), 2);
+    let r = json("typical", &["--pid", "101,103"]);
+    assert_eq!(u(&r["total"]["processes"]), 2);
+    let r = json("typical", &["--pid", "101", "--pid", "999"]);
+    assert_eq!(u(&r["total"]["processes"]), 1);
+    assert_eq!(r["warnings"], serde_json::json!(["no process 999"]));
+    for user in ["nobody", "65534"] {
+        let r = json("typical", &["--user", user]);
+        assert_eq!(u(&r["total"]["processes"]), 1, "--user {user}");
+        assert_eq!(names(&r), ["python3.11"]);
+    }
+}
+
+#[test]
+fn sort_reverse_top_and_total_only() {
+    let r = json("typical", &["--sort", "count"]);
+    assert_eq!(names(&r).last().map(String::as_str), Some("sleep"));
+    let r = json("typical", &["--sort", "name"]);
+    assert_eq!(names(&r), ["bash", "python3.11", "sleep"]);
+    let r = json("typical", &["--reverse"]);
+    assert_eq!(names(&r), ["python3.11", "bash", "sleep"]);
+    let r = json("typical", &["--top", "1"]);
+    check_invariants(&r);
+    assert_eq!(names(&r), ["python3.11"]);
+    assert_eq!(u(&r["hidden_groups"]), 2);
+    assert_eq!(u(&r["total"]["processes"]), 4, "the total still covers all");
+    let out = tally("typical").arg("--total-only").output().expect("runs");
+    let text = String::from_utf8(out.stdout).expect("utf-8");
+    assert_eq!(text.lines().count(), 1, "{text}");
+    assert!(
+        text.contains("15.3") && text.contains("TOTAL (4 processes, 3 programs)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn units() {
+    let k = tally("typical")
+        .args(["--unit", "k", "--total-only"])
+        .output()
+        .expect("runs");
+    assert!(String::from_utf8_lossy(&k.stdout).contains("15,663"));
+    let b = tally("typical")
+        .args(["--unit", "b", "--total-only"])
+        .output()
+        .expect("runs");
+    assert!(String::from_utf8_lossy(&b.stdout).contains("16,038,912"));
+    let g = tally("typical")
+        .args(["--unit", "g", "--total-only"])
+        .output()
+        .expect("runs");
+    assert!(String::from_utf8_lossy(&g.stdout).contains("0.0"));
+    let h = tally("typical")
+        .args(["-h", "--total-only"])
+        .output()
+        .expect("runs");
+    assert!(String::from_utf8_lossy(&h.stdout).contains("15.3 MiB"));
+    let csv = tally("typical")
+        .args(["--format", "csv"])
+        .output()
+        .expect("runs");
+    let text = String::from_utf8_lossy(&csv.stdout).into_owned();
+    assert!(
+        text.starts_with(
+            "program,processes,private_bytes,shared_bytes,ram_used_bytes,swap_bytes,rss_bytes\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.ends_with("TOTAL,4,15114240,924672,16038912,0,23715840\n"),
+        "{text}"
+    );
+}
+
+#[test]
+fn output_formats_snapshot() {
+    for format in ["human", "csv", "markdown", "prometheus", "json"] {
+        let out = tally("typical")
+            .args(["--format", format])
+            .output()
+            .expect("runs");
+        assert!(out.status.success());
+        insta::assert_snapshot!(
+            format!("typical_{format}"),
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
+    let out = tally("odd").args(["--by", "pid"]).output().expect("runs");
+    insta::assert_snapshot!("odd_by_pid_human", String::from_utf8_lossy(&out.stdout));
+}
+
+#[test]
+fn bad_input_gets_a_clear_error() {
+    Command::cargo_bin("tally")
+        .expect("binary")
+        .args(["mem", "--procfs", "/nonexistent/tally-procfs"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "cannot list processes in /nonexistent/tally-procfs",
+        ))
+        .stderr(predicate::str::contains("--procfs"));
+    let empty = tempfile::tempdir().expect("tempdir");
+    Command::cargo_bin("tally")
+        .expect("binary")
+        .args(["mem", "--procfs"])
+        .arg(empty.path())
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("no process directories"));
+    tally("typical")
+        .args(["--filter", "("])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("not a valid regular expression"));
+    tally("typical")
+        .args(["--user", "no-such-user-tally"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "no user named `no-such-user-tally`",
+        ));
+    for bad in [
+        ["--watch", "0"],
+        ["--top", "0"],
+        ["--pid", "x"],
+        ["--sort", "size"],
+    ] {
+        tally("typical").args(bad).assert().code(2);
+    }
+    tally("typical")
+        .args(["--unit", "k", "-h"])
+        .assert()
+        .code(2);
+}

@@ -1,0 +1,315 @@
+//! The two installs that let every user see every process's memory —
+//! setuid root and file capabilities — run as user 65534. They must show
+//! other users' processes, refuse every other command, ignore --procfs,
+//! and hold no privilege by the time they write anything.
+//!
+//! Needs root (to chown, setcap and setpriv); as any other user the tests
+//! say so and pass. The capability test needs setcap (libcap2-bin).
+
+use std::fs::OpenOptions;
+use std::io::{Read, Write};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+struct Reaper(Vec<Child>);
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Uid:"))
+                .map(|ids| ids.split_whitespace().nth(1) == Some("0"))
+        })
+        .unwrap_or(false)
+}
+
+/// Why setuid and file capabilities cannot work here, if they cannot:
+/// no_new_privs (inherited, e.g. from a container runtime) or a nosuid
+/// mount under `dir`.
+fn installs_cannot_work(dir: &Path) -> Option<String> {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    if status
+        .lines()
+        .any(|l| l.starts_with("NoNewPrivs:") && l.ends_with('1'))
+    {
+        return Some("no_new_privs is set: the kernel ignores setuid and file capabilities".into());
+    }
+    // mountinfo: id parent major:minor root mountpoint options ...
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    let best = mountinfo
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.split(' ');
+            let point = f.nth(4)?;
+            let options = f.next()?;
+            dir.starts_with(point)
+                .then(|| (point.len(), options.to_string()))
+        })
+        .max_by_key(|(len, _)| *len);
+    match best {
+        Some((_, options)) if options.split(',').any(|o| o == "nosuid") => {
+            Some(format!("{} is on a nosuid mount", dir.display()))
+        }
+        _ => None,
+    }
+}
+
+/// A copy of the binary in a directory user 65534 can enter.
+fn install(dir: &Path, name: &str) -> PathBuf {
+    let dst = dir.join(name);
+    std::fs::copy(assert_cmd::cargo::cargo_bin("tally"), &dst).expect("copy");
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).expect("chmod dir");
+    std::fs::set_permissions(&dst, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    dst
+}
+
+fn setuid_install(dir: &Path) -> PathBuf {
+    let bin = install(dir, "tally-setuid");
+    // Root owns the copy already (the tests run as root).
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o4755)).expect("chmod u+s");
+    bin
+}
+
+/// `setcap cap_sys_ptrace,cap_dac_read_search+ep`, or `None` without setcap.
+fn capability_install(dir: &Path) -> Option<PathBuf> {
+    let bin = install(dir, "tally-caps");
+    let status = Command::new("setcap")
+        .args(["cap_sys_ptrace,cap_dac_read_search+ep"])
+        .arg(&bin)
+        .status()
+        .ok()?;
+    assert!(status.success(), "setcap failed");
+    Some(bin)
+}
+
+fn as_nobody(bin: &Path) -> Command {
+    let mut cmd = Command::new("setpriv");
+    cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(bin);
+    cmd
+}
+
+fn json(out: &Output) -> Value {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("valid JSON")
+}
+
+fn root_sleep() -> Reaper {
+    Reaper(vec![
+        Command::new("sleep").arg("60").spawn().expect("sleep"),
+    ])
+}
+
+/// What every privileged install must do, run as user 65534.
+fn check_install(bin: &Path, plain: &Path) {
+    let target = root_sleep();
+    let pid = target.0[0].id().to_string();
+
+    // Without the install, root's process is not readable...
+    let r = json(
+        &as_nobody(plain)
+            .args(["mem", "--format", "json", "--pid", &pid])
+            .output()
+            .expect("runs"),
+    );
+    assert_eq!(r["total"]["processes"], 0);
+    assert_eq!(r["skipped"]["denied"], 1);
+    // ...with it, it is.
+    let out = as_nobody(bin)
+        .args(["mem", "--format", "json", "--pid", &pid])
+        .output()
+        .expect("runs");
+    let r = json(&out);
+    assert_eq!(
+        r["total"]["processes"],
+        1,
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(r["skipped"]["denied"], 0);
+    assert_eq!(r["groups"][0]["name"], "sleep");
+    assert!(r["total"]["pss_bytes"].as_u64().expect("pss") > 0);
+
+    // --procfs is ignored: the fixture tree's PIDs 101-104 are not read,
+    // the real /proc is.
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/proc/typical");
+    let out = as_nobody(bin)
+        .args(["mem", "--format", "json", "--by", "pid", "--procfs"])
+        .arg(&fixture)
+        .output()
+        .expect("runs");
+    let r = json(&out);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--procfs ignored"));
+    let pids: Vec<u64> = r["groups"]
+        .as_array()
+        .expect("groups")
+        .iter()
+        .filter_map(|g| g["pid"].as_u64())
+        .collect();
+    assert!(
+        pids.contains(&pid.parse::<u64>().expect("pid")),
+        "real /proc was read"
+    );
+
+    // Every other command is refused.
+    let out = as_nobody(bin)
+        .args(["run", "--", "true"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(125));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("runs nothing else"));
+    let out = as_nobody(bin)
+        .args(["completions", "bash"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    let out = as_nobody(bin)
+        .args(["mem", "--watch", "1"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--watch is not available"));
+
+    check_dropped_before_output(bin);
+}
+
+/// Runs the install with stdout into a full pipe, so it blocks on its
+/// first write, then reads its ids and capabilities from /proc: by then
+/// it must be user 65534 through and through, with no capability left.
+fn check_dropped_before_output(bin: &Path) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fifo = dir.path().join("out");
+    assert!(
+        Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .expect("mkfifo")
+            .success()
+    );
+    // Read-write and non-blocking: the open does not wait for a writer.
+    let mut ours = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(&fifo)
+        .expect("open fifo");
+    let chunk = [b'x'; 4096];
+    while ours.write(&chunk).is_ok() {}
+    let theirs = OpenOptions::new()
+        .write(true)
+        .open(&fifo)
+        .expect("writer end");
+    let child = as_nobody(bin)
+        .args(["mem", "--by", "pid"])
+        .stdout(Stdio::from(theirs))
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("runs");
+    let pid = child.id();
+    let mut reaper = Reaper(vec![child]);
+    let start = Instant::now();
+    let mut last = String::new();
+    loop {
+        // setpriv execs tally in place: the pid is tally's once it runs.
+        if let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) {
+            let field = |k: &str| {
+                status
+                    .lines()
+                    .find_map(|l| l.strip_prefix(k))
+                    .map(|v| v.split_whitespace().collect::<Vec<_>>().join(" "))
+                    .unwrap_or_default()
+            };
+            let blocked = std::fs::read_to_string(format!("/proc/{pid}/wchan"))
+                .is_ok_and(|w| w.contains("pipe"));
+            last = format!(
+                "Name {} Uid {} Gid {} CapPrm {} CapEff {} blocked on a pipe: {blocked}",
+                field("Name:"),
+                field("Uid:"),
+                field("Gid:"),
+                field("CapPrm:"),
+                field("CapEff:")
+            );
+            if blocked && field("Name:").starts_with("tally") {
+                assert_eq!(field("Uid:"), "65534 65534 65534 65534", "{last}");
+                assert_eq!(field("Gid:"), "65534 65534 65534 65534", "{last}");
+                assert_eq!(field("CapPrm:"), "0000000000000000", "{last}");
+                assert_eq!(field("CapEff:"), "0000000000000000", "{last}");
+                break;
+            }
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "tally never blocked writing its report: {last}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // Drain so it can finish; then it must succeed.
+    let mut buf = vec![0u8; 1 << 16];
+    let child = &mut reaper.0[0];
+    let status = loop {
+        let _ = ours.read(&mut buf);
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "tally did not finish"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    assert!(status.success());
+}
+
+#[test]
+fn setuid_root_install() {
+    if !is_root() {
+        eprintln!("skipped: needs root to make a setuid-root copy");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    if let Some(why) = installs_cannot_work(dir.path()) {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let plain = install(dir.path(), "tally");
+    let bin = setuid_install(dir.path());
+    check_install(&bin, &plain);
+}
+
+#[test]
+fn file_capabilities_install() {
+    if !is_root() {
+        eprintln!("skipped: needs root to set file capabilities");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    if let Some(why) = installs_cannot_work(dir.path()) {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let plain = install(dir.path(), "tally");
+    let Some(bin) = capability_install(dir.path()) else {
+        eprintln!("skipped: setcap not found (apt-get install libcap2-bin)");
+        return;
+    };
+    check_install(&bin, &plain);
+}
