@@ -22,6 +22,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import build_tally  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 else 15
 EXTRA = int(sys.argv[2]) if len(sys.argv) > 2 else 600
@@ -36,7 +39,6 @@ def ensure_peers():
         subprocess.run(["apt-get", "install", "-y", "-qq", "smem"], check=True)
     if not shutil.which("ps_mem"):
         subprocess.run([sys.executable, "-m", "pip", "install", "-q", "ps-mem==3.14"], check=True)
-    subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
 
 
 def start_load():
@@ -79,7 +81,7 @@ def peak_rss_kb(argv):
 
 def main():
     ensure_peers()
-    tally = os.path.join(ROOT, "target/release/tally")
+    tally = build_tally()
     tools = [
         ("floor (cat smaps_rollup)", ["sh", "-c", "exec cat /proc/[0-9]*/smaps_rollup"]),
         ("tally mem", [tally, "mem"]),

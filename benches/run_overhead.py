@@ -21,7 +21,9 @@ import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import ROOT, build_tally  # noqa: E402
+
 
 
 def ensure(tool, package):
@@ -31,20 +33,6 @@ def ensure(tool, package):
     subprocess.run(["apt-get", "update", "-qq"], check=True)
     subprocess.run(["apt-get", "install", "-y", "-qq", package], check=True,
                    stdout=subprocess.DEVNULL)
-
-
-def build_tally():
-    """Builds the release binary and returns its path, wherever the
-    project's cargo configuration puts it."""
-    out = subprocess.run(["cargo", "build", "--release", "--bin", "tally",
-                          "--message-format=json-render-diagnostics"],
-                         cwd=ROOT, check=True, capture_output=True, text=True).stdout
-    for line in out.splitlines():
-        msg = json.loads(line)
-        if msg.get("reason") == "compiler-artifact" and msg.get("executable") \
-                and msg["target"]["name"] == "tally":
-            return msg["executable"]
-    sys.exit("cargo built no tally executable")
 
 
 def spawn_wait_ns(argv, devnull):
