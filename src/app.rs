@@ -31,6 +31,7 @@ pub fn main() -> u8 {
     };
     match cli.command {
         Command::Run(args) => run_command(args),
+        Command::Cache(args) => cache_command(args),
         Command::Completions { shell } => quiet_pipe(|out| {
             clap_complete::generate(shell, &mut cli::command(), "tally", out);
             Ok(())
@@ -146,4 +147,61 @@ fn create_report_file(path: &Path) -> anyhow::Result<File> {
             path.display()
         )
     })
+}
+
+fn cache_command(args: cli::cache::CacheArgs) -> u8 {
+    use tally::cache::{command, report::Action};
+    let action = if args.evict {
+        Action::Evict
+    } else if args.warm {
+        Action::Warm
+    } else if args.lock {
+        Action::Lock
+    } else {
+        Action::Status
+    };
+    let cfg = command::Config {
+        action,
+        paths: args.paths,
+        recursive: args.recursive,
+        null_separated: args.null,
+        map: args.verbose,
+    };
+    let (report, held) = match command::execute(&cfg, &mut io::stdin().lock()) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("tally: {e}");
+            return 1;
+        }
+    };
+    let code = quiet_pipe(|out| render_to(&report, args.format, out));
+    if code != 0 {
+        return code;
+    }
+    if let Some(held) = held {
+        if !held.mappings.is_empty() {
+            eprintln!(
+                "tally: holding {} locked in memory ({} files); interrupt (Ctrl-C) to release",
+                tally::units::human_bytes(held.bytes),
+                held.mappings.len()
+            );
+            if let Err(e) = tally::sys::mem::wait_for_stop_signal() {
+                eprintln!("tally: cannot wait for a signal: {e}");
+                return 1;
+            }
+        }
+    }
+    u8::from(report.has_problems())
+}
+
+/// Renders a report to stdout, keeping an I/O error visible to
+/// [`quiet_pipe`] so a closed pipe stays quiet.
+fn render_to<R: report::Render>(r: &R, format: Format, out: &mut dyn Write) -> anyhow::Result<()> {
+    match report::render(r, format, Style { color: false }, out) {
+        Ok(()) => Ok(()),
+        Err(report::RenderError::Io(e)) => {
+            Err(anyhow::Error::new(e).context("cannot write the report"))
+        }
+        Err(e) => Err(e.into()),
+    }
 }

@@ -2,6 +2,7 @@
 //! system calls happen here, so `--help` works on a broken machine. Help,
 //! the man page and shell completions are all generated from these types.
 
+pub mod cache;
 pub mod run;
 
 use clap::{Parser, Subcommand};
@@ -28,6 +29,8 @@ pub struct Cli {
 pub enum Command {
     /// Run a command and report what it cost (on stderr).
     Run(run::RunArgs),
+    /// Page-cache residency of files; evict, warm or lock them.
+    Cache(cache::CacheArgs),
     /// Print a shell completion script.
     Completions {
         /// The shell to complete for.

@@ -5,6 +5,8 @@
 //! state of their own beyond what a call needs.
 
 pub mod cache;
+pub mod file;
+pub mod mem;
 pub mod perf;
 pub mod process;
 pub mod signals;
