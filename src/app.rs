@@ -32,6 +32,7 @@ pub fn main() -> u8 {
     match cli.command {
         Command::Run(args) => run_command(args),
         Command::Cache(args) => cache_command(args),
+        Command::Cp(args) => cp_command(args),
         Command::Completions { shell } => quiet_pipe(|out| {
             clap_complete::generate(shell, &mut cli::command(), "tally", out);
             Ok(())
@@ -204,4 +205,69 @@ fn render_to<R: report::Render>(r: &R, format: Format, out: &mut dyn Write) -> a
         }
         Err(e) => Err(e.into()),
     }
+}
+
+fn cp_command(args: cli::cp::CpArgs) -> u8 {
+    use tally::copy;
+    let mut paths = args.paths;
+    let Some(destination) = paths.pop() else {
+        eprintln!("tally: cp needs a source and a destination");
+        return 2;
+    };
+    let cfg = copy::Config {
+        sources: paths,
+        destination,
+        recursive: args.recursive,
+        preserve: args.preserve,
+        sync: args.sync,
+        keep_cache: args.keep_cache,
+    };
+    let mut bar: Option<indicatif::ProgressBar> = None;
+    let tty = io::stderr().is_terminal();
+    let mut on_progress = |p: copy::Progress| {
+        if !tty || p.total_bytes < (256 << 20) {
+            return;
+        }
+        let b = bar.get_or_insert_with(|| {
+            let b = indicatif::ProgressBar::new(p.total_bytes);
+            b.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "tally: cp {bar:30} {binary_bytes}/{binary_total_bytes} {binary_bytes_per_sec} eta {eta}",
+                )
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            );
+            b
+        });
+        b.set_position(p.done_bytes);
+    };
+    let result = copy::execute(&cfg, &mut on_progress);
+    if let Some(b) = &bar {
+        b.finish_and_clear();
+    }
+    let report = match result {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("tally: cp: {e}");
+            return 1;
+        }
+    };
+    for p in &report.problems {
+        eprintln!("tally: cp: {}: {}", p.path.display(), p.error);
+    }
+    if args.verbose {
+        let stderr = io::stderr();
+        let _ = report::render(
+            &report,
+            Format::Human,
+            Style { color: false },
+            &mut stderr.lock(),
+        );
+    }
+    if args.format != Format::Human {
+        let code = quiet_pipe(|out| render_to(&report, args.format, out));
+        if code != 0 {
+            return code;
+        }
+    }
+    u8::from(!report.problems.is_empty())
 }

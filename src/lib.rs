@@ -7,6 +7,7 @@
 
 pub mod cache;
 pub mod cli;
+pub mod copy;
 pub mod procfs;
 pub mod report;
 pub mod run;

@@ -3,6 +3,7 @@
 //! the man page and shell completions are all generated from these types.
 
 pub mod cache;
+pub mod cp;
 pub mod run;
 
 use clap::{Parser, Subcommand};
@@ -31,6 +32,8 @@ pub enum Command {
     Run(run::RunArgs),
     /// Page-cache residency of files; evict, warm or lock them.
     Cache(cache::CacheArgs),
+    /// Copy files without trashing the page cache (reflink, copy_file_range, sparse-aware).
+    Cp(cp::CpArgs),
     /// Print a shell completion script.
     Completions {
         /// The shell to complete for.
