@@ -8,6 +8,7 @@
 pub mod cache;
 pub mod cli;
 pub mod copy;
+pub mod load;
 pub mod procfs;
 pub mod report;
 pub mod run;

@@ -4,6 +4,7 @@
 
 pub mod cache;
 pub mod cp;
+pub mod load;
 pub mod run;
 
 use clap::{Parser, Subcommand};
@@ -34,6 +35,8 @@ pub enum Command {
     Cache(cache::CacheArgs),
     /// Copy files without trashing the page cache (reflink, copy_file_range, sparse-aware).
     Cp(cp::CpArgs),
+    /// Compare ways of loading a big file (read, mmap, madvise, O_DIRECT, io_uring), cold and warm.
+    Load(load::LoadArgs),
     /// Print a shell completion script.
     Completions {
         /// The shell to complete for.
