@@ -222,6 +222,7 @@ fn cp_command(args: cli::cp::CpArgs) -> u8 {
         preserve: args.preserve,
         sync: args.sync,
         keep_cache: args.keep_cache,
+        via: args.via,
     };
     let mut bar: Option<indicatif::ProgressBar> = None;
     let tty = io::stderr().is_terminal();

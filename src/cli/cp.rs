@@ -32,6 +32,10 @@ pub struct CpArgs {
     #[arg(long)]
     pub keep_cache: bool,
 
+    /// How to move the data.
+    #[arg(long, value_enum, default_value_t = crate::copy::Via::Auto)]
+    pub via: crate::copy::Via,
+
     /// Say per file how it was copied and what the page cache holds after.
     #[arg(short = 'v', long)]
     pub verbose: bool,

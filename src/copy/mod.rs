@@ -33,6 +33,9 @@ use report::{CopyReport, FileCopy, Method, Problem};
 
 /// Data moves in windows of this size; writeback and dropping follow them.
 pub const WINDOW_BYTES: u64 = 8 << 20;
+/// Destination windows under writeback before the oldest is waited for:
+/// the copy runs ahead of the disk by this many windows.
+pub const WRITEBACK_WINDOWS: usize = 1;
 /// Source residency is checked, and dropped, in blocks of this size (the
 /// largest folio ext4 uses; DONTNEED drops only folios wholly inside).
 pub const BLOCK_BYTES: u64 = 2 << 20;
@@ -49,6 +52,23 @@ pub struct Config {
     pub sync: bool,
     /// Leave the pages the copy brought in cached.
     pub keep_cache: bool,
+    /// How to move the data.
+    pub via: Via,
+}
+
+/// How to move the data (`--via`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Via {
+    /// Reflink, else copy_file_range, else the fallbacks below.
+    #[default]
+    Auto,
+    /// copy_file_range with sync_file_range + DONTNEED windows.
+    CopyFileRange,
+    /// read + pwritev2(RWF_DONTCACHE): the kernel drops the written pages
+    /// once written back, without the copy waiting for it (Linux 6.14+).
+    Dontcache,
+    /// read + write with sync_file_range + DONTNEED windows.
+    ReadWrite,
 }
 
 /// Why `tally cp` could not start at all.
@@ -366,12 +386,13 @@ pub fn copy_file(
 
     let mut copied = Copied::default();
     let mut method = Method::Reflink;
-    if size == 0 || sys::file::clone_file(&source, out).is_err() {
-        method = if size == 0 {
+    if size == 0 || cfg.via != Via::Auto || sys::file::clone_file(&source, out).is_err() {
+        method = match cfg.via {
             // /proc and /sys files claim size 0 yet have content.
-            Method::ReadWrite
-        } else {
-            Method::CopyFileRange
+            _ if size == 0 => Method::ReadWrite,
+            Via::Auto | Via::CopyFileRange => Method::CopyFileRange,
+            Via::Dontcache => Method::ReadWriteDontcache,
+            Via::ReadWrite => Method::ReadWrite,
         };
         copied = copy_data(cfg, &source, out, src, dst, size, &mut method, on_bytes)?;
     } else {
@@ -404,16 +425,18 @@ pub fn copy_file(
     if cfg.sync {
         out.sync_all().map_err(|e| write_error(dst, e))?;
     }
-    let dest_pages = if cfg.keep_cache || method == Method::Reflink {
-        None
-    } else {
-        // Pages of the last windows: write them and drop them.
-        let _ = sys::file::sync_range(out, 0, 0, SyncRange::Wait);
-        let _ = sys::cache::fadvise(out, 0, 0, Advice::DontNeed);
-        sys::cache::cachestat(out, 0, 0)
-            .ok()
-            .map(|s| s.cached_pages)
-    };
+    let dest_pages =
+        if cfg.keep_cache || method == Method::Reflink || method == Method::ReadWriteDontcache {
+            // RWF_DONTCACHE pages leave as their writeback completes.
+            None
+        } else {
+            // Pages of the last windows: write them and drop them.
+            let _ = sys::file::sync_range(out, 0, 0, SyncRange::Wait);
+            let _ = sys::cache::fadvise(out, 0, 0, Advice::DontNeed);
+            sys::cache::cachestat(out, 0, 0)
+                .ok()
+                .map(|s| s.cached_pages)
+        };
     let dest_pages = dest_pages.or_else(|| {
         sys::cache::cachestat(out, 0, 0)
             .ok()
@@ -543,7 +566,8 @@ fn copy_data(
                 pos += n as u64;
             }
             copied.data_bytes = copied.data_bytes.saturating_add(pos - off);
-            cache.after_window(source, out, off, pos - off);
+            let dest = *method != Method::ReadWriteDontcache;
+            cache.after_window(source, out, off, pos - off, dest);
             on_bytes(copied.data_bytes);
             if pos < stop {
                 // The source shrank while we copied.
@@ -552,7 +576,7 @@ fn copy_data(
             off = stop;
         }
     }
-    cache.finish(source, out);
+    cache.finish(source, out, *method != Method::ReadWriteDontcache);
     Ok(copied)
 }
 
@@ -611,8 +635,8 @@ struct CacheKeeper {
     /// Otherwise, the 2 MiB blocks (by index) of the data segments that
     /// had no page cached.
     uncached: std::collections::BTreeSet<u64>,
-    /// The destination window whose writeback was started last.
-    pending: Option<(u64, u64)>,
+    /// Destination windows whose writeback was started, oldest first.
+    pending: std::collections::VecDeque<(u64, u64)>,
 }
 
 impl CacheKeeper {
@@ -621,7 +645,7 @@ impl CacheKeeper {
             keep,
             all_uncached: false,
             uncached: Default::default(),
-            pending: None,
+            pending: Default::default(),
         };
         if keep {
             return k;
@@ -648,7 +672,9 @@ impl CacheKeeper {
         k
     }
 
-    fn after_window(&mut self, source: &File, out: &File, off: u64, len: u64) {
+    /// `dest`: whether to write back and drop the destination's pages
+    /// (not with RWF_DONTCACHE, which does that itself).
+    fn after_window(&mut self, source: &File, out: &File, off: u64, len: u64, dest: bool) {
         if self.keep || len == 0 {
             return;
         }
@@ -663,15 +689,23 @@ impl CacheKeeper {
                 let _ = sys::cache::fadvise(source, b * BLOCK_BYTES, BLOCK_BYTES, Advice::DontNeed);
             }
         }
+        if !dest {
+            return;
+        }
         let _ = sys::file::sync_range(out, off, len, SyncRange::Start);
-        if let Some((p_off, p_len)) = self.pending.replace((off, len)) {
-            drop_written(out, p_off, p_len);
+        self.pending.push_back((off, len));
+        while self.pending.len() > WRITEBACK_WINDOWS {
+            if let Some((p_off, p_len)) = self.pending.pop_front() {
+                drop_written(out, p_off, p_len);
+            }
         }
     }
 
-    fn finish(&mut self, source: &File, out: &File) {
-        if let Some((off, len)) = self.pending.take() {
-            drop_written(out, off, len);
+    fn finish(&mut self, source: &File, out: &File, dest: bool) {
+        while let Some((off, len)) = self.pending.pop_front() {
+            if dest {
+                drop_written(out, off, len);
+            }
         }
         // Readahead past the last window (into a trailing hole) too.
         if self.all_uncached && !self.keep {
