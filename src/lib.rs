@@ -7,6 +7,8 @@
 
 pub mod cache;
 pub mod cli;
+pub mod copy;
+pub mod load;
 pub mod mem;
 pub mod procfs;
 pub mod report;

@@ -3,12 +3,23 @@
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command as StdCommand, Stdio};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use assert_cmd::cargo::CommandCargoExt;
 use serde_json::Value;
+
+/// The tests here start and end processes; the exact PSS cross-check
+/// needs moments when no other process maps or unmaps shared pages, so
+/// the tests of this file run one at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> MutexGuard<'static, ()> {
+    SERIAL
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
 
 fn tally() -> StdCommand {
     StdCommand::cargo_bin("tally").expect("binary")
@@ -46,6 +57,7 @@ fn u(v: &Value) -> u64 {
 
 #[test]
 fn live_totals_equal_the_kernels_pss_to_the_kb() {
+    let _serial = serial();
     let kids = Reaper((0..4).map(|_| sleeper("60")).collect());
     let pids: Vec<u32> = kids.0.iter().map(Child::id).collect();
     let list = pids
@@ -100,6 +112,7 @@ fn live_totals_equal_the_kernels_pss_to_the_kb() {
 
 #[test]
 fn churn_200_runs_while_processes_come_and_go() {
+    let _serial = serial();
     let stop = Arc::new(AtomicBool::new(false));
     let churner = {
         let stop = Arc::clone(&stop);
@@ -170,6 +183,7 @@ fn wait_for(child: &mut Child, limit: Duration) -> std::process::ExitStatus {
 
 #[test]
 fn watch_appends_on_a_pipe_and_stops_on_sigint() {
+    let _serial = serial();
     let mut child = tally()
         .args(["mem", "--watch", "0.1", "--total-only"])
         .stdout(Stdio::piped())
@@ -201,6 +215,7 @@ fn watch_appends_on_a_pipe_and_stops_on_sigint() {
 
 #[test]
 fn watch_ends_quietly_when_the_pipe_closes() {
+    let _serial = serial();
     let mut child = tally()
         .args(["mem", "--watch", "0.05", "--by", "pid"])
         .stdout(Stdio::piped())
@@ -250,6 +265,7 @@ fn is_root() -> bool {
 
 #[test]
 fn an_ordinary_user_sees_its_own_processes_and_is_told_the_fix() {
+    let _serial = serial();
     if !is_root() {
         eprintln!("skipped: needs root to become user 65534 with setpriv");
         return;
@@ -287,6 +303,7 @@ fn an_ordinary_user_sees_its_own_processes_and_is_told_the_fix() {
 
 #[test]
 fn watch_redraws_in_place_on_a_terminal() {
+    let _serial = serial();
     // util-linux's script(1) gives tally a pseudo-terminal.
     let bin = assert_cmd::cargo::cargo_bin("tally");
     let cmd = format!("{} mem --watch 0.1 --total-only", bin.display());

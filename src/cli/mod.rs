@@ -2,6 +2,9 @@
 //! system calls happen here, so `--help` works on a broken machine. Help,
 //! the man page and shell completions are all generated from these types.
 
+pub mod cache;
+pub mod cp;
+pub mod load;
 pub mod mem;
 pub mod run;
 
@@ -31,6 +34,12 @@ pub enum Command {
     Run(run::RunArgs),
     /// Memory per program: private, shared, RAM used (PSS) and swap.
     Mem(mem::MemArgs),
+    /// Page-cache residency of files; evict, warm or lock them.
+    Cache(cache::CacheArgs),
+    /// Copy files without trashing the page cache (reflink, copy_file_range, sparse-aware).
+    Cp(cp::CpArgs),
+    /// Compare ways of loading a big file (read, mmap, madvise, O_DIRECT, io_uring), cold and warm.
+    Load(load::LoadArgs),
     /// Print a shell completion script.
     Completions {
         /// The shell to complete for.

@@ -66,16 +66,18 @@ pub fn cachestat(file: &File, off: u64, len: u64) -> io::Result<CacheStat> {
     })
 }
 
-/// Pages of the first `len` bytes of `file` resident in memory, by mapping
+/// Pages of `[start, start+len)` of `file` resident in memory, by mapping
 /// the file and asking `mincore`, 1 GiB of address space at a time.
-pub fn mincore_resident(file: &File, len: u64) -> io::Result<u64> {
+/// `start` must be a multiple of the page size.
+pub fn mincore_resident(file: &File, start: u64, len: u64) -> io::Result<u64> {
     const WINDOW: u64 = 1 << 30;
     let page = super::page_size();
     let mut resident = 0u64;
     let mut vec = Vec::new();
-    let mut off = 0u64;
-    while off < len {
-        let span = (len - off).min(WINDOW);
+    let end = start.saturating_add(len);
+    let mut off = start;
+    while off < end {
+        let span = (end - off).min(WINDOW);
         let pages = span.div_ceil(page) as usize;
         vec.clear();
         vec.resize(pages, 0u8);

@@ -5,10 +5,13 @@
 //! state of their own beyond what a call needs.
 
 pub mod cache;
+pub mod file;
+pub mod mem;
 pub mod perf;
 pub mod privilege;
 pub mod process;
 pub mod signals;
+pub mod uring;
 pub mod user;
 
 use std::io;

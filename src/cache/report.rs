@@ -1,0 +1,482 @@
+//! The report of `tally cache`.
+//!
+//! JSON schema (`schema_version` 1), keys carry their unit:
+//! - `action`: `status`, `evict`, `warm` or `lock`; `page_size_bytes`.
+//! - `files[]`: `path`, `size_bytes`, `residency` (now: `state` `known`
+//!   with `method`, `cached_pages`, `dirty_pages`, `writeback_pages`, or
+//!   `state` `unknown` with `reason`), `before` (the residency before
+//!   evict/warm/lock), `stayed_reason` (why pages stayed after evict, or
+//!   why a lock failed), `read_bytes` (read by warm), `map_percent`
+//!   (with `-v`: percent cached of each of up to 64 equal ranges).
+//! - `total`: `files`, `size_bytes`, `cached_bytes`, `dirty_bytes`,
+//!   `writeback_bytes` over files whose residency is known, and
+//!   `unknown_files`.
+//! - `problems[]`: `path` and `error` for paths that were skipped.
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::Residency;
+use crate::report::{Metric, MetricKind, Render, Sample, Style, Table};
+use crate::units::{human_bytes, percent, thousands};
+
+/// What `tally cache` does to the files.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Action {
+    #[default]
+    Status,
+    Evict,
+    Warm,
+    Lock,
+}
+
+/// One file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileReport {
+    pub path: PathBuf,
+    pub size_bytes: u64,
+    pub residency: Residency,
+    pub before: Option<Residency>,
+    pub stayed_reason: Option<String>,
+    pub read_bytes: Option<u64>,
+    pub map_percent: Option<Vec<u8>>,
+}
+
+/// A path that was skipped, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PathProblem {
+    pub path: PathBuf,
+    pub error: String,
+}
+
+impl PathProblem {
+    pub fn new(path: &Path, error: String) -> Self {
+        PathProblem {
+            path: path.to_path_buf(),
+            error,
+        }
+    }
+}
+
+/// Sums over the files whose residency is known.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Total {
+    pub files: u64,
+    pub size_bytes: u64,
+    /// Size of the files whose residency is known.
+    pub known_size_bytes: u64,
+    pub cached_bytes: u64,
+    pub dirty_bytes: u64,
+    pub writeback_bytes: u64,
+    /// Files whose residency the kernel would not tell.
+    pub unknown_files: u64,
+}
+
+/// The whole report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CacheReport {
+    pub schema_version: u32,
+    pub action: Action,
+    pub page_size_bytes: u64,
+    pub files: Vec<FileReport>,
+    pub total: Total,
+    pub problems: Vec<PathProblem>,
+}
+
+impl CacheReport {
+    /// Fills `total` from `files`.
+    pub fn total_up(&mut self) {
+        let page = self.page_size_bytes;
+        let mut t = Total::default();
+        for f in &self.files {
+            t.files += 1;
+            t.size_bytes = t.size_bytes.saturating_add(f.size_bytes);
+            match &f.residency {
+                Residency::Known {
+                    cached_pages,
+                    dirty_pages,
+                    writeback_pages,
+                    ..
+                } => {
+                    t.known_size_bytes = t.known_size_bytes.saturating_add(f.size_bytes);
+                    t.cached_bytes = t
+                        .cached_bytes
+                        .saturating_add(cached_pages.saturating_mul(page));
+                    t.dirty_bytes = t
+                        .dirty_bytes
+                        .saturating_add(dirty_pages.unwrap_or(0).saturating_mul(page));
+                    t.writeback_bytes = t
+                        .writeback_bytes
+                        .saturating_add(writeback_pages.unwrap_or(0).saturating_mul(page));
+                }
+                Residency::Unknown { .. } => t.unknown_files += 1,
+            }
+        }
+        self.total = t;
+    }
+
+    /// Whether any path was skipped (the command then exits 1).
+    pub fn has_problems(&self) -> bool {
+        !self.problems.is_empty()
+    }
+}
+
+fn cached_bytes(r: &Residency, page: u64) -> Option<u64> {
+    r.cached_pages().map(|p| p.saturating_mul(page))
+}
+
+/// Percent of the file cached; pages are whole, so the size rounds up.
+fn cached_percent(r: &Residency, size: u64, page: u64) -> Option<u64> {
+    let pages = size.div_ceil(page);
+    r.cached_pages()
+        .map(|c| percent(c, pages).unwrap_or(if c == 0 { 0 } else { 100 }))
+}
+
+/// A percentage for people: `<1%` rather than a `0%` that hides pages.
+fn pct_text(part: u64, whole: u64) -> String {
+    match percent(part, whole) {
+        Some(0) if part > 0 => "<1%".into(),
+        Some(100) if part < whole => ">99%".into(),
+        Some(p) => format!("{p}%"),
+        None => "-".into(),
+    }
+}
+
+fn bytes_cell(b: Option<u64>) -> String {
+    b.map(human_bytes).unwrap_or_else(|| "unknown".into())
+}
+
+/// One character per map bucket: blank for none cached, `#` for all.
+pub fn map_line(map: &[u8]) -> String {
+    map.iter()
+        .map(|p| match p {
+            0 => ' ',
+            1..=24 => '.',
+            25..=49 => ':',
+            50..=74 => 'o',
+            75..=99 => 'O',
+            _ => '#',
+        })
+        .collect()
+}
+
+fn known_opt(r: &Residency, page: u64, pick: fn(&Residency) -> Option<u64>) -> Option<u64> {
+    pick(r).map(|p| p.saturating_mul(page))
+}
+
+fn dirty(r: &Residency) -> Option<u64> {
+    match r {
+        Residency::Known { dirty_pages, .. } => *dirty_pages,
+        Residency::Unknown { .. } => None,
+    }
+}
+
+fn writeback(r: &Residency) -> Option<u64> {
+    match r {
+        Residency::Known {
+            writeback_pages, ..
+        } => *writeback_pages,
+        Residency::Unknown { .. } => None,
+    }
+}
+
+fn write_table(out: &mut dyn Write, header: &[&str], rows: &[Vec<String>]) -> io::Result<()> {
+    let n = header.len();
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (w, c) in widths.iter_mut().zip(row) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let mut s = String::new();
+        for (i, (c, w)) in cells.iter().zip(&widths).enumerate() {
+            if i + 1 == n {
+                // The path, last and left-aligned, unpadded.
+                s.push_str(c);
+            } else {
+                s.push_str(&format!("{c:>w$}  ", w = *w));
+            }
+        }
+        s
+    };
+    writeln!(out, "{}", line(header.to_vec()).trim_end())?;
+    for row in rows {
+        writeln!(out, "{}", line(row.iter().map(String::as_str).collect()))?;
+    }
+    Ok(())
+}
+
+impl Render for CacheReport {
+    fn human(&self, out: &mut dyn Write, _style: Style) -> io::Result<()> {
+        let page = self.page_size_bytes;
+        let with_before = matches!(self.action, Action::Evict | Action::Warm | Action::Lock);
+        let mut header = vec!["size"];
+        if with_before {
+            header.push("before");
+        }
+        header.extend(["cached", "%", "dirty", "writeback", "path"]);
+        let mut rows = Vec::new();
+        let mut maps = Vec::new();
+        for f in &self.files {
+            let mut row = vec![human_bytes(f.size_bytes)];
+            if with_before {
+                row.push(bytes_cell(
+                    f.before.as_ref().and_then(|b| cached_bytes(b, page)),
+                ));
+            }
+            row.push(bytes_cell(cached_bytes(&f.residency, page)));
+            row.push(match f.residency.cached_pages() {
+                Some(c) => pct_text(c, f.size_bytes.div_ceil(page)),
+                None => "?".into(),
+            });
+            row.push(bytes_cell(known_opt(&f.residency, page, dirty)).replace("unknown", "-"));
+            row.push(bytes_cell(known_opt(&f.residency, page, writeback)).replace("unknown", "-"));
+            row.push(f.path.display().to_string());
+            rows.push(row);
+            maps.push(f.map_percent.as_ref());
+        }
+        if self.files.len() > 1 {
+            let t = &self.total;
+            let mut row = vec![human_bytes(t.size_bytes)];
+            if with_before {
+                let before: u64 = self
+                    .files
+                    .iter()
+                    .filter_map(|f| f.before.as_ref().and_then(|b| cached_bytes(b, page)))
+                    .fold(0u64, |a, b| a.saturating_add(b));
+                row.push(human_bytes(before));
+            }
+            let unknown = if t.unknown_files > 0 {
+                format!(" ({} files unknown)", thousands(t.unknown_files))
+            } else {
+                String::new()
+            };
+            if t.unknown_files == t.files {
+                row.extend(["unknown", "?", "-", "-"].map(String::from));
+            } else {
+                row.push(human_bytes(t.cached_bytes));
+                row.push(pct_text(t.cached_bytes, t.known_size_bytes));
+                row.push(human_bytes(t.dirty_bytes));
+                row.push(human_bytes(t.writeback_bytes));
+            }
+            row.push(format!("total of {} files{unknown}", thousands(t.files)));
+            rows.push(row);
+        }
+        if maps.iter().any(Option::is_some) {
+            // Map lines go under each file's row.
+            let mut buf = Vec::new();
+            write_table(&mut buf, &header, &rows)?;
+            let text = String::from_utf8_lossy(&buf);
+            let mut lines = text.lines();
+            if let Some(h) = lines.next() {
+                writeln!(out, "{h}")?;
+            }
+            for (i, line) in lines.enumerate() {
+                writeln!(out, "{line}")?;
+                if let Some(Some(m)) = maps.get(i) {
+                    if !m.is_empty() {
+                        writeln!(out, "  [{}]", map_line(m))?;
+                    }
+                }
+            }
+        } else {
+            write_table(out, &header, &rows)?;
+        }
+        for f in &self.files {
+            if let Residency::Unknown { reason } = &f.residency {
+                writeln!(out, "{}: residency unknown: {reason}", f.path.display())?;
+            }
+            if let Some(reason) = &f.stayed_reason {
+                let pages = f.residency.cached_pages().unwrap_or(0);
+                match self.action {
+                    Action::Lock => writeln!(out, "{}: {reason}", f.path.display())?,
+                    _ => writeln!(
+                        out,
+                        "{}: {} pages stayed: {reason}",
+                        f.path.display(),
+                        thousands(pages)
+                    )?,
+                }
+            }
+        }
+        for p in &self.problems {
+            writeln!(out, "{}: skipped: {}", p.path.display(), p.error)?;
+        }
+        Ok(())
+    }
+
+    fn table(&self) -> Table {
+        let page = self.page_size_bytes;
+        let headers = [
+            "path",
+            "size_bytes",
+            "state",
+            "cached_bytes",
+            "cached_percent",
+            "dirty_bytes",
+            "writeback_bytes",
+            "before_cached_bytes",
+            "read_bytes",
+            "note",
+        ]
+        .map(String::from)
+        .to_vec();
+        let opt = |v: Option<u64>| v.map(|v| v.to_string()).unwrap_or_default();
+        let mut rows: Vec<Vec<String>> = self
+            .files
+            .iter()
+            .map(|f| {
+                let (state, note) = match &f.residency {
+                    Residency::Known { .. } => ("known", f.stayed_reason.clone()),
+                    Residency::Unknown { reason } => ("unknown", Some(reason.clone())),
+                };
+                vec![
+                    f.path.display().to_string(),
+                    f.size_bytes.to_string(),
+                    state.into(),
+                    opt(cached_bytes(&f.residency, page)),
+                    opt(cached_percent(&f.residency, f.size_bytes, page)),
+                    opt(known_opt(&f.residency, page, dirty)),
+                    opt(known_opt(&f.residency, page, writeback)),
+                    opt(f.before.as_ref().and_then(|b| cached_bytes(b, page))),
+                    opt(f.read_bytes),
+                    note.unwrap_or_default(),
+                ]
+            })
+            .collect();
+        for p in &self.problems {
+            let mut row = vec![p.path.display().to_string(), String::new(), "error".into()];
+            row.extend(std::iter::repeat_n(String::new(), 6));
+            row.push(p.error.clone());
+            rows.push(row);
+        }
+        Table { headers, rows }
+    }
+
+    fn metrics(&self) -> Option<Vec<Metric>> {
+        let page = self.page_size_bytes;
+        let sample = |f: &FileReport, v: u64| Sample {
+            labels: vec![("path".into(), f.path.display().to_string())],
+            value: v as f64,
+        };
+        Some(vec![
+            Metric {
+                name: "tally_cache_size_bytes".into(),
+                help: "size of the file".into(),
+                kind: MetricKind::Gauge,
+                samples: self.files.iter().map(|f| sample(f, f.size_bytes)).collect(),
+            },
+            Metric {
+                name: "tally_cache_cached_bytes".into(),
+                help: "bytes of the file in the page cache (files of unknown residency left out)"
+                    .into(),
+                kind: MetricKind::Gauge,
+                samples: self
+                    .files
+                    .iter()
+                    .filter_map(|f| cached_bytes(&f.residency, page).map(|b| sample(f, b)))
+                    .collect(),
+            },
+        ])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cache::Method;
+
+    fn report() -> CacheReport {
+        let mut r = CacheReport {
+            schema_version: 1,
+            action: Action::Status,
+            page_size_bytes: 4096,
+            files: vec![
+                FileReport {
+                    path: "/a".into(),
+                    size_bytes: 8192,
+                    residency: Residency::Known {
+                        method: Method::Cachestat,
+                        cached_pages: 1,
+                        dirty_pages: Some(1),
+                        writeback_pages: Some(0),
+                    },
+                    before: None,
+                    stayed_reason: None,
+                    read_bytes: None,
+                    map_percent: Some(vec![100, 0]),
+                },
+                FileReport {
+                    path: "/b".into(),
+                    size_bytes: 4096,
+                    residency: Residency::Unknown {
+                        reason: "EPERM".into(),
+                    },
+                    before: None,
+                    stayed_reason: None,
+                    read_bytes: None,
+                    map_percent: None,
+                },
+            ],
+            total: Total::default(),
+            problems: vec![PathProblem::new(Path::new("/c"), "gone".into())],
+        };
+        r.total_up();
+        r
+    }
+
+    #[test]
+    fn totals_leave_unknown_files_out() {
+        let r = report();
+        assert_eq!(r.total.files, 2);
+        assert_eq!(r.total.size_bytes, 12288);
+        assert_eq!(r.total.cached_bytes, 4096);
+        assert_eq!(r.total.known_size_bytes, 8192);
+        assert_eq!(r.total.dirty_bytes, 4096);
+        assert_eq!(r.total.unknown_files, 1);
+        assert!(r.has_problems());
+    }
+
+    #[test]
+    fn human_says_unknown_never_a_percentage() {
+        let r = report();
+        let mut out = Vec::new();
+        r.human(&mut out, Style::default()).expect("render");
+        let text = String::from_utf8(out).expect("utf8");
+        let b_line = text
+            .lines()
+            .find(|l| l.ends_with("/b"))
+            .expect("row for /b");
+        assert!(b_line.contains("unknown"), "{b_line}");
+        assert!(!b_line.contains("100%"), "{b_line}");
+        assert!(text.contains("  [# ]"), "{text}");
+        assert!(text.contains("/c: skipped: gone"));
+        assert!(text.contains("total of 2 files (1 files unknown)"));
+    }
+
+    #[test]
+    fn table_has_a_row_per_file_and_problem() {
+        let t = report().table();
+        assert_eq!(t.rows.len(), 3);
+        assert!(t.rows.iter().all(|r| r.len() == t.headers.len()));
+        assert_eq!(t.rows[1][2], "unknown");
+        assert_eq!(t.rows[1][3], "");
+    }
+
+    #[test]
+    fn small_shares_do_not_round_to_nothing() {
+        assert_eq!(pct_text(1, 1_000_000), "<1%");
+        assert_eq!(pct_text(999_999, 1_000_000), ">99%");
+        assert_eq!(pct_text(5, 10), "50%");
+        assert_eq!(pct_text(0, 0), "-");
+    }
+
+    #[test]
+    fn map_characters_grow_with_residency() {
+        assert_eq!(map_line(&[0, 10, 30, 60, 90, 100]), " .:oO#");
+    }
+}

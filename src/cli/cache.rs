@@ -1,0 +1,55 @@
+//! `tally cache` arguments.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use crate::report::Format;
+
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  \
+        tally cache model.bin\n  \
+        tally cache -r -v /var/lib/postgresql\n  \
+        tally cache --evict big.iso          # no root needed\n  \
+        find . -name '*.so' -print0 | tally cache -0 --warm -\n  \
+        tally cache --lock model.bin         # hold in memory until Ctrl-C\n\n\
+        Residency comes from cachestat(2), else mincore(2). For a file you \
+        neither own nor may write, the kernel refuses or would claim 100%: \
+        tally says \"unknown\" instead.\n\
+        Exit status: 0 ok, 1 if a path was skipped, 2 bad usage.")]
+pub struct CacheArgs {
+    /// Drop the files' pages: fdatasync, POSIX_FADV_DONTNEED over 2 MiB-aligned
+    /// ranges, then check again and say what stayed and why.
+    #[arg(long, group = "action")]
+    pub evict: bool,
+
+    /// Read into the cache what is not cached yet (holes are not read).
+    #[arg(long, group = "action")]
+    pub warm: bool,
+
+    /// Map and mlock the files, print their residency, and hold them in
+    /// memory until interrupted (SIGINT, SIGTERM or SIGHUP).
+    #[arg(long, group = "action")]
+    pub lock: bool,
+
+    /// Include the files under directories (links inside are not followed).
+    #[arg(short = 'r', long)]
+    pub recursive: bool,
+
+    /// Draw a residency map per file (64 ranges: blank none cached,
+    /// `.` `:` `o` `O` partly, `#` all).
+    #[arg(short = 'v', long)]
+    pub verbose: bool,
+
+    /// Paths read from stdin (`-`) are NUL-separated (find -print0).
+    #[arg(short = '0', long = "null")]
+    pub null: bool,
+
+    /// Report format.
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
+
+    /// Files or directories; `-` reads paths from stdin, one per line.
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+}

@@ -1,0 +1,51 @@
+//! `tally cp` arguments.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use crate::report::Format;
+
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  \
+        tally cp big.iso /backup/            # the page cache stays as it was\n  \
+        tally cp -r -p --sync photos/ /mnt/usb/\n  \
+        tally cp -v model.bin model.copy     # say how, and what stayed cached\n\n\
+        The copy goes to a temporary file beside the destination and is renamed \
+        into place when complete: a failed copy leaves nothing behind.\n\
+        Exit status: 0 ok, 1 if anything was not copied, 2 bad usage.")]
+pub struct CpArgs {
+    /// Copy directories and everything under them (symbolic links are
+    /// copied as links).
+    #[arg(short = 'r', long)]
+    pub recursive: bool,
+
+    /// Keep times and ownership too (the mode is always kept).
+    #[arg(short = 'p', long)]
+    pub preserve: bool,
+
+    /// fsync each file before renaming it into place, and its directory after.
+    #[arg(long)]
+    pub sync: bool,
+
+    /// Leave the pages the copy read and wrote in the page cache.
+    #[arg(long)]
+    pub keep_cache: bool,
+
+    /// How to move the data.
+    #[arg(long, value_enum, default_value_t = crate::copy::Via::Auto)]
+    pub via: crate::copy::Via,
+
+    /// Say per file how it was copied and what the page cache holds after.
+    #[arg(short = 'v', long)]
+    pub verbose: bool,
+
+    /// Write a report on stdout in this format (human goes to stderr with -v).
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
+
+    /// Sources, then the destination (a directory when there are several
+    /// sources).
+    #[arg(required = true, num_args = 2.., value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+}

@@ -1,0 +1,727 @@
+//! `tally cp`: copies that leave the page cache as they found it.
+//!
+//! Per file: a reflink (`FICLONE`) where the filesystem shares extents;
+//! else `copy_file_range` over the source's data segments only (holes stay
+//! holes); else `pread` + `pwritev2(RWF_DONTCACHE)`; else plain
+//! `pread`/`pwrite`. Data moves in 8 MiB windows: after each window the
+//! destination's dirty pages are sent to storage (`sync_file_range`) and
+//! dropped one window later, and the source's 2 MiB blocks that had no
+//! page cached before the copy are dropped (`POSIX_FADV_DONTNEED`); blocks
+//! that were cached stay cached. `--keep-cache` skips all of that.
+//!
+//! The copy is written to a temporary file in the destination's directory
+//! and renamed over the destination only when complete, so a failure
+//! (ENOSPC, EIO, a signal) never leaves a half-written file under the
+//! destination's name, and the temporary file is removed.
+
+pub mod report;
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use crate::cache::warm::data_segments;
+use crate::report::SCHEMA_VERSION;
+use crate::sys::{
+    self,
+    cache::Advice,
+    file::{SyncRange, copy_range, pread, pwrite},
+};
+use report::{CopyReport, FileCopy, Method, Problem};
+
+/// Data moves in windows of this size; writeback and dropping follow them.
+pub const WINDOW_BYTES: u64 = 8 << 20;
+/// Destination windows under writeback before the oldest is waited for:
+/// the copy runs ahead of the disk by this many windows.
+pub const WRITEBACK_WINDOWS: usize = 1;
+/// Source residency is checked, and dropped, in blocks of this size (the
+/// largest folio ext4 uses; DONTNEED drops only folios wholly inside).
+pub const BLOCK_BYTES: u64 = 2 << 20;
+
+/// What to copy where.
+#[derive(Debug, Clone, Default)]
+pub struct Config {
+    pub sources: Vec<PathBuf>,
+    pub destination: PathBuf,
+    pub recursive: bool,
+    /// `-p`: times and ownership too (mode is always kept).
+    pub preserve: bool,
+    /// fsync each file before the rename and its directory after.
+    pub sync: bool,
+    /// Leave the pages the copy brought in cached.
+    pub keep_cache: bool,
+    /// How to move the data.
+    pub via: Via,
+}
+
+/// How to move the data (`--via`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Via {
+    /// Reflink, else copy_file_range, else the fallbacks below.
+    #[default]
+    Auto,
+    /// copy_file_range with sync_file_range + DONTNEED windows.
+    CopyFileRange,
+    /// read + pwritev2(RWF_DONTCACHE): the kernel drops the written pages
+    /// once written back, without the copy waiting for it (Linux 6.14+).
+    Dontcache,
+    /// read + write with sync_file_range + DONTNEED windows.
+    ReadWrite,
+}
+
+/// Why `tally cp` could not start at all.
+#[derive(Debug, thiserror::Error)]
+pub enum CopyError {
+    #[error(
+        "{0} is not a directory: with several sources the destination must be an existing directory"
+    )]
+    NotADirectory(PathBuf),
+}
+
+/// Why one file could not be copied. Each says what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum FileError {
+    #[error("cannot open {path}: {source}")]
+    OpenSource { path: PathBuf, source: io::Error },
+    #[error("{path}: not a regular file (device, FIFO or socket); not copied")]
+    NotRegular { path: PathBuf },
+    #[error("{src} and {dst} are the same file; nothing copied")]
+    SameFile { src: PathBuf, dst: PathBuf },
+    #[error("{0} is a directory: name a file, or copy into it with a trailing /")]
+    DestinationIsDir(PathBuf),
+    #[error(
+        "cannot create a temporary file in {dir}: {source} — check the directory exists and is writable"
+    )]
+    Temp { dir: PathBuf, source: io::Error },
+    #[error("cannot read {path}: {source}")]
+    Read { path: PathBuf, source: io::Error },
+    #[error("cannot write {path}: {source}{hint}")]
+    Write {
+        path: PathBuf,
+        source: io::Error,
+        hint: &'static str,
+    },
+    #[error("cannot rename the finished copy to {path}: {source}")]
+    Rename { path: PathBuf, source: io::Error },
+    #[error("{path}: {message}")]
+    Other { path: PathBuf, message: String },
+}
+
+fn write_error(path: &Path, source: io::Error) -> FileError {
+    let hint = match source.raw_os_error() {
+        Some(libc::ENOSPC) => {
+            " — the destination's filesystem is full: free space or copy elsewhere; no partial file was left"
+        }
+        Some(libc::EDQUOT) => " — your disk quota is used up; no partial file was left",
+        Some(libc::EIO) => {
+            " — the storage reported an I/O error; no partial file was left, check the device"
+        }
+        Some(libc::EFBIG) => " — the destination's filesystem cannot hold a file this large",
+        _ => " — no partial file was left",
+    };
+    FileError::Write {
+        path: path.to_path_buf(),
+        source,
+        hint,
+    }
+}
+
+/// Progress: bytes done so far of the total.
+#[derive(Debug, Clone, Copy)]
+pub struct Progress {
+    pub done_bytes: u64,
+    pub total_bytes: u64,
+}
+
+/// One planned copy.
+#[derive(Debug, Clone)]
+enum Job {
+    File { src: PathBuf, dst: PathBuf },
+    Dir { src: PathBuf, dst: PathBuf },
+    Link { src: PathBuf, dst: PathBuf },
+}
+
+/// The copies `cfg` asks for, and the sources skipped with why.
+fn plan(cfg: &Config) -> Result<(Vec<Job>, Vec<Problem>), CopyError> {
+    let dst = &cfg.destination;
+    let dst_is_dir = std::fs::metadata(dst).map(|m| m.is_dir()).unwrap_or(false);
+    let into_dir = dst_is_dir || cfg.sources.len() > 1;
+    if into_dir && !dst_is_dir {
+        return Err(CopyError::NotADirectory(dst.clone()));
+    }
+    let mut jobs = Vec::new();
+    let mut problems = Vec::new();
+    for src in &cfg.sources {
+        let meta = match std::fs::metadata(src) {
+            Ok(m) => m,
+            Err(e) => {
+                problems.push(Problem::new(src, format!("cannot read: {e}")));
+                continue;
+            }
+        };
+        let target = if into_dir {
+            match src.file_name() {
+                Some(name) => dst.join(name),
+                None => {
+                    problems.push(Problem::new(
+                        src,
+                        "has no file name to copy under; name the destination in full".into(),
+                    ));
+                    continue;
+                }
+            }
+        } else {
+            dst.clone()
+        };
+        if !meta.is_dir() {
+            jobs.push(Job::File {
+                src: src.clone(),
+                dst: target,
+            });
+            continue;
+        }
+        if !cfg.recursive {
+            problems.push(Problem::new(
+                src,
+                "is a directory: add -r to copy it and what is under it".into(),
+            ));
+            continue;
+        }
+        // Refuse to copy a directory into itself.
+        if let (Ok(s), Some(parent)) = (
+            std::fs::canonicalize(src),
+            target.parent().and_then(|p| std::fs::canonicalize(p).ok()),
+        ) {
+            if parent.starts_with(&s) {
+                problems.push(Problem::new(
+                    src,
+                    format!("cannot copy a directory into itself ({})", target.display()),
+                ));
+                continue;
+            }
+        }
+        for entry in walkdir::WalkDir::new(src).follow_links(false) {
+            let entry = match entry {
+                Ok(e) => e,
+                Err(e) => {
+                    let p = e.path().map(Path::to_path_buf).unwrap_or(src.clone());
+                    problems.push(Problem::new(&p, e.to_string()));
+                    continue;
+                }
+            };
+            let rel = entry.path().strip_prefix(src).unwrap_or(Path::new(""));
+            let to = if rel.as_os_str().is_empty() {
+                target.clone()
+            } else {
+                target.join(rel)
+            };
+            let from = entry.path().to_path_buf();
+            let ft = entry.file_type();
+            if ft.is_dir() {
+                jobs.push(Job::Dir { src: from, dst: to });
+            } else if ft.is_symlink() {
+                jobs.push(Job::Link { src: from, dst: to });
+            } else {
+                jobs.push(Job::File { src: from, dst: to });
+            }
+        }
+    }
+    Ok((jobs, problems))
+}
+
+/// Copies as configured. Files that fail are listed in the report's
+/// problems; the others are copied.
+pub fn execute(cfg: &Config, progress: &mut dyn FnMut(Progress)) -> Result<CopyReport, CopyError> {
+    let (jobs, mut problems) = plan(cfg)?;
+    let total_bytes = jobs
+        .iter()
+        .filter_map(|j| match j {
+            Job::File { src, .. } => std::fs::metadata(src).ok().map(|m| m.len()),
+            _ => None,
+        })
+        .fold(0u64, |a, b| a.saturating_add(b));
+    let mut report = CopyReport {
+        schema_version: SCHEMA_VERSION,
+        files: Vec::new(),
+        directories: 0,
+        symlinks: 0,
+        problems: Vec::new(),
+    };
+    let mut done = 0u64;
+    let mut dirs_made: Vec<(PathBuf, PathBuf)> = Vec::new();
+    for job in jobs {
+        match job {
+            Job::Dir { src, dst } => match make_dir(&src, &dst) {
+                Ok(()) => {
+                    report.directories += 1;
+                    dirs_made.push((src, dst));
+                }
+                Err(e) => problems.push(Problem::new(&dst, e)),
+            },
+            Job::Link { src, dst } => match copy_link(&src, &dst) {
+                Ok(()) => report.symlinks += 1,
+                Err(e) => problems.push(Problem::new(&dst, e)),
+            },
+            Job::File { src, dst } => {
+                let base = done;
+                let mut on_bytes = |n: u64| {
+                    progress(Progress {
+                        done_bytes: base.saturating_add(n),
+                        total_bytes,
+                    })
+                };
+                match copy_file(cfg, &src, &dst, &mut on_bytes) {
+                    Ok(f) => {
+                        done = done.saturating_add(f.size_bytes);
+                        report.files.push(f);
+                    }
+                    Err(e) => problems.push(Problem::new(&src, e.to_string())),
+                }
+            }
+        }
+    }
+    // Directory times last, after their contents stopped changing them.
+    if cfg.preserve {
+        for (src, dst) in dirs_made.iter().rev() {
+            if let Ok(meta) = std::fs::metadata(src) {
+                if let Ok(dir) = File::open(dst) {
+                    let _ = set_times(&dir, &meta);
+                }
+            }
+        }
+    }
+    report.problems = problems;
+    Ok(report)
+}
+
+fn make_dir(src: &Path, dst: &Path) -> Result<(), String> {
+    let meta = std::fs::metadata(src).map_err(|e| format!("cannot read {}: {e}", src.display()))?;
+    match std::fs::create_dir(dst) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists && dst.is_dir() => {}
+        Err(e) => return Err(format!("cannot create the directory: {e}")),
+    }
+    std::fs::set_permissions(dst, std::fs::Permissions::from_mode(meta.mode() & 0o7777))
+        .map_err(|e| format!("cannot set the mode: {e}"))
+}
+
+fn copy_link(src: &Path, dst: &Path) -> Result<(), String> {
+    let target = std::fs::read_link(src).map_err(|e| format!("cannot read the link: {e}"))?;
+    if std::fs::symlink_metadata(dst).is_ok() {
+        std::fs::remove_file(dst).map_err(|e| format!("cannot replace: {e}"))?;
+    }
+    std::os::unix::fs::symlink(&target, dst).map_err(|e| format!("cannot create the link: {e}"))
+}
+
+fn set_times(file: &File, meta: &std::fs::Metadata) -> io::Result<()> {
+    let times = std::fs::FileTimes::new()
+        .set_accessed(meta.accessed()?)
+        .set_modified(meta.modified()?);
+    file.set_times(times)
+}
+
+/// Copies one regular file to `dst` through a temporary file.
+pub fn copy_file(
+    cfg: &Config,
+    src: &Path,
+    dst: &Path,
+    on_bytes: &mut dyn FnMut(u64),
+) -> Result<FileCopy, FileError> {
+    let started = Instant::now();
+    let source = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOCTTY | libc::O_NONBLOCK)
+        .open(src)
+        .map_err(|e| FileError::OpenSource {
+            path: src.to_path_buf(),
+            source: e,
+        })?;
+    let meta = source.metadata().map_err(|e| FileError::OpenSource {
+        path: src.to_path_buf(),
+        source: e,
+    })?;
+    if !meta.is_file() {
+        return Err(FileError::NotRegular {
+            path: src.to_path_buf(),
+        });
+    }
+    if let Ok(d) = std::fs::metadata(dst) {
+        if d.dev() == meta.dev() && d.ino() == meta.ino() {
+            return Err(FileError::SameFile {
+                src: src.to_path_buf(),
+                dst: dst.to_path_buf(),
+            });
+        }
+        if d.is_dir() {
+            return Err(FileError::DestinationIsDir(dst.to_path_buf()));
+        }
+    }
+    let dir = match dst.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let name = dst
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let temp = tempfile::Builder::new()
+        .prefix(&format!(".{name}."))
+        .suffix(".tally-cp")
+        .tempfile_in(&dir)
+        .map_err(|e| FileError::Temp {
+            dir: dir.clone(),
+            // Without tempfile's random path in the message.
+            source: e
+                .raw_os_error()
+                .map(io::Error::from_raw_os_error)
+                .unwrap_or(e),
+        })?;
+    let out = temp.as_file();
+    let size = meta.len();
+    let before_pages = sys::cache::cachestat(&source, 0, 0)
+        .ok()
+        .map(|s| s.cached_pages);
+
+    let mut copied = Copied::default();
+    let mut method = Method::Reflink;
+    if size == 0 || cfg.via != Via::Auto || sys::file::clone_file(&source, out).is_err() {
+        method = match cfg.via {
+            // /proc and /sys files claim size 0 yet have content.
+            _ if size == 0 => Method::ReadWrite,
+            Via::Auto | Via::CopyFileRange => Method::CopyFileRange,
+            Via::Dontcache => Method::ReadWriteDontcache,
+            Via::ReadWrite => Method::ReadWrite,
+        };
+        copied = copy_data(cfg, &source, out, src, dst, size, &mut method, on_bytes)?;
+    } else {
+        copied.data_bytes = size;
+        on_bytes(size);
+    }
+    if size > 0 {
+        // Trailing holes: the length comes from the source, not the data.
+        out.set_len(size).map_err(|e| write_error(dst, e))?;
+    }
+    let mode = if cfg.preserve {
+        meta.mode() & 0o7777
+    } else {
+        meta.mode() & 0o777
+    };
+    let mut notes = Vec::new();
+    if cfg.preserve {
+        if let Err(e) = std::os::unix::fs::fchown(out, Some(meta.uid()), Some(meta.gid())) {
+            notes.push(format!("ownership not kept: {e}"));
+        }
+        if let Err(e) = set_times(out, &meta) {
+            notes.push(format!("times not kept: {e}"));
+        }
+    }
+    out.set_permissions(std::fs::Permissions::from_mode(mode))
+        .map_err(|e| FileError::Other {
+            path: dst.to_path_buf(),
+            message: format!("cannot set the mode: {e}"),
+        })?;
+    if cfg.sync {
+        out.sync_all().map_err(|e| write_error(dst, e))?;
+    }
+    let dest_pages =
+        if cfg.keep_cache || method == Method::Reflink || method == Method::ReadWriteDontcache {
+            // RWF_DONTCACHE pages leave as their writeback completes.
+            None
+        } else {
+            // Pages of the last windows: write them and drop them.
+            let _ = sys::file::sync_range(out, 0, 0, SyncRange::Wait);
+            let _ = sys::cache::fadvise(out, 0, 0, Advice::DontNeed);
+            sys::cache::cachestat(out, 0, 0)
+                .ok()
+                .map(|s| s.cached_pages)
+        };
+    let dest_pages = dest_pages.or_else(|| {
+        sys::cache::cachestat(out, 0, 0)
+            .ok()
+            .map(|s| s.cached_pages)
+    });
+    temp.persist(dst).map_err(|e| FileError::Rename {
+        path: dst.to_path_buf(),
+        source: e.error,
+    })?;
+    if cfg.sync {
+        if let Ok(d) = File::open(&dir) {
+            d.sync_all().map_err(|e| write_error(&dir, e))?;
+        }
+    }
+    let after_pages = sys::cache::cachestat(&source, 0, 0)
+        .ok()
+        .map(|s| s.cached_pages);
+    Ok(FileCopy {
+        source: src.to_path_buf(),
+        destination: dst.to_path_buf(),
+        size_bytes: size.max(copied.data_bytes),
+        data_bytes: copied.data_bytes,
+        method,
+        wall_ns: u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX),
+        source_cached_before_pages: before_pages,
+        source_cached_after_pages: after_pages,
+        destination_cached_pages: dest_pages,
+        notes,
+    })
+}
+
+#[derive(Debug, Default)]
+struct Copied {
+    data_bytes: u64,
+}
+
+/// Moves the data of `source` into `out`, window by window, managing the
+/// page cache as the module documentation says.
+#[allow(clippy::too_many_arguments)]
+fn copy_data(
+    cfg: &Config,
+    source: &File,
+    out: &File,
+    src: &Path,
+    dst: &Path,
+    size: u64,
+    method: &mut Method,
+    on_bytes: &mut dyn FnMut(u64),
+) -> Result<Copied, FileError> {
+    let mut copied = Copied::default();
+    let mut buf: Vec<u8> = Vec::new();
+    let mut dontcache = true;
+    let read_err = |e| FileError::Read {
+        path: src.to_path_buf(),
+        source: e,
+    };
+    if size == 0 {
+        // Read until EOF: the size is not to be trusted.
+        buf.resize(1 << 20, 0);
+        let mut off = 0u64;
+        loop {
+            let n = pread(source, &mut buf, off, false).map_err(read_err)?;
+            if n == 0 {
+                break;
+            }
+            write_all(out, buf.get(..n).unwrap_or(&[]), off, &mut false, dst)?;
+            off += n as u64;
+            on_bytes(off);
+        }
+        copied.data_bytes = off;
+        return Ok(copied);
+    }
+    let segments = data_segments(source, size);
+    let mut cache = CacheKeeper::new(cfg.keep_cache, source, &segments);
+    for (start, end) in segments {
+        let mut off = start;
+        while off < end {
+            let len = (end - off).min(WINDOW_BYTES - off % WINDOW_BYTES);
+            let mut pos = off;
+            let stop = off + len;
+            while pos < stop {
+                if *method == Method::CopyFileRange {
+                    match copy_range(source, out, pos, stop - pos) {
+                        Ok(0) => {
+                            // The source ended early (it shrank, or it is a
+                            // file whose size lies): read the rest.
+                            *method = Method::ReadWriteDontcache;
+                        }
+                        Ok(n) => {
+                            pos += n;
+                            continue;
+                        }
+                        Err(e) if is_unsupported(&e) => {
+                            *method = Method::ReadWriteDontcache;
+                        }
+                        Err(e) if e.raw_os_error() == Some(libc::EIO) => {
+                            // Which side failed is not told; say both.
+                            return Err(FileError::Other {
+                                path: src.to_path_buf(),
+                                message: format!(
+                                    "I/O error copying to {}: {e} — check both devices; no partial file was left",
+                                    dst.display()
+                                ),
+                            });
+                        }
+                        Err(e) => return Err(write_error(dst, e)),
+                    }
+                    continue;
+                }
+                if buf.is_empty() {
+                    buf.resize(WINDOW_BYTES as usize, 0);
+                }
+                let want = ((stop - pos) as usize).min(buf.len());
+                let Some(slice) = buf.get_mut(..want) else {
+                    break;
+                };
+                let n = pread(source, slice, pos, false).map_err(read_err)?;
+                if n == 0 {
+                    break;
+                }
+                let mut dc = dontcache && *method == Method::ReadWriteDontcache && !cfg.keep_cache;
+                write_all(out, buf.get(..n).unwrap_or(&[]), pos, &mut dc, dst)?;
+                if !dc && *method == Method::ReadWriteDontcache {
+                    dontcache = false;
+                    *method = Method::ReadWrite;
+                }
+                pos += n as u64;
+            }
+            copied.data_bytes = copied.data_bytes.saturating_add(pos - off);
+            let dest = *method != Method::ReadWriteDontcache;
+            cache.after_window(source, out, off, pos - off, dest);
+            on_bytes(copied.data_bytes);
+            if pos < stop {
+                // The source shrank while we copied.
+                return Ok(copied);
+            }
+            off = stop;
+        }
+    }
+    cache.finish(source, out, *method != Method::ReadWriteDontcache);
+    Ok(copied)
+}
+
+fn is_unsupported(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EXDEV)
+            | Some(libc::EINVAL)
+            | Some(libc::EOPNOTSUPP)
+            | Some(libc::ENOSYS)
+            | Some(libc::EBADF)
+    )
+}
+
+/// Writes all of `data` at `off`; `dontcache` is cleared (and the write
+/// retried without it) when the filesystem refuses `RWF_DONTCACHE`.
+fn write_all(
+    out: &File,
+    mut data: &[u8],
+    mut off: u64,
+    dontcache: &mut bool,
+    dst: &Path,
+) -> Result<(), FileError> {
+    while !data.is_empty() {
+        match pwrite(out, data, off, *dontcache) {
+            Ok(0) => {
+                return Err(write_error(
+                    dst,
+                    io::Error::new(io::ErrorKind::WriteZero, "the write made no progress"),
+                ));
+            }
+            Ok(n) => {
+                data = data.get(n..).unwrap_or(&[]);
+                off += n as u64;
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if *dontcache && is_unsupported(&e) => *dontcache = false,
+            Err(e) => return Err(write_error(dst, e)),
+        }
+    }
+    Ok(())
+}
+
+/// Leaves the page cache as it was: source blocks that had no page cached
+/// before the copy began are dropped after their window is copied;
+/// destination windows are sent to storage and dropped one window later
+/// (writeback overlaps the copy).
+///
+/// The source's residency is taken once, before any data moves: readahead
+/// of one window reaches into the next, so checking window by window would
+/// mistake the copy's own readahead for pages that were there before.
+struct CacheKeeper {
+    keep: bool,
+    /// No page of the source was cached: every block may be dropped.
+    all_uncached: bool,
+    /// Otherwise, the 2 MiB blocks (by index) of the data segments that
+    /// had no page cached.
+    uncached: std::collections::BTreeSet<u64>,
+    /// Destination windows whose writeback was started, oldest first.
+    pending: std::collections::VecDeque<(u64, u64)>,
+}
+
+impl CacheKeeper {
+    fn new(keep: bool, source: &File, segments: &[(u64, u64)]) -> Self {
+        let mut k = CacheKeeper {
+            keep,
+            all_uncached: false,
+            uncached: Default::default(),
+            pending: Default::default(),
+        };
+        if keep {
+            return k;
+        }
+        match sys::cache::cachestat(source, 0, 0) {
+            Ok(st) if st.cached_pages == 0 => k.all_uncached = true,
+            // Unknown residency keeps everything: never drop what may
+            // have been there.
+            Err(_) => {}
+            Ok(_) => {
+                for (start, end) in segments {
+                    let mut b = start - start % BLOCK_BYTES;
+                    while b < *end {
+                        if sys::cache::cachestat(source, b, BLOCK_BYTES)
+                            .is_ok_and(|st| st.cached_pages == 0)
+                        {
+                            k.uncached.insert(b / BLOCK_BYTES);
+                        }
+                        b += BLOCK_BYTES;
+                    }
+                }
+            }
+        }
+        k
+    }
+
+    /// `dest`: whether to write back and drop the destination's pages
+    /// (not with RWF_DONTCACHE, which does that itself).
+    fn after_window(&mut self, source: &File, out: &File, off: u64, len: u64, dest: bool) {
+        if self.keep || len == 0 {
+            return;
+        }
+        let first = off / BLOCK_BYTES;
+        let last = (off + len).div_ceil(BLOCK_BYTES);
+        if self.all_uncached {
+            let start = first * BLOCK_BYTES;
+            let _ =
+                sys::cache::fadvise(source, start, last * BLOCK_BYTES - start, Advice::DontNeed);
+        } else {
+            for b in self.uncached.range(first..last) {
+                let _ = sys::cache::fadvise(source, b * BLOCK_BYTES, BLOCK_BYTES, Advice::DontNeed);
+            }
+        }
+        if !dest {
+            return;
+        }
+        let _ = sys::file::sync_range(out, off, len, SyncRange::Start);
+        self.pending.push_back((off, len));
+        while self.pending.len() > WRITEBACK_WINDOWS {
+            if let Some((p_off, p_len)) = self.pending.pop_front() {
+                drop_written(out, p_off, p_len);
+            }
+        }
+    }
+
+    fn finish(&mut self, source: &File, out: &File, dest: bool) {
+        while let Some((off, len)) = self.pending.pop_front() {
+            if dest {
+                drop_written(out, off, len);
+            }
+        }
+        // Readahead past the last window (into a trailing hole) too.
+        if self.all_uncached && !self.keep {
+            let _ = sys::cache::fadvise(source, 0, 0, Advice::DontNeed);
+        }
+    }
+}
+
+/// Waits for a destination range's writeback and drops its pages, rounded
+/// out to whole blocks (the destination is new: nothing of it was cached
+/// before; dirty pages of the next window are skipped by the kernel).
+fn drop_written(out: &File, off: u64, len: u64) {
+    let _ = sys::file::sync_range(out, off, len, SyncRange::Wait);
+    let start = off - off % BLOCK_BYTES;
+    let end = (off + len)
+        .div_ceil(BLOCK_BYTES)
+        .saturating_mul(BLOCK_BYTES);
+    let _ = sys::cache::fadvise(out, start, end - start, Advice::DontNeed);
+}

@@ -1,0 +1,307 @@
+//! `tally load FILE`: ways of loading a big file, compared cold and warm.
+//!
+//! Each load runs in a child process (tally re-executes itself with the
+//! hidden `--child METHOD`) under the machinery of `tally run`, so wall and
+//! cpu time, peak RSS, faults and block input are the method's own. Cold
+//! runs evict the file and verify it left the cache first (no root
+//! needed); warm runs read in whatever is missing first. Every method then
+//! uses the data — a checksum over every byte by default — and the
+//! checksums must agree.
+
+pub mod checksum;
+pub mod child;
+pub mod report;
+
+use std::ffi::OsString;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::report::SCHEMA_VERSION;
+use crate::run;
+use crate::stats;
+use report::{LoadReport, MethodResult};
+
+/// A way of loading a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Method {
+    /// The whole file into one heap buffer with read() (std::ifstream).
+    Read,
+    /// read() in 1 MiB chunks.
+    ReadChunks,
+    /// POSIX_FADV_SEQUENTIAL, then read() in 1 MiB chunks.
+    FadviseRead,
+    /// mmap(MAP_SHARED), then touch the pages.
+    Mmap,
+    /// mmap + MADV_SEQUENTIAL.
+    MmapSequential,
+    /// mmap + MADV_WILLNEED.
+    MmapWillneed,
+    /// mmap with MAP_POPULATE.
+    MmapPopulate,
+    /// mmap + MADV_POPULATE_READ (Linux 5.14+).
+    PopulateRead,
+    /// O_DIRECT reads of 4 MiB into an aligned buffer (no page cache).
+    Direct,
+    /// io_uring, buffered, 4 reads of 4 MiB in flight.
+    Uring,
+    /// io_uring with O_DIRECT.
+    UringDirect,
+}
+
+impl Method {
+    pub const ALL: [Method; 11] = [
+        Method::Read,
+        Method::ReadChunks,
+        Method::FadviseRead,
+        Method::Mmap,
+        Method::MmapSequential,
+        Method::MmapWillneed,
+        Method::MmapPopulate,
+        Method::PopulateRead,
+        Method::Direct,
+        Method::Uring,
+        Method::UringDirect,
+    ];
+
+    /// The name used on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Method::Read => "read",
+            Method::ReadChunks => "read-chunks",
+            Method::FadviseRead => "fadvise-read",
+            Method::Mmap => "mmap",
+            Method::MmapSequential => "mmap-sequential",
+            Method::MmapWillneed => "mmap-willneed",
+            Method::MmapPopulate => "mmap-populate",
+            Method::PopulateRead => "populate-read",
+            Method::Direct => "direct",
+            Method::Uring => "uring",
+            Method::UringDirect => "uring-direct",
+        }
+    }
+}
+
+/// How much of the loaded data each method uses.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Touch {
+    /// Nothing: lazy methods (mmap) then load almost nothing.
+    None,
+    /// One byte per page.
+    Page,
+    /// A checksum over every byte (the default, fair to lazy methods).
+    #[default]
+    All,
+}
+
+/// Cache state before a load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    Cold,
+    Warm,
+}
+
+/// What to compare.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub file: PathBuf,
+    pub methods: Vec<Method>,
+    pub modes: Vec<Mode>,
+    pub runs: u32,
+    pub touch: Touch,
+    /// The tally binary to re-execute (normally `current_exe`).
+    pub exe: PathBuf,
+}
+
+/// Why `tally load` could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("cannot open {path}: {source} — name a readable regular file")]
+    File { path: PathBuf, source: io::Error },
+    #[error("{0} is not a regular file")]
+    NotRegular(PathBuf),
+    #[error("cannot create a result file: {0}")]
+    Temp(io::Error),
+    #[error("cannot run a load: {0}")]
+    Run(#[from] run::RunError),
+}
+
+/// Progress: loads done of the total.
+#[derive(Debug, Clone, Copy)]
+pub struct Progress {
+    pub done: u32,
+    pub of: u32,
+    pub method: Method,
+    pub mode: Mode,
+}
+
+/// Runs every method in every mode `runs` times.
+pub fn execute(cfg: &Config, progress: &mut dyn FnMut(Progress)) -> Result<LoadReport, LoadError> {
+    let meta = std::fs::metadata(&cfg.file).map_err(|source| LoadError::File {
+        path: cfg.file.clone(),
+        source,
+    })?;
+    if !meta.is_file() {
+        return Err(LoadError::NotRegular(cfg.file.clone()));
+    }
+    std::fs::File::open(&cfg.file).map_err(|source| LoadError::File {
+        path: cfg.file.clone(),
+        source,
+    })?;
+    let result_dir = tempfile::tempdir().map_err(LoadError::Temp)?;
+    let result_path = result_dir.path().join("result.json");
+    let runs = cfg.runs.max(1);
+    let total = (cfg.methods.len() * cfg.modes.len()) as u32 * runs;
+    let mut done = 0u32;
+    let mut results = Vec::new();
+    for &mode in &cfg.modes {
+        for &method in &cfg.methods {
+            let mut samples = Vec::new();
+            for _ in 0..runs {
+                progress(Progress {
+                    done,
+                    of: total,
+                    method,
+                    mode,
+                });
+                samples.push(one_load(cfg, method, mode, &result_path)?);
+                done += 1;
+            }
+            results.push(summarize(method, mode, &samples));
+        }
+    }
+    let mut report = LoadReport {
+        schema_version: SCHEMA_VERSION,
+        file: cfg.file.clone(),
+        size_bytes: meta.len(),
+        touch: cfg.touch,
+        runs_per_method: runs,
+        results,
+        checksums_agree: true,
+        warnings: Vec::new(),
+    };
+    report.check();
+    Ok(report)
+}
+
+/// One measured load.
+struct Sample {
+    record: Option<run::report::RunRecord>,
+    child: child::ChildResult,
+    resident_after_pages: Option<u64>,
+    cold_left_bytes: Option<u64>,
+}
+
+fn one_load(cfg: &Config, method: Method, mode: Mode, result: &Path) -> Result<Sample, LoadError> {
+    let _ = std::fs::remove_file(result);
+    if mode == Mode::Warm {
+        if let Ok(f) = std::fs::File::open(&cfg.file) {
+            let size = f.metadata().map(|m| m.len()).unwrap_or(0);
+            let _ = crate::cache::warm::warm(&f, size);
+        }
+    }
+    let touch = match cfg.touch {
+        Touch::None => "none",
+        Touch::Page => "page",
+        Touch::All => "all",
+    };
+    let argv: Vec<OsString> = vec![
+        cfg.exe.clone().into_os_string(),
+        "load".into(),
+        "--child".into(),
+        method.name().into(),
+        "--touch".into(),
+        touch.into(),
+        "--result".into(),
+        result.as_os_str().to_owned(),
+        cfg.file.clone().into_os_string(),
+    ];
+    let rc = run::Config {
+        argv,
+        runs: 1,
+        quiet_command: true,
+        cold: if mode == Mode::Cold {
+            vec![cfg.file.clone()]
+        } else {
+            Vec::new()
+        },
+        ..Default::default()
+    };
+    let rep = run::execute(&rc, &mut |_| {})?;
+    let record = rep.runs.into_iter().next();
+    let child = match std::fs::read(result) {
+        Ok(bytes) => serde_json::from_slice(&bytes).unwrap_or_else(|e| child::ChildResult {
+            error: Some(format!("unreadable result: {e}")),
+            ..Default::default()
+        }),
+        Err(_) => child::ChildResult {
+            error: Some(match record.as_ref().map(|r| &r.exit) {
+                Some(e) if e.signal.is_some() => format!(
+                    "the load was killed by {}",
+                    e.signal.clone().unwrap_or_default()
+                ),
+                _ => "the load ended without a result".into(),
+            }),
+            ..Default::default()
+        },
+    };
+    let resident_after_pages = std::fs::File::open(&cfg.file).ok().and_then(|f| {
+        let size = f.metadata().map(|m| m.len()).unwrap_or(0);
+        crate::cache::residency(&f, &cfg.file, size).cached_pages()
+    });
+    let cold_left_bytes = record
+        .as_ref()
+        .and_then(|r| r.cold.as_ref())
+        .map(|c| c.cached_after_bytes);
+    Ok(Sample {
+        record,
+        child,
+        resident_after_pages,
+        cold_left_bytes,
+    })
+}
+
+fn median(values: impl Iterator<Item = u64>) -> Option<u64> {
+    let v: Vec<f64> = values.map(|x| x as f64).collect();
+    stats::summarize(&v).map(|s| s.median.round() as u64)
+}
+
+fn summarize(method: Method, mode: Mode, samples: &[Sample]) -> MethodResult {
+    let ok: Vec<&Sample> = samples
+        .iter()
+        .filter(|s| s.child.error.is_none() && s.record.is_some())
+        .collect();
+    let error = samples.iter().find_map(|s| s.child.error.clone());
+    let rec = |f: fn(&run::report::RunRecord) -> u64| {
+        median(ok.iter().filter_map(|s| s.record.as_ref().map(f)))
+    };
+    let mut checksums: Vec<String> = ok.iter().filter_map(|s| s.child.checksum.clone()).collect();
+    checksums.sort();
+    checksums.dedup();
+    MethodResult {
+        method,
+        mode,
+        runs: ok.len() as u32,
+        wall_us: rec(|r| r.wall_ns / 1000),
+        user_us: rec(|r| r.user_us),
+        system_us: rec(|r| r.system_us),
+        max_rss_bytes: rec(|r| r.max_rss_bytes),
+        minor_faults: rec(|r| r.minor_faults),
+        major_faults: rec(|r| r.major_faults),
+        block_input_ops: rec(|r| r.block_input_ops),
+        storage_read_bytes: median(ok.iter().filter_map(|s| {
+            s.record
+                .as_ref()
+                .and_then(|r| r.io.map(|i| i.storage_read_bytes))
+        })),
+        resident_after_pages: median(ok.iter().filter_map(|s| s.resident_after_pages)),
+        cached_before_bytes: median(ok.iter().filter_map(|s| s.cold_left_bytes)),
+        bytes_loaded: median(ok.iter().map(|s| s.child.bytes_loaded)),
+        checksums,
+        error: if ok.is_empty() { error } else { None },
+    }
+}

@@ -1,0 +1,454 @@
+//! The report of `tally load`, and its HTML plot.
+//!
+//! JSON schema (`schema_version` 1), keys carry their unit:
+//! - `file`, `size_bytes`, `touch` (`none`, `page`, `all`),
+//!   `runs_per_method`, `checksums_agree`, `warnings[]`.
+//! - `results[]`, one per method and mode: `method`, `mode` (`cold` or
+//!   `warm`), `runs` (successful), and medians over them: `wall_us`,
+//!   `user_us`, `system_us`, `max_rss_bytes`, `minor_faults`,
+//!   `major_faults`, `block_input_ops` (512-byte units),
+//!   `storage_read_bytes` (/proc/PID/io), `resident_after_pages` (the
+//!   file's pages cached after the load), `cached_before_bytes` (cold: what
+//!   eviction could not remove), `bytes_loaded`; `checksums[]` (distinct
+//!   checksums seen: one when runs agree); `error` when no run worked.
+//!   Absent figures are `null`, never 0.
+
+use std::io::{self, Write};
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use super::{Method, Mode, Touch};
+use crate::report::{Render, Style, Table};
+use crate::units::{human_bytes, percent, thousands};
+
+/// One method in one mode.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MethodResult {
+    pub method: Method,
+    pub mode: Mode,
+    pub runs: u32,
+    pub wall_us: Option<u64>,
+    pub user_us: Option<u64>,
+    pub system_us: Option<u64>,
+    pub max_rss_bytes: Option<u64>,
+    pub minor_faults: Option<u64>,
+    pub major_faults: Option<u64>,
+    pub block_input_ops: Option<u64>,
+    pub storage_read_bytes: Option<u64>,
+    pub resident_after_pages: Option<u64>,
+    pub cached_before_bytes: Option<u64>,
+    pub bytes_loaded: Option<u64>,
+    pub checksums: Vec<String>,
+    pub error: Option<String>,
+}
+
+impl MethodResult {
+    pub fn cpu_us(&self) -> Option<u64> {
+        Some(self.user_us?.saturating_add(self.system_us?))
+    }
+}
+
+/// The whole report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LoadReport {
+    pub schema_version: u32,
+    pub file: PathBuf,
+    pub size_bytes: u64,
+    pub touch: Touch,
+    pub runs_per_method: u32,
+    pub results: Vec<MethodResult>,
+    pub checksums_agree: bool,
+    pub warnings: Vec<String>,
+}
+
+impl LoadReport {
+    /// Sets `checksums_agree` and the warnings.
+    pub fn check(&mut self) {
+        let mut all: Vec<&String> = self.results.iter().flat_map(|r| &r.checksums).collect();
+        all.sort();
+        all.dedup();
+        self.checksums_agree = all.len() <= 1;
+        if !self.checksums_agree {
+            let list: Vec<String> = self
+                .results
+                .iter()
+                .map(|r| {
+                    format!(
+                        "{} {:?}: {}",
+                        r.method.name(),
+                        r.mode,
+                        r.checksums.join("/")
+                    )
+                })
+                .collect();
+            self.warnings.push(format!(
+                "checksums differ (the file changed during the runs, or a method is broken): {}",
+                list.join(", ")
+            ));
+        }
+        for r in &self.results {
+            if let (Mode::Cold, Some(left)) = (r.mode, r.cached_before_bytes) {
+                if left > 0 {
+                    self.warnings.push(format!(
+                        "{}: {} of the file stayed cached before the cold load (mapped or locked elsewhere?)",
+                        r.method.name(),
+                        human_bytes(left)
+                    ));
+                }
+            }
+        }
+    }
+
+    /// Whether every method worked and agreed.
+    pub fn ok(&self) -> bool {
+        self.checksums_agree
+    }
+}
+
+fn opt(v: Option<u64>) -> String {
+    v.map(thousands).unwrap_or_else(|| "-".into())
+}
+
+impl Render for LoadReport {
+    fn human(&self, out: &mut dyn Write, _style: Style) -> io::Result<()> {
+        let touch = match self.touch {
+            Touch::All => "checksum over every byte",
+            Touch::Page => "one byte per page",
+            Touch::None => "data not touched",
+        };
+        writeln!(
+            out,
+            "tally load: {} ({}), {touch}, median of {} run{}",
+            self.file.display(),
+            human_bytes(self.size_bytes),
+            self.runs_per_method,
+            if self.runs_per_method == 1 { "" } else { "s" }
+        )?;
+        let header = [
+            "mode",
+            "method",
+            "wall µs",
+            "cpu µs",
+            "kernel",
+            "peak RSS",
+            "minor flt",
+            "major flt",
+            "block in",
+            "storage read",
+            "cached after",
+            "checksum",
+        ];
+        let page = crate::sys::page_size();
+        let pages = self.size_bytes.div_ceil(page);
+        let mut rows: Vec<Vec<String>> = Vec::new();
+        for r in &self.results {
+            let mode = match r.mode {
+                Mode::Cold => "cold",
+                Mode::Warm => "warm",
+            };
+            if let Some(e) = &r.error {
+                rows.push(vec![
+                    mode.into(),
+                    r.method.name().into(),
+                    format!("unavailable: {e}"),
+                ]);
+                continue;
+            }
+            let kernel = match (r.system_us, r.cpu_us()) {
+                (Some(s), Some(c)) => percent(s, c)
+                    .map(|p| format!("{p}%"))
+                    .unwrap_or_else(|| "-".into()),
+                _ => "-".into(),
+            };
+            let cached = r
+                .resident_after_pages
+                .map(|p| {
+                    format!(
+                        "{}%",
+                        percent(p, pages).unwrap_or(if p == 0 { 0 } else { 100 })
+                    )
+                })
+                .unwrap_or_else(|| "unknown".into());
+            let sum = match r.checksums.as_slice() {
+                [] => "-".to_string(),
+                [one] => one.chars().take(8).collect(),
+                _ => "DIFFER".to_string(),
+            };
+            rows.push(vec![
+                mode.into(),
+                r.method.name().into(),
+                opt(r.wall_us),
+                opt(r.cpu_us()),
+                kernel,
+                r.max_rss_bytes
+                    .map(human_bytes)
+                    .unwrap_or_else(|| "-".into()),
+                opt(r.minor_faults),
+                opt(r.major_faults),
+                opt(r.block_input_ops),
+                r.storage_read_bytes
+                    .map(human_bytes)
+                    .unwrap_or_else(|| "unavailable".into()),
+                cached,
+                sum,
+            ]);
+        }
+        let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+        for row in &rows {
+            if row.len() == header.len() {
+                for (w, c) in widths.iter_mut().zip(row) {
+                    *w = (*w).max(c.chars().count());
+                }
+            }
+        }
+        let line = |cells: &[String]| {
+            let mut s = String::new();
+            for (i, (c, w)) in cells.iter().zip(&widths).enumerate() {
+                if i < 2 {
+                    s.push_str(&format!("{c:<w$}  ", w = *w));
+                } else if i + 1 == cells.len() && cells.len() < header.len() {
+                    s.push_str(c);
+                } else {
+                    s.push_str(&format!("{c:>w$}  ", w = *w));
+                }
+            }
+            s.trim_end().to_string()
+        };
+        writeln!(out, "{}", line(&header.map(String::from)))?;
+        for row in &rows {
+            writeln!(out, "{}", line(row))?;
+        }
+        writeln!(
+            out,
+            "checksums {}",
+            if self.checksums_agree {
+                "agree"
+            } else {
+                "DIFFER"
+            }
+        )?;
+        for w in &self.warnings {
+            writeln!(out, "warning: {w}")?;
+        }
+        Ok(())
+    }
+
+    fn table(&self) -> Table {
+        let headers = [
+            "mode",
+            "method",
+            "runs",
+            "wall_us",
+            "user_us",
+            "system_us",
+            "max_rss_bytes",
+            "minor_faults",
+            "major_faults",
+            "block_input_ops",
+            "storage_read_bytes",
+            "resident_after_pages",
+            "checksum",
+            "error",
+        ]
+        .map(String::from)
+        .to_vec();
+        let o = |v: Option<u64>| v.map(|v| v.to_string()).unwrap_or_default();
+        let rows = self
+            .results
+            .iter()
+            .map(|r| {
+                vec![
+                    format!("{:?}", r.mode).to_lowercase(),
+                    r.method.name().into(),
+                    r.runs.to_string(),
+                    o(r.wall_us),
+                    o(r.user_us),
+                    o(r.system_us),
+                    o(r.max_rss_bytes),
+                    o(r.minor_faults),
+                    o(r.major_faults),
+                    o(r.block_input_ops),
+                    o(r.storage_read_bytes),
+                    o(r.resident_after_pages),
+                    r.checksums.join("/"),
+                    r.error.clone().unwrap_or_default(),
+                ]
+            })
+            .collect();
+        Table { headers, rows }
+    }
+}
+
+fn escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// A self-contained HTML page: per method, a bar for the cold and the warm
+/// wall time, and the peak RSS beside it.
+pub fn write_html(r: &LoadReport, out: &mut dyn Write) -> io::Result<()> {
+    let methods: Vec<Method> = {
+        let mut m: Vec<Method> = r.results.iter().map(|x| x.method).collect();
+        m.dedup();
+        let mut seen = Vec::new();
+        for x in m {
+            if !seen.contains(&x) {
+                seen.push(x);
+            }
+        }
+        seen
+    };
+    let max = r
+        .results
+        .iter()
+        .filter_map(|x| x.wall_us)
+        .max()
+        .unwrap_or(1)
+        .max(1);
+    let row_h = 34u64;
+    let width = 900u64;
+    let label_w = 150u64;
+    let bar_w = 560u64;
+    let height = 40 + row_h * methods.len() as u64 + 30;
+    writeln!(out, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">")?;
+    writeln!(
+        out,
+        "<title>tally load {}</title></head><body style=\"font-family:sans-serif\">",
+        escape(&r.file.display().to_string())
+    )?;
+    writeln!(
+        out,
+        "<h2>tally load: {} ({})</h2><p>Wall time per method, median of {} run(s); <span style=\"color:#1f77b4\">cold</span> and <span style=\"color:#ff7f0e\">warm</span>. Checksums {}.</p>",
+        escape(&r.file.display().to_string()),
+        human_bytes(r.size_bytes),
+        r.runs_per_method,
+        if r.checksums_agree { "agree" } else { "DIFFER" }
+    )?;
+    writeln!(
+        out,
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" font-size=\"12\">"
+    )?;
+    for (i, m) in methods.iter().enumerate() {
+        let y = 30 + row_h * i as u64;
+        writeln!(
+            out,
+            "<text x=\"4\" y=\"{}\">{}</text>",
+            y + 18,
+            escape(m.name())
+        )?;
+        for (j, mode) in [Mode::Cold, Mode::Warm].iter().enumerate() {
+            let Some(res) = r.results.iter().find(|x| x.method == *m && x.mode == *mode) else {
+                continue;
+            };
+            let by = y + 2 + 14 * j as u64;
+            let color = if *mode == Mode::Cold {
+                "#1f77b4"
+            } else {
+                "#ff7f0e"
+            };
+            match res.wall_us {
+                Some(w) => {
+                    let len = (w as u128 * bar_w as u128 / max as u128) as u64;
+                    writeln!(
+                        out,
+                        "<rect x=\"{label_w}\" y=\"{by}\" width=\"{}\" height=\"12\" fill=\"{color}\"><title>{:?} {}: {} µs</title></rect>",
+                        len.max(1),
+                        mode,
+                        escape(m.name()),
+                        thousands(w)
+                    )?;
+                    let rss = res.max_rss_bytes.map(human_bytes).unwrap_or_default();
+                    writeln!(
+                        out,
+                        "<text x=\"{}\" y=\"{}\">{} µs, RSS {}</text>",
+                        label_w + len.max(1) + 4,
+                        by + 10,
+                        thousands(w),
+                        rss
+                    )?;
+                }
+                None => writeln!(
+                    out,
+                    "<text x=\"{label_w}\" y=\"{}\">unavailable</text>",
+                    by + 10
+                )?,
+            }
+        }
+    }
+    writeln!(out, "</svg></body></html>")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result(method: Method, mode: Mode, sum: &str) -> MethodResult {
+        MethodResult {
+            method,
+            mode,
+            runs: 1,
+            wall_us: Some(1000),
+            user_us: Some(100),
+            system_us: Some(300),
+            max_rss_bytes: Some(4 << 20),
+            minor_faults: Some(10),
+            major_faults: Some(0),
+            block_input_ops: Some(0),
+            storage_read_bytes: None,
+            resident_after_pages: Some(256),
+            cached_before_bytes: None,
+            bytes_loaded: Some(1 << 20),
+            checksums: vec![sum.into()],
+            error: None,
+        }
+    }
+
+    fn report(sums: [&str; 2]) -> LoadReport {
+        let mut r = LoadReport {
+            schema_version: 1,
+            file: "/f".into(),
+            size_bytes: 1 << 20,
+            touch: Touch::All,
+            runs_per_method: 1,
+            results: vec![
+                result(Method::Read, Mode::Cold, sums[0]),
+                result(Method::Mmap, Mode::Warm, sums[1]),
+            ],
+            checksums_agree: true,
+            warnings: vec![],
+        };
+        r.check();
+        r
+    }
+
+    #[test]
+    fn differing_checksums_are_flagged() {
+        assert!(report(["aa", "aa"]).ok());
+        let bad = report(["aa", "bb"]);
+        assert!(!bad.ok());
+        assert_eq!(bad.warnings.len(), 1);
+    }
+
+    #[test]
+    fn renders_rows_a_table_and_a_plot() {
+        let r = report(["0123456789abcdef", "0123456789abcdef"]);
+        let mut out = Vec::new();
+        r.human(&mut out, Style::default()).expect("render");
+        let text = String::from_utf8(out).expect("utf8");
+        assert!(text.contains("checksums agree"));
+        assert!(text.lines().any(|l| l.starts_with("cold  read")));
+        // Unmeasured storage reads say so instead of printing 0.
+        assert!(text.contains("unavailable"));
+        assert!(text.contains("75%"), "kernel share of cpu: {text}");
+        let t = r.table();
+        assert_eq!(t.rows.len(), 2);
+        assert!(t.rows.iter().all(|row| row.len() == t.headers.len()));
+        let mut html = Vec::new();
+        write_html(&r, &mut html).expect("html");
+        let html = String::from_utf8(html).expect("utf8");
+        assert_eq!(html.matches("<rect").count(), 2);
+    }
+}

@@ -1,0 +1,207 @@
+//! File system calls for copying and loading: `FICLONE`, `copy_file_range`,
+//! `SEEK_DATA`/`SEEK_HOLE`, `sync_file_range`, `pwritev2(RWF_DONTCACHE)`,
+//! `O_DIRECT` opens and buffers aligned for them.
+
+use std::alloc::Layout;
+use std::fs::File;
+use std::io;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+
+use super::{cvt, cvt_long};
+
+/// `ioctl(FICLONE)`: make `dst` share `src`'s extents (a reflink).
+pub fn clone_file(src: &File, dst: &File) -> io::Result<()> {
+    // SAFETY: FICLONE takes the source descriptor as its argument; both
+    // descriptors are open for the call.
+    cvt(unsafe { libc::ioctl(dst.as_raw_fd(), libc::FICLONE, src.as_raw_fd()) }).map(|_| ())
+}
+
+/// `copy_file_range(2)` of up to `len` bytes from `src` at `off` to `dst`
+/// at the same offset; returns the bytes copied (0 at end of file).
+pub fn copy_range(src: &File, dst: &File, off: u64, len: u64) -> io::Result<u64> {
+    let mut off_in = libc::loff_t::try_from(off).map_err(|_| too_big())?;
+    let mut off_out = off_in;
+    let len = usize::try_from(len).unwrap_or(usize::MAX);
+    // SAFETY: both offsets are live locals the kernel updates; the
+    // descriptors are open for the call.
+    let n = unsafe {
+        libc::copy_file_range(
+            src.as_raw_fd(),
+            &mut off_in,
+            dst.as_raw_fd(),
+            &mut off_out,
+            len,
+            0,
+        )
+    };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as u64)
+    }
+}
+
+fn too_big() -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, "offset beyond off_t")
+}
+
+/// Where the next data at or after `off` starts (`SEEK_DATA`); `None` when
+/// only a hole follows.
+pub fn seek_data(file: &File, off: u64) -> io::Result<Option<u64>> {
+    seek(file, off, libc::SEEK_DATA)
+}
+
+/// Where the next hole at or after `off` starts (`SEEK_HOLE`); the end of
+/// the file counts as a hole.
+pub fn seek_hole(file: &File, off: u64) -> io::Result<Option<u64>> {
+    seek(file, off, libc::SEEK_HOLE)
+}
+
+fn seek(file: &File, off: u64, whence: libc::c_int) -> io::Result<Option<u64>> {
+    let off = libc::off_t::try_from(off).map_err(|_| too_big())?;
+    // SAFETY: plain call on an open descriptor.
+    let ret = unsafe { libc::lseek(file.as_raw_fd(), off, whence) };
+    if ret < 0 {
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() == Some(libc::ENXIO) {
+            return Ok(None);
+        }
+        return Err(e);
+    }
+    Ok(Some(ret as u64))
+}
+
+/// How [`sync_range`] waits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SyncRange {
+    /// Start writeback of dirty pages and return.
+    Start,
+    /// Start writeback and wait for all of it, earlier writeback included.
+    Wait,
+}
+
+/// `sync_file_range(2)` over `[off, off+len)`.
+pub fn sync_range(file: &File, off: u64, len: u64, how: SyncRange) -> io::Result<()> {
+    let flags = match how {
+        SyncRange::Start => libc::SYNC_FILE_RANGE_WRITE,
+        SyncRange::Wait => {
+            libc::SYNC_FILE_RANGE_WAIT_BEFORE
+                | libc::SYNC_FILE_RANGE_WRITE
+                | libc::SYNC_FILE_RANGE_WAIT_AFTER
+        }
+    };
+    let off = libc::off64_t::try_from(off).map_err(|_| too_big())?;
+    let len = libc::off64_t::try_from(len).unwrap_or(libc::off64_t::MAX);
+    // SAFETY: plain call on an open descriptor.
+    cvt(unsafe { libc::sync_file_range(file.as_raw_fd(), off, len, flags) }).map(|_| ())
+}
+
+/// `pwrite` of `buf` at `off`, with `RWF_DONTCACHE` when `dontcache` (the
+/// kernel writes the pages back and drops them; Linux 6.14+, EOPNOTSUPP
+/// where the filesystem cannot).
+pub fn pwrite(file: &File, buf: &[u8], off: u64, dontcache: bool) -> io::Result<usize> {
+    let iov = libc::iovec {
+        iov_base: buf.as_ptr() as *mut libc::c_void,
+        iov_len: buf.len(),
+    };
+    let off = libc::off_t::try_from(off).map_err(|_| too_big())?;
+    let flags = if dontcache { libc::RWF_DONTCACHE } else { 0 };
+    // SAFETY: `iov` points at `buf`, live and readable for the call.
+    let n = unsafe { libc::pwritev2(file.as_raw_fd(), &iov, 1, off, flags) };
+    cvt_long(n as libc::c_long).map(|n| n as usize)
+}
+
+/// `pread` into `buf` at `off`, with `RWF_DONTCACHE` when `dontcache`
+/// (pages the read brings in are dropped again; pages already cached stay).
+pub fn pread(file: &File, buf: &mut [u8], off: u64, dontcache: bool) -> io::Result<usize> {
+    let iov = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    let off = libc::off_t::try_from(off).map_err(|_| too_big())?;
+    let flags = if dontcache { libc::RWF_DONTCACHE } else { 0 };
+    // SAFETY: `iov` points at `buf`, live and writable for the call.
+    let n = unsafe { libc::preadv2(file.as_raw_fd(), &iov, 1, off, flags) };
+    cvt_long(n as libc::c_long).map(|n| n as usize)
+}
+
+/// Opens `path` for reading with `O_DIRECT` (the page cache bypassed).
+pub fn open_direct(path: &Path) -> io::Result<File> {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(path)
+}
+
+/// A zeroed heap buffer aligned for `O_DIRECT`.
+pub struct AlignedBuf {
+    ptr: std::ptr::NonNull<u8>,
+    layout: Layout,
+}
+
+impl AlignedBuf {
+    /// `len` bytes aligned to `align` (a power of two); `len` > 0.
+    pub fn new(len: usize, align: usize) -> io::Result<AlignedBuf> {
+        let layout = Layout::from_size_align(len.max(1), align)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
+        // SAFETY: the layout has a non-zero size.
+        let raw = unsafe { std::alloc::alloc_zeroed(layout) };
+        let ptr = std::ptr::NonNull::new(raw).ok_or_else(|| {
+            io::Error::new(io::ErrorKind::OutOfMemory, "cannot allocate a buffer")
+        })?;
+        Ok(AlignedBuf { ptr, layout })
+    }
+
+    pub fn as_slice(&self) -> &[u8] {
+        // SAFETY: `ptr` owns `layout.size()` initialised (zeroed) bytes.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.layout.size()) }
+    }
+
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: as above, and `&mut self` makes the borrow unique.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.layout.size()) }
+    }
+}
+
+impl Drop for AlignedBuf {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with this very layout.
+        unsafe { std::alloc::dealloc(self.ptr.as_ptr(), self.layout) }
+    }
+}
+
+// SAFETY: the buffer is plain owned memory with no thread affinity.
+unsafe impl Send for AlignedBuf {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn holes_and_data_are_found() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("sparse");
+        let mut f = File::create(&path).expect("create");
+        f.write_all(b"head").expect("write");
+        f.set_len(64 << 20).expect("set_len");
+        let f = File::open(&path).expect("open");
+        assert_eq!(seek_data(&f, 0).expect("seek"), Some(0));
+        let hole = seek_hole(&f, 0).expect("seek").expect("a hole");
+        assert!((4..64 << 20).contains(&hole), "hole at {hole}");
+        // Past the data only a hole remains (or the filesystem reports
+        // the whole file as data).
+        let next = seek_data(&f, hole).expect("seek");
+        assert!(next.is_none() || next == Some(hole));
+    }
+
+    #[test]
+    fn aligned_buffers_are_aligned() {
+        let mut b = AlignedBuf::new(8192, 4096).expect("alloc");
+        assert_eq!(b.as_slice().as_ptr() as usize % 4096, 0);
+        assert_eq!(b.as_mut_slice().len(), 8192);
+        assert!(b.as_slice().iter().all(|x| *x == 0));
+    }
+}

@@ -1,0 +1,269 @@
+//! `tally cache`: residency, evict, warm, lock, and the unknown case.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use assert_cmd::assert::OutputAssertExt;
+use assert_cmd::cargo::CommandCargoExt;
+use serde_json::Value;
+
+fn tally() -> Command {
+    Command::cargo_bin("tally").expect("binary")
+}
+
+fn json_of(args: &[&str], paths: &[&Path]) -> (Value, i32) {
+    let out = tally()
+        .arg("cache")
+        .args(args)
+        .args(["--format", "json"])
+        .args(paths)
+        .output()
+        .expect("run");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (v, out.status.code().unwrap_or(-1))
+}
+
+fn write_file(path: &Path, bytes: usize) {
+    let mut f = std::fs::File::create(path).expect("create");
+    let block: Vec<u8> = (0..65536u32).map(|i| (i * 7 + 3) as u8).collect();
+    let mut left = bytes;
+    while left > 0 {
+        let n = left.min(block.len());
+        f.write_all(&block[..n]).expect("write");
+        left -= n;
+    }
+}
+
+fn cached_pages(v: &Value, i: usize) -> Option<u64> {
+    v["files"][i]["residency"]["cached_pages"].as_u64()
+}
+
+#[test]
+fn a_fresh_file_is_evicted_verified_and_warmed_again() {
+    // On the filesystem of the system temporary directory (tmpfs cannot
+    // evict: its page cache is the file itself).
+    let dir = tempfile::tempdir().expect("tempdir");
+    let f = dir.path().join("data");
+    write_file(&f, 8 << 20);
+    let pages = (8u64 << 20) / 4096;
+
+    let (v, code) = json_of(&[], &[&f]);
+    assert_eq!(code, 0);
+    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["action"], "status");
+    assert_eq!(v["files"].as_array().map(Vec::len), Some(1));
+    assert_eq!(v["files"][0]["size_bytes"], 8 << 20);
+    if std::fs::read_to_string("/proc/mounts")
+        .map(|m| m.contains(" /tmp tmpfs "))
+        .unwrap_or(false)
+    {
+        eprintln!("skipped the eviction part: /tmp is tmpfs");
+        return;
+    }
+    assert_eq!(cached_pages(&v, 0), Some(pages), "just written: all cached");
+
+    let (v, code) = json_of(&["--evict"], &[&f]);
+    assert_eq!(code, 0);
+    assert_eq!(v["action"], "evict");
+    assert_eq!(v["files"][0]["before"]["cached_pages"], pages);
+    assert_eq!(cached_pages(&v, 0), Some(0), "{v}");
+    assert_eq!(v["files"][0]["residency"]["dirty_pages"], 0);
+    assert!(v["files"][0]["stayed_reason"].is_null());
+
+    let (v, _) = json_of(&[], &[&f]);
+    assert_eq!(cached_pages(&v, 0), Some(0), "a separate check agrees");
+
+    let (v, code) = json_of(&["--warm"], &[&f]);
+    assert_eq!(code, 0);
+    assert_eq!(v["files"][0]["before"]["cached_pages"], 0);
+    // Readahead may bring in chunks before warm reaches them; those are
+    // then skipped, so warm reads at most the file.
+    let read = v["files"][0]["read_bytes"].as_u64().expect("read_bytes");
+    assert!(read > 0 && read <= 8 << 20, "read {read}");
+    assert_eq!(cached_pages(&v, 0), Some(pages));
+
+    // Warming a cached file reads nothing.
+    let (v, _) = json_of(&["--warm"], &[&f]);
+    assert_eq!(v["files"][0]["read_bytes"], 0);
+}
+
+#[test]
+fn a_sparse_file_warms_its_data_only() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let f = dir.path().join("sparse");
+    write_file(&f, 1 << 20);
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&f)
+        .expect("open");
+    file.set_len(64 << 30).expect("64 GiB sparse");
+    drop(file);
+    let (v, _) = json_of(&["--evict"], &[&f]);
+    assert_eq!(v["files"][0]["size_bytes"], 64u64 << 30);
+    let (v, code) = json_of(&["--warm", "-v"], &[&f]);
+    assert_eq!(code, 0);
+    let read = v["files"][0]["read_bytes"].as_u64().expect("read_bytes");
+    assert!(read > 0, "data read: {read}");
+    assert!(read < 1 << 30, "holes were read: {read}");
+    let map = v["files"][0]["map_percent"].as_array().expect("map");
+    assert_eq!(map.len(), 64);
+    assert!(map[0].as_u64().is_some_and(|p| p > 0), "first range cached");
+    assert!(
+        map[1..].iter().all(|p| p == 0),
+        "holes stay uncached: {map:?}"
+    );
+}
+
+#[test]
+fn unreadable_residency_is_unknown_for_an_unprivileged_user() {
+    // SAFETY-free check of root: only root can switch users here.
+    let euid = std::fs::metadata("/proc/self").map(|m| {
+        use std::os::unix::fs::MetadataExt;
+        m.uid()
+    });
+    if euid.ok() != Some(0) {
+        eprintln!("skipped: needs root to run tally as an unprivileged user");
+        return;
+    }
+    if Command::new("setpriv").arg("--help").output().is_err() {
+        eprintln!("skipped: setpriv (util-linux) is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let f = dir.path().join("roots");
+    write_file(&f, 1 << 20);
+    std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let bin = assert_cmd::cargo::cargo_bin("tally");
+    let out = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(&bin)
+        .args(["cache", "--format", "json"])
+        .arg(&f)
+        .output()
+        .expect("setpriv");
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(v["files"][0]["residency"]["state"], "unknown", "{v}");
+    assert!(v["files"][0]["residency"]["cached_pages"].is_null());
+    assert_eq!(v["total"]["unknown_files"], 1);
+    assert_eq!(v["total"]["cached_bytes"], 0);
+
+    let out = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(&bin)
+        .arg("cache")
+        .arg(&f)
+        .output()
+        .expect("setpriv");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("unknown"), "{text}");
+    assert!(!text.contains("100%"), "{text}");
+}
+
+#[test]
+fn directories_need_r_and_paths_come_from_stdin() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    write_file(&d.join("a"), 4096);
+    std::fs::create_dir(d.join("sub")).expect("mkdir");
+    write_file(&d.join("sub/b"), 100);
+    std::os::unix::fs::symlink(d, d.join("sub/loop")).expect("symlink");
+
+    let (v, code) = json_of(&[], &[d]);
+    assert_eq!(code, 1, "a directory without -r is skipped");
+    assert_eq!(v["problems"].as_array().map(Vec::len), Some(1));
+    assert!(
+        v["problems"][0]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("-r"))
+    );
+
+    let (v, code) = json_of(&["-r"], &[d]);
+    assert_eq!(code, 0);
+    assert_eq!(v["total"]["files"], 2);
+    assert_eq!(v["total"]["size_bytes"], 4196);
+
+    let mut child = tally()
+        .args(["cache", "-0", "--format", "csv", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut input = Vec::new();
+    for p in [d.join("a"), d.join("sub/b"), d.join("missing")] {
+        input.extend_from_slice(p.as_os_str().as_encoded_bytes());
+        input.push(0);
+    }
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(&input)
+        .expect("write");
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!(out.status.code(), Some(1), "a missing path exits 1");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 4, "header, two files, one problem: {text}");
+    assert!(lines[0].starts_with("path,size_bytes,state,cached_bytes"));
+    assert!(lines[3].contains("no such file"));
+}
+
+#[test]
+fn bad_usage_exits_2() {
+    tally()
+        .args(["cache", "--evict", "--warm", "x"])
+        .assert()
+        .code(2);
+    tally().args(["cache"]).assert().code(2);
+}
+
+#[test]
+fn lock_holds_the_file_until_interrupted() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let f = dir.path().join("locked");
+    write_file(&f, 2 << 20);
+    let _ = json_of(&["--evict"], &[&f]);
+    let mut child = tally()
+        .args(["cache", "--lock", "--format", "json"])
+        .arg(&f)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let stderr = child.stderr.take().expect("stderr");
+    let mut line = String::new();
+    BufReader::new(stderr).read_line(&mut line).expect("read");
+    if !line.contains("holding") {
+        let _ = child.kill();
+        let out = child.wait_with_output().expect("wait");
+        let text = String::from_utf8_lossy(&out.stdout);
+        // Without the privilege to lock, the report says why.
+        assert!(text.contains("mlock failed"), "{line}{text}");
+        return;
+    }
+    let (v, _) = json_of(&[], &[&f]);
+    assert_eq!(cached_pages(&v, 0), Some(512), "locked pages are cached");
+    let (v, _) = json_of(&["--evict"], &[&f]);
+    assert_eq!(cached_pages(&v, 0), Some(512), "locked pages stay");
+    let reason = v["files"][0]["stayed_reason"].as_str().unwrap_or("");
+    assert!(reason.contains("mapped or locked by process"), "{reason}");
+    let pid = child.id().to_string();
+    Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill");
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!(out.status.code(), Some(0));
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(cached_pages(&v, 0), Some(512));
+}

@@ -1,0 +1,351 @@
+//! `tally cp`: contents, holes, modes, the page cache left behind, and
+//! failures that leave nothing half-written.
+
+use std::io::Write;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use assert_cmd::cargo::CommandCargoExt;
+use serde_json::Value;
+
+fn tally() -> Command {
+    Command::cargo_bin("tally").expect("binary")
+}
+
+fn cp(args: &[&str], paths: &[&Path]) -> Output {
+    tally()
+        .arg("cp")
+        .args(args)
+        .args(paths)
+        .output()
+        .expect("run")
+}
+
+fn cp_json(args: &[&str], paths: &[&Path]) -> Value {
+    let mut all = vec!["--format", "json"];
+    all.extend_from_slice(args);
+    let out = cp(&all, paths);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("json")
+}
+
+/// Deterministic non-repeating bytes.
+fn pattern(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+fn write(path: &Path, data: &[u8]) {
+    let mut f = std::fs::File::create(path).expect("create");
+    f.write_all(data).expect("write");
+    f.sync_all().expect("sync");
+}
+
+fn entries(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .expect("read_dir")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    v.sort();
+    v
+}
+
+fn is_root() -> bool {
+    std::fs::metadata("/proc/self").map(|m| m.uid()).ok() == Some(0)
+}
+
+#[test]
+fn empty_and_small_files_copy_with_their_mode() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    write(&d.join("empty"), b"");
+    write(&d.join("small"), b"hello, page cache\n");
+    std::fs::set_permissions(d.join("small"), std::fs::Permissions::from_mode(0o640))
+        .expect("chmod");
+
+    let out = cp(&[], &[&d.join("empty"), &d.join("empty.copy")]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(out.stdout.is_empty() && out.stderr.is_empty(), "quiet");
+    assert_eq!(
+        std::fs::metadata(d.join("empty.copy")).expect("copy").len(),
+        0
+    );
+
+    let v = cp_json(&[], &[&d.join("small"), &d.join("small.copy")]);
+    assert_eq!(v["files"][0]["size_bytes"], 18);
+    assert_eq!(v["files"][0]["data_bytes"], 18);
+    assert_eq!(
+        std::fs::read(d.join("small.copy")).expect("read"),
+        b"hello, page cache\n"
+    );
+    let mode = std::fs::metadata(d.join("small.copy"))
+        .expect("meta")
+        .mode();
+    assert_eq!(mode & 0o777, 0o640);
+    // No temporary file is left beside the copies.
+    let names: Vec<String> = entries(d)
+        .iter()
+        .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .collect();
+    assert_eq!(names, ["empty", "empty.copy", "small", "small.copy"]);
+}
+
+#[test]
+fn a_sparse_file_keeps_its_holes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let src = dir.path().join("sparse");
+    let data = pattern(1 << 20, 7);
+    {
+        let f = std::fs::File::create(&src).expect("create");
+        use std::os::unix::fs::FileExt;
+        f.write_all_at(&data, 0).expect("write");
+        f.write_all_at(&data, 32 << 20).expect("write");
+        f.set_len(256 << 20).expect("set_len");
+        f.sync_all().expect("sync");
+    }
+    let dst = dir.path().join("sparse.copy");
+    let v = cp_json(&[], &[&src, &dst]);
+    assert_eq!(v["files"][0]["size_bytes"], 256 << 20);
+    let a = std::fs::read(&src).expect("read");
+    let b = std::fs::read(&dst).expect("read");
+    assert_eq!(a.len(), b.len());
+    assert!(a == b, "contents differ");
+    let src_blocks = std::fs::metadata(&src).expect("meta").blocks();
+    let dst_blocks = std::fs::metadata(&dst).expect("meta").blocks();
+    // 512-byte blocks: the data is 2 MiB; allow allocation slack, far
+    // below the 256 MiB a hole-filling copy would allocate.
+    assert!(
+        dst_blocks <= src_blocks + 8192,
+        "holes filled: {dst_blocks} blocks vs {src_blocks}"
+    );
+    assert!(v["files"][0]["data_bytes"].as_u64().unwrap_or(0) < 64 << 20);
+}
+
+#[test]
+fn a_large_copy_leaves_the_page_cache_as_it_found_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let src = dir.path().join("large");
+    write(&src, &pattern(48 << 20, 3));
+    let evict = tally()
+        .args(["cache", "--evict"])
+        .arg(&src)
+        .output()
+        .expect("evict");
+    assert!(evict.status.success());
+    let dst = dir.path().join("large.copy");
+    let v = cp_json(&[], &[&src, &dst]);
+    let f = &v["files"][0];
+    assert!(std::fs::read(&src).expect("read") == std::fs::read(&dst).expect("read"));
+    if f["source_cached_before_pages"].is_null() {
+        eprintln!("skipped the cache part: no cachestat on this kernel");
+        return;
+    }
+    if f["method"] == "reflink" {
+        return;
+    }
+    assert_eq!(f["source_cached_before_pages"], 0);
+    assert_eq!(f["source_cached_after_pages"], 0, "{f}");
+    assert_eq!(f["destination_cached_pages"], 0, "{f}");
+
+    // Part cached before: that part stays, the rest leaves again.
+    let _ = tally()
+        .args(["cache", "--evict"])
+        .arg(&src)
+        .arg(&dst)
+        .output();
+    {
+        use std::os::unix::fs::FileExt;
+        let file = std::fs::File::open(&src).expect("open");
+        let mut buf = vec![0u8; 8 << 20];
+        file.read_exact_at(&mut buf, 0).expect("read");
+    }
+    let dst2 = dir.path().join("large.copy2");
+    let v = cp_json(&[], &[&src, &dst2]);
+    let f = &v["files"][0];
+    let before = f["source_cached_before_pages"].as_u64().expect("before");
+    let after = f["source_cached_after_pages"].as_u64().expect("after");
+    assert!(before >= 2048, "the first 8 MiB were read: {before}");
+    assert!(
+        after >= before,
+        "cached pages were dropped: {before} -> {after}"
+    );
+    assert!(
+        after <= before + 512,
+        "copy left pages: {before} -> {after}"
+    );
+
+    // --keep-cache keeps what the copy brought in.
+    let dst3 = dir.path().join("large.copy3");
+    let v = cp_json(&["--keep-cache"], &[&src, &dst3]);
+    assert_eq!(v["files"][0]["source_cached_after_pages"], 48 << 8);
+}
+
+#[test]
+fn across_filesystems_to_tmpfs() {
+    let shm = Path::new("/dev/shm");
+    let is_tmpfs = std::fs::read_to_string("/proc/mounts")
+        .map(|m| m.lines().any(|l| l.contains(" /dev/shm tmpfs ")))
+        .unwrap_or(false);
+    if !is_tmpfs {
+        eprintln!("skipped: /dev/shm is not a tmpfs here");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let src = dir.path().join("to-tmpfs");
+    let data = pattern(3 << 20, 11);
+    write(&src, &data);
+    let target = tempfile::tempdir_in(shm).expect("tempdir in /dev/shm");
+    let dst = target.path().join("copy");
+    let v = cp_json(&["--sync"], &[&src, &dst]);
+    assert!(std::fs::read(&dst).expect("read") == data);
+    let method = v["files"][0]["method"].as_str().unwrap_or("");
+    assert!(
+        ["copy_file_range", "read_write", "read_write_dontcache"].contains(&method),
+        "{method}"
+    );
+}
+
+#[test]
+fn copying_a_file_onto_itself_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let f = dir.path().join("self");
+    write(&f, b"precious");
+    std::fs::hard_link(&f, dir.path().join("link")).expect("link");
+    for dst in [f.clone(), dir.path().join("link"), dir.path().to_path_buf()] {
+        let out = cp(&[], &[&f, &dst]);
+        assert_eq!(out.status.code(), Some(1), "{}", dst.display());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("same file"), "{err}");
+        assert_eq!(std::fs::read(&f).expect("read"), b"precious");
+    }
+    assert_eq!(entries(dir.path()).len(), 2, "no temporary file left");
+}
+
+/// A 1 MiB tmpfs mounted for one test, unmounted on drop.
+struct SmallTmpfs {
+    dir: tempfile::TempDir,
+}
+
+impl SmallTmpfs {
+    fn mount() -> Option<SmallTmpfs> {
+        let dir = tempfile::tempdir().ok()?;
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=1m", "tally-test"])
+            .arg(dir.path())
+            .status()
+            .ok()?
+            .success();
+        ok.then_some(SmallTmpfs { dir })
+    }
+}
+
+impl Drop for SmallTmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(self.dir.path()).status();
+    }
+}
+
+#[test]
+fn a_full_filesystem_leaves_no_partial_file_and_the_source_intact() {
+    if !is_root() {
+        eprintln!("skipped: mounting a small tmpfs needs root");
+        return;
+    }
+    let Some(small) = SmallTmpfs::mount() else {
+        eprintln!("skipped: cannot mount a tmpfs here (a container without CAP_SYS_ADMIN?)");
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let src = dir.path().join("big");
+    let data = pattern(4 << 20, 5);
+    write(&src, &data);
+    let dst = small.dir.path().join("big");
+    let out = cp(&[], &[&src, &dst]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("full"), "{err}");
+    assert!(err.contains("no partial file"), "{err}");
+    assert!(entries(small.dir.path()).is_empty(), "something was left");
+    assert!(std::fs::read(&src).expect("read") == data, "source changed");
+}
+
+#[test]
+fn directories_need_r_and_keep_their_shape() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let src = dir.path().join("tree");
+    std::fs::create_dir_all(src.join("a/b")).expect("mkdir");
+    write(&src.join("top"), b"top");
+    write(&src.join("a/b/deep"), b"deep");
+    std::os::unix::fs::symlink("top", src.join("link")).expect("symlink");
+    let dst = dir.path().join("copy");
+
+    let out = cp(&[], &[&src, &dst]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("-r"));
+    assert!(!dst.exists());
+
+    let v = cp_json(&["-r", "-p"], &[&src, &dst]);
+    assert_eq!(v["files"].as_array().map(Vec::len), Some(2));
+    assert_eq!(v["directories"], 3);
+    assert_eq!(v["symlinks"], 1);
+    assert_eq!(std::fs::read(dst.join("a/b/deep")).expect("read"), b"deep");
+    assert_eq!(
+        std::fs::read_link(dst.join("link")).expect("link"),
+        Path::new("top")
+    );
+    let m1 = std::fs::metadata(src.join("top")).expect("meta");
+    let m2 = std::fs::metadata(dst.join("top")).expect("meta");
+    assert_eq!(m1.mtime(), m2.mtime(), "-p keeps times");
+
+    // Into itself is refused.
+    let out = cp(&["-r"], &[&src, &src.join("a")]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("into itself"));
+}
+
+#[test]
+fn several_sources_need_a_directory() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write(&dir.path().join("a"), b"a");
+    write(&dir.path().join("b"), b"b");
+    let out = cp(
+        &[],
+        &[
+            &dir.path().join("a"),
+            &dir.path().join("b"),
+            &dir.path().join("nope"),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a directory"));
+    tally()
+        .args(["cp", "only-one"])
+        .output()
+        .map(|o| {
+            assert_eq!(o.status.code(), Some(2));
+        })
+        .expect("run");
+}
+
+#[test]
+fn proc_files_are_copied_by_reading() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let dst = dir.path().join("status");
+    let v = cp_json(&[], &[Path::new("/proc/self/status"), &dst]);
+    assert_eq!(v["files"][0]["method"], "read_write");
+    let text = std::fs::read_to_string(&dst).expect("read");
+    assert!(text.starts_with("Name:"), "{text}");
+}
