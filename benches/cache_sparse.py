@@ -3,11 +3,14 @@
 64 MiB of it cached. Runs the three interleaved, prints medians and ratios.
 
 Usage: benches/cache_sparse.py [DIR] [ROUNDS]   (DIR defaults to /tmp; run
-from the repository after `cargo build --release`)."""
+from the repository (it builds tally with `cargo build --release`))."""
 import json, os, shutil, statistics, subprocess, sys, tempfile, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TALLY = os.environ.get("TALLY", os.path.join(ROOT, "target", "release", "tally"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import build_tally  # noqa: E402
+
+TALLY = os.environ.get("TALLY") or build_tally()
 
 
 def need(tool, package):

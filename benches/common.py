@@ -20,3 +20,7 @@ def build_tally():
                 and msg["target"]["name"] == "tally":
             return msg["executable"]
     sys.exit("cargo built no tally executable")
+
+
+if __name__ == "__main__":
+    print(build_tally())

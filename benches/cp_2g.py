@@ -5,11 +5,14 @@ the page cache left behind (source + destination, as % of the file).
 The source is evicted before each copy; tools run interleaved.
 
 Usage: benches/cp_2g.py [DIR] [ROUNDS]   (DIR defaults to /tmp; run from
-the repository after `cargo build --release`)."""
+the repository (it builds tally with `cargo build --release`))."""
 import json, os, shutil, statistics, subprocess, sys, tempfile, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TALLY = os.environ.get("TALLY", os.path.join(ROOT, "target", "release", "tally"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import build_tally  # noqa: E402
+
+TALLY = os.environ.get("TALLY") or build_tally()
 SIZE = 2 << 30
 
 
