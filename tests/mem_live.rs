@@ -60,7 +60,7 @@ fn live_totals_equal_the_kernels_pss_to_the_kb() {
     // where nothing else on the machine moved them.
     let mut watcher = tally()
         .args([
-            "mem", "--watch", "0.1", "--by", "pid", "--format", "json", "--pid", &list,
+            "mem", "--watch", "0.05", "--by", "pid", "--format", "json", "--pid", &list,
         ])
         .stdout(Stdio::piped())
         .spawn()
@@ -70,7 +70,7 @@ fn live_totals_equal_the_kernels_pss_to_the_kb() {
     let frames = serde_json::Deserializer::from_reader(stdout).into_iter::<Value>();
     let mut matched = 0;
     let mut seen = 0;
-    for frame in frames.take(40) {
+    for frame in frames.take(100) {
         let frame = frame.expect("a JSON frame");
         seen += 1;
         let kernel: Vec<u64> = pids
@@ -90,7 +90,7 @@ fn live_totals_equal_the_kernels_pss_to_the_kb() {
         let kernel_bytes = kernel.iter().sum::<u64>() * 1024;
         if per_pid_equal && u(&frame["total"]["pss_bytes"]) == kernel_bytes {
             matched += 1;
-            if matched >= 3 {
+            if matched >= 2 {
                 return;
             }
         }
