@@ -148,6 +148,23 @@ fn check_install(bin: &Path, plain: &Path) {
     assert_eq!(r["groups"][0]["name"], "sleep");
     assert!(r["total"]["pss_bytes"].as_u64().expect("pss") > 0);
 
+    // --user is looked up after the drop, and still filters.
+    let out = as_nobody(bin)
+        .args(["mem", "--format", "json", "--user", "root", "--pid", &pid])
+        .output()
+        .expect("runs");
+    assert_eq!(json(&out)["total"]["processes"], 1);
+    let out = as_nobody(bin)
+        .args(["mem", "--format", "json", "--user", "nobody", "--pid", &pid])
+        .output()
+        .expect("runs");
+    assert_eq!(json(&out)["total"]["processes"], 0);
+    let out = as_nobody(bin)
+        .args(["mem", "--user", "no-such-user-tally"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+
     // --procfs is ignored: the fixture tree's PIDs 101-104 are not read,
     // the real /proc is.
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/proc/typical");

@@ -72,6 +72,9 @@ pub struct Config {
     pub view: View,
     /// Scan workers; 0: one per core.
     pub threads: usize,
+    /// Read every status file even if nothing else needs it (a `--user`
+    /// filter resolved after the scan).
+    pub read_status: bool,
 }
 
 impl Config {
@@ -83,7 +86,8 @@ impl Config {
             status: g.name == NameMode::Comm
                 || g.by == GroupBy::User
                 || g.uid.is_some()
-                || self.pids.is_some(),
+                || self.pids.is_some()
+                || self.read_status,
             cmdline: g.name == NameMode::Argv0 || g.split_args,
             cgroup: g.by == GroupBy::Cgroup,
         }
