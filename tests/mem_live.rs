@@ -231,7 +231,14 @@ fn binary_copy(dir: &std::path::Path) -> std::path::PathBuf {
     use std::os::unix::fs::PermissionsExt;
     let src = assert_cmd::cargo::cargo_bin("tally");
     let dst = dir.join("tally");
-    std::fs::copy(&src, &dst).expect("copy");
+    // cp, not std::fs::copy: a write descriptor held here would leak into
+    // children other tests fork meanwhile, and exec would fail with ETXTBSY.
+    let copied = std::process::Command::new("cp")
+        .arg(&src)
+        .arg(&dst)
+        .status()
+        .expect("cp runs");
+    assert!(copied.success(), "cp failed");
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).expect("chmod dir");
     std::fs::set_permissions(&dst, std::fs::Permissions::from_mode(0o755)).expect("chmod");
     dst

@@ -71,7 +71,14 @@ fn installs_cannot_work(dir: &Path) -> Option<String> {
 /// A copy of the binary in a directory user 65534 can enter.
 fn install(dir: &Path, name: &str) -> PathBuf {
     let dst = dir.join(name);
-    std::fs::copy(assert_cmd::cargo::cargo_bin("tally"), &dst).expect("copy");
+    // cp, not std::fs::copy: a write descriptor held here would leak into
+    // children other tests fork meanwhile, and exec would fail with ETXTBSY.
+    let copied = std::process::Command::new("cp")
+        .arg(assert_cmd::cargo::cargo_bin("tally"))
+        .arg(&dst)
+        .status()
+        .expect("cp runs");
+    assert!(copied.success(), "cp failed");
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).expect("chmod dir");
     std::fs::set_permissions(&dst, std::fs::Permissions::from_mode(0o755)).expect("chmod");
     dst
