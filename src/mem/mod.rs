@@ -154,7 +154,7 @@ pub fn closing_notes(report: &MemReport, privileged_install: bool, root: bool) -
              and that no security module stops tally"
         } else {
             "run as root, or install tally for every user with \
-             `setcap cap_sys_ptrace,cap_dac_read_search+ep $(which tally)` (see docs/mem.md)"
+             `setcap cap_sys_ptrace,cap_dac_read_search+ep $(which tally)` (see tally mem --help)"
         };
         notes.push(format!(
             "{} processes could not be read (permission denied) and are not counted: {fix}",
