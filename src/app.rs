@@ -177,17 +177,25 @@ fn mem_command(args: cli::mem::MemArgs, mut privilege: tally::mem::privilege::Pr
     if elevated && args.procfs.is_some() {
         note("--procfs ignored: this install reads /proc only");
     }
-    let uid = match args.user.as_deref() {
-        None => None,
-        Some(user) => match tally::sys::user::uid_of(user).or_else(|| user.parse().ok()) {
-            Some(uid) => Some(uid),
-            None => {
+    // A user name is looked up with the caller's rights only: after the
+    // scan when privileged, before it otherwise.
+    let user = args.user.clone();
+    let resolve = |user: &str| -> Result<u32, u8> {
+        tally::sys::user::uid_of(user)
+            .or_else(|| user.parse().ok())
+            .ok_or_else(|| {
                 note(&format!(
                     "no user named `{user}`: give a login name or a numeric uid"
                 ));
-                return 2;
-            }
+                2
+            })
+    };
+    let uid = match user.as_deref() {
+        Some(user) if !elevated => match resolve(user) {
+            Ok(uid) => Some(uid),
+            Err(code) => return code,
         },
+        _ => None,
     };
     let machine = matches!(args.format, Format::Csv | Format::Json | Format::Prometheus);
     let mut cfg = mem::Config {
@@ -218,6 +226,7 @@ fn mem_command(args: cli::mem::MemArgs, mut privilege: tally::mem::privilege::Pr
             total_only: args.total_only,
         },
         threads: args.threads,
+        read_status: user.is_some(),
     };
     let report = match args.watch {
         Some(interval) => {
@@ -235,19 +244,29 @@ fn mem_command(args: cli::mem::MemArgs, mut privilege: tally::mem::privilege::Pr
             mem::watch(&cfg, interval, args.format, terminal, &mut out, &stop)
                 .map(|r| r.unwrap_or_default())
         }
-        None => mem::scan(&cfg).and_then(|snap| {
-            // Privilege ends with the scan: naming, user lookups and output
-            // run with the caller's rights only.
-            privilege
-                .drop_to_caller()
-                .map_err(mem::MemError::DropPrivileges)?;
+        None => {
+            let snap = mem::scan(&cfg);
+            // Privilege ends with the scan, whatever its outcome: naming,
+            // user lookups and output run with the caller's rights only.
+            if let Err(e) = privilege.drop_to_caller() {
+                note(&mem::MemError::DropPrivileges(e).to_string());
+                return 1;
+            }
+            if let (Some(user), None) = (user.as_deref(), cfg.grouping.uid) {
+                match resolve(user) {
+                    Ok(uid) => cfg.grouping.uid = Some(uid),
+                    Err(code) => return code,
+                }
+            }
             cfg.grouping.check_replaced = true;
-            let report = mem::summarize(&snap, &cfg);
-            let stdout = io::stdout();
-            let mut out = stdout.lock();
-            report::render(&report, args.format, Style::default(), &mut out)?;
-            Ok(report)
-        }),
+            snap.and_then(|snap| {
+                let report = mem::summarize(&snap, &cfg);
+                let stdout = io::stdout();
+                let mut out = stdout.lock();
+                report::render(&report, args.format, Style::default(), &mut out)?;
+                Ok(report)
+            })
+        }
     };
     match report {
         Ok(report) => {

@@ -219,7 +219,13 @@ fn group_by_user_cgroup_and_pid() {
     check_invariants(&r);
     let mut n = names(&r);
     n.sort();
-    assert_eq!(n, ["/", "/system.slice/cron.service"]);
+    assert_eq!(
+        n,
+        [
+            "/system.slice/cron.service",
+            "/user.slice/user-0.slice/session-1.scope"
+        ]
+    );
     let r = json("typical", &["--by", "pid"]);
     check_invariants(&r);
     assert_eq!(r["groups"].as_array().expect("groups").len(), 4);
@@ -369,4 +375,11 @@ fn bad_input_gets_a_clear_error() {
         .args(["--unit", "k", "-h"])
         .assert()
         .code(2);
+}
+
+#[test]
+fn cgroup_v1_only_names_the_systemd_unit() {
+    let r = json("old-kernel", &["--by", "cgroup"]);
+    assert_eq!(names(&r), ["/system.slice/old.service"]);
+    assert_eq!(u(&r["groups"][0]["processes"]), 2);
 }

@@ -71,7 +71,14 @@ fn installs_cannot_work(dir: &Path) -> Option<String> {
 /// A copy of the binary in a directory user 65534 can enter.
 fn install(dir: &Path, name: &str) -> PathBuf {
     let dst = dir.join(name);
-    std::fs::copy(assert_cmd::cargo::cargo_bin("tally"), &dst).expect("copy");
+    // cp, not std::fs::copy: a write descriptor held here would leak into
+    // children other tests fork meanwhile, and exec would fail with ETXTBSY.
+    let copied = std::process::Command::new("cp")
+        .arg(assert_cmd::cargo::cargo_bin("tally"))
+        .arg(&dst)
+        .status()
+        .expect("cp runs");
+    assert!(copied.success(), "cp failed");
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).expect("chmod dir");
     std::fs::set_permissions(&dst, std::fs::Permissions::from_mode(0o755)).expect("chmod");
     dst
@@ -147,6 +154,23 @@ fn check_install(bin: &Path, plain: &Path) {
     assert_eq!(r["skipped"]["denied"], 0);
     assert_eq!(r["groups"][0]["name"], "sleep");
     assert!(r["total"]["pss_bytes"].as_u64().expect("pss") > 0);
+
+    // --user is looked up after the drop, and still filters.
+    let out = as_nobody(bin)
+        .args(["mem", "--format", "json", "--user", "root", "--pid", &pid])
+        .output()
+        .expect("runs");
+    assert_eq!(json(&out)["total"]["processes"], 1);
+    let out = as_nobody(bin)
+        .args(["mem", "--format", "json", "--user", "nobody", "--pid", &pid])
+        .output()
+        .expect("runs");
+    assert_eq!(json(&out)["total"]["processes"], 0);
+    let out = as_nobody(bin)
+        .args(["mem", "--user", "no-such-user-tally"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
 
     // --procfs is ignored: the fixture tree's PIDs 101-104 are not read,
     // the real /proc is.

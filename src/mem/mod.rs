@@ -72,6 +72,9 @@ pub struct Config {
     pub view: View,
     /// Scan workers; 0: one per core.
     pub threads: usize,
+    /// Read every status file even if nothing else needs it (a `--user`
+    /// filter resolved after the scan).
+    pub read_status: bool,
 }
 
 impl Config {
@@ -83,7 +86,8 @@ impl Config {
             status: g.name == NameMode::Comm
                 || g.by == GroupBy::User
                 || g.uid.is_some()
-                || self.pids.is_some(),
+                || self.pids.is_some()
+                || self.read_status,
             cmdline: g.name == NameMode::Argv0 || g.split_args,
             cgroup: g.by == GroupBy::Cgroup,
         }
@@ -150,7 +154,7 @@ pub fn closing_notes(report: &MemReport, privileged_install: bool, root: bool) -
              and that no security module stops tally"
         } else {
             "run as root, or install tally for every user with \
-             `setcap cap_sys_ptrace,cap_dac_read_search+ep $(which tally)` (see docs/mem.md)"
+             `setcap cap_sys_ptrace,cap_dac_read_search+ep $(which tally)` (see tally mem --help)"
         };
         notes.push(format!(
             "{} processes could not be read (permission denied) and are not counted: {fix}",
