@@ -5,9 +5,13 @@
 //! state of their own beyond what a call needs.
 
 pub mod cache;
+pub mod cpu;
+pub mod events;
+pub mod mem;
 pub mod perf;
 pub mod process;
 pub mod signals;
+pub mod spawn;
 
 use std::io;
 
