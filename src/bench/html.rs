@@ -92,11 +92,6 @@ pub fn line_plot(
         y0 = y0.min(*y);
         y1 = y1.max(*y);
     }
-    for (m, _) in marks {
-        if *m > 0.0 && *m <= x1 * 4.0 {
-            x1 = x1.max(*m);
-        }
-    }
     let y0 = 10f64.powf(y0.log10().floor());
     let y1 = 10f64.powf(y1.log10().ceil()).max(y0 * 10.0);
     let x1 = if x1 <= x0 { x0 * x_base } else { x1 };
@@ -120,7 +115,7 @@ pub fn line_plot(
         );
     }
     let xt = log_ticks(x0, x1, x_base);
-    let every = (xt.len() / 10).max(1);
+    let every = xt.len().div_ceil(9).max(1);
     for t in xt.iter().step_by(every) {
         let x = sx(*t);
         let _ = write!(
@@ -402,7 +397,7 @@ pub fn render(r: &BenchReport) -> String {
             body,
             "<h2>Memory latency</h2>{}",
             line_plot(
-                "memlat: load-to-use latency by working set (dashed: sysfs cache sizes)",
+                "memlat: load-to-use latency by working set (dashed: sysfs cache sizes within the sweep)",
                 "working set",
                 "ns per load",
                 &series,
