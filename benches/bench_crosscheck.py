@@ -74,9 +74,10 @@ def sysbench_gbps(oper):
 
 
 def mbw_gbps():
-    """mbw 1.2.2 prints MEMCPY and DUMB swapped: test 0 is memcpy but is
-    labelled by its -t number, so read the AVG line per -t run."""
-    out = sh(["mbw", "-q", "-n", "5", "-t0", "256"])
+    """mbw 1.2.2 prints MEMCPY and DUMB swapped: `-t1`, printed DUMB, runs
+    as fast as MCBLOCK (block-wise memcpy) and is the memcpy; `-t0`, printed
+    MEMCPY, is the element loop at about half the speed."""
+    out = sh(["mbw", "-q", "-n", "5", "-t1", "256"])
     m = re.search(r"AVG\s+Method: \S+\s+Elapsed: [\d.]+\s+MiB: [\d.]+\s+Copy: ([\d.]+) MiB/s", out)
     return float(m.group(1)) * 2**20 / 1e9 if m else None
 
@@ -143,7 +144,7 @@ def main():
                 t.get("membw.read.1"), sysbench_gbps("read"))
             add("memory write GB/s", "membw.write.1", "sysbench memory write (1G blocks)",
                 t.get("membw.write.1"), sysbench_gbps("write"))
-            add("memory copy GB/s", "membw.copy.1", "mbw -t0 256 MiB (memcpy)",
+            add("memory copy GB/s", "membw.copy.1", "mbw -t1 256 MiB (memcpy, printed DUMB)",
                 t.get("membw.copy.1"), mbw_gbps())
             if perf:
                 add("pipe round trip, pinned (ns)", "ctxswitch.process_round_trip.pinned",
@@ -153,9 +154,12 @@ def main():
                     "ctxswitch.process_round_trip.across", "perf bench sched pipe (unpinned)",
                     t.get("ctxswitch.process_round_trip.across"), perf_pipe_us(perf, False))
             if shutil.which("stress-ng"):
-                add("switch, pinned (ns)", "ctxswitch.process_pipe.pinned",
-                    "stress-ng --switch 1 --taskset 1 (per switch op)",
-                    t.get("ctxswitch.process_pipe.pinned"), stress_ng_switch_ns())
+                # One stress-ng switch op is one message: a write, a read
+                # and one switch, which is half a tally round trip.
+                rt = t.get("ctxswitch.process_round_trip.pinned")
+                add("message + switch, pinned (ns)", "ctxswitch.process_round_trip.pinned / 2",
+                    "stress-ng --switch 1 --taskset 1 (per op)",
+                    rt / 2 if rt else None, stress_ng_switch_ns())
             add("spawn /bin/true (ns)", "spawn.posix_spawn", "hyperfine -N /bin/true (median)",
                 t.get("spawn.posix_spawn"), hyperfine_ns())
             add("4 KiB random read, 256 MiB (ns)", f"fileread.random.{size}",

@@ -442,3 +442,18 @@ fn unsafe_free_euid() -> u32 {
         })
         .unwrap_or(u32::MAX)
 }
+
+#[test]
+fn closed_stdout_ends_quietly() {
+    let bin = assert_cmd::cargo::cargo_bin("tally");
+    let mut child = std::process::Command::new(bin)
+        .args(["bench", "syscall", "--budget-ms", "2"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take()); // the reader goes away before any output
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+}

@@ -68,6 +68,13 @@ pub struct Figure {
     pub value: Value,
     /// Coefficient of variation of the samples (stddev / mean).
     pub cv: Option<f64>,
+    /// Samples that are outliers by modified z-score (> 3.5): on a shared
+    /// machine, mostly samples that were preempted. Kept in `samples`.
+    #[serde(default)]
+    pub outliers: usize,
+    /// The coefficient of variation without those outliers.
+    #[serde(default)]
+    pub cv_without_outliers: Option<f64>,
     /// Every kept sample, in the value's unit.
     #[serde(default)]
     pub samples: Vec<f64>,
@@ -87,6 +94,8 @@ impl Figure {
             definition: definition.to_string(),
             value,
             cv: None,
+            outliers: 0,
+            cv_without_outliers: None,
             samples: Vec::new(),
             iters_per_sample: None,
             warmup_discarded: None,
@@ -105,6 +114,19 @@ impl Figure {
             Some(s) => {
                 let mut f = Figure::base(id, label, definition, make(s));
                 f.cv = s.cv();
+                let out = stats::outliers(&values);
+                f.outliers = out.len();
+                f.cv_without_outliers = if out.is_empty() {
+                    f.cv
+                } else {
+                    let kept: Vec<f64> = values
+                        .iter()
+                        .enumerate()
+                        .filter(|(i, _)| !out.contains(i))
+                        .map(|(_, v)| *v)
+                        .collect();
+                    stats::summarize(&kept).and_then(|k| k.cv())
+                };
                 f.samples = values;
                 f
             }
@@ -212,6 +234,18 @@ mod tests {
         assert!(j.get("unavailable").is_none());
         let back: Figure = serde_json::from_value(j).unwrap();
         assert_eq!(back, f);
+    }
+
+    #[test]
+    fn outliers_are_counted_and_left_out_of_the_second_cv() {
+        let mut v = vec![10.0; 20];
+        v[3] = 11.0;
+        v.push(500.0);
+        let f = Figure::latency_values("a.b", "b", "d", v);
+        assert_eq!(f.outliers, 2, "the 11 is off a zero MAD, the 500 far off");
+        assert_eq!(f.samples.len(), 21);
+        assert!(f.cv.unwrap() > 1.0);
+        assert!(f.cv_without_outliers.unwrap() < 1e-9);
     }
 
     #[test]

@@ -18,7 +18,8 @@
 //!   for sweeps, `definition`, then its value under a key naming the unit
 //!   (`ns`, `gb_per_s`, `mhz`, `bytes`: a summary with `count`, `min`,
 //!   `median`, `mean`, `stddev`, `max`, `p95`, `mad`) or `unavailable`
-//!   with the reason; `cv`, every kept sample in `samples[]` (same unit),
+//!   with the reason; `cv`, `outliers` (modified z-score > 3.5, mostly
+//!   preempted samples) and `cv_without_outliers`, every kept sample in `samples[]` (same unit),
 //!   `iters_per_sample`, `warmup_discarded`, `notes[]`.
 //! - `baseline`: with `--baseline`, the ratio of every figure found in both.
 
@@ -120,8 +121,15 @@ pub fn format_ns(ns: f64) -> String {
     }
 }
 
+/// The spread for people: the CV, or with preempted samples (outliers)
+/// the CV without them, marked `*`.
 fn cv_text(f: &Figure) -> String {
-    f.cv.map_or("-".into(), |c| format!("±{:.1}%", c * 100.0))
+    match (f.outliers, f.cv_without_outliers, f.cv) {
+        (0, _, Some(c)) => format!("±{:.1}%", c * 100.0),
+        (n, Some(c), _) if n > 0 => format!("±{:.1}%*", c * 100.0),
+        (_, _, Some(c)) => format!("±{:.1}%", c * 100.0),
+        _ => "-".into(),
+    }
 }
 
 /// The sweep parameter for people.
@@ -198,6 +206,10 @@ fn machine_lines(r: &BenchReport, out: &mut dyn Write) -> io::Result<()> {
             .pinned_cpu
             .map_or("not pinned".into(), |c| format!("pinned to CPU {c}")),
         r.harness.priority,
+    )?;
+    writeln!(
+        out,
+        "  figures: median ±CV (stddev/mean of the samples; * = without outliers, i.e. preempted samples, counted in the JSON), min, p95"
     )?;
     if r.noise.noisy {
         writeln!(out, "  NOISY RUN: {}", r.noise.reasons.join("; "))?;
@@ -393,6 +405,8 @@ impl Render for BenchReport {
             "min",
             "p95",
             "cv_percent",
+            "cv_without_outliers_percent",
+            "outliers",
             "samples",
             "baseline_ratio",
             "definition",
@@ -414,6 +428,9 @@ impl Render for BenchReport {
                     num(s.map(|s| s.min)),
                     num(s.map(|s| s.p95)),
                     f.cv.map_or(String::new(), |c| format!("{:.2}", c * 100.0)),
+                    f.cv_without_outliers
+                        .map_or(String::new(), |c| format!("{:.2}", c * 100.0)),
+                    f.outliers.to_string(),
                     s.map_or("0".into(), |s| s.count.to_string()),
                     num(self.baseline.as_ref().and_then(|bl| bl.ratio_of(&f.id))),
                     f.definition.clone(),
