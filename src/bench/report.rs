@@ -484,9 +484,165 @@ impl Render for BenchReport {
     }
 }
 
+/// A small fixed report, for renderer tests.
+#[cfg(test)]
+pub(crate) fn sample_report() -> BenchReport {
+    use super::harness::{Samples, TimerSource};
+    use super::machine::CacheInfo;
+    use super::registry::find;
+    let samples = |v: &[f64]| Samples {
+        per_op_ns: v.to_vec(),
+        iters_per_sample: 1000,
+        warmup_discarded: 2,
+        clamped: 0,
+    };
+    let mut sys = BenchResult::new(find("syscall").expect("registered"));
+    sys.duration_ms = 310;
+    sys.push(Figure::latency(
+        "syscall.getpid",
+        "getpid (raw syscall)",
+        "ns per syscall(SYS_getpid), never cached by libc",
+        samples(&[120.0, 121.0, 122.0, 125.0, 900.0]),
+    ));
+    sys.push(Figure::unavailable(
+        "syscall.stat",
+        "stat /dev/null",
+        "ns per statx(2)",
+        "no /dev/null",
+    ));
+    let mut mem = BenchResult::new(find("memlat").expect("registered"));
+    mem.duration_ms = 7400;
+    for (x, v) in [(1024u64, 2.0), (2048, 2.1), (65536, 6.8), (4 << 20, 160.0)] {
+        mem.push(
+            Figure::latency(
+                format!("memlat.random_huge.{x}"),
+                "random, huge pages",
+                "ns per dependent load",
+                samples(&[v, v, v * 1.02]),
+            )
+            .at(x, "bytes"),
+        );
+    }
+    let mut bw = BenchResult::new(find("membw").expect("registered"));
+    bw.push(Figure::bandwidth(
+        "membw.read.1",
+        "read (1 thread)",
+        "GB/s read",
+        samples(&[100e6, 110e6, 105e6]),
+        1e9,
+    ));
+    BenchReport {
+        schema_version: 1,
+        mode: Mode::Quick,
+        duration_ms: 17_600,
+        machine: Machine {
+            cpu_model: Some("Test CPU".into()),
+            logical_cpus: 2,
+            kernel: Some("6.18.0".into()),
+            clocksource: Some("tsc".into()),
+            governor: None,
+            thp_enabled: Some("madvise".into()),
+            hypervisor: Some("yes (KVM)".into()),
+            mem_total_bytes: Some(24 << 30),
+            tsc_hz: Some(2.1e9),
+            core_mhz: Some(3000.0),
+            caches: vec![CacheInfo {
+                level: 1,
+                kind: "Data".into(),
+                size_bytes: 48 << 10,
+                line_bytes: Some(64),
+                shared_cpu_list: None,
+            }],
+            unavailable: vec![],
+        },
+        harness: HarnessInfo {
+            calibration: Calibration {
+                timer_source: TimerSource::Rdtscp,
+                timer_hz: 2.1e9,
+                timer_overhead_ns: 30.0,
+                timer_resolution_ns: 29.0,
+                loop_overhead_ns: 0.4,
+            },
+            budget_per_figure_ms: 50,
+            warmup_samples: 2,
+            min_samples: 5,
+            pinned_cpu: Some(1),
+            priority: "nice -20".into(),
+        },
+        noise: Noise {
+            load_average_1m_start: Some(0.1),
+            load_average_1m_end: Some(0.5),
+            steal_percent: Some(0.0),
+            involuntary_switches: 3,
+            noisy: false,
+            reasons: vec![],
+        },
+        benchmarks: vec![sys, mem, bw],
+        baseline: None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn rendered(format: crate::report::Format) -> String {
+        let mut out = Vec::new();
+        crate::report::render(&sample_report(), format, Style::default(), &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn human_snapshot() {
+        insta::assert_snapshot!(rendered(crate::report::Format::Human));
+    }
+
+    #[test]
+    fn csv_snapshot() {
+        insta::assert_snapshot!(rendered(crate::report::Format::Csv));
+    }
+
+    #[test]
+    fn markdown_snapshot() {
+        insta::assert_snapshot!(rendered(crate::report::Format::Markdown));
+    }
+
+    #[test]
+    fn prometheus_snapshot() {
+        insta::assert_snapshot!(rendered(crate::report::Format::Prometheus));
+    }
+
+    #[test]
+    fn json_round_trips() {
+        let r = sample_report();
+        let text = rendered(crate::report::Format::Json);
+        let back: BenchReport = serde_json::from_str(&text).unwrap();
+        // serde_json may round the last bit of a float: compare closely.
+        assert_eq!(back.machine, r.machine);
+        assert_eq!(back.benchmarks.len(), r.benchmarks.len());
+        let figs = |r: &BenchReport| -> Vec<(String, &'static str, Option<f64>, usize)> {
+            r.benchmarks
+                .iter()
+                .flat_map(|b| &b.figures)
+                .map(|f| {
+                    (
+                        f.id.clone(),
+                        f.value.unit_key(),
+                        f.median(),
+                        f.samples.len(),
+                    )
+                })
+                .collect()
+        };
+        for (a, b) in figs(&back).iter().zip(figs(&r).iter()) {
+            assert_eq!((&a.0, a.1, a.3), (&b.0, b.1, b.3));
+            match (a.2, b.2) {
+                (Some(x), Some(y)) => assert!((x - y).abs() <= 1e-12 * y.abs().max(1.0)),
+                (x, y) => assert_eq!(x, y),
+            }
+        }
+        assert_eq!(figs(&back).len(), 7);
+    }
 
     #[test]
     fn ns_formatting_picks_a_unit() {
