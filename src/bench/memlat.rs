@@ -195,7 +195,10 @@ pub fn boundaries(points: &[(u64, f64)]) -> Vec<u64> {
     let mut base = first;
     let mut i = 1;
     while let Some(&(_, v)) = points.get(i) {
-        if base > 0.0 && v >= 1.25 * base {
+        // A rise counts when the next point stays up too (one noisy
+        // point is not a cache boundary); the last point counts alone.
+        let sustained = points.get(i + 1).is_none_or(|&(_, n)| n >= 1.25 * base);
+        if base > 0.0 && v >= 1.25 * base && sustained {
             if let Some(&(before, _)) = points.get(i - 1) {
                 out.push(before);
             }
@@ -529,5 +532,8 @@ mod tests {
         // A slow climb in small steps is still one transition.
         let climb = vec![(1, 1.0), (2, 1.0), (3, 1.15), (4, 1.3), (5, 1.5), (6, 1.5)];
         assert_eq!(boundaries(&climb), vec![3]);
+        // One noisy point is not a boundary.
+        let blip = vec![(1, 1.0), (2, 2.0), (3, 1.0), (4, 1.0)];
+        assert!(boundaries(&blip).is_empty());
     }
 }
