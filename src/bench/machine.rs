@@ -38,7 +38,8 @@ pub struct Machine {
     pub mem_total_bytes: Option<u64>,
     /// The timer's rate: the TSC frequency where the TSC is the timer.
     pub tsc_hz: Option<f64>,
-    /// The core clock, measured by a dependent-multiply chain.
+    /// The core clock, measured by a dependent-multiply chain (the timer
+    /// benchmark's median when it ran, else a short probe at start-up).
     pub core_mhz: Option<f64>,
     pub caches: Vec<CacheInfo>,
     /// Why a field is absent, per field name.

@@ -270,6 +270,17 @@ pub fn execute(cfg: &Config, hooks: Hooks<'_>) -> Result<BenchReport, BenchError
         results.push(result);
     }
     let noise = noise_start.finish(&results, machine.logical_cpus);
+    let mut machine = machine;
+    // The timer benchmark samples the core clock far more than the quick
+    // probe at start-up: prefer its median when it ran.
+    if let Some(mhz) = results
+        .iter()
+        .flat_map(|r| &r.figures)
+        .find(|f| f.id == "timer.core_mhz")
+        .and_then(|f| f.median())
+    {
+        machine.core_mhz = Some(mhz);
+    }
     Ok(BenchReport {
         schema_version: crate::report::SCHEMA_VERSION,
         mode: cfg.mode,
