@@ -5,6 +5,7 @@
 //! command's `Config`, the command measures through `sys` and `procfs` into
 //! a plain-data report, and `report` renders that in the chosen format.
 
+pub mod bench;
 pub mod cache;
 pub mod cli;
 pub mod copy;

@@ -2,6 +2,7 @@
 //! system calls happen here, so `--help` works on a broken machine. Help,
 //! the man page and shell completions are all generated from these types.
 
+pub mod bench;
 pub mod cache;
 pub mod cp;
 pub mod load;
@@ -32,6 +33,9 @@ pub struct Cli {
 pub enum Command {
     /// Run a command and report what it cost (on stderr).
     Run(run::RunArgs),
+    /// Measure the machine: timer, calls, syscalls, spawn, context switches,
+    /// memory latency and bandwidth, page faults, file reads, select/poll/epoll.
+    Bench(bench::BenchArgs),
     /// Memory per program: private, shared, RAM used (PSS) and swap.
     Mem(mem::MemArgs),
     /// Page-cache residency of files; evict, warm or lock them.

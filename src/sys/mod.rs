@@ -4,13 +4,17 @@
 //! `// SAFETY:` comment. The wrappers return `std::io::Result` and keep no
 //! state of their own beyond what a call needs.
 
+pub mod buffers;
 pub mod cache;
+pub mod cpu;
+pub mod events;
 pub mod file;
 pub mod mem;
 pub mod perf;
 pub mod privilege;
 pub mod process;
 pub mod signals;
+pub mod spawn;
 pub mod uring;
 pub mod user;
 

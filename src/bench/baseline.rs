@@ -1,0 +1,145 @@
+//! `--baseline OLD.json`: ratios of this run's medians to an earlier run's
+//! (another kernel, another machine). A ratio is new / old for every unit,
+//! so above 1 means "more ns" (slower) for latencies and "more GB/s"
+//! (faster) for bandwidth; `higher_is_better` says which reading applies.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::BenchReport;
+
+/// One figure found in both runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    pub id: String,
+    pub unit: String,
+    pub old_median: f64,
+    pub new_median: f64,
+    /// new / old.
+    pub ratio: f64,
+    pub higher_is_better: bool,
+}
+
+/// The comparison with an earlier run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Baseline {
+    pub path: PathBuf,
+    pub old_cpu_model: Option<String>,
+    pub old_kernel: Option<String>,
+    pub old_mode: super::Mode,
+    pub comparisons: Vec<Comparison>,
+    /// Figures of this run the baseline lacks (or had unavailable).
+    pub missing_in_baseline: usize,
+}
+
+/// Why a baseline could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum BaselineError {
+    #[error("cannot read the baseline {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(
+        "the baseline {path} is not a `tally bench --format json` report ({source}); write one with `tally bench --format json > OLD.json`"
+    )]
+    Parse {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
+    #[error(
+        "the baseline {path} has schema_version {found}, this tally writes {expected}; rerun the old version with the same tally"
+    )]
+    Schema {
+        path: PathBuf,
+        found: u32,
+        expected: u32,
+    },
+}
+
+/// Reads an earlier report.
+pub fn load(path: &Path) -> Result<BenchReport, BaselineError> {
+    let text = std::fs::read_to_string(path).map_err(|source| BaselineError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let v: serde_json::Value =
+        serde_json::from_str(&text).map_err(|source| BaselineError::Parse {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    let found = v
+        .get("schema_version")
+        .and_then(|s| s.as_u64())
+        .and_then(|s| u32::try_from(s).ok())
+        .unwrap_or(0);
+    if found != crate::report::SCHEMA_VERSION {
+        return Err(BaselineError::Schema {
+            path: path.to_path_buf(),
+            found,
+            expected: crate::report::SCHEMA_VERSION,
+        });
+    }
+    serde_json::from_value(v).map_err(|source| BaselineError::Parse {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// Compares `new` against `old` figure by figure (matched on `id`).
+pub fn compare(path: &Path, old: &BenchReport, new: &BenchReport) -> Baseline {
+    let mut comparisons = Vec::new();
+    let mut missing = 0usize;
+    for f in new.benchmarks.iter().flat_map(|b| &b.figures) {
+        let Some(new_median) = f.median() else {
+            continue;
+        };
+        let old_fig = old
+            .benchmarks
+            .iter()
+            .flat_map(|b| &b.figures)
+            .find(|o| o.id == f.id && o.value.unit_key() == f.value.unit_key());
+        match old_fig.and_then(|o| o.median()) {
+            Some(old_median) if old_median != 0.0 => comparisons.push(Comparison {
+                id: f.id.clone(),
+                unit: f.value.unit_key().to_string(),
+                old_median,
+                new_median,
+                ratio: new_median / old_median,
+                higher_is_better: f.value.higher_is_better(),
+            }),
+            _ => missing += 1,
+        }
+    }
+    Baseline {
+        path: path.to_path_buf(),
+        old_cpu_model: old.machine.cpu_model.clone(),
+        old_kernel: old.machine.kernel.clone(),
+        old_mode: old.mode,
+        comparisons,
+        missing_in_baseline: missing,
+    }
+}
+
+impl Baseline {
+    /// new / old for figure `id`.
+    pub fn ratio_of(&self, id: &str) -> Option<f64> {
+        self.comparisons
+            .iter()
+            .find(|c| c.id == id)
+            .map(|c| c.ratio)
+    }
+
+    pub fn describe(&self) -> String {
+        format!(
+            "{} ({}, kernel {}, {:?} mode): {} figures compared, {} not in the baseline; ratio = this run / baseline",
+            self.path.display(),
+            self.old_cpu_model.as_deref().unwrap_or("unknown CPU"),
+            self.old_kernel.as_deref().unwrap_or("unknown"),
+            self.old_mode,
+            self.comparisons.len(),
+            self.missing_in_baseline
+        )
+    }
+}

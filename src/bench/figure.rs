@@ -1,0 +1,285 @@
+//! One measured figure: what it is, how it is defined, its summary in a
+//! unit its JSON key names, and every sample behind it.
+
+use serde::{Deserialize, Serialize};
+
+use super::harness::Samples;
+use crate::stats::{self, Summary};
+
+/// A figure's value. Serialised flattened into the figure, so the key names
+/// the unit: `"ns": {summary}`, `"gb_per_s": {…}`, `"mhz": {…}`, or
+/// `"unavailable": "reason"`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Value {
+    /// Nanoseconds per operation (as the definition says).
+    Ns(Summary),
+    /// Gigabytes (10^9 bytes) per second.
+    GbPerS(Summary),
+    /// Megahertz.
+    Mhz(Summary),
+    /// Bytes.
+    Bytes(Summary),
+    /// Not measured on this machine, and why.
+    Unavailable(String),
+}
+
+impl Value {
+    pub fn summary(&self) -> Option<&Summary> {
+        match self {
+            Value::Ns(s) | Value::GbPerS(s) | Value::Mhz(s) | Value::Bytes(s) => Some(s),
+            Value::Unavailable(_) => None,
+        }
+    }
+
+    /// The unit key (`ns`, `gb_per_s`, …).
+    pub fn unit_key(&self) -> &'static str {
+        match self {
+            Value::Ns(_) => "ns",
+            Value::GbPerS(_) => "gb_per_s",
+            Value::Mhz(_) => "mhz",
+            Value::Bytes(_) => "bytes",
+            Value::Unavailable(_) => "",
+        }
+    }
+
+    /// Whether larger is better (bandwidth, frequency) rather than worse.
+    pub fn higher_is_better(&self) -> bool {
+        matches!(self, Value::GbPerS(_) | Value::Mhz(_))
+    }
+}
+
+/// One figure of a benchmark.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Figure {
+    /// Stable key: `<benchmark>.<name>[.<x>]`, e.g. `memlat.random_4k.65536`.
+    pub id: String,
+    /// The series a sweep point belongs to (`random, 4 KiB pages`); for a
+    /// single figure, its label.
+    pub label: String,
+    /// The sweep parameter (bytes, descriptors, arguments), if any.
+    pub x: Option<u64>,
+    /// The unit of `x`: `bytes`, `fds`, `args`.
+    pub x_unit: Option<String>,
+    /// What exactly one unit of the figure is (per call, per round trip,
+    /// per fault; MB or MiB; which code did the work).
+    pub definition: String,
+    #[serde(flatten)]
+    pub value: Value,
+    /// Coefficient of variation of the samples (stddev / mean).
+    pub cv: Option<f64>,
+    /// Samples that are outliers by modified z-score (> 3.5): on a shared
+    /// machine, mostly samples that were preempted. Kept in `samples`.
+    #[serde(default)]
+    pub outliers: usize,
+    /// The coefficient of variation without those outliers.
+    #[serde(default)]
+    pub cv_without_outliers: Option<f64>,
+    /// Every kept sample, in the value's unit.
+    #[serde(default)]
+    pub samples: Vec<f64>,
+    pub iters_per_sample: Option<u64>,
+    pub warmup_discarded: Option<usize>,
+    #[serde(default)]
+    pub notes: Vec<String>,
+}
+
+impl Figure {
+    fn base(id: String, label: &str, definition: &str, value: Value) -> Figure {
+        Figure {
+            id,
+            label: label.to_string(),
+            x: None,
+            x_unit: None,
+            definition: definition.to_string(),
+            value,
+            cv: None,
+            outliers: 0,
+            cv_without_outliers: None,
+            samples: Vec::new(),
+            iters_per_sample: None,
+            warmup_discarded: None,
+            notes: Vec::new(),
+        }
+    }
+
+    fn from_values(
+        id: String,
+        label: &str,
+        definition: &str,
+        values: Vec<f64>,
+        make: fn(Summary) -> Value,
+    ) -> Figure {
+        match stats::summarize(&values) {
+            Some(s) => {
+                let mut f = Figure::base(id, label, definition, make(s));
+                f.cv = s.cv();
+                let out = stats::outliers(&values);
+                f.outliers = out.len();
+                f.cv_without_outliers = if out.is_empty() {
+                    f.cv
+                } else {
+                    let kept: Vec<f64> = values
+                        .iter()
+                        .enumerate()
+                        .filter(|(i, _)| !out.contains(i))
+                        .map(|(_, v)| *v)
+                        .collect();
+                    stats::summarize(&kept).and_then(|k| k.cv())
+                };
+                f.samples = values;
+                f
+            }
+            None => Figure::unavailable(id, label, definition, "no finite sample was taken"),
+        }
+    }
+
+    /// A latency figure in ns per operation.
+    pub fn latency(id: impl Into<String>, label: &str, definition: &str, s: Samples) -> Figure {
+        let clamped = s.clamped;
+        let mut f = Figure::from_values(id.into(), label, definition, s.per_op_ns, Value::Ns);
+        f.iters_per_sample = Some(s.iters_per_sample);
+        f.warmup_discarded = Some(s.warmup_discarded);
+        if clamped > 0 {
+            f.notes.push(format!(
+                "{clamped} samples fell below the empty-loop overhead and were clamped to 0"
+            ));
+        }
+        f
+    }
+
+    /// A latency figure from values already in ns (which may be negative:
+    /// they are kept as they are).
+    pub fn latency_values(
+        id: impl Into<String>,
+        label: &str,
+        definition: &str,
+        values: Vec<f64>,
+    ) -> Figure {
+        Figure::from_values(id.into(), label, definition, values, Value::Ns)
+    }
+
+    /// A bandwidth figure: `bytes_per_op` over each sample's ns per op.
+    pub fn bandwidth(
+        id: impl Into<String>,
+        label: &str,
+        definition: &str,
+        s: Samples,
+        bytes_per_op: f64,
+    ) -> Figure {
+        let values = s
+            .per_op_ns
+            .iter()
+            .filter(|ns| **ns > 0.0)
+            .map(|ns| bytes_per_op / ns)
+            .collect();
+        let mut f = Figure::from_values(id.into(), label, definition, values, Value::GbPerS);
+        f.iters_per_sample = Some(s.iters_per_sample);
+        f.warmup_discarded = Some(s.warmup_discarded);
+        f
+    }
+
+    /// A frequency figure in MHz.
+    pub fn mhz(id: impl Into<String>, label: &str, definition: &str, values: Vec<f64>) -> Figure {
+        Figure::from_values(id.into(), label, definition, values, Value::Mhz)
+    }
+
+    /// A size figure in bytes.
+    pub fn bytes(id: impl Into<String>, label: &str, definition: &str, values: Vec<f64>) -> Figure {
+        Figure::from_values(id.into(), label, definition, values, Value::Bytes)
+    }
+
+    /// A figure that could not be measured, and why.
+    pub fn unavailable(
+        id: impl Into<String>,
+        label: &str,
+        definition: &str,
+        reason: impl Into<String>,
+    ) -> Figure {
+        Figure::base(
+            id.into(),
+            label,
+            definition,
+            Value::Unavailable(reason.into()),
+        )
+    }
+
+    /// Sets the sweep parameter.
+    pub fn at(mut self, x: u64, unit: &str) -> Figure {
+        self.x = Some(x);
+        self.x_unit = Some(unit.to_string());
+        self
+    }
+
+    /// Adds a note.
+    pub fn note(mut self, note: impl Into<String>) -> Figure {
+        self.notes.push(note.into());
+        self
+    }
+
+    pub fn median(&self) -> Option<f64> {
+        self.value.summary().map(|s| s.median)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_key_names_the_unit() {
+        let f = Figure::latency_values("a.b", "b", "per call", vec![1.0, 2.0, 3.0]);
+        let j = serde_json::to_value(&f).unwrap();
+        assert_eq!(j["ns"]["median"], 2.0);
+        assert!(j.get("unavailable").is_none());
+        let back: Figure = serde_json::from_value(j).unwrap();
+        assert_eq!(back, f);
+    }
+
+    #[test]
+    fn outliers_are_counted_and_left_out_of_the_second_cv() {
+        let mut v = vec![10.0; 20];
+        v[3] = 11.0;
+        v.push(500.0);
+        let f = Figure::latency_values("a.b", "b", "d", v);
+        assert_eq!(f.outliers, 2, "the 11 is off a zero MAD, the 500 far off");
+        assert_eq!(f.samples.len(), 21);
+        assert!(f.cv.unwrap() > 1.0);
+        assert!(f.cv_without_outliers.unwrap() < 1e-9);
+    }
+
+    #[test]
+    fn unavailable_round_trips() {
+        let f = Figure::unavailable("a.b", "b", "per call", "no TSC");
+        let j = serde_json::to_value(&f).unwrap();
+        assert_eq!(j["unavailable"], "no TSC");
+        let back: Figure = serde_json::from_value(j).unwrap();
+        assert_eq!(back.value, Value::Unavailable("no TSC".into()));
+    }
+
+    #[test]
+    fn negative_values_are_kept() {
+        let f = Figure::latency_values("a.b", "b", "d", vec![-5.0, -4.0, -3.0]);
+        assert_eq!(f.median(), Some(-4.0));
+        assert_eq!(f.samples.len(), 3);
+    }
+
+    #[test]
+    fn empty_samples_are_unavailable() {
+        let f = Figure::latency_values("a.b", "b", "d", vec![]);
+        assert!(matches!(f.value, Value::Unavailable(_)));
+    }
+
+    #[test]
+    fn bandwidth_divides_bytes_by_time() {
+        let s = Samples {
+            per_op_ns: vec![1.0, 2.0],
+            iters_per_sample: 1,
+            warmup_discarded: 0,
+            clamped: 0,
+        };
+        let f = Figure::bandwidth("m.r", "r", "d", s, 4.0);
+        assert_eq!(f.value.summary().unwrap().max, 4.0);
+        assert_eq!(f.value.summary().unwrap().min, 2.0);
+    }
+}

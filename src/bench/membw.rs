@@ -1,0 +1,233 @@
+//! membw: RAM bandwidth — read, write and copy over a buffer at least 4×
+//! the last-level cache (so the caches cannot hold it), on one thread and
+//! on every allowed CPU. GB means 10^9 bytes. Read is a plain loop summing
+//! u64 words (the compiler vectorises it); write is `slice::fill` (libc
+//! memset); copy is `copy_from_slice` (libc memcpy) and counts each byte
+//! copied once (as sysbench and mbw do), not read + write.
+
+use std::sync::Barrier;
+use std::time::Duration;
+
+use super::harness::{Samples, Timer};
+use super::machine::llc_bytes;
+use super::registry::{Benchmark, Section};
+use super::{BenchResult, Ctx, Figure, StepError, step_err};
+use crate::sys;
+use crate::sys::buffers::{AnonMap, Pages};
+use crate::units::human_bytes;
+
+pub const BENCH: Benchmark = Benchmark {
+    name: "membw",
+    section: Section::Memory,
+    about: "read, write and copy bandwidth, one thread and all threads",
+    heavy: false,
+    uses_dir: false,
+    estimate: |c| c.budget_per_figure() * 12 + Duration::from_secs(2),
+    run,
+};
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kernel {
+    Read,
+    Write,
+    Copy,
+}
+
+impl Kernel {
+    fn key(self) -> &'static str {
+        match self {
+            Kernel::Read => "read",
+            Kernel::Write => "write",
+            Kernel::Copy => "copy",
+        }
+    }
+    fn definition(self) -> &'static str {
+        match self {
+            Kernel::Read => {
+                "GB/s (10^9 B) read: plain loop summing u64 words (compiler-vectorised)"
+            }
+            Kernel::Write => "GB/s (10^9 B) written: slice::fill (libc memset)",
+            Kernel::Copy => {
+                "GB/s (10^9 B) copied, each byte counted once: copy_from_slice (libc memcpy)"
+            }
+        }
+    }
+}
+
+/// Buffer size: 4× the LLC rounded up to 64 MiB, at least 64 MiB, at
+/// most `max_mem` (copy uses two of them).
+pub fn buffer_bytes(llc: Option<u64>, max_mem: u64, tiny: bool) -> u64 {
+    if tiny {
+        return (1u64 << 20).min(max_mem).max(4096);
+    }
+    let want = llc.unwrap_or(32 << 20).saturating_mul(4).max(64 << 20);
+    let want = want.div_ceil(64 << 20).saturating_mul(64 << 20);
+    want.min(max_mem / 2).max(4096) / 4096 * 4096
+}
+
+/// One pass of `kernel` over `src` (and `dst`).
+fn pass(kernel: Kernel, src: &[u64], dst: &mut [u64], salt: u64) -> u64 {
+    match kernel {
+        Kernel::Read => src.iter().fold(0u64, |a, w| a.wrapping_add(*w)),
+        Kernel::Write => {
+            dst.fill(salt | 1);
+            0
+        }
+        Kernel::Copy => {
+            let n = src.len().min(dst.len());
+            if let (Some(d), Some(s)) = (dst.get_mut(..n), src.get(..n)) {
+                d.copy_from_slice(s);
+            }
+            0
+        }
+    }
+}
+
+/// Times `passes` passes on `threads` threads, each over its own slice.
+fn timed_passes(
+    timer: &Timer,
+    kernel: Kernel,
+    src: &AnonMap,
+    dst: &mut AnonMap,
+    threads: usize,
+    cpus: &[usize],
+    passes: u64,
+) -> f64 {
+    let src = src.words();
+    let dst = dst.words_mut();
+    if threads <= 1 {
+        let s = timer.now();
+        for p in 0..passes {
+            std::hint::black_box(pass(kernel, src, dst, p));
+        }
+        return timer.ns_since(s);
+    }
+    let chunk = src.len().div_ceil(threads).max(1);
+    let barrier = Barrier::new(threads + 1);
+    let mut ns = 0.0;
+    std::thread::scope(|scope| {
+        let mut handles = Vec::new();
+        for (i, (s, d)) in src.chunks(chunk).zip(dst.chunks_mut(chunk)).enumerate() {
+            let barrier = &barrier;
+            let cpu = cpus.get(i % cpus.len().max(1)).copied();
+            handles.push(scope.spawn(move || {
+                if let Some(c) = cpu {
+                    let _ = sys::cpu::pin_to_cpu(c);
+                }
+                barrier.wait();
+                let mut acc = 0u64;
+                for p in 0..passes {
+                    acc = acc.wrapping_add(pass(kernel, s, d, p));
+                }
+                barrier.wait();
+                std::hint::black_box(acc);
+            }));
+        }
+        // A chunking that made fewer slices than threads would leave the
+        // barrier short; pad with idle parties.
+        for _ in handles.len()..threads {
+            let barrier = &barrier;
+            scope.spawn(move || {
+                barrier.wait();
+                barrier.wait();
+            });
+        }
+        barrier.wait();
+        let s = timer.now();
+        barrier.wait();
+        ns = timer.ns_since(s);
+    });
+    ns
+}
+
+fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
+    let llc = llc_bytes(&ctx.machine.caches);
+    let bytes = buffer_bytes(llc, ctx.cfg.max_mem_bytes, ctx.cfg.tiny());
+    if let Some(l) = llc {
+        if bytes < l.saturating_mul(4) && !ctx.cfg.tiny() {
+            out.notes.push(format!(
+                "the buffer ({}) is below 4× the LLC ({}) because of --max-mem: part of it may be served from cache",
+                human_bytes(bytes),
+                human_bytes(l)
+            ));
+        }
+    }
+    ctx.step(format!("filling two {} buffers", human_bytes(bytes)));
+    let mut src =
+        AnonMap::new(bytes as usize, Pages::Huge).map_err(step_err("mmap the source buffer"))?;
+    let mut dst = AnonMap::new(bytes as usize, Pages::Huge)
+        .map_err(step_err("mmap the destination buffer"))?;
+    // Non-zero data, and every page touched before timing.
+    for (i, w) in src.words_mut().iter_mut().enumerate() {
+        *w = 0x0123_4567_89ab_cdef ^ i as u64;
+    }
+    dst.words_mut().fill(0x1111_1111_1111_1111);
+    out.notes.push(format!(
+        "buffers: {} each, huge pages asked for, filled with non-zero data before timing",
+        human_bytes(bytes)
+    ));
+    let threads_all = ctx.allowed_cpus.len().max(1);
+    let mut configs = vec![(1usize, "1 thread")];
+    if threads_all > 1 {
+        configs.push((threads_all, "all threads"));
+    }
+    for kernel in [Kernel::Read, Kernel::Write, Kernel::Copy] {
+        for &(threads, words) in &configs {
+            let cpus: Vec<usize> = if threads == 1 {
+                ctx.cpu.into_iter().collect()
+            } else {
+                ctx.allowed_cpus.clone()
+            };
+            let h = ctx.h;
+            let s: Samples = h
+                .measure_raw::<std::convert::Infallible>(&mut |iters, t| {
+                    Ok(timed_passes(
+                        t, kernel, &src, &mut dst, threads, &cpus, iters,
+                    ))
+                })
+                .unwrap_or_else(|never| match never {});
+            let label = format!("{} ({words})", kernel.key());
+            out.push(Figure::bandwidth(
+                format!(
+                    "membw.{}.{}",
+                    kernel.key(),
+                    if threads == 1 { "1" } else { "all" }
+                ),
+                &label,
+                &format!("{}, {threads} thread(s)", kernel.definition()),
+                s,
+                bytes as f64,
+            ));
+        }
+    }
+    if threads_all == 1 {
+        out.notes
+            .push("all-thread figures unavailable: one CPU allowed".into());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buffer_is_four_llcs_within_the_cap() {
+        assert_eq!(buffer_bytes(Some(105 << 20), 1 << 40, false), 448 << 20);
+        assert_eq!(buffer_bytes(None, 1 << 40, false), 128 << 20);
+        assert_eq!(buffer_bytes(Some(105 << 20), 64 << 20, false), 32 << 20);
+        assert_eq!(buffer_bytes(Some(105 << 20), 0, false), 4096);
+        assert_eq!(buffer_bytes(None, 1 << 30, true), 1 << 20);
+    }
+
+    #[test]
+    fn kernels_do_their_work() {
+        let src = vec![1u64, 2, 3];
+        let mut dst = vec![0u64; 3];
+        assert_eq!(pass(Kernel::Read, &src, &mut dst, 0), 6);
+        pass(Kernel::Copy, &src, &mut dst, 0);
+        assert_eq!(dst, src);
+        pass(Kernel::Write, &src, &mut dst, 4);
+        assert_eq!(dst, vec![5, 5, 5]);
+    }
+}

@@ -1,0 +1,197 @@
+//! pagefault: what the kernel takes to service a fault — anonymous minor
+//! faults (fresh zero pages), file-backed minor faults (file in the page
+//! cache, new mapping) and major faults (file evicted first, `MADV_RANDOM`
+//! so each fault reads one page instead of a readahead window). Times are
+//! divided by the faults `getrusage` counted, so a figure is per fault;
+//! file minor faults map several pages each (fault-around), which the note
+//! gives as pages per fault.
+
+use std::time::Duration;
+
+use super::registry::{Benchmark, Section};
+use super::{BenchResult, Ctx, Figure, StepError, step_err};
+use crate::sys;
+use crate::sys::buffers::{AnonMap, FileMap, Pages};
+
+pub const BENCH: Benchmark = Benchmark {
+    name: "pagefault",
+    section: Section::Memory,
+    about: "anonymous minor, file minor and major page faults",
+    heavy: false,
+    uses_dir: true,
+    estimate: |c| c.budget_per_figure() * 6 + Duration::from_millis(500),
+    run,
+};
+
+const PAGE: usize = 4096;
+
+fn faults() -> (u64, u64) {
+    sys::cpu::self_faults().unwrap_or((0, 0))
+}
+
+/// Collects per-fault ns over repeated passes until the budget is spent.
+struct PerFault {
+    values: Vec<f64>,
+    faults: u64,
+    pages: u64,
+}
+
+fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
+    let tiny = ctx.cfg.tiny();
+    let budget = ctx.h.budget.per_figure * 2;
+    let min_passes = if tiny { 2 } else { 5 };
+    let timer = ctx.h.timer;
+
+    // Anonymous minor faults: a fresh base-page mapping per pass.
+    let region = if tiny { 1 << 20 } else { 8 << 20 };
+    let mut anon = PerFault {
+        values: vec![],
+        faults: 0,
+        pages: 0,
+    };
+    let start = std::time::Instant::now();
+    while anon.values.len() < min_passes || (start.elapsed() < budget && anon.values.len() < 500) {
+        let mut m = AnonMap::new(region, Pages::Base).map_err(step_err("mmap anonymous memory"))?;
+        let (f0, _) = faults();
+        let s = timer.now();
+        let pages = m.touch_write(PAGE);
+        let ns = timer.ns_since(s);
+        let (f1, _) = faults();
+        let n = f1.saturating_sub(f0).max(1);
+        anon.values.push(ns / n as f64);
+        anon.faults += n;
+        anon.pages += pages as u64;
+    }
+    out.push(
+        Figure::latency_values(
+            "pagefault.anon_minor",
+            "anonymous minor fault",
+            "ns per fault: first write to each 4 KiB page of a fresh MADV_NOHUGEPAGE mapping (zero page allocated and mapped)",
+            anon.values,
+        )
+        .note(format!(
+            "{:.2} pages per fault over {} faults",
+            anon.pages as f64 / anon.faults.max(1) as f64,
+            anon.faults
+        )),
+    );
+
+    // File-backed faults need a file.
+    let file_bytes: u64 = if tiny { 1 << 20 } else { 16 << 20 };
+    ctx.step("writing the scratch file");
+    let scratch = super::scratch_file(&ctx.cfg.dir, file_bytes).map_err(step_err(format!(
+        "write a scratch file in {}",
+        ctx.cfg.dir.display()
+    )))?;
+    let file = scratch.as_file();
+    let len = file_bytes as usize;
+
+    // Minor: the file is cached (just written and synced, read once).
+    let _ = FileMap::new(file, len, false).map(|m| m.touch(PAGE));
+    let mut minor = PerFault {
+        values: vec![],
+        faults: 0,
+        pages: 0,
+    };
+    let start = std::time::Instant::now();
+    while minor.values.len() < min_passes || (start.elapsed() < budget && minor.values.len() < 500)
+    {
+        let m = FileMap::new(file, len, false).map_err(step_err("mmap the scratch file"))?;
+        let (f0, _) = faults();
+        let s = timer.now();
+        std::hint::black_box(m.touch(PAGE));
+        let ns = timer.ns_since(s);
+        let (f1, _) = faults();
+        let n = f1.saturating_sub(f0).max(1);
+        minor.values.push(ns / n as f64);
+        minor.faults += n;
+        minor.pages += (len / PAGE) as u64;
+    }
+    out.push(
+        Figure::latency_values(
+            "pagefault.file_minor",
+            "file minor fault (cached)",
+            "ns per fault: first read of each page of a new shared mapping of a cached file",
+            minor.values,
+        )
+        .note(format!(
+            "{:.1} pages mapped per fault (fault-around) over {} faults",
+            minor.pages as f64 / minor.faults.max(1) as f64,
+            minor.faults
+        )),
+    );
+
+    // Major: evicted before each pass, one page read per fault.
+    let touches: usize = if tiny { 16 } else { 128 };
+    let stride = (len / touches).max(PAGE) / PAGE * PAGE;
+    let mut major = PerFault {
+        values: vec![],
+        faults: 0,
+        pages: 0,
+    };
+    let mut still_cached = 0u64;
+    let start = std::time::Instant::now();
+    ctx.step("major faults");
+    while major.values.len() < min_passes.min(3)
+        || (start.elapsed() < budget * 2 && major.values.len() < 200)
+    {
+        match super::evict(scratch.path()) {
+            Ok(Some(left)) => still_cached = still_cached.max(left),
+            Ok(None) => {}
+            Err(e) => {
+                out.push(Figure::unavailable(
+                    "pagefault.major",
+                    "major fault (evicted file)",
+                    "ns per major fault",
+                    format!("cannot evict the scratch file: {e}"),
+                ));
+                return Ok(());
+            }
+        }
+        let m = FileMap::new(file, len, true).map_err(step_err("mmap the scratch file"))?;
+        let (_, j0) = faults();
+        let s = timer.now();
+        std::hint::black_box(m.touch(stride));
+        let ns = timer.ns_since(s);
+        let (_, j1) = faults();
+        let n = j1.saturating_sub(j0);
+        if n > 0 {
+            major.values.push(ns / n as f64);
+            major.faults += n;
+            major.pages += (len / stride) as u64;
+        }
+        if major.values.is_empty() && start.elapsed() > budget {
+            break;
+        }
+    }
+    let def = "ns per major fault: read of a page of an evicted file through a MADV_RANDOM mapping (one page per fault, no readahead)";
+    if major.values.is_empty() {
+        out.push(Figure::unavailable(
+            "pagefault.major",
+            "major fault (evicted file)",
+            def,
+            format!(
+                "no major fault was counted: the file stayed cached ({still_cached} pages after eviction) or the filesystem under {} keeps it in memory (tmpfs)",
+                ctx.cfg.dir.display()
+            ),
+        ));
+    } else {
+        let mut f = Figure::latency_values(
+            "pagefault.major",
+            "major fault (evicted file)",
+            def,
+            major.values,
+        )
+        .note(format!(
+            "{} major faults for {} pages touched, stride {} KiB",
+            major.faults,
+            major.pages,
+            stride / 1024
+        ));
+        if still_cached > 0 {
+            f = f.note(format!("{still_cached} pages stayed cached after eviction"));
+        }
+        out.push(f);
+    }
+    Ok(())
+}

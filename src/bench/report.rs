@@ -1,0 +1,661 @@
+//! The report of `tally bench` and its human, table and Prometheus forms.
+//!
+//! JSON schema (`schema_version` 1):
+//! - `mode`: `quick`, `standard` or `full`; `duration_ms`.
+//! - `machine`: CPU model, logical CPUs, kernel, clocksource, governor,
+//!   THP mode, hypervisor, `mem_total_bytes`, `tsc_hz`, `core_mhz`,
+//!   `caches[]` (level, kind, `size_bytes`, `line_bytes`), `unavailable[]`.
+//! - `harness`: `calibration` (timer source, `timer_hz`,
+//!   `timer_overhead_ns`, `timer_resolution_ns`, `loop_overhead_ns`),
+//!   `budget_per_figure_ms`, warm-up and minimum samples, pinned CPU,
+//!   priority.
+//! - `noise`: load averages, `steal_percent`, involuntary switches, `noisy`
+//!   and its `reasons[]`.
+//! - `benchmarks[]`: `name`, `section`, `about`, `duration_ms`,
+//!   `involuntary_switches`, `error` (the benchmark failed as a whole),
+//!   `notes[]`, `memlat` (plateaus vs sysfs caches, memlat only) and
+//!   `figures[]`. A figure has `id` (stable key), `label`, `x`/`x_unit`
+//!   for sweeps, `definition`, then its value under a key naming the unit
+//!   (`ns`, `gb_per_s`, `mhz`, `bytes`: a summary with `count`, `min`,
+//!   `median`, `mean`, `stddev`, `max`, `p95`, `mad`) or `unavailable`
+//!   with the reason; `cv`, `outliers` (modified z-score > 3.5, mostly
+//!   preempted samples) and `cv_without_outliers`, every kept sample in `samples[]` (same unit),
+//!   `iters_per_sample`, `warmup_discarded`, `notes[]`.
+//! - `baseline`: with `--baseline`, the ratio of every figure found in both.
+
+use std::io::{self, Write};
+
+use serde::{Deserialize, Serialize};
+
+use super::baseline::Baseline;
+use super::figure::{Figure, Value};
+use super::harness::Calibration;
+use super::machine::{Machine, Noise};
+use super::registry::{Benchmark, Section};
+use super::{Mode, memlat};
+use crate::report::{Metric, MetricKind, Render, Sample, Style, Table};
+use crate::units::{human_bytes, thousands_f};
+
+/// How the harness ran.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HarnessInfo {
+    pub calibration: Calibration,
+    pub budget_per_figure_ms: u64,
+    pub warmup_samples: usize,
+    pub min_samples: usize,
+    pub pinned_cpu: Option<usize>,
+    pub priority: String,
+}
+
+/// One benchmark's results.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchResult {
+    pub name: String,
+    pub section: Section,
+    pub about: String,
+    pub duration_ms: u64,
+    pub involuntary_switches: u64,
+    /// Set when the benchmark failed as a whole.
+    pub error: Option<String>,
+    #[serde(default)]
+    pub notes: Vec<String>,
+    /// memlat only: plateaus found against the sysfs cache sizes.
+    pub memlat: Option<memlat::Analysis>,
+    pub figures: Vec<Figure>,
+}
+
+impl BenchResult {
+    pub fn new(b: &Benchmark) -> BenchResult {
+        BenchResult {
+            name: b.name.to_string(),
+            section: b.section,
+            about: b.about.to_string(),
+            duration_ms: 0,
+            involuntary_switches: 0,
+            error: None,
+            notes: Vec::new(),
+            memlat: None,
+            figures: Vec::new(),
+        }
+    }
+
+    pub fn push(&mut self, f: Figure) {
+        self.figures.push(f);
+    }
+}
+
+/// The whole report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchReport {
+    pub schema_version: u32,
+    pub mode: Mode,
+    pub duration_ms: u64,
+    pub machine: Machine,
+    pub harness: HarnessInfo,
+    pub noise: Noise,
+    pub benchmarks: Vec<BenchResult>,
+    pub baseline: Option<Baseline>,
+}
+
+/// A value with its unit for people: ns below 1 µs, then µs, then ms.
+pub fn format_value(v: &Value, x: f64) -> String {
+    match v {
+        Value::Ns(_) => format_ns(x),
+        Value::GbPerS(_) => format!("{x:.2} GB/s"),
+        Value::Mhz(_) => format!("{} MHz", thousands_f(x)),
+        Value::Bytes(_) => human_bytes(x.max(0.0) as u64),
+        Value::Unavailable(_) => "unavailable".into(),
+    }
+}
+
+pub fn format_ns(ns: f64) -> String {
+    let a = ns.abs();
+    if a < 10.0 {
+        format!("{ns:.2} ns")
+    } else if a < 1_000.0 {
+        format!("{ns:.1} ns")
+    } else if a < 1_000_000.0 {
+        format!("{:.2} µs", ns / 1e3)
+    } else {
+        format!("{:.2} ms", ns / 1e6)
+    }
+}
+
+/// The spread for people: the CV, or with preempted samples (outliers)
+/// the CV without them, marked `*`.
+fn cv_text(f: &Figure) -> String {
+    match (f.outliers, f.cv_without_outliers, f.cv) {
+        (0, _, Some(c)) => format!("±{:.1}%", c * 100.0),
+        (n, Some(c), _) if n > 0 => format!("±{:.1}%*", c * 100.0),
+        (_, _, Some(c)) => format!("±{:.1}%", c * 100.0),
+        _ => "-".into(),
+    }
+}
+
+/// The sweep parameter for people.
+pub fn format_x(x: u64, unit: Option<&str>) -> String {
+    match unit {
+        Some("bytes") => human_bytes(x).replace(".0 ", " "),
+        Some(u) => format!("{} {u}", crate::units::thousands(x)),
+        None => crate::units::thousands(x),
+    }
+}
+
+fn machine_lines(r: &BenchReport, out: &mut dyn Write) -> io::Result<()> {
+    let m = &r.machine;
+    writeln!(
+        out,
+        "tally bench ({:?} mode, {:.1} s) on {}, {} CPUs, kernel {}, {}",
+        r.mode,
+        r.duration_ms as f64 / 1000.0,
+        m.cpu_model.as_deref().unwrap_or("unknown CPU"),
+        m.logical_cpus,
+        m.kernel.as_deref().unwrap_or("unknown"),
+        m.hypervisor.as_deref().map_or(
+            "bare metal or undetected hypervisor".to_string(),
+            |h| format!("hypervisor: {h}")
+        ),
+    )?;
+    let caches: Vec<String> = m
+        .caches
+        .iter()
+        .map(|c| {
+            let kind = match c.kind.as_str() {
+                "Data" => "d",
+                "Instruction" => "i",
+                _ => "",
+            };
+            format!(
+                "L{}{kind} {}",
+                c.level,
+                human_bytes(c.size_bytes).replace(".0 ", " ")
+            )
+        })
+        .collect();
+    writeln!(
+        out,
+        "  TSC {}, core {} (measured), clocksource {}, governor {}, THP {}, caches (sysfs): {}",
+        m.tsc_hz.map_or("unavailable".into(), |hz| format!(
+            "{} MHz",
+            thousands_f(hz / 1e6)
+        )),
+        m.core_mhz.map_or("unavailable".into(), |mhz| format!(
+            "{} MHz",
+            thousands_f(mhz)
+        )),
+        m.clocksource.as_deref().unwrap_or("unknown"),
+        m.governor.as_deref().unwrap_or("unavailable (no cpufreq)"),
+        m.thp_enabled.as_deref().unwrap_or("unknown"),
+        if caches.is_empty() {
+            "unavailable".to_string()
+        } else {
+            caches.join(", ")
+        },
+    )?;
+    let c = &r.harness.calibration;
+    writeln!(
+        out,
+        "  timer {} read {}, resolution {}; empty loop {}/iter; {} per figure, {} warm-up samples dropped; {}; {}",
+        c.timer_source.describe(),
+        format_ns(c.timer_overhead_ns),
+        format_ns(c.timer_resolution_ns),
+        format_ns(c.loop_overhead_ns),
+        format_ns(r.harness.budget_per_figure_ms as f64 * 1e6),
+        r.harness.warmup_samples,
+        r.harness
+            .pinned_cpu
+            .map_or("not pinned".into(), |c| format!("pinned to CPU {c}")),
+        r.harness.priority,
+    )?;
+    writeln!(
+        out,
+        "  figures: median ±CV (stddev/mean of the samples; * = without outliers, i.e. preempted samples, counted in the JSON), min, p95"
+    )?;
+    if r.noise.noisy {
+        writeln!(out, "  NOISY RUN: {}", r.noise.reasons.join("; "))?;
+    } else {
+        writeln!(
+            out,
+            "  quiet run: load {} at start, steal {}, {} involuntary switches",
+            r.noise
+                .load_average_1m_start
+                .map_or("unknown".into(), |l| format!("{l:.2}")),
+            r.noise
+                .steal_percent
+                .map_or("unknown".into(), |s| format!("{s:.1}%")),
+            r.noise.involuntary_switches
+        )?;
+    }
+    Ok(())
+}
+
+fn baseline_suffix(r: &BenchReport, f: &Figure) -> String {
+    r.baseline
+        .as_ref()
+        .and_then(|b| b.ratio_of(&f.id))
+        .map_or(String::new(), |ratio| format!("  {ratio:.2}× base"))
+}
+
+fn write_single(r: &BenchReport, f: &Figure, out: &mut dyn Write) -> io::Result<()> {
+    match (&f.value, f.value.summary()) {
+        (v, Some(s)) => writeln!(
+            out,
+            "  {:<36} {:>12} {:>7}  min {:<10} p95 {:<10} {}{}",
+            f.label,
+            format_value(v, s.median),
+            cv_text(f),
+            format_value(v, s.min),
+            format_value(v, s.p95),
+            f.definition,
+            baseline_suffix(r, f),
+        )?,
+        (_, None) => writeln!(
+            out,
+            "  {:<36} {:>12}  {}",
+            f.label,
+            "unavailable",
+            match &f.value {
+                Value::Unavailable(why) => why.as_str(),
+                _ => "",
+            }
+        )?,
+    }
+    for n in &f.notes {
+        writeln!(out, "  {:<36}   note: {n}", "")?;
+    }
+    Ok(())
+}
+
+fn write_sweep(r: &BenchReport, b: &BenchResult, out: &mut dyn Write) -> io::Result<()> {
+    let mut series: Vec<&str> = Vec::new();
+    let mut xs: Vec<u64> = Vec::new();
+    for f in &b.figures {
+        if !series.contains(&f.label.as_str()) {
+            series.push(&f.label);
+        }
+        if let Some(x) = f.x {
+            if !xs.contains(&x) {
+                xs.push(x);
+            }
+        }
+    }
+    xs.sort_unstable();
+    let x_unit = b.figures.iter().find_map(|f| f.x_unit.as_deref());
+    let width = series
+        .iter()
+        .map(|s| s.len())
+        .max()
+        .unwrap_or(10)
+        .clamp(14, 28);
+    write!(out, "  {:>10}", x_unit.unwrap_or(""))?;
+    for s in &series {
+        write!(out, " {s:>width$}")?;
+    }
+    writeln!(out)?;
+    for x in &xs {
+        write!(
+            out,
+            "  {:>10}",
+            format_x(*x, x_unit).replace(&format!(" {}", x_unit.unwrap_or("")), "")
+        )?;
+        for s in &series {
+            let cell = b
+                .figures
+                .iter()
+                .find(|f| f.x == Some(*x) && f.label == *s)
+                .map_or(String::new(), |f| match f.value.summary() {
+                    Some(sum) => format!("{} {}", format_value(&f.value, sum.median), cv_text(f)),
+                    None => "unavailable".into(),
+                });
+            write!(out, " {cell:>width$}")?;
+        }
+        writeln!(out)?;
+    }
+    for s in &series {
+        if let Some(f) = b.figures.iter().find(|f| f.label == *s) {
+            writeln!(out, "    {s}: {}", f.definition)?;
+        }
+    }
+    let mut reasons: Vec<String> = Vec::new();
+    for f in &b.figures {
+        let text = match &f.value {
+            Value::Unavailable(why) => Some(format!("{} unavailable: {why}", f.label)),
+            _ => None,
+        };
+        for t in text
+            .into_iter()
+            .chain(f.notes.iter().map(|n| format!("{}: {n}", f.label)))
+        {
+            if !reasons.contains(&t) {
+                reasons.push(t);
+            }
+        }
+    }
+    for t in reasons {
+        writeln!(out, "    note: {t}")?;
+    }
+    if let Some(base) = &r.baseline {
+        let ratios: Vec<f64> = b
+            .figures
+            .iter()
+            .filter_map(|f| base.ratio_of(&f.id))
+            .collect();
+        if let Some(s) = crate::stats::summarize(&ratios) {
+            writeln!(
+                out,
+                "    vs baseline: median ratio {:.2}× over {} points (min {:.2}×, max {:.2}×)",
+                s.median, s.count, s.min, s.max
+            )?;
+        }
+    }
+    Ok(())
+}
+
+impl Render for BenchReport {
+    fn human(&self, out: &mut dyn Write, _style: Style) -> io::Result<()> {
+        machine_lines(self, out)?;
+        if let Some(b) = &self.baseline {
+            writeln!(out, "  baseline: {}", b.describe())?;
+        }
+        let mut section = None;
+        for b in &self.benchmarks {
+            if section != Some(b.section) {
+                section = Some(b.section);
+                writeln!(out, "\n== {} ==", b.section.title())?;
+            }
+            writeln!(
+                out,
+                "\n{} — {} ({:.1} s)",
+                b.name,
+                b.about,
+                b.duration_ms as f64 / 1000.0
+            )?;
+            if let Some(e) = &b.error {
+                writeln!(out, "  failed: {e}")?;
+            }
+            let sweep = !b.figures.is_empty() && b.figures.iter().all(|f| f.x.is_some());
+            if sweep {
+                write_sweep(self, b, out)?;
+            } else {
+                for f in &b.figures {
+                    write_single(self, f, out)?;
+                }
+            }
+            if let Some(a) = &b.memlat {
+                for line in a.lines() {
+                    writeln!(out, "  {line}")?;
+                }
+            }
+            for n in &b.notes {
+                writeln!(out, "  note: {n}")?;
+            }
+        }
+        Ok(())
+    }
+
+    fn table(&self) -> Table {
+        let headers = [
+            "benchmark",
+            "id",
+            "label",
+            "x",
+            "x_unit",
+            "unit",
+            "median",
+            "min",
+            "p95",
+            "cv_percent",
+            "cv_without_outliers_percent",
+            "outliers",
+            "samples",
+            "baseline_ratio",
+            "definition",
+            "unavailable",
+        ];
+        let mut rows = Vec::new();
+        for b in &self.benchmarks {
+            for f in &b.figures {
+                let s = f.value.summary();
+                let num = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v:.4}"));
+                rows.push(vec![
+                    b.name.clone(),
+                    f.id.clone(),
+                    f.label.clone(),
+                    f.x.map_or(String::new(), |x| x.to_string()),
+                    f.x_unit.clone().unwrap_or_default(),
+                    f.value.unit_key().to_string(),
+                    num(s.map(|s| s.median)),
+                    num(s.map(|s| s.min)),
+                    num(s.map(|s| s.p95)),
+                    f.cv.map_or(String::new(), |c| format!("{:.2}", c * 100.0)),
+                    f.cv_without_outliers
+                        .map_or(String::new(), |c| format!("{:.2}", c * 100.0)),
+                    f.outliers.to_string(),
+                    s.map_or("0".into(), |s| s.count.to_string()),
+                    num(self.baseline.as_ref().and_then(|bl| bl.ratio_of(&f.id))),
+                    f.definition.clone(),
+                    match &f.value {
+                        Value::Unavailable(w) => w.clone(),
+                        _ => String::new(),
+                    },
+                ]);
+            }
+        }
+        Table {
+            headers: headers.iter().map(|h| h.to_string()).collect(),
+            rows,
+        }
+    }
+
+    fn metrics(&self) -> Option<Vec<Metric>> {
+        let mut by_unit: Vec<(&'static str, Vec<Sample>)> = Vec::new();
+        for b in &self.benchmarks {
+            for f in &b.figures {
+                let Some(s) = f.value.summary() else { continue };
+                let unit = f.value.unit_key();
+                let mut labels = vec![
+                    ("benchmark".to_string(), b.name.clone()),
+                    ("figure".to_string(), f.id.clone()),
+                ];
+                if let Some(x) = f.x {
+                    labels.push(("x".to_string(), x.to_string()));
+                }
+                let sample = Sample {
+                    labels,
+                    value: s.median,
+                };
+                match by_unit.iter_mut().find(|(u, _)| *u == unit) {
+                    Some((_, v)) => v.push(sample),
+                    None => by_unit.push((unit, vec![sample])),
+                }
+            }
+        }
+        Some(
+            by_unit
+                .into_iter()
+                .map(|(unit, samples)| Metric {
+                    name: format!("tally_bench_median_{unit}"),
+                    help: format!("Median of a tally bench figure, in {unit}."),
+                    kind: MetricKind::Gauge,
+                    samples,
+                })
+                .collect(),
+        )
+    }
+}
+
+/// A small fixed report, for renderer tests.
+#[cfg(test)]
+pub(crate) fn sample_report() -> BenchReport {
+    use super::harness::{Samples, TimerSource};
+    use super::machine::CacheInfo;
+    use super::registry::find;
+    let samples = |v: &[f64]| Samples {
+        per_op_ns: v.to_vec(),
+        iters_per_sample: 1000,
+        warmup_discarded: 2,
+        clamped: 0,
+    };
+    let mut sys = BenchResult::new(find("syscall").expect("registered"));
+    sys.duration_ms = 310;
+    sys.push(Figure::latency(
+        "syscall.getpid",
+        "getpid (raw syscall)",
+        "ns per syscall(SYS_getpid), never cached by libc",
+        samples(&[120.0, 121.0, 122.0, 125.0, 900.0]),
+    ));
+    sys.push(Figure::unavailable(
+        "syscall.stat",
+        "stat /dev/null",
+        "ns per statx(2)",
+        "no /dev/null",
+    ));
+    let mut mem = BenchResult::new(find("memlat").expect("registered"));
+    mem.duration_ms = 7400;
+    for (x, v) in [(1024u64, 2.0), (2048, 2.1), (65536, 6.8), (4 << 20, 160.0)] {
+        mem.push(
+            Figure::latency(
+                format!("memlat.random_huge.{x}"),
+                "random, huge pages",
+                "ns per dependent load",
+                samples(&[v, v, v * 1.02]),
+            )
+            .at(x, "bytes"),
+        );
+    }
+    let mut bw = BenchResult::new(find("membw").expect("registered"));
+    bw.push(Figure::bandwidth(
+        "membw.read.1",
+        "read (1 thread)",
+        "GB/s read",
+        samples(&[100e6, 110e6, 105e6]),
+        1e9,
+    ));
+    BenchReport {
+        schema_version: 1,
+        mode: Mode::Quick,
+        duration_ms: 17_600,
+        machine: Machine {
+            cpu_model: Some("Test CPU".into()),
+            logical_cpus: 2,
+            kernel: Some("6.18.0".into()),
+            clocksource: Some("tsc".into()),
+            governor: None,
+            thp_enabled: Some("madvise".into()),
+            hypervisor: Some("yes (KVM)".into()),
+            mem_total_bytes: Some(24 << 30),
+            tsc_hz: Some(2.1e9),
+            core_mhz: Some(3000.0),
+            caches: vec![CacheInfo {
+                level: 1,
+                kind: "Data".into(),
+                size_bytes: 48 << 10,
+                line_bytes: Some(64),
+                shared_cpu_list: None,
+            }],
+            unavailable: vec![],
+        },
+        harness: HarnessInfo {
+            calibration: Calibration {
+                timer_source: TimerSource::Rdtscp,
+                timer_hz: 2.1e9,
+                timer_overhead_ns: 30.0,
+                timer_resolution_ns: 29.0,
+                loop_overhead_ns: 0.4,
+            },
+            budget_per_figure_ms: 50,
+            warmup_samples: 2,
+            min_samples: 5,
+            pinned_cpu: Some(1),
+            priority: "nice -20".into(),
+        },
+        noise: Noise {
+            load_average_1m_start: Some(0.1),
+            load_average_1m_end: Some(0.5),
+            steal_percent: Some(0.0),
+            involuntary_switches: 3,
+            noisy: false,
+            reasons: vec![],
+        },
+        benchmarks: vec![sys, mem, bw],
+        baseline: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rendered(format: crate::report::Format) -> String {
+        let mut out = Vec::new();
+        crate::report::render(&sample_report(), format, Style::default(), &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn human_snapshot() {
+        insta::assert_snapshot!(rendered(crate::report::Format::Human));
+    }
+
+    #[test]
+    fn csv_snapshot() {
+        insta::assert_snapshot!(rendered(crate::report::Format::Csv));
+    }
+
+    #[test]
+    fn markdown_snapshot() {
+        insta::assert_snapshot!(rendered(crate::report::Format::Markdown));
+    }
+
+    #[test]
+    fn prometheus_snapshot() {
+        insta::assert_snapshot!(rendered(crate::report::Format::Prometheus));
+    }
+
+    #[test]
+    fn json_round_trips() {
+        let r = sample_report();
+        let text = rendered(crate::report::Format::Json);
+        let back: BenchReport = serde_json::from_str(&text).unwrap();
+        // serde_json may round the last bit of a float: compare closely.
+        assert_eq!(back.machine, r.machine);
+        assert_eq!(back.benchmarks.len(), r.benchmarks.len());
+        let figs = |r: &BenchReport| -> Vec<(String, &'static str, Option<f64>, usize)> {
+            r.benchmarks
+                .iter()
+                .flat_map(|b| &b.figures)
+                .map(|f| {
+                    (
+                        f.id.clone(),
+                        f.value.unit_key(),
+                        f.median(),
+                        f.samples.len(),
+                    )
+                })
+                .collect()
+        };
+        for (a, b) in figs(&back).iter().zip(figs(&r).iter()) {
+            assert_eq!((&a.0, a.1, a.3), (&b.0, b.1, b.3));
+            match (a.2, b.2) {
+                (Some(x), Some(y)) => assert!((x - y).abs() <= 1e-12 * y.abs().max(1.0)),
+                (x, y) => assert_eq!(x, y),
+            }
+        }
+        assert_eq!(figs(&back).len(), 7);
+    }
+
+    #[test]
+    fn ns_formatting_picks_a_unit() {
+        assert_eq!(format_ns(0.5), "0.50 ns");
+        assert_eq!(format_ns(84.0), "84.0 ns");
+        assert_eq!(format_ns(3_145.0), "3.15 µs");
+        assert_eq!(format_ns(2_500_000.0), "2.50 ms");
+        assert_eq!(format_ns(-800.0), "-800.0 ns");
+    }
+
+    #[test]
+    fn sizes_drop_the_trailing_zero() {
+        assert_eq!(format_x(4096, Some("bytes")), "4 KiB");
+        assert_eq!(format_x(16384, Some("fds")), "16,384 fds");
+    }
+}

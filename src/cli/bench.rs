@@ -1,0 +1,110 @@
+//! `tally bench` arguments.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use crate::report::Format;
+
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  \
+        tally bench --quick\n  \
+        tally bench memlat membw --format json > run.json\n  \
+        tally bench --quick --html bench.html\n  \
+        tally bench --baseline old.json\n  \
+        tally bench fileread --dir /mnt/nfs\n\n\
+        Benchmarks: timer call syscall spawn ctxswitch memlat membw pagefault \
+        filecache fileread events (filecache only with --full or by name).")]
+pub struct BenchArgs {
+    /// Benchmarks to run (default: all but the heavy ones; `--list` names them).
+    #[arg(value_name = "NAMES", value_parser = clap::builder::PossibleValuesParser::new(crate::bench::registry::names()))]
+    pub names: Vec<String>,
+
+    /// Short budgets and sweeps: the whole run within a minute.
+    #[arg(long, conflicts_with = "full")]
+    pub quick: bool,
+
+    /// Long budgets, full sweeps (memlat to 4× the LLC, files to 1 GiB) and
+    /// the heavy benchmarks; states its expected duration first.
+    #[arg(long)]
+    pub full: bool,
+
+    /// List the benchmarks and exit.
+    #[arg(long)]
+    pub list: bool,
+
+    /// Report format.
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
+
+    /// Also write a self-contained HTML page with SVG plots to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+
+    /// Compare with an earlier `--format json` report (ratios per figure).
+    #[arg(long, value_name = "OLD.json")]
+    pub baseline: Option<PathBuf>,
+
+    /// Directory for the file benchmarks' scratch files.
+    #[arg(long, value_name = "PATH")]
+    pub dir: Option<PathBuf>,
+
+    /// Largest memory buffer (memlat, membw), e.g. 512M, 2G.
+    #[arg(long, value_name = "SIZE", default_value = "1G", value_parser = parse_size)]
+    pub max_mem: u64,
+
+    /// Largest filecache file, e.g. 8G (also bounded by free disk space).
+    #[arg(long, value_name = "SIZE", default_value = "32G", value_parser = parse_size)]
+    pub max_bytes: u64,
+
+    /// Time budget per figure in ms (overrides the mode; for tests).
+    #[arg(long, value_name = "MS", hide = true,
+          value_parser = clap::value_parser!(u64).range(1..=600_000))]
+    pub budget_ms: Option<u64>,
+}
+
+/// Parses `4096`, `64K`, `512M`, `2G`, `1T` (binary multiples).
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (digits, shift) = match t.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => {
+            let shift = match c.to_ascii_uppercase() {
+                'K' => 10,
+                'M' => 20,
+                'G' => 30,
+                'T' => 40,
+                _ => {
+                    return Err(format!(
+                        "unknown size suffix {c:?} in {s:?}: use K, M, G or T"
+                    ));
+                }
+            };
+            (t.get(..i).unwrap_or(""), shift)
+        }
+        _ => (t, 0),
+    };
+    let n: u64 = digits.trim().parse().map_err(|_| {
+        format!("{s:?} is not a size: write a number with an optional K, M, G or T")
+    })?;
+    n.checked_mul(1u64 << shift)
+        .filter(|v| *v > 0)
+        .ok_or_else(|| format!("{s:?} is zero or too large"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("64K"), Ok(65536));
+        assert_eq!(parse_size("2g"), Ok(2 << 30));
+        assert!(parse_size("0").is_err());
+        assert!(parse_size("").is_err());
+        assert!(parse_size("G").is_err());
+        assert!(parse_size("5X").is_err());
+        assert!(parse_size("99999999999T").is_err());
+        assert!(parse_size("1é").is_err());
+    }
+}

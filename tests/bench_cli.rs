@@ -1,0 +1,459 @@
+//! CLI tests of `tally bench`: structure, counts and invariants of tiny
+//! runs (a few ms per figure), never timings.
+
+use std::path::Path;
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use serde_json::Value;
+
+fn tally() -> Command {
+    Command::cargo_bin("tally").unwrap()
+}
+
+/// Runs `tally bench ARGS --budget-ms 2 --format json` and parses the report.
+fn run_json(args: &[&str], dir: &Path) -> Value {
+    let out = tally()
+        .arg("bench")
+        .args(args)
+        .args([
+            "--budget-ms",
+            "2",
+            "--max-mem",
+            "1M",
+            "--format",
+            "json",
+            "--dir",
+        ])
+        .arg(dir)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    serde_json::from_slice(&out).expect("bench JSON parses")
+}
+
+fn benchmarks(r: &Value) -> &Vec<Value> {
+    r["benchmarks"].as_array().expect("benchmarks array")
+}
+
+fn figures<'a>(r: &'a Value, name: &str) -> &'a Vec<Value> {
+    benchmarks(r)
+        .iter()
+        .find(|b| b["name"] == name)
+        .unwrap_or_else(|| panic!("benchmark {name} missing"))["figures"]
+        .as_array()
+        .expect("figures array")
+}
+
+const UNIT_KEYS: [&str; 4] = ["ns", "gb_per_s", "mhz", "bytes"];
+
+#[test]
+fn list_names_every_benchmark() {
+    let out = tally().args(["bench", "--list"]).assert().success();
+    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    let names: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "timer",
+            "call",
+            "syscall",
+            "spawn",
+            "ctxswitch",
+            "memlat",
+            "membw",
+            "pagefault",
+            "filecache",
+            "fileread",
+            "events"
+        ]
+    );
+    assert!(text.contains("heavy"));
+}
+
+#[test]
+fn unknown_benchmark_is_bad_usage() {
+    tally()
+        .args(["bench", "nosuch"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("nosuch"));
+}
+
+#[test]
+fn quick_and_full_conflict() {
+    tally()
+        .args(["bench", "--quick", "--full", "--list"])
+        .assert()
+        .code(2);
+}
+
+#[test]
+fn bad_sizes_are_bad_usage() {
+    tally()
+        .args(["bench", "--max-mem", "5X"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("K, M, G or T"));
+    tally().args(["bench", "--max-mem", "0"]).assert().code(2);
+}
+
+#[test]
+fn quick_run_has_every_benchmark_with_well_formed_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("report.html");
+    let r = run_json(&["--quick", "--html", html.to_str().unwrap()], dir.path());
+    assert_eq!(r["schema_version"], 1);
+    assert_eq!(r["mode"], "quick");
+    let names: Vec<&str> = benchmarks(&r)
+        .iter()
+        .map(|b| b["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "timer",
+            "call",
+            "syscall",
+            "spawn",
+            "ctxswitch",
+            "memlat",
+            "membw",
+            "pagefault",
+            "fileread",
+            "events"
+        ],
+        "filecache is heavy and stays out of --quick"
+    );
+    let mut ids = std::collections::HashSet::new();
+    for b in benchmarks(&r) {
+        assert!(b["error"].is_null(), "{} failed: {}", b["name"], b["error"]);
+        let figs = b["figures"].as_array().unwrap();
+        assert!(!figs.is_empty(), "{} has no figures", b["name"]);
+        for f in figs {
+            let id = f["id"].as_str().unwrap();
+            assert!(id.starts_with(b["name"].as_str().unwrap()), "{id}");
+            assert!(ids.insert(id.to_string()), "duplicate id {id}");
+            assert!(!f["definition"].as_str().unwrap().is_empty(), "{id}");
+            let units: Vec<&str> = UNIT_KEYS
+                .iter()
+                .copied()
+                .filter(|k| f.get(*k).is_some())
+                .collect();
+            match (units.as_slice(), f.get("unavailable")) {
+                ([unit], None) => {
+                    let s = &f[*unit];
+                    let count = s["count"].as_u64().unwrap();
+                    assert!(count >= 1, "{id}");
+                    assert_eq!(f["samples"].as_array().unwrap().len() as u64, count, "{id}");
+                    let (min, med, max) = (
+                        s["min"].as_f64().unwrap(),
+                        s["median"].as_f64().unwrap(),
+                        s["max"].as_f64().unwrap(),
+                    );
+                    assert!(min <= med && med <= max, "{id}");
+                    assert!(s["p95"].as_f64().unwrap() <= max, "{id}");
+                }
+                ([], Some(why)) => assert!(!why.as_str().unwrap().is_empty(), "{id}"),
+                other => panic!("{id}: expected one unit key or unavailable, got {other:?}"),
+            }
+        }
+    }
+    // Machine and harness descriptions are there.
+    assert!(r["machine"]["logical_cpus"].as_u64().unwrap() >= 1);
+    assert!(r["harness"]["calibration"]["timer_hz"].as_f64().unwrap() > 0.0);
+    assert!(r["noise"]["noisy"].is_boolean());
+
+    // Sweeps: memlat sizes rise from 1 KiB and respect the tiny limit.
+    let mem = figures(&r, "memlat");
+    for series in ["random_4k", "random_huge", "stride_4k"] {
+        let xs: Vec<u64> = mem
+            .iter()
+            .filter(|f| {
+                f["id"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with(&format!("memlat.{series}."))
+            })
+            .map(|f| f["x"].as_u64().unwrap())
+            .collect();
+        assert!(xs.len() >= 5, "{series}");
+        assert_eq!(xs[0], 1024);
+        assert!(xs.windows(2).all(|w| w[0] < w[1]), "{series} not monotone");
+        assert!(*xs.last().unwrap() <= 1 << 20);
+    }
+    let analysis = &benchmarks(&r)
+        .iter()
+        .find(|b| b["name"] == "memlat")
+        .unwrap()["memlat"];
+    assert!(analysis["levels"].is_array());
+    // call: arguments 0 to 8.
+    let args: Vec<u64> = figures(&r, "call")
+        .iter()
+        .map(|f| f["x"].as_u64().unwrap())
+        .collect();
+    assert_eq!(args, (0..=8).collect::<Vec<u64>>());
+    // events: every API at every count, select refused past FD_SETSIZE only.
+    let ev = figures(&r, "events");
+    assert_eq!(
+        ev.iter()
+            .filter(|f| f["id"].as_str().unwrap().starts_with("events.wake."))
+            .count(),
+        3 * 2
+    );
+    // ctxswitch keeps its pipe overhead figure and pinned figures.
+    let ctx: Vec<&str> = figures(&r, "ctxswitch")
+        .iter()
+        .map(|f| f["id"].as_str().unwrap())
+        .collect();
+    assert!(ctx.contains(&"ctxswitch.pipe_overhead"));
+    assert!(ctx.contains(&"ctxswitch.process_pipe.pinned"));
+    assert!(ctx.contains(&"ctxswitch.thread_futex.pinned"));
+
+    // The HTML page: self-contained, balanced SVG, one plot per kind.
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.starts_with("<!DOCTYPE html>"));
+    assert!(page.trim_end().ends_with("</html>"));
+    assert!(!page.contains("<script"), "no scripts");
+    assert!(!page.contains("NaN"));
+    let opened = page.matches("<svg").count();
+    // The only URLs are the SVG namespace: nothing is fetched.
+    assert_eq!(
+        page.matches("http").count(),
+        opened,
+        "no external resources"
+    );
+    assert_eq!(opened, page.matches("</svg>").count());
+    // memlat, fileread, events ×2 line plots; spawn, ctxswitch, syscall, membw bars.
+    assert_eq!(opened, 8);
+    assert!(page.matches("<polyline").count() >= 3 + 2);
+    assert_eq!(page.matches("class=\"bar\"").count(), 4 + 9 + 5 + 6);
+}
+
+#[test]
+fn csv_and_markdown_have_one_row_per_figure() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = tally()
+        .args(["bench", "syscall", "--budget-ms", "2", "--format", "csv"])
+        .assert()
+        .success();
+    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    assert!(text.starts_with("benchmark,id,label,x,x_unit,unit,median"));
+    assert_eq!(text.lines().count(), 1 + 5);
+    let out = tally()
+        .args([
+            "bench",
+            "syscall",
+            "--budget-ms",
+            "2",
+            "--format",
+            "markdown",
+            "--dir",
+        ])
+        .arg(dir.path())
+        .assert()
+        .success();
+    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    assert_eq!(text.lines().filter(|l| l.starts_with('|')).count(), 2 + 5);
+}
+
+#[test]
+fn human_output_is_grouped_by_section() {
+    let out = tally()
+        .args(["bench", "syscall", "pagefault", "--budget-ms", "2"])
+        .assert()
+        .success();
+    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    let cpu = text.find("== CPU & scheduling ==").unwrap();
+    let mem = text.find("== Memory ==").unwrap();
+    assert!(cpu < mem);
+    assert!(text.contains("getpid (raw syscall)"));
+    assert!(text.contains("anonymous minor fault"));
+}
+
+#[test]
+fn prometheus_output_names_units() {
+    let out = tally()
+        .args([
+            "bench",
+            "timer",
+            "--budget-ms",
+            "2",
+            "--format",
+            "prometheus",
+        ])
+        .assert()
+        .success();
+    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    assert!(text.contains("# TYPE tally_bench_median_ns gauge"));
+    assert!(text.contains("tally_bench_median_mhz{"));
+}
+
+#[test]
+fn baseline_gives_ratios_for_common_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let old = run_json(&["syscall", "call"], dir.path());
+    let old_path = dir.path().join("old.json");
+    std::fs::write(&old_path, serde_json::to_vec(&old).unwrap()).unwrap();
+    let new = run_json(
+        &["syscall", "timer", "--baseline", old_path.to_str().unwrap()],
+        dir.path(),
+    );
+    let base = &new["baseline"];
+    let comps = base["comparisons"].as_array().unwrap();
+    assert_eq!(comps.len(), 5, "the five syscall figures");
+    for c in comps {
+        assert!(c["id"].as_str().unwrap().starts_with("syscall."));
+        let ratio = c["ratio"].as_f64().unwrap();
+        assert!(ratio.is_finite() && ratio > 0.0);
+    }
+    assert!(
+        base["missing_in_baseline"].as_u64().unwrap() >= 1,
+        "timer is new"
+    );
+}
+
+#[test]
+fn unusable_baseline_is_refused_before_measuring() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, "{\"not\": \"a report\"}").unwrap();
+    tally()
+        .args(["bench", "timer", "--baseline"])
+        .arg(&bad)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("bad.json"))
+        .stderr(predicate::str::contains("schema_version"));
+    tally()
+        .args(["bench", "timer", "--baseline"])
+        .arg(dir.path().join("missing.json"))
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("missing.json"));
+}
+
+#[test]
+fn unusable_dir_names_the_fix() {
+    tally()
+        .args([
+            "bench",
+            "fileread",
+            "--budget-ms",
+            "2",
+            "--dir",
+            "/nonexistent/tally",
+        ])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("/nonexistent/tally"))
+        .stderr(predicate::str::contains("--dir"));
+}
+
+#[test]
+fn html_file_that_cannot_be_created_fails_early() {
+    tally()
+        .args(["bench", "timer", "--html", "/nonexistent/dir/x.html"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("x.html"));
+}
+
+#[test]
+fn filecache_runs_when_named_with_a_tiny_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = tally()
+        .args([
+            "bench",
+            "filecache",
+            "--budget-ms",
+            "2",
+            "--max-bytes",
+            "2M",
+            "--format",
+            "json",
+            "--dir",
+        ])
+        .arg(dir.path())
+        .assert()
+        .success();
+    let r: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let f = &figures(&r, "filecache")[0];
+    assert_eq!(f["id"], "filecache.cached_bytes");
+    if let Some(b) = f.get("bytes") {
+        assert!(b["median"].as_f64().unwrap() <= 2.0 * 1024.0 * 1024.0);
+    }
+    // The scratch file is gone.
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn runs_unprivileged() {
+    if unsafe_free_euid() != 0 || !Path::new("/usr/bin/setpriv").exists() {
+        return; // needs root to drop to nobody
+    }
+    let bin = assert_cmd::cargo::cargo_bin("tally");
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(&bin)
+        .args([
+            "bench",
+            "syscall",
+            "events",
+            "--budget-ms",
+            "2",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    if !out.status.success() && String::from_utf8_lossy(&out.stderr).contains("Permission denied") {
+        return; // the test binary is not reachable for nobody
+    }
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        r["harness"]["priority"]
+            .as_str()
+            .unwrap()
+            .starts_with("unchanged")
+    );
+    assert_eq!(benchmarks(&r).len(), 2);
+}
+
+/// The effective uid, read from /proc (no libc in the tests).
+fn unsafe_free_euid() -> u32 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .and_then(|l| l.split_whitespace().nth(2))
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(u32::MAX)
+}
+
+#[test]
+fn closed_stdout_ends_quietly() {
+    let bin = assert_cmd::cargo::cargo_bin("tally");
+    let mut child = std::process::Command::new(bin)
+        .args(["bench", "syscall", "--budget-ms", "2"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take()); // the reader goes away before any output
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+}
