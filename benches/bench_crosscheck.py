@@ -122,11 +122,14 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--dir", default="/var/tmp")
-    ap.add_argument("--tally", default=os.path.join(os.path.dirname(__file__), "..",
-                                                    "target", "release", "tally"))
+    ap.add_argument("--tally", default=None, help="tally binary (default: build it)")
     a = ap.parse_args()
     ensure_peers()
     perf = find_perf()
+    if a.tally is None:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from common import build_tally
+        a.tally = build_tally()
     scratch = tempfile.mkdtemp(dir=a.dir, prefix="tally-xcheck-")
     size = 256 << 20
     rows = {}  # name -> (tally id, peer label, [tally], [peer])
