@@ -349,3 +349,31 @@ fn proc_files_are_copied_by_reading() {
     let text = std::fs::read_to_string(&dst).expect("read");
     assert!(text.starts_with("Name:"), "{text}");
 }
+
+#[test]
+fn an_unwritable_destination_is_explained_and_left_clean() {
+    if !is_root() {
+        eprintln!("skipped: needs root to run tally as an unprivileged user");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let src = dir.path().join("readable");
+    write(&src, b"data");
+    std::fs::set_permissions(&src, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let bin = assert_cmd::cargo::cargo_bin("tally");
+    let out = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(&bin)
+        .arg("cp")
+        .arg(&src)
+        .arg(dir.path().join("copy"))
+        .output()
+        .expect("setpriv");
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("ermission denied"), "{err}");
+    assert!(err.contains("writable"), "{err}");
+    assert_eq!(entries(dir.path()), [src.clone()]);
+    assert_eq!(std::fs::read(&src).expect("read"), b"data");
+}
