@@ -374,6 +374,6 @@ fn an_unwritable_destination_is_explained_and_left_clean() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("ermission denied"), "{err}");
     assert!(err.contains("writable"), "{err}");
-    assert_eq!(entries(dir.path()), [src.clone()]);
+    assert_eq!(entries(dir.path()), std::slice::from_ref(&src));
     assert_eq!(std::fs::read(&src).expect("read"), b"data");
 }
