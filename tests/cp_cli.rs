@@ -377,3 +377,35 @@ fn an_unwritable_destination_is_explained_and_left_clean() {
     assert_eq!(entries(dir.path()), std::slice::from_ref(&src));
     assert_eq!(std::fs::read(&src).expect("read"), b"data");
 }
+
+#[test]
+fn devices_are_not_replaced_and_links_are_followed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let src = dir.path().join("src");
+    write(&src, b"new");
+    let out = cp(&[], &[&src, Path::new("/dev/null")]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("regular files only"));
+    let null = std::fs::metadata("/dev/null").expect("meta");
+    assert!(!null.is_file(), "/dev/null must stay a device");
+
+    let target = dir.path().join("target");
+    write(&target, b"old");
+    let link = dir.path().join("link");
+    std::os::unix::fs::symlink(&target, &link).expect("symlink");
+    let out = cp(&[], &[&src, &link]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .expect("meta")
+            .file_type()
+            .is_symlink()
+    );
+    assert_eq!(std::fs::read(&target).expect("read"), b"new");
+
+    std::os::unix::fs::symlink(dir.path().join("nowhere"), dir.path().join("dangling"))
+        .expect("symlink");
+    let out = cp(&[], &[&src, &dir.path().join("dangling")]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("link to nothing"));
+}
