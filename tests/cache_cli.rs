@@ -256,7 +256,7 @@ fn lock_holds_the_file_until_interrupted() {
     let (v, _) = json_of(&["--evict"], &[&f]);
     assert_eq!(cached_pages(&v, 0), Some(512), "locked pages stay");
     let reason = v["files"][0]["stayed_reason"].as_str().unwrap_or("");
-    assert!(reason.contains("mapped or locked by process"), "{reason}");
+    assert!(reason.contains("locked (mlock) by process"), "{reason}");
     let pid = child.id().to_string();
     Command::new("kill")
         .args(["-TERM", &pid])
