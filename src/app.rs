@@ -168,6 +168,7 @@ fn cache_command(args: cli::cache::CacheArgs) -> u8 {
         recursive: args.recursive,
         null_separated: args.null,
         map: args.verbose,
+        map_buckets: command::map_buckets(tally::sys::tty::stdout_columns()),
     };
     let (report, held) = match command::execute(&cfg, &mut io::stdin().lock()) {
         Ok(r) => r,

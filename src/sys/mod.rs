@@ -10,6 +10,7 @@ pub mod mem;
 pub mod perf;
 pub mod process;
 pub mod signals;
+pub mod tty;
 pub mod uring;
 
 use std::io;
