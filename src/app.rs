@@ -211,6 +211,10 @@ fn render_to<R: report::Render>(r: &R, format: Format, out: &mut dyn Write) -> a
 
 fn cp_command(args: cli::cp::CpArgs) -> u8 {
     use tally::copy;
+    if args.format == Format::Prometheus {
+        eprintln!("tally: cp has no Prometheus report; use --format human, json, csv or markdown");
+        return 2;
+    }
     let mut paths = args.paths;
     let Some(destination) = paths.pop() else {
         eprintln!("tally: cp needs a source and a destination");
@@ -277,6 +281,12 @@ fn cp_command(args: cli::cp::CpArgs) -> u8 {
 
 fn load_command(args: cli::load::LoadArgs) -> u8 {
     use tally::load::{self, Mode};
+    if args.format == Format::Prometheus {
+        eprintln!(
+            "tally: load has no Prometheus report; use --format human, json, csv or markdown"
+        );
+        return 2;
+    }
     if let Some(method) = args.child {
         // One load in this process, the result in a file for the parent.
         let result = load::child::load(method, &args.file, args.touch).unwrap_or_else(|e| {

@@ -120,3 +120,24 @@ fn bad_input_is_explained() {
         .expect("run");
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn formats_without_a_form_are_refused_before_any_work() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = sample_file(dir.path());
+    let out = tally()
+        .args(["load", "--format", "prometheus"])
+        .arg(&file)
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    let dst = dir.path().join("copy");
+    let out = tally()
+        .args(["cp", "--format", "prometheus"])
+        .arg(&file)
+        .arg(&dst)
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(!dst.exists(), "nothing copied");
+}
