@@ -301,6 +301,7 @@ fn cache_command(args: cli::cache::CacheArgs) -> u8 {
         recursive: args.recursive,
         null_separated: args.null,
         map: args.verbose,
+        map_buckets: command::map_buckets(tally::sys::tty::stdout_columns()),
     };
     let (report, held) = match command::execute(&cfg, &mut io::stdin().lock()) {
         Ok(r) => r,
@@ -343,6 +344,10 @@ fn render_to<R: report::Render>(r: &R, format: Format, out: &mut dyn Write) -> a
 
 fn cp_command(args: cli::cp::CpArgs) -> u8 {
     use tally::copy;
+    if args.format == Format::Prometheus {
+        eprintln!("tally: cp has no Prometheus report; use --format human, json, csv or markdown");
+        return 2;
+    }
     let mut paths = args.paths;
     let Some(destination) = paths.pop() else {
         eprintln!("tally: cp needs a source and a destination");
@@ -409,6 +414,12 @@ fn cp_command(args: cli::cp::CpArgs) -> u8 {
 
 fn load_command(args: cli::load::LoadArgs) -> u8 {
     use tally::load::{self, Mode};
+    if args.format == Format::Prometheus {
+        eprintln!(
+            "tally: load has no Prometheus report; use --format human, json, csv or markdown"
+        );
+        return 2;
+    }
     if let Some(method) = args.child {
         // One load in this process, the result in a file for the parent.
         let result = load::child::load(method, &args.file, args.touch).unwrap_or_else(|e| {

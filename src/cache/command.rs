@@ -11,8 +11,17 @@ use super::{evict, residency, warm};
 use crate::report::SCHEMA_VERSION;
 use crate::sys::{self, mem::Mapping};
 
-/// Buckets of a residency map (`-v`).
+/// Buckets of a residency map (`-v`) when stdout is not a terminal.
 pub const MAP_BUCKETS: u64 = 64;
+
+/// Buckets of a residency map for a terminal `columns` wide (or the
+/// default when not a terminal): the map fills the line, within 16..=256.
+pub fn map_buckets(columns: Option<u16>) -> u64 {
+    match columns {
+        Some(c) => u64::from(c).saturating_sub(4).clamp(16, 256),
+        None => MAP_BUCKETS,
+    }
+}
 
 /// What to do and to which paths.
 #[derive(Debug, Clone, Default)]
@@ -25,6 +34,8 @@ pub struct Config {
     pub null_separated: bool,
     /// Compute a residency map per file.
     pub map: bool,
+    /// Ranges per map (see [`map_buckets`]).
+    pub map_buckets: u64,
 }
 
 /// Mappings held locked (`--lock`) until dropped.
@@ -194,7 +205,7 @@ fn one_file(cfg: &Config, path: &Path, held: &mut Held) -> Result<FileReport, St
         let file = open(path).ok();
         let map = match (&file, cfg.map, &e.after) {
             (Some(f), true, super::Residency::Known { .. }) => {
-                super::map_percent(f, e.size_bytes, MAP_BUCKETS)
+                super::map_percent(f, e.size_bytes, cfg.map_buckets)
             }
             _ => None,
         };
@@ -237,7 +248,7 @@ fn one_file(cfg: &Config, path: &Path, held: &mut Held) -> Result<FileReport, St
     }
     let now = residency(&file, path, size);
     let map = match (cfg.map, &now) {
-        (true, super::Residency::Known { .. }) => super::map_percent(&file, size, MAP_BUCKETS),
+        (true, super::Residency::Known { .. }) => super::map_percent(&file, size, cfg.map_buckets),
         _ => None,
     };
     Ok(FileReport {
@@ -254,6 +265,14 @@ fn one_file(cfg: &Config, path: &Path, held: &mut Held) -> Result<FileReport, St
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn maps_fit_the_terminal() {
+        assert_eq!(map_buckets(None), 64);
+        assert_eq!(map_buckets(Some(80)), 76);
+        assert_eq!(map_buckets(Some(10)), 16);
+        assert_eq!(map_buckets(Some(1000)), 256);
+    }
 
     #[test]
     fn stdin_paths_split_on_newlines_or_nuls() {

@@ -115,19 +115,64 @@ fn why_stayed(file: &File, dirty_pages: u64) -> String {
     };
     let users = processes_mapping(dev, ino);
     if users.is_empty() {
-        "unknown: not dirty and mapped by no readable process (re-read concurrently, or mapped by a process whose maps you cannot read)".into()
-    } else {
-        let list: Vec<String> = users.iter().take(5).map(|p| p.to_string()).collect();
-        let more = if users.len() > 5 { ", …" } else { "" };
-        format!("mapped or locked by process {}{more}", list.join(", "))
+        return "unknown: not dirty and mapped by no readable process (re-read concurrently, or mapped by a process whose maps you cannot read)".into();
     }
+    let (locked, mapped): (Vec<u32>, Vec<u32>) = users
+        .iter()
+        .partition(|pid| locked_kib(**pid, dev, ino) > 0);
+    let list = |pids: &[u32]| {
+        let mut l: Vec<String> = pids.iter().take(5).map(|p| p.to_string()).collect();
+        if pids.len() > 5 {
+            l.push("…".into());
+        }
+        l.join(", ")
+    };
+    match (locked.is_empty(), mapped.is_empty()) {
+        (false, true) => format!("locked (mlock) by process {}", list(&locked)),
+        (true, false) => format!("mapped by process {}", list(&mapped)),
+        _ => format!(
+            "locked (mlock) by process {}; mapped by process {}",
+            list(&locked),
+            list(&mapped)
+        ),
+    }
+}
+
+/// KiB of the file `dev`:`ino` that process `pid` holds locked, from the
+/// `Locked:` lines of its /proc/PID/smaps (0 if unreadable).
+fn locked_kib(pid: u32, dev: u64, ino: u64) -> u64 {
+    let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/smaps")) else {
+        return 0;
+    };
+    locked_in_smaps(&text, &dev_field(dev), &ino.to_string())
+}
+
+fn dev_field(dev: u64) -> String {
+    format!("{:02x}:{:02x}", libc::major(dev), libc::minor(dev))
+}
+
+/// Sums `Locked:` over the smaps sections whose header maps `dev`:`ino`.
+fn locked_in_smaps(text: &str, dev: &str, ino: &str) -> u64 {
+    let mut in_file = false;
+    let mut total = 0u64;
+    for line in text.lines() {
+        let mut f = line.split_whitespace();
+        let first = f.next().unwrap_or("");
+        // A section header starts with an address range `a-b`.
+        if first.contains('-') && !first.ends_with(':') {
+            let d = f.nth(2);
+            let i = f.next();
+            in_file = d == Some(dev) && i == Some(ino);
+        } else if in_file && first == "Locked:" {
+            total = total.saturating_add(f.next().and_then(|n| n.parse().ok()).unwrap_or(0));
+        }
+    }
+    total
 }
 
 /// PIDs whose /proc/PID/maps map the file `dev`:`ino`.
 fn processes_mapping(dev: u64, ino: u64) -> Vec<u32> {
-    let major = libc::major(dev);
-    let minor = libc::minor(dev);
-    let needle_dev = format!("{major:02x}:{minor:02x}");
+    let needle_dev = dev_field(dev);
     let needle_ino = ino.to_string();
     let root = crate::procfs::ProcRoot::default();
     let mut pids = Vec::new();
@@ -147,4 +192,27 @@ fn processes_mapping(dev: u64, ino: u64) -> Vec<u32> {
         }
     }
     pids
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn locked_pages_are_found_in_smaps_sections_of_the_file() {
+        let smaps = "\
+7f00-7f10 r--s 00000000 fd:00 1234 /data/model.bin
+Size:               64 kB
+Locked:             64 kB
+7f20-7f30 r--p 00000000 fd:00 999 /usr/lib/libc.so
+Locked:             16 kB
+7f40-7f50 r--s 00000000 fd:00 1234 /data/model.bin
+Locked:              8 kB
+VmFlags: rd sh mr mw me ms lo
+";
+        assert_eq!(locked_in_smaps(smaps, "fd:00", "1234"), 72);
+        assert_eq!(locked_in_smaps(smaps, "fd:00", "999"), 16);
+        assert_eq!(locked_in_smaps(smaps, "fd:01", "1234"), 0);
+        assert_eq!(locked_in_smaps("", "fd:00", "1"), 0);
+    }
 }

@@ -479,4 +479,21 @@ mod tests {
     fn map_characters_grow_with_residency() {
         assert_eq!(map_line(&[0, 10, 30, 60, 90, 100]), " .:oO#");
     }
+
+    #[test]
+    fn every_format_snapshot() {
+        use crate::report::{Format, render};
+        let r = report();
+        for (name, format) in [
+            ("human", Format::Human),
+            ("json", Format::Json),
+            ("csv", Format::Csv),
+            ("markdown", Format::Markdown),
+        ] {
+            let mut out = Vec::new();
+            render(&r, format, Style::default(), &mut out).expect("render");
+            let text = String::from_utf8(out).expect("utf8");
+            insta::assert_snapshot!(name, text);
+        }
+    }
 }

@@ -36,8 +36,8 @@ pub struct CacheArgs {
     #[arg(short = 'r', long)]
     pub recursive: bool,
 
-    /// Draw a residency map per file (64 ranges: blank none cached,
-    /// `.` `:` `o` `O` partly, `#` all).
+    /// Draw a residency map per file (as wide as the terminal, else 64
+    /// ranges: blank none cached, `.` `:` `o` `O` partly, `#` all).
     #[arg(short = 'v', long)]
     pub verbose: bool,
 

@@ -357,7 +357,33 @@ pub fn copy_file(
         if d.is_dir() {
             return Err(FileError::DestinationIsDir(dst.to_path_buf()));
         }
+        if !d.is_file() {
+            // Renaming over /dev/null would replace the device itself.
+            return Err(FileError::Other {
+                path: dst.to_path_buf(),
+                message: "is a device, FIFO or socket: tally cp writes regular files only (use cat or dd to write into it)".into(),
+            });
+        }
     }
+    // A destination that is a link to a file: replace the file it points
+    // to, as cp does, not the link.
+    let resolved;
+    let dst = match std::fs::symlink_metadata(dst) {
+        Ok(m) if m.file_type().is_symlink() => match std::fs::canonicalize(dst) {
+            Ok(target) => {
+                resolved = target;
+                resolved.as_path()
+            }
+            Err(_) => {
+                return Err(FileError::Other {
+                    path: dst.to_path_buf(),
+                    message: "is a symbolic link to nothing: remove it or name another destination"
+                        .into(),
+                });
+            }
+        },
+        _ => dst,
+    };
     let dir = match dst.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),

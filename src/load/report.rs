@@ -451,4 +451,21 @@ mod tests {
         let html = String::from_utf8(html).expect("utf8");
         assert_eq!(html.matches("<rect").count(), 2);
     }
+
+    #[test]
+    fn every_format_snapshot() {
+        use crate::report::{Format, render};
+        let r = report(["0123456789abcdef", "0123456789abcdef"]);
+        for (name, format) in [
+            ("human", Format::Human),
+            ("json", Format::Json),
+            ("csv", Format::Csv),
+            ("markdown", Format::Markdown),
+        ] {
+            let mut out = Vec::new();
+            render(&r, format, Style::default(), &mut out).expect("render");
+            let text = String::from_utf8(out).expect("utf8");
+            insta::assert_snapshot!(name, text);
+        }
+    }
 }

@@ -15,6 +15,7 @@ pub mod privilege;
 pub mod process;
 pub mod signals;
 pub mod spawn;
+pub mod tty;
 pub mod uring;
 pub mod user;
 
