@@ -199,9 +199,9 @@ pub fn boundaries(points: &[(u64, f64)]) -> Vec<u64> {
     let mut base = first;
     let mut i = 1;
     while let Some(&(_, v)) = points.get(i) {
-        // A rise counts when the next point stays up too (one noisy
-        // point is not a cache boundary); the last point counts alone.
-        let sustained = points.get(i + 1).is_none_or(|&(_, n)| n >= 1.25 * base);
+        // A rise counts when the next point stays up too: one noisy point,
+        // the last one included, is not a cache boundary.
+        let sustained = points.get(i + 1).is_some_and(|&(_, n)| n >= 1.25 * base);
         if base > 0.0 && v >= 1.25 * base && sustained {
             if let Some(&(before, _)) = points.get(i - 1) {
                 out.push(before);
@@ -542,5 +542,7 @@ mod tests {
         // One noisy point is not a boundary.
         let blip = vec![(1, 1.0), (2, 2.0), (3, 1.0), (4, 1.0)];
         assert!(boundaries(&blip).is_empty());
+        let last = vec![(1, 1.0), (2, 1.0), (3, 2.0)];
+        assert!(boundaries(&last).is_empty());
     }
 }
