@@ -327,6 +327,18 @@ fn baseline_gives_ratios_for_common_figures() {
         base["missing_in_baseline"].as_u64().unwrap() >= 1,
         "timer is new"
     );
+    // The HTML page carries the same comparisons.
+    let html = dir.path().join("b.html");
+    tally()
+        .args(["bench", "syscall", "--budget-ms", "2", "--html"])
+        .arg(&html)
+        .arg("--baseline")
+        .arg(&old_path)
+        .assert()
+        .success();
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("Against the baseline"));
+    assert_eq!(page.matches("<tr><td>syscall.").count(), 5);
 }
 
 #[test]
