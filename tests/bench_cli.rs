@@ -232,7 +232,18 @@ fn quick_run_has_every_benchmark_with_well_formed_figures() {
     // memlat, fileread, events ×2 line plots; spawn, ctxswitch, syscall, membw bars.
     assert_eq!(opened, 8);
     assert!(page.matches("<polyline").count() >= 3 + 2);
-    assert_eq!(page.matches("class=\"bar\"").count(), 4 + 9 + 5 + 6);
+    // One bar per measured figure of the bar-chart benchmarks.
+    let measured = |name: &str| {
+        figures(&r, name)
+            .iter()
+            .filter(|f| f.get("unavailable").is_none())
+            .count()
+    };
+    let bars = ["spawn", "ctxswitch", "syscall", "membw"]
+        .iter()
+        .map(|n| measured(n))
+        .sum::<usize>();
+    assert_eq!(page.matches("class=\"bar\"").count(), bars);
 }
 
 #[test]
@@ -316,6 +327,18 @@ fn baseline_gives_ratios_for_common_figures() {
         base["missing_in_baseline"].as_u64().unwrap() >= 1,
         "timer is new"
     );
+    // The HTML page carries the same comparisons.
+    let html = dir.path().join("b.html");
+    tally()
+        .args(["bench", "syscall", "--budget-ms", "2", "--html"])
+        .arg(&html)
+        .arg("--baseline")
+        .arg(&old_path)
+        .assert()
+        .success();
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("Against the baseline"));
+    assert_eq!(page.matches("<tr><td>syscall.").count(), 5);
 }
 
 #[test]
@@ -456,4 +479,36 @@ fn closed_stdout_ends_quietly() {
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+}
+
+#[test]
+fn tiny_limits_give_small_sweeps_not_panics() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = tally()
+        .args(["bench", "memlat", "membw", "filecache", "--budget-ms", "1"])
+        .args([
+            "--max-mem",
+            "4K",
+            "--max-bytes",
+            "1",
+            "--format",
+            "json",
+            "--dir",
+        ])
+        .arg(dir.path())
+        .assert()
+        .success();
+    let r: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let xs: Vec<u64> = figures(&r, "memlat")
+        .iter()
+        .filter(|f| f["id"].as_str().unwrap().starts_with("memlat.random_4k."))
+        .map(|f| f["x"].as_u64().unwrap())
+        .collect();
+    assert_eq!(xs, [1024, 1536, 2048, 3072, 4096]);
+    assert!(
+        figures(&r, "membw").len() >= 3,
+        "read, write, copy at least"
+    );
+    let fc = &figures(&r, "filecache")[0];
+    assert!(fc["unavailable"].as_str().unwrap().contains("no room"));
 }

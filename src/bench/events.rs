@@ -259,7 +259,7 @@ fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
                     format!("events.wake.{}.{n}", api.name()),
                     &format!("{} wake-up", api.name()),
                     &format!(
-                        "ns from another thread's eventfd write (timestamped just before) to the return of a {} sleeping on N descriptors",
+                        "ns from another thread's eventfd write (timestamped just before) to the return of {}() sleeping on N descriptors",
                         api.name()
                     ),
                     s,

@@ -494,6 +494,30 @@ pub fn render(r: &BenchReport) -> String {
             ))
         );
     }
+    if let Some(b) = &r.baseline {
+        let _ = write!(
+            body,
+            "<h2>Against the baseline</h2><p>{}</p><table class=\"baseline\"><tr><th>figure</th><th>unit</th><th>baseline</th><th>this run</th><th>this / baseline</th></tr>",
+            esc(&b.describe())
+        );
+        for c in &b.comparisons {
+            let _ = write!(
+                body,
+                "<tr><td>{}</td><td>{}</td><td>{:.4}</td><td>{:.4}</td><td>{:.2}×{}</td></tr>",
+                esc(&c.id),
+                esc(&c.unit),
+                c.old_median,
+                c.new_median,
+                c.ratio,
+                if c.higher_is_better {
+                    " (higher is better)"
+                } else {
+                    ""
+                }
+            );
+        }
+        body.push_str("</table>");
+    }
     let _ = write!(body, "<h2>Every figure</h2>{}", figures_table(r));
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>tally bench — {}</title><style>\

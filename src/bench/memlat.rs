@@ -130,7 +130,8 @@ pub struct Plateau {
     pub median_ns: f64,
 }
 
-/// The plateaus of the curves and how they line up with sysfs.
+/// The plateaus of the curves (each point's fastest sample) and how they
+/// line up with sysfs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Analysis {
     /// The series the levels were judged on.
@@ -148,7 +149,10 @@ pub struct Analysis {
 
 impl Analysis {
     pub fn lines(&self) -> Vec<String> {
-        let mut out = vec![format!("plateaus ({}):", self.series)];
+        let mut out = vec![format!(
+            "plateaus ({}, each point's fastest sample):",
+            self.series
+        )];
         for p in &self.plateaus {
             out.push(format!(
                 "  {:>9} – {:<9} {}",
@@ -195,9 +199,9 @@ pub fn boundaries(points: &[(u64, f64)]) -> Vec<u64> {
     let mut base = first;
     let mut i = 1;
     while let Some(&(_, v)) = points.get(i) {
-        // A rise counts when the next point stays up too (one noisy
-        // point is not a cache boundary); the last point counts alone.
-        let sustained = points.get(i + 1).is_none_or(|&(_, n)| n >= 1.25 * base);
+        // A rise counts when the next point stays up too: one noisy point,
+        // the last one included, is not a cache boundary.
+        let sustained = points.get(i + 1).is_some_and(|&(_, n)| n >= 1.25 * base);
         if base > 0.0 && v >= 1.25 * base && sustained {
             if let Some(&(before, _)) = points.get(i - 1) {
                 out.push(before);
@@ -407,8 +411,11 @@ fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
                 s,
             )
             .at(size, "bytes");
-            if let Some(m) = f.median() {
-                points.push((size, m));
+            // Plateaus are judged on each point's fastest sample: on a
+            // shared machine preemption only ever adds time, and one slow
+            // median must not make or hide a cache level.
+            if let Some(s) = f.value.summary() {
+                points.push((size, s.min));
             }
             out.push(f);
         }
@@ -535,5 +542,7 @@ mod tests {
         // One noisy point is not a boundary.
         let blip = vec![(1, 1.0), (2, 2.0), (3, 1.0), (4, 1.0)];
         assert!(boundaries(&blip).is_empty());
+        let last = vec![(1, 1.0), (2, 1.0), (3, 2.0)];
+        assert!(boundaries(&last).is_empty());
     }
 }

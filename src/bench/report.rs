@@ -287,29 +287,31 @@ fn write_sweep(r: &BenchReport, b: &BenchResult, out: &mut dyn Write) -> io::Res
         .max()
         .unwrap_or(10)
         .clamp(14, 28);
-    write!(out, "  {:>10}", x_unit.unwrap_or(""))?;
-    for s in &series {
-        write!(out, " {s:>width$}")?;
-    }
-    writeln!(out)?;
-    for x in &xs {
-        write!(
-            out,
-            "  {:>10}",
-            format_x(*x, x_unit).replace(&format!(" {}", x_unit.unwrap_or("")), "")
-        )?;
-        for s in &series {
-            let cell = b
-                .figures
-                .iter()
-                .find(|f| f.x == Some(*x) && f.label == *s)
-                .map_or(String::new(), |f| match f.value.summary() {
-                    Some(sum) => format!("{} {}", format_value(&f.value, sum.median), cv_text(f)),
-                    None => "unavailable".into(),
-                });
-            write!(out, " {cell:>width$}")?;
+    // At most four series side by side, so a table fits a terminal.
+    for group in series.chunks(4) {
+        write!(out, "  {:>10}", x_unit.unwrap_or(""))?;
+        for s in group {
+            write!(out, " {s:>width$}")?;
         }
         writeln!(out)?;
+        for x in &xs {
+            let shown = format_x(*x, x_unit).replace(&format!(" {}", x_unit.unwrap_or("")), "");
+            write!(out, "  {shown:>10}")?;
+            for s in group {
+                let cell = b
+                    .figures
+                    .iter()
+                    .find(|f| f.x == Some(*x) && f.label == *s)
+                    .map_or(String::new(), |f| match f.value.summary() {
+                        Some(sum) => {
+                            format!("{} {}", format_value(&f.value, sum.median), cv_text(f))
+                        }
+                        None => "unavailable".into(),
+                    });
+                write!(out, " {cell:>width$}")?;
+            }
+            writeln!(out)?;
+        }
     }
     for s in &series {
         if let Some(f) = b.figures.iter().find(|f| f.label == *s) {
