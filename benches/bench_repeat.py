@@ -10,6 +10,7 @@ Not run by CI.
 import argparse
 import json
 import os
+import sys
 import statistics
 import subprocess
 
@@ -17,9 +18,12 @@ import subprocess
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--tally", default=os.path.join(os.path.dirname(__file__), "..",
-                                                    "target", "release", "tally"))
+    ap.add_argument("--tally", default=None, help="tally binary (default: build it)")
     a, extra = ap.parse_known_args()
+    if a.tally is None:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from common import build_tally
+        a.tally = build_tally()
     medians, bench_of, noisy = {}, {}, 0
     for i in range(a.runs):
         out = subprocess.run([a.tally, "bench", "--quick", "--format", "json", *extra],

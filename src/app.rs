@@ -146,9 +146,13 @@ fn run_command(args: cli::run::RunArgs) -> u8 {
         }
         .map_err(report::RenderError::Io)
     });
-    if let Err(e) = rendered {
-        eprintln!("tally: cannot write the report: {e}");
-        if !matches!(e, report::RenderError::Unsupported(_)) || args.format != Format::Prometheus {
+    match rendered {
+        Ok(()) => {}
+        // A reader that went away (`tally run … 2>&1 | head`) is no failure
+        // of the command's: keep its exit code, say nothing.
+        Err(report::RenderError::Io(e)) if e.kind() == io::ErrorKind::BrokenPipe => {}
+        Err(e) => {
+            eprintln!("tally: cannot write the report: {e}");
             return RUN_OWN_FAILURE;
         }
     }

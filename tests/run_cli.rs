@@ -636,3 +636,18 @@ fn tree_without_privilege_falls_back_and_says_so() {
         assert_eq!(tree.method, "cgroup-v2");
     }
 }
+
+#[test]
+fn a_closed_report_pipe_keeps_the_commands_exit_code() {
+    // The report goes to stderr: a pipe whose read end is already closed,
+    // so writing the report fails with EPIPE every time.
+    let (read, write) = tally::sys::process::pipe().expect("pipe");
+    drop(read);
+    let status = tally()
+        .args(["run", "-n", "2", "--", "sh", "-c", "exit 3"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(write))
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(3));
+}
