@@ -8,16 +8,10 @@ import json, os, shutil, statistics, subprocess, sys, tempfile, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import build_tally  # noqa: E402
+from common import build_tally, need  # noqa: E402
 
 TALLY = os.environ.get("TALLY") or build_tally()
 
-
-def need(tool, package):
-    if shutil.which(tool):
-        return
-    subprocess.run(["apt-get", "update", "-qq"], check=False)
-    subprocess.run(["apt-get", "install", "-y", "-qq", package], check=True)
 
 
 def timed(argv):

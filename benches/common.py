@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -20,6 +21,17 @@ def build_tally():
                 and msg["target"]["name"] == "tally":
             return msg["executable"]
     sys.exit("cargo built no tally executable")
+
+
+def need(tool, package):
+    """Installs Debian `package` when `tool` is not on PATH (or, for a
+    path, does not exist)."""
+    if shutil.which(tool) or (os.sep in tool and os.path.exists(tool)):
+        return
+    print(f"installing {package} ...", file=sys.stderr)
+    subprocess.run(["apt-get", "update", "-qq"], check=False)
+    subprocess.run(["apt-get", "install", "-y", "-qq", package], check=True,
+                   stdout=subprocess.DEVNULL)
 
 
 if __name__ == "__main__":

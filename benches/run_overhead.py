@@ -22,17 +22,9 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import ROOT, build_tally  # noqa: E402
+from common import build_tally, need  # noqa: E402
 
 
-
-def ensure(tool, package):
-    if shutil.which(tool):
-        return
-    print(f"installing {package} ...", file=sys.stderr)
-    subprocess.run(["apt-get", "update", "-qq"], check=True)
-    subprocess.run(["apt-get", "install", "-y", "-qq", package], check=True,
-                   stdout=subprocess.DEVNULL)
 
 
 def spawn_wait_ns(argv, devnull):
@@ -46,9 +38,8 @@ def spawn_wait_ns(argv, devnull):
 
 def main():
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 500
-    ensure("hyperfine", "hyperfine")
-    if not os.path.exists("/usr/bin/time"):
-        ensure("/usr/bin/time", "time")
+    need("hyperfine", "hyperfine")
+    need("/usr/bin/time", "time")
     tally = build_tally()
     true = shutil.which("true") or "/bin/true"
     true = "/bin/true" if os.path.exists("/bin/true") else true
