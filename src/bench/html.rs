@@ -142,6 +142,12 @@ pub fn line_plot(
     }
     for (i, s) in series.iter().enumerate() {
         let color = COLORS.get(i % COLORS.len()).copied().unwrap_or("#000");
+        // Past the palette, dashes keep series apart (events has 9).
+        let dash = match i / COLORS.len() {
+            0 => "",
+            1 => r#" stroke-dasharray="7 4""#,
+            _ => r#" stroke-dasharray="2 3""#,
+        };
         let path: Vec<String> = s
             .points
             .iter()
@@ -153,7 +159,7 @@ pub fn line_plot(
         }
         let _ = write!(
             svg,
-            r#"<polyline class="series" fill="none" stroke="{color}" stroke-width="2" points="{}"/>"#,
+            r#"<polyline class="series" fill="none" stroke="{color}"{dash} stroke-width="2" points="{}"/>"#,
             path.join(" ")
         );
         for p in &path {
@@ -164,7 +170,7 @@ pub fn line_plot(
         let ly = MT + 10.0 + i as f64 * 18.0;
         let _ = write!(
             svg,
-            r#"<line x1="{}" x2="{}" y1="{ly}" y2="{ly}" stroke="{color}" stroke-width="3"/><text x="{}" y="{}" class="lg">{}</text>"#,
+            r#"<line x1="{}" x2="{}" y1="{ly}" y2="{ly}" stroke="{color}"{dash} stroke-width="3"/><text x="{}" y="{}" class="lg">{}</text>"#,
             ML + pw + 10.0,
             ML + pw + 30.0,
             ML + pw + 35.0,
