@@ -18,9 +18,11 @@ use clap::{Parser, Subcommand};
     version,
     about = "What does this cost, and why? Exact resource usage on Linux.",
     long_about = "What does this cost, and why? Exact resource usage on Linux.\n\n\
-        `tally run -- CMD` reports what a command cost: wall and cpu time in µs, \
-        peak memory, page faults, context switches and I/O, over repeated runs \
-        and from a cold page cache without root.",
+        `tally run -- CMD` reports what a command cost (wall and cpu µs, peak memory, \
+        faults, switches, I/O), over repeated runs and from a cold page cache without \
+        root. `tally mem` shows RAM and swap per program, `tally bench` measures the \
+        machine, and `tally load`, `tally cache` and `tally cp` measure and respect \
+        the page cache.",
     propagate_version = true,
     max_term_width = 100
 )]
