@@ -1,0 +1,143 @@
+//! `tally bench`: list, run, baseline, HTML.
+
+use std::io::{self, IsTerminal};
+
+use tally::cli;
+use tally::report::{self, Style};
+
+use super::{create_report_file, quiet_pipe};
+
+pub(super) fn bench_command(args: cli::bench::BenchArgs) -> u8 {
+    use tally::bench;
+    if args.list {
+        return quiet_pipe(|out| {
+            for b in bench::registry::BENCHMARKS {
+                writeln!(
+                    out,
+                    "{:<10} {:<18} {}{}",
+                    b.name,
+                    b.section.title().split(' ').next().unwrap_or(""),
+                    b.about,
+                    if b.heavy {
+                        " (heavy: --full or by name)"
+                    } else {
+                        ""
+                    }
+                )?;
+            }
+            Ok(())
+        });
+    }
+    let mode = if args.full {
+        bench::Mode::Full
+    } else if args.quick {
+        bench::Mode::Quick
+    } else {
+        bench::Mode::Standard
+    };
+    let mut cfg = bench::Config::new(mode);
+    cfg.names = args.names;
+    if let Some(dir) = args.dir {
+        cfg.dir = dir;
+    }
+    cfg.max_mem_bytes = args.max_mem;
+    cfg.max_file_bytes = args.max_bytes;
+    cfg.budget = args.budget_ms.map(std::time::Duration::from_millis);
+    // Bad inputs fail before minutes of measuring, not after.
+    let old = match &args.baseline {
+        Some(path) => match bench::baseline::load(path) {
+            Ok(r) => Some((path.clone(), r)),
+            Err(e) => {
+                eprintln!("tally: {e}");
+                return 1;
+            }
+        },
+        None => None,
+    };
+    let mut html = match &args.html {
+        Some(path) => match create_report_file(path) {
+            Ok(f) => Some(f),
+            Err(e) => {
+                eprintln!("tally: {e:#}");
+                return 1;
+            }
+        },
+        None => None,
+    };
+    let tty = io::stderr().is_terminal();
+    let bar = tty.then(|| {
+        let bar = indicatif::ProgressBar::new_spinner();
+        bar.set_style(
+            indicatif::ProgressStyle::with_template("tally: {spinner} [{elapsed}] {msg}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+        );
+        bar.enable_steady_tick(std::time::Duration::from_millis(200));
+        bar
+    });
+    let mut current = String::new();
+    let mut on_progress = |p: bench::Progress| match p {
+        bench::Progress::Plan {
+            benchmarks,
+            expected,
+        } => {
+            if mode == bench::Mode::Full || expected.as_secs() > 120 {
+                eprintln!(
+                    "tally: bench: {} benchmarks ({}), expected to take about {} min",
+                    benchmarks.len(),
+                    benchmarks.join(" "),
+                    expected.as_secs().div_ceil(60)
+                );
+            }
+        }
+        bench::Progress::Start { name, index, total } => {
+            current = format!("{name} ({}/{total})", index + 1);
+            match &bar {
+                Some(b) => b.set_message(current.clone()),
+                None if mode == bench::Mode::Full => eprintln!("tally: bench: {current}"),
+                None => {}
+            }
+        }
+        bench::Progress::Step { detail, .. } => {
+            if let Some(b) = &bar {
+                b.set_message(format!("{current}: {detail}"));
+            }
+        }
+    };
+    let hooks = bench::Hooks {
+        progress: &mut on_progress,
+        on_hang: |name, limit| {
+            eprintln!(
+                "tally: benchmark {name} did not finish within {} s and was stopped; rerun it alone (`tally bench {name}`) to see where it hangs",
+                limit.as_secs()
+            );
+            std::process::exit(1);
+        },
+    };
+    let result = bench::execute(&cfg, hooks);
+    if let Some(b) = &bar {
+        b.finish_and_clear();
+    }
+    let mut report = match result {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("tally: {e}");
+            return 1;
+        }
+    };
+    if let Some((path, old)) = &old {
+        report.baseline = Some(bench::baseline::compare(path, old, &report));
+    }
+    if let (Some(f), Some(path)) = (html.as_mut(), &args.html) {
+        if let Err(e) = bench::html::write(&report, f) {
+            eprintln!("tally: cannot write the HTML page {}: {e}", path.display());
+            return 1;
+        }
+    }
+    quiet_pipe(|out| {
+        report::render(&report, args.format, Style { color: false }, out).map_err(|e| match e {
+            // Unwrapped so quiet_pipe sees a closed pipe for what it is.
+            report::RenderError::Io(io) => anyhow::Error::from(io),
+            other => anyhow::Error::from(other),
+        })
+    })
+}

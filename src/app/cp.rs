@@ -1,0 +1,78 @@
+//! `tally cp`: the copy and its report.
+
+use std::io::{self, IsTerminal};
+
+use tally::cli;
+use tally::report::{self, Format, Style};
+
+use super::{quiet_pipe, render_to};
+
+pub(super) fn cp_command(args: cli::cp::CpArgs) -> u8 {
+    use tally::copy;
+    if args.format == Format::Prometheus {
+        eprintln!("tally: cp has no Prometheus report; use --format human, json, csv or markdown");
+        return 2;
+    }
+    let mut paths = args.paths;
+    let Some(destination) = paths.pop() else {
+        eprintln!("tally: cp needs a source and a destination");
+        return 2;
+    };
+    let cfg = copy::Config {
+        sources: paths,
+        destination,
+        recursive: args.recursive,
+        preserve: args.preserve,
+        sync: args.sync,
+        keep_cache: args.keep_cache,
+        via: args.via,
+    };
+    let mut bar: Option<indicatif::ProgressBar> = None;
+    let tty = io::stderr().is_terminal();
+    let mut on_progress = |p: copy::Progress| {
+        if !tty || p.total_bytes < (256 << 20) {
+            return;
+        }
+        let b = bar.get_or_insert_with(|| {
+            let b = indicatif::ProgressBar::new(p.total_bytes);
+            b.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "tally: cp {bar:30} {binary_bytes}/{binary_total_bytes} {binary_bytes_per_sec} eta {eta}",
+                )
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            );
+            b
+        });
+        b.set_position(p.done_bytes);
+    };
+    let result = copy::execute(&cfg, &mut on_progress);
+    if let Some(b) = &bar {
+        b.finish_and_clear();
+    }
+    let report = match result {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("tally: cp: {e}");
+            return 1;
+        }
+    };
+    for p in &report.problems {
+        eprintln!("tally: cp: {}: {}", p.path.display(), p.error);
+    }
+    if args.verbose {
+        let stderr = io::stderr();
+        let _ = report::render(
+            &report,
+            Format::Human,
+            Style { color: false },
+            &mut stderr.lock(),
+        );
+    }
+    if args.format != Format::Human {
+        let code = quiet_pipe(|out| render_to(&report, args.format, out));
+        if code != 0 {
+            return code;
+        }
+    }
+    u8::from(!report.problems.is_empty())
+}

@@ -1,0 +1,117 @@
+//! `tally load`: the methods in child processes, the table and the plot.
+
+use std::io::{self, IsTerminal};
+
+use tally::cli;
+use tally::report::Format;
+
+use super::{create_report_file, quiet_pipe, render_to};
+
+pub(super) fn load_command(args: cli::load::LoadArgs) -> u8 {
+    use tally::load::{self, Mode};
+    if args.format == Format::Prometheus {
+        eprintln!(
+            "tally: load has no Prometheus report; use --format human, json, csv or markdown"
+        );
+        return 2;
+    }
+    if let Some(method) = args.child {
+        // One load in this process, the result in a file for the parent.
+        let result = load::child::load(method, &args.file, args.touch).unwrap_or_else(|e| {
+            load::child::ChildResult {
+                error: Some(e.to_string()),
+                ..Default::default()
+            }
+        });
+        let failed = result.error.is_some();
+        if let Some(path) = &args.result {
+            let written = serde_json::to_vec(&result)
+                .map_err(io::Error::other)
+                .and_then(|b| std::fs::write(path, b));
+            if written.is_err() {
+                return 1;
+            }
+        }
+        return u8::from(failed);
+    }
+    let exe = match std::env::current_exe() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("tally: cannot find the tally binary to run loads with: {e}");
+            return 1;
+        }
+    };
+    let modes = if args.cold {
+        vec![Mode::Cold]
+    } else if args.warm {
+        vec![Mode::Warm]
+    } else {
+        vec![Mode::Cold, Mode::Warm]
+    };
+    let methods = if args.methods.is_empty() {
+        load::Method::ALL.to_vec()
+    } else {
+        let mut m = args.methods.clone();
+        m.dedup();
+        m
+    };
+    let cfg = load::Config {
+        file: args.file,
+        methods,
+        modes,
+        runs: args.runs,
+        touch: args.touch,
+        exe,
+    };
+    // Open the plot file first: a bad path should fail before the loads.
+    let mut html = match &args.html {
+        Some(p) => match create_report_file(p) {
+            Ok(f) => Some(f),
+            Err(e) => {
+                eprintln!("tally: {e:#}");
+                return 1;
+            }
+        },
+        None => None,
+    };
+    let bar = io::stderr().is_terminal().then(|| {
+        let b = indicatif::ProgressBar::new(0);
+        b.set_style(
+            indicatif::ProgressStyle::with_template("tally: load {msg} {bar:30} {pos}/{len}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        b
+    });
+    let mut on_progress = |p: load::Progress| {
+        if let Some(b) = &bar {
+            b.set_length(u64::from(p.of));
+            b.set_position(u64::from(p.done));
+            b.set_message(format!("{:?} {}", p.mode, p.method.name()).to_lowercase());
+        }
+    };
+    let result = load::execute(&cfg, &mut on_progress);
+    if let Some(b) = &bar {
+        b.finish_and_clear();
+    }
+    let report = match result {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("tally: load: {e}");
+            return 1;
+        }
+    };
+    if let Some(f) = html.as_mut() {
+        if let Err(e) = load::report::write_html(&report, f) {
+            eprintln!("tally: cannot write the HTML plot: {e}");
+            return 1;
+        }
+    }
+    let code = quiet_pipe(|out| render_to(&report, args.format, out));
+    if code != 0 {
+        return code;
+    }
+    // A method this filesystem cannot do (O_DIRECT on tmpfs) is shown as
+    // unavailable, not a failure; no method working at all is one.
+    let none_worked = report.results.iter().all(|r| r.error.is_some());
+    u8::from(!report.ok() || none_worked)
+}

@@ -1,0 +1,129 @@
+//! `tally mem`: privilege handling, configuration, one scan or `--watch`.
+
+use std::io::{self, IsTerminal};
+
+use tally::cli;
+use tally::report::{self, Format, Style};
+
+pub(super) fn mem_command(
+    args: cli::mem::MemArgs,
+    mut privilege: tally::mem::privilege::Privilege,
+) -> u8 {
+    use tally::mem::{self, report::Unit};
+    let elevated = privilege.is_elevated();
+    let note = |msg: &str| eprintln!("tally: {msg}");
+    if elevated && args.watch.is_some() {
+        note(
+            "--watch is not available in a setuid or capability install, which keeps its \
+              privilege for one scan only; run `watch tally mem` instead",
+        );
+        return 2;
+    }
+    if elevated && args.procfs.is_some() {
+        note("--procfs ignored: this install reads /proc only");
+    }
+    // A user name is looked up with the caller's rights only: after the
+    // scan when privileged, before it otherwise.
+    let user = args.user.clone();
+    let resolve = |user: &str| -> Result<u32, u8> {
+        tally::sys::user::uid_of(user)
+            .or_else(|| user.parse().ok())
+            .ok_or_else(|| {
+                note(&format!(
+                    "no user named `{user}`: give a login name or a numeric uid"
+                ));
+                2
+            })
+    };
+    let uid = match user.as_deref() {
+        Some(user) if !elevated => match resolve(user) {
+            Ok(uid) => Some(uid),
+            Err(code) => return code,
+        },
+        _ => None,
+    };
+    let machine = matches!(args.format, Format::Csv | Format::Json | Format::Prometheus);
+    let mut cfg = mem::Config {
+        procfs: match &args.procfs {
+            Some(path) if !elevated => tally::procfs::ProcRoot::new(path),
+            _ => tally::procfs::ProcRoot::default(),
+        },
+        pids: (!args.pids.is_empty()).then(|| {
+            let mut pids = args.pids;
+            pids.sort_unstable();
+            pids.dedup();
+            pids
+        }),
+        grouping: mem::group::Grouping {
+            by: args.group_by,
+            name: args.name,
+            split_args: args.split_args,
+            filter: args.filter,
+            uid,
+            sort: args.sort,
+            reverse: args.reverse,
+            top: args.top.map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+            check_replaced: !elevated,
+        },
+        view: mem::report::View {
+            unit: args.unit.unwrap_or(if machine { Unit::B } else { Unit::M }),
+            human_sizes: args.human,
+            total_only: args.total_only,
+        },
+        threads: args.threads,
+        read_status: user.is_some(),
+    };
+    let report = match args.watch {
+        Some(interval) => {
+            let signals = match tally::sys::signals::Forwarder::install() {
+                Ok(s) => s,
+                Err(e) => {
+                    note(&format!("cannot install signal handlers for --watch: {e}"));
+                    return 1;
+                }
+            };
+            let stdout = io::stdout();
+            let mut out = stdout.lock();
+            let terminal = out.is_terminal();
+            let stop = || signals.pending().is_some();
+            mem::watch(&cfg, interval, args.format, terminal, &mut out, &stop)
+                .map(|r| r.unwrap_or_default())
+        }
+        None => {
+            let snap = mem::scan(&cfg);
+            // Privilege ends with the scan, whatever its outcome: naming,
+            // user lookups and output run with the caller's rights only.
+            if let Err(e) = privilege.drop_to_caller() {
+                note(&mem::MemError::DropPrivileges(e).to_string());
+                return 1;
+            }
+            if let (Some(user), None) = (user.as_deref(), cfg.grouping.uid) {
+                match resolve(user) {
+                    Ok(uid) => cfg.grouping.uid = Some(uid),
+                    Err(code) => return code,
+                }
+            }
+            cfg.grouping.check_replaced = true;
+            snap.and_then(|snap| {
+                let report = mem::summarize(&snap, &cfg);
+                let stdout = io::stdout();
+                let mut out = stdout.lock();
+                report::render(&report, args.format, Style::default(), &mut out)?;
+                Ok(report)
+            })
+        }
+    };
+    match report {
+        Ok(report) => {
+            for msg in mem::closing_notes(&report, elevated, tally::sys::geteuid() == 0) {
+                note(&msg);
+            }
+            0
+        }
+        Err(e) if e.is_broken_pipe() => 0,
+        Err(e) => {
+            note(&e.to_string());
+            1
+        }
+    }
+}

@@ -1,0 +1,90 @@
+//! `tally run`: spawn progress bar, report file, exit code of the command.
+
+use std::io::{self, IsTerminal, Write};
+
+use tally::cli;
+use tally::report::{self, Style};
+use tally::run;
+
+use super::{RUN_OWN_FAILURE, create_report_file};
+
+pub(super) fn run_command(args: cli::run::RunArgs) -> u8 {
+    let cfg = run::Config {
+        argv: args.command,
+        runs: args.runs,
+        warmup: args.warmup,
+        quiet_command: args.quiet_command,
+        cold: args.cold,
+        drop_caches: args.drop_caches,
+        tree: args.tree,
+        counters: args.counters,
+    };
+    // Open the report file first: a bad -o path should fail before the
+    // command runs, not after.
+    let mut file = match &args.output {
+        Some(path) => match create_report_file(path) {
+            Ok(f) => Some(f),
+            Err(e) => {
+                eprintln!("tally: {e:#}");
+                return RUN_OWN_FAILURE;
+            }
+        },
+        None => None,
+    };
+    let total = cfg.warmup.saturating_add(cfg.runs);
+    let bar = (total > 1 && io::stderr().is_terminal()).then(|| {
+        let bar = indicatif::ProgressBar::new(u64::from(total));
+        bar.set_style(
+            indicatif::ProgressStyle::with_template("tally: {msg} {bar:30} {pos}/{len} eta {eta}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        bar
+    });
+    let mut on_progress = |p: run::Progress| {
+        if let Some(bar) = &bar {
+            match p {
+                run::Progress::Warmup { done, .. } => {
+                    bar.set_message("warm-up");
+                    bar.set_position(u64::from(done));
+                }
+                run::Progress::Run { done, .. } => {
+                    bar.set_message("runs");
+                    bar.set_position(u64::from(cfg.warmup) + u64::from(done));
+                }
+            }
+        }
+    };
+    let result = run::execute(&cfg, &mut on_progress);
+    if let Some(bar) = &bar {
+        bar.finish_and_clear();
+    }
+    let report = match result {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("tally: {e}");
+            return e.exit_code();
+        }
+    };
+    let style = Style { color: false };
+    // Rendered whole, then written at once: stderr is unbuffered, and one
+    // write keeps the report's lines together.
+    let mut text = Vec::with_capacity(4096);
+    let rendered = report::render(&report, args.format, style, &mut text).and_then(|()| {
+        match file.as_mut() {
+            Some(f) => f.write_all(&text),
+            None => io::stderr().lock().write_all(&text),
+        }
+        .map_err(report::RenderError::Io)
+    });
+    match rendered {
+        Ok(()) => {}
+        // A reader that went away (`tally run … 2>&1 | head`) is no failure
+        // of the command's: keep its exit code, say nothing.
+        Err(report::RenderError::Io(e)) if e.kind() == io::ErrorKind::BrokenPipe => {}
+        Err(e) => {
+            eprintln!("tally: cannot write the report: {e}");
+            return RUN_OWN_FAILURE;
+        }
+    }
+    run::exit_code(&report)
+}
