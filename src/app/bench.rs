@@ -134,10 +134,6 @@ pub(super) fn bench_command(args: cli::bench::BenchArgs) -> u8 {
         }
     }
     quiet_pipe(|out| {
-        report::render(&report, args.format, Style { color: false }, out).map_err(|e| match e {
-            // Unwrapped so quiet_pipe sees a closed pipe for what it is.
-            report::RenderError::Io(io) => anyhow::Error::from(io),
-            other => anyhow::Error::from(other),
-        })
+        report::render(&report, args.format, Style { color: false }, out).map_err(Into::into)
     })
 }

@@ -82,6 +82,8 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {
         c.downcast_ref::<io::Error>()
             .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
+            || c.downcast_ref::<report::RenderError>()
+                .is_some_and(report::RenderError::is_broken_pipe)
     })
 }
 
@@ -94,8 +96,8 @@ fn create_report_file(path: &Path) -> anyhow::Result<File> {
     })
 }
 
-/// Renders a report to stdout, keeping an I/O error visible to
-/// [`quiet_pipe`] so a closed pipe stays quiet.
+/// Renders a report to stdout; an I/O error says it was the report that
+/// could not be written.
 fn render_to<R: report::Render>(r: &R, format: Format, out: &mut dyn Write) -> anyhow::Result<()> {
     match report::render(r, format, Style { color: false }, out) {
         Ok(()) => Ok(()),

@@ -80,7 +80,7 @@ pub(super) fn run_command(args: cli::run::RunArgs) -> u8 {
         Ok(()) => {}
         // A reader that went away (`tally run … 2>&1 | head`) is no failure
         // of the command's: keep its exit code, say nothing.
-        Err(report::RenderError::Io(e)) if e.kind() == io::ErrorKind::BrokenPipe => {}
+        Err(e) if e.is_broken_pipe() => {}
         Err(e) => {
             eprintln!("tally: cannot write the report: {e}");
             return RUN_OWN_FAILURE;

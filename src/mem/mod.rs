@@ -42,23 +42,7 @@ pub enum MemError {
 impl MemError {
     /// Whether the error is a closed stdout, to end quietly.
     pub fn is_broken_pipe(&self) -> bool {
-        let MemError::Render(RenderError::Io(e)) = self else {
-            return false;
-        };
-        // JSON and CSV writers wrap the io::Error of a closed pipe in their own.
-        e.kind() == io::ErrorKind::BrokenPipe
-            || e.get_ref().is_some_and(|inner| {
-                inner
-                    .downcast_ref::<serde_json::Error>()
-                    .and_then(serde_json::Error::io_error_kind)
-                    == Some(io::ErrorKind::BrokenPipe)
-                    || inner
-                        .downcast_ref::<csv::Error>()
-                        .is_some_and(|c| matches!(c.kind(), csv::ErrorKind::Io(io) if io.kind() == io::ErrorKind::BrokenPipe))
-                    || inner
-                        .downcast_ref::<io::Error>()
-                        .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
-            })
+        matches!(self, MemError::Render(e) if e.is_broken_pipe())
     }
 }
 

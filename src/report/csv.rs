@@ -7,9 +7,19 @@ use super::Table;
 /// Writes `table` as CSV.
 pub fn write(table: &Table, out: &mut dyn Write) -> io::Result<()> {
     let mut w = ::csv::Writer::from_writer(out);
-    w.write_record(&table.headers).map_err(io::Error::other)?;
+    w.write_record(&table.headers).map_err(to_io)?;
     for row in &table.rows {
-        w.write_record(row).map_err(io::Error::other)?;
+        w.write_record(row).map_err(to_io)?;
     }
     w.flush()
+}
+
+/// A csv error as an io::Error of the writer's own kind, so a closed pipe
+/// stays a closed pipe.
+fn to_io(e: ::csv::Error) -> io::Error {
+    let kind = match e.kind() {
+        ::csv::ErrorKind::Io(io) => io.kind(),
+        _ => io::ErrorKind::Other,
+    };
+    io::Error::new(kind, e)
 }

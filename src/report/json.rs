@@ -6,6 +6,8 @@ use serde::Serialize;
 
 /// Writes `report` as pretty JSON followed by a newline.
 pub fn write<R: Serialize + ?Sized>(report: &R, out: &mut dyn Write) -> io::Result<()> {
-    serde_json::to_writer_pretty(&mut *out, report).map_err(io::Error::other)?;
+    // serde_json hands back the writer's own io::Error (a closed pipe
+    // stays a closed pipe); other failures become InvalidData.
+    serde_json::to_writer_pretty(&mut *out, report).map_err(io::Error::from)?;
     out.write_all(b"\n")
 }

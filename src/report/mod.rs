@@ -70,6 +70,14 @@ pub enum RenderError {
     Io(#[from] io::Error),
 }
 
+impl RenderError {
+    /// Whether the reader of the output went away (a closed pipe), which
+    /// ends a command quietly rather than as a failure.
+    pub fn is_broken_pipe(&self) -> bool {
+        matches!(self, RenderError::Io(e) if e.kind() == io::ErrorKind::BrokenPipe)
+    }
+}
+
 /// Renders `report` in `format` to `out`.
 pub fn render<R: Render>(
     report: &R,
