@@ -9,6 +9,9 @@ use assert_cmd::assert::OutputAssertExt;
 use assert_cmd::cargo::CommandCargoExt;
 use serde_json::Value;
 
+mod common;
+use common::on_tmpfs;
+
 fn tally() -> Command {
     Command::cargo_bin("tally").expect("binary")
 }
@@ -44,17 +47,6 @@ fn write_file(path: &Path, bytes: usize) {
 
 fn cached_pages(v: &Value, i: usize) -> Option<u64> {
     v["files"][i]["residency"]["cached_pages"].as_u64()
-}
-
-/// Whether `path` is on a tmpfs, whose page cache is the file itself and
-/// cannot be evicted.
-fn on_tmpfs(path: &Path) -> bool {
-    Command::new("stat")
-        .args(["-f", "-c", "%T"])
-        .arg(path)
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "tmpfs")
-        .unwrap_or(false)
 }
 
 #[test]

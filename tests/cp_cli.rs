@@ -9,6 +9,9 @@ use std::process::{Command, Output};
 use assert_cmd::cargo::CommandCargoExt;
 use serde_json::Value;
 
+mod common;
+use common::on_tmpfs;
+
 fn tally() -> Command {
     Command::cargo_bin("tally").expect("binary")
 }
@@ -65,17 +68,6 @@ fn entries(dir: &Path) -> Vec<PathBuf> {
 
 fn is_root() -> bool {
     std::fs::metadata("/proc/self").map(|m| m.uid()).ok() == Some(0)
-}
-
-/// Whether `path` is on a tmpfs, whose page cache is the file itself and
-/// cannot be evicted.
-fn on_tmpfs(path: &Path) -> bool {
-    Command::new("stat")
-        .args(["-f", "-c", "%T"])
-        .arg(path)
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "tmpfs")
-        .unwrap_or(false)
 }
 
 #[test]

@@ -260,14 +260,7 @@ fn binary_copy(dir: &std::path::Path) -> std::path::PathBuf {
 }
 
 fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("Uid:"))
-                .map(|ids| ids.split_whitespace().nth(1) == Some("0"))
-        })
-        .unwrap_or(false)
+    tally::sys::geteuid() == 0
 }
 
 #[test]

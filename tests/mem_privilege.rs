@@ -27,14 +27,7 @@ impl Drop for Reaper {
 }
 
 fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("Uid:"))
-                .map(|ids| ids.split_whitespace().nth(1) == Some("0"))
-        })
-        .unwrap_or(false)
+    tally::sys::geteuid() == 0
 }
 
 /// Why setuid and file capabilities cannot work here, if they cannot:

@@ -13,7 +13,7 @@ use std::time::Duration;
 use super::harness::Samples;
 use super::registry::{Benchmark, Section};
 use super::{BenchResult, Ctx, Figure, Mode, Rng, StepError, step_err};
-use crate::sys::buffers::{AnonMap, Pages, fadvise_random};
+use crate::sys::buffers::{AnonMap, Pages};
 use crate::sys::cache::{Advice, fadvise};
 use crate::units::human_bytes;
 
@@ -64,7 +64,8 @@ fn open(path: &Path) -> std::io::Result<(File, Method)> {
         Ok(f) => Ok((f, Method::Direct)),
         Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
             let f = File::open(path)?;
-            let _ = fadvise_random(&f);
+            // No readahead, so each 4 KiB read is its own.
+            let _ = crate::sys::cache::fadvise(&f, 0, 0, crate::sys::cache::Advice::Random);
             Ok((f, Method::Evicted))
         }
         Err(e) => Err(e),

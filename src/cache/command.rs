@@ -202,11 +202,11 @@ fn one_file(cfg: &Config, path: &Path, held: &mut Held) -> Result<FileReport, St
             evict::EvictError::Open { source, .. } => format!("cannot open: {}", describe(&source)),
             other => other.to_string(),
         })?;
-        let file = open(path).ok();
-        let map = match (&file, cfg.map, &e.after) {
-            (Some(f), true, super::Residency::Known { .. }) => {
-                super::map_percent(f, e.size_bytes, cfg.map_buckets)
-            }
+        // The file is opened again only to draw its map (-v).
+        let map = match (cfg.map, &e.after) {
+            (true, super::Residency::Known { .. }) => open(path)
+                .ok()
+                .and_then(|f| super::map_percent(&f, e.size_bytes, cfg.map_buckets)),
             _ => None,
         };
         return Ok(FileReport {

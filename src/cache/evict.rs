@@ -176,7 +176,7 @@ fn processes_mapping(dev: u64, ino: u64) -> Vec<u32> {
     let needle_ino = ino.to_string();
     let root = crate::procfs::ProcRoot::default();
     let mut pids = Vec::new();
-    for pid in root.pids() {
+    for pid in root.pids().into_iter().flatten() {
         // Processes vanish and refuse; both just mean "not this one".
         let Ok(maps) = std::fs::read_to_string(root.pid_file(pid, "maps")) else {
             continue;

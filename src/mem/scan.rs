@@ -89,13 +89,12 @@ pub struct Snapshot {
 
 /// The numeric entries of the proc root, sorted.
 pub fn list_pids(root: &ProcRoot) -> Result<Vec<u32>, MemError> {
-    let dir = std::fs::read_dir(root.path()).map_err(|source| MemError::ListProcs {
-        path: root.path().to_path_buf(),
-        source,
-    })?;
-    let mut pids: Vec<u32> = dir
-        .filter_map(|e| e.ok())
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+    let mut pids: Vec<u32> = root
+        .pids()
+        .map_err(|source| MemError::ListProcs {
+            path: root.path().to_path_buf(),
+            source,
+        })?
         .filter(|&pid| pid > 0)
         .collect();
     if pids.is_empty() {

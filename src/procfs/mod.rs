@@ -32,18 +32,15 @@ impl ProcRoot {
     }
 
     /// The numeric entries of the root: every process, in directory order.
-    /// An unreadable root yields nothing.
-    pub fn pids(&self) -> impl Iterator<Item = u32> + use<> {
-        std::fs::read_dir(&self.0)
-            .into_iter()
-            .flatten()
-            .flatten()
-            .filter_map(|entry| {
-                entry
-                    .file_name()
-                    .to_str()
-                    .and_then(|s| s.parse::<u32>().ok())
-            })
+    /// Fails only when the root itself cannot be listed; entries that
+    /// vanish while listing are skipped.
+    pub fn pids(&self) -> std::io::Result<impl Iterator<Item = u32> + use<>> {
+        Ok(std::fs::read_dir(&self.0)?.flatten().filter_map(|entry| {
+            entry
+                .file_name()
+                .to_str()
+                .and_then(|s| s.parse::<u32>().ok())
+        }))
     }
 
     /// `<root>/<pid>/<file>`.

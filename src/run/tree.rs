@@ -261,15 +261,29 @@ fn pids_in(procs: &Path) -> Vec<u32> {
 }
 
 /// (ppid, utime ticks, stime ticks) from the text of /proc/PID/stat.
-pub(crate) fn parse_stat(text: &str) -> Option<(u32, u64, u64)> {
+/// What the sampler needs of one process, all from /proc/PID/stat.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Stat {
+    pub ppid: u32,
+    /// User and system time, in clock ticks.
+    pub utime: u64,
+    pub stime: u64,
+    /// Resident set, in pages (field 24).
+    pub rss_pages: u64,
+}
+
+/// Parses the text of /proc/PID/stat.
+pub(crate) fn parse_stat(text: &str) -> Option<Stat> {
     // The command name may hold spaces and parentheses: fields start
     // after the last ')'.
     let rest = &text[text.rfind(')')? + 1..];
     let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ppid = fields.get(1)?.parse().ok()?;
-    let utime = fields.get(11)?.parse().ok()?;
-    let stime = fields.get(12)?.parse().ok()?;
-    Some((ppid, utime, stime))
+    Some(Stat {
+        ppid: fields.get(1)?.parse().ok()?,
+        utime: fields.get(11)?.parse().ok()?,
+        stime: fields.get(12)?.parse().ok()?,
+        rss_pages: fields.get(21)?.parse().ok()?,
+    })
 }
 
 /// Members of the tree rooted at `root`: from the cgroup when there is one,
@@ -277,7 +291,7 @@ pub(crate) fn parse_stat(text: &str) -> Option<(u32, u64, u64)> {
 fn members(
     tree_root: u32,
     cgroup_procs: Option<&Path>,
-    stats: &mut HashMap<u32, (u32, u64, u64)>,
+    stats: &mut HashMap<u32, Stat>,
 ) -> Vec<u32> {
     stats.clear();
     if let Some(p) = cgroup_procs {
@@ -292,7 +306,7 @@ fn members(
         return pids;
     }
     let root = ProcRoot::default();
-    for pid in root.pids() {
+    for pid in root.pids().into_iter().flatten() {
         if let Ok(t) = fs::read_to_string(root.pid_file(pid, "stat")) {
             if let Some(s) = parse_stat(&t) {
                 stats.insert(pid, s);
@@ -303,7 +317,12 @@ fn members(
     let mut i = 0;
     while i < tree.len() {
         let parent = tree[i];
-        tree.extend(stats.iter().filter(|(_, s)| s.0 == parent).map(|(p, _)| *p));
+        tree.extend(
+            stats
+                .iter()
+                .filter(|(_, s)| s.ppid == parent)
+                .map(|(p, _)| *p),
+        );
         i += 1;
     }
     tree
@@ -316,21 +335,13 @@ fn sample(root: u32, cgroup_procs: Option<PathBuf>, stop: &AtomicBool) -> Sample
     while !stop.load(Ordering::SeqCst) {
         let pids = members(root, cgroup_procs.as_deref(), &mut stats);
         let mut rss = 0u64;
+        // One read of /proc/PID/stat per process gives both its resident
+        // set and its cpu; vanished processes are simply not counted.
         for pid in pids {
-            // statm's second field: resident pages. Vanished processes
-            // are simply not counted.
-            if let Ok(t) = fs::read_to_string(format!("/proc/{pid}/statm")) {
-                if let Some(r) = t
-                    .split_whitespace()
-                    .nth(1)
-                    .and_then(|w| w.parse::<u64>().ok())
-                {
-                    rss = rss.saturating_add(r.saturating_mul(page));
-                }
-            }
-            if let Some((_, u, s)) = stats.get(&pid) {
+            if let Some(s) = stats.get(&pid) {
+                rss = rss.saturating_add(s.rss_pages.saturating_mul(page));
                 let e = out.cpu_ticks.entry(pid).or_default();
-                *e = (e.0.max(*u), e.1.max(*s));
+                *e = (e.0.max(s.utime), e.1.max(s.stime));
             }
         }
         out.peak_rss_bytes = out.peak_rss_bytes.max(rss);
@@ -346,7 +357,10 @@ mod tests {
     #[test]
     fn stat_with_parens_and_spaces_in_the_name() {
         let t = "42 (a) b (c)) S 7 42 42 0 -1 4194304 100 0 0 0 15 3 0 0 20 0 1 0 100 1000 50";
-        assert_eq!(parse_stat(t), Some((7, 15, 3)));
+        assert_eq!(
+            parse_stat(t).map(|s| (s.ppid, s.utime, s.stime)),
+            Some((7, 15, 3))
+        );
         assert_eq!(parse_stat("garbage"), None);
     }
 }

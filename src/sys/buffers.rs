@@ -207,17 +207,6 @@ impl Drop for FileMap {
     }
 }
 
-/// `posix_fadvise(POSIX_FADV_RANDOM)` over the whole file: no readahead.
-pub fn fadvise_random(file: &File) -> io::Result<()> {
-    // SAFETY: posix_fadvise has no memory preconditions.
-    let r = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_RANDOM) };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::from_raw_os_error(r))
-    }
-}
-
 /// Bytes an unprivileged writer may still use on the filesystem of `dir`.
 pub fn free_bytes(dir: &std::path::Path) -> io::Result<u64> {
     use std::os::unix::ffi::OsStrExt;

@@ -122,6 +122,7 @@ pub enum Advice {
     DontNeed,
     WillNeed,
     Sequential,
+    Random,
 }
 
 /// `posix_fadvise(2)` over `[off, off+len)`; `len == 0` means to the end.
@@ -130,6 +131,7 @@ pub fn fadvise(file: &File, off: u64, len: u64, advice: Advice) -> io::Result<()
         Advice::DontNeed => libc::POSIX_FADV_DONTNEED,
         Advice::WillNeed => libc::POSIX_FADV_WILLNEED,
         Advice::Sequential => libc::POSIX_FADV_SEQUENTIAL,
+        Advice::Random => libc::POSIX_FADV_RANDOM,
     };
     let off = libc::off_t::try_from(off).unwrap_or(libc::off_t::MAX);
     let len = libc::off_t::try_from(len).unwrap_or(libc::off_t::MAX);
