@@ -36,6 +36,25 @@ def spawn_wait_ns(argv, devnull):
     return time.perf_counter_ns() - t0
 
 
+def hot_path_layout(tally):
+    """How much of link/run-hot-path.order the binary still matches (a
+    stale list costs page faults on every run; see build.rs)."""
+    order = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                         "link", "run-hot-path.order")
+    try:
+        with open(order) as f:
+            wanted = {l.strip() for l in f if l.strip() and not l.startswith("#")}
+        out = subprocess.run(["nm", "--defined-only", tally], check=True,
+                             capture_output=True, text=True).stdout
+    except (OSError, subprocess.CalledProcessError) as e:
+        return f"hot-path layout: unavailable ({e})"
+    have = {line.split()[-1] for line in out.splitlines() if line.strip()}
+    found = len(wanted & have)
+    note = "" if found >= 0.9 * len(wanted) else \
+        " — stale: run link/order-hot-path.sh"
+    return f"hot-path layout: {found} of {len(wanted)} listed functions in the binary{note}"
+
+
 def main():
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 500
     need("hyperfine", "hyperfine")
@@ -61,7 +80,8 @@ def main():
             samples[name].append(spawn_wait_ns(variants[name], devnull))
     base = statistics.median(samples["/bin/true"]) / 1000
     print(f"{rounds} interleaved rounds on {os.uname().nodename} "
-          f"({os.cpu_count()} CPUs, kernel {os.uname().release})\n")
+          f"({os.cpu_count()} CPUs, kernel {os.uname().release}); "
+          f"{hot_path_layout(tally)}\n")
     print("| command | median µs | p10 µs | p90 µs | added over /bin/true µs |")
     print("|---|---:|---:|---:|---:|")
     for name in variants:

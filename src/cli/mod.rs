@@ -55,10 +55,10 @@ pub enum Command {
     Man,
 }
 
-/// Parses the command line. `tally run` is parsed with a tree holding only
-/// the `run` subcommand: its definitions are the same, and tally then
-/// builds none of the other commands' arguments before running the
-/// measured command (part of what it adds to every run).
+/// Parses the command line. The plain forms of `tally run` are read by
+/// [`run::scan`] without clap; the rest of `tally run` is parsed with a tree
+/// holding only the `run` subcommand. Both keep what tally does before it
+/// starts the measured command, and so adds to every run, small.
 pub fn parse<I, T>(args: I) -> Result<Cli, clap::Error>
 where
     I: IntoIterator<Item = T>,
@@ -66,6 +66,11 @@ where
 {
     use clap::{Args, FromArgMatches};
     let args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
+    if let Some(run) = run::scan(&args) {
+        return Ok(Cli {
+            command: Command::Run(run),
+        });
+    }
     if args.get(1).is_some_and(|a| a == "run") {
         let run = run::RunArgs::augment_args(clap::Command::new("run"))
             .about("Run a command and report what it cost (on stderr).");
@@ -148,5 +153,114 @@ mod tests {
             assert!(parse(bad.iter().copied()).is_err(), "{bad:?}");
             assert!(Cli::try_parse_from(bad.iter().copied()).is_err(), "{bad:?}");
         }
+    }
+
+    /// Every argument list `run::scan` reads must be read the same by clap,
+    /// and the everyday spellings must take the scan.
+    #[test]
+    fn run_scan_agrees_with_clap() {
+        use std::ffi::OsString;
+        let scan = |argv: &[&str]| {
+            let args: Vec<OsString> = argv.iter().map(OsString::from).collect();
+            run::scan(&args)
+        };
+        let clap_run = |argv: &[&str]| match Cli::try_parse_from(argv.iter().copied()) {
+            Ok(Cli {
+                command: Command::Run(r),
+            }) => Some(format!("{r:?}")),
+            _ => None,
+        };
+        for common in [
+            &["tally", "run", "--", "/bin/true"][..],
+            &["tally", "run", "ls", "-l", "--format", "json"],
+            &[
+                "tally",
+                "run",
+                "-n",
+                "10",
+                "--warmup",
+                "2",
+                "--quiet-command",
+                "--",
+                "gzip",
+                "-k",
+            ],
+            &["tally", "run", "--cold", "a", "b", "--", "./load", "a"],
+            &[
+                "tally", "run", "--tree", "--format", "json", "-o", "r.json", "--", "make",
+            ],
+            &[
+                "tally",
+                "run",
+                "--counters",
+                "--drop-caches",
+                "--runs",
+                "1000000",
+                "x",
+            ],
+        ] {
+            let fast = scan(common).map(|r| format!("{r:?}"));
+            assert!(fast.is_some(), "{common:?} should take the scan");
+            assert_eq!(fast, clap_run(common), "{common:?}");
+        }
+        // Random argument lists over tokens that exercise every branch and
+        // the edges clap treats specially (empty, "-", "=", signs, ranges).
+        let tokens = [
+            "--",
+            "-n",
+            "--runs",
+            "3",
+            "0",
+            "1000001",
+            "+2",
+            "007",
+            "--warmup",
+            "--quiet-command",
+            "--tree",
+            "--counters",
+            "--drop-caches",
+            "--format",
+            "json",
+            "csv",
+            "markdown",
+            "human",
+            "prometheus",
+            "JSON",
+            "-o",
+            "--output",
+            "out",
+            "--cold",
+            "a",
+            "b",
+            "",
+            "-",
+            "ls",
+            "-l",
+            "--runs=2",
+            "-n3",
+            "-h",
+            "--help",
+            "-V",
+            "--bogus",
+        ];
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        };
+        let (mut taken, mut total) = (0, 0);
+        for _ in 0..20_000 {
+            let len = next(8);
+            let mut argv = vec!["tally", "run"];
+            argv.extend((0..len).map(|_| tokens[next(tokens.len())]));
+            if let Some(fast) = scan(&argv) {
+                taken += 1;
+                assert_eq!(Some(format!("{fast:?}")), clap_run(&argv), "{argv:?}");
+            }
+            total += 1;
+        }
+        assert!(taken > total / 20, "the scan took only {taken} of {total}");
     }
 }

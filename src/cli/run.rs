@@ -1,6 +1,7 @@
 //! `tally run` arguments.
 
 use std::ffi::OsString;
+use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
 use clap::Args;
@@ -59,4 +60,90 @@ pub struct RunArgs {
     /// The command and its arguments (run as given, no shell).
     #[arg(required = true, trailing_var_arg = true, value_name = "COMMAND")]
     pub command: Vec<OsString>,
+}
+
+impl Default for RunArgs {
+    /// The defaults clap applies: one run, no warm-up, human format.
+    fn default() -> RunArgs {
+        RunArgs {
+            runs: 1,
+            warmup: 0,
+            quiet_command: false,
+            cold: Vec::new(),
+            drop_caches: false,
+            tree: false,
+            counters: false,
+            format: Format::Human,
+            output: None,
+            command: Vec::new(),
+        }
+    }
+}
+
+/// Reads `tally run …` without clap, for the common spellings only.
+///
+/// Whatever tally does before it forks is added to the measured command's
+/// wall time, and building clap's argument tree is most of it (its code and
+/// heap pages are faulted in on every run). So the plain forms (`--flag`,
+/// `--opt VALUE`, `-n N`, `-o FILE`, `--cold PATH…`, then `--` or the first
+/// word not starting with `-`) are read here. Anything else, including
+/// `--opt=VALUE`, repeated options, help, and every error, returns `None`
+/// and is left to clap. A test checks that every `Some` equals clap's parse.
+pub fn scan(args: &[OsString]) -> Option<RunArgs> {
+    if args.get(1).is_none_or(|a| a != "run") {
+        return None;
+    }
+    let mut out = RunArgs::default();
+    let mut seen = [false; 9];
+    let mut once = |i: usize| !std::mem::replace(&mut seen[i], true);
+    let mut rest = args[2..].iter().peekable();
+    // A value for an option: present, not empty, not flag-like.
+    fn value(v: Option<&OsString>) -> Option<&OsString> {
+        v.filter(|v| !v.is_empty() && !v.as_bytes().starts_with(b"-"))
+    }
+    let count = |v: Option<&OsString>, min: u32| {
+        let s = value(v)?.to_str()?;
+        if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) || s.len() > 7 {
+            return None;
+        }
+        let n: u32 = s.parse().ok()?;
+        (min..=1_000_000).contains(&n).then_some(n)
+    };
+    while let Some(arg) = rest.next() {
+        match arg.as_bytes() {
+            b"--" => {
+                out.command = rest.cloned().collect();
+                break;
+            }
+            b"-n" | b"--runs" if once(0) => out.runs = count(rest.next(), 1)?,
+            b"--warmup" if once(1) => out.warmup = count(rest.next(), 0)?,
+            b"--quiet-command" if once(2) => out.quiet_command = true,
+            b"--drop-caches" if once(3) => out.drop_caches = true,
+            b"--tree" if once(4) => out.tree = true,
+            b"--counters" if once(5) => out.counters = true,
+            b"--format" if once(6) => {
+                out.format = match value(rest.next())?.as_bytes() {
+                    b"human" => Format::Human,
+                    b"json" => Format::Json,
+                    b"csv" => Format::Csv,
+                    b"markdown" => Format::Markdown,
+                    b"prometheus" => Format::Prometheus,
+                    _ => return None,
+                }
+            }
+            b"-o" | b"--output" if once(7) => out.output = Some(value(rest.next())?.into()),
+            b"--cold" if once(8) => {
+                out.cold.push(value(rest.next())?.into());
+                while let Some(p) = rest.next_if(|p| !p.as_bytes().starts_with(b"-")) {
+                    out.cold.push(value(Some(p))?.into());
+                }
+            }
+            [b'-', ..] => return None,
+            _ => {
+                out.command = std::iter::once(arg).chain(rest).cloned().collect();
+                break;
+            }
+        }
+    }
+    (!out.command.is_empty()).then_some(out)
 }
