@@ -651,3 +651,22 @@ fn a_closed_report_pipe_keeps_the_commands_exit_code() {
         .unwrap();
     assert_eq!(status.code(), Some(3));
 }
+
+#[test]
+fn closed_standard_descriptors_are_reopened_on_dev_null() {
+    // Started with stdout closed, the report file would otherwise become
+    // tally's descriptor 1, and the command's output would go astray.
+    let dir = scratch("closed-fds");
+    let report = dir.path().join("report.json");
+    let status = Command::new("sh")
+        .arg("-c")
+        .arg(r#"exec "$0" run --format json -o "$1" -- echo hi >&-"#)
+        .arg(assert_cmd::cargo::cargo_bin("tally"))
+        .arg(&report)
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(0), "echo could not write to its stdout");
+    let text = fs::read_to_string(&report).unwrap();
+    let parsed: RunReport = serde_json::from_str(&text).expect("the report file holds only JSON");
+    assert_eq!(parsed.command, ["echo", "hi"]);
+}

@@ -7,6 +7,7 @@
 pub mod buffers;
 pub mod cache;
 pub mod cpu;
+pub mod entry;
 pub mod events;
 pub mod file;
 pub mod mem;

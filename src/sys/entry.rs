@@ -1,0 +1,79 @@
+//! The binary's entry point, without std's start-up.
+//!
+//! Everything tally does before it forks is added to the wall time of the
+//! command `tally run` measures. std's start-up (`lang_start`) costs about
+//! 0.1 ms here: to find the main thread's stack guard it has glibc open
+//! and `sscanf` `/proc/self/maps`, then maps an alternate signal stack and
+//! installs SIGSEGV/SIGBUS handlers, only to print "has overflowed its
+//! stack" instead of dying of SIGSEGV. [`entry_point!`](crate::entry_point)
+//! defines the C `main` instead, and [`run`] keeps the parts of std's
+//! start-up and shut-down that matter: standard descriptors 0–2 are open,
+//! SIGPIPE is ignored (a closed pipe is an `EPIPE` error, as in any Rust
+//! program), a panic exits 101, and stdout is flushed at the end.
+//! Arguments still come from `std::env::args_os`: on glibc, std reads them
+//! in an `.init_array` function that the C start-up runs before `main`.
+
+use std::ffi::c_int;
+use std::io::Write;
+
+/// Defines the C `main` of a `#![no_main]` binary, calling `$run` (a
+/// `fn() -> u8` returning the exit code) through [`run`].
+#[macro_export]
+macro_rules! entry_point {
+    ($run:path) => {
+        // SAFETY: the binary is `#![no_main]`, so this is its only `main`
+        // symbol, with the signature the C start-up calls.
+        #[unsafe(no_mangle)]
+        extern "C" fn main(
+            _argc: ::std::ffi::c_int,
+            _argv: *const *const ::std::ffi::c_char,
+        ) -> ::std::ffi::c_int {
+            $crate::sys::entry::run($run)
+        }
+    };
+}
+
+/// Prepares the process as std would, runs `f` and returns its exit code.
+pub fn run(f: fn() -> u8) -> c_int {
+    open_standard_fds();
+    // SAFETY: setting a signal's disposition to SIG_IGN has no preconditions.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
+    let code = match std::panic::catch_unwind(f) {
+        Ok(code) => c_int::from(code),
+        // The panic message is already on stderr; 101 is std's exit code.
+        Err(_) => 101,
+    };
+    let _ = std::io::stdout().lock().flush();
+    code
+}
+
+/// Opens /dev/null on any of descriptors 0, 1 and 2 that is closed, so that
+/// a file tally opens can never become its stdout (std does the same).
+fn open_standard_fds() {
+    let mut fds = [0, 1, 2].map(|fd| libc::pollfd {
+        fd,
+        events: 0,
+        revents: 0,
+    });
+    // SAFETY: `fds` is a valid array of three pollfd; the timeout is zero.
+    let polled = unsafe { libc::poll(fds.as_mut_ptr(), 3, 0) } != -1;
+    for pfd in fds {
+        let closed = if polled {
+            pfd.revents & libc::POLLNVAL != 0
+        } else {
+            // poll itself failed (e.g. under a strict seccomp filter).
+            // SAFETY: F_GETFD on any descriptor number is harmless.
+            let flags = unsafe { libc::fcntl(pfd.fd, libc::F_GETFD) };
+            flags == -1
+        };
+        if closed {
+            // SAFETY: the path is a NUL-terminated literal. The lowest
+            // free descriptor is the closed one, since lower ones are open.
+            let fd = unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDWR) };
+            if fd == -1 {
+                // Without a safe stdout, stop as std does.
+                std::process::abort();
+            }
+        }
+    }
+}
