@@ -1,6 +1,8 @@
 //! `tally mem` on this machine's /proc: the exact cross-check against the
 //! kernel's own figures, churn, `--watch`, and an unprivileged user.
 
+mod common;
+
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command as StdCommand, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -8,6 +10,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use assert_cmd::cargo::CommandCargoExt;
+use common::Reaper;
 use serde_json::Value;
 
 /// The tests here start and end processes; the exact PSS cross-check
@@ -23,18 +26,6 @@ fn serial() -> MutexGuard<'static, ()> {
 
 fn tally() -> StdCommand {
     StdCommand::cargo_bin("tally").expect("binary")
-}
-
-/// Children killed and reaped when dropped, so a failing test leaves none.
-struct Reaper(Vec<Child>);
-
-impl Drop for Reaper {
-    fn drop(&mut self) {
-        for c in &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
 }
 
 fn sleeper(secs: &str) -> Child {

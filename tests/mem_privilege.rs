@@ -6,25 +6,17 @@
 //! Needs root (to chown, setcap and setpriv); as any other user the tests
 //! say so and pass. The capability test needs setcap (libcap2-bin).
 
+mod common;
+
 use std::fs::OpenOptions;
 use std::io::{Read, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use common::Reaper;
 use serde_json::Value;
-
-struct Reaper(Vec<Child>);
-
-impl Drop for Reaper {
-    fn drop(&mut self) {
-        for c in &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
 
 fn is_root() -> bool {
     tally::sys::geteuid() == 0

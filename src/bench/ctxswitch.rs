@@ -64,6 +64,23 @@ fn pipe_files() -> std::io::Result<(File, File)> {
     Ok((File::from(r), File::from(w)))
 }
 
+/// Times round trips of one byte: written to the partner, read back.
+fn pipe_round_trips(
+    ctx: &Ctx<'_>,
+    to_partner: &mut File,
+    from_partner: &mut File,
+) -> std::io::Result<Samples> {
+    let mut b = [0u8; 1];
+    ctx.h.measure_raw::<std::io::Error>(&mut |iters, t| {
+        let s = t.now();
+        for _ in 0..iters {
+            to_partner.write_all(&[1])?;
+            from_partner.read_exact(&mut b)?;
+        }
+        Ok(t.ns_since(s))
+    })
+}
+
 /// ns per write+read of one byte through a pipe in one task.
 fn pipe_overhead(ctx: &Ctx<'_>) -> Result<Samples, StepError> {
     let (mut r, mut w) = pipe_files().map_err(step_err("pipe"))?;
@@ -102,15 +119,7 @@ fn process_round_trips(ctx: &Ctx<'_>, place: Placement) -> Result<Samples, StepE
     .map_err(step_err("fork the partner process"))?;
     drop(to_child_r);
     drop(to_parent_w);
-    let mut b = [0u8; 1];
-    let result = ctx.h.measure_raw::<std::io::Error>(&mut |iters, t| {
-        let s = t.now();
-        for _ in 0..iters {
-            to_child_w.write_all(&[1])?;
-            to_parent_r.read_exact(&mut b)?;
-        }
-        Ok(t.ns_since(s))
-    });
+    let result = pipe_round_trips(ctx, &mut to_child_w, &mut to_parent_r);
     drop(to_child_w);
     let _ = sys::spawn::wait_child(pid);
     result.map_err(step_err("token passing between processes"))
@@ -133,15 +142,7 @@ fn thread_pipe_round_trips(ctx: &Ctx<'_>, place: Placement) -> Result<Samples, S
             }
         })
         .map_err(step_err("start the partner thread"))?;
-    let mut b = [0u8; 1];
-    let result = ctx.h.measure_raw::<std::io::Error>(&mut |iters, t| {
-        let s = t.now();
-        for _ in 0..iters {
-            to_child_w.write_all(&[1])?;
-            to_parent_r.read_exact(&mut b)?;
-        }
-        Ok(t.ns_since(s))
-    });
+    let result = pipe_round_trips(ctx, &mut to_child_w, &mut to_parent_r);
     drop(to_child_w);
     let _ = partner.join();
     result.map_err(step_err("token passing between threads"))

@@ -1,7 +1,21 @@
-//! Helpers shared by the CLI tests of the page-cache commands.
+//! Helpers shared by the CLI tests. Each test file is its own crate and
+//! uses only some of them.
+#![allow(dead_code)]
 
 use std::path::Path;
-use std::process::Command;
+use std::process::{Child, Command};
+
+/// Children killed and reaped when dropped, so a failing test leaves none.
+pub struct Reaper(pub Vec<Child>);
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
 
 /// Whether `path` is on a tmpfs, whose page cache is the file itself and
 /// cannot be evicted.
