@@ -6,9 +6,10 @@
 # costs page faults, never correctness (benches/run_overhead.py reports how
 # much of the list the binary still matches).
 #
-# Names with a ThinLTO suffix (`.llvm.<hash of the module>`) are left out:
-# they change whenever their module does (the release profile uses fat LTO,
-# which has none).
+# Names with a ThinLTO suffix (`.llvm.<hash of the module>`) or LLVM's
+# counter for same-named local copies (`.5113`) are left out: they change
+# whenever other code does (the release profile uses fat LTO, which has no
+# `.llvm.` names).
 #
 # Usage: link/order-hot-path.sh        (installs valgrind with apt-get if missing)
 set -euo pipefail
@@ -29,7 +30,7 @@ for args in "run -- /bin/true" \
 done
 grep -ohE '^c?fn=\([0-9]+\) .*' "$tmp"/cg.* |
     sed -E -e 's/^c?fn=\([0-9]+\) //' -e "s/'[0-9]+$//" |
-    grep -vE '^0x|^\(below main\)|<cycle|\.llvm\.' | LC_ALL=C sort -u > "$tmp/hot"
+    grep -vE '^0x|^\(below main\)|<cycle|\.llvm\.|\.[0-9]+$' | LC_ALL=C sort -u > "$tmp/hot"
 # glibc picks its string functions by CPU (ifunc), and valgrind's virtual
 # CPU is not this one's: list every variant of each string function seen,
 # after the rest, so whichever one a CPU picks is near the others.
