@@ -9,6 +9,7 @@ pub mod bench;
 pub mod cache;
 pub mod cli;
 pub mod copy;
+pub mod diag;
 pub mod load;
 pub mod mem;
 pub mod procfs;

@@ -48,7 +48,7 @@ pub(super) fn bench_command(args: cli::bench::BenchArgs) -> u8 {
         Some(path) => match bench::baseline::load(path) {
             Ok(r) => Some((path.clone(), r)),
             Err(e) => {
-                eprintln!("tally: {e}");
+                tally::diag!("tally: {e}");
                 return 1;
             }
         },
@@ -58,7 +58,7 @@ pub(super) fn bench_command(args: cli::bench::BenchArgs) -> u8 {
         Some(path) => match create_report_file(path) {
             Ok(f) => Some(f),
             Err(e) => {
-                eprintln!("tally: {e:#}");
+                tally::diag!("tally: {e:#}");
                 return 1;
             }
         },
@@ -81,7 +81,7 @@ pub(super) fn bench_command(args: cli::bench::BenchArgs) -> u8 {
             expected,
         } => {
             if mode == bench::Mode::Full || expected.as_secs() > 120 {
-                eprintln!(
+                tally::diag!(
                     "tally: bench: {} benchmarks ({}), expected to take about {} min",
                     benchmarks.len(),
                     benchmarks.join(" "),
@@ -93,7 +93,7 @@ pub(super) fn bench_command(args: cli::bench::BenchArgs) -> u8 {
             current = format!("{name} ({}/{total})", index + 1);
             match &bar {
                 Some(b) => b.set_message(current.clone()),
-                None if mode == bench::Mode::Full => eprintln!("tally: bench: {current}"),
+                None if mode == bench::Mode::Full => tally::diag!("tally: bench: {current}"),
                 None => {}
             }
         }
@@ -106,7 +106,7 @@ pub(super) fn bench_command(args: cli::bench::BenchArgs) -> u8 {
     let hooks = bench::Hooks {
         progress: &mut on_progress,
         on_hang: |name, limit| {
-            eprintln!(
+            tally::diag!(
                 "tally: benchmark {name} did not finish within {} s and was stopped; rerun it alone (`tally bench {name}`) to see where it hangs",
                 limit.as_secs()
             );
@@ -120,7 +120,7 @@ pub(super) fn bench_command(args: cli::bench::BenchArgs) -> u8 {
     let mut report = match result {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("tally: {e}");
+            tally::diag!("tally: {e}");
             return 1;
         }
     };
@@ -129,7 +129,7 @@ pub(super) fn bench_command(args: cli::bench::BenchArgs) -> u8 {
     }
     if let (Some(f), Some(path)) = (html.as_mut(), &args.html) {
         if let Err(e) = bench::html::write(&report, f) {
-            eprintln!("tally: cannot write the HTML page {}: {e}", path.display());
+            tally::diag!("tally: cannot write the HTML page {}: {e}", path.display());
             return 1;
         }
     }

@@ -28,7 +28,7 @@ pub(super) fn cache_command(args: cli::cache::CacheArgs) -> u8 {
     let (report, held) = match command::execute(&cfg, &mut io::stdin().lock()) {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("tally: {e}");
+            tally::diag!("tally: {e}");
             return 1;
         }
     };
@@ -38,13 +38,13 @@ pub(super) fn cache_command(args: cli::cache::CacheArgs) -> u8 {
     }
     if let Some(held) = held {
         if !held.mappings.is_empty() {
-            eprintln!(
+            tally::diag!(
                 "tally: holding {} locked in memory ({} files); interrupt (Ctrl-C) to release",
                 tally::units::human_bytes(held.bytes),
                 held.mappings.len()
             );
             if let Err(e) = tally::sys::mem::wait_for_stop_signal() {
-                eprintln!("tally: cannot wait for a signal: {e}");
+                tally::diag!("tally: cannot wait for a signal: {e}");
                 return 1;
             }
         }

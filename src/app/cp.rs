@@ -10,12 +10,14 @@ use super::{quiet_pipe, render_to};
 pub(super) fn cp_command(args: cli::cp::CpArgs) -> u8 {
     use tally::copy;
     if args.format == Format::Prometheus {
-        eprintln!("tally: cp has no Prometheus report; use --format human, json, csv or markdown");
+        tally::diag!(
+            "tally: cp has no Prometheus report; use --format human, json, csv or markdown"
+        );
         return 2;
     }
     let mut paths = args.paths;
     let Some(destination) = paths.pop() else {
-        eprintln!("tally: cp needs a source and a destination");
+        tally::diag!("tally: cp needs a source and a destination");
         return 2;
     };
     let cfg = copy::Config {
@@ -52,12 +54,12 @@ pub(super) fn cp_command(args: cli::cp::CpArgs) -> u8 {
     let report = match result {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("tally: cp: {e}");
+            tally::diag!("tally: cp: {e}");
             return 1;
         }
     };
     for p in &report.problems {
-        eprintln!("tally: cp: {}: {}", p.path.display(), p.error);
+        tally::diag!("tally: cp: {}: {}", p.path.display(), p.error);
     }
     if args.verbose {
         let stderr = io::stderr();

@@ -10,7 +10,7 @@ use super::{create_report_file, quiet_pipe, render_to};
 pub(super) fn load_command(args: cli::load::LoadArgs) -> u8 {
     use tally::load::{self, Mode};
     if args.format == Format::Prometheus {
-        eprintln!(
+        tally::diag!(
             "tally: load has no Prometheus report; use --format human, json, csv or markdown"
         );
         return 2;
@@ -37,7 +37,7 @@ pub(super) fn load_command(args: cli::load::LoadArgs) -> u8 {
     let exe = match std::env::current_exe() {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("tally: cannot find the tally binary to run loads with: {e}");
+            tally::diag!("tally: cannot find the tally binary to run loads with: {e}");
             return 1;
         }
     };
@@ -68,7 +68,7 @@ pub(super) fn load_command(args: cli::load::LoadArgs) -> u8 {
         Some(p) => match create_report_file(p) {
             Ok(f) => Some(f),
             Err(e) => {
-                eprintln!("tally: {e:#}");
+                tally::diag!("tally: {e:#}");
                 return 1;
             }
         },
@@ -96,13 +96,13 @@ pub(super) fn load_command(args: cli::load::LoadArgs) -> u8 {
     let report = match result {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("tally: load: {e}");
+            tally::diag!("tally: load: {e}");
             return 1;
         }
     };
     if let Some(f) = html.as_mut() {
         if let Err(e) = load::report::write_html(&report, f) {
-            eprintln!("tally: cannot write the HTML plot: {e}");
+            tally::diag!("tally: cannot write the HTML plot: {e}");
             return 1;
         }
     }

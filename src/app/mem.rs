@@ -11,7 +11,7 @@ pub(super) fn mem_command(
 ) -> u8 {
     use tally::mem::{self, report::Unit};
     let elevated = privilege.is_elevated();
-    let note = |msg: &str| eprintln!("tally: {msg}");
+    let note = |msg: &str| tally::diag!("tally: {msg}");
     if elevated && args.watch.is_some() {
         note(
             "--watch is not available in a setuid or capability install, which keeps its \

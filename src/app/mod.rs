@@ -37,7 +37,7 @@ pub fn main() -> u8 {
     let privilege = match tally::mem::privilege::gate(matches!(cli.command, Command::Mem(_))) {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("tally: {e}");
+            tally::diag!("tally: {e}");
             return if matches!(cli.command, Command::Run(_)) {
                 RUN_OWN_FAILURE
             } else {
@@ -72,7 +72,7 @@ fn quiet_pipe(f: impl FnOnce(&mut dyn Write) -> anyhow::Result<()>) -> u8 {
         Ok(()) => 0,
         Err(e) if is_broken_pipe(&e) => 0,
         Err(e) => {
-            eprintln!("tally: {e:#}");
+            tally::diag!("tally: {e:#}");
             1
         }
     }

@@ -25,7 +25,7 @@ pub(super) fn run_command(args: cli::run::RunArgs) -> u8 {
         Some(path) => match create_report_file(path) {
             Ok(f) => Some(f),
             Err(e) => {
-                eprintln!("tally: {e:#}");
+                tally::diag!("tally: {e:#}");
                 return RUN_OWN_FAILURE;
             }
         },
@@ -61,7 +61,7 @@ pub(super) fn run_command(args: cli::run::RunArgs) -> u8 {
     let report = match result {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("tally: {e}");
+            tally::diag!("tally: {e}");
             return e.exit_code();
         }
     };
@@ -82,7 +82,7 @@ pub(super) fn run_command(args: cli::run::RunArgs) -> u8 {
         // of the command's: keep its exit code, say nothing.
         Err(e) if e.is_broken_pipe() => {}
         Err(e) => {
-            eprintln!("tally: cannot write the report: {e}");
+            tally::diag!("tally: cannot write the report: {e}");
             return RUN_OWN_FAILURE;
         }
     }

@@ -8,6 +8,7 @@
 pub mod csv;
 pub mod json;
 pub mod markdown;
+pub mod path;
 pub mod prometheus;
 
 use std::io::{self, Write};

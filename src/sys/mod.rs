@@ -6,6 +6,7 @@
 
 pub mod buffers;
 pub mod cache;
+pub mod cleanup;
 pub mod cpu;
 pub mod entry;
 pub mod events;

@@ -140,7 +140,7 @@ mod tests {
             Ok(n) => n,
             Err(e) => {
                 // io_uring may be disabled (kernel.io_uring_disabled).
-                eprintln!("skipped: io_uring unavailable: {e}");
+                crate::diag!("skipped: io_uring unavailable: {e}");
                 return;
             }
         };

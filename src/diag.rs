@@ -1,0 +1,16 @@
+//! Messages to standard error that never cost the exit code.
+//!
+//! `crate::diag!` panics when standard error cannot be written (`2>/dev/full`,
+//! a closed pipe), which turned a documented exit code into 101 and, in
+//! `tally run`, lost the measured command's own. [`diag!`](crate::diag)
+//! writes the same line and drops the error: a message that cannot be shown
+//! is lost, the outcome is not.
+
+/// Writes one line to standard error, like `crate::diag!`, but never panics.
+#[macro_export]
+macro_rules! diag {
+    ($($arg:tt)*) => {{
+        use ::std::io::Write as _;
+        let _ = ::std::writeln!(::std::io::stderr().lock(), $($arg)*);
+    }};
+}
