@@ -1,6 +1,8 @@
 //! CLI tests of `tally bench`: structure, counts and invariants of tiny
 //! runs (a few ms per figure), never timings.
 
+mod common;
+
 use std::path::Path;
 
 use assert_cmd::Command;
@@ -8,7 +10,7 @@ use predicates::prelude::*;
 use serde_json::Value;
 
 fn tally() -> Command {
-    Command::cargo_bin("tally").unwrap()
+    common::tally()
 }
 
 /// Runs `tally bench ARGS --budget-ms 2 --format json` and parses the report.
@@ -420,7 +422,7 @@ fn runs_unprivileged() {
     if unsafe_free_euid() != 0 || !Path::new("/usr/bin/setpriv").exists() {
         return; // needs root to drop to nobody
     }
-    let bin = assert_cmd::cargo::cargo_bin("tally");
+    let bin = common::tally_bin();
     let out = std::process::Command::new("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
         .arg(&bin)
@@ -468,7 +470,7 @@ fn unsafe_free_euid() -> u32 {
 
 #[test]
 fn closed_stdout_ends_quietly() {
-    let bin = assert_cmd::cargo::cargo_bin("tally");
+    let bin = common::tally_bin();
     let mut child = std::process::Command::new(bin)
         .args(["bench", "syscall", "--budget-ms", "2"])
         .stdout(std::process::Stdio::piped())

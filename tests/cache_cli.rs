@@ -6,14 +6,13 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use assert_cmd::assert::OutputAssertExt;
-use assert_cmd::cargo::CommandCargoExt;
 use serde_json::Value;
 
 mod common;
 use common::on_tmpfs;
 
 fn tally() -> Command {
-    Command::cargo_bin("tally").expect("binary")
+    Command::new(common::tally_bin())
 }
 
 fn json_of(args: &[&str], paths: &[&Path]) -> (Value, i32) {
@@ -146,7 +145,7 @@ fn unreadable_residency_is_unknown_for_an_unprivileged_user() {
     let f = dir.path().join("roots");
     write_file(&f, 1 << 20);
     std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o644)).expect("chmod");
-    let bin = assert_cmd::cargo::cargo_bin("tally");
+    let bin = common::tally_bin();
     let out = Command::new("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
         .arg(&bin)

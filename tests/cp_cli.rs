@@ -6,14 +6,13 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use assert_cmd::cargo::CommandCargoExt;
 use serde_json::Value;
 
 mod common;
 use common::on_tmpfs;
 
 fn tally() -> Command {
-    Command::cargo_bin("tally").expect("binary")
+    Command::new(common::tally_bin())
 }
 
 fn cp(args: &[&str], paths: &[&Path]) -> Output {
@@ -368,7 +367,7 @@ fn an_unwritable_destination_is_explained_and_left_clean() {
     let src = dir.path().join("readable");
     write(&src, b"data");
     std::fs::set_permissions(&src, std::fs::Permissions::from_mode(0o644)).expect("chmod");
-    let bin = assert_cmd::cargo::cargo_bin("tally");
+    let bin = common::tally_bin();
     let out = Command::new("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
         .arg(&bin)

@@ -1,13 +1,14 @@
 //! `tally load`: every method loads the same bytes, cold and warm.
 
+mod common;
+
 use std::io::Write;
 use std::process::Command;
 
-use assert_cmd::cargo::CommandCargoExt;
 use serde_json::Value;
 
 fn tally() -> Command {
-    Command::cargo_bin("tally").expect("binary")
+    Command::new(common::tally_bin())
 }
 
 fn sample_file(dir: &std::path::Path) -> std::path::PathBuf {

@@ -1,6 +1,8 @@
 //! `tally mem` on fixture trees (tests/fixtures/proc, see make.py there):
 //! exact totals, odd processes, naming, grouping, options and formats.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
@@ -14,7 +16,7 @@ fn tree(name: &str) -> PathBuf {
 }
 
 fn tally(tree_name: &str) -> Command {
-    let mut cmd = Command::cargo_bin("tally").expect("binary");
+    let mut cmd = common::tally();
     cmd.arg("mem").arg("--procfs").arg(tree(tree_name));
     cmd
 }
@@ -334,8 +336,7 @@ fn output_formats_snapshot() {
 
 #[test]
 fn bad_input_gets_a_clear_error() {
-    Command::cargo_bin("tally")
-        .expect("binary")
+    common::tally()
         .args(["mem", "--procfs", "/nonexistent/tally-procfs"])
         .assert()
         .code(1)
@@ -344,8 +345,7 @@ fn bad_input_gets_a_clear_error() {
         ))
         .stderr(predicate::str::contains("--procfs"));
     let empty = tempfile::tempdir().expect("tempdir");
-    Command::cargo_bin("tally")
-        .expect("binary")
+    common::tally()
         .args(["mem", "--procfs"])
         .arg(empty.path())
         .assert()

@@ -9,7 +9,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use assert_cmd::cargo::CommandCargoExt;
 use common::Reaper;
 use serde_json::Value;
 
@@ -25,7 +24,7 @@ fn serial() -> MutexGuard<'static, ()> {
 }
 
 fn tally() -> StdCommand {
-    StdCommand::cargo_bin("tally").expect("binary")
+    StdCommand::new(common::tally_bin())
 }
 
 fn sleeper(secs: &str) -> Child {
@@ -235,7 +234,7 @@ fn watch_ends_quietly_when_the_pipe_closes() {
 /// private).
 fn binary_copy(dir: &std::path::Path) -> std::path::PathBuf {
     use std::os::unix::fs::PermissionsExt;
-    let src = assert_cmd::cargo::cargo_bin("tally");
+    let src = common::tally_bin();
     let dst = dir.join("tally");
     // cp, not std::fs::copy: a write descriptor held here would leak into
     // children other tests fork meanwhile, and exec would fail with ETXTBSY.
@@ -296,7 +295,7 @@ fn an_ordinary_user_sees_its_own_processes_and_is_told_the_fix() {
 fn watch_redraws_in_place_on_a_terminal() {
     let _serial = serial();
     // util-linux's script(1) gives tally a pseudo-terminal.
-    let bin = assert_cmd::cargo::cargo_bin("tally");
+    let bin = common::tally_bin();
     let cmd = format!("{} mem --watch 0.1 --total-only", bin.display());
     let Ok(mut child) = StdCommand::new("script")
         .args(["-qfc", &cmd, "/dev/null"])

@@ -59,7 +59,7 @@ fn install(dir: &Path, name: &str) -> PathBuf {
     // cp, not std::fs::copy: a write descriptor held here would leak into
     // children other tests fork meanwhile, and exec would fail with ETXTBSY.
     let copied = std::process::Command::new("cp")
-        .arg(assert_cmd::cargo::cargo_bin("tally"))
+        .arg(common::tally_bin())
         .arg(&dst)
         .status()
         .expect("cp runs");

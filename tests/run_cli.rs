@@ -1,16 +1,17 @@
 //! CLI tests of `tally run`: exit codes, signals, passthrough, reports,
 //! cold cache and the ru_maxrss carry-over guard.
 
+mod common;
+
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use assert_cmd::cargo::CommandCargoExt;
 use tally::run::report::{Counters, RunReport};
 
 fn tally() -> Command {
-    Command::cargo_bin("tally").expect("the tally binary is built")
+    Command::new(common::tally_bin())
 }
 
 /// A scratch directory on a disk-backed filesystem (not tmpfs: its pages
@@ -46,7 +47,7 @@ fn run_json(extra: &[&str], argv: &[&str]) -> (i32, RunReport) {
 fn every_exit_code_passes_through() {
     // One `sh` loops over 0..=255 so this stays fast: each iteration is a
     // separate tally run whose exit code the shell compares.
-    let tally = assert_cmd::cargo::cargo_bin("tally");
+    let tally = common::tally_bin();
     let script = r#"
         for n in $(seq 0 255); do
             "$0" run -- sh -c "exit $n" 2>/dev/null
@@ -587,7 +588,7 @@ fn as_nobody(args: &[&str]) -> Option<std::process::Output> {
         eprintln!("not root: the unprivileged checks need root to switch user");
         return None;
     }
-    let bin = assert_cmd::cargo::cargo_bin("tally");
+    let bin = common::tally_bin();
     let out = Command::new("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
         .arg(&bin)
@@ -661,7 +662,7 @@ fn closed_standard_descriptors_are_reopened_on_dev_null() {
     let status = Command::new("sh")
         .arg("-c")
         .arg(r#"exec "$0" run --format json -o "$1" -- echo hi >&-"#)
-        .arg(assert_cmd::cargo::cargo_bin("tally"))
+        .arg(common::tally_bin())
         .arg(&report)
         .status()
         .unwrap();

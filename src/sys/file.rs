@@ -24,23 +24,25 @@ pub fn copy_range(src: &File, dst: &File, off: u64, len: u64) -> io::Result<u64>
     let mut off_in = libc::loff_t::try_from(off).map_err(|_| too_big())?;
     let mut off_out = off_in;
     let len = usize::try_from(len).unwrap_or(usize::MAX);
+    // Through `syscall`, not glibc's `copy_file_range`: std declares that
+    // symbol weak, so a static link with fat LTO may leave it undefined
+    // (address 0) and the call crashes. tests/shipped.rs checks that no
+    // libc function called here is weak-undefined in the shipped binary.
     // SAFETY: both offsets are live locals the kernel updates; the
-    // descriptors are open for the call.
+    // descriptors are open for the call; the arguments have the types the
+    // system call takes.
     let n = unsafe {
-        libc::copy_file_range(
+        libc::syscall(
+            libc::SYS_copy_file_range,
             src.as_raw_fd(),
-            &mut off_in,
+            &mut off_in as *mut libc::loff_t,
             dst.as_raw_fd(),
-            &mut off_out,
+            &mut off_out as *mut libc::loff_t,
             len,
-            0,
+            0u32,
         )
     };
-    if n < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(n as u64)
-    }
+    cvt_long(n).map(|n| n as u64)
 }
 
 fn too_big() -> io::Error {

@@ -2,8 +2,23 @@
 //! uses only some of them.
 #![allow(dead_code)]
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
+
+/// The tally binary under test: `$TALLY_BIN` when set (the shipped
+/// release build, which `bash tests/release.sh` and `.ci/run` build and
+/// name), else the build cargo made for this test run.
+pub fn tally_bin() -> PathBuf {
+    match std::env::var_os("TALLY_BIN") {
+        Some(p) if !p.is_empty() => PathBuf::from(p),
+        _ => PathBuf::from(env!("CARGO_BIN_EXE_tally")),
+    }
+}
+
+/// An assert_cmd command running the binary under test.
+pub fn tally() -> assert_cmd::Command {
+    assert_cmd::Command::new(tally_bin())
+}
 
 /// Children killed and reaped when dropped, so a failing test leaves none.
 pub struct Reaper(pub Vec<Child>);
