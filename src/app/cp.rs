@@ -28,6 +28,7 @@ pub(super) fn cp_command(args: cli::cp::CpArgs) -> u8 {
         sync: args.sync,
         keep_cache: args.keep_cache,
         via: args.via,
+        named_temp: args.named_temp,
     };
     let mut bar: Option<indicatif::ProgressBar> = None;
     let tty = io::stderr().is_terminal();
@@ -59,7 +60,7 @@ pub(super) fn cp_command(args: cli::cp::CpArgs) -> u8 {
         }
     };
     for p in &report.problems {
-        tally::diag!("tally: cp: {}: {}", p.path.display(), p.error);
+        tally::diag!("tally: cp: {}: {}", report::path::display(&p.path), p.error);
     }
     if args.verbose {
         let stderr = io::stderr();

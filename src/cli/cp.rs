@@ -36,6 +36,12 @@ pub struct CpArgs {
     #[arg(long, value_enum, default_value_t = crate::copy::Via::Auto)]
     pub via: crate::copy::Via,
 
+    /// Write to a named temporary file (`.NAME.XXXXXX.tally-cp`) even
+    /// where the filesystem offers unnamed ones (`O_TMPFILE`): the fallback
+    /// path, selectable for tests.
+    #[arg(long, hide = true)]
+    pub named_temp: bool,
+
     /// Say per file how it was copied and what the page cache holds after.
     #[arg(short = 'v', long)]
     pub verbose: bool,

@@ -14,21 +14,25 @@
 //! (ENOSPC, EIO, a signal) never leaves a half-written file under the
 //! destination's name, and the temporary file is removed.
 
+pub mod dest;
 pub mod report;
 
 use std::fs::{File, OpenOptions};
 use std::io;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use crate::cache::warm::data_segments;
 use crate::report::SCHEMA_VERSION;
+use crate::report::path::display;
 use crate::sys::{
     self,
     cache::Advice,
     file::{SyncRange, copy_range, pread, pwrite},
 };
+use dest::{Existing, Temp};
 use report::{CopyReport, FileCopy, Method, Problem};
 
 /// Data moves in windows of this size; writeback and dropping follow them.
@@ -54,6 +58,9 @@ pub struct Config {
     pub keep_cache: bool,
     /// How to move the data.
     pub via: Via,
+    /// Write to a named temporary file even where `O_TMPFILE` works (the
+    /// fallback for filesystems without it; for tests).
+    pub named_temp: bool,
 }
 
 /// How to move the data (`--via`).
@@ -75,37 +82,70 @@ pub enum Via {
 #[derive(Debug, thiserror::Error)]
 pub enum CopyError {
     #[error(
-        "{0} is not a directory: with several sources the destination must be an existing directory"
+        "{} is not a directory: with several sources the destination must be an existing directory",
+        display(.0)
     )]
     NotADirectory(PathBuf),
+    #[error(
+        "{} is not an existing directory: create it first (mkdir -p), or drop the trailing / to copy to that name",
+        display(.0)
+    )]
+    NoSuchDirectory(PathBuf),
 }
 
 /// Why one file could not be copied. Each says what to do.
 #[derive(Debug, thiserror::Error)]
 pub enum FileError {
-    #[error("cannot open {path}: {source}")]
+    #[error("cannot open {}: {source}", display(path))]
     OpenSource { path: PathBuf, source: io::Error },
-    #[error("{path}: not a regular file (device, FIFO or socket); not copied")]
+    #[error(
+        "{}: not a regular file (device, FIFO or socket); not copied",
+        display(path)
+    )]
     NotRegular { path: PathBuf },
-    #[error("{src} and {dst} are the same file; nothing copied")]
+    #[error(
+        "{} and {} are the same file; nothing copied",
+        display(src),
+        display(dst)
+    )]
     SameFile { src: PathBuf, dst: PathBuf },
-    #[error("{0} is a directory: name a file, or copy into it with a trailing /")]
+    #[error("{} is a directory: name a file, or copy into it with a trailing /", display(.0))]
     DestinationIsDir(PathBuf),
     #[error(
-        "cannot create a temporary file in {dir}: {source} — check the directory exists and is writable"
+        "cannot open the destination's directory {}: {source} — create it first, or name an existing directory; nothing was copied",
+        display(dir)
+    )]
+    DestinationDir { dir: PathBuf, source: io::Error },
+    #[error(
+        "{} is a symbolic link (owner uid {link_uid}) in a world-writable sticky directory of uid {dir_uid}: not followed, as the kernel's fs.protected_symlinks refuses to — another user may have planted it; remove the link or name another destination",
+        display(path)
+    )]
+    ProtectedLink {
+        path: PathBuf,
+        link_uid: u32,
+        dir_uid: u32,
+    },
+    #[error(
+        "cannot create a temporary file in {}: {source} — check the directory exists and is writable",
+        display(dir)
     )]
     Temp { dir: PathBuf, source: io::Error },
-    #[error("cannot read {path}: {source}")]
+    #[error("cannot read {}: {source}", display(path))]
     Read { path: PathBuf, source: io::Error },
-    #[error("cannot write {path}: {source}{hint}")]
+    #[error("cannot write {}: {source}{hint}", display(path))]
     Write {
         path: PathBuf,
         source: io::Error,
         hint: &'static str,
     },
-    #[error("cannot rename the finished copy to {path}: {source}")]
+    #[error("cannot rename the finished copy to {}: {source}", display(path))]
     Rename { path: PathBuf, source: io::Error },
-    #[error("{path}: {message}")]
+    #[error(
+        "{} changed while it was copied ({what}): nothing copied — copy it again once nothing writes to it",
+        display(path)
+    )]
+    Changed { path: PathBuf, what: String },
+    #[error("{}: {message}", display(path))]
     Other { path: PathBuf, message: String },
 }
 
@@ -150,6 +190,10 @@ fn plan(cfg: &Config) -> Result<(Vec<Job>, Vec<Problem>), CopyError> {
     let into_dir = dst_is_dir || cfg.sources.len() > 1;
     if into_dir && !dst_is_dir {
         return Err(CopyError::NotADirectory(dst.clone()));
+    }
+    // `nodir/`: a directory was meant; say so before copying anything.
+    if !dst_is_dir && dst.as_os_str().as_bytes().ends_with(b"/") {
+        return Err(CopyError::NoSuchDirectory(dst.clone()));
     }
     let mut jobs = Vec::new();
     let mut problems = Vec::new();
@@ -197,7 +241,7 @@ fn plan(cfg: &Config) -> Result<(Vec<Job>, Vec<Problem>), CopyError> {
             if parent.starts_with(&s) {
                 problems.push(Problem::new(
                     src,
-                    format!("cannot copy a directory into itself ({})", target.display()),
+                    format!("cannot copy a directory into itself ({})", display(&target)),
                 ));
                 continue;
             }
@@ -250,13 +294,13 @@ pub fn execute(cfg: &Config, progress: &mut dyn FnMut(Progress)) -> Result<CopyR
         problems: Vec::new(),
     };
     let mut done = 0u64;
-    let mut dirs_made: Vec<(PathBuf, PathBuf)> = Vec::new();
+    let mut dirs_made: Vec<(PathBuf, PathBuf, u32)> = Vec::new();
     for job in jobs {
         match job {
             Job::Dir { src, dst } => match make_dir(&src, &dst) {
-                Ok(()) => {
+                Ok(mode) => {
                     report.directories += 1;
-                    dirs_made.push((src, dst));
+                    dirs_made.push((src, dst, mode));
                 }
                 Err(e) => problems.push(Problem::new(&dst, e)),
             },
@@ -282,29 +326,43 @@ pub fn execute(cfg: &Config, progress: &mut dyn FnMut(Progress)) -> Result<CopyR
             }
         }
     }
-    // Directory times last, after their contents stopped changing them.
-    if cfg.preserve {
-        for (src, dst) in dirs_made.iter().rev() {
-            if let Ok(meta) = std::fs::metadata(src) {
-                if let Ok(dir) = File::open(dst) {
-                    let _ = set_times(&dir, &meta);
-                }
+    // Directory modes and times last, deepest first: a read-only
+    // directory (555) is filled before it becomes read-only, and its
+    // times are set after its contents stopped changing them.
+    for (src, dst, mode) in dirs_made.iter().rev() {
+        let dir = match File::open(dst) {
+            Ok(d) => d,
+            Err(e) => {
+                problems.push(Problem::new(dst, format!("cannot set the mode: {e}")));
+                continue;
             }
+        };
+        if cfg.preserve {
+            if let Ok(meta) = std::fs::metadata(src) {
+                let _ = set_times(&dir, &meta);
+            }
+        }
+        if let Err(e) = dir.set_permissions(std::fs::Permissions::from_mode(*mode)) {
+            problems.push(Problem::new(dst, format!("cannot set the mode: {e}")));
         }
     }
     report.problems = problems;
     Ok(report)
 }
 
-fn make_dir(src: &Path, dst: &Path) -> Result<(), String> {
-    let meta = std::fs::metadata(src).map_err(|e| format!("cannot read {}: {e}", src.display()))?;
+/// Creates `dst` writable and searchable by its owner, so its contents can
+/// be copied in; returns the mode to give it once they are.
+fn make_dir(src: &Path, dst: &Path) -> Result<u32, String> {
+    let meta = std::fs::metadata(src).map_err(|e| format!("cannot read {}: {e}", display(src)))?;
+    let mode = meta.mode() & 0o7777;
     match std::fs::create_dir(dst) {
         Ok(()) => {}
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists && dst.is_dir() => {}
         Err(e) => return Err(format!("cannot create the directory: {e}")),
     }
-    std::fs::set_permissions(dst, std::fs::Permissions::from_mode(meta.mode() & 0o7777))
-        .map_err(|e| format!("cannot set the mode: {e}"))
+    std::fs::set_permissions(dst, std::fs::Permissions::from_mode(mode & 0o777 | 0o700))
+        .map_err(|e| format!("cannot set the mode: {e}"))?;
+    Ok(mode)
 }
 
 fn copy_link(src: &Path, dst: &Path) -> Result<(), String> {
@@ -347,64 +405,30 @@ pub fn copy_file(
             path: src.to_path_buf(),
         });
     }
-    if let Ok(d) = std::fs::metadata(dst) {
-        if d.dev() == meta.dev() && d.ino() == meta.ino() {
+    // The destination's directory is opened, and a link at its name judged,
+    // before any data moves (see `dest`).
+    let dest = dest::resolve(dst)?;
+    match dest.existing {
+        Existing::File(d) if d.dev == meta.dev() && d.ino == meta.ino() => {
             return Err(FileError::SameFile {
                 src: src.to_path_buf(),
                 dst: dst.to_path_buf(),
             });
         }
-        if d.is_dir() {
-            return Err(FileError::DestinationIsDir(dst.to_path_buf()));
-        }
-        if !d.is_file() {
-            // Renaming over /dev/null would replace the device itself.
+        Existing::Dir => return Err(FileError::DestinationIsDir(dst.to_path_buf())),
+        // Renaming over /dev/null would replace the device itself.
+        Existing::Special => {
             return Err(FileError::Other {
                 path: dst.to_path_buf(),
                 message: "is a device, FIFO or socket: tally cp writes regular files only (use cat or dd to write into it)".into(),
             });
         }
+        _ => {}
     }
-    // A destination that is a link to a file: replace the file it points
-    // to, as cp does, not the link.
-    let resolved;
-    let dst = match std::fs::symlink_metadata(dst) {
-        Ok(m) if m.file_type().is_symlink() => match std::fs::canonicalize(dst) {
-            Ok(target) => {
-                resolved = target;
-                resolved.as_path()
-            }
-            Err(_) => {
-                return Err(FileError::Other {
-                    path: dst.to_path_buf(),
-                    message: "is a symbolic link to nothing: remove it or name another destination"
-                        .into(),
-                });
-            }
-        },
-        _ => dst,
-    };
-    let dir = match dst.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let name = dst
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let temp = tempfile::Builder::new()
-        .prefix(&format!(".{name}."))
-        .suffix(".tally-cp")
-        .tempfile_in(&dir)
-        .map_err(|e| FileError::Temp {
-            dir: dir.clone(),
-            // Without tempfile's random path in the message.
-            source: e
-                .raw_os_error()
-                .map(io::Error::from_raw_os_error)
-                .unwrap_or(e),
-        })?;
-    let out = temp.as_file();
+    let dst_path = dest.path.clone();
+    let dst = dst_path.as_path();
+    let temp = Temp::create(&dest, !cfg.named_temp)?;
+    let out = &temp.file;
     let size = meta.len();
     let before_pages = sys::cache::cachestat(&source, 0, 0)
         .ok()
@@ -425,11 +449,28 @@ pub fn copy_file(
         copied.data_bytes = size;
         on_bytes(size);
     }
+    // A file written to while it was copied gives a copy that never
+    // existed (a shrunk file would even be re-extended with stale data):
+    // refuse it. A file that only claims a larger size (sysfs) ends early
+    // with its size and time unchanged; its copy ends where its data did.
+    if size > 0 {
+        let after = source.metadata().map_err(|e| FileError::Read {
+            path: src.to_path_buf(),
+            source: e,
+        })?;
+        if let Some(what) = changed(&meta, &after, copied.ended_at) {
+            return Err(FileError::Changed {
+                path: src.to_path_buf(),
+                what,
+            });
+        }
+    }
+    let length = copied.ended_at.unwrap_or(size);
     if size > 0 {
         // Trailing holes: the length comes from the source, not the data.
-        out.set_len(size).map_err(|e| write_error(dst, e))?;
+        out.set_len(length).map_err(|e| write_error(dst, e))?;
     }
-    let mode = if cfg.preserve {
+    let mut mode = if cfg.preserve {
         meta.mode() & 0o7777
     } else {
         meta.mode() & 0o777
@@ -437,7 +478,18 @@ pub fn copy_file(
     let mut notes = Vec::new();
     if cfg.preserve {
         if let Err(e) = std::os::unix::fs::fchown(out, Some(meta.uid()), Some(meta.gid())) {
-            notes.push(format!("ownership not kept: {e}"));
+            // As cp: keep the group if that alone is allowed, and never
+            // a setuid/setgid bit for an owner the copy does not have.
+            let _ = std::os::unix::fs::fchown(out, None, Some(meta.gid()));
+            let special = mode & (libc::S_ISUID | libc::S_ISGID | libc::S_ISVTX);
+            mode &= !(libc::S_ISUID | libc::S_ISGID | libc::S_ISVTX);
+            if special != 0 {
+                notes.push(format!(
+                    "ownership not kept: {e}; setuid, setgid and sticky bits cleared"
+                ));
+            } else {
+                notes.push(format!("ownership not kept: {e}"));
+            }
         }
         if let Err(e) = set_times(out, &meta) {
             notes.push(format!("times not kept: {e}"));
@@ -468,14 +520,11 @@ pub fn copy_file(
             .ok()
             .map(|s| s.cached_pages)
     });
-    temp.persist(dst).map_err(|e| FileError::Rename {
-        path: dst.to_path_buf(),
-        source: e.error,
-    })?;
+    temp.commit(&dest)?;
     if cfg.sync {
-        if let Ok(d) = File::open(&dir) {
-            d.sync_all().map_err(|e| write_error(&dir, e))?;
-        }
+        dest.dir
+            .sync_all()
+            .map_err(|e| write_error(&dest.dir_path, e))?;
     }
     let after_pages = sys::cache::cachestat(&source, 0, 0)
         .ok()
@@ -483,7 +532,7 @@ pub fn copy_file(
     Ok(FileCopy {
         source: src.to_path_buf(),
         destination: dst.to_path_buf(),
-        size_bytes: size.max(copied.data_bytes),
+        size_bytes: length.max(copied.data_bytes),
         data_bytes: copied.data_bytes,
         method,
         wall_ns: u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX),
@@ -494,9 +543,34 @@ pub fn copy_file(
     })
 }
 
+/// How the source changed between `before` and `after` the copy, if it
+/// did; `ended_at`: where its data ended early.
+fn changed(
+    before: &std::fs::Metadata,
+    after: &std::fs::Metadata,
+    ended_at: Option<u64>,
+) -> Option<String> {
+    if after.len() != before.len() {
+        return Some(format!(
+            "its size went from {} to {} bytes",
+            before.len(),
+            after.len()
+        ));
+    }
+    if (after.mtime(), after.mtime_nsec()) != (before.mtime(), before.mtime_nsec()) {
+        return Some(match ended_at {
+            Some(at) => format!("it ended at byte {at} of {} and was modified", before.len()),
+            None => "it was modified".into(),
+        });
+    }
+    None
+}
+
 #[derive(Debug, Default)]
 struct Copied {
     data_bytes: u64,
+    /// Where the source's data ended before its size said it would.
+    ended_at: Option<u64>,
 }
 
 /// Moves the data of `source` into `out`, window by window, managing the
@@ -564,7 +638,7 @@ fn copy_data(
                                 path: src.to_path_buf(),
                                 message: format!(
                                     "I/O error copying to {}: {e} — check both devices; no partial file was left",
-                                    dst.display()
+                                    display(dst)
                                 ),
                             });
                         }
@@ -596,7 +670,9 @@ fn copy_data(
             cache.after_window(source, out, off, pos - off, dest);
             on_bytes(copied.data_bytes);
             if pos < stop {
-                // The source shrank while we copied.
+                // The source ended early: it shrank (the caller checks), or
+                // it claims more than it has (sysfs).
+                copied.ended_at = Some(pos);
                 return Ok(copied);
             }
             off = stop;

@@ -1,6 +1,8 @@
 //! The report of `tally cp` (printed with `-v`, or `--format`).
 //!
 //! JSON schema (`schema_version` 1), keys carry their unit:
+//! Paths are strings, or `{"lossy", "bytes_hex"}` objects for names that
+//! are not UTF-8 (see `crate::report::path`).
 //! - `files[]`: `source`, `destination`, `size_bytes`, `data_bytes`
 //!   (bytes of data copied; holes excluded), `method` (`reflink`,
 //!   `copy_file_range`, `read_write_dontcache`, `read_write`), `wall_ns`,
@@ -15,6 +17,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::report::path::display;
 use crate::report::{Render, Style, Table};
 use crate::units::{human_bytes, thousands};
 
@@ -42,7 +45,9 @@ impl Method {
 /// One copied file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileCopy {
+    #[serde(serialize_with = "crate::report::path::serialize")]
     pub source: PathBuf,
+    #[serde(serialize_with = "crate::report::path::serialize")]
     pub destination: PathBuf,
     pub size_bytes: u64,
     pub data_bytes: u64,
@@ -57,6 +62,7 @@ pub struct FileCopy {
 /// Something not copied, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Problem {
+    #[serde(serialize_with = "crate::report::path::serialize")]
     pub path: PathBuf,
     pub error: String,
 }
@@ -96,8 +102,8 @@ impl Render for CopyReport {
             writeln!(
                 out,
                 "tally: {} -> {}: {} by {}{holes} in {}µs",
-                f.source.display(),
-                f.destination.display(),
+                display(&f.source),
+                display(&f.destination),
                 human_bytes(f.size_bytes),
                 f.method.name(),
                 thousands(f.wall_ns / 1000),
@@ -144,8 +150,8 @@ impl Render for CopyReport {
             .iter()
             .map(|f| {
                 vec![
-                    f.source.display().to_string(),
-                    f.destination.display().to_string(),
+                    display(&f.source),
+                    display(&f.destination),
                     f.size_bytes.to_string(),
                     f.data_bytes.to_string(),
                     f.method.name().into(),

@@ -1,13 +1,17 @@
 //! File system calls for copying and loading: `FICLONE`, `copy_file_range`,
 //! `SEEK_DATA`/`SEEK_HOLE`, `sync_file_range`, `pwritev2(RWF_DONTCACHE)`,
-//! `O_DIRECT` opens and buffers aligned for them.
+//! `O_DIRECT` opens and buffers aligned for them; `*at` calls on a directory
+//! descriptor (`O_TMPFILE`, `O_EXCL|O_NOFOLLOW`, `linkat`, `renameat`), so
+//! a copy's destination is resolved once and never by path again.
 
 use std::alloc::Layout;
+use std::ffi::{CString, OsStr};
 use std::fs::File;
 use std::io;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, FromRawFd};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::OpenOptionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::{cvt, cvt_long};
 
@@ -127,6 +131,188 @@ pub fn pread(file: &File, buf: &mut [u8], off: u64, dontcache: bool) -> io::Resu
     // SAFETY: `iov` points at `buf`, live and writable for the call.
     let n = unsafe { libc::preadv2(file.as_raw_fd(), &iov, 1, off, flags) };
     cvt_long(n as libc::c_long).map(|n| n as usize)
+}
+
+/// What `fstatat` says of a name in a directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StatAt {
+    pub dev: u64,
+    pub ino: u64,
+    /// `st_mode`: type and permission bits.
+    pub mode: u32,
+    pub uid: u32,
+    pub size: u64,
+}
+
+impl StatAt {
+    pub fn is_symlink(&self) -> bool {
+        self.mode & libc::S_IFMT == libc::S_IFLNK
+    }
+    pub fn is_dir(&self) -> bool {
+        self.mode & libc::S_IFMT == libc::S_IFDIR
+    }
+    pub fn is_file(&self) -> bool {
+        self.mode & libc::S_IFMT == libc::S_IFREG
+    }
+}
+
+fn c_name(name: &OsStr) -> io::Result<CString> {
+    CString::new(name.as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "name holds a NUL byte"))
+}
+
+fn stat_of(st: &libc::stat) -> StatAt {
+    StatAt {
+        dev: st.st_dev,
+        ino: st.st_ino,
+        mode: st.st_mode,
+        uid: st.st_uid,
+        size: u64::try_from(st.st_size).unwrap_or(0),
+    }
+}
+
+/// Opens the directory `path` (`O_DIRECTORY`), for the `*_at` calls below.
+/// The kernel resolves `path`, so its link protections apply.
+pub fn open_dir(path: &Path) -> io::Result<File> {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_CLOEXEC)
+        .open(path)
+}
+
+/// `fstatat(dir, name, AT_SYMLINK_NOFOLLOW)`: the name itself, a link not
+/// followed.
+pub fn stat_at(dir: &File, name: &OsStr) -> io::Result<StatAt> {
+    let c = c_name(name)?;
+    // SAFETY: stat is plain data; zeroed is a valid value.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `c` is NUL-terminated and `st` writable, both live for the call.
+    cvt(unsafe {
+        libc::fstatat(
+            dir.as_raw_fd(),
+            c.as_ptr(),
+            &mut st,
+            libc::AT_SYMLINK_NOFOLLOW,
+        )
+    })?;
+    Ok(stat_of(&st))
+}
+
+/// `fstat` of an open directory (or any open file).
+pub fn stat_fd(file: &File) -> io::Result<StatAt> {
+    // SAFETY: stat is plain data; zeroed is a valid value.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `st` is writable and the descriptor open for the call.
+    cvt(unsafe { libc::fstat(file.as_raw_fd(), &mut st) })?;
+    Ok(stat_of(&st))
+}
+
+/// `readlinkat(dir, name)`: the target of the symbolic link `name`.
+pub fn readlink_at(dir: &File, name: &OsStr) -> io::Result<PathBuf> {
+    let c = c_name(name)?;
+    let mut buf = vec![0u8; 4096];
+    // SAFETY: `buf` is writable for its length; `c` is NUL-terminated.
+    let n = unsafe {
+        libc::readlinkat(
+            dir.as_raw_fd(),
+            c.as_ptr(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+        )
+    };
+    let n = usize::try_from(cvt_long(n as libc::c_long)?).unwrap_or(0);
+    if n >= buf.len() {
+        return Err(io::Error::from_raw_os_error(libc::ENAMETOOLONG));
+    }
+    buf.truncate(n);
+    Ok(PathBuf::from(std::ffi::OsString::from_vec(buf)))
+}
+
+/// An unnamed file in `dir` (`O_TMPFILE`), open for writing with `mode`:
+/// it disappears with its last descriptor, even on SIGKILL, until
+/// [`link_unnamed`] gives it a name. EOPNOTSUPP (or EISDIR, ENOENT on old
+/// kernels) where the filesystem cannot.
+pub fn open_unnamed(dir: &File, mode: u32) -> io::Result<File> {
+    // SAFETY: a constant NUL-terminated name; the descriptor is open.
+    let fd = cvt(unsafe {
+        libc::openat(
+            dir.as_raw_fd(),
+            c".".as_ptr(),
+            libc::O_TMPFILE | libc::O_RDWR | libc::O_CLOEXEC,
+            mode as libc::c_uint,
+        )
+    })?;
+    // SAFETY: openat returned a new descriptor that nothing else owns.
+    Ok(unsafe { File::from_raw_fd(fd) })
+}
+
+/// Creates `name` in `dir` for writing: `O_CREAT|O_EXCL|O_NOFOLLOW`, so
+/// an existing name or a link planted there is never opened.
+pub fn create_new_at(dir: &File, name: &OsStr, mode: u32) -> io::Result<File> {
+    let c = c_name(name)?;
+    // SAFETY: `c` is NUL-terminated; the descriptor is open.
+    let fd = cvt(unsafe {
+        libc::openat(
+            dir.as_raw_fd(),
+            c.as_ptr(),
+            libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_RDWR | libc::O_CLOEXEC,
+            mode as libc::c_uint,
+        )
+    })?;
+    // SAFETY: openat returned a new descriptor that nothing else owns.
+    Ok(unsafe { File::from_raw_fd(fd) })
+}
+
+/// Names the unnamed `file` (from [`open_unnamed`]) `name` in `dir`;
+/// EEXIST when the name is taken (nothing is replaced).
+pub fn link_unnamed(file: &File, dir: &File, name: &OsStr) -> io::Result<()> {
+    let c = c_name(name)?;
+    // With CAP_DAC_READ_SEARCH the descriptor itself; without, its
+    // /proc/self/fd entry (the way linkat(2) documents for O_TMPFILE).
+    // SAFETY: the names are NUL-terminated; the descriptors are open.
+    let ret = unsafe {
+        libc::linkat(
+            file.as_raw_fd(),
+            c"".as_ptr(),
+            dir.as_raw_fd(),
+            c.as_ptr(),
+            libc::AT_EMPTY_PATH,
+        )
+    };
+    match cvt(ret) {
+        Ok(_) => return Ok(()),
+        Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT) | Some(libc::EPERM)) => {}
+        Err(e) => return Err(e),
+    }
+    let proc = CString::new(format!("/proc/self/fd/{}", file.as_raw_fd()))
+        .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    // SAFETY: as above.
+    cvt(unsafe {
+        libc::linkat(
+            libc::AT_FDCWD,
+            proc.as_ptr(),
+            dir.as_raw_fd(),
+            c.as_ptr(),
+            libc::AT_SYMLINK_FOLLOW,
+        )
+    })
+    .map(|_| ())
+}
+
+/// `renameat(dir, from, dir, to)`: replaces `to` (a link there is replaced,
+/// not followed).
+pub fn rename_at(dir: &File, from: &OsStr, to: &OsStr) -> io::Result<()> {
+    let (f, t) = (c_name(from)?, c_name(to)?);
+    // SAFETY: both names are NUL-terminated; the descriptor is open.
+    cvt(unsafe { libc::renameat(dir.as_raw_fd(), f.as_ptr(), dir.as_raw_fd(), t.as_ptr()) })
+        .map(|_| ())
+}
+
+/// `unlinkat(dir, name, 0)`.
+pub fn unlink_at(dir: &File, name: &OsStr) -> io::Result<()> {
+    let c = c_name(name)?;
+    // SAFETY: `c` is NUL-terminated; the descriptor is open.
+    cvt(unsafe { libc::unlinkat(dir.as_raw_fd(), c.as_ptr(), 0) }).map(|_| ())
 }
 
 /// Opens `path` for reading with `O_DIRECT` (the page cache bypassed).

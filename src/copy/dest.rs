@@ -1,0 +1,322 @@
+//! Where a copy lands, resolved once and held as a directory descriptor.
+//!
+//! The destination's directory is opened (the kernel resolves its path,
+//! with its own link protections); the last component is looked at with
+//! `fstatat(AT_SYMLINK_NOFOLLOW)`. A symbolic link there is followed, as cp
+//! does, only where the kernel's `fs.protected_symlinks` would follow it:
+//! in a sticky world-writable directory (`/tmp`) a link is followed only if
+//! its owner is the caller or the directory's owner. Otherwise another user
+//! could plant `/tmp/foo -> /etc/shadow` and have root's copy replace the
+//! file the link names. Reading the link and walking its target by hand
+//! (as `canonicalize` does) bypasses the kernel's check, so it is mirrored
+//! here. The copy is then written to an unnamed file (`O_TMPFILE`), or a
+//! `O_CREAT|O_EXCL|O_NOFOLLOW` temporary name, in that directory and put in
+//! place with `linkat`/`renameat` on the same descriptor: no path is
+//! resolved again between the check and the rename.
+
+use std::ffi::{OsStr, OsString};
+use std::fs::File;
+use std::io;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::{Path, PathBuf};
+
+use super::FileError;
+use crate::sys::{self, cleanup::Guard, file::StatAt};
+
+/// Longest file name (`NAME_MAX`).
+const NAME_MAX: usize = 255;
+/// Links followed before giving up (the kernel's limit).
+const MAX_LINKS: usize = 40;
+const TEMP_SUFFIX: &str = ".tally-cp";
+
+/// What the destination's name holds now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Existing {
+    Nothing,
+    File(StatAt),
+    Dir,
+    /// A device, FIFO or socket.
+    Special,
+}
+
+/// A resolved destination: the directory it lands in (open) and its name.
+#[derive(Debug)]
+pub struct Dest {
+    pub dir: File,
+    pub dir_path: PathBuf,
+    pub name: OsString,
+    pub existing: Existing,
+    /// The path the copy lands at: as given, or where links led.
+    pub path: PathBuf,
+}
+
+/// Whether the kernel's `fs.protected_symlinks` is on (unknown counts as on).
+fn symlinks_protected() -> bool {
+    std::fs::read_to_string("/proc/sys/fs/protected_symlinks")
+        .map(|s| s.trim() != "0")
+        .unwrap_or(true)
+}
+
+/// The kernel's `may_follow_link`: may a process with `fsuid` follow the
+/// link `link` found in the directory `dir`?
+pub fn may_follow(dir: &StatAt, link: &StatAt, fsuid: u32) -> bool {
+    const STICKY_WORLD_WRITABLE: u32 = libc::S_ISVTX | libc::S_IWOTH;
+    link.uid == fsuid
+        || dir.mode & STICKY_WORLD_WRITABLE != STICKY_WORLD_WRITABLE
+        || dir.uid == link.uid
+}
+
+fn split(path: &Path) -> Result<(PathBuf, OsString), FileError> {
+    let name = path
+        .file_name()
+        .ok_or_else(|| FileError::DestinationIsDir(path.to_path_buf()))?;
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    Ok((dir, name.to_os_string()))
+}
+
+/// Resolves `path` as the module documentation says. Fails before any
+/// data moves when the directory is missing, or a link must not be
+/// followed.
+pub fn resolve(path: &Path) -> Result<Dest, FileError> {
+    let (mut dir_path, mut name) = split(path)?;
+    let protected = symlinks_protected();
+    for hop in 0..MAX_LINKS {
+        let landing = |d: &Path, n: &OsStr| {
+            if hop == 0 {
+                path.to_path_buf()
+            } else {
+                d.join(n)
+            }
+        };
+        let dangling = || FileError::Other {
+            path: path.to_path_buf(),
+            message: "is a symbolic link to nothing: remove it or name another destination".into(),
+        };
+        let dir = match sys::file::open_dir(&dir_path) {
+            Ok(d) => d,
+            Err(e) if hop > 0 && e.raw_os_error() == Some(libc::ENOENT) => return Err(dangling()),
+            Err(e) => {
+                return Err(FileError::DestinationDir {
+                    dir: dir_path.clone(),
+                    source: e,
+                });
+            }
+        };
+        let st = match sys::file::stat_at(&dir, &name) {
+            Ok(st) => st,
+            // Not through a link that leads nowhere, as cp.
+            Err(e) if hop > 0 && e.raw_os_error() == Some(libc::ENOENT) => return Err(dangling()),
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
+                return Ok(Dest {
+                    path: landing(&dir_path, &name),
+                    dir,
+                    dir_path,
+                    name,
+                    existing: Existing::Nothing,
+                });
+            }
+            Err(e) => {
+                return Err(FileError::Other {
+                    path: dir_path.join(&name),
+                    message: format!("cannot look at the destination: {e}"),
+                });
+            }
+        };
+        let existing = if st.is_symlink() {
+            let here = dir_path.join(&name);
+            let dir_st = sys::file::stat_fd(&dir).map_err(|e| FileError::Other {
+                path: dir_path.clone(),
+                message: format!("cannot look at the directory: {e}"),
+            })?;
+            if protected && !may_follow(&dir_st, &st, sys::geteuid()) {
+                return Err(FileError::ProtectedLink {
+                    path: here,
+                    link_uid: st.uid,
+                    dir_uid: dir_st.uid,
+                });
+            }
+            let target = sys::file::readlink_at(&dir, &name).map_err(|e| FileError::Other {
+                path: here.clone(),
+                message: format!("cannot read the link: {e}"),
+            })?;
+            // Relative targets start from the link's directory, walked by
+            // the kernel (no lexical `..` folding).
+            let next = if target.is_absolute() {
+                target
+            } else {
+                dir_path.join(target)
+            };
+            let Ok((d, n)) = split(&next) else {
+                return Err(FileError::DestinationIsDir(here));
+            };
+            (dir_path, name) = (d, n);
+            continue;
+        } else if st.is_dir() {
+            Existing::Dir
+        } else if st.is_file() {
+            Existing::File(st)
+        } else {
+            Existing::Special
+        };
+        return Ok(Dest {
+            path: landing(&dir_path, &name),
+            dir,
+            dir_path,
+            name,
+            existing,
+        });
+    }
+    Err(FileError::Other {
+        path: path.to_path_buf(),
+        message: "too many levels of symbolic links".into(),
+    })
+}
+
+/// A temporary name for `name`: `.NAME.XXXXXX.tally-cp`, with NAME cut
+/// short so the whole stays within `NAME_MAX` bytes.
+pub fn temp_name(name: &OsStr, salt: u64) -> OsString {
+    let room = NAME_MAX - (1 + 1 + 6 + TEMP_SUFFIX.len());
+    let bytes = name.as_bytes();
+    let mut cut = bytes.len().min(room);
+    // Cut at a character boundary when the name is UTF-8.
+    if std::str::from_utf8(bytes).is_ok() {
+        while cut > 0 && std::str::from_utf8(bytes.get(..cut).unwrap_or(&[])).is_err() {
+            cut -= 1;
+        }
+    }
+    let mut out = Vec::with_capacity(NAME_MAX);
+    out.push(b'.');
+    out.extend_from_slice(bytes.get(..cut).unwrap_or(&[]));
+    out.push(b'.');
+    const ALPHABET: &[u8; 62] = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+    let mut x = salt;
+    for _ in 0..6 {
+        out.push(ALPHABET[(x % 62) as usize]);
+        x /= 62;
+    }
+    out.extend_from_slice(TEMP_SUFFIX.as_bytes());
+    OsString::from_vec(out)
+}
+
+/// Some randomness for temporary names (collisions are retried).
+fn salt(attempt: u64) -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(attempt);
+    h.write_u32(std::process::id());
+    if let Ok(t) = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
+        h.write_u128(t.as_nanos());
+    }
+    h.finish()
+}
+
+/// The file a copy is written to before it is put in place. Dropped
+/// without [`Temp::commit`], it leaves nothing: an unnamed file vanishes
+/// with its descriptor (even on SIGKILL); a named one is unlinked, and
+/// armed for removal if a signal ends tally first.
+#[derive(Debug)]
+pub struct Temp {
+    pub file: File,
+    /// The destination's directory, for the unlink on drop.
+    dir: File,
+    named: Option<(OsString, Option<Guard>)>,
+}
+
+impl Temp {
+    /// An unnamed file in `dest`'s directory where the filesystem has
+    /// `O_TMPFILE` (and /proc can name it later), else a new temporary name.
+    pub fn create(dest: &Dest, unnamed: bool) -> Result<Temp, FileError> {
+        let temp_err = |e: io::Error| FileError::Temp {
+            dir: dest.dir_path.clone(),
+            source: e,
+        };
+        let dir = dest.dir.try_clone().map_err(temp_err)?;
+        if unnamed && Path::new("/proc/self/fd").is_dir() {
+            match sys::file::open_unnamed(&dest.dir, 0o600) {
+                Ok(file) => {
+                    return Ok(Temp {
+                        file,
+                        dir,
+                        named: None,
+                    });
+                }
+                Err(e)
+                    if matches!(
+                        e.raw_os_error(),
+                        Some(libc::EOPNOTSUPP) | Some(libc::EISDIR) | Some(libc::ENOENT)
+                    ) => {}
+                Err(e) => return Err(temp_err(e)),
+            }
+        }
+        for attempt in 0..100 {
+            let tmp = temp_name(&dest.name, salt(attempt));
+            // Armed first: no moment where the name exists unguarded.
+            let guard = Guard::arm(&dest.dir_path.join(&tmp)).ok();
+            match sys::file::create_new_at(&dest.dir, &tmp, 0o600) {
+                Ok(file) => {
+                    return Ok(Temp {
+                        file,
+                        dir,
+                        named: Some((tmp, guard)),
+                    });
+                }
+                Err(e) if e.raw_os_error() == Some(libc::EEXIST) => continue,
+                Err(e) => return Err(temp_err(e)),
+            }
+        }
+        Err(temp_err(io::Error::from_raw_os_error(libc::EEXIST)))
+    }
+
+    /// Puts the finished copy in place under `dest`'s name.
+    pub fn commit(mut self, dest: &Dest) -> Result<(), FileError> {
+        let rename_err = |e: io::Error| FileError::Rename {
+            path: dest.path.clone(),
+            source: e,
+        };
+        if self.named.is_none() {
+            if dest.existing == Existing::Nothing {
+                match sys::file::link_unnamed(&self.file, &dest.dir, &dest.name) {
+                    Ok(()) => return Ok(()),
+                    // Created meanwhile: replace it by a rename below.
+                    Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {}
+                    Err(e) => return Err(rename_err(e)),
+                }
+            }
+            let mut linked = None;
+            for attempt in 0..100 {
+                let tmp = temp_name(&dest.name, salt(attempt));
+                let guard = Guard::arm(&dest.dir_path.join(&tmp)).ok();
+                match sys::file::link_unnamed(&self.file, &dest.dir, &tmp) {
+                    Ok(()) => {
+                        linked = Some((tmp, guard));
+                        break;
+                    }
+                    Err(e) if e.raw_os_error() == Some(libc::EEXIST) => continue,
+                    Err(e) => return Err(rename_err(e)),
+                }
+            }
+            match linked {
+                Some(l) => self.named = Some(l),
+                None => return Err(rename_err(io::Error::from_raw_os_error(libc::EEXIST))),
+            }
+        }
+        if let Some((tmp, _)) = &self.named {
+            sys::file::rename_at(&dest.dir, tmp, &dest.name).map_err(rename_err)?;
+        }
+        // In place: nothing to remove any more (the guard disarms).
+        self.named = None;
+        Ok(())
+    }
+}
+
+impl Drop for Temp {
+    fn drop(&mut self) {
+        if let Some((tmp, guard)) = self.named.take() {
+            let _ = sys::file::unlink_at(&self.dir, &tmp);
+            drop(guard);
+        }
+    }
+}
