@@ -415,3 +415,282 @@ fn devices_are_not_replaced_and_links_are_followed() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("link to nothing"));
 }
+
+/// A source of `len` bytes, written fast (a repeated pattern, no holes).
+fn big_file(path: &Path, len: usize) {
+    let block = pattern(1 << 20, 13);
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path).expect("create"));
+    for _ in 0..len >> 20 {
+        f.write_all(&block).expect("write");
+    }
+    f.flush().expect("flush");
+}
+
+/// Waits until `pid` holds a file open in `dir` (the copy's output, named
+/// or not): the copy has begun moving data.
+fn wait_for_output_in(pid: u32, dir: &Path) -> bool {
+    for _ in 0..20_000 {
+        let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+            return false;
+        };
+        for fd in fds.flatten() {
+            if let Ok(target) = std::fs::read_link(fd.path()) {
+                if target.parent() == Some(dir) {
+                    return true;
+                }
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_micros(200));
+    }
+    false
+}
+
+/// SIGINT, SIGTERM or SIGHUP during the copy of a large file left a hidden
+/// `.NAME.XXXXXX.tally-cp` of hundreds of MB; a crash too. Both ways of
+/// writing the copy are tried: the unnamed `O_TMPFILE` file (nothing to
+/// leave even on SIGKILL) and the named fallback (removed by the signal
+/// handler).
+#[test]
+fn cp_interrupted_by_a_signal_leaves_no_temp_file() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let src = dir.path().join("big");
+    big_file(&src, 1 << 30);
+    let out_dir = dir.path().join("out");
+    std::fs::create_dir(&out_dir).expect("mkdir");
+    let dst = out_dir.join("big.copy");
+    std::fs::write(&dst, b"the old copy").expect("write");
+    let runs = [
+        (libc::SIGINT, false),
+        (libc::SIGTERM, false),
+        (libc::SIGHUP, false),
+        (libc::SIGKILL, false),
+        (libc::SIGINT, true),
+        (libc::SIGTERM, true),
+        (libc::SIGHUP, true),
+        (libc::SIGSEGV, true), // as a crash would
+    ];
+    for (sig, named) in runs {
+        let mut cmd = tally();
+        cmd.arg("cp");
+        if named {
+            cmd.arg("--named-temp");
+        }
+        let child = cmd
+            .arg(&src)
+            .arg(&dst)
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn");
+        let mut reaper = common::Reaper(vec![child]);
+        let pid = reaper.0[0].id();
+        assert!(wait_for_output_in(pid, &out_dir), "the copy never began");
+        // SAFETY: signalling our own child, still unreaped.
+        assert_eq!(unsafe { libc::kill(pid as i32, sig) }, 0);
+        let status = reaper.0[0].wait().expect("wait");
+        assert_eq!(
+            status.signal(),
+            Some(sig),
+            "signal {sig} (named {named}): the copy ended first or differently: {status:?}"
+        );
+        assert_eq!(
+            entries(&out_dir),
+            std::slice::from_ref(&dst),
+            "signal {sig} (named {named}) left a file"
+        );
+        assert_eq!(std::fs::read(&dst).expect("read"), b"the old copy");
+    }
+}
+
+/// A file truncated while it was copied: tally reported success and set the
+/// copy's length to the old size, filling the end with stale data (GNU cp
+/// copies up to the new end and says nothing). tally now refuses the copy
+/// and leaves nothing; a file that only claims more than it has (sysfs,
+/// size and time unchanged) still copies what it has.
+#[test]
+fn cp_of_a_file_that_shrinks_mid_copy_fails_and_leaves_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let src = dir.path().join("shrinking");
+    big_file(&src, 1 << 30);
+    let out_dir = dir.path().join("out");
+    std::fs::create_dir(&out_dir).expect("mkdir");
+    let dst = out_dir.join("copy");
+    let child = tally()
+        .arg("cp")
+        .arg(&src)
+        .arg(&dst)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut reaper = common::Reaper(vec![child]);
+    let pid = reaper.0[0].id() as i32;
+    assert!(wait_for_output_in(pid as u32, &out_dir), "the copy never began");
+    // Stopped mid-copy, so the truncation lands before the copy ends.
+    // SAFETY: signalling our own child, still unreaped.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGSTOP) }, 0);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&src)
+        .expect("open")
+        .set_len(1 << 20)
+        .expect("truncate");
+    // SAFETY: as above.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGCONT) }, 0);
+    let child = reaper.0.remove(0);
+    let out = child.wait_with_output().expect("wait");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("changed while it was copied"), "{err}");
+    assert!(entries(&out_dir).is_empty(), "a copy or temporary file was left");
+
+    // sysfs files claim 4096 bytes and end sooner: copied as they read.
+    let sys = Path::new("/sys/kernel/mm/transparent_hugepage/enabled");
+    if let (Ok(text), Ok(meta)) = (std::fs::read(sys), std::fs::metadata(sys)) {
+        if meta.len() as usize > text.len() {
+            let copy = out_dir.join("thp");
+            let out = cp(&[], &[sys, &copy]);
+            assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+            assert_eq!(std::fs::read(&copy).expect("read"), text);
+        }
+    }
+}
+
+/// A destination name of 239-255 bytes failed: the temporary name
+/// `.NAME.XXXXXX.tally-cp` was longer than NAME_MAX (255).
+#[test]
+fn cp_to_a_255_byte_name_works() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let src = dir.path().join("s");
+    write(&src, b"long names");
+    for (len, named) in [(239, true), (255, true), (255, false)] {
+        let out_dir = tempfile::tempdir_in(dir.path()).expect("tempdir");
+        let name = "n".repeat(len);
+        let dst = out_dir.path().join(&name);
+        let args: &[&str] = if named { &["--named-temp"] } else { &[] };
+        let out = cp(args, &[&src, &dst]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{len} bytes: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(std::fs::read(&dst).expect("read"), b"long names");
+        assert_eq!(entries(out_dir.path()), [dst.clone()]);
+        // Over an existing file too (the rename path).
+        let out = cp(args, &[&src, &dst]);
+        assert_eq!(out.status.code(), Some(0));
+        assert_eq!(entries(out_dir.path()), [dst]);
+    }
+    // A 255-byte source copied into a directory.
+    let long_src = dir.path().join("m".repeat(255));
+    write(&long_src, b"into");
+    let into = tempfile::tempdir_in(dir.path()).expect("tempdir");
+    let out = cp(&[], &[&long_src, into.path()]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(std::fs::read(into.path().join("m".repeat(255))).expect("read"), b"into");
+}
+
+/// `tally cp file nodir/` copied everything and only then failed on the
+/// rename; now it fails first, saying what is missing.
+#[test]
+fn cp_into_a_missing_directory_fails_before_copying() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let src = dir.path().join("src");
+    write(&src, b"data");
+    let mut nodir = dir.path().join("nodir").into_os_string();
+    nodir.push("/");
+    let out = cp(&[], &[&src, Path::new(&nodir)]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("not an existing directory"), "{err}");
+    assert!(!err.contains("rename"), "{err}");
+    let out = cp(&[], &[&src, &dir.path().join("nodir/deeper")]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("destination's directory"), "{err}");
+    assert!(err.contains("nothing was copied"), "{err}");
+    assert_eq!(entries(dir.path()), [src]);
+}
+
+fn from_hex(hex: &str) -> Vec<u8> {
+    (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).expect("hex"))
+        .collect()
+}
+
+/// Non-UTF-8 file names cut cp's JSON mid-document; they are now written
+/// as {"lossy", "bytes_hex"} objects.
+#[test]
+fn cp_json_keeps_non_utf8_names() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let src = dir.path().join(OsStr::from_bytes(b"caf\xe9"));
+    write(&src, b"bytes");
+    let missing = dir.path().join(OsStr::from_bytes(b"gone\xff"));
+    let into = dir.path().join("into");
+    std::fs::create_dir(&into).expect("mkdir");
+    let out = cp(&["--format", "json"], &[&src, &missing, &into]);
+    assert_eq!(out.status.code(), Some(1), "the missing source is a problem");
+    let v: Value = serde_json::from_slice(&out.stdout).expect("complete JSON");
+    let f = &v["files"][0];
+    assert_eq!(
+        from_hex(f["source"]["bytes_hex"].as_str().expect("hex")),
+        src.as_os_str().as_bytes()
+    );
+    assert_eq!(
+        from_hex(f["destination"]["bytes_hex"].as_str().expect("hex")),
+        into.join(OsStr::from_bytes(b"caf\xe9")).as_os_str().as_bytes()
+    );
+    assert_eq!(
+        from_hex(v["problems"][0]["path"]["bytes_hex"].as_str().expect("hex")),
+        missing.as_os_str().as_bytes()
+    );
+    // The human message escapes the bytes.
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("gone\\xff"), "{err}");
+}
+
+/// With stderr unwritable (`2>/dev/full`, a closed pipe) cp panicked (exit
+/// 101); the documented codes hold: 0 ok, 1 not copied, 2 bad usage.
+#[test]
+fn cp_with_unwritable_stderr_keeps_its_exit_codes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let src = dir.path().join("src");
+    write(&src, b"data");
+    let cases: [(Vec<std::ffi::OsString>, i32); 3] = [
+        (
+            vec!["-v".into(), src.clone().into(), dir.path().join("ok").into()],
+            0,
+        ),
+        (
+            vec![dir.path().join("missing").into(), dir.path().join("x").into()],
+            1,
+        ),
+        (vec!["only-one".into()], 2),
+    ];
+    for (args, code) in &cases {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .expect("/dev/full");
+        let out = tally()
+            .arg("cp")
+            .args(args)
+            .stderr(full)
+            .output()
+            .expect("run");
+        assert_eq!(out.status.code(), Some(*code), "/dev/full: {args:?}");
+        // A pipe whose reader is gone.
+        let (reader, writer) = std::io::pipe().expect("pipe");
+        drop(reader);
+        let out = tally()
+            .arg("cp")
+            .args(args)
+            .stderr(writer)
+            .output()
+            .expect("run");
+        assert_eq!(out.status.code(), Some(*code), "closed pipe: {args:?}");
+    }
+}

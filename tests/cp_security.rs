@@ -1,0 +1,229 @@
+//! `tally cp` where another user can plant a link, and as an unprivileged
+//! user: each test runs the attacker or the copy as nobody (uid 65534)
+//! through `setpriv`, and skips with the reason when it cannot.
+
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+mod common;
+
+const NOBODY: [&str; 3] = ["--reuid=65534", "--regid=65534", "--clear-groups"];
+
+fn is_root() -> bool {
+    std::fs::metadata("/proc/self").map(|m| m.uid()).ok() == Some(0)
+}
+
+fn have_setpriv() -> bool {
+    Command::new("setpriv")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Root and setpriv, or the reason to skip.
+fn can_switch_users() -> Result<(), &'static str> {
+    if !is_root() {
+        return Err("needs root to act as another user");
+    }
+    if !have_setpriv() {
+        return Err("setpriv (util-linux) is not installed");
+    }
+    Ok(())
+}
+
+fn as_nobody(program: &Path, args: &[&std::ffi::OsStr]) -> Output {
+    Command::new("setpriv")
+        .args(NOBODY)
+        .arg(program)
+        .args(args)
+        .output()
+        .expect("setpriv")
+}
+
+fn chmod(path: &Path, mode: u32) {
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod");
+}
+
+fn entries(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .expect("read_dir")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    v.sort();
+    v
+}
+
+/// Turns `fs.protected_symlinks` on (most distributions' default) and
+/// leaves it on: turning it off again could open the hole for whatever
+/// else runs on the machine meanwhile.
+fn protect_symlinks() -> bool {
+    let path = "/proc/sys/fs/protected_symlinks";
+    if std::fs::read_to_string(path).is_ok_and(|s| s.trim() == "1") {
+        return true;
+    }
+    std::fs::write(path, "1").is_ok()
+}
+
+/// The attack: in a sticky world-writable directory (as /tmp), nobody
+/// plants `foo -> victim`; root copies to `DIR/foo`. GNU cp (coreutils
+/// 9.x) with `fs.protected_symlinks=1` says "cp: cannot stat 'DIR/foo':
+/// Permission denied" and exits 1, the victim untouched: the kernel refuses
+/// root to follow another user's link there. tally resolved the
+/// destination with `canonicalize()` (readlink, then the target's path), a
+/// walk the kernel's check never sees, and replaced the victim.
+#[test]
+fn cp_refuses_symlink_planted_in_sticky_dir() {
+    if let Err(why) = can_switch_users() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    if !protect_symlinks() {
+        eprintln!("skipped: cannot turn fs.protected_symlinks on");
+        return;
+    }
+    let safe = tempfile::tempdir().expect("tempdir");
+    let victim = safe.path().join("victim");
+    std::fs::write(&victim, b"root's secret\n").expect("write");
+    let victim_dir = safe.path().join("victim.d");
+    std::fs::create_dir(&victim_dir).expect("mkdir");
+    let src = safe.path().join("src");
+    std::fs::write(&src, b"attacker-chosen contents\n").expect("write");
+
+    let sticky = tempfile::tempdir().expect("tempdir");
+    chmod(sticky.path(), 0o1777);
+    let plant = |name: &str, target: &Path| {
+        let out = as_nobody(
+            Path::new("ln"),
+            &["-s".as_ref(), target.as_os_str(), sticky.path().join(name).as_os_str()],
+        );
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    };
+    plant("foo", &victim);
+    plant("src", &victim); // for `cp src DIR/`: the name the copy will take
+    plant("dir", &victim_dir);
+
+    let tally = common::tally_bin();
+    let (foo, into, to_dir) = (
+        sticky.path().join("foo"),
+        sticky.path().to_path_buf(),
+        sticky.path().join("dir"),
+    );
+    let runs: [(&str, Vec<&Path>); 3] = [
+        ("a link named as the destination", vec![&src, &foo]),
+        ("a link at the name a copy into the directory takes", vec![&src, &into]),
+        ("a link to a directory", vec![&src, &to_dir]),
+    ];
+    for (what, paths) in runs {
+        let out = Command::new(&tally)
+            .arg("cp")
+            .args(&paths)
+            .output()
+            .expect("run");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{what}: {err}");
+        assert!(err.contains("not followed") && err.contains("protected_symlinks"), "{what}: {err}");
+        assert_eq!(std::fs::read(&victim).expect("read"), b"root's secret\n", "{what}");
+        assert!(entries(&victim_dir).is_empty(), "{what}: written into the linked directory");
+    }
+    // The links are still links, and nothing else appeared beside them.
+    for name in ["dir", "foo", "src"] {
+        let m = std::fs::symlink_metadata(sticky.path().join(name)).expect("meta");
+        assert!(m.file_type().is_symlink(), "{name} was replaced");
+    }
+    assert_eq!(entries(sticky.path()).len(), 3);
+
+    // Root's own link in the same directory is followed, as the kernel
+    // allows (and as cp does).
+    let mine = safe.path().join("mine");
+    std::fs::write(&mine, b"old").expect("write");
+    let link = sticky.path().join("mine");
+    std::os::unix::fs::symlink(&mine, &link).expect("symlink");
+    let out = Command::new(&tally).arg("cp").arg(&src).arg(&link).output().expect("run");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(std::fs::read(&mine).expect("read"), b"attacker-chosen contents\n");
+    assert!(std::fs::symlink_metadata(&link).expect("meta").file_type().is_symlink());
+}
+
+/// GNU `cp -p` as a user who cannot keep the owner clears setuid and
+/// setgid (coreutils copy.c: a failed chown drops S_ISUID|S_ISGID|S_ISVTX);
+/// tally made a setuid-nobody copy of a setuid-root program.
+#[test]
+fn cp_p_as_nobody_clears_setuid_it_cannot_own() {
+    if let Err(why) = can_switch_users() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    chmod(dir.path(), 0o777);
+    // A setuid and setgid root file, as /usr/bin/su (which may be missing).
+    let su = dir.path().join("su");
+    std::fs::write(&su, b"#!/bin/sh\nid\n").expect("write");
+    chmod(&su, 0o6755);
+    let copy = dir.path().join("copy");
+    let out = as_nobody(
+        &common::tally_bin(),
+        &["cp".as_ref(), "-p".as_ref(), "-v".as_ref(), su.as_os_str(), copy.as_os_str()],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let m = std::fs::metadata(&copy).expect("copy");
+    assert_eq!(m.uid(), 65534);
+    assert_eq!(m.mode() & 0o7777, 0o755, "setuid/setgid kept: {:o}", m.mode());
+    assert!(err.contains("ownership not kept") && err.contains("cleared"), "{err}");
+    assert_eq!(std::fs::read(&copy).expect("read"), b"#!/bin/sh\nid\n");
+
+    // Root keeps the owner, so the bits stay.
+    let kept = dir.path().join("kept");
+    let out = Command::new(common::tally_bin())
+        .args(["cp", "-p"])
+        .arg(&su)
+        .arg(&kept)
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(0));
+    let m = std::fs::metadata(&kept).expect("copy");
+    assert_eq!((m.uid(), m.mode() & 0o7777), (0, 0o6755));
+}
+
+/// `cp -r` of a read-only tree (directories 555) as an ordinary user
+/// created each directory 555 first and then could not fill it.
+#[test]
+fn cp_r_of_read_only_tree_as_nobody_fills_it_then_sets_modes() {
+    if let Err(why) = can_switch_users() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    chmod(dir.path(), 0o755);
+    let src = dir.path().join("tree");
+    std::fs::create_dir_all(src.join("a/b")).expect("mkdir");
+    std::fs::write(src.join("top"), b"top").expect("write");
+    std::fs::write(src.join("a/b/deep"), b"deep").expect("write");
+    for f in ["top", "a/b/deep"] {
+        chmod(&src.join(f), 0o444);
+    }
+    for d in ["a/b", "a", ""] {
+        chmod(&src.join(d), 0o555);
+    }
+    let out_dir = dir.path().join("out");
+    std::fs::create_dir(&out_dir).expect("mkdir");
+    chmod(&out_dir, 0o777);
+    let dst = out_dir.join("copy");
+    let out = as_nobody(
+        &common::tally_bin(),
+        &["cp".as_ref(), "-r".as_ref(), src.as_os_str(), dst.as_os_str()],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(std::fs::read(dst.join("a/b/deep")).expect("read"), b"deep");
+    assert_eq!(std::fs::read(dst.join("top")).expect("read"), b"top");
+    for d in ["", "a", "a/b"] {
+        let m = std::fs::metadata(dst.join(d)).expect("meta");
+        assert_eq!(m.mode() & 0o7777, 0o555, "{d}");
+        assert_eq!(m.uid(), 65534);
+    }
+    assert_eq!(
+        std::fs::metadata(dst.join("top")).expect("meta").mode() & 0o777,
+        0o444
+    );
+}
