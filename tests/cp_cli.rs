@@ -524,7 +524,10 @@ fn cp_of_a_file_that_shrinks_mid_copy_fails_and_leaves_nothing() {
         .expect("spawn");
     let mut reaper = common::Reaper(vec![child]);
     let pid = reaper.0[0].id() as i32;
-    assert!(wait_for_output_in(pid as u32, &out_dir), "the copy never began");
+    assert!(
+        wait_for_output_in(pid as u32, &out_dir),
+        "the copy never began"
+    );
     // Stopped mid-copy, so the truncation lands before the copy ends.
     // SAFETY: signalling our own child, still unreaped.
     assert_eq!(unsafe { libc::kill(pid, libc::SIGSTOP) }, 0);
@@ -541,7 +544,10 @@ fn cp_of_a_file_that_shrinks_mid_copy_fails_and_leaves_nothing() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("changed while it was copied"), "{err}");
-    assert!(entries(&out_dir).is_empty(), "a copy or temporary file was left");
+    assert!(
+        entries(&out_dir).is_empty(),
+        "a copy or temporary file was left"
+    );
 
     // sysfs files claim 4096 bytes and end sooner: copied as they read.
     let sys = Path::new("/sys/kernel/mm/transparent_hugepage/enabled");
@@ -549,7 +555,12 @@ fn cp_of_a_file_that_shrinks_mid_copy_fails_and_leaves_nothing() {
         if meta.len() as usize > text.len() {
             let copy = out_dir.join("thp");
             let out = cp(&[], &[sys, &copy]);
-            assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
             assert_eq!(std::fs::read(&copy).expect("read"), text);
         }
     }
@@ -562,7 +573,7 @@ fn cp_to_a_255_byte_name_works() {
     let dir = tempfile::tempdir().expect("tempdir");
     let src = dir.path().join("s");
     write(&src, b"long names");
-    for (len, named) in [(239, true), (255, true), (255, false)] {
+    for (len, named) in [(255, false), (239, true), (255, true)] {
         let out_dir = tempfile::tempdir_in(dir.path()).expect("tempdir");
         let name = "n".repeat(len);
         let dst = out_dir.path().join(&name);
@@ -586,8 +597,16 @@ fn cp_to_a_255_byte_name_works() {
     write(&long_src, b"into");
     let into = tempfile::tempdir_in(dir.path()).expect("tempdir");
     let out = cp(&[], &[&long_src, into.path()]);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(std::fs::read(into.path().join("m".repeat(255))).expect("read"), b"into");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read(into.path().join("m".repeat(255))).expect("read"),
+        b"into"
+    );
 }
 
 /// `tally cp file nodir/` copied everything and only then failed on the
@@ -632,7 +651,11 @@ fn cp_json_keeps_non_utf8_names() {
     let into = dir.path().join("into");
     std::fs::create_dir(&into).expect("mkdir");
     let out = cp(&["--format", "json"], &[&src, &missing, &into]);
-    assert_eq!(out.status.code(), Some(1), "the missing source is a problem");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "the missing source is a problem"
+    );
     let v: Value = serde_json::from_slice(&out.stdout).expect("complete JSON");
     let f = &v["files"][0];
     assert_eq!(
@@ -641,7 +664,9 @@ fn cp_json_keeps_non_utf8_names() {
     );
     assert_eq!(
         from_hex(f["destination"]["bytes_hex"].as_str().expect("hex")),
-        into.join(OsStr::from_bytes(b"caf\xe9")).as_os_str().as_bytes()
+        into.join(OsStr::from_bytes(b"caf\xe9"))
+            .as_os_str()
+            .as_bytes()
     );
     assert_eq!(
         from_hex(v["problems"][0]["path"]["bytes_hex"].as_str().expect("hex")),
@@ -661,11 +686,18 @@ fn cp_with_unwritable_stderr_keeps_its_exit_codes() {
     write(&src, b"data");
     let cases: [(Vec<std::ffi::OsString>, i32); 3] = [
         (
-            vec!["-v".into(), src.clone().into(), dir.path().join("ok").into()],
+            vec![
+                "-v".into(),
+                src.clone().into(),
+                dir.path().join("ok").into(),
+            ],
             0,
         ),
         (
-            vec![dir.path().join("missing").into(), dir.path().join("x").into()],
+            vec![
+                dir.path().join("missing").into(),
+                dir.path().join("x").into(),
+            ],
             1,
         ),
         (vec!["only-one".into()], 2),

@@ -95,9 +95,17 @@ fn cp_refuses_symlink_planted_in_sticky_dir() {
     let plant = |name: &str, target: &Path| {
         let out = as_nobody(
             Path::new("ln"),
-            &["-s".as_ref(), target.as_os_str(), sticky.path().join(name).as_os_str()],
+            &[
+                "-s".as_ref(),
+                target.as_os_str(),
+                sticky.path().join(name).as_os_str(),
+            ],
         );
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     };
     plant("foo", &victim);
     plant("src", &victim); // for `cp src DIR/`: the name the copy will take
@@ -111,7 +119,10 @@ fn cp_refuses_symlink_planted_in_sticky_dir() {
     );
     let runs: [(&str, Vec<&Path>); 3] = [
         ("a link named as the destination", vec![&src, &foo]),
-        ("a link at the name a copy into the directory takes", vec![&src, &into]),
+        (
+            "a link at the name a copy into the directory takes",
+            vec![&src, &into],
+        ),
         ("a link to a directory", vec![&src, &to_dir]),
     ];
     for (what, paths) in runs {
@@ -122,9 +133,19 @@ fn cp_refuses_symlink_planted_in_sticky_dir() {
             .expect("run");
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{what}: {err}");
-        assert!(err.contains("not followed") && err.contains("protected_symlinks"), "{what}: {err}");
-        assert_eq!(std::fs::read(&victim).expect("read"), b"root's secret\n", "{what}");
-        assert!(entries(&victim_dir).is_empty(), "{what}: written into the linked directory");
+        assert!(
+            err.contains("not followed") && err.contains("protected_symlinks"),
+            "{what}: {err}"
+        );
+        assert_eq!(
+            std::fs::read(&victim).expect("read"),
+            b"root's secret\n",
+            "{what}"
+        );
+        assert!(
+            entries(&victim_dir).is_empty(),
+            "{what}: written into the linked directory"
+        );
     }
     // The links are still links, and nothing else appeared beside them.
     for name in ["dir", "foo", "src"] {
@@ -139,10 +160,28 @@ fn cp_refuses_symlink_planted_in_sticky_dir() {
     std::fs::write(&mine, b"old").expect("write");
     let link = sticky.path().join("mine");
     std::os::unix::fs::symlink(&mine, &link).expect("symlink");
-    let out = Command::new(&tally).arg("cp").arg(&src).arg(&link).output().expect("run");
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(std::fs::read(&mine).expect("read"), b"attacker-chosen contents\n");
-    assert!(std::fs::symlink_metadata(&link).expect("meta").file_type().is_symlink());
+    let out = Command::new(&tally)
+        .arg("cp")
+        .arg(&src)
+        .arg(&link)
+        .output()
+        .expect("run");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read(&mine).expect("read"),
+        b"attacker-chosen contents\n"
+    );
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .expect("meta")
+            .file_type()
+            .is_symlink()
+    );
 }
 
 /// GNU `cp -p` as a user who cannot keep the owner clears setuid and
@@ -163,14 +202,28 @@ fn cp_p_as_nobody_clears_setuid_it_cannot_own() {
     let copy = dir.path().join("copy");
     let out = as_nobody(
         &common::tally_bin(),
-        &["cp".as_ref(), "-p".as_ref(), "-v".as_ref(), su.as_os_str(), copy.as_os_str()],
+        &[
+            "cp".as_ref(),
+            "-p".as_ref(),
+            "-v".as_ref(),
+            su.as_os_str(),
+            copy.as_os_str(),
+        ],
     );
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{err}");
     let m = std::fs::metadata(&copy).expect("copy");
     assert_eq!(m.uid(), 65534);
-    assert_eq!(m.mode() & 0o7777, 0o755, "setuid/setgid kept: {:o}", m.mode());
-    assert!(err.contains("ownership not kept") && err.contains("cleared"), "{err}");
+    assert_eq!(
+        m.mode() & 0o7777,
+        0o755,
+        "setuid/setgid kept: {:o}",
+        m.mode()
+    );
+    assert!(
+        err.contains("ownership not kept") && err.contains("cleared"),
+        "{err}"
+    );
     assert_eq!(std::fs::read(&copy).expect("read"), b"#!/bin/sh\nid\n");
 
     // Root keeps the owner, so the bits stay.
@@ -212,9 +265,19 @@ fn cp_r_of_read_only_tree_as_nobody_fills_it_then_sets_modes() {
     let dst = out_dir.join("copy");
     let out = as_nobody(
         &common::tally_bin(),
-        &["cp".as_ref(), "-r".as_ref(), src.as_os_str(), dst.as_os_str()],
+        &[
+            "cp".as_ref(),
+            "-r".as_ref(),
+            src.as_os_str(),
+            dst.as_os_str(),
+        ],
     );
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(std::fs::read(dst.join("a/b/deep")).expect("read"), b"deep");
     assert_eq!(std::fs::read(dst.join("top")).expect("read"), b"top");
     for d in ["", "a", "a/b"] {

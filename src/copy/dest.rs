@@ -320,3 +320,56 @@ impl Drop for Temp {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn st(mode: u32, uid: u32) -> StatAt {
+        StatAt {
+            dev: 0,
+            ino: 0,
+            mode,
+            uid,
+            size: 0,
+        }
+    }
+
+    #[test]
+    fn links_follow_as_protected_symlinks_allows() {
+        let tmp = st(libc::S_IFDIR | 0o1777, 0);
+        let link = |uid| st(libc::S_IFLNK | 0o777, uid);
+        // Another user's link in root's /tmp: not for root.
+        assert!(!may_follow(&tmp, &link(65534), 0));
+        // One's own link, or the directory owner's.
+        assert!(may_follow(&tmp, &link(0), 0));
+        assert!(may_follow(&tmp, &link(65534), 65534));
+        assert!(may_follow(&tmp, &link(0), 65534));
+        // Not sticky, or not world-writable: followed.
+        assert!(may_follow(&st(libc::S_IFDIR | 0o777, 0), &link(65534), 0));
+        assert!(may_follow(&st(libc::S_IFDIR | 0o1775, 0), &link(65534), 0));
+        // A sticky world-writable directory of the link's owner.
+        assert!(may_follow(
+            &st(libc::S_IFDIR | 0o1777, 65534),
+            &link(65534),
+            0
+        ));
+    }
+
+    #[test]
+    fn temp_names_stay_within_name_max() {
+        for len in [1, 200, 238, 239, 254, 255] {
+            let name = "é".repeat(len / 2) + &"n".repeat(len % 2);
+            let t = temp_name(OsStr::new(&name), u64::MAX);
+            assert!(t.len() <= NAME_MAX, "{len}: {}", t.len());
+            assert!(
+                t.to_str().is_some(),
+                "a UTF-8 name is cut between characters"
+            );
+            assert!(t.as_bytes().starts_with(b".") && t.as_bytes().ends_with(b".tally-cp"));
+        }
+        let raw = OsStr::from_bytes(&[0xff; 255]);
+        assert_eq!(temp_name(raw, 7).len(), NAME_MAX);
+        assert_ne!(temp_name(raw, 7), temp_name(raw, 8));
+    }
+}
