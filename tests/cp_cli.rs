@@ -586,7 +586,7 @@ fn cp_to_a_255_byte_name_works() {
             String::from_utf8_lossy(&out.stderr)
         );
         assert_eq!(std::fs::read(&dst).expect("read"), b"long names");
-        assert_eq!(entries(out_dir.path()), [dst.clone()]);
+        assert_eq!(entries(out_dir.path()), std::slice::from_ref(&dst));
         // Over an existing file too (the rename path).
         let out = cp(args, &[&src, &dst]);
         assert_eq!(out.status.code(), Some(0));
