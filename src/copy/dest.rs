@@ -126,7 +126,7 @@ pub fn resolve(path: &Path) -> Result<Dest, FileError> {
             }
         };
         let existing = if st.is_symlink() {
-            let here = dir_path.join(&name);
+            let here = landing(&dir_path, &name);
             let dir_st = sys::file::stat_fd(&dir).map_err(|e| FileError::Other {
                 path: dir_path.clone(),
                 message: format!("cannot look at the directory: {e}"),

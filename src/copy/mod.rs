@@ -91,6 +91,8 @@ pub enum CopyError {
         display(.0)
     )]
     NoSuchDirectory(PathBuf),
+    #[error("cannot use {} as the destination directory: {source}", display(path))]
+    DestinationDir { path: PathBuf, source: io::Error },
 }
 
 /// Why one file could not be copied. Each says what to do.
@@ -186,14 +188,23 @@ enum Job {
 /// The copies `cfg` asks for, and the sources skipped with why.
 fn plan(cfg: &Config) -> Result<(Vec<Job>, Vec<Problem>), CopyError> {
     let dst = &cfg.destination;
-    let dst_is_dir = std::fs::metadata(dst).map(|m| m.is_dir()).unwrap_or(false);
+    let dst_meta = std::fs::metadata(dst);
+    let dst_is_dir = dst_meta.as_ref().is_ok_and(|m| m.is_dir());
     let into_dir = dst_is_dir || cfg.sources.len() > 1;
     if into_dir && !dst_is_dir {
         return Err(CopyError::NotADirectory(dst.clone()));
     }
     // `nodir/`: a directory was meant; say so before copying anything.
     if !dst_is_dir && dst.as_os_str().as_bytes().ends_with(b"/") {
-        return Err(CopyError::NoSuchDirectory(dst.clone()));
+        return Err(match dst_meta {
+            Err(e) if !matches!(e.raw_os_error(), Some(libc::ENOENT) | Some(libc::ENOTDIR)) => {
+                CopyError::DestinationDir {
+                    path: dst.clone(),
+                    source: e,
+                }
+            }
+            _ => CopyError::NoSuchDirectory(dst.clone()),
+        });
     }
     let mut jobs = Vec::new();
     let mut problems = Vec::new();
