@@ -33,6 +33,11 @@ pub enum MemError {
     NoProcesses(PathBuf),
     #[error("a scan worker failed (a bug in tally: please report it); no figures were printed")]
     WorkerPanicked,
+    #[error(
+        "cannot take on the caller's rights to see what /proc shows the caller, or take \
+         back more after: {0}; refusing to go on"
+    )]
+    CallerRights(io::Error),
     #[error("cannot drop privileges after the scan: {0}; refusing to go on")]
     DropPrivileges(io::Error),
     #[error("cannot write the report: {0}")]
@@ -72,15 +77,23 @@ impl Config {
                 || g.uid.is_some()
                 || self.pids.is_some()
                 || self.read_status,
+            comm: g.name == NameMode::Exe,
             cmdline: g.name == NameMode::Argv0 || g.split_args,
             cgroup: g.by == GroupBy::Cgroup,
         }
     }
 }
 
-/// Reads the figures: the only step that needs privilege.
-pub fn scan(cfg: &Config) -> Result<Snapshot, MemError> {
-    scan::scan(&cfg.procfs, cfg.pids.as_deref(), cfg.needs(), cfg.threads)
+/// Reads the figures: the only step that needs privilege. With more
+/// rights than the caller, only the memory figures are read with them
+/// (see [`scan::scan_as_caller`]).
+pub fn scan(cfg: &Config, privilege: privilege::Privilege) -> Result<Snapshot, MemError> {
+    let (root, pids, needs) = (&cfg.procfs, cfg.pids.as_deref(), cfg.needs());
+    if privilege.is_elevated() {
+        scan::scan_as_caller(root, pids, needs, cfg.threads, &|| privilege.as_caller())
+    } else {
+        scan::scan(root, pids, needs, cfg.threads)
+    }
 }
 
 /// Turns a snapshot into the report.
@@ -170,7 +183,7 @@ pub fn watch(
     let mut first = true;
     while !stop() {
         let started = Instant::now();
-        let snap = scan(cfg)?;
+        let snap = scan(cfg, privilege::Privilege::Ordinary)?;
         let report = summarize(&snap, cfg);
         if terminal {
             // Home, then clear the screen.
