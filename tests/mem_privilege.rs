@@ -330,6 +330,13 @@ fn check_hidepid(bin: &Path) {
                 // Not vacuous: the caller's own process is there, in full.
                 assert!(pids.contains(&u64::from(own_pid)), "{options}: {text}");
                 assert!(text.contains("--own-visible-arg"), "{options}: {text}");
+                // Other users' swap is not seen: the rest cannot be told
+                // (unless no swap is in use at all).
+                let rest = &r["total"]["swap_not_attributed"];
+                assert!(
+                    rest["bytes"].is_null() || rest["swap_used_bytes"] == 0,
+                    "{options}: {rest}"
+                );
                 let denied = r["skipped"]["denied"].as_u64().expect("denied");
                 if options == "hidepid=1" {
                     assert!(denied > 0, "{options}: listed but unreadable: denied");

@@ -112,6 +112,8 @@ pub fn summarize(snap: &Snapshot, cfg: &Config) -> MemReport {
         // Mixed only on fixture trees; Swap is then the honest name.
         "Swap"
     };
+    let mut total = total;
+    total.swap_not_attributed = swap_rest(snap, cfg, swap_source == "SwapPss");
     let mut warnings = Vec::new();
     if cfg.pids.is_some() {
         for pid in &snap.missing_pids {
@@ -138,6 +140,100 @@ pub fn summarize(snap: &Snapshot, cfg: &Config) -> MemReport {
     }
 }
 
+/// The swap in use that no process's `SwapPss` holds, or why it cannot be
+/// told: it needs every process's SwapPss, so a scan that did not see every
+/// process leaves it unavailable. Reads `<procfs>/meminfo` (the machine's
+/// swap) and /proc/self/mountinfo (whether /proc hides processes); called
+/// after any privilege is dropped.
+fn swap_rest(snap: &Snapshot, cfg: &Config, every_swap_pss: bool) -> report::SwapRest {
+    let path = cfg.procfs.path().join("meminfo");
+    let swap = std::fs::read_to_string(&path)
+        .map_err(|e| match e.kind() {
+            io::ErrorKind::NotFound => "the proc tree has no meminfo".to_string(),
+            _ => format!("cannot read meminfo: {e}"),
+        })
+        .and_then(|text| {
+            crate::procfs::meminfo::parse_swap(&text)
+                .ok_or_else(|| "meminfo has no SwapTotal and SwapFree lines".to_string())
+        });
+    let attributed_kb: u64 = snap
+        .samples
+        .iter()
+        .map(|s| s.mem.swap_pss_kb.unwrap_or(0))
+        .fold(0, u64::saturating_add);
+    let hidden = crate::sys::geteuid() != 0 && hides_processes(cfg.procfs.path());
+    let s = &snap.skipped;
+    let why = if cfg.pids.is_some() {
+        Some("--pid reads only some processes".to_string())
+    } else if s.denied > 0 || s.failed > 0 {
+        Some(format!(
+            "{} processes could not be read",
+            crate::units::thousands(s.denied.saturating_add(s.failed))
+        ))
+    } else if hidden {
+        Some("/proc is mounted with hidepid: other users' processes are not seen".to_string())
+    } else if !every_swap_pss {
+        Some("this kernel has no SwapPss".to_string())
+    } else {
+        None
+    };
+    let kb = |n: u64| n.saturating_mul(1024);
+    let (total, used) = match &swap {
+        Ok(sw) => (Some(kb(sw.total_kb)), Some(kb(sw.used_kb()))),
+        Err(_) => (None, None),
+    };
+    let (bytes, unavailable) = match (why, swap) {
+        // No swap in use: nothing can be unattributed.
+        (_, Ok(sw)) if sw.used_kb() == 0 => (Some(0), None),
+        (Some(why), _) => (None, Some(why)),
+        (None, Err(why)) => (None, Some(why)),
+        (None, Ok(sw)) if attributed_kb > sw.used_kb() => (
+            None,
+            Some(format!(
+                "the processes' SwapPss ({} kB) exceeds the swap in use ({} kB): swap \
+                 changed during the scan",
+                crate::units::thousands(attributed_kb),
+                crate::units::thousands(sw.used_kb())
+            )),
+        ),
+        (None, Ok(sw)) => (Some(kb(sw.used_kb() - attributed_kb)), None),
+    };
+    report::SwapRest {
+        bytes,
+        swap_total_bytes: total,
+        swap_used_bytes: used,
+        unavailable,
+    }
+}
+
+/// Whether the proc filesystem mounted at `root` hides other users'
+/// processes (`hidepid=1`, `2`, `noaccess`, `invisible`), from this
+/// process's mountinfo. A tree that is not a mount hides nothing.
+fn hides_processes(root: &std::path::Path) -> bool {
+    let Ok(mountinfo) = std::fs::read_to_string("/proc/self/mountinfo") else {
+        return false;
+    };
+    let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    mountinfo.lines().any(|line| {
+        // id parent major:minor root mount-point options [tags] - type source super-options
+        let mut fields = line.split(' ');
+        let point = fields.nth(4);
+        let Some((_, after)) = line.split_once(" - ") else {
+            return false;
+        };
+        let mut after = after.split(' ');
+        let (fstype, options) = (after.next(), after.nth(1));
+        point.is_some_and(|p| std::path::Path::new(p) == root)
+            && fstype == Some("proc")
+            && options.is_some_and(|o| {
+                o.split(',').any(|opt| {
+                    opt.strip_prefix("hidepid=")
+                        .is_some_and(|v| v != "0" && v != "off")
+                })
+            })
+    })
+}
+
 /// The notes to print once at the end: processes left out and the fix.
 pub fn closing_notes(report: &MemReport, privileged_install: bool, root: bool) -> Vec<String> {
     let mut notes = report.warnings.clone();
@@ -147,8 +243,9 @@ pub fn closing_notes(report: &MemReport, privileged_install: bool, root: bool) -
             "even root may not read them (a process with capabilities tally lacks, or a \
              security module)"
         } else if privileged_install {
-            "this install should see everything: check that /proc is not mounted with hidepid \
-             and that no security module stops tally"
+            "this install shows what /proc shows you, with every memory figure: /proc mounted \
+             with hidepid hides other users' processes from you and so from it; else a \
+             security module stops tally"
         } else {
             "run as root, or install tally for every user with \
              `setcap cap_sys_ptrace,cap_dac_read_search+ep $(which tally)` (see tally mem --help)"

@@ -14,11 +14,13 @@
 //! thread no cmdline) the name falls back to comm, then to the exe.
 //! `--split-args` appends the arguments, so `python3 app.py` and
 //! `python3 other.py` are apart. Control characters are escaped (`\n`,
-//! `\x1b`), so a name always fits on one line and cannot drive a terminal.
+//! `\x1b`), so a name always fits on one line and cannot drive a terminal;
+//! bytes that are not UTF-8 are written `\xNN` (none is lost).
 
 use serde::{Deserialize, Serialize};
 
 use super::scan::ProcSample;
+use crate::procfs::text_of;
 
 /// Which name of a process is the program name.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
@@ -56,7 +58,7 @@ pub fn program_name(
             .as_deref()
             .and_then(|e| exe_name(e, started_as(e, raw_comm, argv0), check_replaced))
     };
-    let from_argv0 = || argv0.map(|a| String::from_utf8_lossy(a).into_owned());
+    let from_argv0 = || argv0.map(text_of);
     let base = match mode {
         NameMode::Exe => from_exe(),
         NameMode::Comm => comm.filter(|c| !c.is_empty()).map(String::from),
@@ -113,7 +115,7 @@ fn exe_name(target: &[u8], started_as: Option<&[u8]>, check_replaced: bool) -> O
     if base.is_empty() {
         return None;
     }
-    let mut name = String::from_utf8_lossy(base).into_owned();
+    let mut name = text_of(base);
     if deleted {
         let replaced = check_replaced && {
             use std::os::unix::ffi::OsStrExt;
@@ -160,7 +162,7 @@ fn arguments(cmdline: &[u8]) -> Option<String> {
         .iter()
         .map(|&b| if b == 0 { b' ' } else { b })
         .collect();
-    let text = String::from_utf8_lossy(&joined);
+    let text = text_of(&joined);
     let text = text.trim();
     (!text.is_empty()).then(|| text.to_string())
 }
