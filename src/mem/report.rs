@@ -12,7 +12,9 @@
 //!   `private_bytes`, `shared_bytes` (PSS − private), `pss_bytes` (RAM
 //!   used), `swap_bytes`, `rss_bytes`. Ascending by the sort key.
 //! - `hidden_groups`: rows left out by `--top` (still in the total).
-//! - `total`: the same figures over every process kept, plus `groups`.
+//! - `total`: the same figures over every process kept, plus `groups` and
+//!   `swap_not_attributed` ([`SwapRest`]: `bytes`, null when unavailable,
+//!   `swap_total_bytes`, `swap_used_bytes`, and `unavailable`, the reason).
 //! - `skipped`: processes not counted: `ended` (gone mid-scan),
 //!   `no_memory` (kernel threads, zombies), `denied` (no permission),
 //!   `failed` (other errors, the first in `first_error`).
