@@ -242,6 +242,81 @@ mod tests {
     }
 
     #[test]
+    fn titles_padded_with_nuls_keep_their_words() {
+        let mut cmd = b"postgres: 15/main: checkpointer ".to_vec();
+        cmd.resize(120, 0);
+        let s = sample(
+            Some("/usr/lib/postgresql/15/bin/postgres"),
+            Some("postgres"),
+            Some(&cmd),
+        );
+        assert_eq!(
+            program_name(&s, NameMode::Exe, true, false),
+            "postgres 15/main: checkpointer"
+        );
+        let s = sample(Some("/usr/bin/x"), Some("x"), Some(b"\0\0\0"));
+        assert_eq!(program_name(&s, NameMode::Exe, true, false), "x");
+    }
+
+    #[test]
+    fn a_program_started_through_a_link_is_named_as_started() {
+        let s = sample(
+            Some("/usr/bin/redis-check-rdb"),
+            Some("redis-server"),
+            Some(b"/usr/bin/redis-server 127.0.0.1:6379\0\0\0"),
+        );
+        assert_eq!(
+            program_name(&s, NameMode::Exe, false, false),
+            "redis-server"
+        );
+        // Deleted since: still marked.
+        let s = sample(
+            Some("/usr/bin/redis-check-rdb (deleted)"),
+            Some("redis-server"),
+            Some(b"redis-server\0"),
+        );
+        assert_eq!(
+            program_name(&s, NameMode::Exe, false, false),
+            "redis-server [deleted]"
+        );
+        // comm cut to 15 bytes still starts argv[0]'s full name.
+        let s = sample(
+            Some("/bin/busybox"),
+            Some("a-very-long-app"),
+            Some(b"/usr/bin/a-very-long-applet-name\0"),
+        );
+        assert_eq!(
+            program_name(&s, NameMode::Exe, false, false),
+            "a-very-long-applet-name"
+        );
+        // Renamed itself: the executable's name.
+        let s = sample(
+            Some("/usr/lib/firefox-esr/firefox-esr"),
+            Some("Web Content"),
+            Some(b"/usr/lib/firefox-esr/firefox-esr\0-contentproc\0"),
+        );
+        assert_eq!(program_name(&s, NameMode::Exe, false, false), "firefox-esr");
+        // Started as python3, a link to python3.11: the file name wins.
+        let s = sample(
+            Some("/usr/bin/python3.11"),
+            Some("python3"),
+            Some(b"/usr/bin/python3\0"),
+        );
+        assert_eq!(program_name(&s, NameMode::Exe, false, false), "python3.11");
+        // The raw comm, where read, counts over status's.
+        let mut s = sample(
+            Some("/usr/bin/redis-check-rdb"),
+            None,
+            Some(b"redis-server\0"),
+        );
+        s.comm = Some(b"redis-server".to_vec());
+        assert_eq!(
+            program_name(&s, NameMode::Exe, false, false),
+            "redis-server"
+        );
+    }
+
+    #[test]
     fn deleted_and_updated_executables() {
         let s = sample(Some("/nonexistent/tally-test/app (deleted)"), None, None);
         assert_eq!(
