@@ -362,3 +362,48 @@ fn tally_leaves_itself_out() {
     assert!(!pids.is_empty(), "other processes are listed");
     assert!(!pids.contains(&me), "tally [{me}] counted itself: {pids:?}");
 }
+
+#[test]
+fn program_started_through_a_link_is_named_as_started_live() {
+    let _serial = serial();
+    // As Debian's redis-server, a link to redis-check-rdb.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let link = dir.path().join("tally-test-server");
+    let Ok(sleep) = which_sleep() else {
+        eprintln!("skipped: no sleep binary found");
+        return;
+    };
+    std::os::unix::fs::symlink(&sleep, &link).expect("symlink");
+    let child = StdCommand::new(&link).arg("30").spawn().expect("runs");
+    let pid = child.id().to_string();
+    let _reaper = Reaper(vec![child]);
+    let start = Instant::now();
+    while !std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .is_ok_and(|c| c.starts_with("tally-test-serv"))
+    {
+        assert!(start.elapsed() < Duration::from_secs(10), "never started");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let out = common::tally()
+        .args(["mem", "--format", "json", "--pid", &pid])
+        .output()
+        .expect("runs");
+    let r: Value = serde_json::from_slice(&out.stdout).expect("valid JSON");
+    assert_eq!(r["groups"][0]["name"], "tally-test-server");
+    let out = common::tally()
+        .args(["mem", "--format", "json", "--filter", "^tally-test-server$"])
+        .output()
+        .expect("runs");
+    let r: Value = serde_json::from_slice(&out.stdout).expect("valid JSON");
+    assert_eq!(r["total"]["processes"], 1);
+}
+
+/// The sleep executable itself (not a link to it).
+fn which_sleep() -> std::io::Result<std::path::PathBuf> {
+    ["/usr/bin/sleep", "/bin/sleep"]
+        .iter()
+        .map(std::path::Path::new)
+        .find(|p| p.exists())
+        .map(std::fs::canonicalize)
+        .unwrap_or_else(|| Err(std::io::ErrorKind::NotFound.into()))
+}
