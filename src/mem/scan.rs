@@ -2,8 +2,11 @@
 //! in parallel over the cores.
 //!
 //! One pass per process: `smaps_rollup` (or `smaps` on kernels before
-//! 4.14), then `exe`, and `status`, `cmdline` or `cgroup` only when the
-//! chosen naming or grouping needs them. Each worker reuses its buffers.
+//! 4.14), then `exe` and `comm` (and `cmdline` where the two disagree),
+//! and `status`, `cmdline` or `cgroup` only when the chosen naming or
+//! grouping needs them. tally leaves itself out. With more rights than its
+//! caller, [`scan_as_caller`] splits the pass in two: what the caller may
+//! see, read with the caller's rights, then the memory figures. Each worker reuses its buffers.
 //! A process that ends mid-scan (`ENOENT`, `ESRCH`) is skipped and
 //! counted, never fatal; so is one we may not read (`EACCES`).
 
