@@ -548,6 +548,24 @@ fn non_utf8_names_keep_every_byte_in_valid_json() {
 }
 
 #[test]
+fn a_procfs_path_with_odd_bytes_is_escaped_in_the_error() {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::OsStr::from_bytes(b"/nonexistent/tally-\xff\x1b[31m-procfs");
+    let out = common::tally()
+        .args(["mem", "--procfs"])
+        .arg(path)
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8(out.stderr).expect("UTF-8 message");
+    assert!(!stderr.contains('\x1b'), "{stderr:?}");
+    assert!(
+        stderr.contains("tally-\\xff\\u{1b}[31m-procfs"),
+        "{stderr:?}"
+    );
+}
+
+#[test]
 fn unwritable_stderr_keeps_the_exit_codes() {
     let full = || std::fs::OpenOptions::new().write(true).open("/dev/full");
     let Ok(_) = full() else {

@@ -26,10 +26,14 @@ use scan::{Needs, Snapshot};
 #[derive(Debug, thiserror::Error)]
 pub enum MemError {
     #[error(
-        "cannot list processes in {path}: {source}; --procfs must name a mounted proc filesystem"
+        "cannot list processes in {}: {source}; --procfs must name a mounted proc filesystem",
+        crate::report::path::display(path)
     )]
     ListProcs { path: PathBuf, source: io::Error },
-    #[error("no process directories in {0}: is it a proc filesystem? (see --procfs)")]
+    #[error(
+        "no process directories in {}: is it a proc filesystem? (see --procfs)",
+        crate::report::path::display(.0)
+    )]
     NoProcesses(PathBuf),
     #[error("a scan worker failed (a bug in tally: please report it); no figures were printed")]
     WorkerPanicked,
