@@ -307,12 +307,13 @@ fn units() {
     let text = String::from_utf8_lossy(&csv.stdout).into_owned();
     assert!(
         text.starts_with(
-            "program,processes,private_bytes,shared_bytes,ram_used_bytes,swap_bytes,rss_bytes\n"
+            "program,processes,private_bytes,shared_bytes,ram_used_bytes,swap_bytes,rss_bytes,\
+             swap_not_attributed_bytes\n"
         ),
         "{text}"
     );
     assert!(
-        text.ends_with("TOTAL,4,15114240,924672,16038912,0,23715840\n"),
+        text.ends_with("TOTAL,4,15114240,924672,16038912,0,23715840,0\n"),
         "{text}"
     );
 }
@@ -382,4 +383,218 @@ fn cgroup_v1_only_names_the_systemd_unit() {
     let r = json("old-kernel", &["--by", "cgroup"]);
     assert_eq!(names(&r), ["/system.slice/old.service"]);
     assert_eq!(u(&r["groups"][0]["processes"]), 2);
+}
+
+fn group<'a>(r: &'a Value, name: &str) -> Option<&'a Value> {
+    r["groups"]
+        .as_array()
+        .expect("groups")
+        .iter()
+        .find(|g| g["name"] == name)
+}
+
+#[test]
+fn split_args_keeps_titles_padded_with_nuls_apart() {
+    // postgres and nginx rewrite their arguments as a title and pad the
+    // rest with NULs: the padding is no argument.
+    let r = json("names", &["--split-args", "--filter", "^(postgres|nginx) "]);
+    check_invariants(&r);
+    for (name, processes) in [
+        ("postgres 15/main: checkpointer", 1),
+        ("postgres 15/main: walwriter", 1),
+        ("postgres 15/main: background writer", 1),
+        (
+            "postgres -D /var/lib/postgresql/15/main -c \
+             config_file=/etc/postgresql/15/main/postgresql.conf",
+            1,
+        ),
+        ("nginx worker process", 2),
+        (
+            "nginx master process /usr/sbin/nginx -g daemon on; master_process on;",
+            1,
+        ),
+    ] {
+        let g = group(&r, name).unwrap_or_else(|| panic!("no row {name:?}: {:?}", names(&r)));
+        assert_eq!(u(&g["processes"]), processes, "{name}");
+    }
+    assert_eq!(u(&r["total"]["groups"]), 6, "{:?}", names(&r));
+}
+
+#[test]
+fn program_started_through_a_link_is_named_as_started() {
+    // Debian's redis-server is a link to redis-check-rdb.
+    let r = json("names", &[]);
+    let n = names(&r);
+    assert!(n.contains(&"redis-server".to_string()), "{n:?}");
+    assert!(!n.iter().any(|x| x.contains("redis-check-rdb")), "{n:?}");
+    let r = json("names", &["--filter", "^redis-server$"]);
+    assert_eq!(u(&r["total"]["processes"]), 1);
+    let r = json("names", &["--filter", "^redis-server ", "--split-args"]);
+    assert_eq!(names(&r), ["redis-server 127.0.0.1:6379"]);
+    // A process that renamed itself keeps its executable's name, and a
+    // comm that starts the executable's file name does not replace it.
+    let r = json("names", &["--pid", "331,332"]);
+    let mut n = names(&r);
+    n.sort();
+    assert_eq!(n, ["firefox-esr", "python3.11"]);
+    let r = json("names", &["--filter", "^postgres$"]);
+    assert_eq!(u(&r["total"]["processes"]), 4);
+    // The typical tree names as before.
+    let r = json("typical", &[]);
+    assert_eq!(names(&r), ["sleep", "bash", "python3.11"]);
+}
+
+#[test]
+fn swap_of_shared_memory_is_reported_as_not_attributed() {
+    // meminfo: 1,048,572 kB of swap, 611,324 kB free: 437,248 kB in use;
+    // the processes' SwapPss: 100 + 3 × 50 + 2 × 24 MiB = 305,152 kB.
+    let rest_kb = 437_248 - 305_152;
+    let r = json("names", &[]);
+    let t = &r["total"];
+    assert_eq!(u(&t["swap_bytes"]), 305_152 * 1024);
+    let rest = &t["swap_not_attributed"];
+    assert_eq!(u(&rest["bytes"]), rest_kb * 1024);
+    assert_eq!(u(&rest["swap_used_bytes"]), 437_248 * 1024);
+    assert!(rest.get("unavailable").is_none());
+    // A filter keeps rows, not the machine's swap: still known.
+    let r = json("names", &["--filter", "^nginx$"]);
+    assert_eq!(
+        u(&r["total"]["swap_not_attributed"]["bytes"]),
+        rest_kb * 1024
+    );
+    let text = |args: &[&str]| {
+        let out = tally("names").args(args).output().expect("runs");
+        assert!(out.status.success());
+        String::from_utf8(out.stdout).expect("utf-8")
+    };
+    let human = text(&["--total-only"]);
+    assert!(
+        human.contains(
+            "TOTAL (11 processes, 6 programs); swap not attributed to a process: 129.0 MiB"
+        ),
+        "{human}"
+    );
+    let csv = text(&["--format", "csv"]);
+    assert!(
+        csv.lines()
+            .next()
+            .is_some_and(|h| h.ends_with(",swap_not_attributed_bytes"))
+    );
+    assert!(csv.ends_with(&format!(",{}\n", rest_kb * 1024)), "{csv}");
+    let md = text(&["--format", "markdown"]);
+    assert!(md.trim_end().ends_with("| 129.0 |"), "{md}");
+    let prom = text(&["--format", "prometheus"]);
+    assert!(
+        prom.contains(&format!(
+            "tally_mem_total_swap_not_attributed_bytes {}\n",
+            rest_kb * 1024
+        )),
+        "{prom}"
+    );
+    // Not every process read: unavailable, and why, in every format.
+    let r = json("names", &["--pid", "301"]);
+    let rest = &r["total"]["swap_not_attributed"];
+    assert!(rest["bytes"].is_null());
+    assert_eq!(rest["unavailable"], "--pid reads only some processes");
+    let human = text(&["--pid", "301", "--total-only"]);
+    assert!(
+        human.contains(
+            "swap not attributed to a process: unavailable (--pid reads only some processes)"
+        ),
+        "{human}"
+    );
+    let csv = text(&["--pid", "301", "--format", "csv"]);
+    assert!(
+        csv.trim_end()
+            .ends_with(",unavailable: --pid reads only some processes"),
+        "{csv}"
+    );
+    let prom = text(&["--pid", "301", "--format", "prometheus"]);
+    assert!(!prom.contains("swap_not_attributed"), "{prom}");
+    // Without SwapPss it cannot be told either.
+    let r = json("odd", &[]);
+    assert_eq!(
+        r["total"]["swap_not_attributed"]["unavailable"],
+        "this kernel has no SwapPss"
+    );
+    // A machine without swap: nothing to attribute, nothing said.
+    let r = json("typical", &[]);
+    assert_eq!(u(&r["total"]["swap_not_attributed"]["bytes"]), 0);
+    assert!(!text(&["--total-only"]).is_empty());
+    let out = tally("typical").arg("--total-only").output().expect("runs");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("swap not attributed"));
+}
+
+#[test]
+fn non_utf8_names_keep_every_byte_in_valid_json() {
+    for args in [
+        &["--by", "pid", "--split-args"][..],
+        &["--by", "cgroup"][..],
+        &["--name", "argv0"][..],
+    ] {
+        let r = json("names", args);
+        check_invariants(&r);
+    }
+    let r = json("names", &["--pid", "341", "--split-args"]);
+    assert_eq!(names(&r), ["app\\xff --name=\\xfe"]);
+    let r = json("names", &["--pid", "341", "--by", "cgroup"]);
+    assert_eq!(names(&r), ["/system.slice/caf\\xe9.service"]);
+    let out = tally("names")
+        .args(["--by", "pid", "--split-args"])
+        .output()
+        .expect("runs");
+    let text = String::from_utf8(out.stdout).expect("human output is UTF-8");
+    assert!(text.contains("app\\xff --name=\\xfe [341]"), "{text}");
+}
+
+#[test]
+fn a_procfs_path_with_odd_bytes_is_escaped_in_the_error() {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::OsStr::from_bytes(b"/nonexistent/tally-\xff\x1b[31m-procfs");
+    let out = common::tally()
+        .args(["mem", "--procfs"])
+        .arg(path)
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8(out.stderr).expect("UTF-8 message");
+    assert!(!stderr.contains('\x1b'), "{stderr:?}");
+    assert!(
+        stderr.contains("tally-\\xff\\u{1b}[31m-procfs"),
+        "{stderr:?}"
+    );
+}
+
+#[test]
+fn unwritable_stderr_keeps_the_exit_codes() {
+    let full = || std::fs::OpenOptions::new().write(true).open("/dev/full");
+    let Ok(_) = full() else {
+        eprintln!("skipped: no /dev/full");
+        return;
+    };
+    let code = |args: &[&str]| {
+        std::process::Command::new(common::tally_bin())
+            .args(args)
+            .stdout(std::process::Stdio::null())
+            .stderr(full().expect("/dev/full"))
+            .status()
+            .expect("runs")
+            .code()
+    };
+    let typical = tree("typical");
+    let typical = typical.to_str().expect("UTF-8 path");
+    // A note at the end (a PID that does not exist), then success.
+    assert_eq!(
+        code(&["mem", "--procfs", typical, "--pid", "101,999"]),
+        Some(0)
+    );
+    assert_eq!(
+        code(&["mem", "--procfs", "/nonexistent/tally-procfs"]),
+        Some(1)
+    );
+    assert_eq!(
+        code(&["mem", "--procfs", typical, "--user", "no-such-user-tally"]),
+        Some(2)
+    );
+    assert_eq!(code(&["mem", "--procfs", typical, "--top", "0"]), Some(2));
 }

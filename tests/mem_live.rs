@@ -262,7 +262,26 @@ fn an_ordinary_user_sees_its_own_processes_and_is_told_the_fix() {
     }
     let dir = tempfile::tempdir().expect("tempdir");
     let bin = binary_copy(dir.path());
-    let _root_sleep = Reaper(vec![sleeper("30")]);
+    let own_sleep = StdCommand::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "sleep",
+            "30",
+        ])
+        .spawn()
+        .expect("setpriv sleep");
+    let own_pid = own_sleep.id();
+    let _sleeps = Reaper(vec![sleeper("30"), own_sleep]);
+    // setpriv changes user before it execs sleep.
+    let start = std::time::Instant::now();
+    while !std::fs::read_to_string(format!("/proc/{own_pid}/cmdline"))
+        .is_ok_and(|c| c.starts_with("sleep"))
+    {
+        assert!(start.elapsed() < Duration::from_secs(10), "sleep never ran");
+        std::thread::sleep(Duration::from_millis(5));
+    }
     let out = StdCommand::new("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
         .arg(&bin)
@@ -276,8 +295,8 @@ fn an_ordinary_user_sees_its_own_processes_and_is_told_the_fix() {
         u(&r["skipped"]["denied"]) >= 1,
         "root's sleep is not ours to read"
     );
-    // tally itself runs as nobody: at least one process is visible, all
-    // of them nobody's.
+    // nobody's sleep is visible (tally leaves itself out), and only
+    // nobody's processes are.
     let groups = r["groups"].as_array().expect("groups");
     assert!(!groups.is_empty());
     assert!(groups.iter().all(|g| g["name"] == "nobody"), "{groups:?}");
@@ -319,4 +338,72 @@ fn watch_redraws_in_place_on_a_terminal() {
     }
     let text = String::from_utf8_lossy(&seen);
     assert!(text.matches("TOTAL (").count() >= 2, "{text}");
+}
+
+#[test]
+fn tally_leaves_itself_out() {
+    let _serial = serial();
+    let child = StdCommand::new(common::tally_bin())
+        .args(["mem", "--by", "pid", "--format", "json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("runs");
+    let me = u64::from(child.id());
+    let out = child.wait_with_output().expect("waits");
+    assert!(out.status.success());
+    let r: Value = serde_json::from_slice(&out.stdout).expect("valid JSON");
+    let pids: Vec<u64> = r["groups"]
+        .as_array()
+        .expect("groups")
+        .iter()
+        .filter_map(|g| g["pid"].as_u64())
+        .collect();
+    assert!(!pids.is_empty(), "other processes are listed");
+    assert!(!pids.contains(&me), "tally [{me}] counted itself: {pids:?}");
+}
+
+#[test]
+fn program_started_through_a_link_is_named_as_started_live() {
+    let _serial = serial();
+    // As Debian's redis-server, a link to redis-check-rdb.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let link = dir.path().join("tally-test-server");
+    let Ok(sleep) = which_sleep() else {
+        eprintln!("skipped: no sleep binary found");
+        return;
+    };
+    std::os::unix::fs::symlink(&sleep, &link).expect("symlink");
+    let child = StdCommand::new(&link).arg("30").spawn().expect("runs");
+    let pid = child.id().to_string();
+    let _reaper = Reaper(vec![child]);
+    let start = Instant::now();
+    while !std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .is_ok_and(|c| c.starts_with("tally-test-serv"))
+    {
+        assert!(start.elapsed() < Duration::from_secs(10), "never started");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let out = common::tally()
+        .args(["mem", "--format", "json", "--pid", &pid])
+        .output()
+        .expect("runs");
+    let r: Value = serde_json::from_slice(&out.stdout).expect("valid JSON");
+    assert_eq!(r["groups"][0]["name"], "tally-test-server");
+    let out = common::tally()
+        .args(["mem", "--format", "json", "--filter", "^tally-test-server$"])
+        .output()
+        .expect("runs");
+    let r: Value = serde_json::from_slice(&out.stdout).expect("valid JSON");
+    assert_eq!(r["total"]["processes"], 1);
+}
+
+/// The sleep executable itself (not a link to it).
+fn which_sleep() -> std::io::Result<std::path::PathBuf> {
+    ["/usr/bin/sleep", "/bin/sleep"]
+        .iter()
+        .map(std::path::Path::new)
+        .find(|p| p.exists())
+        .map(std::fs::canonicalize)
+        .unwrap_or_else(|| Err(std::io::ErrorKind::NotFound.into()))
 }

@@ -199,6 +199,156 @@ fn check_install(bin: &Path, plain: &Path) {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--watch is not available"));
 
     check_dropped_before_output(bin);
+    check_hidepid(bin);
+}
+
+/// Runs the install as user 65534 in a private mount namespace whose /proc
+/// is mounted with `options`; `None` when such a mount cannot be made here.
+fn as_nobody_with_proc(bin: &Path, options: &str, args: &[&str]) -> Option<Output> {
+    let script = r#"mount -t proc -o "$1" proc /proc || exit 97; shift; exec setpriv --reuid=65534 --regid=65534 --clear-groups "$@""#;
+    let out = Command::new("unshare")
+        .args([
+            "-m",
+            "--propagation",
+            "private",
+            "sh",
+            "-c",
+            script,
+            "sh",
+            options,
+        ])
+        .arg(bin)
+        .args(args)
+        .output()
+        .ok()?;
+    (out.status.code() != Some(97)).then_some(out)
+}
+
+/// With /proc mounted `hidepid=2` (or `invisible`), the install shows no
+/// process of another user and none of its command line, in any format;
+/// with `hidepid=1` (`noaccess`) it counts them as denied and shows none.
+/// User 65534's own process stays visible, arguments and all.
+fn check_hidepid(bin: &Path) {
+    if Command::new("unshare").arg("--help").output().is_err() {
+        eprintln!("hidepid part skipped: unshare not found (util-linux)");
+        return;
+    }
+    // Root's process with a secret in its arguments, and one of nobody's.
+    let mut secret = Command::new("sh")
+        .args([
+            "-c",
+            "sleep 60; :",
+            "sh",
+            "--db-password=hidepid-secret-5b1e",
+        ])
+        .spawn()
+        .expect("sh");
+    let root_pid = secret.id();
+    let own = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .args(["sh", "-c", "sleep 60; :", "sh", "--own-visible-arg"])
+        .spawn()
+        .expect("setpriv sh");
+    let own_pid = own.id();
+    let _reaper = Reaper(vec![own]);
+    let _ = secret.try_wait();
+    let _secret = Reaper(vec![secret]);
+    // Wait until both have exec'd their final command lines.
+    let start = Instant::now();
+    while ![root_pid, own_pid].iter().all(|p| {
+        std::fs::read(format!("/proc/{p}/cmdline"))
+            .is_ok_and(|c| c.ends_with(b"arg\0") || c.ends_with(b"5b1e\0"))
+    }) {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "children never started"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let root = root_pid.to_string();
+    let formats: [&[&str]; 8] = [
+        &["mem", "--split-args", "--by", "pid"],
+        &["mem", "--split-args", "--by", "pid", "--format", "json"],
+        &["mem", "--split-args", "--format", "csv"],
+        &["mem", "--split-args", "--format", "markdown"],
+        &[
+            "mem",
+            "--split-args",
+            "--by",
+            "pid",
+            "--format",
+            "prometheus",
+        ],
+        &[
+            "mem",
+            "--name",
+            "argv0",
+            "--split-args",
+            "--by",
+            "cgroup",
+            "--format",
+            "json",
+        ],
+        &["mem", "--name", "comm", "--split-args", "--by", "user"],
+        &["mem", "--split-args", "--by", "pid", "--pid", &root],
+    ];
+    for options in ["hidepid=2", "hidepid=invisible", "hidepid=1"] {
+        for args in formats {
+            let Some(out) = as_nobody_with_proc(bin, options, args) else {
+                eprintln!("hidepid part skipped: cannot mount proc in a private mount namespace");
+                return;
+            };
+            let text = format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(
+                out.status.success(),
+                "{options} {args:?}: exit {:?}: {text}",
+                out.status
+            );
+            assert!(
+                !text.contains("hidepid-secret"),
+                "{options} {args:?} shows another user's command line:\n{text}"
+            );
+            if args.contains(&"--pid") {
+                continue;
+            }
+            if args.contains(&"json") && args.contains(&"pid") {
+                let r: Value = serde_json::from_slice(&out.stdout).expect("valid JSON");
+                let pids: Vec<u64> = r["groups"]
+                    .as_array()
+                    .expect("groups")
+                    .iter()
+                    .filter_map(|g| g["pid"].as_u64())
+                    .collect();
+                assert!(
+                    !pids.contains(&u64::from(root_pid)),
+                    "{options}: root's process is shown: {pids:?}"
+                );
+                // Not vacuous: the caller's own process is there, in full.
+                assert!(pids.contains(&u64::from(own_pid)), "{options}: {text}");
+                assert!(text.contains("--own-visible-arg"), "{options}: {text}");
+                // Other users' swap is not seen: the rest cannot be told
+                // (unless no swap is in use at all).
+                let rest = &r["total"]["swap_not_attributed"];
+                assert!(
+                    rest["bytes"].is_null() || rest["swap_used_bytes"] == 0,
+                    "{options}: {rest}"
+                );
+                let denied = r["skipped"]["denied"].as_u64().expect("denied");
+                if options == "hidepid=1" {
+                    assert!(denied > 0, "{options}: listed but unreadable: denied");
+                }
+            }
+        }
+        // Asked for by PID, a hidden process does not exist for the caller.
+        let args = ["mem", "--format", "json", "--pid", &root];
+        let out = as_nobody_with_proc(bin, options, &args).expect("ran before");
+        let r: Value = serde_json::from_slice(&out.stdout).expect("valid JSON");
+        assert_eq!(r["total"]["processes"], 0, "{options}");
+    }
 }
 
 /// Runs the install with stdout into a full pipe, so it blocks on its

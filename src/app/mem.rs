@@ -90,7 +90,7 @@ pub(super) fn mem_command(
                 .map(|r| r.unwrap_or_default())
         }
         None => {
-            let snap = mem::scan(&cfg);
+            let snap = mem::scan(&cfg, privilege);
             // Privilege ends with the scan, whatever its outcome: naming,
             // user lookups and output run with the caller's rights only.
             if let Err(e) = privilege.drop_to_caller() {

@@ -15,15 +15,18 @@ use crate::report::Format;
     disable_help_flag = true,
     after_help = "Columns: Private, Shared (= PSS − private), RAM used (= PSS, each shared \
         page divided among the processes mapping it), Swap (SwapPss), in MiB unless told. \
-        Rows ascend, so the biggest is next to the prompt.\n\n\
+        Rows ascend, so the biggest is next to the prompt. The TOTAL line adds the swap in \
+        use that no process's SwapPss holds (tmpfs, SysV and shared anonymous memory). \
+        tally leaves itself out.\n\n\
         Examples:\n  \
         tally mem\n  \
         tally mem --by user -h\n  \
         tally mem --filter '^python' --split-args --name comm\n  \
         tally mem --by cgroup --top 10\n  \
         tally mem --format prometheus > /var/lib/node_exporter/textfile/tally_mem.prom\n\n\
-        Users other than root see their own processes. To let every user see every \
-        process: setcap cap_sys_ptrace,cap_dac_read_search+ep $(which tally)"
+        Users other than root see their own processes. To let every user see the memory \
+        of every process /proc shows them (hidepid still hides what it hides): setcap \
+        cap_sys_ptrace,cap_dac_read_search+ep $(which tally)"
 )]
 pub struct MemArgs {
     /// What one row stands for.

@@ -163,6 +163,7 @@ mod tests {
                 real_uid: Some(uid),
                 ..Status::default()
             }),
+            comm: None,
             cmdline: None,
             cgroup: None,
         }

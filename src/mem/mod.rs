@@ -26,13 +26,22 @@ use scan::{Needs, Snapshot};
 #[derive(Debug, thiserror::Error)]
 pub enum MemError {
     #[error(
-        "cannot list processes in {path}: {source}; --procfs must name a mounted proc filesystem"
+        "cannot list processes in {}: {source}; --procfs must name a mounted proc filesystem",
+        crate::report::path::display(path)
     )]
     ListProcs { path: PathBuf, source: io::Error },
-    #[error("no process directories in {0}: is it a proc filesystem? (see --procfs)")]
+    #[error(
+        "no process directories in {}: is it a proc filesystem? (see --procfs)",
+        crate::report::path::display(.0)
+    )]
     NoProcesses(PathBuf),
     #[error("a scan worker failed (a bug in tally: please report it); no figures were printed")]
     WorkerPanicked,
+    #[error(
+        "cannot take on the caller's rights to see what /proc shows the caller, or take \
+         back more after: {0}; refusing to go on"
+    )]
+    CallerRights(io::Error),
     #[error("cannot drop privileges after the scan: {0}; refusing to go on")]
     DropPrivileges(io::Error),
     #[error("cannot write the report: {0}")]
@@ -72,15 +81,23 @@ impl Config {
                 || g.uid.is_some()
                 || self.pids.is_some()
                 || self.read_status,
+            comm: g.name == NameMode::Exe,
             cmdline: g.name == NameMode::Argv0 || g.split_args,
             cgroup: g.by == GroupBy::Cgroup,
         }
     }
 }
 
-/// Reads the figures: the only step that needs privilege.
-pub fn scan(cfg: &Config) -> Result<Snapshot, MemError> {
-    scan::scan(&cfg.procfs, cfg.pids.as_deref(), cfg.needs(), cfg.threads)
+/// Reads the figures: the only step that needs privilege. With more
+/// rights than the caller, only the memory figures are read with them
+/// (see [`scan::scan_as_caller`]).
+pub fn scan(cfg: &Config, privilege: privilege::Privilege) -> Result<Snapshot, MemError> {
+    let (root, pids, needs) = (&cfg.procfs, cfg.pids.as_deref(), cfg.needs());
+    if privilege.is_elevated() {
+        scan::scan_as_caller(root, pids, needs, cfg.threads, &|| privilege.as_caller())
+    } else {
+        scan::scan(root, pids, needs, cfg.threads)
+    }
 }
 
 /// Turns a snapshot into the report.
@@ -99,6 +116,8 @@ pub fn summarize(snap: &Snapshot, cfg: &Config) -> MemReport {
         // Mixed only on fixture trees; Swap is then the honest name.
         "Swap"
     };
+    let mut total = total;
+    total.swap_not_attributed = swap_rest(snap, cfg, swap_source == "SwapPss");
     let mut warnings = Vec::new();
     if cfg.pids.is_some() {
         for pid in &snap.missing_pids {
@@ -125,6 +144,100 @@ pub fn summarize(snap: &Snapshot, cfg: &Config) -> MemReport {
     }
 }
 
+/// The swap in use that no process's `SwapPss` holds, or why it cannot be
+/// told: it needs every process's SwapPss, so a scan that did not see every
+/// process leaves it unavailable. Reads `<procfs>/meminfo` (the machine's
+/// swap) and /proc/self/mountinfo (whether /proc hides processes); called
+/// after any privilege is dropped.
+fn swap_rest(snap: &Snapshot, cfg: &Config, every_swap_pss: bool) -> report::SwapRest {
+    let path = cfg.procfs.path().join("meminfo");
+    let swap = std::fs::read_to_string(&path)
+        .map_err(|e| match e.kind() {
+            io::ErrorKind::NotFound => "the proc tree has no meminfo".to_string(),
+            _ => format!("cannot read meminfo: {e}"),
+        })
+        .and_then(|text| {
+            crate::procfs::meminfo::parse_swap(&text)
+                .ok_or_else(|| "meminfo has no SwapTotal and SwapFree lines".to_string())
+        });
+    let attributed_kb: u64 = snap
+        .samples
+        .iter()
+        .map(|s| s.mem.swap_pss_kb.unwrap_or(0))
+        .fold(0, u64::saturating_add);
+    let hidden = crate::sys::geteuid() != 0 && hides_processes(cfg.procfs.path());
+    let s = &snap.skipped;
+    let why = if cfg.pids.is_some() {
+        Some("--pid reads only some processes".to_string())
+    } else if s.denied > 0 || s.failed > 0 {
+        Some(format!(
+            "{} processes could not be read",
+            crate::units::thousands(s.denied.saturating_add(s.failed))
+        ))
+    } else if hidden {
+        Some("/proc is mounted with hidepid: other users' processes are not seen".to_string())
+    } else if !every_swap_pss {
+        Some("this kernel has no SwapPss".to_string())
+    } else {
+        None
+    };
+    let kb = |n: u64| n.saturating_mul(1024);
+    let (total, used) = match &swap {
+        Ok(sw) => (Some(kb(sw.total_kb)), Some(kb(sw.used_kb()))),
+        Err(_) => (None, None),
+    };
+    let (bytes, unavailable) = match (why, swap) {
+        // No swap in use: nothing can be unattributed.
+        (_, Ok(sw)) if sw.used_kb() == 0 => (Some(0), None),
+        (Some(why), _) => (None, Some(why)),
+        (None, Err(why)) => (None, Some(why)),
+        (None, Ok(sw)) if attributed_kb > sw.used_kb() => (
+            None,
+            Some(format!(
+                "the processes' SwapPss ({} kB) exceeds the swap in use ({} kB): swap \
+                 changed during the scan",
+                crate::units::thousands(attributed_kb),
+                crate::units::thousands(sw.used_kb())
+            )),
+        ),
+        (None, Ok(sw)) => (Some(kb(sw.used_kb() - attributed_kb)), None),
+    };
+    report::SwapRest {
+        bytes,
+        swap_total_bytes: total,
+        swap_used_bytes: used,
+        unavailable,
+    }
+}
+
+/// Whether the proc filesystem mounted at `root` hides other users'
+/// processes (`hidepid=1`, `2`, `noaccess`, `invisible`), from this
+/// process's mountinfo. A tree that is not a mount hides nothing.
+fn hides_processes(root: &std::path::Path) -> bool {
+    let Ok(mountinfo) = std::fs::read_to_string("/proc/self/mountinfo") else {
+        return false;
+    };
+    let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    mountinfo.lines().any(|line| {
+        // id parent major:minor root mount-point options [tags] - type source super-options
+        let mut fields = line.split(' ');
+        let point = fields.nth(4);
+        let Some((_, after)) = line.split_once(" - ") else {
+            return false;
+        };
+        let mut after = after.split(' ');
+        let (fstype, options) = (after.next(), after.nth(1));
+        point.is_some_and(|p| std::path::Path::new(p) == root)
+            && fstype == Some("proc")
+            && options.is_some_and(|o| {
+                o.split(',').any(|opt| {
+                    opt.strip_prefix("hidepid=")
+                        .is_some_and(|v| v != "0" && v != "off")
+                })
+            })
+    })
+}
+
 /// The notes to print once at the end: processes left out and the fix.
 pub fn closing_notes(report: &MemReport, privileged_install: bool, root: bool) -> Vec<String> {
     let mut notes = report.warnings.clone();
@@ -134,8 +247,9 @@ pub fn closing_notes(report: &MemReport, privileged_install: bool, root: bool) -
             "even root may not read them (a process with capabilities tally lacks, or a \
              security module)"
         } else if privileged_install {
-            "this install should see everything: check that /proc is not mounted with hidepid \
-             and that no security module stops tally"
+            "this install shows what /proc shows you, with every memory figure: /proc mounted \
+             with hidepid hides other users' processes from you and so from it; else a \
+             security module stops tally"
         } else {
             "run as root, or install tally for every user with \
              `setcap cap_sys_ptrace,cap_dac_read_search+ep $(which tally)` (see tally mem --help)"
@@ -170,7 +284,7 @@ pub fn watch(
     let mut first = true;
     while !stop() {
         let started = Instant::now();
-        let snap = scan(cfg)?;
+        let snap = scan(cfg, privilege::Privilege::Ordinary)?;
         let report = summarize(&snap, cfg);
         if terminal {
             // Home, then clear the screen.

@@ -14,11 +14,13 @@
 //! thread no cmdline) the name falls back to comm, then to the exe.
 //! `--split-args` appends the arguments, so `python3 app.py` and
 //! `python3 other.py` are apart. Control characters are escaped (`\n`,
-//! `\x1b`), so a name always fits on one line and cannot drive a terminal.
+//! `\x1b`), so a name always fits on one line and cannot drive a terminal;
+//! bytes that are not UTF-8 are written `\xNN` (none is lost).
 
 use serde::{Deserialize, Serialize};
 
 use super::scan::ProcSample;
+use crate::procfs::text_of;
 
 /// Which name of a process is the program name.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
@@ -45,8 +47,18 @@ pub fn program_name(
     check_replaced: bool,
 ) -> String {
     let comm = s.status.as_ref().map(|st| st.name.as_str());
-    let from_exe = || s.exe.as_deref().and_then(|e| exe_name(e, check_replaced));
-    let from_argv0 = || s.cmdline.as_deref().and_then(argv0_name);
+    let raw_comm = s
+        .comm
+        .as_deref()
+        .or(comm.map(str::as_bytes))
+        .filter(|c| !c.is_empty());
+    let argv0 = s.cmdline.as_deref().and_then(argv0_base);
+    let from_exe = || {
+        s.exe
+            .as_deref()
+            .and_then(|e| exe_name(e, started_as(e, raw_comm, argv0), check_replaced))
+    };
+    let from_argv0 = || argv0.map(text_of);
     let base = match mode {
         NameMode::Exe => from_exe(),
         NameMode::Comm => comm.filter(|c| !c.is_empty()).map(String::from),
@@ -65,17 +77,45 @@ pub fn program_name(
     escape_controls(&name)
 }
 
-/// The file name of an exe link target, marked when deleted.
-fn exe_name(target: &[u8], check_replaced: bool) -> Option<String> {
-    let (path, deleted) = match target.strip_suffix(DELETED) {
+/// The exe link target without its ` (deleted)` mark, and whether it had one.
+fn exe_path(target: &[u8]) -> (&[u8], bool) {
+    match target.strip_suffix(DELETED) {
         Some(p) => (p, true),
         None => (target, false),
-    };
-    let base = basename(path);
+    }
+}
+
+/// Whether the executable's file name starts with the comm (which the
+/// kernel cuts to 15 bytes): the process is known by its executable's
+/// name. When not, naming by exe looks at argv[0] (see [`started_as`]).
+pub fn exe_starts_with_comm(exe_target: &[u8], comm: &[u8]) -> bool {
+    comm.is_empty() || basename(exe_path(exe_target).0).starts_with(comm)
+}
+
+/// The name a program was started as, where it differs from its
+/// executable's: the comm does not start the executable's file name but
+/// starts argv[0]'s (Debian's `redis-server`, a link to `redis-check-rdb`;
+/// busybox's `sh`). The comm comes from the name the program was started
+/// by, argv[0] is that name in full; a process that renamed itself
+/// (`Web Content`) matches neither and keeps its executable's name.
+fn started_as<'a>(
+    exe_target: &[u8],
+    comm: Option<&[u8]>,
+    argv0: Option<&'a [u8]>,
+) -> Option<&'a [u8]> {
+    let (comm, argv0) = (comm?, argv0?);
+    (!exe_starts_with_comm(exe_target, comm) && argv0.starts_with(comm)).then_some(argv0)
+}
+
+/// The file name of an exe link target, or the name it was started as,
+/// marked when the executable was deleted.
+fn exe_name(target: &[u8], started_as: Option<&[u8]>, check_replaced: bool) -> Option<String> {
+    let (path, deleted) = exe_path(target);
+    let base = started_as.unwrap_or_else(|| basename(path));
     if base.is_empty() {
         return None;
     }
-    let mut name = String::from_utf8_lossy(base).into_owned();
+    let mut name = text_of(base);
     if deleted {
         let replaced = check_replaced && {
             use std::os::unix::ffi::OsStrExt;
@@ -94,19 +134,23 @@ fn basename(path: &[u8]) -> &[u8] {
 }
 
 /// The first argument's file name, up to its first space.
-fn argv0_name(cmdline: &[u8]) -> Option<String> {
+fn argv0_base(cmdline: &[u8]) -> Option<&[u8]> {
     let first = cmdline.split(|&b| b == 0).next()?;
     let word = first.split(|&b| b == b' ').next().unwrap_or(first);
     let base = basename(word);
     let base = base.strip_suffix(b":").unwrap_or(base);
-    (!base.is_empty()).then(|| String::from_utf8_lossy(base).into_owned())
+    (!base.is_empty()).then_some(base)
 }
 
 /// Every argument after the program itself, joined by spaces; a process
 /// that rewrote its arguments as one string (`sshd: root@pts/0`) keeps what
 /// follows the first word. `None` when there are none.
 fn arguments(cmdline: &[u8]) -> Option<String> {
-    let trimmed = cmdline.strip_suffix(b"\0").unwrap_or(cmdline);
+    // A process that rewrote its title (postgres, nginx, redis) pads the
+    // rest of its argument area with NULs: every one is trimmed, or the
+    // title would end in empty arguments and lose its words.
+    let end = cmdline.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
+    let trimmed = cmdline.get(..end).unwrap_or_default();
     let rest: &[u8] = match trimmed.iter().position(|&b| b == 0) {
         Some(nul) => trimmed.get(nul + 1..)?,
         None => {
@@ -118,7 +162,7 @@ fn arguments(cmdline: &[u8]) -> Option<String> {
         .iter()
         .map(|&b| if b == 0 { b' ' } else { b })
         .collect();
-    let text = String::from_utf8_lossy(&joined);
+    let text = text_of(&joined);
     let text = text.trim();
     (!text.is_empty()).then(|| text.to_string())
 }
@@ -157,6 +201,7 @@ mod tests {
                 name: c.to_string(),
                 ..Status::default()
             }),
+            comm: None,
             cmdline: cmdline.map(<[u8]>::to_vec),
             cgroup: None,
         }
@@ -193,6 +238,81 @@ mod tests {
         assert_eq!(
             program_name(&s, NameMode::Exe, true, false),
             "sshd root@pts/0"
+        );
+    }
+
+    #[test]
+    fn titles_padded_with_nuls_keep_their_words() {
+        let mut cmd = b"postgres: 15/main: checkpointer ".to_vec();
+        cmd.resize(120, 0);
+        let s = sample(
+            Some("/usr/lib/postgresql/15/bin/postgres"),
+            Some("postgres"),
+            Some(&cmd),
+        );
+        assert_eq!(
+            program_name(&s, NameMode::Exe, true, false),
+            "postgres 15/main: checkpointer"
+        );
+        let s = sample(Some("/usr/bin/x"), Some("x"), Some(b"\0\0\0"));
+        assert_eq!(program_name(&s, NameMode::Exe, true, false), "x");
+    }
+
+    #[test]
+    fn a_program_started_through_a_link_is_named_as_started() {
+        let s = sample(
+            Some("/usr/bin/redis-check-rdb"),
+            Some("redis-server"),
+            Some(b"/usr/bin/redis-server 127.0.0.1:6379\0\0\0"),
+        );
+        assert_eq!(
+            program_name(&s, NameMode::Exe, false, false),
+            "redis-server"
+        );
+        // Deleted since: still marked.
+        let s = sample(
+            Some("/usr/bin/redis-check-rdb (deleted)"),
+            Some("redis-server"),
+            Some(b"redis-server\0"),
+        );
+        assert_eq!(
+            program_name(&s, NameMode::Exe, false, false),
+            "redis-server [deleted]"
+        );
+        // comm cut to 15 bytes still starts argv[0]'s full name.
+        let s = sample(
+            Some("/bin/busybox"),
+            Some("a-very-long-app"),
+            Some(b"/usr/bin/a-very-long-applet-name\0"),
+        );
+        assert_eq!(
+            program_name(&s, NameMode::Exe, false, false),
+            "a-very-long-applet-name"
+        );
+        // Renamed itself: the executable's name.
+        let s = sample(
+            Some("/usr/lib/firefox-esr/firefox-esr"),
+            Some("Web Content"),
+            Some(b"/usr/lib/firefox-esr/firefox-esr\0-contentproc\0"),
+        );
+        assert_eq!(program_name(&s, NameMode::Exe, false, false), "firefox-esr");
+        // Started as python3, a link to python3.11: the file name wins.
+        let s = sample(
+            Some("/usr/bin/python3.11"),
+            Some("python3"),
+            Some(b"/usr/bin/python3\0"),
+        );
+        assert_eq!(program_name(&s, NameMode::Exe, false, false), "python3.11");
+        // The raw comm, where read, counts over status's.
+        let mut s = sample(
+            Some("/usr/bin/redis-check-rdb"),
+            None,
+            Some(b"redis-server\0"),
+        );
+        s.comm = Some(b"redis-server".to_vec());
+        assert_eq!(
+            program_name(&s, NameMode::Exe, false, false),
+            "redis-server"
         );
     }
 

@@ -2,7 +2,10 @@
 //! file-capability install lets every user see every process's memory.
 //!
 //! Such a tally must not widen what its user can do beyond reading memory
-//! figures: it refuses every command but `mem`, reads only under /proc
+//! figures: it lists processes and reads their status, command line and
+//! cgroup with the caller's rights (so /proc's `hidepid` hides from it
+//! what it hides from the caller) and only memory figures and the `exe`
+//! link with more; it refuses every command but `mem`, reads only under /proc
 //! (`--procfs` is ignored, `--watch` refused), looks at no path a process
 //! or the caller names, and drops back to the caller's ids and to no
 //! capabilities as soon as the scan is done, before naming users,
@@ -37,6 +40,17 @@ impl Privilege {
 
     pub fn is_elevated(self) -> bool {
         matches!(self, Privilege::Elevated { .. })
+    }
+
+    /// Takes on the caller's rights until [`sys::Lowered::restore`]: what
+    /// the caller may see of /proc (hidepid) is decided with them. A no-op
+    /// without privilege.
+    pub fn as_caller(self) -> std::io::Result<sys::Lowered> {
+        if self.is_elevated() {
+            sys::lower_to_real_ids()
+        } else {
+            Ok(sys::Lowered::unchanged())
+        }
     }
 
     /// Becomes the caller again, for good. Idempotent.

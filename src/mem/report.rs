@@ -12,7 +12,9 @@
 //!   `private_bytes`, `shared_bytes` (PSS − private), `pss_bytes` (RAM
 //!   used), `swap_bytes`, `rss_bytes`. Ascending by the sort key.
 //! - `hidden_groups`: rows left out by `--top` (still in the total).
-//! - `total`: the same figures over every process kept, plus `groups`.
+//! - `total`: the same figures over every process kept, plus `groups` and
+//!   `swap_not_attributed` ([`SwapRest`]: `bytes`, null when unavailable,
+//!   `swap_total_bytes`, `swap_used_bytes`, and `unavailable`, the reason).
 //! - `skipped`: processes not counted: `ended` (gone mid-scan),
 //!   `no_memory` (kernel threads, zombies), `denied` (no permission),
 //!   `failed` (other errors, the first in `first_error`).
@@ -70,6 +72,48 @@ pub struct Totals {
     pub pss_bytes: u64,
     pub swap_bytes: u64,
     pub rss_bytes: u64,
+    /// Swap in use that no process's SwapPss holds.
+    #[serde(default)]
+    pub swap_not_attributed: SwapRest,
+}
+
+/// Swap in use that is in no process's `SwapPss`: swapped pages of tmpfs
+/// (`/dev/shm`), SysV shared memory and shared anonymous mappings whose
+/// processes map them no more, or not at this moment (PostgreSQL's shared
+/// buffers). `SwapTotal − SwapFree` from meminfo minus the sum of every
+/// process's `SwapPss`; only when the scan saw every process.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SwapRest {
+    /// `None` when unavailable (see `unavailable`).
+    pub bytes: Option<u64>,
+    /// `SwapTotal` and `SwapTotal − SwapFree`, when meminfo was read.
+    pub swap_total_bytes: Option<u64>,
+    pub swap_used_bytes: Option<u64>,
+    /// Why `bytes` is unavailable.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unavailable: Option<String>,
+}
+
+impl SwapRest {
+    /// The phrase for the TOTAL line; `None` on a machine without swap.
+    fn phrase(&self) -> Option<String> {
+        let what = "swap not attributed to a process";
+        match (&self.unavailable, self.bytes) {
+            (Some(why), _) => Some(format!("{what}: unavailable ({why})")),
+            (None, Some(_)) if self.swap_total_bytes == Some(0) => None,
+            (None, Some(b)) => Some(format!("{what}: {}", human_bytes(b))),
+            (None, None) => None,
+        }
+    }
+
+    /// The cell for CSV and Markdown: the size, or why it is unavailable.
+    fn cell(&self, size: impl Fn(u64) -> String) -> String {
+        match (&self.unavailable, self.bytes) {
+            (Some(why), _) => format!("unavailable: {why}"),
+            (None, Some(b)) => size(b),
+            (None, None) => String::new(),
+        }
+    }
 }
 
 impl Totals {
@@ -249,10 +293,14 @@ impl Render for MemReport {
                 self.size(t.swap_bytes),
             ],
             format!(
-                "TOTAL ({} processes, {} {}s{hidden})",
+                "TOTAL ({} processes, {} {}s{hidden}){}",
                 thousands(t.processes),
                 thousands(t.groups),
-                self.column()
+                self.column(),
+                t.swap_not_attributed
+                    .phrase()
+                    .map(|p| format!("; {p}"))
+                    .unwrap_or_default()
             ),
         );
         let mut widths = header.clone().map(|h| h.chars().count());
@@ -302,11 +350,14 @@ impl Render for MemReport {
         }
         headers.push("processes".into());
         headers.extend(["private", "shared", "ram_used", "swap", "rss"].map(figure));
+        headers.push(figure("swap_not_attributed"));
         let mut rows = Vec::new();
         let cells = |name: Vec<String>, n: u64, f: [u64; 5]| {
             let mut row = name;
             row.push(n.to_string());
             row.extend(f.map(|b| self.plain_size(b)));
+            // Only the TOTAL row has the swap no process holds.
+            row.push(String::new());
             row
         };
         if !self.view.total_only {
@@ -344,6 +395,9 @@ impl Render for MemReport {
                 t.rss_bytes,
             ],
         ));
+        if let Some(cell) = rows.last_mut().and_then(|r| r.last_mut()) {
+            *cell = t.swap_not_attributed.cell(|b| self.plain_size(b));
+        }
         Table { headers, rows }
     }
 
@@ -383,7 +437,7 @@ impl Render for MemReport {
         };
         let t = &self.total;
         let s = &self.skipped;
-        Some(vec![
+        let mut metrics = vec![
             family("private_bytes", "Private memory (clean and dirty).", |g| {
                 g.private_bytes
             }),
@@ -427,24 +481,33 @@ impl Render for MemReport {
                 t.swap_bytes,
             ),
             total("processes", "Processes counted.", t.processes),
-            Metric {
-                name: "tally_mem_skipped_processes".into(),
-                help: "Processes not counted, by reason.".into(),
-                kind: MetricKind::Gauge,
-                samples: [
-                    ("ended", s.ended),
-                    ("no_memory", s.no_memory),
-                    ("denied", s.denied),
-                    ("failed", s.failed),
-                ]
-                .into_iter()
-                .map(|(reason, n)| Sample {
-                    labels: vec![("reason".into(), reason.into())],
-                    value: n as f64,
-                })
-                .collect(),
-            },
-        ])
+        ];
+        if let Some(b) = t.swap_not_attributed.bytes {
+            metrics.push(total(
+                "swap_not_attributed_bytes",
+                "Swap in use that no process's SwapPss holds (tmpfs, SysV and shared \
+                 anonymous memory).",
+                b,
+            ));
+        }
+        metrics.extend([Metric {
+            name: "tally_mem_skipped_processes".into(),
+            help: "Processes not counted, by reason.".into(),
+            kind: MetricKind::Gauge,
+            samples: [
+                ("ended", s.ended),
+                ("no_memory", s.no_memory),
+                ("denied", s.denied),
+                ("failed", s.failed),
+            ]
+            .into_iter()
+            .map(|(reason, n)| Sample {
+                labels: vec![("reason".into(), reason.into())],
+                value: n as f64,
+            })
+            .collect(),
+        }]);
+        Some(metrics)
     }
 }
 

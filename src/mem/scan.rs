@@ -2,11 +2,15 @@
 //! in parallel over the cores.
 //!
 //! One pass per process: `smaps_rollup` (or `smaps` on kernels before
-//! 4.14), then `exe`, and `status`, `cmdline` or `cgroup` only when the
-//! chosen naming or grouping needs them. Each worker reuses its buffers.
+//! 4.14), then `exe` and `comm` (and `cmdline` where the two disagree),
+//! and `status`, `cmdline` or `cgroup` only when the chosen naming or
+//! grouping needs them. tally leaves itself out. With more rights than its
+//! caller, [`scan_as_caller`] splits the pass in two: what the caller may
+//! see, read with the caller's rights, then the memory figures. Each worker reuses its buffers.
 //! A process that ends mid-scan (`ENOENT`, `ESRCH`) is skipped and
 //! counted, never fatal; so is one we may not read (`EACCES`).
 
+use std::ffi::CStr;
 use std::fs::File;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
@@ -17,6 +21,7 @@ use serde::{Deserialize, Serialize};
 use crate::procfs::smaps_rollup::{self, MemFigures};
 use crate::procfs::status::{self, Status};
 use crate::procfs::{ProcRoot, cgroup};
+use crate::sys::privilege::Lowered;
 
 use super::MemError;
 
@@ -24,6 +29,8 @@ use super::MemError;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Needs {
     pub status: bool,
+    /// Naming by exe: comm, and argv[0] where they differ.
+    pub comm: bool,
     pub cmdline: bool,
     pub cgroup: bool,
 }
@@ -47,6 +54,9 @@ pub struct ProcSample {
     /// Target of the `exe` link, raw bytes (`/usr/bin/x (deleted)`).
     pub exe: Option<Vec<u8>>,
     pub status: Option<Status>,
+    /// The kernel's comm, raw (`/proc/PID/comm`); naming by exe reads it
+    /// where `status` was not read.
+    pub comm: Option<Vec<u8>>,
     /// NUL-separated arguments; `None` when empty or not read.
     pub cmdline: Option<Vec<u8>>,
     pub cgroup: Option<String>,
@@ -87,8 +97,12 @@ pub struct Snapshot {
     pub missing_pids: Vec<u32>,
 }
 
-/// The numeric entries of the proc root, sorted.
+/// The numeric entries of the proc root, sorted, without tally itself
+/// (the process `<root>/self` names; a fixture tree has none).
 pub fn list_pids(root: &ProcRoot) -> Result<Vec<u32>, MemError> {
+    let me = std::fs::read_link(root.path().join("self"))
+        .ok()
+        .and_then(|p| p.to_str().and_then(|s| s.parse::<u32>().ok()));
     let mut pids: Vec<u32> = root
         .pids()
         .map_err(|source| MemError::ListProcs {
@@ -100,6 +114,7 @@ pub fn list_pids(root: &ProcRoot) -> Result<Vec<u32>, MemError> {
     if pids.is_empty() {
         return Err(MemError::NoProcesses(root.path().to_path_buf()));
     }
+    pids.retain(|&pid| Some(pid) != me);
     pids.sort_unstable();
     Ok(pids)
 }
@@ -120,12 +135,92 @@ pub fn scan(
             &listed[..]
         }
     };
+    let parts = in_parallel(root, pids, threads, |reader, &pid, part| {
+        reader.set_pid(pid);
+        let outcome = read_one(reader, pid, needs);
+        part.record(reader, pid, outcome, true);
+    })?;
+    Ok(merge(parts))
+}
+
+/// How many /proc directories [`scan_as_caller`] holds open at a time.
+const BATCH: usize = 256;
+
+/// [`scan`] for a process with more rights than its caller: the list of
+/// processes, each process's `status`, `cmdline` and `cgroup` are read
+/// with the caller's rights (`as_caller` takes them on until the
+/// [`Lowered`] is restored), so /proc shows no process and no command line
+/// the caller could not see (`hidepid`); only the memory figures and the
+/// `exe` link are read with more. Each process directory is opened with
+/// the caller's rights and the rest is read under that open directory, so
+/// a PID reused in between cannot be read in place of the one checked.
+/// Call it with no other thread of this process running.
+pub fn scan_as_caller(
+    root: &ProcRoot,
+    pids: Option<&[u32]>,
+    needs: Needs,
+    threads: usize,
+    as_caller: &dyn Fn() -> io::Result<Lowered>,
+) -> Result<Snapshot, MemError> {
+    let lower = || as_caller().map_err(MemError::CallerRights);
+    let listed;
+    let pids = match pids {
+        Some(p) => p,
+        None => {
+            let lowered = lower()?;
+            let list = list_pids(root);
+            lowered.restore().map_err(MemError::CallerRights)?;
+            listed = list?;
+            &listed[..]
+        }
+    };
+    let mut parts = Vec::new();
+    let mut reader = Reader::new(root);
+    for batch in pids.chunks(BATCH) {
+        let mut checked = Part::default();
+        let mut opened = Vec::with_capacity(batch.len());
+        let lowered = lower()?;
+        for &pid in batch {
+            reader.set_pid(pid);
+            match open_as_caller(&mut reader, pid, needs) {
+                Ok(o) => opened.push(o),
+                Err(outcome) => checked.record(&mut reader, pid, Err(outcome), true),
+            }
+        }
+        lowered.restore().map_err(MemError::CallerRights)?;
+        parts.push(checked);
+        parts.extend(in_parallel(root, &opened, threads, |reader, o, part| {
+            reader.set_pid(o.listed_pid);
+            let outcome = read_opened(reader, o);
+            // Still listed with the caller's rights? Not asked with more.
+            part.record(reader, o.listed_pid, outcome, false);
+        })?);
+    }
+    Ok(merge(parts))
+}
+
+/// Runs `each` over `items` on up to `threads` workers (0: one per core),
+/// each with its own [`Reader`] and [`Part`].
+fn in_parallel<T: Sync>(
+    root: &ProcRoot,
+    items: &[T],
+    threads: usize,
+    each: impl Fn(&mut Reader, &T, &mut Part) + Sync,
+) -> Result<Vec<Part>, MemError> {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let wanted = if threads == 0 { cores } else { threads };
     // A worker per 64 processes at most: below that, a thread costs more
     // than it saves.
-    let workers = wanted.min(pids.len() / 64 + 1).clamp(1, 64);
+    let workers = wanted.min(items.len() / 64 + 1).clamp(1, 64);
     let next = AtomicUsize::new(0);
+    let work = || {
+        let mut reader = Reader::new(root);
+        let mut part = Part::default();
+        while let Some(item) = items.get(next.fetch_add(1, Ordering::Relaxed)) {
+            each(&mut reader, item, &mut part);
+        }
+        part
+    };
     let mut parts: Vec<Part> = Vec::with_capacity(workers);
     let mut panicked = false;
     std::thread::scope(|s| {
@@ -135,11 +230,11 @@ pub fn scan(
             .filter_map(|_| {
                 std::thread::Builder::new()
                     .name("tally-scan".into())
-                    .spawn_scoped(s, || work(root, pids, needs, &next))
+                    .spawn_scoped(s, work)
                     .ok()
             })
             .collect();
-        parts.push(work(root, pids, needs, &next));
+        parts.push(work());
         for h in handles {
             match h.join() {
                 Ok(part) => parts.push(part),
@@ -151,6 +246,10 @@ pub fn scan(
         // A bug, not a fact about the machine: never report a partial sum.
         return Err(MemError::WorkerPanicked);
     }
+    Ok(parts)
+}
+
+fn merge(parts: Vec<Part>) -> Snapshot {
     let mut snap = Snapshot::default();
     for part in parts {
         snap.samples.extend(part.samples);
@@ -160,7 +259,7 @@ pub fn scan(
     snap.samples.sort_unstable_by_key(|s| s.pid);
     snap.samples.dedup_by_key(|s| s.pid);
     snap.missing_pids.sort_unstable();
-    Ok(snap)
+    snap
 }
 
 #[derive(Default)]
@@ -170,6 +269,38 @@ struct Part {
     missing: Vec<u32>,
 }
 
+impl Part {
+    /// Keeps a sample, or counts why there is none; `reader` is set to the
+    /// process's directory.
+    /// `look` allows looking whether the PID exists again (with the rights
+    /// it was listed with); without it an ended process is gone.
+    fn record(
+        &mut self,
+        reader: &mut Reader,
+        pid: u32,
+        outcome: Result<ProcSample, Outcome>,
+        look: bool,
+    ) {
+        match outcome {
+            Ok(sample) => self.samples.push(sample),
+            Err(Outcome::Ended) => {
+                self.skipped.ended = self.skipped.ended.saturating_add(1);
+                if !look || !reader.pid_dir_exists() {
+                    self.missing.push(pid);
+                }
+            }
+            Err(Outcome::NoMemory) => {
+                self.skipped.no_memory = self.skipped.no_memory.saturating_add(1)
+            }
+            Err(Outcome::Denied) => self.skipped.denied = self.skipped.denied.saturating_add(1),
+            Err(Outcome::Failed(msg)) => {
+                self.skipped.failed = self.skipped.failed.saturating_add(1);
+                self.skipped.first_error.get_or_insert(msg);
+            }
+        }
+    }
+}
+
 /// Per-worker reusable buffers.
 struct Reader {
     /// `<root>/<pid>/` while a process is read; file names are appended.
@@ -177,6 +308,8 @@ struct Reader {
     root_len: usize,
     pid_len: usize,
     buf: Vec<u8>,
+    /// Bytes of `buf` the last read filled.
+    len: usize,
 }
 
 impl Reader {
@@ -192,6 +325,7 @@ impl Reader {
             pid_len: path.len(),
             path,
             buf: vec![0; 8192],
+            len: 0,
         }
     }
 
@@ -210,6 +344,11 @@ impl Reader {
         Path::new(std::ffi::OsStr::from_bytes(&self.path))
     }
 
+    /// The text of the last read.
+    fn text(&self) -> &[u8] {
+        self.buf.get(..self.len).unwrap_or_default()
+    }
+
     /// The current path, for messages.
     fn path(&self) -> PathBuf {
         use std::os::unix::ffi::OsStrExt;
@@ -217,10 +356,22 @@ impl Reader {
     }
 
     /// Reads `<root>/<pid>/<file>` into the buffer.
+    fn read(&mut self, file: &str) -> io::Result<&[u8]> {
+        let f = File::open(self.file(file))?;
+        self.read_from(f)
+    }
+
+    /// Reads `file` under an open process directory into the buffer; the
+    /// path (for messages) names it too.
+    fn read_in(&mut self, dir: &File, file: &CStr) -> io::Result<&[u8]> {
+        self.file(&file.to_string_lossy());
+        let f = crate::sys::at::open_in(dir, file)?;
+        self.read_from(f)
+    }
+
     /// A plain read loop: `File::read_to_end` first asks for the size and
     /// position (statx, lseek), two wasted calls on a /proc file.
-    fn read(&mut self, file: &str) -> io::Result<&[u8]> {
-        let mut f = File::open(self.file(file))?;
+    fn read_from(&mut self, mut f: File) -> io::Result<&[u8]> {
         let mut len = 0;
         loop {
             if self.buf.len() - len < 4096 {
@@ -234,6 +385,7 @@ impl Reader {
                 Err(e) => return Err(e),
             }
         }
+        self.len = len;
         Ok(self.buf.get(..len).unwrap_or_default())
     }
 
@@ -264,66 +416,58 @@ fn classify(e: &io::Error, what: &str, reader: &Reader) -> Outcome {
         Some(libc::EACCES) | Some(libc::EPERM) => Outcome::Denied,
         _ => Outcome::Failed(format!(
             "cannot read {}: {e} ({what})",
-            reader.path().display()
+            crate::report::path::display(&reader.path())
         )),
     }
 }
 
-fn work(root: &ProcRoot, pids: &[u32], needs: Needs, next: &AtomicUsize) -> Part {
-    let mut reader = Reader::new(root);
-    let mut part = Part::default();
-    loop {
-        let i = next.fetch_add(1, Ordering::Relaxed);
-        let Some(&pid) = pids.get(i) else {
-            break;
-        };
-        reader.set_pid(pid);
-        match read_one(&mut reader, pid, needs) {
-            Ok(sample) => part.samples.push(sample),
-            Err(Outcome::Ended) => {
-                part.skipped.ended = part.skipped.ended.saturating_add(1);
-                if !reader.pid_dir_exists() {
-                    part.missing.push(pid);
-                }
-            }
-            Err(Outcome::NoMemory) => {
-                part.skipped.no_memory = part.skipped.no_memory.saturating_add(1)
-            }
-            Err(Outcome::Denied) => part.skipped.denied = part.skipped.denied.saturating_add(1),
-            Err(Outcome::Failed(msg)) => {
-                part.skipped.failed = part.skipped.failed.saturating_add(1);
-                part.skipped.first_error.get_or_insert(msg);
-            }
-        }
-    }
-    part
-}
-
-fn read_one(r: &mut Reader, pid: u32, needs: Needs) -> Result<ProcSample, Outcome> {
-    let (mem, source) = match r.read("smaps_rollup") {
-        Ok(text) => (smaps_rollup::parse(text), Source::SmapsRollup),
+/// The memory figures of the process whose directory `read` reads in:
+/// `smaps_rollup`, or `smaps` on kernels before 4.14.
+fn read_memory(
+    r: &mut Reader,
+    read: &mut dyn FnMut(&mut Reader, &str) -> io::Result<()>,
+) -> Result<(MemFigures, Source), Outcome> {
+    let (mem, source) = match read(r, "smaps_rollup") {
+        Ok(()) => (smaps_rollup::parse(r.text()), Source::SmapsRollup),
         Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
             // Kernels before 4.14 have no rollup; a process that ended has
             // neither file.
-            match r.read("smaps") {
-                Ok(text) => (smaps_rollup::parse(text), Source::Smaps),
+            match read(r, "smaps") {
+                Ok(()) => (smaps_rollup::parse(r.text()), Source::Smaps),
                 Err(e) => return Err(classify(&e, "memory figures", r)),
             }
         }
         Err(e) => return Err(classify(&e, "memory figures", r)),
     };
-    let Some(mem) = mem else {
-        return Err(Outcome::NoMemory);
-    };
-    let exe = match r.read_link("exe") {
-        Ok(target) => Some(target),
+    match mem {
+        Some(mem) => Ok((mem, source)),
+        None => Err(Outcome::NoMemory),
+    }
+}
+
+/// The `exe` link, `None` where a security module denies it.
+fn exe_of(r: &Reader, link: io::Result<Vec<u8>>) -> Result<Option<Vec<u8>>, Outcome> {
+    match link {
+        Ok(target) => Ok(Some(target)),
         Err(e) => match classify(&e, "exe", r) {
             // The link of a live process with memory can be denied by a
             // security module while smaps is not; name it from status.
-            Outcome::Denied | Outcome::Failed(_) => None,
-            other => return Err(other),
+            Outcome::Denied | Outcome::Failed(_) => Ok(None),
+            other => Err(other),
         },
-    };
+    }
+}
+
+/// Without its trailing newline.
+fn comm_of(text: &[u8]) -> Vec<u8> {
+    text.strip_suffix(b"\n").unwrap_or(text).to_vec()
+}
+
+fn read_one(r: &mut Reader, pid: u32, needs: Needs) -> Result<ProcSample, Outcome> {
+    let mut read = |r: &mut Reader, file: &str| r.read(file).map(|_| ());
+    let (mem, source) = read_memory(r, &mut read)?;
+    let link = r.read_link("exe");
+    let exe = exe_of(r, link)?;
     let status = if needs.status || exe.is_none() {
         match r.read("status") {
             Ok(text) => status::parse(text),
@@ -341,12 +485,32 @@ fn read_one(r: &mut Reader, pid: u32, needs: Needs) -> Result<ProcSample, Outcom
         .and_then(|s| s.tgid)
         .filter(|&t| t > 0)
         .unwrap_or(pid);
+    // Naming by exe looks at comm, and at argv[0] where the two differ
+    // (a program started through a link under another name).
+    let comm = match (&status, needs.comm) {
+        (None, true) => r.read("comm").ok().map(comm_of),
+        _ => None,
+    };
+    let argv0_too = needs.comm
+        && match (
+            &exe,
+            comm.as_deref()
+                .or(status.as_ref().map(|s| s.name.as_bytes())),
+        ) {
+            (Some(exe), Some(comm)) => !super::name::exe_starts_with_comm(exe, comm),
+            _ => false,
+        };
     let cmdline = if needs.cmdline {
         match r.read("cmdline") {
             Ok([]) => None,
             Ok(text) => Some(text.to_vec()),
             Err(e) => return Err(classify(&e, "cmdline", r)),
         }
+    } else if argv0_too {
+        r.read("cmdline")
+            .ok()
+            .filter(|t| !t.is_empty())
+            .map(<[u8]>::to_vec)
     } else {
         None
     };
@@ -364,8 +528,90 @@ fn read_one(r: &mut Reader, pid: u32, needs: Needs) -> Result<ProcSample, Outcom
         source,
         exe,
         status,
+        comm,
         cmdline,
         cgroup,
+    })
+}
+
+/// A process directory opened, and what was read in it, with the caller's
+/// rights.
+struct Opened {
+    /// The PID it was asked for as (a thread ID with --pid).
+    listed_pid: u32,
+    /// The process (thread group) ID.
+    pid: u32,
+    dir: File,
+    status: Option<Status>,
+    cmdline: Option<Vec<u8>>,
+    cgroup: Option<String>,
+}
+
+/// Opens `<root>/<pid>` and reads its `status` (always: reading it is what
+/// proves the caller may see the process), and `cmdline` and `cgroup` as
+/// needed, with the rights in force. A command line the caller may not
+/// read is left out, never read with more.
+fn open_as_caller(r: &mut Reader, pid: u32, needs: Needs) -> Result<Opened, Outcome> {
+    let dir = match crate::sys::at::open_dir(r.file("")) {
+        Ok(dir) => dir,
+        Err(e) => return Err(classify(&e, "process directory", r)),
+    };
+    let status = match r.read_in(&dir, c"status") {
+        Ok(text) => status::parse(text),
+        Err(e) => return Err(classify(&e, "status", r)),
+    };
+    if status.as_ref().is_some_and(|s| s.state == Some('Z')) {
+        return Err(Outcome::NoMemory);
+    }
+    let tgid = status.as_ref().and_then(|s| s.tgid).filter(|&t| t > 0);
+    // Naming by exe may need argv[0]; whether it does is known only once
+    // the exe is read, with more rights: read it now.
+    let cmdline = if needs.cmdline || needs.comm {
+        r.read_in(&dir, c"cmdline")
+            .ok()
+            .filter(|t| !t.is_empty())
+            .map(<[u8]>::to_vec)
+    } else {
+        None
+    };
+    let cgroup = if needs.cgroup {
+        r.read_in(&dir, c"cgroup").ok().and_then(cgroup::parse)
+    } else {
+        None
+    };
+    Ok(Opened {
+        listed_pid: pid,
+        pid: tgid.unwrap_or(pid),
+        dir,
+        status,
+        cmdline,
+        cgroup,
+    })
+}
+
+/// The memory figures and `exe` link of a process opened by
+/// [`open_as_caller`], read with the rights in force.
+fn read_opened(r: &mut Reader, o: &Opened) -> Result<ProcSample, Outcome> {
+    let mut read = |r: &mut Reader, file: &str| {
+        let name = match file {
+            "smaps_rollup" => c"smaps_rollup",
+            _ => c"smaps",
+        };
+        r.read_in(&o.dir, name).map(|_| ())
+    };
+    let (mem, source) = read_memory(r, &mut read)?;
+    r.file("exe");
+    let link = crate::sys::at::read_link_in(&o.dir, c"exe");
+    let exe = exe_of(r, link)?;
+    Ok(ProcSample {
+        pid: o.pid,
+        mem,
+        source,
+        exe,
+        status: o.status.clone(),
+        comm: None,
+        cmdline: o.cmdline.clone(),
+        cgroup: o.cgroup.clone(),
     })
 }
 
@@ -416,6 +662,29 @@ mod tests {
             "the thread is its process, counted once"
         );
         assert_eq!(snap.samples[0].pid, me);
+    }
+
+    #[test]
+    fn the_caller_view_reads_what_the_plain_scan_reads() {
+        let me = std::process::id();
+        let needs = Needs {
+            status: true,
+            comm: true,
+            cmdline: true,
+            cgroup: true,
+        };
+        let root = ProcRoot::default();
+        let lower = || Ok(Lowered::unchanged());
+        let snap = scan_as_caller(&root, Some(&[me, 4_999_999]), needs, 1, &lower).expect("scan");
+        assert_eq!(snap.samples.len(), 1);
+        let s = &snap.samples[0];
+        assert_eq!(s.pid, me);
+        assert!(s.mem.pss_kb > 0);
+        assert!(s.exe.is_some() && s.status.is_some() && s.cmdline.is_some());
+        assert_eq!(snap.missing_pids, vec![4_999_999]);
+        // The whole list, without this process itself.
+        let all = scan_as_caller(&root, None, needs, 2, &lower).expect("scan");
+        assert!(all.samples.iter().all(|s| s.pid != me));
     }
 
     #[test]

@@ -17,7 +17,7 @@ pub fn parse(text: &[u8]) -> Option<String> {
             continue;
         };
         if id == b"0" && controllers.is_empty() {
-            return Some(String::from_utf8_lossy(path).into_owned());
+            return Some(super::text_of(path));
         }
         if controllers == b"name=systemd" && systemd.is_none() {
             systemd = Some(path);
@@ -26,9 +26,7 @@ pub fn parse(text: &[u8]) -> Option<String> {
             first = Some(path);
         }
     }
-    systemd
-        .or(first)
-        .map(|p| String::from_utf8_lossy(p).into_owned())
+    systemd.or(first).map(super::text_of)
 }
 
 #[cfg(test)]
