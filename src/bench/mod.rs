@@ -19,6 +19,7 @@ pub mod machine;
 pub mod membw;
 pub mod memlat;
 pub mod pagefault;
+pub mod plausible;
 pub mod registry;
 pub mod report;
 pub mod spawn;
@@ -262,6 +263,9 @@ pub fn execute(cfg: &Config, hooks: Hooks<'_>) -> Result<BenchReport, BenchError
             if let Err(e) = (b.run)(&mut ctx, &mut result) {
                 result.error = Some(e.to_string());
             }
+        }
+        for f in &mut result.figures {
+            plausible::check(f);
         }
         watch.disarm();
         result.duration_ms = u64::try_from(t0.elapsed().as_millis()).unwrap_or(u64::MAX);
