@@ -572,3 +572,169 @@ fn membw_all_threads_never_exceeds_threads_times_one_thread() {
         }
     }
 }
+
+/// Files under `dir` that `pid` holds open (named or already unlinked).
+fn open_files_under(pid: u32, dir: &Path) -> usize {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return 0;
+    };
+    fds.flatten()
+        .filter_map(|e| std::fs::read_link(e.path()).ok())
+        .filter(|t| t.starts_with(dir))
+        .count()
+}
+
+/// Scratch entries (`.tally-bench-*`) left in `dir`.
+fn scratch_left(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".tally-bench-"))
+        .collect()
+}
+
+/// SIGINT, SIGTERM or SIGHUP during `tally bench fileread` (or filecache)
+/// left its `.tally-bench-*` scratch file behind, up to 571 MB of it.
+#[test]
+fn interrupted_fileread_leaves_no_scratch_file() {
+    use std::os::unix::process::ExitStatusExt;
+    for (sig, num) in [("INT", 2), ("TERM", 15), ("HUP", 1)] {
+        let dir = tempfile::tempdir().unwrap();
+        let child = std::process::Command::new(common::tally_bin())
+            .args(["bench", "fileread", "--budget-ms", "9", "--format", "json"])
+            .arg("--dir")
+            .arg(dir.path())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let mut reaper = common::Reaper(vec![child]);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let mut seen = false;
+        while std::time::Instant::now() < deadline {
+            if open_files_under(pid, dir.path()) > 0 {
+                seen = true;
+                break;
+            }
+            if reaper.0[0].try_wait().unwrap().is_some() {
+                break;
+            }
+        }
+        assert!(
+            seen,
+            "SIG{sig}: fileread ended before its scratch file was seen"
+        );
+        let killed = std::process::Command::new("kill")
+            .args([format!("-{sig}"), pid.to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        let status = reaper.0[0].wait().unwrap();
+        assert_eq!(status.signal(), Some(num), "SIG{sig}: {status:?}");
+        assert_eq!(scratch_left(dir.path()), Vec::<String>::new(), "SIG{sig}");
+    }
+}
+
+/// Runs tally with stderr on /dev/full (every write fails with ENOSPC).
+fn with_full_stderr(args: &[&str]) -> std::process::Output {
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    std::process::Command::new(common::tally_bin())
+        .args(args)
+        .stderr(full)
+        .output()
+        .unwrap()
+}
+
+/// With stderr unwritable (`2>/dev/full`) a message to it must neither
+/// panic (exit 101) nor change the documented exit status.
+#[test]
+fn unwritable_stderr_keeps_bench_exit_codes() {
+    if !Path::new("/dev/full").exists() {
+        eprintln!("skipped: no /dev/full");
+        return;
+    }
+    // --full announces its plan on stderr before measuring.
+    let out = with_full_stderr(&[
+        "bench",
+        "--full",
+        "syscall",
+        "--budget-ms",
+        "2",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{:?}", out.status);
+    let r: Value = serde_json::from_slice(&out.stdout).expect("the report is whole");
+    assert_eq!(benchmarks(&r).len(), 1);
+    // Failures: a bad scratch directory, a missing baseline, an HTML page
+    // that cannot be created (exit 1); usage errors (exit 2).
+    for (args, code) in [
+        (&["bench", "fileread", "--dir", "/nonexistent/tally"][..], 1),
+        (
+            &["bench", "timer", "--baseline", "/nonexistent/old.json"][..],
+            1,
+        ),
+        (
+            &["bench", "timer", "--html", "/nonexistent/dir/x.html"][..],
+            1,
+        ),
+        (&["bench", "nosuch"][..], 2),
+        (&["bench", "--max-mem", "5X"][..], 2),
+    ] {
+        let out = with_full_stderr(args);
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {:?}", out.status);
+    }
+}
+
+/// A non-UTF-8 `--dir` or `--baseline` path cut the JSON report short
+/// ("path contains invalid UTF-8 characters"): such paths are written
+/// losslessly, and escaped in text.
+#[test]
+fn non_utf8_dir_and_baseline_paths_keep_the_json_whole() {
+    use std::os::unix::ffi::OsStrExt;
+    let top = tempfile::tempdir().unwrap();
+    let dir = top
+        .path()
+        .join(std::ffi::OsStr::from_bytes(b"caf\xe9\x1b[31m"));
+    std::fs::create_dir(&dir).unwrap();
+    let r = run_json(&["fileread"], &dir);
+    let notes = benchmarks(&r)[0]["notes"].to_string();
+    assert!(notes.contains("caf\\\\xe9"), "{notes}");
+    assert!(
+        !notes.contains("\\u001b"),
+        "no raw escape character: {notes}"
+    );
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+    let old = dir.join(std::ffi::OsStr::from_bytes(b"old\xff.json"));
+    std::fs::write(&old, serde_json::to_vec(&r).unwrap()).unwrap();
+    let out = tally()
+        .args(["bench", "syscall", "--budget-ms", "2", "--format", "json"])
+        .arg("--baseline")
+        .arg(&old)
+        .assert()
+        .success();
+    let new: Value = serde_json::from_slice(&out.get_output().stdout).expect("JSON whole");
+    let hex: String = old
+        .as_os_str()
+        .as_bytes()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_eq!(new["baseline"]["path"]["bytes_hex"], hex.as_str());
+    // The new report can serve as a baseline in turn.
+    let newer = dir.join("new.json");
+    std::fs::write(&newer, &out.get_output().stdout).unwrap();
+    let out = tally()
+        .args(["bench", "syscall", "--budget-ms", "2"])
+        .arg("--baseline")
+        .arg(&newer)
+        .assert()
+        .success();
+    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    assert!(text.contains("baseline: "), "{text}");
+}
