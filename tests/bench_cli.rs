@@ -594,15 +594,20 @@ fn scratch_left(dir: &Path) -> Vec<String> {
         .collect()
 }
 
-/// SIGINT, SIGTERM or SIGHUP during `tally bench fileread` (or filecache)
+/// SIGINT, SIGTERM or SIGHUP during `tally bench fileread` or filecache
 /// left its `.tally-bench-*` scratch file behind, up to 571 MB of it.
 #[test]
 fn interrupted_fileread_leaves_no_scratch_file() {
     use std::os::unix::process::ExitStatusExt;
-    for (sig, num) in [("INT", 2), ("TERM", 15), ("HUP", 1)] {
+    for (bench, sig, num) in [
+        ("fileread", "INT", 2),
+        ("fileread", "TERM", 15),
+        ("fileread", "HUP", 1),
+        ("filecache", "INT", 2),
+    ] {
         let dir = tempfile::tempdir().unwrap();
         let child = std::process::Command::new(common::tally_bin())
-            .args(["bench", "fileread", "--budget-ms", "9", "--format", "json"])
+            .args(["bench", bench, "--budget-ms", "9", "--max-bytes", "64M"])
             .arg("--dir")
             .arg(dir.path())
             .stdout(std::process::Stdio::null())
@@ -632,8 +637,12 @@ fn interrupted_fileread_leaves_no_scratch_file() {
             .unwrap();
         assert!(killed.success());
         let status = reaper.0[0].wait().unwrap();
-        assert_eq!(status.signal(), Some(num), "SIG{sig}: {status:?}");
-        assert_eq!(scratch_left(dir.path()), Vec::<String>::new(), "SIG{sig}");
+        assert_eq!(status.signal(), Some(num), "{bench} SIG{sig}: {status:?}");
+        assert_eq!(
+            scratch_left(dir.path()),
+            Vec::<String>::new(),
+            "{bench} SIG{sig}"
+        );
     }
 }
 

@@ -409,6 +409,16 @@ pub fn unnamed_file(dir: &std::path::Path) -> std::io::Result<std::fs::File> {
             ) => {}
         Err(e) => return Err(e),
     }
+    named_then_unlinked(dir)
+}
+
+/// [`unnamed_file`] where `O_TMPFILE` is refused: a fresh
+/// `.tally-bench-*` name, armed for removal on a fatal signal before it
+/// exists, removed as soon as the file is open.
+fn named_then_unlinked(dir: &std::path::Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut open = std::fs::OpenOptions::new();
+    open.read(true).write(true).mode(0o600).create_new(true);
     let mut rng = Rng::new(
         u64::from(std::process::id())
             ^ std::time::SystemTime::now()
@@ -420,7 +430,7 @@ pub fn unnamed_file(dir: &std::path::Path) -> std::io::Result<std::fs::File> {
         let path = dir.join(format!(".tally-bench-{:016x}", rng.next_u64()));
         // Armed before it exists, so a signal at any point removes it.
         let guard = sys::cleanup::Guard::arm(&path).ok();
-        match open.clone().create_new(true).open(&path) {
+        match open.open(&path) {
             Ok(f) => {
                 let removed = std::fs::remove_file(&path);
                 drop(guard);
@@ -501,6 +511,15 @@ mod tests {
         if let Some(p) = pages {
             assert!(p <= 3);
         }
+    }
+
+    #[test]
+    fn named_scratch_files_are_unlinked_once_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut f = named_then_unlinked(dir.path()).unwrap();
+        std::io::Write::write_all(&mut f, b"data").unwrap();
+        assert_eq!(f.metadata().unwrap().len(), 4);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 
     #[test]
