@@ -20,8 +20,12 @@
 //!   `median`, `mean`, `stddev`, `max`, `p95`, `mad`) or `unavailable`
 //!   with the reason; `cv`, `outliers` (modified z-score > 3.5, mostly
 //!   preempted samples) and `cv_without_outliers`, every kept sample in `samples[]` (same unit),
-//!   `iters_per_sample`, `warmup_discarded`, `notes[]`.
-//! - `baseline`: with `--baseline`, the ratio of every figure found in both.
+//!   `iters_per_sample`, `warmup_discarded`, `notes[]`, and `implausible`:
+//!   null, or why the figure failed a plausibility check
+//!   ([`super::plausible`]); such a figure keeps its summary and samples
+//!   here but is left out of every table, plot, metric and ratio.
+//! - `baseline`: with `--baseline`, the ratio of every figure found in both;
+//!   its `path` is a string, or `{lossy, bytes_hex}` for a non-UTF-8 path.
 
 use std::io::{self, Write};
 
