@@ -556,6 +556,20 @@ mod tests {
     use super::*;
 
     #[test]
+    fn implausible_figures_stay_out_of_plots_and_are_explained() {
+        let r = super::super::report::sample_report();
+        let page = render(&r);
+        // membw: the one-thread bar only; the all-threads figure fails the
+        // bound and shows as text in the table of every figure.
+        let membw = page.split("<h2>membw</h2>").nth(1).unwrap();
+        let plot = membw.split("</svg>").next().unwrap();
+        assert_eq!(plot.matches("class=\"bar\"").count(), 1);
+        assert!(!plot.contains("1000.00 GB/s"));
+        assert!(page.contains("implausible: 3 of 3 samples"));
+        assert!(page.contains("; excluded"));
+    }
+
+    #[test]
     fn escapes_markup() {
         assert_eq!(esc("<a & \"b\">"), "&lt;a &amp; &quot;b&quot;&gt;");
     }
