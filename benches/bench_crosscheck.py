@@ -61,7 +61,7 @@ def tally_round(tally, scratch):
     for b in r["benchmarks"]:
         for f in b["figures"]:
             for unit in ("ns", "gb_per_s"):
-                if unit in f:
+                if unit in f and not f.get("implausible"):
                     figs[f["id"]] = f[unit]["median"]
     return figs, r["machine"]
 

@@ -33,7 +33,7 @@ def main():
         for b in r["benchmarks"]:
             for f in b["figures"]:
                 for unit in ("ns", "gb_per_s", "mhz", "bytes"):
-                    if unit in f:
+                    if unit in f and not f.get("implausible"):
                         medians.setdefault(f["id"], []).append(f[unit]["median"])
                         bench_of[f["id"]] = b["name"]
     cvs = {}

@@ -129,7 +129,10 @@ pub(super) fn bench_command(args: cli::bench::BenchArgs) -> u8 {
     }
     if let (Some(f), Some(path)) = (html.as_mut(), &args.html) {
         if let Err(e) = bench::html::write(&report, f) {
-            tally::diag!("tally: cannot write the HTML page {}: {e}", path.display());
+            tally::diag!(
+                "tally: cannot write the HTML page {}: {e}",
+                report::path::display(path)
+            );
             return 1;
         }
     }

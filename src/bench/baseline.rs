@@ -24,6 +24,11 @@ pub struct Comparison {
 /// The comparison with an earlier run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Baseline {
+    /// Written losslessly (a non-UTF-8 path as `{lossy, bytes_hex}`).
+    #[serde(
+        serialize_with = "crate::report::path::serialize",
+        deserialize_with = "deserialize_path"
+    )]
     pub path: PathBuf,
     pub old_cpu_model: Option<String>,
     pub old_kernel: Option<String>,
@@ -36,20 +41,25 @@ pub struct Baseline {
 /// Why a baseline could not be used.
 #[derive(Debug, thiserror::Error)]
 pub enum BaselineError {
-    #[error("cannot read the baseline {path}: {source}")]
+    #[error(
+        "cannot read the baseline {}: {source}",
+        crate::report::path::display(path)
+    )]
     Read {
         path: PathBuf,
         source: std::io::Error,
     },
     #[error(
-        "the baseline {path} is not a `tally bench --format json` report ({source}); write one with `tally bench --format json > OLD.json`"
+        "the baseline {} is not a `tally bench --format json` report ({source}); write one with `tally bench --format json > OLD.json`",
+        crate::report::path::display(path)
     )]
     Parse {
         path: PathBuf,
         source: serde_json::Error,
     },
     #[error(
-        "the baseline {path} has schema_version {found}, this tally writes {expected}; rerun the old version with the same tally"
+        "the baseline {} has schema_version {found}, this tally writes {expected}; rerun the old version with the same tally",
+        crate::report::path::display(path)
     )]
     Schema {
         path: PathBuf,
@@ -122,6 +132,38 @@ pub fn compare(path: &Path, old: &BenchReport, new: &BenchReport) -> Baseline {
     }
 }
 
+/// Reads a path written by [`crate::report::path::serialize`]: a string,
+/// or `{lossy, bytes_hex}` whose hex digits give the exact bytes.
+fn deserialize_path<'de, D: serde::Deserializer<'de>>(d: D) -> Result<PathBuf, D::Error> {
+    use std::os::unix::ffi::OsStringExt;
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Written {
+        Text(String),
+        Bytes { bytes_hex: String },
+    }
+    match Written::deserialize(d)? {
+        Written::Text(t) => Ok(PathBuf::from(t)),
+        Written::Bytes { bytes_hex } => {
+            let hex = bytes_hex.as_bytes();
+            let digit = |c: u8| (c as char).to_digit(16);
+            let bytes: Option<Vec<u8>> = (hex.len() % 2 == 0)
+                .then(|| {
+                    hex.chunks_exact(2)
+                        .map(|p| match p {
+                            [h, l] => Some((digit(*h)? * 16 + digit(*l)?) as u8),
+                            _ => None,
+                        })
+                        .collect()
+                })
+                .flatten();
+            bytes
+                .map(|b| PathBuf::from(std::ffi::OsString::from_vec(b)))
+                .ok_or_else(|| serde::de::Error::custom("bytes_hex is not a hex string"))
+        }
+    }
+}
+
 impl Baseline {
     /// new / old for figure `id`.
     pub fn ratio_of(&self, id: &str) -> Option<f64> {
@@ -134,12 +176,44 @@ impl Baseline {
     pub fn describe(&self) -> String {
         format!(
             "{} ({}, kernel {}, {:?} mode): {} figures compared, {} not in the baseline; ratio = this run / baseline",
-            self.path.display(),
+            crate::report::path::display(&self.path),
             self.old_cpu_model.as_deref().unwrap_or("unknown CPU"),
             self.old_kernel.as_deref().unwrap_or("unknown"),
             self.old_mode,
             self.comparisons.len(),
             self.missing_in_baseline
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::ffi::OsStrExt;
+
+    #[test]
+    fn non_utf8_paths_round_trip_losslessly() {
+        let path = PathBuf::from(std::ffi::OsStr::from_bytes(b"/tmp/caf\xe9\n.json"));
+        let b = Baseline {
+            path: path.clone(),
+            old_cpu_model: None,
+            old_kernel: None,
+            old_mode: super::super::Mode::Quick,
+            comparisons: vec![],
+            missing_in_baseline: 0,
+        };
+        let j = serde_json::to_value(&b).unwrap();
+        assert_eq!(j["path"]["bytes_hex"], "2f746d702f636166e90a2e6a736f6e");
+        let back: Baseline = serde_json::from_value(j).unwrap();
+        assert_eq!(back.path, path);
+        assert!(
+            b.describe().starts_with("/tmp/caf\\xe9\\n.json "),
+            "{}",
+            b.describe()
+        );
+        let bad = serde_json::json!({"path": {"lossy": "x", "bytes_hex": "zz"},
+            "old_cpu_model": null, "old_kernel": null, "old_mode": "quick",
+            "comparisons": [], "missing_in_baseline": 0});
+        assert!(serde_json::from_value::<Baseline>(bad).is_err());
     }
 }

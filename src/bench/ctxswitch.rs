@@ -297,6 +297,7 @@ mod tests {
             iters_per_sample: 1,
             warmup_discarded: 0,
             clamped: 0,
+            too_short: 0,
         };
         assert_eq!(per_switch(&rt, 20.0), vec![30.0, -15.0]);
         let f = flag_negative(Figure::latency_values("x", "x", "d", per_switch(&rt, 20.0)));

@@ -82,6 +82,12 @@ pub struct Figure {
     pub warmup_discarded: Option<usize>,
     #[serde(default)]
     pub notes: Vec<String>,
+    /// Set when the figure failed a plausibility check
+    /// ([`super::plausible`]): why. The value and samples stay in the JSON
+    /// for inspection, but no table, plot, metric or baseline ratio uses
+    /// them.
+    #[serde(default)]
+    pub implausible: Option<String>,
 }
 
 impl Figure {
@@ -100,6 +106,7 @@ impl Figure {
             iters_per_sample: None,
             warmup_discarded: None,
             notes: Vec::new(),
+            implausible: None,
         }
     }
 
@@ -137,9 +144,11 @@ impl Figure {
     /// A latency figure in ns per operation.
     pub fn latency(id: impl Into<String>, label: &str, definition: &str, s: Samples) -> Figure {
         let clamped = s.clamped;
+        let too_short = s.too_short;
         let mut f = Figure::from_values(id.into(), label, definition, s.per_op_ns, Value::Ns);
         f.iters_per_sample = Some(s.iters_per_sample);
         f.warmup_discarded = Some(s.warmup_discarded);
+        f.flag_too_short(too_short);
         if clamped > 0 {
             f.notes.push(format!(
                 "{clamped} samples fell below the empty-loop overhead and were clamped to 0"
@@ -167,16 +176,54 @@ impl Figure {
         s: Samples,
         bytes_per_op: f64,
     ) -> Figure {
-        let values = s
+        // A sample of zero or negative duration has no bandwidth: it is
+        // left out of the values and makes the figure implausible.
+        let values: Vec<f64> = s
             .per_op_ns
             .iter()
-            .filter(|ns| **ns > 0.0)
+            .filter(|ns| ns.is_finite() && **ns > 0.0)
             .map(|ns| bytes_per_op / ns)
             .collect();
+        let untimed = s.per_op_ns.len() - values.len();
+        let too_short = s.too_short.max(untimed);
+        let total = s.per_op_ns.len();
         let mut f = Figure::from_values(id.into(), label, definition, values, Value::GbPerS);
         f.iters_per_sample = Some(s.iters_per_sample);
         f.warmup_discarded = Some(s.warmup_discarded);
+        if total > 0 {
+            f.flag_too_short_of(too_short, total);
+        }
         f
+    }
+
+    /// Flags the figure when `n` of its samples were too short to time.
+    fn flag_too_short(&mut self, n: usize) {
+        let total = self.samples.len();
+        self.flag_too_short_of(n, total);
+    }
+
+    fn flag_too_short_of(&mut self, n: usize, total: usize) {
+        if n > 0 {
+            self.flag(format!(
+                "{n} of {total} samples lasted zero time, less, or under the timer's resolution: too short to have been timed"
+            ));
+        }
+    }
+
+    /// Marks the figure implausible (the first reason is kept).
+    pub fn flag(&mut self, reason: impl Into<String>) {
+        if self.implausible.is_none() {
+            self.implausible = Some(reason.into());
+        }
+    }
+
+    /// The summary a table, plot or metric may show: none when the figure
+    /// is unavailable or implausible.
+    pub fn measured(&self) -> Option<&Summary> {
+        match self.implausible {
+            Some(_) => None,
+            None => self.value.summary(),
+        }
     }
 
     /// A frequency figure in MHz.
@@ -217,8 +264,9 @@ impl Figure {
         self
     }
 
+    /// The median, when the figure was measured and is plausible.
     pub fn median(&self) -> Option<f64> {
-        self.value.summary().map(|s| s.median)
+        self.measured().map(|s| s.median)
     }
 }
 
@@ -277,6 +325,7 @@ mod tests {
             iters_per_sample: 1,
             warmup_discarded: 0,
             clamped: 0,
+            too_short: 0,
         };
         let f = Figure::bandwidth("m.r", "r", "d", s, 4.0);
         assert_eq!(f.value.summary().unwrap().max, 4.0);

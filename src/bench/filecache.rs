@@ -5,7 +5,7 @@
 //! with `--full` or when named. A file smaller than memory stays cached
 //! whole, and the report then says the limit was not reached.
 
-use std::io::Read;
+use std::os::unix::fs::FileExt;
 use std::time::Duration;
 
 use super::registry::{Benchmark, Section};
@@ -25,7 +25,7 @@ pub const BENCH: Benchmark = Benchmark {
 
 fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
     let free = crate::sys::buffers::free_bytes(&ctx.cfg.dir)
-        .map_err(step_err(format!("statvfs {}", ctx.cfg.dir.display())))?;
+        .map_err(step_err(format!("statvfs {}", super::shown(&ctx.cfg.dir))))?;
     let size = ctx.cfg.max_file_bytes.min(free / 10 * 9) / 4096 * 4096;
     let def = "bytes of the file resident in the page cache after writing it and reading it through once (cachestat)";
     if size < 4096 {
@@ -36,28 +36,28 @@ fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
             format!(
                 "no room: {} free under {}",
                 human_bytes(free),
-                ctx.cfg.dir.display()
+                super::shown(&ctx.cfg.dir)
             ),
         ));
         return Ok(());
     }
     ctx.step(format!("writing {}", human_bytes(size)));
-    let scratch = super::scratch_file(&ctx.cfg.dir, size).map_err(step_err(format!(
+    let f = super::scratch_file(&ctx.cfg.dir, size).map_err(step_err(format!(
         "write a scratch file in {}",
-        ctx.cfg.dir.display()
+        super::shown(&ctx.cfg.dir)
     )))?;
     ctx.step(format!("reading {} back", human_bytes(size)));
-    let mut f = std::fs::File::open(scratch.path()).map_err(step_err("open the scratch file"))?;
     let mut buf = vec![0u8; 1 << 20];
+    let mut off = 0u64;
     loop {
-        match f.read(&mut buf) {
+        match f.read_at(&mut buf, off) {
             Ok(0) => break,
-            Ok(_) => {}
+            Ok(n) => off += n as u64,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(e) => return Err(step_err("read the scratch file back")(e)),
         }
     }
-    let res = crate::cache::residency(&f, scratch.path(), size);
+    let res = crate::cache::residency(&f, &ctx.cfg.dir, size);
     match res.cached_pages() {
         Some(pages) => {
             let cached = pages.saturating_mul(crate::sys::page_size());

@@ -5,9 +5,8 @@
 //! Sequential reads wrap around at the end of small files. `--dir` points
 //! it at another filesystem (a network mount, say).
 
-use std::fs::{File, OpenOptions};
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
-use std::path::Path;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
 use std::time::Duration;
 
 use super::harness::Samples;
@@ -55,18 +54,15 @@ enum Method {
     Evicted,
 }
 
-fn open(path: &Path) -> std::io::Result<(File, Method)> {
-    match OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_DIRECT)
-        .open(path)
-    {
-        Ok(f) => Ok((f, Method::Direct)),
+/// Reads `file` around the page cache: `O_DIRECT` where the filesystem
+/// allows it, else buffered reads with readahead off.
+fn direct(file: &File) -> std::io::Result<Method> {
+    match crate::sys::buffers::set_direct(file) {
+        Ok(()) => Ok(Method::Direct),
         Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
-            let f = File::open(path)?;
             // No readahead, so each 4 KiB read is its own.
-            let _ = crate::sys::cache::fadvise(&f, 0, 0, crate::sys::cache::Advice::Random);
-            Ok((f, Method::Evicted))
+            let _ = fadvise(file, 0, 0, Advice::Random);
+            Ok(Method::Evicted)
         }
         Err(e) => Err(e),
     }
@@ -80,17 +76,17 @@ fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
     let mut direct_failed = false;
     for &size in &sizes {
         ctx.step(format!("writing a {} file", human_bytes(size)));
-        let scratch = super::scratch_file(&ctx.cfg.dir, size).map_err(step_err(format!(
+        let file = super::scratch_file(&ctx.cfg.dir, size).map_err(step_err(format!(
             "write a scratch file in {}",
-            ctx.cfg.dir.display()
+            super::shown(&ctx.cfg.dir)
         )))?;
-        let (file, method) = open(scratch.path()).map_err(step_err("open the scratch file"))?;
+        let method = direct(&file).map_err(step_err("turn on O_DIRECT for the scratch file"))?;
         if method == Method::Evicted {
             direct_failed = true;
         }
         let blocks = (size / BLOCK).max(1);
         for (key, label, random) in [("seq", "sequential", false), ("random", "random", true)] {
-            let _ = super::evict(scratch.path());
+            let _ = super::evict(&file, &ctx.cfg.dir);
             let mut next = 0u64;
             let bytes = buf.bytes_mut();
             let s: Samples = ctx
@@ -126,7 +122,7 @@ fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
     }
     out.notes.push(format!(
         "files under {} ({})",
-        ctx.cfg.dir.display(),
+        super::shown(&ctx.cfg.dir),
         if direct_failed {
             "this filesystem refused O_DIRECT: buffered reads of evicted files"
         } else {

@@ -158,6 +158,10 @@ pub struct Samples {
     /// Samples whose value went below zero once the loop overhead was
     /// taken out (kept, clamped at zero, and counted here).
     pub clamped: usize,
+    /// Kept samples whose measured span was zero, negative, not finite or
+    /// below the timer's resolution: too short to have been timed, so the
+    /// figure built from them is implausible.
+    pub too_short: usize,
 }
 
 /// How long and how many samples a measurement may take.
@@ -293,12 +297,17 @@ impl Harness {
             iters = ((iters as f64 * factor).ceil() as u64).max(iters + 1);
         }
         let mut per_op = Vec::new();
+        let mut too_short = 0usize;
+        let resolution = self.calibration.timer_resolution_ns;
         let mut taken = 0usize;
         let warmup = self.budget.warmup_samples;
         while taken < warmup + self.budget.max_samples {
             let ns = op(iters, &self.timer)?;
             taken += 1;
             if taken > warmup {
+                if !sample_is_timed(ns, resolution) {
+                    too_short += 1;
+                }
                 per_op.push(ns / iters as f64);
             }
             let kept = per_op.len();
@@ -316,8 +325,16 @@ impl Harness {
             iters_per_sample: iters,
             warmup_discarded: warmup,
             clamped: 0,
+            too_short,
         })
     }
+}
+
+/// Whether a sample that lasted `ns` was long enough to be timed by a
+/// clock of resolution `resolution_ns`: positive, finite, and at least one
+/// resolution step (a batch of cheap operations counts as one sample).
+pub fn sample_is_timed(ns: f64, resolution_ns: f64) -> bool {
+    ns.is_finite() && ns > 0.0 && ns >= resolution_ns
 }
 
 /// Median cost of one read of `timer` and its smallest non-zero step, ns.

@@ -351,13 +351,18 @@ fn figures_table(r: &BenchReport) -> String {
     );
     for b in &r.benchmarks {
         for f in &b.figures {
-            let (med, min, p95) = match f.value.summary() {
-                Some(sm) => (
+            let (med, min, p95) = match (f.measured(), &f.implausible) {
+                (Some(sm), _) => (
                     format_value(&f.value, sm.median),
                     format_value(&f.value, sm.min),
                     format_value(&f.value, sm.p95),
                 ),
-                None => ("unavailable".into(), String::new(), String::new()),
+                (None, Some(why)) if f.value.summary().is_some() => (
+                    super::report::implausible_text(why),
+                    String::new(),
+                    String::new(),
+                ),
+                (None, _) => ("unavailable".into(), String::new(), String::new()),
             };
             let _ = write!(
                 s,
@@ -368,7 +373,8 @@ fn figures_table(r: &BenchReport) -> String {
                     .x
                     .map_or(String::new(), |x| format_x(x, f.x_unit.as_deref()))),
                 esc(&med),
-                f.cv.map_or("-".into(), |c| format!("{:.1}%", c * 100.0)),
+                f.cv.filter(|_| f.measured().is_some())
+                    .map_or("-".into(), |c| format!("{:.1}%", c * 100.0)),
                 esc(&min),
                 esc(&p95),
                 esc(&f.definition)
@@ -548,6 +554,20 @@ pub fn write(r: &BenchReport, out: &mut dyn Write) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn implausible_figures_stay_out_of_plots_and_are_explained() {
+        let r = super::super::report::sample_report();
+        let page = render(&r);
+        // membw: the one-thread bar only; the all-threads figure fails the
+        // bound and shows as text in the table of every figure.
+        let membw = page.split("<h2>membw</h2>").nth(1).unwrap();
+        let plot = membw.split("</svg>").next().unwrap();
+        assert_eq!(plot.matches("class=\"bar\"").count(), 1);
+        assert!(!plot.contains("1000.00 GB/s"));
+        assert!(page.contains("implausible: 3 of 3 samples"));
+        assert!(page.contains("; excluded"));
+    }
 
     #[test]
     fn escapes_markup() {

@@ -6,10 +6,11 @@
 //! copied once (as sysbench and mbw do), not read + write.
 
 use std::sync::Barrier;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::harness::{Samples, Timer};
 use super::machine::llc_bytes;
+use super::plausible;
 use super::registry::{Benchmark, Section};
 use super::{BenchResult, Ctx, Figure, StepError, step_err};
 use crate::sys;
@@ -83,7 +84,17 @@ fn pass(kernel: Kernel, src: &[u64], dst: &mut [u64], salt: u64) -> u64 {
     }
 }
 
-/// Times `passes` passes on `threads` threads, each over its own slice.
+/// Times `passes` passes on `threads` threads, each over its own slice,
+/// and returns the ns the whole buffer took.
+///
+/// With more than one thread, every worker reads CLOCK_MONOTONIC (the one
+/// clock comparable across CPUs) itself, right after the common start (a
+/// barrier) and right after its last pass; the span is the earliest start
+/// to the latest end, so the bytes of all threads are divided by the time
+/// all of them took. (The span used to be read by the calling thread,
+/// which shares a CPU with a worker: when the scheduler ran the worker
+/// first, the span began late and the bandwidth came out far above what
+/// the memory can deliver.)
 fn timed_passes(
     timer: &Timer,
     kernel: Kernel,
@@ -103,9 +114,9 @@ fn timed_passes(
         return timer.ns_since(s);
     }
     let chunk = src.len().div_ceil(threads).max(1);
-    let barrier = Barrier::new(threads + 1);
-    let mut ns = 0.0;
-    std::thread::scope(|scope| {
+    let parts = src.chunks(chunk).len().min(dst.len().div_ceil(chunk));
+    let barrier = Barrier::new(parts.max(1));
+    let spans: Vec<Option<(Instant, Instant)>> = std::thread::scope(|scope| {
         let mut handles = Vec::new();
         for (i, (s, d)) in src.chunks(chunk).zip(dst.chunks_mut(chunk)).enumerate() {
             let barrier = &barrier;
@@ -115,29 +126,34 @@ fn timed_passes(
                     let _ = sys::cpu::pin_to_cpu(c);
                 }
                 barrier.wait();
+                let start = Instant::now();
                 let mut acc = 0u64;
                 for p in 0..passes {
                     acc = acc.wrapping_add(pass(kernel, s, d, p));
                 }
-                barrier.wait();
+                let end = Instant::now();
                 std::hint::black_box(acc);
+                (start, end)
             }));
         }
-        // A chunking that made fewer slices than threads would leave the
-        // barrier short; pad with idle parties.
-        for _ in handles.len()..threads {
-            let barrier = &barrier;
-            scope.spawn(move || {
-                barrier.wait();
-                barrier.wait();
-            });
-        }
-        barrier.wait();
-        let s = timer.now();
-        barrier.wait();
-        ns = timer.ns_since(s);
+        handles.into_iter().map(|h| h.join().ok()).collect()
     });
-    ns
+    span_ns(&spans)
+}
+
+/// The span from the earliest start to the latest end, ns; 0 when a
+/// thread did not report (it panicked), so the sample shows as too short
+/// to time instead of as a figure.
+fn span_ns(spans: &[Option<(Instant, Instant)>]) -> f64 {
+    if spans.is_empty() || spans.iter().any(Option::is_none) {
+        return 0.0;
+    }
+    let first = spans.iter().flatten().map(|(s, _)| *s).min();
+    let last = spans.iter().flatten().map(|(_, e)| *e).max();
+    match (first, last) {
+        (Some(f), Some(l)) => l.saturating_duration_since(f).as_nanos() as f64,
+        _ => 0.0,
+    }
 }
 
 fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
@@ -187,7 +203,7 @@ fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
                 })
                 .unwrap_or_else(|never| match never {});
             let label = format!("{} ({words})", kernel.key());
-            out.push(Figure::bandwidth(
+            let mut f = Figure::bandwidth(
                 format!(
                     "membw.{}.{}",
                     kernel.key(),
@@ -197,7 +213,14 @@ fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
                 &format!("{}, {threads} thread(s)", kernel.definition()),
                 s,
                 bytes as f64,
-            ));
+            );
+            if threads > 1 {
+                let single = format!("membw.{}.1", kernel.key());
+                if let Some(one) = out.figures.iter().find(|f| f.id == single) {
+                    plausible::bandwidth_bound(&mut f, one, threads);
+                }
+            }
+            out.push(f);
         }
     }
     if threads_all == 1 {
@@ -218,6 +241,38 @@ mod tests {
         assert_eq!(buffer_bytes(Some(105 << 20), 64 << 20, false), 32 << 20);
         assert_eq!(buffer_bytes(Some(105 << 20), 0, false), 4096);
         assert_eq!(buffer_bytes(None, 1 << 30, true), 1 << 20);
+    }
+
+    #[test]
+    fn span_runs_from_the_first_start_to_the_last_end() {
+        let t0 = Instant::now();
+        let ms = |n| t0 + Duration::from_millis(n);
+        // The second thread started late and ended last: the span covers
+        // both, not either thread alone.
+        let spans = [Some((ms(0), ms(10))), Some((ms(4), ms(30)))];
+        assert_eq!(span_ns(&spans), 30e6);
+        assert_eq!(span_ns(&[Some((ms(5), ms(5)))]), 0.0);
+        assert_eq!(
+            span_ns(&[Some((ms(0), ms(10))), None]),
+            0.0,
+            "a lost thread"
+        );
+        assert_eq!(span_ns(&[]), 0.0);
+    }
+
+    #[test]
+    fn all_threads_move_the_whole_buffer() {
+        let h = crate::bench::Harness::calibrate(
+            crate::bench::harness::Timer::best_source(),
+            Duration::from_millis(1),
+            crate::bench::harness::Budget::new(Duration::from_millis(1)),
+        );
+        let mut src = AnonMap::new(1 << 16, Pages::Base).unwrap();
+        let mut dst = AnonMap::new(1 << 16, Pages::Base).unwrap();
+        src.words_mut().fill(7);
+        let ns = timed_passes(&h.timer, Kernel::Copy, &src, &mut dst, 3, &[], 2);
+        assert!(ns > 0.0);
+        assert!(dst.words().iter().all(|w| *w == 7), "every slice copied");
     }
 
     #[test]

@@ -414,7 +414,7 @@ fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
             // Plateaus are judged on each point's fastest sample: on a
             // shared machine preemption only ever adds time, and one slow
             // median must not make or hide a cache level.
-            if let Some(s) = f.value.summary() {
+            if let Some(s) = f.measured() {
                 points.push((size, s.min));
             }
             out.push(f);

@@ -19,6 +19,7 @@ pub mod machine;
 pub mod membw;
 pub mod memlat;
 pub mod pagefault;
+pub mod plausible;
 pub mod registry;
 pub mod report;
 pub mod spawn;
@@ -107,7 +108,8 @@ pub enum BenchError {
     #[error("unknown benchmark {0:?}; `tally bench --list` shows the names")]
     UnknownBenchmark(String),
     #[error(
-        "the scratch directory {path} is not usable ({source}); pass --dir with a writable directory"
+        "the scratch directory {} is not usable ({source}); pass --dir with a writable directory",
+        crate::report::path::display(path)
     )]
     Dir {
         path: PathBuf,
@@ -263,6 +265,9 @@ pub fn execute(cfg: &Config, hooks: Hooks<'_>) -> Result<BenchReport, BenchError
                 result.error = Some(e.to_string());
             }
         }
+        for f in &mut result.figures {
+            plausible::check(f);
+        }
         watch.disarm();
         result.duration_ms = u64::try_from(t0.elapsed().as_millis()).unwrap_or(u64::MAX);
         let (_, invol1) = sys::cpu::thread_switches().unwrap_or((0, 0));
@@ -301,9 +306,7 @@ pub fn execute(cfg: &Config, hooks: Hooks<'_>) -> Result<BenchReport, BenchError
 }
 
 fn check_dir(dir: &std::path::Path) -> Result<(), BenchError> {
-    tempfile::Builder::new()
-        .prefix(".tally-bench-check")
-        .tempfile_in(dir)
+    unnamed_file(dir)
         .map(|_| ())
         .map_err(|source| BenchError::Dir {
             path: dir.to_path_buf(),
@@ -385,14 +388,68 @@ impl Rng {
     }
 }
 
+/// A file with no name under `dir`, for scratch data: `O_TMPFILE`, or
+/// where the filesystem refuses that (NFS, some FUSE), a `.tally-bench-*`
+/// name removed right after it is created, and armed for removal on a
+/// fatal signal for the few instructions it has one. Nothing is left
+/// behind on any exit, not even SIGKILL: the space is freed when the file
+/// is closed.
+pub fn unnamed_file(dir: &std::path::Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut open = std::fs::OpenOptions::new();
+    open.read(true).write(true).mode(0o600);
+    match open.clone().custom_flags(libc::O_TMPFILE).open(dir) {
+        Ok(f) => return Ok(f),
+        // Refused by the filesystem (EOPNOTSUPP), or an old kernel that
+        // takes the flag for O_DIRECTORY (EISDIR, EINVAL): use a name.
+        Err(e)
+            if matches!(
+                e.raw_os_error(),
+                Some(libc::EOPNOTSUPP | libc::EISDIR | libc::EINVAL)
+            ) => {}
+        Err(e) => return Err(e),
+    }
+    named_then_unlinked(dir)
+}
+
+/// [`unnamed_file`] where `O_TMPFILE` is refused: a fresh
+/// `.tally-bench-*` name, armed for removal on a fatal signal before it
+/// exists, removed as soon as the file is open.
+fn named_then_unlinked(dir: &std::path::Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut open = std::fs::OpenOptions::new();
+    open.read(true).write(true).mode(0o600).create_new(true);
+    let mut rng = Rng::new(
+        u64::from(std::process::id())
+            ^ std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64),
+    );
+    let mut tries = 0;
+    loop {
+        let path = dir.join(format!(".tally-bench-{:016x}", rng.next_u64()));
+        // Armed before it exists, so a signal at any point removes it.
+        let guard = sys::cleanup::Guard::arm(&path).ok();
+        match open.open(&path) {
+            Ok(f) => {
+                let removed = std::fs::remove_file(&path);
+                drop(guard);
+                removed?;
+                return Ok(f);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && tries < 16 => tries += 1,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
 /// A scratch file of `bytes` bytes of non-zero pseudo-random data under
-/// `dir`, removed when dropped. Written with plain `write`; the caller
-/// decides whether it stays cached.
-pub fn scratch_file(dir: &std::path::Path, bytes: u64) -> std::io::Result<tempfile::NamedTempFile> {
+/// `dir`, with no name ([`unnamed_file`]): closing it frees it. Written
+/// with plain `write` and synced; the caller decides whether it stays
+/// cached.
+pub fn scratch_file(dir: &std::path::Path, bytes: u64) -> std::io::Result<std::fs::File> {
     use std::io::Write;
-    let mut f = tempfile::Builder::new()
-        .prefix(".tally-bench-")
-        .tempfile_in(dir)?;
+    let mut f = unnamed_file(dir)?;
     let mut rng = Rng::new(0x7a11_b3c4 ^ bytes);
     let mut chunk = vec![0u8; 1 << 20];
     let mut left = bytes;
@@ -404,15 +461,25 @@ pub fn scratch_file(dir: &std::path::Path, bytes: u64) -> std::io::Result<tempfi
         f.write_all(chunk.get(..n).unwrap_or(&chunk))?;
         left -= n as u64;
     }
-    f.as_file().sync_data()?;
+    f.sync_data()?;
     Ok(f)
 }
 
-/// Evicts `path` from the page cache and returns the pages still cached
-/// (`None` when the kernel will not tell).
-pub fn evict(path: &std::path::Path) -> Result<Option<u64>, crate::cache::evict::EvictError> {
-    let e = crate::cache::evict::evict_file(path)?;
-    Ok(e.after.cached_pages())
+/// Evicts `file` (a scratch file this process wrote, under `dir`) from the
+/// page cache and returns the pages still cached (`None` when the kernel
+/// will not tell).
+pub fn evict(file: &std::fs::File, dir: &std::path::Path) -> std::io::Result<Option<u64>> {
+    let size = file.metadata()?.len();
+    // Dirty pages cannot be dropped: write them first.
+    let _ = sys::cache::fdatasync(file);
+    sys::cache::fadvise(file, 0, 0, sys::cache::Advice::DontNeed)?;
+    Ok(crate::cache::residency(file, dir, size).cached_pages())
+}
+
+/// A directory for messages: control characters and invalid UTF-8
+/// escaped.
+pub fn shown(dir: &std::path::Path) -> String {
+    crate::report::path::display(dir)
 }
 
 #[cfg(test)]
@@ -428,6 +495,31 @@ mod tests {
             }
         }
         assert_eq!(r.below(0), 0);
+    }
+
+    #[test]
+    fn scratch_files_have_no_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = scratch_file(dir.path(), 10_000).unwrap();
+        assert_eq!(f.metadata().unwrap().len(), 10_000);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        let mut pages = None;
+        if let Ok(p) = evict(&f, dir.path()) {
+            pages = p;
+        }
+        // tmpfs cannot evict; elsewhere the file leaves the cache.
+        if let Some(p) = pages {
+            assert!(p <= 3);
+        }
+    }
+
+    #[test]
+    fn named_scratch_files_are_unlinked_once_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut f = named_then_unlinked(dir.path()).unwrap();
+        std::io::Write::write_all(&mut f, b"data").unwrap();
+        assert_eq!(f.metadata().unwrap().len(), 4);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 
     #[test]

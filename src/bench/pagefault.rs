@@ -79,11 +79,10 @@ fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
     // File-backed faults need a file.
     let file_bytes: u64 = if tiny { 1 << 20 } else { 16 << 20 };
     ctx.step("writing the scratch file");
-    let scratch = super::scratch_file(&ctx.cfg.dir, file_bytes).map_err(step_err(format!(
+    let file = &super::scratch_file(&ctx.cfg.dir, file_bytes).map_err(step_err(format!(
         "write a scratch file in {}",
-        ctx.cfg.dir.display()
+        super::shown(&ctx.cfg.dir)
     )))?;
-    let file = scratch.as_file();
     let len = file_bytes as usize;
 
     // Minor: the file is cached (just written and synced, read once).
@@ -135,7 +134,7 @@ fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
     while major.values.len() < min_passes.min(3)
         || (start.elapsed() < budget * 2 && major.values.len() < 200)
     {
-        match super::evict(scratch.path()) {
+        match super::evict(file, &ctx.cfg.dir) {
             Ok(Some(left)) => still_cached = still_cached.max(left),
             Ok(None) => {}
             Err(e) => {
@@ -172,7 +171,7 @@ fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
             def,
             format!(
                 "no major fault was counted: the file stayed cached ({still_cached} pages after eviction) or the filesystem under {} keeps it in memory (tmpfs)",
-                ctx.cfg.dir.display()
+                super::shown(&ctx.cfg.dir)
             ),
         ));
     } else {

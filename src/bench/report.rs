@@ -20,8 +20,12 @@
 //!   `median`, `mean`, `stddev`, `max`, `p95`, `mad`) or `unavailable`
 //!   with the reason; `cv`, `outliers` (modified z-score > 3.5, mostly
 //!   preempted samples) and `cv_without_outliers`, every kept sample in `samples[]` (same unit),
-//!   `iters_per_sample`, `warmup_discarded`, `notes[]`.
-//! - `baseline`: with `--baseline`, the ratio of every figure found in both.
+//!   `iters_per_sample`, `warmup_discarded`, `notes[]`, and `implausible`:
+//!   null, or why the figure failed a plausibility check
+//!   ([`super::plausible`]); such a figure keeps its summary and samples
+//!   here but is left out of every table, plot, metric and ratio.
+//! - `baseline`: with `--baseline`, the ratio of every figure found in both;
+//!   its `path` is a string, or `{lossy, bytes_hex}` for a non-UTF-8 path.
 
 use std::io::{self, Write};
 
@@ -236,8 +240,20 @@ fn baseline_suffix(r: &BenchReport, f: &Figure) -> String {
         .map_or(String::new(), |ratio| format!("  {ratio:.2}× base"))
 }
 
+/// The words shown for a figure that failed a plausibility check.
+pub fn implausible_text(why: &str) -> String {
+    format!("implausible: {why}; excluded")
+}
+
 fn write_single(r: &BenchReport, f: &Figure, out: &mut dyn Write) -> io::Result<()> {
-    match (&f.value, f.value.summary()) {
+    if let (Some(why), Some(_)) = (&f.implausible, f.value.summary()) {
+        writeln!(out, "  {:<36} {}", f.label, implausible_text(why))?;
+        for n in &f.notes {
+            writeln!(out, "  {:<36}   note: {n}", "")?;
+        }
+        return Ok(());
+    }
+    match (&f.value, f.measured()) {
         (v, Some(s)) => writeln!(
             out,
             "  {:<36} {:>12} {:>7}  min {:<10} p95 {:<10} {}{}",
@@ -302,11 +318,12 @@ fn write_sweep(r: &BenchReport, b: &BenchResult, out: &mut dyn Write) -> io::Res
                     .figures
                     .iter()
                     .find(|f| f.x == Some(*x) && f.label == *s)
-                    .map_or(String::new(), |f| match f.value.summary() {
-                        Some(sum) => {
+                    .map_or(String::new(), |f| match (f.measured(), &f.implausible) {
+                        (Some(sum), _) => {
                             format!("{} {}", format_value(&f.value, sum.median), cv_text(f))
                         }
-                        None => "unavailable".into(),
+                        (None, Some(_)) if f.value.summary().is_some() => "implausible".into(),
+                        (None, _) => "unavailable".into(),
                     });
                 write!(out, " {cell:>width$}")?;
             }
@@ -320,8 +337,14 @@ fn write_sweep(r: &BenchReport, b: &BenchResult, out: &mut dyn Write) -> io::Res
     }
     let mut reasons: Vec<String> = Vec::new();
     for f in &b.figures {
-        let text = match &f.value {
-            Value::Unavailable(why) => Some(format!("{} unavailable: {why}", f.label)),
+        let text = match (&f.value, &f.implausible) {
+            (Value::Unavailable(why), _) => Some(format!("{} unavailable: {why}", f.label)),
+            (_, Some(why)) => Some(format!(
+                "{} at {}: {}",
+                f.label,
+                f.x.map_or(String::new(), |x| format_x(x, f.x_unit.as_deref())),
+                implausible_text(why)
+            )),
             _ => None,
         };
         for t in text
@@ -413,11 +436,12 @@ impl Render for BenchReport {
             "baseline_ratio",
             "definition",
             "unavailable",
+            "implausible",
         ];
         let mut rows = Vec::new();
         for b in &self.benchmarks {
             for f in &b.figures {
-                let s = f.value.summary();
+                let s = f.measured();
                 let num = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v:.4}"));
                 rows.push(vec![
                     b.name.clone(),
@@ -429,8 +453,10 @@ impl Render for BenchReport {
                     num(s.map(|s| s.median)),
                     num(s.map(|s| s.min)),
                     num(s.map(|s| s.p95)),
-                    f.cv.map_or(String::new(), |c| format!("{:.2}", c * 100.0)),
+                    f.cv.filter(|_| s.is_some())
+                        .map_or(String::new(), |c| format!("{:.2}", c * 100.0)),
                     f.cv_without_outliers
+                        .filter(|_| s.is_some())
                         .map_or(String::new(), |c| format!("{:.2}", c * 100.0)),
                     f.outliers.to_string(),
                     s.map_or("0".into(), |s| s.count.to_string()),
@@ -440,6 +466,9 @@ impl Render for BenchReport {
                         Value::Unavailable(w) => w.clone(),
                         _ => String::new(),
                     },
+                    f.implausible
+                        .as_deref()
+                        .map_or(String::new(), |w| format!("{w}; excluded")),
                 ]);
             }
         }
@@ -453,7 +482,7 @@ impl Render for BenchReport {
         let mut by_unit: Vec<(&'static str, Vec<Sample>)> = Vec::new();
         for b in &self.benchmarks {
             for f in &b.figures {
-                let Some(s) = f.value.summary() else { continue };
+                let Some(s) = f.measured() else { continue };
                 let unit = f.value.unit_key();
                 let mut labels = vec![
                     ("benchmark".to_string(), b.name.clone()),
@@ -497,6 +526,7 @@ pub(crate) fn sample_report() -> BenchReport {
         iters_per_sample: 1000,
         warmup_discarded: 2,
         clamped: 0,
+        too_short: 0,
     };
     let mut sys = BenchResult::new(find("syscall").expect("registered"));
     sys.duration_ms = 310;
@@ -533,6 +563,15 @@ pub(crate) fn sample_report() -> BenchReport {
         samples(&[100e6, 110e6, 105e6]),
         1e9,
     ));
+    let mut all = Figure::bandwidth(
+        "membw.read.all",
+        "read (all threads)",
+        "GB/s read",
+        samples(&[1e6, 2e6, 3e6]),
+        1e9,
+    );
+    super::plausible::bandwidth_bound(&mut all, &bw.figures[0], 2);
+    bw.push(all);
     BenchReport {
         schema_version: 1,
         mode: Mode::Quick,
@@ -643,7 +682,7 @@ mod tests {
                 (x, y) => assert_eq!(x, y),
             }
         }
-        assert_eq!(figs(&back).len(), 7);
+        assert_eq!(figs(&back).len(), 8);
     }
 
     #[test]
