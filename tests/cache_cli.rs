@@ -1,9 +1,12 @@
 //! `tally cache`: residency, evict, warm, lock, and the unknown case.
 
+use std::ffi::OsStr;
 use std::io::{BufRead, BufReader, Write};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use assert_cmd::assert::OutputAssertExt;
 use serde_json::Value;
@@ -199,6 +202,7 @@ fn directories_need_r_and_paths_come_from_stdin() {
         .args(["cache", "-0", "--format", "csv", "-"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
+        .stderr(Stdio::null())
         .spawn()
         .expect("spawn");
     let mut input = Vec::new();
@@ -247,11 +251,10 @@ fn lock_holds_the_file_until_interrupted() {
     let mut line = String::new();
     BufReader::new(stderr).read_line(&mut line).expect("read");
     if !line.contains("holding") {
-        let _ = child.kill();
+        // Without the privilege to lock, stderr says why and tally fails.
         let out = child.wait_with_output().expect("wait");
-        let text = String::from_utf8_lossy(&out.stdout);
-        // Without the privilege to lock, the report says why.
-        assert!(text.contains("mlock failed"), "{line}{text}");
+        assert!(line.contains("mlock failed"), "{line}");
+        assert_eq!(out.status.code(), Some(1), "{line}");
         return;
     }
     let (v, _) = json_of(&[], &[&f]);
@@ -269,4 +272,288 @@ fn lock_holds_the_file_until_interrupted() {
     assert_eq!(out.status.code(), Some(0));
     let v: Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(cached_pages(&v, 0), Some(512));
+}
+
+/// Whether this test runs as root and `tools` are installed; prints why
+/// not otherwise.
+fn root_with(tools: &[&str]) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    if std::fs::metadata("/proc/self").map(|m| m.uid()).ok() != Some(0) {
+        eprintln!("skipped: needs root to run tally as an unprivileged user");
+        return false;
+    }
+    for tool in tools {
+        if Command::new(tool).arg("--version").output().is_err() {
+            eprintln!("skipped: {tool} (util-linux) is not installed");
+            return false;
+        }
+    }
+    true
+}
+
+/// A temporary directory user nobody may enter.
+fn open_tempdir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    dir
+}
+
+/// Waits for `child` at most `limit`; kills it and fails the test after.
+fn wait_or_kill(mut child: std::process::Child, limit: Duration) -> std::process::Output {
+    let start = Instant::now();
+    while child.try_wait().expect("try_wait").is_none() {
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("wait");
+            panic!(
+                "still running after {limit:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.wait_with_output().expect("wait")
+}
+
+#[test]
+fn cache_escapes_escape_sequences_and_newlines_in_file_names() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let name = OsStr::from_bytes(b"evil\x1b[31mred\nsecond line");
+    let f = dir.path().join(name);
+    write_file(&f, 4096);
+    let missing = dir
+        .path()
+        .join(OsStr::from_bytes(b"gone\x1b]0;title\x07\n"));
+    let out = tally()
+        .arg("cache")
+        .arg(&f)
+        .arg(&missing)
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(1), "one path is missing");
+    for (stream, bytes) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
+        assert!(
+            !bytes.iter().any(|b| *b == 0x1b || *b == 0x07),
+            "raw control bytes on {stream}: {:?}",
+            String::from_utf8_lossy(bytes)
+        );
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "a header and one row: {text}");
+    assert!(
+        lines[1].ends_with("evil\\u{1b}[31mred\\nsecond line"),
+        "{text}"
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "one message: {err}");
+    assert!(
+        err.contains("gone\\u{1b}]0;title\\u{7}\\n: skipped"),
+        "{err}"
+    );
+}
+
+#[test]
+fn cache_prints_skipped_paths_on_stderr_not_in_the_report() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let good = dir.path().join("good");
+    write_file(&good, 8192);
+    let dangling = dir.path().join("dangling");
+    std::os::unix::fs::symlink(dir.path().join("nowhere"), &dangling).expect("symlink");
+    let out = tally()
+        .arg("cache")
+        .arg(&good)
+        .arg(&dangling)
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !text.contains("skipped") && !text.contains("dangling"),
+        "{text}"
+    );
+    assert_eq!(text.lines().count(), 2, "a header and one row: {text}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("dangling: skipped: no such file or directory"),
+        "{err}"
+    );
+
+    // An unreadable file, as an unprivileged user.
+    if !root_with(&["setpriv"]) {
+        return;
+    }
+    let dir = open_tempdir();
+    let secret = dir.path().join("secret");
+    write_file(&secret, 4096);
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let out = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(common::tally_bin())
+        .arg("cache")
+        .arg(&secret)
+        .output()
+        .expect("setpriv");
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "no regular files found (1 path skipped)\n"
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("secret: skipped: cannot open: permission denied"),
+        "{err}"
+    );
+}
+
+#[test]
+fn cache_with_nothing_to_list_says_so_instead_of_a_bare_header() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = tally()
+        .args(["cache", "-r"])
+        .arg(dir.path())
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(0), "an empty directory is no error");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "no regular files found\n"
+    );
+    let out = tally()
+        .arg("cache")
+        .arg(dir.path().join("missing"))
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "no regular files found (1 path skipped)\n"
+    );
+    // Machine formats keep their structure.
+    let (v, code) = json_of(&["-r"], &[dir.path()]);
+    assert_eq!(code, 0);
+    assert_eq!(v["files"].as_array().map(Vec::len), Some(0));
+}
+
+#[test]
+fn cache_lock_fails_when_the_locked_memory_limit_allows_nothing() {
+    if !root_with(&["setpriv", "prlimit"]) {
+        return;
+    }
+    let dir = open_tempdir();
+    let f = dir.path().join("model.bin");
+    write_file(&f, 1 << 20);
+    std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    // 64 KiB may be locked; the file needs 1 MiB.
+    let child = Command::new("prlimit")
+        .arg("--memlock=65536:65536")
+        .args([
+            "setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+        ])
+        .arg(common::tally_bin())
+        .args(["cache", "--lock"])
+        .arg(&f)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("prlimit");
+    // Nothing locked: tally must not wait for Ctrl-C to hold nothing.
+    let out = wait_or_kill(child, Duration::from_secs(60));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("model.bin: not locked: mlock failed"), "{err}");
+    assert!(
+        err.contains("RLIMIT_MEMLOCK") && err.contains("64.0 KiB"),
+        "{err}"
+    );
+    assert!(err.contains("nothing locked"), "{err}");
+    assert!(!err.contains("holding"), "{err}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !text.contains("mlock"),
+        "errors stay off the report: {text}"
+    );
+}
+
+#[test]
+fn cache_json_keeps_non_utf8_file_names_whole() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let f = dir.path().join(OsStr::from_bytes(b"caf\xe9.bin"));
+    write_file(&f, 4096);
+    let missing = dir.path().join(OsStr::from_bytes(b"gone\xff"));
+    for action in [&[][..], &["--evict"], &["--warm"]] {
+        let (v, code) = json_of(action, &[&f, &missing]);
+        assert_eq!(code, 1, "one path is missing");
+        let hex: String = f
+            .as_os_str()
+            .as_bytes()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert_eq!(v["files"][0]["path"]["bytes_hex"], hex, "{v}");
+        assert!(
+            v["files"][0]["path"]["lossy"]
+                .as_str()
+                .is_some_and(|s| s.ends_with("caf\u{fffd}.bin"))
+        );
+        assert!(
+            v["problems"][0]["path"]["bytes_hex"]
+                .as_str()
+                .is_some_and(|h| h.ends_with("676f6e65ff")),
+            "{v}"
+        );
+        assert_eq!(v["total"]["files"], 1);
+    }
+    // The other text formats escape the name rather than lose the row.
+    let out = tally()
+        .args(["cache", "--format", "csv"])
+        .arg(&f)
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8(out.stdout).expect("CSV is UTF-8");
+    assert!(text.contains("caf\\xe9.bin"), "{text}");
+}
+
+#[test]
+fn cache_keeps_its_exit_codes_when_stderr_is_unwritable() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let good = dir.path().join("good");
+    write_file(&good, 4096);
+    let missing = dir.path().join("missing");
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full");
+    if let Ok(full) = full {
+        let out = tally()
+            .arg("cache")
+            .arg(&good)
+            .arg(&missing)
+            .stderr(full)
+            .output()
+            .expect("run");
+        assert_eq!(out.status.code(), Some(1), "2>/dev/full");
+        assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 2);
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .expect("full");
+        let out = tally().arg("cache").stderr(full).output().expect("run");
+        assert_eq!(out.status.code(), Some(2), "usage error, 2>/dev/full");
+    } else {
+        eprintln!("skipped the /dev/full part: no /dev/full");
+    }
+    // A closed pipe: the reader of stderr went away before tally wrote.
+    let mut child = tally()
+        .arg("cache")
+        .arg(&good)
+        .arg(&missing)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    drop(child.stderr.take());
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!(out.status.code(), Some(1), "stderr a closed pipe");
 }

@@ -2,8 +2,12 @@
 
 mod common;
 
+use std::ffi::OsStr;
 use std::io::Write;
-use std::process::Command;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -148,4 +152,276 @@ fn formats_without_a_form_are_refused_before_any_work() {
         .expect("run");
     assert_eq!(out.status.code(), Some(2));
     assert!(!dst.exists(), "nothing copied");
+}
+
+/// Whether `tool` can be run; prints why the test is skipped otherwise.
+fn have(tool: &str) -> bool {
+    let ok = Command::new(tool).arg("--version").output().is_ok();
+    if !ok {
+        eprintln!("skipped: {tool} (util-linux) is not installed");
+    }
+    ok
+}
+
+/// Waits for `child` at most `limit`; kills it and fails the test after.
+fn wait_or_kill(mut child: std::process::Child, limit: Duration) -> std::process::Output {
+    let start = Instant::now();
+    while child.try_wait().expect("try_wait").is_none() {
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("wait");
+            panic!(
+                "still running after {limit:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("wait")
+}
+
+fn meminfo_bytes(key: &str) -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with(key))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+fn sparse_file(dir: &Path, name: &str, size: u64) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::File::create(&path)
+        .and_then(|f| f.set_len(size))
+        .expect("sparse file");
+    path
+}
+
+#[test]
+fn load_read_of_a_file_larger_than_memory_says_why_instead_of_sigabrt() {
+    // An address-space limit keeps a broken build from really trying to
+    // fill the machine's memory.
+    if !have("prlimit") {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let total = meminfo_bytes("MemTotal:").expect("MemTotal");
+    let huge = sparse_file(dir.path(), "huge.sparse", (64u64 << 30).max(2 * total));
+    let two = sparse_file(dir.path(), "two.sparse", 2 << 30);
+    for (file, limit, why) in [
+        // Larger than the memory available: refused before allocating.
+        (&huge, 4u64 << 30, "larger than the memory available"),
+        // Fits in memory, but the allocation fails (here: ulimit -v).
+        (&two, 1 << 30, "the allocation failed"),
+    ] {
+        let out = Command::new("prlimit")
+            .arg(format!("--as={limit}"))
+            .arg(common::tally_bin())
+            .args(["load", "--methods", "read", "--warm", "--format", "json"])
+            .arg(file)
+            .output()
+            .expect("prlimit");
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!("{e}: {}", String::from_utf8_lossy(&out.stderr));
+        });
+        assert_eq!(out.status.code(), Some(1), "no method worked: {v}");
+        let error = v["results"][0]["error"].as_str().unwrap_or("");
+        assert!(!error.contains("SIGABRT"), "{error}");
+        assert!(
+            error.contains("cannot allocate 2.0 GiB") || file == &huge,
+            "{error}"
+        );
+        assert!(error.contains("for read()"), "{error}");
+        assert!(error.contains(why), "{error}");
+        assert!(error.contains("use mmap or read-chunks"), "{error}");
+        assert!(v["checksums_agree"].is_null(), "nothing compared: {v}");
+    }
+    let out = Command::new("prlimit")
+        .arg(format!("--as={}", 4u64 << 30))
+        .arg(common::tally_bin())
+        .args(["load", "--methods", "read", "--warm"])
+        .arg(&huge)
+        .output()
+        .expect("prlimit");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("no checksum taken: no load finished"),
+        "{text}"
+    );
+    assert!(!text.contains("agree"), "{text}");
+}
+
+#[test]
+fn load_claims_no_checksum_agreement_when_none_was_taken() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = sample_file(dir.path());
+    let args = [
+        "load",
+        "--warm",
+        "--touch",
+        "none",
+        "--methods",
+        "read,mmap",
+    ];
+    let out = tally().args(args).arg(&file).output().expect("run");
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains("agree"), "{text}");
+    assert!(text.contains("no checksum taken (--touch none)"), "{text}");
+    let out = tally()
+        .args(args)
+        .args(["--format", "json"])
+        .arg(&file)
+        .output()
+        .expect("run");
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert!(v["checksums_agree"].is_null(), "{v}");
+    // With checksums, they are compared and said to agree.
+    let out = tally()
+        .args(["load", "--warm", "--methods", "read,mmap"])
+        .arg(&file)
+        .output()
+        .expect("run");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("checksums agree (2 loads)"), "{text}");
+}
+
+#[test]
+fn load_json_keeps_a_non_utf8_file_name_whole() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plain = sample_file(dir.path());
+    let file = dir.path().join(OsStr::from_bytes(b"w\xe9\x1b[31m.bin"));
+    std::fs::rename(&plain, &file).expect("rename");
+    let out = tally()
+        .args(["load", "--warm", "--methods", "read", "--format", "json"])
+        .arg(&file)
+        .output()
+        .expect("run");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout));
+    });
+    assert_eq!(out.status.code(), Some(0));
+    let hex: String = file
+        .as_os_str()
+        .as_bytes()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_eq!(v["file"]["bytes_hex"], hex, "{v}");
+    assert_eq!(v["results"][0]["bytes_loaded"], (3 << 20) + 777);
+    // Human text escapes it.
+    let out = tally()
+        .args(["load", "--warm", "--methods", "read"])
+        .arg(&file)
+        .output()
+        .expect("run");
+    assert!(!out.stdout.contains(&0x1b));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("w\\xe9\\u{1b}[31m.bin"), "{text}");
+}
+
+#[test]
+fn load_keeps_its_exit_codes_when_stderr_is_unwritable() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = sample_file(dir.path());
+    let missing = dir.path().join("missing");
+    let full = || std::fs::OpenOptions::new().write(true).open("/dev/full");
+    if full().is_ok() {
+        let out = tally()
+            .arg("load")
+            .arg(&missing)
+            .stderr(full().expect("full"))
+            .output()
+            .expect("run");
+        assert_eq!(out.status.code(), Some(1), "missing file, 2>/dev/full");
+        let out = tally()
+            .args(["load", "--methods", "telepathy"])
+            .arg(&file)
+            .stderr(full().expect("full"))
+            .output()
+            .expect("run");
+        assert_eq!(out.status.code(), Some(2), "bad usage, 2>/dev/full");
+        let out = tally()
+            .args(["load", "--warm", "--methods", "read,mmap"])
+            .arg(&file)
+            .stderr(full().expect("full"))
+            .output()
+            .expect("run");
+        assert_eq!(out.status.code(), Some(0), "success, 2>/dev/full");
+        assert!(String::from_utf8_lossy(&out.stdout).contains("checksums agree"));
+    } else {
+        eprintln!("skipped the /dev/full part: no /dev/full");
+    }
+    let mut child = tally()
+        .arg("load")
+        .arg(&missing)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    drop(child.stderr.take());
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!(out.status.code(), Some(1), "stderr a closed pipe");
+}
+
+/// Whether this process ignores `sig` (then so does every child).
+fn ignored(sig: u32) -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            let line = s.lines().find(|l| l.starts_with("SigIgn:"))?.to_owned();
+            u64::from_str_radix(line.split_whitespace().nth(1)?, 16).ok()
+        })
+        .is_some_and(|mask| mask & (1 << (sig - 1)) != 0)
+}
+
+#[test]
+fn load_interrupted_stops_reaps_its_load_and_starts_no_other() {
+    for (name, number) in [("INT", 2u32), ("TERM", 15)] {
+        if ignored(number) {
+            eprintln!("skipped SIG{name}: ignored by the test process");
+            continue;
+        }
+        let dir = tempfile::tempdir().expect("tempdir");
+        let scratch = dir.path().join("tmp");
+        std::fs::create_dir(&scratch).expect("mkdir");
+        let file = sample_file(dir.path());
+        // Far more loads than the test waits for.
+        let child = tally()
+            .args(["load", "-n", "1000", "--methods", "read-chunks,mmap"])
+            .arg(&file)
+            .env("TMPDIR", &scratch)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        let pid = child.id();
+        let children = format!("/proc/{pid}/task/{pid}/children");
+        let start = Instant::now();
+        let load = loop {
+            let list = std::fs::read_to_string(&children).unwrap_or_default();
+            if let Some(first) = list.split_whitespace().next() {
+                break first.to_owned();
+            }
+            assert!(start.elapsed() < Duration::from_secs(60), "no load started");
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        Command::new("kill")
+            .arg(format!("-{name}"))
+            .arg(pid.to_string())
+            .status()
+            .expect("kill");
+        let out = wait_or_kill(child, Duration::from_secs(60));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(128 + number as i32), "{err}");
+        assert!(err.contains(&format!("interrupted by SIG{name}")), "{err}");
+        // The load tally ran is gone (reaped, not orphaned), and so is the
+        // directory its result went to.
+        let cmdline = std::fs::read(format!("/proc/{load}/cmdline")).unwrap_or_default();
+        let cmdline = String::from_utf8_lossy(&cmdline);
+        assert!(
+            !cmdline.contains("--child"),
+            "load {load} outlived tally: {cmdline}"
+        );
+        let left: Vec<_> = std::fs::read_dir(&scratch).expect("ls").collect();
+        assert!(left.is_empty(), "left behind: {left:?}");
+    }
 }

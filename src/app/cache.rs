@@ -32,22 +32,55 @@ pub(super) fn cache_command(args: cli::cache::CacheArgs) -> u8 {
             return 1;
         }
     };
+    // Errors (skipped paths, files not locked) go to stderr; stdout holds
+    // the report alone.
+    for line in report.diagnostics() {
+        tally::diag!("tally: {line}");
+    }
     let code = quiet_pipe(|out| render_to(&report, args.format, out));
     if code != 0 {
         return code;
     }
-    if let Some(held) = held {
-        if !held.mappings.is_empty() {
+    let failed = u8::from(report.has_problems());
+    let Some(held) = held else {
+        return failed;
+    };
+    let not_locked = report.lock_failures().count();
+    if held.mappings.is_empty() {
+        if not_locked > 0 {
             tally::diag!(
-                "tally: holding {} locked in memory ({} files); interrupt (Ctrl-C) to release",
-                tally::units::human_bytes(held.bytes),
-                held.mappings.len()
+                "tally: nothing locked: {} could not be locked (the reason is above)",
+                files(not_locked)
             );
-            if let Err(e) = tally::sys::mem::wait_for_stop_signal() {
-                tally::diag!("tally: cannot wait for a signal: {e}");
-                return 1;
-            }
+            return 1;
         }
+        if !report.files.is_empty() {
+            tally::diag!("tally: nothing to lock: the files are empty");
+        }
+        return failed;
     }
-    u8::from(report.has_problems())
+    tally::diag!(
+        "tally: holding {} locked in memory ({}); interrupt (Ctrl-C) to release",
+        tally::units::human_bytes(held.bytes),
+        files(held.mappings.len())
+    );
+    if not_locked > 0 {
+        tally::diag!(
+            "tally: {} could not be locked: exit status 1 when released",
+            files(not_locked)
+        );
+    }
+    if let Err(e) = tally::sys::mem::wait_for_stop_signal() {
+        tally::diag!("tally: cannot wait for a signal: {e}");
+        return 1;
+    }
+    failed.max(u8::from(not_locked > 0))
+}
+
+fn files(n: usize) -> String {
+    if n == 1 {
+        "1 file".into()
+    } else {
+        format!("{} files", tally::units::thousands(n as u64))
+    }
 }

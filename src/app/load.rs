@@ -17,22 +17,29 @@ pub(super) fn load_command(args: cli::load::LoadArgs) -> u8 {
     }
     if let Some(method) = args.child {
         // One load in this process, the result in a file for the parent.
-        let result = load::child::load(method, &args.file, args.touch).unwrap_or_else(|e| {
-            load::child::ChildResult {
-                error: Some(e.to_string()),
-                ..Default::default()
-            }
-        });
-        let failed = result.error.is_some();
+        let (result, code) = match load::child::load(method, &args.file, args.touch) {
+            Ok(r) => (r, 0),
+            Err(e) => (
+                load::child::ChildResult {
+                    error: Some(e.to_string()),
+                    ..Default::default()
+                },
+                if e.kind() == io::ErrorKind::OutOfMemory {
+                    load::child::EXIT_NO_MEMORY
+                } else {
+                    1
+                },
+            ),
+        };
         if let Some(path) = &args.result {
             let written = serde_json::to_vec(&result)
                 .map_err(io::Error::other)
                 .and_then(|b| std::fs::write(path, b));
             if written.is_err() {
-                return 1;
+                return code.max(1);
             }
         }
-        return u8::from(failed);
+        return code;
     }
     let exe = match std::env::current_exe() {
         Ok(p) => p,
@@ -97,7 +104,7 @@ pub(super) fn load_command(args: cli::load::LoadArgs) -> u8 {
         Ok(r) => r,
         Err(e) => {
             tally::diag!("tally: load: {e}");
-            return 1;
+            return e.exit_code();
         }
     };
     if let Some(f) = html.as_mut() {

@@ -153,6 +153,53 @@ fn describe(e: &io::Error) -> String {
     }
 }
 
+/// Why `mlock` of `size` bytes failed, with `held` bytes locked already:
+/// the locked-memory limit, when that is what refused it.
+fn lock_failure(e: &io::Error, size: u64, held: u64) -> String {
+    use crate::units::human_bytes;
+    let limited = matches!(
+        e.raw_os_error(),
+        Some(libc::ENOMEM) | Some(libc::EPERM) | Some(libc::EAGAIN)
+    );
+    match memlock_limit() {
+        Some(Some(limit)) if limited && sys::geteuid() != 0 => format!(
+            "mlock failed: {e}: the locked-memory limit (RLIMIT_MEMLOCK, ulimit -l) is {}, \
+             {} is locked already and this file needs {}; raise the limit \
+             (ulimit -l, LimitMEMLOCK= in systemd, memlock in limits.conf) or run as root",
+            human_bytes(limit),
+            human_bytes(held),
+            human_bytes(size)
+        ),
+        _ if limited => format!(
+            "mlock failed: {e}: not enough memory to lock {} ({} locked already)",
+            human_bytes(size),
+            human_bytes(held)
+        ),
+        _ => format!("mlock failed: {e}"),
+    }
+}
+
+/// The soft RLIMIT_MEMLOCK of this process from /proc/self/limits:
+/// `Some(None)` when unlimited, `None` when it cannot be read.
+fn memlock_limit() -> Option<Option<u64>> {
+    let text = std::fs::read_to_string("/proc/self/limits").ok()?;
+    parse_memlock(&text)
+}
+
+fn parse_memlock(limits: &str) -> Option<Option<u64>> {
+    let line = limits
+        .lines()
+        .find(|l| l.starts_with("Max locked memory"))?;
+    let soft = line
+        .strip_prefix("Max locked memory")?
+        .split_whitespace()
+        .next()?;
+    if soft == "unlimited" {
+        return Some(None);
+    }
+    soft.parse().ok().map(Some)
+}
+
 fn open(path: &Path) -> io::Result<File> {
     // O_NONBLOCK: a FIFO swapped in after the check must not hang us.
     OpenOptions::new()
@@ -236,9 +283,7 @@ fn one_file(cfg: &Config, path: &Path, held: &mut Held) -> Result<FileReport, St
             if size > 0 {
                 let m = Mapping::new(&file, size, false).map_err(|e| format!("cannot map: {e}"))?;
                 if let Err(e) = m.lock() {
-                    stayed_reason = Some(format!(
-                        "mlock failed: {e} — raise the locked-memory limit (ulimit -l) or run as root"
-                    ));
+                    stayed_reason = Some(lock_failure(&e, size, held.bytes));
                 } else {
                     held.bytes = held.bytes.saturating_add(size);
                     held.mappings.push(m);
@@ -265,6 +310,22 @@ fn one_file(cfg: &Config, path: &Path, held: &mut Held) -> Result<FileReport, St
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_locked_memory_limit_is_read_from_proc_limits() {
+        let limits = "Limit                     Soft Limit           Hard Limit           Units     \n\
+Max processes             63432                63432                processes \n\
+Max locked memory         65536                8388608              bytes     \n";
+        assert_eq!(parse_memlock(limits), Some(Some(65536)));
+        let unlimited =
+            "Max locked memory         unlimited            unlimited            bytes\n";
+        assert_eq!(parse_memlock(unlimited), Some(None));
+        assert_eq!(parse_memlock("Max processes 1 1 processes\n"), None);
+        assert!(
+            memlock_limit().is_some(),
+            "this kernel has /proc/self/limits"
+        );
+    }
 
     #[test]
     fn maps_fit_the_terminal() {

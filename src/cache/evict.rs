@@ -17,6 +17,7 @@ pub const ALIGN_BYTES: u64 = 2 << 20;
 /// What happened to one file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Evicted {
+    #[serde(serialize_with = "crate::report::path::serialize")]
     pub path: PathBuf,
     pub size_bytes: u64,
     pub before: Residency,
@@ -28,9 +29,9 @@ pub struct Evicted {
 /// Why a file could not be evicted at all.
 #[derive(Debug, thiserror::Error)]
 pub enum EvictError {
-    #[error("cannot open {path}: {source}")]
+    #[error("cannot open {}: {source}", crate::report::path::display(path))]
     Open { path: PathBuf, source: io::Error },
-    #[error("cannot walk {path}: {message}")]
+    #[error("cannot walk {}: {message}", crate::report::path::display(path))]
     Walk { path: PathBuf, message: String },
 }
 

@@ -12,6 +12,16 @@
 //!   `writeback_bytes` over files whose residency is known, and
 //!   `unknown_files`.
 //! - `problems[]`: `path` and `error` for paths that were skipped.
+//!
+//! A path that is not valid UTF-8 is written as `{"lossy", "bytes_hex"}`
+//! (see [`crate::report::path`]). In human text, CSV, Markdown and
+//! Prometheus labels, control characters and invalid bytes of a path are
+//! escaped (`\n`, `\u{1b}`, `\xe9`), so a file name can neither break a
+//! line nor reach the terminal as an escape sequence.
+//!
+//! Skipped paths and files that could not be locked are errors: the human
+//! report leaves them out, and [`CacheReport::diagnostics`] gives the lines
+//! that belong on standard error.
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -19,6 +29,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::Residency;
+use crate::report::path::display;
 use crate::report::{Metric, MetricKind, Render, Sample, Style, Table};
 use crate::units::{human_bytes, percent, thousands};
 
@@ -36,6 +47,7 @@ pub enum Action {
 /// One file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileReport {
+    #[serde(serialize_with = "crate::report::path::serialize")]
     pub path: PathBuf,
     pub size_bytes: u64,
     pub residency: Residency,
@@ -48,6 +60,7 @@ pub struct FileReport {
 /// A path that was skipped, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PathProblem {
+    #[serde(serialize_with = "crate::report::path::serialize")]
     pub path: PathBuf,
     pub error: String,
 }
@@ -121,6 +134,30 @@ impl CacheReport {
     /// Whether any path was skipped (the command then exits 1).
     pub fn has_problems(&self) -> bool {
         !self.problems.is_empty()
+    }
+
+    /// The files `--lock` could not lock (each with its reason in
+    /// `stayed_reason`).
+    pub fn lock_failures(&self) -> impl Iterator<Item = &FileReport> {
+        self.files
+            .iter()
+            .filter(|f| self.action == Action::Lock && f.stayed_reason.is_some())
+    }
+
+    /// One line per error, for standard error: each skipped path, and each
+    /// file that could not be locked. Paths are escaped for a terminal.
+    pub fn diagnostics(&self) -> Vec<String> {
+        let mut lines: Vec<String> = self
+            .problems
+            .iter()
+            .map(|p| format!("{}: skipped: {}", display(&p.path), p.error))
+            .collect();
+        for f in self.lock_failures() {
+            if let Some(reason) = &f.stayed_reason {
+                lines.push(format!("{}: not locked: {reason}", display(&f.path)));
+            }
+        }
+        lines
     }
 }
 
@@ -212,6 +249,19 @@ fn write_table(out: &mut dyn Write, header: &[&str], rows: &[Vec<String>]) -> io
 
 impl Render for CacheReport {
     fn human(&self, out: &mut dyn Write, _style: Style) -> io::Result<()> {
+        if self.files.is_empty() {
+            // No table without rows: say so (the skipped paths, if any,
+            // are on standard error).
+            return match self.problems.len() {
+                0 => writeln!(out, "no regular files found"),
+                1 => writeln!(out, "no regular files found (1 path skipped)"),
+                n => writeln!(
+                    out,
+                    "no regular files found ({} paths skipped)",
+                    thousands(n as u64)
+                ),
+            };
+        }
         let page = self.page_size_bytes;
         let with_before = matches!(self.action, Action::Evict | Action::Warm | Action::Lock);
         let mut header = vec!["size"];
@@ -235,7 +285,7 @@ impl Render for CacheReport {
             });
             row.push(bytes_cell(known_opt(&f.residency, page, dirty)).replace("unknown", "-"));
             row.push(bytes_cell(known_opt(&f.residency, page, writeback)).replace("unknown", "-"));
-            row.push(f.path.display().to_string());
+            row.push(display(&f.path));
             rows.push(row);
             maps.push(f.map_percent.as_ref());
         }
@@ -288,23 +338,18 @@ impl Render for CacheReport {
         }
         for f in &self.files {
             if let Residency::Unknown { reason } = &f.residency {
-                writeln!(out, "{}: residency unknown: {reason}", f.path.display())?;
+                writeln!(out, "{}: residency unknown: {reason}", display(&f.path))?;
             }
-            if let Some(reason) = &f.stayed_reason {
+            // A failed lock is an error: on standard error (diagnostics).
+            if let (Some(reason), false) = (&f.stayed_reason, self.action == Action::Lock) {
                 let pages = f.residency.cached_pages().unwrap_or(0);
-                match self.action {
-                    Action::Lock => writeln!(out, "{}: {reason}", f.path.display())?,
-                    _ => writeln!(
-                        out,
-                        "{}: {} pages stayed: {reason}",
-                        f.path.display(),
-                        thousands(pages)
-                    )?,
-                }
+                writeln!(
+                    out,
+                    "{}: {} pages stayed: {reason}",
+                    display(&f.path),
+                    thousands(pages)
+                )?;
             }
-        }
-        for p in &self.problems {
-            writeln!(out, "{}: skipped: {}", p.path.display(), p.error)?;
         }
         Ok(())
     }
@@ -335,7 +380,7 @@ impl Render for CacheReport {
                     Residency::Unknown { reason } => ("unknown", Some(reason.clone())),
                 };
                 vec![
-                    f.path.display().to_string(),
+                    display(&f.path),
                     f.size_bytes.to_string(),
                     state.into(),
                     opt(cached_bytes(&f.residency, page)),
@@ -349,7 +394,7 @@ impl Render for CacheReport {
             })
             .collect();
         for p in &self.problems {
-            let mut row = vec![p.path.display().to_string(), String::new(), "error".into()];
+            let mut row = vec![display(&p.path), String::new(), "error".into()];
             row.extend(std::iter::repeat_n(String::new(), 6));
             row.push(p.error.clone());
             rows.push(row);
@@ -360,7 +405,7 @@ impl Render for CacheReport {
     fn metrics(&self) -> Option<Vec<Metric>> {
         let page = self.page_size_bytes;
         let sample = |f: &FileReport, v: u64| Sample {
-            labels: vec![("path".into(), f.path.display().to_string())],
+            labels: vec![("path".into(), display(&f.path))],
             value: v as f64,
         };
         Some(vec![
@@ -454,8 +499,76 @@ mod tests {
         assert!(b_line.contains("unknown"), "{b_line}");
         assert!(!b_line.contains("100%"), "{b_line}");
         assert!(text.contains("  [# ]"), "{text}");
-        assert!(text.contains("/c: skipped: gone"));
         assert!(text.contains("total of 2 files (1 files unknown)"));
+        // A skipped path is an error, for standard error, not the report.
+        assert!(!text.contains("skipped"), "{text}");
+        assert_eq!(r.diagnostics(), ["/c: skipped: gone"]);
+    }
+
+    #[test]
+    fn names_cannot_break_lines_or_reach_the_terminal_raw() {
+        use std::ffi::OsStr;
+        use std::os::unix::ffi::OsStrExt;
+        let mut r = report();
+        r.files[0].path = PathBuf::from(OsStr::from_bytes(b"/a\x1b[31mred\nline\xe9"));
+        r.problems[0].path = PathBuf::from(OsStr::from_bytes(b"/c\x1b]0;t\x07"));
+        let mut out = Vec::new();
+        r.human(&mut out, Style::default()).expect("render");
+        assert!(!out.contains(&0x1b), "raw escape in the report");
+        let text = String::from_utf8(out).expect("utf8");
+        assert!(text.contains("/a\\u{1b}[31mred\\nline\\xe9"), "{text}");
+        // Header, two files, total, the unknown note: no line was split.
+        assert_eq!(text.lines().count(), 6, "{text}");
+        let diag = r.diagnostics().join("\n");
+        assert!(
+            !diag.contains('\u{1b}') && !diag.contains('\u{7}'),
+            "{diag}"
+        );
+        let t = r.table();
+        assert!(
+            t.rows
+                .iter()
+                .flatten()
+                .all(|c| !c.contains(['\n', '\u{1b}']))
+        );
+        let json = serde_json::to_value(&r).expect("json");
+        assert_eq!(
+            json["files"][0]["path"]["bytes_hex"],
+            "2f611b5b33316d7265640a6c696e65e9"
+        );
+    }
+
+    #[test]
+    fn an_empty_listing_says_so_instead_of_a_bare_header() {
+        let mut r = report();
+        r.files.clear();
+        r.total_up();
+        let mut out = Vec::new();
+        r.human(&mut out, Style::default()).expect("render");
+        assert_eq!(
+            String::from_utf8_lossy(&out),
+            "no regular files found (1 path skipped)\n"
+        );
+        r.problems.clear();
+        let mut out = Vec::new();
+        r.human(&mut out, Style::default()).expect("render");
+        assert_eq!(String::from_utf8_lossy(&out), "no regular files found\n");
+    }
+
+    #[test]
+    fn failed_locks_are_errors_not_report_lines() {
+        let mut r = report();
+        r.action = Action::Lock;
+        r.files[0].stayed_reason = Some("mlock failed: ENOMEM".into());
+        let mut out = Vec::new();
+        r.human(&mut out, Style::default()).expect("render");
+        let text = String::from_utf8(out).expect("utf8");
+        assert!(!text.contains("mlock failed"), "{text}");
+        assert_eq!(r.lock_failures().count(), 1);
+        assert!(
+            r.diagnostics()
+                .contains(&"/a: not locked: mlock failed: ENOMEM".to_string())
+        );
     }
 
     #[test]

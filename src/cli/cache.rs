@@ -16,7 +16,9 @@ use crate::report::Format;
         Residency comes from cachestat(2), else mincore(2). For a file you \
         neither own nor may write, the kernel refuses or would claim 100%: \
         tally says \"unknown\" instead.\n\
-        Exit status: 0 ok, 1 if a path was skipped, 2 bad usage.")]
+        Skipped paths and files that cannot be locked are reported on stderr.\n\
+        Exit status: 0 ok, 1 if a path was skipped or a file could not be locked \
+        (--lock), 2 bad usage.")]
 pub struct CacheArgs {
     /// Drop the files' pages: fdatasync, POSIX_FADV_DONTNEED over 2 MiB-aligned
     /// ranges, then check again and say what stayed and why.

@@ -24,6 +24,10 @@ pub const BIG_CHUNK_BYTES: usize = 4 << 20;
 /// io_uring reads in flight.
 pub const URING_DEPTH: usize = 4;
 
+/// Exit status of a child whose load could not get the memory it needs
+/// (1 is any other failed load; both write a result saying why).
+pub const EXIT_NO_MEMORY: u8 = 3;
+
 /// What a child reports back to the parent (as JSON in a file).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChildResult {
@@ -108,11 +112,12 @@ pub fn load(method: Method, path: &Path, touch: Touch) -> io::Result<ChildResult
                 Method::Read => {
                     // The std::ifstream way: one heap buffer as large as
                     // the file, filled by read().
-                    let len = usize::try_from(size)
-                        .map_err(|_| io::Error::other("file too large for memory"))?;
-                    let mut buf = vec![0u8; len];
-                    let n = read_full(&file, &mut buf, 0)?;
-                    t.feed(0, buf.get(..n).unwrap_or(&[]));
+                    let mut buf = whole_file_buffer(size, available_memory())?;
+                    let len = usize::try_from(size).unwrap_or(usize::MAX);
+                    // The buffer has one byte more for an empty file.
+                    let slice = buf.as_mut_slice().get_mut(..len).unwrap_or_default();
+                    let n = read_full(&file, slice, 0)?;
+                    t.feed(0, slice.get(..n).unwrap_or(&[]));
                     n as u64
                 }
                 Method::ReadChunks => read_chunks(&file, &mut t)?,
@@ -155,6 +160,51 @@ pub fn load(method: Method, path: &Path, touch: Touch) -> io::Result<ChildResult
         checksum: t.finish(),
         error: None,
     })
+}
+
+/// Bytes of memory available to a new allocation without swapping or
+/// the OOM killer (`MemAvailable` of /proc/meminfo), if known.
+fn available_memory() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    parse_mem_available(&text)
+}
+
+fn parse_mem_available(meminfo: &str) -> Option<u64> {
+    let line = meminfo.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib.saturating_mul(1024))
+}
+
+/// A zeroed heap buffer for all `size` bytes of the file (calloc: pages
+/// are mapped only as read() fills them), or an `OutOfMemory` error that
+/// says why there is none: the file is larger than the `available`
+/// memory, or the allocation failed (an address-space limit, overcommit
+/// refused). Never the abort of an infallible allocation.
+fn whole_file_buffer(size: u64, available: Option<u64>) -> io::Result<AlignedBuf> {
+    use crate::units::human_bytes;
+    let advice = "use mmap or read-chunks for a file this large";
+    if let Some(avail) = available.filter(|a| size > *a) {
+        return Err(io::Error::new(
+            io::ErrorKind::OutOfMemory,
+            format!(
+                "cannot allocate {} for read(): larger than the memory available ({}, MemAvailable); {advice}",
+                human_bytes(size),
+                human_bytes(avail)
+            ),
+        ));
+    }
+    usize::try_from(size)
+        .ok()
+        .and_then(|len| AlignedBuf::new(len, 1).ok())
+        .ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::OutOfMemory,
+                format!(
+                    "cannot allocate {} for read(): the allocation failed (address-space limit, ulimit -v, or overcommit refused it); {advice}",
+                    human_bytes(size)
+                ),
+            )
+        })
 }
 
 fn read_full(file: &File, buf: &mut [u8], off: u64) -> io::Result<usize> {
@@ -211,6 +261,40 @@ fn read_chunks_direct(file: &File, size: u64, t: &mut Toucher) -> io::Result<u64
 mod tests {
     use super::*;
     use std::io::Write;
+
+    #[test]
+    fn a_file_larger_than_memory_gets_no_buffer_and_a_reason() {
+        let meminfo = "MemTotal:       24000000 kB\nMemFree:        20000000 kB\nMemAvailable:   22000000 kB\n";
+        assert_eq!(parse_mem_available(meminfo), Some(22_000_000 * 1024));
+        assert_eq!(parse_mem_available("MemTotal: 1 kB\n"), None);
+
+        let e = whole_file_buffer(64 << 30, Some(1 << 30))
+            .err()
+            .expect("refused");
+        assert_eq!(e.kind(), io::ErrorKind::OutOfMemory);
+        let text = e.to_string();
+        assert!(
+            text.contains("cannot allocate 64.0 GiB for read()"),
+            "{text}"
+        );
+        assert!(
+            text.contains("larger than the memory available (1.0 GiB"),
+            "{text}"
+        );
+        assert!(text.contains("mmap or read-chunks"), "{text}");
+        // More than any address space: the allocation fails, no abort.
+        let e = whole_file_buffer(u64::MAX, None).err().expect("refused");
+        assert_eq!(e.kind(), io::ErrorKind::OutOfMemory);
+        assert!(e.to_string().contains("the allocation failed"), "{e}");
+        let b = whole_file_buffer(4096, Some(1 << 30)).expect("small");
+        assert_eq!(b.as_slice().len(), 4096);
+        assert_eq!(
+            whole_file_buffer(0, Some(0))
+                .map(|b| b.as_slice().len())
+                .ok(),
+            Some(1)
+        );
+    }
 
     #[test]
     fn every_method_sees_the_same_bytes() {

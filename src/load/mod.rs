@@ -7,6 +7,11 @@
 //! needed); warm runs read in whatever is missing first. Every method then
 //! uses the data — a checksum over every byte by default — and the
 //! checksums must agree.
+//!
+//! SIGINT, SIGTERM, SIGHUP and SIGQUIT stop the comparison: a load that is
+//! running gets the signal (and is reaped), no further load starts, the
+//! result directory is removed, and [`execute`] returns
+//! [`LoadError::Interrupted`].
 
 pub mod checksum;
 pub mod child;
@@ -19,8 +24,10 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::report::SCHEMA_VERSION;
+use crate::report::path::display;
 use crate::run;
 use crate::stats;
+use crate::sys::{self, signals::Forwarder};
 use report::{LoadReport, MethodResult};
 
 /// A way of loading a file.
@@ -120,14 +127,34 @@ pub struct Config {
 /// Why `tally load` could not run.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
-    #[error("cannot open {path}: {source} — name a readable regular file")]
+    #[error(
+        "cannot open {}: {source} — name a readable regular file",
+        display(path)
+    )]
     File { path: PathBuf, source: io::Error },
-    #[error("{0} is not a regular file")]
+    #[error("{} is not a regular file", display(.0))]
     NotRegular(PathBuf),
     #[error("cannot create a result file: {0}")]
     Temp(io::Error),
     #[error("cannot run a load: {0}")]
     Run(#[from] run::RunError),
+    #[error("cannot handle signals: {0}")]
+    Signals(io::Error),
+    #[error("interrupted by {name}: the running load was stopped, no other was started")]
+    Interrupted { name: String, signal: i32 },
+}
+
+impl LoadError {
+    /// The exit status for this error: 128+N when signal N interrupted
+    /// the comparison (as a shell reports a command killed by it), else 1.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            LoadError::Interrupted { signal, .. } => {
+                u8::try_from(128 + signal.clamp(&0, &127)).unwrap_or(1)
+            }
+            _ => 1,
+        }
+    }
 }
 
 /// Progress: loads done of the total.
@@ -152,6 +179,10 @@ pub fn execute(cfg: &Config, progress: &mut dyn FnMut(Progress)) -> Result<LoadR
         path: cfg.file.clone(),
         source,
     })?;
+    // Held over all the loads (each `run::execute` nests its own): a
+    // signal while no load runs is noted, not fatal, so the loop stops
+    // and the result directory is removed on the way out.
+    let forwarder = Forwarder::install().map_err(LoadError::Signals)?;
     let result_dir = tempfile::tempdir().map_err(LoadError::Temp)?;
     let result_path = result_dir.path().join("result.json");
     let runs = cfg.runs.max(1);
@@ -162,13 +193,20 @@ pub fn execute(cfg: &Config, progress: &mut dyn FnMut(Progress)) -> Result<LoadR
         for &method in &cfg.methods {
             let mut samples = Vec::new();
             for _ in 0..runs {
+                if let Some(sig) = forwarder.pending() {
+                    return Err(interrupted(sig));
+                }
                 progress(Progress {
                     done,
                     of: total,
                     method,
                     mode,
                 });
-                samples.push(one_load(cfg, method, mode, &result_path)?);
+                let sample = one_load(cfg, method, mode, &result_path)?;
+                if let Some(sig) = sample.interrupted.or_else(|| forwarder.pending()) {
+                    return Err(interrupted(sig));
+                }
+                samples.push(sample);
                 done += 1;
             }
             results.push(summarize(method, mode, &samples));
@@ -181,11 +219,19 @@ pub fn execute(cfg: &Config, progress: &mut dyn FnMut(Progress)) -> Result<LoadR
         touch: cfg.touch,
         runs_per_method: runs,
         results,
-        checksums_agree: true,
+        checksums_agree: None,
         warnings: Vec::new(),
     };
     report.check();
+    drop(forwarder);
     Ok(report)
+}
+
+fn interrupted(signal: i32) -> LoadError {
+    LoadError::Interrupted {
+        name: sys::signal_name(signal),
+        signal,
+    }
 }
 
 /// One measured load.
@@ -194,6 +240,34 @@ struct Sample {
     child: child::ChildResult,
     resident_after_pages: Option<u64>,
     cold_left_bytes: Option<u64>,
+    /// The signal that stopped this load, if one did.
+    interrupted: Option<i32>,
+}
+
+/// The number of a forwarded signal from its name.
+fn signal_number(name: &str) -> Option<i32> {
+    sys::signals::FORWARDED
+        .into_iter()
+        .find(|s| sys::signal_name(*s) == name)
+}
+
+/// Why a load left no result, from how the child ended.
+fn no_result_reason(exit: Option<&run::report::ExitInfo>) -> String {
+    match exit {
+        Some(e) => match (&e.signal, e.code) {
+            (Some(sig), _) if sig == "SIGKILL" => {
+                "the load was killed by SIGKILL (by the kernel's OOM killer if memory ran out)"
+                    .into()
+            }
+            (Some(sig), _) => format!("the load was killed by {sig}"),
+            (None, Some(code)) if code == i32::from(child::EXIT_NO_MEMORY) => {
+                "the load ran out of memory".into()
+            }
+            (None, Some(code)) => format!("the load exited with status {code} and no result"),
+            (None, None) => "the load ended without a result".into(),
+        },
+        None => "the load did not run".into(),
+    }
 }
 
 fn one_load(cfg: &Config, method: Method, mode: Mode, result: &Path) -> Result<Sample, LoadError> {
@@ -233,19 +307,18 @@ fn one_load(cfg: &Config, method: Method, mode: Mode, result: &Path) -> Result<S
     };
     let rep = run::execute(&rc, &mut |_| {})?;
     let record = rep.runs.into_iter().next();
+    let interrupted = record
+        .as_ref()
+        .and_then(|r| r.forwarded_signal.as_deref())
+        .or(rep.interrupted_by.as_deref())
+        .and_then(signal_number);
     let child = match std::fs::read(result) {
         Ok(bytes) => serde_json::from_slice(&bytes).unwrap_or_else(|e| child::ChildResult {
             error: Some(format!("unreadable result: {e}")),
             ..Default::default()
         }),
         Err(_) => child::ChildResult {
-            error: Some(match record.as_ref().map(|r| &r.exit) {
-                Some(e) if e.signal.is_some() => format!(
-                    "the load was killed by {}",
-                    e.signal.clone().unwrap_or_default()
-                ),
-                _ => "the load ended without a result".into(),
-            }),
+            error: Some(no_result_reason(record.as_ref().map(|r| &r.exit))),
             ..Default::default()
         },
     };
@@ -262,6 +335,7 @@ fn one_load(cfg: &Config, method: Method, mode: Mode, result: &Path) -> Result<S
         child,
         resident_after_pages,
         cold_left_bytes,
+        interrupted,
     })
 }
 
@@ -303,5 +377,41 @@ fn summarize(method: Method, mode: Mode, samples: &[Sample]) -> MethodResult {
         bytes_loaded: median(ok.iter().map(|s| s.child.bytes_loaded)),
         checksums,
         error: if ok.is_empty() { error } else { None },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_interrupt_exits_as_the_shell_reports_the_signal() {
+        assert_eq!(interrupted(libc::SIGINT).exit_code(), 130);
+        assert_eq!(interrupted(libc::SIGTERM).exit_code(), 143);
+        assert_eq!(LoadError::NotRegular("/dev/null".into()).exit_code(), 1);
+        assert_eq!(signal_number("SIGHUP"), Some(libc::SIGHUP));
+        assert_eq!(signal_number("SIGKILL"), None);
+    }
+
+    #[test]
+    fn a_load_without_a_result_says_how_it_ended() {
+        let exit = |code: Option<i32>, signal: Option<&str>| run::report::ExitInfo {
+            code,
+            signal: signal.map(String::from),
+            signal_number: None,
+            core_dumped: false,
+        };
+        let reason = |e| no_result_reason(Some(&e));
+        assert!(reason(exit(None, Some("SIGKILL"))).contains("OOM killer"));
+        assert_eq!(
+            reason(exit(None, Some("SIGSEGV"))),
+            "the load was killed by SIGSEGV"
+        );
+        assert_eq!(
+            reason(exit(Some(child::EXIT_NO_MEMORY.into()), None)),
+            "the load ran out of memory"
+        );
+        assert!(reason(exit(Some(101), None)).contains("status 101"));
+        assert_eq!(no_result_reason(None), "the load did not run");
     }
 }

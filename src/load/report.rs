@@ -1,8 +1,11 @@
 //! The report of `tally load`, and its HTML plot.
 //!
 //! JSON schema (`schema_version` 1), keys carry their unit:
-//! - `file`, `size_bytes`, `touch` (`none`, `page`, `all`),
-//!   `runs_per_method`, `checksums_agree`, `warnings[]`.
+//! - `file` (a string, or `{"lossy", "bytes_hex"}` for a name that is not
+//!   UTF-8: see [`crate::report::path`]), `size_bytes`, `touch` (`none`,
+//!   `page`, `all`), `runs_per_method`, `checksums_agree` (`null` when no
+//!   checksum was taken: `--touch none`, or no load finished),
+//!   `warnings[]`.
 //! - `results[]`, one per method and mode: `method`, `mode` (`cold` or
 //!   `warm`), `runs` (successful), and medians over them: `wall_us`,
 //!   `user_us`, `system_us`, `max_rss_bytes`, `minor_faults`,
@@ -19,6 +22,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::{Method, Mode, Touch};
+use crate::report::path::display;
 use crate::report::{Render, Style, Table};
 use crate::units::{human_bytes, percent, thousands};
 
@@ -53,12 +57,14 @@ impl MethodResult {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LoadReport {
     pub schema_version: u32,
+    #[serde(serialize_with = "crate::report::path::serialize")]
     pub file: PathBuf,
     pub size_bytes: u64,
     pub touch: Touch,
     pub runs_per_method: u32,
     pub results: Vec<MethodResult>,
-    pub checksums_agree: bool,
+    /// `None` when no checksum was taken, so there was nothing to compare.
+    pub checksums_agree: Option<bool>,
     pub warnings: Vec<String>,
 }
 
@@ -68,8 +74,8 @@ impl LoadReport {
         let mut all: Vec<&String> = self.results.iter().flat_map(|r| &r.checksums).collect();
         all.sort();
         all.dedup();
-        self.checksums_agree = all.len() <= 1;
-        if !self.checksums_agree {
+        self.checksums_agree = (!all.is_empty()).then_some(all.len() == 1);
+        if self.checksums_agree == Some(false) {
             let list: Vec<String> = self
                 .results
                 .iter()
@@ -100,9 +106,32 @@ impl LoadReport {
         }
     }
 
-    /// Whether every method worked and agreed.
+    /// Whether no checksums differ.
     pub fn ok(&self) -> bool {
-        self.checksums_agree
+        self.checksums_agree != Some(false)
+    }
+
+    /// Loads that took a checksum.
+    pub fn checksums_taken(&self) -> u64 {
+        self.results
+            .iter()
+            .filter(|r| !r.checksums.is_empty())
+            .map(|r| u64::from(r.runs))
+            .sum()
+    }
+
+    /// What the checksums say, in a few words for people.
+    pub fn checksum_verdict(&self) -> String {
+        let taken = self.checksums_taken();
+        match self.checksums_agree {
+            Some(false) => "checksums DIFFER".into(),
+            Some(true) if taken == 1 => "one checksum taken: nothing to compare it with".into(),
+            Some(true) => format!("checksums agree ({} loads)", thousands(taken)),
+            None if self.touch == Touch::None => {
+                "no checksum taken (--touch none): nothing compared".into()
+            }
+            None => "no checksum taken: no load finished".into(),
+        }
     }
 }
 
@@ -120,7 +149,7 @@ impl Render for LoadReport {
         writeln!(
             out,
             "tally load: {} ({}), {touch}, median of {} run{}",
-            self.file.display(),
+            display(&self.file),
             human_bytes(self.size_bytes),
             self.runs_per_method,
             if self.runs_per_method == 1 { "" } else { "s" }
@@ -219,15 +248,7 @@ impl Render for LoadReport {
         for row in &rows {
             writeln!(out, "{}", line(row))?;
         }
-        writeln!(
-            out,
-            "checksums {}",
-            if self.checksums_agree {
-                "agree"
-            } else {
-                "DIFFER"
-            }
-        )?;
+        writeln!(out, "{}", self.checksum_verdict())?;
         for w in &self.warnings {
             writeln!(out, "warning: {w}")?;
         }
@@ -317,15 +338,15 @@ pub fn write_html(r: &LoadReport, out: &mut dyn Write) -> io::Result<()> {
     writeln!(
         out,
         "<title>tally load {}</title></head><body style=\"font-family:sans-serif\">",
-        escape(&r.file.display().to_string())
+        escape(&display(&r.file))
     )?;
     writeln!(
         out,
-        "<h2>tally load: {} ({})</h2><p>Wall time per method, median of {} run(s); <span style=\"color:#1f77b4\">cold</span> and <span style=\"color:#ff7f0e\">warm</span>. Checksums {}.</p>",
-        escape(&r.file.display().to_string()),
+        "<h2>tally load: {} ({})</h2><p>Wall time per method, median of {} run(s); <span style=\"color:#1f77b4\">cold</span> and <span style=\"color:#ff7f0e\">warm</span>. {}.</p>",
+        escape(&display(&r.file)),
         human_bytes(r.size_bytes),
         r.runs_per_method,
-        if r.checksums_agree { "agree" } else { "DIFFER" }
+        escape(&r.checksum_verdict())
     )?;
     writeln!(
         out,
@@ -417,7 +438,7 @@ mod tests {
                 result(Method::Read, Mode::Cold, sums[0]),
                 result(Method::Mmap, Mode::Warm, sums[1]),
             ],
-            checksums_agree: true,
+            checksums_agree: None,
             warnings: vec![],
         };
         r.check();
@@ -430,6 +451,68 @@ mod tests {
         let bad = report(["aa", "bb"]);
         assert!(!bad.ok());
         assert_eq!(bad.warnings.len(), 1);
+    }
+
+    #[test]
+    fn agreement_is_never_claimed_without_a_checksum() {
+        let mut r = report(["aa", "aa"]);
+        assert_eq!(r.checksums_agree, Some(true));
+        assert_eq!(r.checksum_verdict(), "checksums agree (2 loads)");
+        // --touch none: no method took a checksum.
+        for m in &mut r.results {
+            m.checksums.clear();
+        }
+        r.touch = Touch::None;
+        r.check();
+        assert_eq!(r.checksums_agree, None);
+        assert!(r.ok());
+        let mut out = Vec::new();
+        r.human(&mut out, Style::default()).expect("render");
+        let text = String::from_utf8(out).expect("utf8");
+        assert!(!text.contains("agree"), "{text}");
+        assert!(text.contains("no checksum taken (--touch none)"), "{text}");
+        let mut html = Vec::new();
+        write_html(&r, &mut html).expect("html");
+        assert!(!String::from_utf8_lossy(&html).contains("agree"));
+        let json = serde_json::to_value(&r).expect("json");
+        assert!(json["checksums_agree"].is_null());
+        // Every load failed.
+        r.touch = Touch::All;
+        for m in &mut r.results {
+            m.error = Some("killed".into());
+            m.runs = 0;
+        }
+        r.check();
+        assert_eq!(r.checksum_verdict(), "no checksum taken: no load finished");
+        // One load, one checksum: nothing to agree with.
+        let mut r = report(["aa", "aa"]);
+        r.results.truncate(1);
+        r.check();
+        assert_eq!(
+            r.checksum_verdict(),
+            "one checksum taken: nothing to compare it with"
+        );
+    }
+
+    #[test]
+    fn a_file_name_is_escaped_in_text_and_whole_in_json() {
+        use std::ffi::OsStr;
+        use std::os::unix::ffi::OsStrExt;
+        let mut r = report(["aa", "aa"]);
+        r.file = PathBuf::from(OsStr::from_bytes(b"/w\x1b[2J\n\xe9.bin"));
+        let mut out = Vec::new();
+        r.human(&mut out, Style::default()).expect("render");
+        assert!(!out.contains(&0x1b));
+        let text = String::from_utf8(out).expect("utf8");
+        assert!(
+            text.starts_with("tally load: /w\\u{1b}[2J\\n\\xe9.bin (1.0 MiB)"),
+            "{text}"
+        );
+        let json = serde_json::to_value(&r).expect("json");
+        assert_eq!(json["file"]["bytes_hex"], "2f771b5b324a0ae92e62696e");
+        let mut html = Vec::new();
+        write_html(&r, &mut html).expect("html");
+        assert!(!html.contains(&0x1b));
     }
 
     #[test]
