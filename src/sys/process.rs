@@ -52,6 +52,13 @@ pub struct PreExec {
     pub cgroup_procs: Option<OwnedFd>,
     /// Send the command's stdout and stderr to /dev/null.
     pub quiet: bool,
+    /// Open the child's `/proc/PID/io` in the parent right after `fork`
+    /// (see [`Spawned::io`]).
+    pub open_io: bool,
+    /// The child gets SIGKILL when the thread that forked it dies
+    /// (`PR_SET_PDEATHSIG`). The kernel ties this to the parent *thread*,
+    /// not the process: fork from the thread that also waits for the child.
+    pub die_with_parent: bool,
 }
 
 /// A started child, stopped at the gate if one was asked for.
@@ -61,6 +68,16 @@ pub struct Spawned {
     /// Reports the exec error, or EOF once exec succeeded.
     status: OwnedFd,
     gate: Option<OwnedFd>,
+    /// `/proc/PID/io` of the child, opened right after `fork` when
+    /// [`PreExec::open_io`] asked for it, or why it could not be opened.
+    ///
+    /// Opened early on purpose: once the child has exited, the kernel
+    /// makes a zombie's `/proc/PID` files root's (it has no memory map
+    /// left to take the owner from), so its own parent, unprivileged,
+    /// cannot open them any more. A descriptor opened while the child
+    /// lived still reads, since the kernel checks `ptrace_may_access` at
+    /// each read, and that passes for a zombie of the same user.
+    pub io: Option<io::Result<std::fs::File>>,
 }
 
 impl Spawned {
@@ -143,16 +160,28 @@ pub fn spawn(argv: &[OsString], pre: PreExec) -> io::Result<Spawned> {
     let cgroup_fd = pre.cgroup_procs.as_ref().map(|fd| fd.as_raw_fd());
     let null_fd = devnull.as_ref().map(|f| f.as_raw_fd());
     let status_fd = status_write.as_raw_fd();
+    let parent = pre
+        .die_with_parent
+        .then(|| std::process::id() as libc::pid_t);
 
     // SAFETY: fork has no memory preconditions. In the child (ret == 0) only
-    // async-signal-safe calls follow (sigprocmask, signal, write, read, dup2,
-    // execvp, _exit) on data prepared above; nothing allocates or locks.
+    // async-signal-safe calls follow (sigprocmask, signal, prctl, getppid,
+    // kill, getpid, write, read, dup2, execvp, _exit) on data prepared above; nothing allocates or locks.
     let pid = cvt(unsafe { libc::fork() })?;
     if pid == 0 {
         // SAFETY: see the fork comment above; every pointer refers to data
         // that lives in this address space until exec or _exit.
-        unsafe { child_exec(&program, &arg_ptrs, gate_fd, cgroup_fd, null_fd, status_fd) }
+        unsafe {
+            child_exec(
+                &program, &arg_ptrs, gate_fd, cgroup_fd, null_fd, status_fd, parent,
+            )
+        }
     }
+    // First thing after fork, while the child is still at most exec'ing:
+    // see `Spawned::io`.
+    let io = pre
+        .open_io
+        .then(|| std::fs::File::open(format!("/proc/{pid}/io")));
     drop(status_write);
     drop(gate_read);
     drop(pre.cgroup_procs);
@@ -160,6 +189,7 @@ pub fn spawn(argv: &[OsString], pre: PreExec) -> io::Result<Spawned> {
         pid: pid as u32,
         status: status_read,
         gate: gate_write,
+        io,
     })
 }
 
@@ -174,6 +204,7 @@ unsafe fn child_exec(
     cgroup: Option<i32>,
     null: Option<i32>,
     status: i32,
+    parent: Option<libc::pid_t>,
 ) -> ! {
     let fail = |errno: i32| -> ! {
         let bytes = errno.to_ne_bytes();
@@ -194,6 +225,19 @@ unsafe fn child_exec(
         libc::sigemptyset(&mut empty);
         libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        if let Some(parent) = parent {
+            libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            );
+            // The parent may have died before the prctl took effect.
+            if libc::getppid() != parent {
+                libc::kill(libc::getpid(), libc::SIGKILL);
+            }
+        }
         if let Some(fd) = null {
             if libc::dup2(fd, 1) < 0 || libc::dup2(fd, 2) < 0 {
                 fail(errno());

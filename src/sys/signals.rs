@@ -6,9 +6,17 @@
 //! (`si_code == SI_KERNEL`) already reached the child, so it is only noted,
 //! not sent twice. A signal that was ignored when tally started stays
 //! ignored, as the caller asked.
+//!
+//! Escalation: the second SIGINT or SIGTERM sent to tally (not the
+//! terminal's, which reached the command itself) while the same command
+//! still runs is not forwarded: the command gets SIGKILL instead. A command
+//! that ignores or outlives the first request to stop cannot hold tally,
+//! and a caller that asked twice gets its stop. SIGHUP and SIGQUIT never
+//! escalate (daemons reload on SIGHUP), and neither does a terminal's
+//! Ctrl-C, which interactive commands (editors, shells, REPLs) handle.
 
 use std::io;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
 
 use super::cvt;
 
@@ -20,6 +28,14 @@ static CHILD: AtomicI32 = AtomicI32::new(0);
 static PENDING: AtomicI32 = AtomicI32::new(0);
 /// The last signal received while a child ran (0: none).
 static RECEIVED: AtomicI32 = AtomicI32::new(0);
+/// SIGINT/SIGTERM forwarded to the current child.
+static STOPS: AtomicU32 = AtomicU32::new(0);
+/// The current child was sent SIGKILL at a second SIGINT/SIGTERM.
+static ESCALATED: AtomicBool = AtomicBool::new(false);
+
+fn is_stop(sig: i32) -> bool {
+    sig == libc::SIGINT || sig == libc::SIGTERM
+}
 
 extern "C" fn on_signal(sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
     // SAFETY: the kernel passes a valid siginfo_t for SA_SIGINFO handlers;
@@ -29,8 +45,14 @@ extern "C" fn on_signal(sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut
     let child = CHILD.load(Ordering::SeqCst);
     if child > 0 {
         if !from_tty {
+            let send = if is_stop(sig) && STOPS.fetch_add(1, Ordering::SeqCst) >= 1 {
+                ESCALATED.store(true, Ordering::SeqCst);
+                libc::SIGKILL
+            } else {
+                sig
+            };
             // SAFETY: kill is async-signal-safe.
-            unsafe { libc::kill(child, sig) };
+            unsafe { libc::kill(child, send) };
         }
     } else {
         PENDING.store(sig, Ordering::SeqCst);
@@ -71,12 +93,23 @@ impl Forwarder {
 
     /// Starts forwarding to `pid`; a signal that came before is sent now.
     pub fn attach(&self, pid: u32) {
+        STOPS.store(0, Ordering::SeqCst);
+        ESCALATED.store(false, Ordering::SeqCst);
         CHILD.store(pid as i32, Ordering::SeqCst);
         let pending = PENDING.swap(0, Ordering::SeqCst);
         if pending != 0 {
+            if is_stop(pending) {
+                STOPS.fetch_add(1, Ordering::SeqCst);
+            }
             RECEIVED.store(pending, Ordering::SeqCst);
             let _ = super::process::kill(pid, pending);
         }
+    }
+
+    /// Whether the last child was sent SIGKILL at a second SIGINT/SIGTERM;
+    /// clears it.
+    pub fn take_escalated(&self) -> bool {
+        ESCALATED.swap(false, Ordering::SeqCst)
     }
 
     /// Stops forwarding (the child has exited).
