@@ -398,39 +398,53 @@ fn sample(root: u32, cgroup_procs: Option<PathBuf>, stop: &AtomicBool) -> Sample
 /// `wait4` figures of the command and the descendants it waited for,
 /// which the tree contains): sampling misses what ran or peaked between
 /// samples, and the command's first moments after `fork` are charged to
-/// tally's cgroup. Each raised figure is named in `raised_to_command`
+/// tally's cgroup. Each changed figure is named in `raised_to_command`
 /// and a note gives what was measured.
+///
+/// Cpu: the total becomes at least the command's; its split between user
+/// and kernel is an estimate from clock ticks on both sides, so it is
+/// moved only as far as needed for each part to be at least the
+/// command's, keeping the total (raising each part on its own would count
+/// the same time twice when the two estimates split it differently).
 pub fn raise_to_command(usage: &mut TreeUsage, own: &sys::process::ChildUsage) {
-    let floors = [
-        ("user_us", "user cpu", crate::units::micros(own.user), "µs"),
-        (
-            "system_us",
-            "kernel cpu",
-            crate::units::micros(own.system),
-            "µs",
-        ),
-        (
-            "peak_memory_bytes",
-            "peak memory",
-            own.max_rss_kib.saturating_mul(1024),
-            "kB",
-        ),
-    ];
-    for (key, label, floor, unit) in floors {
-        let slot = match key {
-            "user_us" => &mut usage.user_us,
-            "system_us" => &mut usage.system_us,
-            _ => &mut usage.peak_memory_bytes,
-        };
-        let Some(measured) = *slot else { continue };
-        if measured < floor {
-            *slot = Some(floor);
-            usage.raised_to_command.push(key.to_string());
-            let shown = |v: u64| crate::units::thousands(if unit == "kB" { v / 1024 } else { v });
+    use crate::units::thousands;
+    let own_user = crate::units::micros(own.user);
+    let own_system = crate::units::micros(own.system);
+    if let (Some(user), Some(system)) = (usage.user_us, usage.system_us) {
+        let total = user
+            .saturating_add(system)
+            .max(own_user.saturating_add(own_system));
+        let new_user = user.max(own_user).min(total.saturating_sub(own_system));
+        let new_system = total.saturating_sub(new_user);
+        if (new_user, new_system) != (user, system) {
+            if new_user != user {
+                usage.raised_to_command.push("user_us".into());
+            }
+            if new_system != system {
+                usage.raised_to_command.push("system_us".into());
+            }
             usage.notes.push(format!(
-                "{label} raised to the command's own figure, {}{unit} (measured for the tree: {}{unit}): the tree contains the command, so it never cost less",
-                shown(floor),
-                shown(measured)
+                "cpu measured for the tree, {}µs user + {}µs kernel, was below the command's own ({}µs + {}µs, wait4), which the tree contains: shown as {}µs + {}µs",
+                thousands(user),
+                thousands(system),
+                thousands(own_user),
+                thousands(own_system),
+                thousands(new_user),
+                thousands(new_system)
+            ));
+            usage.user_us = Some(new_user);
+            usage.system_us = Some(new_system);
+        }
+    }
+    let own_rss = own.max_rss_kib.saturating_mul(1024);
+    if let Some(peak) = usage.peak_memory_bytes {
+        if peak < own_rss {
+            usage.peak_memory_bytes = Some(own_rss);
+            usage.raised_to_command.push("peak_memory_bytes".into());
+            usage.notes.push(format!(
+                "peak memory measured for the tree, {}kB, was below the command's own ru_maxrss, {}kB, which the tree contains: raised to it",
+                thousands(peak / 1024),
+                thousands(own_rss / 1024)
             ));
         }
     }
@@ -438,7 +452,64 @@ pub fn raise_to_command(usage: &mut TreeUsage, own: &sys::process::ChildUsage) {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_stat;
+    use super::*;
+    use crate::sys::process::ChildUsage;
+
+    fn usage(user: u64, system: u64, peak: Option<u64>) -> TreeUsage {
+        TreeUsage {
+            method: "proc-sampling".into(),
+            cgroup: None,
+            user_us: Some(user),
+            system_us: Some(system),
+            peak_memory_bytes: peak,
+            memory_method: String::new(),
+            storage_read_bytes: None,
+            storage_write_bytes: None,
+            processes_seen: None,
+            samples: None,
+            raised_to_command: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
+
+    fn own(user_us: u64, system_us: u64, rss_kib: u64) -> ChildUsage {
+        ChildUsage {
+            user: Duration::from_micros(user_us),
+            system: Duration::from_micros(system_us),
+            max_rss_kib: rss_kib,
+            ..ChildUsage::default()
+        }
+    }
+
+    #[test]
+    fn tree_below_the_command_is_raised_to_it() {
+        let mut u = usage(100, 50, Some(4096));
+        raise_to_command(&mut u, &own(300, 200, 8));
+        assert_eq!((u.user_us, u.system_us), (Some(300), Some(200)));
+        assert_eq!(u.peak_memory_bytes, Some(8192));
+        assert_eq!(
+            u.raised_to_command,
+            ["user_us", "system_us", "peak_memory_bytes"]
+        );
+    }
+
+    #[test]
+    fn a_different_split_moves_but_keeps_the_total() {
+        // The cgroup said 0 + 5427, wait4 said 3372 + 1237: the total is
+        // the tree's, each part at least the command's.
+        let mut u = usage(0, 5427, None);
+        raise_to_command(&mut u, &own(3372, 1237, 0));
+        assert_eq!((u.user_us, u.system_us), (Some(3372), Some(2055)));
+        assert_eq!(u.raised_to_command, ["user_us", "system_us"]);
+    }
+
+    #[test]
+    fn a_tree_above_the_command_is_left_alone() {
+        let mut u = usage(5000, 900, Some(1 << 20));
+        raise_to_command(&mut u, &own(300, 200, 8));
+        assert_eq!((u.user_us, u.system_us), (Some(5000), Some(900)));
+        assert!(u.raised_to_command.is_empty() && u.notes.is_empty());
+    }
 
     #[test]
     fn stat_with_parens_and_spaces_in_the_name() {
