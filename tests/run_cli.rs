@@ -720,6 +720,28 @@ fn io_figures_reach_an_unprivileged_user() {
 }
 
 #[test]
+fn io_figures_of_a_fast_command_survive_every_run() {
+    // The child used to run on unheld: when the scheduler ran it first,
+    // it could exec and exit before tally opened its /proc/PID/io, and an
+    // unprivileged tally then lost the figures (3 runs in 1,000 of
+    // /bin/true). The child now waits at the gate for the open.
+    let Some(out) = as_nobody(&["run", "-n", "500", "--format", "json", "--", "/bin/true"]) else {
+        return;
+    };
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let report: RunReport = serde_json::from_slice(&out.stderr).expect("JSON report");
+    assert_eq!(report.runs.len(), 500);
+    let lost: Vec<_> = report
+        .runs
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.io.is_none())
+        .map(|(i, r)| (i + 1, r.io_unavailable.clone()))
+        .collect();
+    assert!(lost.is_empty(), "I/O figures lost in runs {lost:?}");
+}
+
+#[test]
 fn io_of_a_setuid_command_says_why_it_is_unavailable() {
     // A setuid-root command runs with other credentials than an
     // unprivileged tally: its /proc/PID/io is root's to read. The figure

@@ -1,10 +1,11 @@
 //! `tally run`: run a command and report what it cost.
 //!
-//! One run: optional cache eviction, fork + exec (held at a gate while
-//! counters attach, put into a cgroup for `--tree`), `/proc/PID/io` opened
-//! right after the fork, `waitid(WNOWAIT)` to stop the clock and read it
-//! while the child is a zombie, then `wait4` for its rusage. Repeated runs keep one compact record each, so
-//! tally stays small and cannot inflate the next child's `ru_maxrss`.
+//! One run: optional cache eviction, fork + exec (the child held at a gate
+//! until tally has opened its `/proc/PID/io` and attached counters, put
+//! into a cgroup for `--tree`), `waitid(WNOWAIT)` to stop the clock and
+//! read `/proc/PID/io` while the child is a zombie, then `wait4` for its
+//! rusage. Repeated runs keep one compact record each, so tally stays
+//! small and cannot inflate the next child's `ru_maxrss`.
 
 pub mod exec;
 pub mod report;
@@ -257,9 +258,13 @@ fn run_once(ctx: &Ctx) -> Result<RunRecord, RunError> {
     } else {
         None
     };
-    let gate = matches!(ctx.counters, Some(Ok(_)));
+    // The child waits at the gate until tally has attached the counters
+    // and opened its /proc/PID/io (in `spawn`, right after the fork).
+    // Without the wait, a child that the scheduler ran first could exec
+    // and exit before the open, and for an ordinary user the figures would
+    // be lost (seen 3 times in 1,000 runs of /bin/true).
     let pre = sys::process::PreExec {
-        gate,
+        gate: true,
         cgroup_procs: tree.as_mut().and_then(|t| t.take_procs_fd()),
         quiet: cfg.quiet_command,
         open_io: true,

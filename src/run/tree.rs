@@ -423,15 +423,28 @@ pub fn raise_to_command(usage: &mut TreeUsage, own: &sys::process::ChildUsage) {
             if new_system != system {
                 usage.raised_to_command.push("system_us".into());
             }
-            usage.notes.push(format!(
-                "cpu measured for the tree, {}µs user + {}µs kernel, was below the command's own ({}µs + {}µs, wait4), which the tree contains: shown as {}µs + {}µs",
-                thousands(user),
-                thousands(system),
-                thousands(own_user),
-                thousands(own_system),
-                thousands(new_user),
-                thousands(new_system)
-            ));
+            let measured = user.saturating_add(system);
+            usage.notes.push(if measured < total {
+                format!(
+                    "cpu measured for the tree, {}µs ({}µs user + {}µs kernel), was below the command's own {}µs (wait4), which the tree contains: shown as {}µs + {}µs",
+                    thousands(measured),
+                    thousands(user),
+                    thousands(system),
+                    thousands(total),
+                    thousands(new_user),
+                    thousands(new_system)
+                )
+            } else {
+                format!(
+                    "the tree's user/kernel split ({}µs + {}µs) put a part below the command's own ({}µs + {}µs, wait4); both are estimates from clock ticks: shown as {}µs + {}µs, the same total",
+                    thousands(user),
+                    thousands(system),
+                    thousands(own_user),
+                    thousands(own_system),
+                    thousands(new_user),
+                    thousands(new_system)
+                )
+            });
             usage.user_us = Some(new_user);
             usage.system_us = Some(new_system);
         }
