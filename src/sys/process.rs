@@ -357,3 +357,48 @@ pub fn kill(pid: u32, sig: i32) -> io::Result<()> {
     // SAFETY: kill has no memory preconditions.
     cvt(unsafe { libc::kill(pid as libc::pid_t, sig) }).map(|_| ())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Whether child `pid` has exited (without reaping it).
+    fn exited(pid: u32) -> bool {
+        // SAFETY: siginfo_t is plain data; zeroed is a valid value.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: `info` is valid and writable for the call.
+        let ret = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT | libc::WNOHANG,
+            )
+        };
+        // SAFETY: waitid filled `info` (si_pid stays 0 when none exited).
+        ret == 0 && unsafe { info.si_pid() } != 0
+    }
+
+    #[test]
+    fn gated_child_waits_for_its_io_to_be_opened() {
+        let argv = [OsString::from("/bin/true")];
+        let pre = PreExec {
+            gate: true,
+            open_io: true,
+            ..PreExec::default()
+        };
+        let mut child = spawn(&argv, pre).expect("spawn /bin/true");
+        assert!(
+            matches!(child.io, Some(Ok(_))),
+            "/proc/PID/io opened while the child is held: {:?}",
+            child.io
+        );
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(!exited(child.pid), "the child ran past the gate");
+        child.release();
+        wait_exited_keep(child.pid).expect("waitid");
+        assert!(child.exec_error().is_none());
+        let (exit, _) = wait4(child.pid).expect("wait4");
+        assert_eq!(exit, Exit::Code(0));
+    }
+}
