@@ -164,11 +164,17 @@ pub fn spawn(argv: &[OsString], pre: PreExec) -> io::Result<Spawned> {
         .die_with_parent
         .then(|| std::process::id() as libc::pid_t);
 
+    // The forwarded signals are blocked across the fork: one that arrives
+    // now waits until tally has the child's pid (and is then passed on),
+    // instead of running tally's handler in the child before exec, where it
+    // would be swallowed. The child restores their default action first.
+    let blocked = super::signals::block_forwarded();
     // SAFETY: fork has no memory preconditions. In the child (ret == 0) only
-    // async-signal-safe calls follow (sigprocmask, signal, prctl, getppid,
-    // kill, getpid, write, read, dup2, execvp, _exit) on data prepared above; nothing allocates or locks.
-    let pid = cvt(unsafe { libc::fork() })?;
-    if pid == 0 {
+    // async-signal-safe calls follow (sigaction, signal, sigprocmask, prctl,
+    // getppid, kill, getpid, write, read, dup2, execvp, _exit) on data
+    // prepared above; nothing allocates or locks.
+    let ret = unsafe { libc::fork() };
+    if ret == 0 {
         // SAFETY: see the fork comment above; every pointer refers to data
         // that lives in this address space until exec or _exit.
         unsafe {
@@ -177,11 +183,19 @@ pub fn spawn(argv: &[OsString], pre: PreExec) -> io::Result<Spawned> {
             )
         }
     }
+    let pid = match cvt(ret) {
+        Ok(pid) => pid,
+        Err(e) => {
+            super::signals::restore_mask(&blocked);
+            return Err(e);
+        }
+    };
     // First thing after fork, while the child is still at most exec'ing:
     // see `Spawned::io`.
     let io = pre
         .open_io
         .then(|| std::fs::File::open(format!("/proc/{pid}/io")));
+    super::signals::restore_mask(&blocked);
     drop(status_write);
     drop(gate_read);
     drop(pre.cgroup_procs);
@@ -221,6 +235,16 @@ unsafe fn child_exec(
     };
     // SAFETY: plain async-signal-safe calls on valid arguments.
     unsafe {
+        // Signals tally handles get their default action back (exec would
+        // do it, but a signal could come before); ignored ones stay ignored.
+        for sig in super::signals::FORWARDED {
+            let mut old: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(sig, std::ptr::null(), &mut old) == 0
+                && old.sa_sigaction != libc::SIG_IGN
+            {
+                libc::signal(sig, libc::SIG_DFL);
+            }
+        }
         let mut empty: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut empty);
         libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());

@@ -26,6 +26,9 @@ pub const FORWARDED: [i32; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc
 static CHILD: AtomicI32 = AtomicI32::new(0);
 /// A signal that arrived while no child was running, to send once one is.
 static PENDING: AtomicI32 = AtomicI32::new(0);
+/// The pending signal came from the terminal, to the whole foreground
+/// group: a child started since got it too, so it is not sent again.
+static PENDING_FROM_TTY: AtomicBool = AtomicBool::new(false);
 /// The last signal received while a child ran (0: none).
 static RECEIVED: AtomicI32 = AtomicI32::new(0);
 /// SIGINT/SIGTERM forwarded to the current child.
@@ -55,8 +58,33 @@ extern "C" fn on_signal(sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut
             unsafe { libc::kill(child, send) };
         }
     } else {
+        PENDING_FROM_TTY.store(from_tty, Ordering::SeqCst);
         PENDING.store(sig, Ordering::SeqCst);
     }
+}
+
+/// Blocks the forwarded signals in the calling thread; returns the mask
+/// to give back to [`restore_mask`].
+pub fn block_forwarded() -> libc::sigset_t {
+    // SAFETY: sigset_t is plain data; zeroed is a valid value to fill.
+    let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` and `old` are valid sigset_t for these calls.
+    unsafe {
+        libc::sigemptyset(&mut set);
+        for sig in FORWARDED {
+            libc::sigaddset(&mut set, sig);
+        }
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old);
+    }
+    old
+}
+
+/// Restores a mask saved by [`block_forwarded`].
+pub fn restore_mask(old: &libc::sigset_t) {
+    // SAFETY: `old` is a valid sigset_t returned by pthread_sigmask.
+    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, old, std::ptr::null_mut()) };
 }
 
 /// Installed handlers; dropping it restores the previous dispositions.
@@ -98,11 +126,13 @@ impl Forwarder {
         CHILD.store(pid as i32, Ordering::SeqCst);
         let pending = PENDING.swap(0, Ordering::SeqCst);
         if pending != 0 {
-            if is_stop(pending) {
-                STOPS.fetch_add(1, Ordering::SeqCst);
-            }
             RECEIVED.store(pending, Ordering::SeqCst);
-            let _ = super::process::kill(pid, pending);
+            if !PENDING_FROM_TTY.load(Ordering::SeqCst) {
+                if is_stop(pending) {
+                    STOPS.fetch_add(1, Ordering::SeqCst);
+                }
+                let _ = super::process::kill(pid, pending);
+            }
         }
     }
 
