@@ -1047,3 +1047,17 @@ fn unwritable_stderr_keeps_the_commands_exit_code() {
         "{out:?}"
     );
 }
+
+#[test]
+fn command_not_found_escapes_control_characters_in_the_name() {
+    // The name is the caller's input: printed raw, an escape sequence in it
+    // would reach the terminal.
+    let out = tally()
+        .args(["run", "--", "tally-no-such\x1b[31m-command"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(127));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains('\x1b'), "{err:?}");
+    assert!(err.contains("tally-no-such\\u{1b}[31m-command"), "{err}");
+}

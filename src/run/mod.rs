@@ -248,10 +248,11 @@ fn run_once(ctx: &Ctx) -> Result<RunRecord, RunError> {
     } else {
         None
     };
+    // For messages: control characters and invalid UTF-8 escaped.
     let program = cfg
         .argv
         .first()
-        .map(|p| p.to_string_lossy().into_owned())
+        .map(|p| crate::report::path::display(std::path::Path::new(p)))
         .unwrap_or_default();
     let mut tree = if cfg.tree {
         Some(tree::Tree::prepare())
