@@ -9,6 +9,10 @@ a monotonic clock. Prints medians and the overhead each adds over bare
 
 Usage: python3 benches/run_overhead.py [ROUNDS]   (default 500)
 Installs GNU time and hyperfine with apt-get when they are missing.
+
+To compare two builds in the same interleaved run (before and after a
+change), name the other binary in TALLY_BEFORE: it adds a row
+`tally run -- /bin/true (TALLY_BEFORE)`.
 """
 
 import json
@@ -68,6 +72,9 @@ def main():
         "/usr/bin/time /bin/true": ["/usr/bin/time", true],
         "tally --version (start-up)": [tally, "--version"],
     }
+    before = os.environ.get("TALLY_BEFORE")
+    if before:
+        variants["tally run -- /bin/true (TALLY_BEFORE)"] = [before, "run", "--", true]
     devnull = os.open(os.devnull, os.O_WRONLY)
     samples = {name: [] for name in variants}
     for _ in range(20):  # warm the page cache and the dynamic loader
@@ -95,6 +102,13 @@ def main():
     time_added = statistics.median(samples["/usr/bin/time /bin/true"]) / 1000 - base
     print(f"\ntally run adds {tally_added:,.0f} µs, GNU time adds {time_added:,.0f} µs "
           f"(ratio {tally_added / time_added:.2f})" if time_added > 0 else "")
+    if before:
+        before_added = statistics.median(
+            samples["tally run -- /bin/true (TALLY_BEFORE)"]) / 1000 - base
+        print(f"TALLY_BEFORE adds {before_added:,.0f} µs "
+              f"(ratio to GNU time {before_added / time_added:.2f}); "
+              f"this build minus TALLY_BEFORE: {tally_added - before_added:+,.0f} µs"
+              if time_added > 0 else "")
 
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "h.json")

@@ -671,3 +671,393 @@ fn closed_standard_descriptors_are_reopened_on_dev_null() {
     let parsed: RunReport = serde_json::from_str(&text).expect("the report file holds only JSON");
     assert_eq!(parsed.command, ["echo", "hi"]);
 }
+
+/// A directory anyone may write into, for commands run as nobody; removed
+/// when dropped.
+fn scratch_for_anyone(name: &str) -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("run-{name}-"))
+        .tempdir()
+        .expect("create scratch dir");
+    fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o1777)).unwrap();
+    dir
+}
+
+#[test]
+fn io_figures_reach_an_unprivileged_user() {
+    // An exited process's /proc/PID/io belongs to root, so an unprivileged
+    // tally that opened it only then lost the storage and read()/write()
+    // figures. Opened at the fork, it still reads after the exit.
+    let tmp = scratch_for_anyone("io-nobody");
+    let target = tmp.path().join("x");
+    let script = format!("head -c 100000 /dev/zero > {}", target.display());
+    let Some(out) = as_nobody(&["run", "--format", "json", "--", "sh", "-c", &script]) else {
+        return;
+    };
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let report: RunReport = serde_json::from_slice(&out.stderr).expect("JSON report");
+    let run = &report.runs[0];
+    assert_eq!(run.io_unavailable, None);
+    let io = run.io.expect("I/O figures for an unprivileged user");
+    assert!(io.write_call_bytes >= 100_000, "{io:?}");
+    assert!(io.write_calls >= 1, "{io:?}");
+    assert_eq!(
+        run.io_source,
+        Some(tally::run::report::IoSource::ProcPidIoOpenedAtStart)
+    );
+    // The human report names the source too.
+    let Some(out) = as_nobody(&["run", "--", "sh", "-c", &script]) else {
+        return;
+    };
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with("tally: storage read ") && l.contains("(/proc/PID/io")),
+        "{err}"
+    );
+    assert!(!err.contains("unavailable"), "{err}");
+}
+
+#[test]
+fn io_figures_of_a_fast_command_survive_every_run() {
+    // The child used to run on unheld: when the scheduler ran it first,
+    // it could exec and exit before tally opened its /proc/PID/io, and an
+    // unprivileged tally then lost the figures (3 runs in 1,000 of
+    // /bin/true under load). The child now waits at the gate for the open.
+    // The race depends on the scheduler: without the gate this test failed
+    // in some runs only (1 to 3 lost in 2,000 here); the unit test
+    // `sys::process::tests::gated_child_waits_for_its_io_to_be_opened`
+    // checks the gate itself.
+    let Some(out) = as_nobody(&["run", "-n", "2000", "--format", "json", "--", "/bin/true"]) else {
+        return;
+    };
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let report: RunReport = serde_json::from_slice(&out.stderr).expect("JSON report");
+    assert_eq!(report.runs.len(), 2000);
+    let lost: Vec<_> = report
+        .runs
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.io.is_none())
+        .map(|(i, r)| (i + 1, r.io_unavailable.clone()))
+        .collect();
+    assert!(lost.is_empty(), "I/O figures lost in runs {lost:?}");
+}
+
+#[test]
+fn io_of_a_setuid_command_says_why_it_is_unavailable() {
+    // A setuid-root command runs with other credentials than an
+    // unprivileged tally: its /proc/PID/io is root's to read. The figure
+    // is then absent and the report says why, never zeros.
+    let Some(su) = ["/usr/bin/su", "/bin/su"].into_iter().find(|p| {
+        use std::os::unix::fs::MetadataExt;
+        fs::metadata(p).is_ok_and(|m| m.mode() & 0o4000 != 0 && m.uid() == 0)
+    }) else {
+        eprintln!("no setuid-root su here: skipped");
+        return;
+    };
+    let Some(out) = as_nobody(&["run", "--format", "json", "--", su, "--help"]) else {
+        return;
+    };
+    let report: RunReport = serde_json::from_slice(&out.stderr).expect("JSON report");
+    let run = &report.runs[0];
+    match (&run.io, &run.io_unavailable) {
+        (None, Some(why)) => assert!(why.contains("root"), "{why}"),
+        // su may give up its privilege before it exits: then the figures
+        // are the caller's to read, and must come with their source.
+        (Some(_), None) => assert!(run.io_source.is_some(), "{run:?}"),
+        other => panic!("figures and reason disagree: {other:?}"),
+    }
+}
+
+/// Tree figures against the command's own, for one report.
+fn check_tree_invariants(report: &RunReport, human: Option<&str>) {
+    let run = &report.runs[0];
+    let tree = run.tree.as_ref().expect("tree usage");
+    let user = tree.user_us.expect("tree user cpu");
+    let system = tree.system_us.expect("tree kernel cpu");
+    assert!(
+        user >= run.user_us && system >= run.system_us,
+        "tree cpu {user}+{system}µs below the command's own {}+{}µs: {tree:?}",
+        run.user_us,
+        run.system_us
+    );
+    match tree.peak_memory_bytes {
+        Some(peak) => assert!(
+            peak >= run.max_rss_bytes,
+            "tree peak {peak} below ru_maxrss {}: {tree:?}",
+            run.max_rss_bytes
+        ),
+        None => assert!(tree.memory_method.contains("not sampled"), "{tree:?}"),
+    }
+    assert_ne!(tree.processes_seen, Some(0), "{tree:?}");
+    if let Some(text) = human {
+        assert!(!text.contains("peak memory 0kB"), "{text}");
+        assert!(!text.contains(" 0 processes seen"), "{text}");
+    }
+}
+
+#[test]
+fn tree_figures_never_fall_below_the_commands_own() {
+    // The tree contains the command: it never cost less than what wait4
+    // reports for it. A command shorter than the 10 ms sampling period
+    // used to come out as "peak memory 0kB" and "0 processes seen".
+    let argv = [
+        "sh",
+        "-c",
+        "(sleep 0.05 &); head -c 300000 /dev/zero | wc -c",
+    ];
+    for _ in 0..6 {
+        let (code, report) = run_json(&["--tree"], &argv);
+        assert_eq!(code, 0);
+        check_tree_invariants(&report, None);
+        let out = tally()
+            .args(["run", "--tree", "--"])
+            .args(argv)
+            .stdout(Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0));
+        let text = String::from_utf8_lossy(&out.stderr);
+        assert!(text.contains("whole tree"), "{text}");
+        assert!(!text.contains("peak memory 0kB"), "{text}");
+        assert!(!text.contains(" 0 processes seen"), "{text}");
+    }
+    // As nobody: no cgroup of its own, so /proc is sampled.
+    for _ in 0..6 {
+        let Some(out) = as_nobody(
+            &["run", "--tree", "--format", "json", "--"]
+                .into_iter()
+                .chain(argv)
+                .collect::<Vec<_>>(),
+        ) else {
+            return;
+        };
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        let report: RunReport = serde_json::from_slice(&out.stderr).expect("JSON report");
+        check_tree_invariants(&report, None);
+    }
+}
+
+#[test]
+fn missing_interpreter_is_named_not_command_not_found() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = scratch("interp");
+    let dir = tmp.path();
+    // A name no system command has: execvp goes on to later PATH entries.
+    let script = dir.join("tally-test-script-xyz");
+    fs::write(&script, "#!/nonexistent/tally-test-interp -x\necho hi\n").unwrap();
+    fs::set_permissions(&script, fs::Permissions::from_mode(0o755)).unwrap();
+    let check = |out: std::process::Output| {
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(127), "{err}");
+        assert!(err.contains("/nonexistent/tally-test-interp"), "{err}");
+        assert!(err.contains("#!"), "{err}");
+        assert!(!err.contains("command not found"), "{err}");
+    };
+    // Named by its path, and found through PATH.
+    check(tally().arg("run").arg("--").arg(&script).output().unwrap());
+    let path = format!("{}:/usr/bin:/bin", dir.display());
+    check(
+        tally()
+            .env("PATH", path)
+            .args(["run", "--", "tally-test-script-xyz"])
+            .output()
+            .unwrap(),
+    );
+}
+
+/// The pid the command wrote into `file` once it started.
+fn pid_in(file: &Path) -> u32 {
+    wait_for(file, "the command to start");
+    let start = Instant::now();
+    loop {
+        if let Ok(pid) = fs::read_to_string(file).unwrap_or_default().trim().parse() {
+            return pid;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "no pid in {file:?}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Whether process `pid` has ended (gone, or a zombie waiting to be reaped).
+fn ended(pid: u32) -> bool {
+    match fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+    }
+}
+
+#[test]
+fn a_second_sigterm_kills_a_command_that_ignores_the_first() {
+    let tmp = scratch("sigterm-twice");
+    let pidfile = tmp.path().join("pid");
+    let script = format!(
+        "trap '' TERM; echo $$ > {}.tmp; mv {0}.tmp {0}; while :; do sleep 0.05; done",
+        pidfile.display()
+    );
+    let mut child = tally()
+        .args(["run", "--format", "json", "--", "sh", "-c", &script])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = pid_in(&pidfile);
+    let term = |who: u32| {
+        assert!(
+            Command::new("kill")
+                .args(["-TERM", &who.to_string()])
+                .status()
+                .unwrap()
+                .success()
+        )
+    };
+    term(child.id());
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!ended(pid), "the command ignores SIGTERM: it still runs");
+    assert!(child.try_wait().unwrap().is_none(), "tally waits for it");
+    term(child.id());
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if start.elapsed() > Duration::from_secs(10) {
+            let _ = child.kill();
+            let _ = Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
+            panic!("tally did not end at the second SIGTERM");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert!(ended(pid), "the command outlived tally");
+    assert_eq!(status.code(), Some(128 + 9), "killed by SIGKILL");
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    let report: RunReport = serde_json::from_str(&err).expect("JSON report");
+    let run = &report.runs[0];
+    assert!(run.escalated_to_sigkill, "{run:?}");
+    assert_eq!(run.forwarded_signal.as_deref(), Some("SIGTERM"));
+    assert_eq!(run.exit.signal.as_deref(), Some("SIGKILL"));
+}
+
+#[test]
+fn killing_tally_kills_the_command() {
+    let tmp = scratch("pdeathsig");
+    let pidfile = tmp.path().join("pid");
+    let script = format!(
+        "echo $$ > {}.tmp; mv {0}.tmp {0}; exec sleep 60",
+        pidfile.display()
+    );
+    let mut child = tally()
+        .args(["run", "--", "sh", "-c", &script])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = pid_in(&pidfile);
+    // exec'd into sleep (same pid) before tally is killed.
+    std::thread::sleep(Duration::from_millis(100));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let start = Instant::now();
+    while !ended(pid) {
+        if start.elapsed() > Duration::from_secs(10) {
+            let _ = Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
+            panic!("the command outlived a SIGKILLed tally");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn non_utf8_cold_path_keeps_the_json_and_the_exit_code() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let tmp = scratch("cold-bytes");
+    let file = tmp.path().join(OsStr::from_bytes(b"caf\xe9\n.bin"));
+    fs::write(&file, vec![7u8; 64 << 10]).unwrap();
+    let out = tally()
+        .arg("run")
+        .arg("--cold")
+        .arg(&file)
+        .args(["--format", "json", "--", "sh", "-c", "exit 3"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    let value: serde_json::Value = serde_json::from_slice(&out.stderr).expect("whole JSON");
+    let path = &value["runs"][0]["cold"]["files"][0]["path"];
+    let hex: String = file
+        .as_os_str()
+        .as_bytes()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_eq!(path["bytes_hex"], hex.as_str(), "{path}");
+    // And it reads back into the typed report, path and all.
+    let report: RunReport = serde_json::from_slice(&out.stderr).expect("typed report");
+    let cold = report.runs[0].cold.as_ref().expect("cold report");
+    assert_eq!(cold.files[0].path, file);
+    // The human form escapes the name instead of breaking the line.
+    let out = tally()
+        .arg("run")
+        .arg("--cold")
+        .arg(&file)
+        .args(["--", "sh", "-c", "exit 3"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.lines().all(|l| l.starts_with("tally: ")), "{err}");
+}
+
+#[test]
+fn unwritable_stderr_keeps_the_commands_exit_code() {
+    for format in ["human", "json"] {
+        let full = fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let status = tally()
+            .args(["run", "--format", format, "--", "sh", "-c", "exit 7"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(full))
+            .status()
+            .unwrap();
+        assert_eq!(status.code(), Some(7), "--format {format}");
+    }
+    // A report file that cannot be written: said on stderr, the command's
+    // code kept.
+    let out = tally()
+        .args(["run", "-o", "/dev/full", "--", "sh", "-c", "exit 7"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(7));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("cannot write the report to /dev/full"),
+        "{out:?}"
+    );
+}
+
+#[test]
+fn command_not_found_escapes_control_characters_in_the_name() {
+    // The name is the caller's input: printed raw, an escape sequence in it
+    // would reach the terminal.
+    let out = tally()
+        .args(["run", "--", "tally-no-such\x1b[31m-command"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(127));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains('\x1b'), "{err:?}");
+    assert!(err.contains("tally-no-such\\u{1b}[31m-command"), "{err}");
+}

@@ -69,22 +69,28 @@ pub(super) fn run_command(args: cli::run::RunArgs) -> u8 {
     // Rendered whole, then written at once: stderr is unbuffered, and one
     // write keeps the report's lines together.
     let mut text = Vec::with_capacity(4096);
-    let rendered = report::render(&report, args.format, style, &mut text).and_then(|()| {
+    let written = report::render(&report, args.format, style, &mut text).and_then(|()| {
         match file.as_mut() {
             Some(f) => f.write_all(&text),
             None => io::stderr().lock().write_all(&text),
         }
         .map_err(report::RenderError::Io)
     });
-    match rendered {
+    // The command ran: from here on its exit code is the outcome, whatever
+    // becomes of the report. A reader that went away (`… 2>&1 | head`)
+    // is no failure at all; anything else is said on stderr, if stderr can
+    // be written (with `2>/dev/full` it cannot, and nothing is lost but
+    // the report).
+    match written {
         Ok(()) => {}
-        // A reader that went away (`tally run … 2>&1 | head`) is no failure
-        // of the command's: keep its exit code, say nothing.
         Err(e) if e.is_broken_pipe() => {}
-        Err(e) => {
-            tally::diag!("tally: cannot write the report: {e}");
-            return RUN_OWN_FAILURE;
-        }
+        Err(e) => match &args.output {
+            Some(path) => tally::diag!(
+                "tally: cannot write the report to {}: {e}",
+                report::path::display(path)
+            ),
+            None => tally::diag!("tally: cannot write the report: {e}"),
+        },
     }
     run::exit_code(&report)
 }

@@ -14,8 +14,14 @@ use crate::report::Format;
         tally run -n 10 --warmup 2 --quiet-command -- gzip -k -f big.file\n  \
         tally run --cold model.bin -- ./load model.bin\n  \
         tally run --tree --format json -o report.json -- make -j2\n\n\
-        Exit status: the command's own; 128+N if a signal N killed it; 127 if it \
-        was not found, 126 if it could not be executed, 125 if tally itself failed.")]
+        Exit status: the command's own (kept even when the report cannot be \
+        written); 128+N if a signal N killed it; 127 if it was not found, 126 \
+        if it could not be executed, 125 if tally itself failed before it ran.\n\n\
+        Signals: SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to tally are passed \
+        on to the command and the run is still reported. A second SIGINT or \
+        SIGTERM while the command still runs sends it SIGKILL (a terminal's \
+        Ctrl-C, which reaches the command itself, does not count). If tally \
+        dies, the command gets SIGKILL (PR_SET_PDEATHSIG).")]
 pub struct RunArgs {
     /// Run the command N times and report min, median, mean ± stddev, max.
     #[arg(short = 'n', long, value_name = "N", default_value_t = 1,

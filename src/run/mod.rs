@@ -1,25 +1,30 @@
 //! `tally run`: run a command and report what it cost.
 //!
-//! One run: optional cache eviction, fork + exec (held at a gate while
-//! counters attach, put into a cgroup for `--tree`), `waitid(WNOWAIT)` to
-//! stop the clock and read `/proc/PID/io` while the child is a zombie, then
-//! `wait4` for its rusage. Repeated runs keep one compact record each, so
-//! tally stays small and cannot inflate the next child's `ru_maxrss`.
+//! One run: optional cache eviction, fork + exec (the child held at a gate
+//! until tally has opened its `/proc/PID/io` and attached counters, put
+//! into a cgroup for `--tree`), `waitid(WNOWAIT)` to stop the clock and
+//! read `/proc/PID/io` while the child is a zombie, then `wait4` for its
+//! rusage. Repeated runs keep one compact record each, so tally stays
+//! small and cannot inflate the next child's `ru_maxrss`.
 
+pub mod exec;
 pub mod report;
 mod tree;
 
 use std::ffi::OsString;
+use std::fs::File;
 use std::io;
+use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::time::Instant;
 
 use crate::cache::Residency;
 use crate::cache::evict::{self, EvictError};
+use crate::procfs::io::IoCounters;
 use crate::procfs::{self, ProcRoot};
 use crate::report::SCHEMA_VERSION;
 use crate::sys::{self, perf, process::Exit, signals::Forwarder};
-use report::{ColdReport, CounterReading, Counters, ExitInfo, RunRecord, RunReport};
+use report::{ColdReport, CounterReading, Counters, ExitInfo, IoSource, RunRecord, RunReport};
 
 /// What to run and how.
 #[derive(Debug, Clone, Default)]
@@ -39,6 +44,15 @@ pub struct Config {
 pub enum RunError {
     #[error("{program}: command not found")]
     NotFound { program: String },
+    #[error(
+        "{program}: bad interpreter: {interpreter} (named on the {named_by} of {file}) was not found"
+    )]
+    InterpreterNotFound {
+        program: String,
+        file: String,
+        interpreter: String,
+        named_by: &'static str,
+    },
     #[error("{program}: cannot execute: {source}")]
     NotExecutable { program: String, source: io::Error },
     #[error("cannot start {program}: {source}")]
@@ -57,7 +71,7 @@ impl RunError {
     /// The exit code of the `timeout(1)`/`env(1)` convention.
     pub fn exit_code(&self) -> u8 {
         match self {
-            RunError::NotFound { .. } => 127,
+            RunError::NotFound { .. } | RunError::InterpreterNotFound { .. } => 127,
             RunError::NotExecutable { .. } => 126,
             _ => 125,
         }
@@ -234,21 +248,31 @@ fn run_once(ctx: &Ctx) -> Result<RunRecord, RunError> {
     } else {
         None
     };
+    // For messages: control characters and invalid UTF-8 escaped.
     let program = cfg
         .argv
         .first()
-        .map(|p| p.to_string_lossy().into_owned())
+        .map(|p| crate::report::path::display(std::path::Path::new(p)))
         .unwrap_or_default();
     let mut tree = if cfg.tree {
         Some(tree::Tree::prepare())
     } else {
         None
     };
-    let gate = matches!(ctx.counters, Some(Ok(_)));
+    // The child waits at the gate until tally has attached the counters
+    // and opened its /proc/PID/io (in `spawn`, right after the fork).
+    // Without the wait, a child that the scheduler ran first could exec
+    // and exit before the open, and for an ordinary user the figures would
+    // be lost (seen 3 times in 1,000 runs of /bin/true).
     let pre = sys::process::PreExec {
-        gate,
+        gate: true,
         cgroup_procs: tree.as_mut().and_then(|t| t.take_procs_fd()),
         quiet: cfg.quiet_command,
+        open_io: true,
+        // tally forks and waits on this same thread, which lives until the
+        // command has been reaped: the command dies with tally, not with
+        // some other thread.
+        die_with_parent: true,
     };
     let mut start = Instant::now();
     let mut spawned = sys::process::spawn(&cfg.argv, pre).map_err(|source| RunError::Spawn {
@@ -287,7 +311,17 @@ fn run_once(ctx: &Ctx) -> Result<RunRecord, RunError> {
             t.cleanup(&mut usage);
         }
         return Err(match e.kind() {
-            io::ErrorKind::NotFound => RunError::NotFound { program },
+            io::ErrorKind::NotFound => {
+                match cfg.argv.first().and_then(|p| exec::missing_interpreter(p)) {
+                    Some(m) => RunError::InterpreterNotFound {
+                        program,
+                        file: crate::report::path::display(&m.file),
+                        interpreter: crate::report::path::display(&m.interpreter),
+                        named_by: m.named_by,
+                    },
+                    None => RunError::NotFound { program },
+                }
+            }
             io::ErrorKind::PermissionDenied => RunError::NotExecutable { program, source: e },
             _ if e.raw_os_error() == Some(libc::ENOEXEC)
                 || e.raw_os_error() == Some(libc::EISDIR) =>
@@ -297,22 +331,7 @@ fn run_once(ctx: &Ctx) -> Result<RunRecord, RunError> {
             _ => RunError::Spawn { program, source: e },
         });
     }
-    let root = ProcRoot::default();
-    let mut buf = [0u8; 1024];
-    let (io, io_unavailable) = match procfs::read_small(&root.pid_file(pid, "io"), &mut buf) {
-        Ok(text) => match procfs::io::parse(text) {
-            Some(io) => (Some(io), None),
-            None => (
-                None,
-                Some("/proc/PID/io has no counters on this kernel".to_string()),
-            ),
-        },
-        Err(e) if e.kind() == io::ErrorKind::NotFound => (
-            None,
-            Some("this kernel has no /proc/PID/io (CONFIG_TASK_IO_ACCOUNTING off)".to_string()),
-        ),
-        Err(e) => (None, Some(format!("cannot read /proc/{pid}/io: {e}"))),
-    };
+    let (io, io_source, io_unavailable) = read_io(pid, spawned.io.take());
     let counters = match ctx.counters {
         None => None,
         Some(Err(reason)) => Some(Counters::Unavailable {
@@ -324,9 +343,11 @@ fn run_once(ctx: &Ctx) -> Result<RunRecord, RunError> {
     let (exit, usage) = sys::process::wait4(pid).map_err(RunError::Wait)?;
     ctx.forwarder.detach();
     let forwarded_signal = ctx.forwarder.take_received().map(sys::signal_name);
+    let escalated_to_sigkill = ctx.forwarder.take_escalated();
     let tree_usage = match (tree, tree_usage) {
         (Some(t), Some(mut u)) => {
             t.cleanup(&mut u);
+            tree::raise_to_command(&mut u, &usage);
             Some(u)
         }
         _ => None,
@@ -360,13 +381,79 @@ fn run_once(ctx: &Ctx) -> Result<RunRecord, RunError> {
         block_input_ops: usage.block_input,
         block_output_ops: usage.block_output,
         io,
+        io_source,
         io_unavailable,
         counters,
         tree: tree_usage,
         cold,
         exit,
         forwarded_signal,
+        escalated_to_sigkill,
     })
+}
+
+/// Reads `/proc/PID/io` of the exited, unreaped command: through the
+/// descriptor opened at the fork when there is one (see
+/// `sys::process::Spawned::io`), else by opening it now, which only root
+/// may do once the command has exited.
+fn read_io(
+    pid: u32,
+    early: Option<io::Result<File>>,
+) -> (Option<IoCounters>, Option<IoSource>, Option<String>) {
+    let mut buf = [0u8; 1024];
+    let parsed = |text: &str, source| match procfs::io::parse(text) {
+        Some(io) => (Some(io), Some(source), None),
+        None => (
+            None,
+            None,
+            Some("/proc/PID/io has no counters on this kernel".to_string()),
+        ),
+    };
+    let early_error = match early {
+        Some(Ok(file)) => match read_whole_at(&file, &mut buf) {
+            Ok(text) => return parsed(text, IoSource::ProcPidIoOpenedAtStart),
+            Err(e) => Some((true, e)),
+        },
+        Some(Err(e)) => Some((false, e)),
+        None => None,
+    };
+    let root = ProcRoot::default();
+    let late = match procfs::read_small(&root.pid_file(pid, "io"), &mut buf) {
+        Ok(text) => return parsed(text, IoSource::ProcPidIoOpenedAtExit),
+        Err(e) => e,
+    };
+    let missing = |e: &io::Error| e.kind() == io::ErrorKind::NotFound;
+    let denied = |e: &io::Error| {
+        e.kind() == io::ErrorKind::PermissionDenied || e.raw_os_error() == Some(libc::EPERM)
+    };
+    let why = match &early_error {
+        _ if missing(&late) || early_error.as_ref().is_some_and(|(_, e)| missing(e)) => {
+            "this kernel has no /proc/PID/io (CONFIG_TASK_IO_ACCOUNTING off)".to_string()
+        }
+        Some((true, e)) if denied(e) => format!(
+            "the command ran with other credentials than tally (a setuid or file-capability program?): reading its /proc/{pid}/io needs root ({e})"
+        ),
+        Some((false, e)) if denied(&late) => format!(
+            "tally could not open /proc/{pid}/io while the command ran ({e}), and once a process has exited only root may"
+        ),
+        _ => format!("cannot read /proc/{pid}/io: {late}"),
+    };
+    (None, None, Some(why))
+}
+
+/// One small /proc file read whole from offset 0 through an open descriptor.
+fn read_whole_at<'a>(file: &File, buf: &'a mut [u8]) -> io::Result<&'a str> {
+    let mut len = 0;
+    while len < buf.len() {
+        match file.read_at(&mut buf[len..], len as u64) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    std::str::from_utf8(&buf[..len])
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "not text"))
 }
 
 fn read_counters(

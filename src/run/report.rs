@@ -68,8 +68,18 @@ pub struct TreeUsage {
     pub memory_method: String,
     pub storage_read_bytes: Option<u64>,
     pub storage_write_bytes: Option<u64>,
-    /// Distinct processes seen in the tree (sampling can miss short ones).
+    /// Distinct processes seen in the tree (sampling can miss short ones);
+    /// absent when no sample was taken or none found a live process.
     pub processes_seen: Option<u64>,
+    /// Samples of /proc that found a live process of the tree (absent
+    /// when the tree was not sampled: a cgroup with `memory.peak`).
+    #[serde(default)]
+    pub samples: Option<u64>,
+    /// Figures (`user_us`, `system_us`, `peak_memory_bytes`) that came out
+    /// below the command's own `wait4` figure and were raised to it: the
+    /// tree contains the command, so it never cost less.
+    #[serde(default)]
+    pub raised_to_command: Vec<String>,
     /// What was left running or could not be measured.
     pub notes: Vec<String>,
 }
@@ -77,6 +87,12 @@ pub struct TreeUsage {
 /// Page-cache eviction before one run (`--cold`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ColdReport {
+    /// Each file's `path` is a string, or `{lossy, bytes_hex}` when it is
+    /// not UTF-8 (see `crate::report::path`).
+    #[serde(
+        serialize_with = "cold_files::serialize",
+        deserialize_with = "cold_files::deserialize"
+    )]
     pub files: Vec<Evicted>,
     pub size_bytes: u64,
     /// Bytes cached before eviction (files with unknown residency left out).
@@ -105,8 +121,11 @@ pub struct RunRecord {
     pub block_input_ops: u64,
     /// `ru_oublock`: block output operations.
     pub block_output_ops: u64,
-    /// `/proc/PID/io` of the command before it was reaped.
+    /// `/proc/PID/io` of the command after it exited, before it was reaped.
     pub io: Option<IoCounters>,
+    /// Where `io` was read.
+    #[serde(default)]
+    pub io_source: Option<IoSource>,
     /// Why `io` is absent.
     pub io_unavailable: Option<String>,
     /// Present with `--counters`.
@@ -118,6 +137,122 @@ pub struct RunRecord {
     pub exit: ExitInfo,
     /// A signal tally received and forwarded during this run.
     pub forwarded_signal: Option<String>,
+    /// A second SIGINT/SIGTERM came while the command still ran, and
+    /// tally sent it SIGKILL.
+    #[serde(default)]
+    pub escalated_to_sigkill: bool,
+}
+
+/// Where the I/O figures of a run were read. Both are `/proc/PID/io` of the
+/// command once it has exited and before it is reaped, so they cover the
+/// command and every descendant it waited for; they differ in when the
+/// file was opened, which decides who may read it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum IoSource {
+    /// Opened right after `fork`, read after the exit: works for ordinary
+    /// users (an exited process's /proc files become root's, but a
+    /// descriptor opened before stays readable by its owner).
+    ProcPidIoOpenedAtStart,
+    /// Opened and read after the exit: only root can (used when opening
+    /// at the start failed).
+    ProcPidIoOpenedAtExit,
+}
+
+impl IoSource {
+    /// For people.
+    pub fn describe(self) -> &'static str {
+        match self {
+            IoSource::ProcPidIoOpenedAtStart => "/proc/PID/io after exit, opened at start",
+            IoSource::ProcPidIoOpenedAtExit => "/proc/PID/io after exit",
+        }
+    }
+}
+
+/// `ColdReport::files` with lossless paths.
+mod cold_files {
+    use std::ffi::OsString;
+    use std::os::unix::ffi::OsStringExt;
+    use std::path::{Path, PathBuf};
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use crate::cache::Residency;
+    use crate::cache::evict::Evicted;
+
+    #[derive(Serialize)]
+    struct Out<'a> {
+        #[serde(serialize_with = "crate::report::path::serialize")]
+        path: &'a Path,
+        size_bytes: u64,
+        before: &'a Residency,
+        after: &'a Residency,
+        stayed_reason: &'a Option<String>,
+    }
+
+    pub fn serialize<S: Serializer>(files: &[Evicted], s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(files.iter().map(|f| Out {
+            path: &f.path,
+            size_bytes: f.size_bytes,
+            before: &f.before,
+            after: &f.after,
+            stayed_reason: &f.stayed_reason,
+        }))
+    }
+
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum PathIn {
+        Text(PathBuf),
+        Bytes { bytes_hex: String },
+    }
+
+    #[derive(Deserialize)]
+    struct In {
+        path: PathIn,
+        size_bytes: u64,
+        before: Residency,
+        after: Residency,
+        stayed_reason: Option<String>,
+    }
+
+    fn unhex(hex: &str) -> Option<Vec<u8>> {
+        let digits = hex.as_bytes();
+        if digits.len() % 2 != 0 {
+            return None;
+        }
+        digits
+            .chunks(2)
+            .map(|pair| {
+                let text = std::str::from_utf8(pair).ok()?;
+                u8::from_str_radix(text, 16).ok()
+            })
+            .collect()
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Evicted>, D::Error> {
+        let files = Vec::<In>::deserialize(d)?;
+        files
+            .into_iter()
+            .map(|f| {
+                let path = match f.path {
+                    PathIn::Text(p) => p,
+                    PathIn::Bytes { bytes_hex } => unhex(&bytes_hex)
+                        .map(|b| PathBuf::from(OsString::from_vec(b)))
+                        .ok_or_else(|| {
+                            serde::de::Error::custom("bytes_hex is not a list of hex byte pairs")
+                        })?,
+                };
+                Ok(Evicted {
+                    path,
+                    size_bytes: f.size_bytes,
+                    before: f.before,
+                    after: f.after,
+                    stayed_reason: f.stayed_reason,
+                })
+            })
+            .collect()
+    }
 }
 
 impl RunRecord {
@@ -374,9 +509,13 @@ fn human_single(r: &RunRecord, out: &mut dyn Write) -> io::Result<()> {
     }
     match (&r.io, &r.io_unavailable) {
         (Some(io), _) => {
+            let source = r
+                .io_source
+                .map(|s| format!(" ({})", s.describe()))
+                .unwrap_or_default();
             writeln!(
                 out,
-                "tally: storage read {} bytes, wrote {} bytes",
+                "tally: storage read {} bytes, wrote {} bytes{source}",
                 thousands(io.storage_read_bytes),
                 thousands(io.storage_write_bytes)
             )?;
@@ -458,6 +597,7 @@ fn human_tree(t: &TreeUsage, out: &mut dyn Write) -> io::Result<()> {
         })
         .unwrap_or_else(|| format!("peak memory unavailable ({})", t.memory_method));
     writeln!(out, "tally: whole tree via {via}: {cpu}, {mem}")?;
+
     if let (Some(r), Some(w)) = (t.storage_read_bytes, t.storage_write_bytes) {
         writeln!(
             out,
@@ -466,8 +606,18 @@ fn human_tree(t: &TreeUsage, out: &mut dyn Write) -> io::Result<()> {
             thousands(w)
         )?;
     }
-    if let Some(n) = t.processes_seen {
-        writeln!(out, "tally: whole tree: {} processes seen", thousands(n))?;
+    match (t.processes_seen, t.samples) {
+        (Some(n), Some(samples)) => writeln!(
+            out,
+            "tally: whole tree: {} process{} seen in {} sample{}",
+            thousands(n),
+            if n == 1 { "" } else { "es" },
+            thousands(samples),
+            if samples == 1 { "" } else { "s" }
+        )?,
+        (Some(n), None) => writeln!(out, "tally: whole tree: {} processes seen", thousands(n))?,
+        (None, Some(_)) => writeln!(out, "tally: whole tree: processes not sampled")?,
+        (None, None) => {}
     }
     for note in &t.notes {
         writeln!(out, "tally: whole tree: {note}")?;
@@ -502,7 +652,7 @@ fn human_cold(c: &ColdReport, out: &mut dyn Write) -> io::Result<()> {
             writeln!(
                 out,
                 "tally: cold: {}: {} pages stayed: {reason}",
-                f.path.display(),
+                crate::report::path::display(&f.path),
                 thousands(pages)
             )?;
         }
@@ -510,7 +660,7 @@ fn human_cold(c: &ColdReport, out: &mut dyn Write) -> io::Result<()> {
             writeln!(
                 out,
                 "tally: cold: {}: residency unknown: {reason}",
-                f.path.display()
+                crate::report::path::display(&f.path)
             )?;
         }
     }
@@ -520,6 +670,12 @@ fn human_cold(c: &ColdReport, out: &mut dyn Write) -> io::Result<()> {
 fn human_exit(r: &RunRecord, out: &mut dyn Write) -> io::Result<()> {
     if let Some(sig) = &r.forwarded_signal {
         writeln!(out, "tally: forwarded {sig} to the command")?;
+    }
+    if r.escalated_to_sigkill {
+        writeln!(
+            out,
+            "tally: the command still ran at a second SIGINT/SIGTERM: tally sent it SIGKILL"
+        )?;
     }
     if let Some(sig) = &r.exit.signal {
         let core = if r.exit.core_dumped {
@@ -617,8 +773,14 @@ impl Render for RunReport {
                 writeln!(out, "tally: cold: before each run; the last:")?;
                 human_cold(c, out)?;
             }
-            if let Some(reason) = &last.io_unavailable {
-                writeln!(out, "tally: storage I/O unavailable: {reason}")?;
+            match (&last.io_source, &last.io_unavailable) {
+                (Some(source), _) => writeln!(
+                    out,
+                    "tally: storage and read()/write() figures: {}",
+                    source.describe()
+                )?,
+                (None, Some(reason)) => writeln!(out, "tally: storage I/O unavailable: {reason}")?,
+                (None, None) => {}
             }
             if let Some(t) = &last.tree {
                 writeln!(out, "tally: the last run:")?;
@@ -727,6 +889,7 @@ mod tests {
                 storage_write_bytes: 0,
                 cancelled_write_bytes: 0,
             }),
+            io_source: Some(IoSource::ProcPidIoOpenedAtStart),
             io_unavailable: None,
             counters: Some(Counters::Unavailable {
                 reason: "no PMU".into(),
@@ -740,6 +903,7 @@ mod tests {
                 core_dumped: false,
             },
             forwarded_signal: None,
+            escalated_to_sigkill: false,
         }
     }
 
@@ -799,6 +963,7 @@ mod tests {
             core_dumped: true,
         };
         rec.io = None;
+        rec.io_source = None;
         rec.io_unavailable = Some("this kernel has no /proc/PID/io".into());
         let text = rendered(&report(vec![rec]), Format::Human);
         assert!(

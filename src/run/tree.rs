@@ -34,12 +34,16 @@ struct Sampled {
     peak_rss_bytes: u64,
     /// Last-seen (user, system) ticks per pid.
     cpu_ticks: HashMap<u32, (u64, u64)>,
+    /// Samples that found at least one live process of the tree.
+    samples: u64,
 }
 
 pub struct Tree {
     cgroup: Option<Cgroup>,
     procs_fd: Option<OwnedFd>,
     sampler: Option<(Arc<AtomicBool>, JoinHandle<Sampled>)>,
+    /// The command's pid, once started.
+    root: u32,
     notes: Vec<String>,
 }
 
@@ -70,6 +74,7 @@ impl Tree {
             cgroup: None,
             procs_fd: None,
             sampler: None,
+            root: 0,
             notes: Vec::new(),
         };
         let (Some(mount), Some(own)) = (cgroup2_mount(), own_cgroup()) else {
@@ -123,6 +128,7 @@ impl Tree {
     /// The command started as `pid`: sample memory unless the cgroup
     /// records its peak itself.
     pub fn started(&mut self, pid: u32) {
+        self.root = pid;
         if self.has_memory_peak() {
             return;
         }
@@ -143,9 +149,16 @@ impl Tree {
 
     /// The command has exited (not yet reaped): collect the figures.
     pub fn finish(&mut self) -> TreeUsage {
+        let root = self.root;
+        let members = self.cgroup.as_ref().map(|c| c.path.join("cgroup.procs"));
         let sampled = self.sampler.take().and_then(|(stop, handle)| {
             stop.store(true, Ordering::SeqCst);
-            handle.join().ok()
+            let mut s = handle.join().ok()?;
+            // One last sample now, while the command is an unreaped zombie:
+            // a command shorter than the sampling period would otherwise
+            // leave no sample at all ("0 processes seen", "0kB").
+            sample_once(root, members.as_deref(), &mut s, &mut HashMap::new());
+            Some(s)
         });
         let mut usage = TreeUsage {
             method: if self.cgroup.is_some() {
@@ -162,6 +175,8 @@ impl Tree {
             storage_read_bytes: None,
             storage_write_bytes: None,
             processes_seen: None,
+            samples: None,
+            raised_to_command: Vec::new(),
             notes: std::mem::take(&mut self.notes),
         };
         if let Some(cg) = &self.cgroup {
@@ -190,24 +205,35 @@ impl Tree {
             }
         }
         if let Some(s) = sampled {
-            if usage.peak_memory_bytes.is_none() {
-                usage.peak_memory_bytes = Some(s.peak_rss_bytes);
-                usage.memory_method = if self.cgroup.is_some() {
-                    "sum of resident sets sampled every 10 ms: the cgroup has no memory controller"
-                        .into()
-                } else {
-                    "sum of resident sets sampled every 10 ms".into()
-                };
+            usage.samples = Some(s.samples);
+            if s.samples == 0 {
+                usage.notes.push(
+                    "not sampled: no process of the tree was alive at any 10 ms sample".into(),
+                );
+            } else {
+                usage.processes_seen = Some(s.cpu_ticks.len() as u64);
             }
-            usage.processes_seen = Some(s.cpu_ticks.len() as u64);
+            if usage.peak_memory_bytes.is_none() {
+                if s.samples > 0 {
+                    usage.peak_memory_bytes = Some(s.peak_rss_bytes);
+                    usage.memory_method = if self.cgroup.is_some() {
+                        "sum of resident sets sampled every 10 ms: the cgroup has no memory controller"
+                            .into()
+                    } else {
+                        "sum of resident sets sampled every 10 ms".into()
+                    };
+                } else {
+                    usage.memory_method =
+                        "not sampled: the tree ended before the first 10 ms sample".into();
+                }
+            }
             if self.cgroup.is_none() {
                 let hz = sys::clock_ticks_per_sec();
-                let (u, st) = s
-                    .cpu_ticks
-                    .values()
-                    .fold((0u64, 0u64), |(a, b), (u, s)| (a + u, b + s));
-                usage.user_us = Some(u.saturating_mul(1_000_000) / hz);
-                usage.system_us = Some(st.saturating_mul(1_000_000) / hz);
+                let (u, st) = s.cpu_ticks.values().fold((0u64, 0u64), |(a, b), (u, s)| {
+                    (a.saturating_add(*u), b.saturating_add(*s))
+                });
+                usage.user_us = Some(u.saturating_mul(1_000_000) / hz.max(1));
+                usage.system_us = Some(st.saturating_mul(1_000_000) / hz.max(1));
                 usage
                     .notes
                     .push("cpu is a lower bound: each process's last sampled time".into());
@@ -270,15 +296,18 @@ pub(crate) struct Stat {
     pub stime: u64,
     /// Resident set, in pages (field 24).
     pub rss_pages: u64,
+    /// State `Z`: exited, not yet reaped.
+    pub zombie: bool,
 }
 
 /// Parses the text of /proc/PID/stat.
 pub(crate) fn parse_stat(text: &str) -> Option<Stat> {
     // The command name may hold spaces and parentheses: fields start
     // after the last ')'.
-    let rest = &text[text.rfind(')')? + 1..];
+    let rest = text.get(text.rfind(')')? + 1..)?;
     let fields: Vec<&str> = rest.split_whitespace().collect();
     Some(Stat {
+        zombie: fields.first().is_some_and(|s| *s == "Z"),
         ppid: fields.get(1)?.parse().ok()?,
         utime: fields.get(11)?.parse().ok()?,
         stime: fields.get(12)?.parse().ok()?,
@@ -328,31 +357,172 @@ fn members(
     tree
 }
 
-fn sample(root: u32, cgroup_procs: Option<PathBuf>, stop: &AtomicBool) -> Sampled {
+/// Takes one sample of the tree into `out`.
+fn sample_once(
+    root: u32,
+    cgroup_procs: Option<&Path>,
+    out: &mut Sampled,
+    stats: &mut HashMap<u32, Stat>,
+) {
     let page = sys::page_size();
+    let pids = members(root, cgroup_procs, stats);
+    let mut rss = 0u64;
+    let mut alive = false;
+    // One read of /proc/PID/stat per process gives both its resident
+    // set and its cpu; vanished processes are simply not counted.
+    for pid in pids {
+        if let Some(s) = stats.get(&pid) {
+            alive |= !s.zombie;
+            rss = rss.saturating_add(s.rss_pages.saturating_mul(page));
+            let e = out.cpu_ticks.entry(pid).or_default();
+            *e = (e.0.max(s.utime), e.1.max(s.stime));
+        }
+    }
+    if alive {
+        out.samples += 1;
+        out.peak_rss_bytes = out.peak_rss_bytes.max(rss);
+    }
+}
+
+fn sample(root: u32, cgroup_procs: Option<PathBuf>, stop: &AtomicBool) -> Sampled {
     let mut out = Sampled::default();
     let mut stats = HashMap::new();
     while !stop.load(Ordering::SeqCst) {
-        let pids = members(root, cgroup_procs.as_deref(), &mut stats);
-        let mut rss = 0u64;
-        // One read of /proc/PID/stat per process gives both its resident
-        // set and its cpu; vanished processes are simply not counted.
-        for pid in pids {
-            if let Some(s) = stats.get(&pid) {
-                rss = rss.saturating_add(s.rss_pages.saturating_mul(page));
-                let e = out.cpu_ticks.entry(pid).or_default();
-                *e = (e.0.max(s.utime), e.1.max(s.stime));
-            }
-        }
-        out.peak_rss_bytes = out.peak_rss_bytes.max(rss);
+        sample_once(root, cgroup_procs.as_deref(), &mut out, &mut stats);
         std::thread::sleep(SAMPLE_EVERY);
     }
     out
 }
 
+/// Raises each tree figure that came out below the command's own (the
+/// `wait4` figures of the command and the descendants it waited for,
+/// which the tree contains): sampling misses what ran or peaked between
+/// samples, and the command's first moments after `fork` are charged to
+/// tally's cgroup. Each changed figure is named in `raised_to_command`
+/// and a note gives what was measured.
+///
+/// Cpu: the total becomes at least the command's; its split between user
+/// and kernel is an estimate from clock ticks on both sides, so it is
+/// moved only as far as needed for each part to be at least the
+/// command's, keeping the total (raising each part on its own would count
+/// the same time twice when the two estimates split it differently).
+pub fn raise_to_command(usage: &mut TreeUsage, own: &sys::process::ChildUsage) {
+    use crate::units::thousands;
+    let own_user = crate::units::micros(own.user);
+    let own_system = crate::units::micros(own.system);
+    if let (Some(user), Some(system)) = (usage.user_us, usage.system_us) {
+        let total = user
+            .saturating_add(system)
+            .max(own_user.saturating_add(own_system));
+        let new_user = user.max(own_user).min(total.saturating_sub(own_system));
+        let new_system = total.saturating_sub(new_user);
+        if (new_user, new_system) != (user, system) {
+            if new_user != user {
+                usage.raised_to_command.push("user_us".into());
+            }
+            if new_system != system {
+                usage.raised_to_command.push("system_us".into());
+            }
+            let measured = user.saturating_add(system);
+            usage.notes.push(if measured < total {
+                format!(
+                    "cpu measured for the tree, {}µs ({}µs user + {}µs kernel), was below the command's own {}µs (wait4), which the tree contains: shown as {}µs + {}µs",
+                    thousands(measured),
+                    thousands(user),
+                    thousands(system),
+                    thousands(total),
+                    thousands(new_user),
+                    thousands(new_system)
+                )
+            } else {
+                format!(
+                    "the tree's user/kernel split ({}µs + {}µs) put a part below the command's own ({}µs + {}µs, wait4); both are estimates from clock ticks: shown as {}µs + {}µs, the same total",
+                    thousands(user),
+                    thousands(system),
+                    thousands(own_user),
+                    thousands(own_system),
+                    thousands(new_user),
+                    thousands(new_system)
+                )
+            });
+            usage.user_us = Some(new_user);
+            usage.system_us = Some(new_system);
+        }
+    }
+    let own_rss = own.max_rss_kib.saturating_mul(1024);
+    if let Some(peak) = usage.peak_memory_bytes {
+        if peak < own_rss {
+            usage.peak_memory_bytes = Some(own_rss);
+            usage.raised_to_command.push("peak_memory_bytes".into());
+            usage.notes.push(format!(
+                "peak memory measured for the tree, {}kB, was below the command's own ru_maxrss, {}kB, which the tree contains: raised to it",
+                thousands(peak / 1024),
+                thousands(own_rss / 1024)
+            ));
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::parse_stat;
+    use super::*;
+    use crate::sys::process::ChildUsage;
+
+    fn usage(user: u64, system: u64, peak: Option<u64>) -> TreeUsage {
+        TreeUsage {
+            method: "proc-sampling".into(),
+            cgroup: None,
+            user_us: Some(user),
+            system_us: Some(system),
+            peak_memory_bytes: peak,
+            memory_method: String::new(),
+            storage_read_bytes: None,
+            storage_write_bytes: None,
+            processes_seen: None,
+            samples: None,
+            raised_to_command: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
+
+    fn own(user_us: u64, system_us: u64, rss_kib: u64) -> ChildUsage {
+        ChildUsage {
+            user: Duration::from_micros(user_us),
+            system: Duration::from_micros(system_us),
+            max_rss_kib: rss_kib,
+            ..ChildUsage::default()
+        }
+    }
+
+    #[test]
+    fn tree_below_the_command_is_raised_to_it() {
+        let mut u = usage(100, 50, Some(4096));
+        raise_to_command(&mut u, &own(300, 200, 8));
+        assert_eq!((u.user_us, u.system_us), (Some(300), Some(200)));
+        assert_eq!(u.peak_memory_bytes, Some(8192));
+        assert_eq!(
+            u.raised_to_command,
+            ["user_us", "system_us", "peak_memory_bytes"]
+        );
+    }
+
+    #[test]
+    fn a_different_split_moves_but_keeps_the_total() {
+        // The cgroup said 0 + 5427, wait4 said 3372 + 1237: the total is
+        // the tree's, each part at least the command's.
+        let mut u = usage(0, 5427, None);
+        raise_to_command(&mut u, &own(3372, 1237, 0));
+        assert_eq!((u.user_us, u.system_us), (Some(3372), Some(2055)));
+        assert_eq!(u.raised_to_command, ["user_us", "system_us"]);
+    }
+
+    #[test]
+    fn a_tree_above_the_command_is_left_alone() {
+        let mut u = usage(5000, 900, Some(1 << 20));
+        raise_to_command(&mut u, &own(300, 200, 8));
+        assert_eq!((u.user_us, u.system_us), (Some(5000), Some(900)));
+        assert!(u.raised_to_command.is_empty() && u.notes.is_empty());
+    }
 
     #[test]
     fn stat_with_parens_and_spaces_in_the_name() {

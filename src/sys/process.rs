@@ -52,6 +52,13 @@ pub struct PreExec {
     pub cgroup_procs: Option<OwnedFd>,
     /// Send the command's stdout and stderr to /dev/null.
     pub quiet: bool,
+    /// Open the child's `/proc/PID/io` in the parent right after `fork`
+    /// (see [`Spawned::io`]).
+    pub open_io: bool,
+    /// The child gets SIGKILL when the thread that forked it dies
+    /// (`PR_SET_PDEATHSIG`). The kernel ties this to the parent *thread*,
+    /// not the process: fork from the thread that also waits for the child.
+    pub die_with_parent: bool,
 }
 
 /// A started child, stopped at the gate if one was asked for.
@@ -61,6 +68,16 @@ pub struct Spawned {
     /// Reports the exec error, or EOF once exec succeeded.
     status: OwnedFd,
     gate: Option<OwnedFd>,
+    /// `/proc/PID/io` of the child, opened right after `fork` when
+    /// [`PreExec::open_io`] asked for it, or why it could not be opened.
+    ///
+    /// Opened early on purpose: once the child has exited, the kernel
+    /// makes a zombie's `/proc/PID` files root's (it has no memory map
+    /// left to take the owner from), so its own parent, unprivileged,
+    /// cannot open them any more. A descriptor opened while the child
+    /// lived still reads, since the kernel checks `ptrace_may_access` at
+    /// each read, and that passes for a zombie of the same user.
+    pub io: Option<io::Result<std::fs::File>>,
 }
 
 impl Spawned {
@@ -143,16 +160,42 @@ pub fn spawn(argv: &[OsString], pre: PreExec) -> io::Result<Spawned> {
     let cgroup_fd = pre.cgroup_procs.as_ref().map(|fd| fd.as_raw_fd());
     let null_fd = devnull.as_ref().map(|f| f.as_raw_fd());
     let status_fd = status_write.as_raw_fd();
+    let parent = pre
+        .die_with_parent
+        .then(|| std::process::id() as libc::pid_t);
 
+    // The forwarded signals are blocked across the fork: one that arrives
+    // now waits until tally has the child's pid (and is then passed on),
+    // instead of running tally's handler in the child before exec, where it
+    // would be swallowed. The child restores their default action first.
+    let blocked = super::signals::block_forwarded();
     // SAFETY: fork has no memory preconditions. In the child (ret == 0) only
-    // async-signal-safe calls follow (sigprocmask, signal, write, read, dup2,
-    // execvp, _exit) on data prepared above; nothing allocates or locks.
-    let pid = cvt(unsafe { libc::fork() })?;
-    if pid == 0 {
+    // async-signal-safe calls follow (sigaction, signal, sigprocmask, prctl,
+    // getppid, kill, getpid, write, read, dup2, execvp, _exit) on data
+    // prepared above; nothing allocates or locks.
+    let ret = unsafe { libc::fork() };
+    if ret == 0 {
         // SAFETY: see the fork comment above; every pointer refers to data
         // that lives in this address space until exec or _exit.
-        unsafe { child_exec(&program, &arg_ptrs, gate_fd, cgroup_fd, null_fd, status_fd) }
+        unsafe {
+            child_exec(
+                &program, &arg_ptrs, gate_fd, cgroup_fd, null_fd, status_fd, parent,
+            )
+        }
     }
+    let pid = match cvt(ret) {
+        Ok(pid) => pid,
+        Err(e) => {
+            super::signals::restore_mask(&blocked);
+            return Err(e);
+        }
+    };
+    // First thing after fork, while the child is still at most exec'ing:
+    // see `Spawned::io`.
+    let io = pre
+        .open_io
+        .then(|| std::fs::File::open(format!("/proc/{pid}/io")));
+    super::signals::restore_mask(&blocked);
     drop(status_write);
     drop(gate_read);
     drop(pre.cgroup_procs);
@@ -160,6 +203,7 @@ pub fn spawn(argv: &[OsString], pre: PreExec) -> io::Result<Spawned> {
         pid: pid as u32,
         status: status_read,
         gate: gate_write,
+        io,
     })
 }
 
@@ -174,6 +218,7 @@ unsafe fn child_exec(
     cgroup: Option<i32>,
     null: Option<i32>,
     status: i32,
+    parent: Option<libc::pid_t>,
 ) -> ! {
     let fail = |errno: i32| -> ! {
         let bytes = errno.to_ne_bytes();
@@ -190,10 +235,33 @@ unsafe fn child_exec(
     };
     // SAFETY: plain async-signal-safe calls on valid arguments.
     unsafe {
+        // Signals tally handles get their default action back (exec would
+        // do it, but a signal could come before); ignored ones stay ignored.
+        for sig in super::signals::FORWARDED {
+            let mut old: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(sig, std::ptr::null(), &mut old) == 0
+                && old.sa_sigaction != libc::SIG_IGN
+            {
+                libc::signal(sig, libc::SIG_DFL);
+            }
+        }
         let mut empty: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut empty);
         libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        if let Some(parent) = parent {
+            libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            );
+            // The parent may have died before the prctl took effect.
+            if libc::getppid() != parent {
+                libc::kill(libc::getpid(), libc::SIGKILL);
+            }
+        }
         if let Some(fd) = null {
             if libc::dup2(fd, 1) < 0 || libc::dup2(fd, 2) < 0 {
                 fail(errno());
@@ -312,4 +380,49 @@ pub fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
 pub fn kill(pid: u32, sig: i32) -> io::Result<()> {
     // SAFETY: kill has no memory preconditions.
     cvt(unsafe { libc::kill(pid as libc::pid_t, sig) }).map(|_| ())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Whether child `pid` has exited (without reaping it).
+    fn exited(pid: u32) -> bool {
+        // SAFETY: siginfo_t is plain data; zeroed is a valid value.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: `info` is valid and writable for the call.
+        let ret = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT | libc::WNOHANG,
+            )
+        };
+        // SAFETY: waitid filled `info` (si_pid stays 0 when none exited).
+        ret == 0 && unsafe { info.si_pid() } != 0
+    }
+
+    #[test]
+    fn gated_child_waits_for_its_io_to_be_opened() {
+        let argv = [OsString::from("/bin/true")];
+        let pre = PreExec {
+            gate: true,
+            open_io: true,
+            ..PreExec::default()
+        };
+        let mut child = spawn(&argv, pre).expect("spawn /bin/true");
+        assert!(
+            matches!(child.io, Some(Ok(_))),
+            "/proc/PID/io opened while the child is held: {:?}",
+            child.io
+        );
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(!exited(child.pid), "the child ran past the gate");
+        child.release();
+        wait_exited_keep(child.pid).expect("waitid");
+        assert!(child.exec_error().is_none());
+        let (exit, _) = wait4(child.pid).expect("wait4");
+        assert_eq!(exit, Exit::Code(0));
+    }
 }

@@ -6,9 +6,17 @@
 //! (`si_code == SI_KERNEL`) already reached the child, so it is only noted,
 //! not sent twice. A signal that was ignored when tally started stays
 //! ignored, as the caller asked.
+//!
+//! Escalation: the second SIGINT or SIGTERM sent to tally (not the
+//! terminal's, which reached the command itself) while the same command
+//! still runs is not forwarded: the command gets SIGKILL instead. A command
+//! that ignores or outlives the first request to stop cannot hold tally,
+//! and a caller that asked twice gets its stop. SIGHUP and SIGQUIT never
+//! escalate (daemons reload on SIGHUP), and neither does a terminal's
+//! Ctrl-C, which interactive commands (editors, shells, REPLs) handle.
 
 use std::io;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
 
 use super::cvt;
 
@@ -18,8 +26,19 @@ pub const FORWARDED: [i32; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc
 static CHILD: AtomicI32 = AtomicI32::new(0);
 /// A signal that arrived while no child was running, to send once one is.
 static PENDING: AtomicI32 = AtomicI32::new(0);
+/// The pending signal came from the terminal, to the whole foreground
+/// group: a child started since got it too, so it is not sent again.
+static PENDING_FROM_TTY: AtomicBool = AtomicBool::new(false);
 /// The last signal received while a child ran (0: none).
 static RECEIVED: AtomicI32 = AtomicI32::new(0);
+/// SIGINT/SIGTERM forwarded to the current child.
+static STOPS: AtomicU32 = AtomicU32::new(0);
+/// The current child was sent SIGKILL at a second SIGINT/SIGTERM.
+static ESCALATED: AtomicBool = AtomicBool::new(false);
+
+fn is_stop(sig: i32) -> bool {
+    sig == libc::SIGINT || sig == libc::SIGTERM
+}
 
 extern "C" fn on_signal(sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
     // SAFETY: the kernel passes a valid siginfo_t for SA_SIGINFO handlers;
@@ -29,12 +48,43 @@ extern "C" fn on_signal(sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut
     let child = CHILD.load(Ordering::SeqCst);
     if child > 0 {
         if !from_tty {
+            let send = if is_stop(sig) && STOPS.fetch_add(1, Ordering::SeqCst) >= 1 {
+                ESCALATED.store(true, Ordering::SeqCst);
+                libc::SIGKILL
+            } else {
+                sig
+            };
             // SAFETY: kill is async-signal-safe.
-            unsafe { libc::kill(child, sig) };
+            unsafe { libc::kill(child, send) };
         }
     } else {
+        PENDING_FROM_TTY.store(from_tty, Ordering::SeqCst);
         PENDING.store(sig, Ordering::SeqCst);
     }
+}
+
+/// Blocks the forwarded signals in the calling thread; returns the mask
+/// to give back to [`restore_mask`].
+pub fn block_forwarded() -> libc::sigset_t {
+    // SAFETY: sigset_t is plain data; zeroed is a valid value to fill.
+    let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` and `old` are valid sigset_t for these calls.
+    unsafe {
+        libc::sigemptyset(&mut set);
+        for sig in FORWARDED {
+            libc::sigaddset(&mut set, sig);
+        }
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old);
+    }
+    old
+}
+
+/// Restores a mask saved by [`block_forwarded`].
+pub fn restore_mask(old: &libc::sigset_t) {
+    // SAFETY: `old` is a valid sigset_t returned by pthread_sigmask.
+    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, old, std::ptr::null_mut()) };
 }
 
 /// Installed handlers; dropping it restores the previous dispositions.
@@ -71,12 +121,25 @@ impl Forwarder {
 
     /// Starts forwarding to `pid`; a signal that came before is sent now.
     pub fn attach(&self, pid: u32) {
+        STOPS.store(0, Ordering::SeqCst);
+        ESCALATED.store(false, Ordering::SeqCst);
         CHILD.store(pid as i32, Ordering::SeqCst);
         let pending = PENDING.swap(0, Ordering::SeqCst);
         if pending != 0 {
             RECEIVED.store(pending, Ordering::SeqCst);
-            let _ = super::process::kill(pid, pending);
+            if !PENDING_FROM_TTY.load(Ordering::SeqCst) {
+                if is_stop(pending) {
+                    STOPS.fetch_add(1, Ordering::SeqCst);
+                }
+                let _ = super::process::kill(pid, pending);
+            }
         }
+    }
+
+    /// Whether the last child was sent SIGKILL at a second SIGINT/SIGTERM;
+    /// clears it.
+    pub fn take_escalated(&self) -> bool {
+        ESCALATED.swap(false, Ordering::SeqCst)
     }
 
     /// Stops forwarding (the child has exited).
