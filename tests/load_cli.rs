@@ -425,3 +425,51 @@ fn load_interrupted_stops_reaps_its_load_and_starts_no_other() {
         assert!(left.is_empty(), "left behind: {left:?}");
     }
 }
+
+/// tally killed outright (SIGKILL: no handler runs) must not leave its
+/// load running: the child is started with PR_SET_PDEATHSIG. The load is
+/// stopped first (after its exec), so it cannot end by finishing its work:
+/// only the death signal can end it.
+#[test]
+fn killing_tally_load_kills_its_running_load() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = sample_file(dir.path());
+    let mut child = tally()
+        .args(["load", "-n", "1000", "--methods", "read-chunks,mmap"])
+        .arg(&file)
+        .env("TMPDIR", dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let pid = child.id();
+    let children = format!("/proc/{pid}/task/{pid}/children");
+    let is_load = |load: &str| {
+        let cmdline = std::fs::read(format!("/proc/{load}/cmdline")).unwrap_or_default();
+        String::from_utf8_lossy(&cmdline).contains("--child")
+    };
+    let start = Instant::now();
+    let load = loop {
+        let list = std::fs::read_to_string(&children).unwrap_or_default();
+        if let Some(first) = list.split_whitespace().next() {
+            let first = first.to_owned();
+            let stopped = Command::new("kill").args(["-STOP", &first]).status();
+            if is_load(&first) && stopped.is_ok_and(|s| s.success()) {
+                break first;
+            }
+            let _ = Command::new("kill").args(["-CONT", &first]).status();
+        }
+        assert!(start.elapsed() < Duration::from_secs(60), "no load started");
+        std::thread::sleep(Duration::from_millis(2));
+    };
+    child.kill().expect("SIGKILL tally");
+    child.wait().expect("reap tally");
+    let start = Instant::now();
+    while is_load(&load) {
+        if start.elapsed() > Duration::from_secs(10) {
+            let _ = Command::new("kill").args(["-KILL", &load]).status();
+            panic!("load {load} outlived a killed tally");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}

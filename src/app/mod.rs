@@ -91,7 +91,7 @@ fn create_report_file(path: &Path) -> anyhow::Result<File> {
     File::create(path).with_context(|| {
         format!(
             "cannot create the report file {}: check the directory exists and is writable",
-            path.display()
+            tally::report::path::display(path)
         )
     })
 }
