@@ -728,12 +728,7 @@ fn non_utf8_dir_and_baseline_paths_keep_the_json_whole() {
         .assert()
         .success();
     let new: Value = serde_json::from_slice(&out.get_output().stdout).expect("JSON whole");
-    let hex: String = old
-        .as_os_str()
-        .as_bytes()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let hex: String = common::hex_of(&old);
     assert_eq!(new["baseline"]["path"]["bytes_hex"], hex.as_str());
     // The new report can serve as a baseline in turn.
     let newer = dir.join("new.json");

@@ -6,7 +6,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use assert_cmd::assert::OutputAssertExt;
 use serde_json::Value;
@@ -298,23 +298,6 @@ fn open_tempdir() -> tempfile::TempDir {
     dir
 }
 
-/// Waits for `child` at most `limit`; kills it and fails the test after.
-fn wait_or_kill(mut child: std::process::Child, limit: Duration) -> std::process::Output {
-    let start = Instant::now();
-    while child.try_wait().expect("try_wait").is_none() {
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            let out = child.wait_with_output().expect("wait");
-            panic!(
-                "still running after {limit:?}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    child.wait_with_output().expect("wait")
-}
-
 #[test]
 fn cache_escapes_escape_sequences_and_newlines_in_file_names() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -461,7 +444,7 @@ fn cache_lock_fails_when_the_locked_memory_limit_allows_nothing() {
         .spawn()
         .expect("prlimit");
     // Nothing locked: tally must not wait for Ctrl-C to hold nothing.
-    let out = wait_or_kill(child, Duration::from_secs(60));
+    let out = common::wait_or_kill(child, Duration::from_secs(60));
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("model.bin: not locked: mlock failed"), "{err}");
@@ -487,12 +470,7 @@ fn cache_json_keeps_non_utf8_file_names_whole() {
     for action in [&[][..], &["--evict"], &["--warm"]] {
         let (v, code) = json_of(action, &[&f, &missing]);
         assert_eq!(code, 1, "one path is missing");
-        let hex: String = f
-            .as_os_str()
-            .as_bytes()
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
+        let hex: String = common::hex_of(&f);
         assert_eq!(v["files"][0]["path"]["bytes_hex"], hex, "{v}");
         assert!(
             v["files"][0]["path"]["lossy"]

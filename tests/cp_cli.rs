@@ -3,7 +3,7 @@
 
 use std::io::Write;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 use serde_json::Value;
@@ -56,15 +56,6 @@ fn write(path: &Path, data: &[u8]) {
     f.sync_all().expect("sync");
 }
 
-fn entries(dir: &Path) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .expect("read_dir")
-        .map(|e| e.expect("entry").path())
-        .collect();
-    v.sort();
-    v
-}
-
 fn is_root() -> bool {
     std::fs::metadata("/proc/self").map(|m| m.uid()).ok() == Some(0)
 }
@@ -98,7 +89,7 @@ fn empty_and_small_files_copy_with_their_mode() {
         .mode();
     assert_eq!(mode & 0o777, 0o640);
     // No temporary file is left beside the copies.
-    let names: Vec<String> = entries(d)
+    let names: Vec<String> = common::entries(d)
         .iter()
         .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
         .collect();
@@ -237,7 +228,11 @@ fn copying_a_file_onto_itself_is_refused() {
         assert!(err.contains("same file"), "{err}");
         assert_eq!(std::fs::read(&f).expect("read"), b"precious");
     }
-    assert_eq!(entries(dir.path()).len(), 2, "no temporary file left");
+    assert_eq!(
+        common::entries(dir.path()).len(),
+        2,
+        "no temporary file left"
+    );
 }
 
 /// A 1 MiB tmpfs mounted for one test, unmounted on drop.
@@ -284,7 +279,10 @@ fn a_full_filesystem_leaves_no_partial_file_and_the_source_intact() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("full"), "{err}");
     assert!(err.contains("no partial file"), "{err}");
-    assert!(entries(small.dir.path()).is_empty(), "something was left");
+    assert!(
+        common::entries(small.dir.path()).is_empty(),
+        "something was left"
+    );
     assert!(std::fs::read(&src).expect("read") == data, "source changed");
 }
 
@@ -380,7 +378,7 @@ fn an_unwritable_destination_is_explained_and_left_clean() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("ermission denied"), "{err}");
     assert!(err.contains("writable"), "{err}");
-    assert_eq!(entries(dir.path()), std::slice::from_ref(&src));
+    assert_eq!(common::entries(dir.path()), std::slice::from_ref(&src));
     assert_eq!(std::fs::read(&src).expect("read"), b"data");
 }
 
@@ -494,7 +492,7 @@ fn cp_interrupted_by_a_signal_leaves_no_temp_file() {
             "signal {sig} (named {named}): the copy ended first or differently: {status:?}"
         );
         assert_eq!(
-            entries(&out_dir),
+            common::entries(&out_dir),
             std::slice::from_ref(&dst),
             "signal {sig} (named {named}) left a file"
         );
@@ -545,7 +543,7 @@ fn cp_of_a_file_that_shrinks_mid_copy_fails_and_leaves_nothing() {
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("changed while it was copied"), "{err}");
     assert!(
-        entries(&out_dir).is_empty(),
+        common::entries(&out_dir).is_empty(),
         "a copy or temporary file was left"
     );
 
@@ -586,11 +584,11 @@ fn cp_to_a_255_byte_name_works() {
             String::from_utf8_lossy(&out.stderr)
         );
         assert_eq!(std::fs::read(&dst).expect("read"), b"long names");
-        assert_eq!(entries(out_dir.path()), std::slice::from_ref(&dst));
+        assert_eq!(common::entries(out_dir.path()), std::slice::from_ref(&dst));
         // Over an existing file too (the rename path).
         let out = cp(args, &[&src, &dst]);
         assert_eq!(out.status.code(), Some(0));
-        assert_eq!(entries(out_dir.path()), [dst]);
+        assert_eq!(common::entries(out_dir.path()), [dst]);
     }
     // A 255-byte source copied into a directory.
     let long_src = dir.path().join("m".repeat(255));
@@ -628,7 +626,7 @@ fn cp_into_a_missing_directory_fails_before_copying() {
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("destination's directory"), "{err}");
     assert!(err.contains("nothing was copied"), "{err}");
-    assert_eq!(entries(dir.path()), [src]);
+    assert_eq!(common::entries(dir.path()), [src]);
 }
 
 fn from_hex(hex: &str) -> Vec<u8> {

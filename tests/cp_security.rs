@@ -3,7 +3,7 @@
 //! through `setpriv`, and skips with the reason when it cannot.
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 mod common;
@@ -43,15 +43,6 @@ fn as_nobody(program: &Path, args: &[&std::ffi::OsStr]) -> Output {
 
 fn chmod(path: &Path, mode: u32) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod");
-}
-
-fn entries(dir: &Path) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .expect("read_dir")
-        .map(|e| e.expect("entry").path())
-        .collect();
-    v.sort();
-    v
 }
 
 /// Turns `fs.protected_symlinks` on (most distributions' default) and
@@ -143,7 +134,7 @@ fn cp_refuses_symlink_planted_in_sticky_dir() {
             "{what}"
         );
         assert!(
-            entries(&victim_dir).is_empty(),
+            common::entries(&victim_dir).is_empty(),
             "{what}: written into the linked directory"
         );
     }
@@ -152,7 +143,7 @@ fn cp_refuses_symlink_planted_in_sticky_dir() {
         let m = std::fs::symlink_metadata(sticky.path().join(name)).expect("meta");
         assert!(m.file_type().is_symlink(), "{name} was replaced");
     }
-    assert_eq!(entries(sticky.path()).len(), 3);
+    assert_eq!(common::entries(sticky.path()).len(), 3);
 
     // Root's own link in the same directory is followed, as the kernel
     // allows (and as cp does).

@@ -163,23 +163,6 @@ fn have(tool: &str) -> bool {
     ok
 }
 
-/// Waits for `child` at most `limit`; kills it and fails the test after.
-fn wait_or_kill(mut child: std::process::Child, limit: Duration) -> std::process::Output {
-    let start = Instant::now();
-    while child.try_wait().expect("try_wait").is_none() {
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            let out = child.wait_with_output().expect("wait");
-            panic!(
-                "still running after {limit:?}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.wait_with_output().expect("wait")
-}
-
 fn meminfo_bytes(key: &str) -> Option<u64> {
     let text = std::fs::read_to_string("/proc/meminfo").ok()?;
     let line = text.lines().find(|l| l.starts_with(key))?;
@@ -299,12 +282,7 @@ fn load_json_keeps_a_non_utf8_file_name_whole() {
         panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout));
     });
     assert_eq!(out.status.code(), Some(0));
-    let hex: String = file
-        .as_os_str()
-        .as_bytes()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let hex: String = common::hex_of(&file);
     assert_eq!(v["file"]["bytes_hex"], hex, "{v}");
     assert_eq!(v["results"][0]["bytes_loaded"], (3 << 20) + 777);
     // Human text escapes it.
@@ -409,7 +387,7 @@ fn load_interrupted_stops_reaps_its_load_and_starts_no_other() {
             .arg(pid.to_string())
             .status()
             .expect("kill");
-        let out = wait_or_kill(child, Duration::from_secs(60));
+        let out = common::wait_or_kill(child, Duration::from_secs(60));
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(128 + number as i32), "{err}");
         assert!(err.contains(&format!("interrupted by SIG{name}")), "{err}");

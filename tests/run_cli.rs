@@ -996,12 +996,7 @@ fn non_utf8_cold_path_keeps_the_json_and_the_exit_code() {
     assert_eq!(out.status.code(), Some(3), "{out:?}");
     let value: serde_json::Value = serde_json::from_slice(&out.stderr).expect("whole JSON");
     let path = &value["runs"][0]["cold"]["files"][0]["path"];
-    let hex: String = file
-        .as_os_str()
-        .as_bytes()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let hex: String = common::hex_of(&file);
     assert_eq!(path["bytes_hex"], hex.as_str(), "{path}");
     // And it reads back into the typed report, path and all.
     let report: RunReport = serde_json::from_slice(&out.stderr).expect("typed report");

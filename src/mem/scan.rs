@@ -365,7 +365,7 @@ impl Reader {
     /// path (for messages) names it too.
     fn read_in(&mut self, dir: &File, file: &CStr) -> io::Result<&[u8]> {
         self.file(&file.to_string_lossy());
-        let f = crate::sys::at::open_in(dir, file)?;
+        let f = crate::sys::file::open_read_at(dir, file)?;
         self.read_from(f)
     }
 
@@ -552,7 +552,7 @@ struct Opened {
 /// needed, with the rights in force. A command line the caller may not
 /// read is left out, never read with more.
 fn open_as_caller(r: &mut Reader, pid: u32, needs: Needs) -> Result<Opened, Outcome> {
-    let dir = match crate::sys::at::open_dir(r.file("")) {
+    let dir = match crate::sys::file::open_dir(r.file("")) {
         Ok(dir) => dir,
         Err(e) => return Err(classify(&e, "process directory", r)),
     };
@@ -601,7 +601,8 @@ fn read_opened(r: &mut Reader, o: &Opened) -> Result<ProcSample, Outcome> {
     };
     let (mem, source) = read_memory(r, &mut read)?;
     r.file("exe");
-    let link = crate::sys::at::read_link_in(&o.dir, c"exe");
+    let link = crate::sys::file::readlink_at(&o.dir, std::ffi::OsStr::new("exe"))
+        .map(|p| std::os::unix::ffi::OsStringExt::into_vec(p.into_os_string()));
     let exe = exe_of(r, link)?;
     Ok(ProcSample {
         pid: o.pid,

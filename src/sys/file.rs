@@ -5,7 +5,7 @@
 //! a copy's destination is resolved once and never by path again.
 
 use std::alloc::Layout;
-use std::ffi::{CString, OsStr};
+use std::ffi::{CStr, CString, OsStr};
 use std::fs::File;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd};
@@ -178,6 +178,26 @@ pub fn open_dir(path: &Path) -> io::Result<File> {
         .read(true)
         .custom_flags(libc::O_DIRECTORY | libc::O_CLOEXEC)
         .open(path)
+}
+
+/// Opens `name` under `dir` for reading, following no link in its last
+/// component. A `/proc/PID` directory opened once stays bound to its
+/// process: once it has ended, every name under it fails with `ENOENT`,
+/// even if the PID was given to a new process (`tally mem` opens the
+/// directory with its caller's rights and reads under it with more).
+pub fn open_read_at(dir: &File, name: &CStr) -> io::Result<File> {
+    // SAFETY: `dir` is an open descriptor for the duration of the call and
+    // `name` a NUL-terminated string; a returned descriptor is new and
+    // owned by nobody else.
+    let fd = cvt(unsafe {
+        libc::openat(
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NOFOLLOW,
+        )
+    })?;
+    // SAFETY: `fd` was just opened above and is owned by this File alone.
+    Ok(unsafe { File::from_raw_fd(fd) })
 }
 
 /// `fstatat(dir, name, AT_SYMLINK_NOFOLLOW)`: the name itself, a link not

@@ -4,7 +4,6 @@
 //! `// SAFETY:` comment. The wrappers return `std::io::Result` and keep no
 //! state of their own beyond what a call needs.
 
-pub mod at;
 pub mod buffers;
 pub mod cache;
 pub mod cleanup;

@@ -2,8 +2,10 @@
 //! uses only some of them.
 #![allow(dead_code)]
 
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
+use std::process::{Child, Command, Output};
+use std::time::{Duration, Instant};
 
 /// The tally binary under test: `$TALLY_BIN` when set (the shipped
 /// release build, which `bash tests/release.sh` and `.ci/run` build and
@@ -41,4 +43,42 @@ pub fn on_tmpfs(path: &Path) -> bool {
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "tmpfs")
         .unwrap_or(false)
+}
+
+/// Waits for `child` and returns its output; past `limit` it is killed and
+/// the test fails with its stderr, so a hang never hangs the suite.
+pub fn wait_or_kill(mut child: Child, limit: Duration) -> Output {
+    let start = Instant::now();
+    while child.try_wait().expect("try_wait").is_none() {
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("wait");
+            panic!(
+                "still running after {limit:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.wait_with_output().expect("wait")
+}
+
+/// The bytes of `path` as lowercase hex, as tally's JSON writes a path
+/// that is not UTF-8 (`bytes_hex`).
+pub fn hex_of(path: &Path) -> String {
+    path.as_os_str()
+        .as_bytes()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The entries of `dir`, sorted.
+pub fn entries(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .expect("read_dir")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    v.sort();
+    v
 }
