@@ -2,7 +2,7 @@
 //!
 //! `eprintln!` panics when standard error cannot be written (`2>/dev/full`,
 //! a closed pipe), which turned a documented exit code into 101 and, in
-//! `tally run`, lost the measured command's own. [`diag!`](crate::diag)
+//! `tally run`, lost the measured command's own. [`diag!`](crate::diag!)
 //! writes the same line and drops the error: a message that cannot be shown
 //! is lost, the outcome is not.
 

@@ -87,7 +87,7 @@ fn exe_path(target: &[u8]) -> (&[u8], bool) {
 
 /// Whether the executable's file name starts with the comm (which the
 /// kernel cuts to 15 bytes): the process is known by its executable's
-/// name. When not, naming by exe looks at argv[0] (see [`started_as`]).
+/// name. When not, naming by exe looks at `argv[0]` (see `started_as`).
 pub fn exe_starts_with_comm(exe_target: &[u8], comm: &[u8]) -> bool {
     comm.is_empty() || basename(exe_path(exe_target).0).starts_with(comm)
 }

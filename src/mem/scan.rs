@@ -29,7 +29,7 @@ use super::MemError;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Needs {
     pub status: bool,
-    /// Naming by exe: comm, and argv[0] where they differ.
+    /// Naming by exe: comm, and `argv[0]` where they differ.
     pub comm: bool,
     pub cmdline: bool,
     pub cgroup: bool,
