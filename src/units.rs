@@ -16,6 +16,12 @@ pub fn thousands(n: u64) -> String {
     out
 }
 
+/// `n` with thousands separators and the noun in the number it needs:
+/// `1 process`, `2 processes`.
+pub fn count(n: u64, one: &str, many: &str) -> String {
+    format!("{} {}", thousands(n), if n == 1 { one } else { many })
+}
+
 /// Like [`thousands`] for a signed number.
 pub fn thousands_i(n: i64) -> String {
     if n < 0 {
@@ -69,6 +75,13 @@ pub fn human_bytes(bytes: u64) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn one_process_is_singular() {
+        assert_eq!(count(1, "process", "processes"), "1 process");
+        assert_eq!(count(0, "process", "processes"), "0 processes");
+        assert_eq!(count(1200, "program", "programs"), "1,200 programs");
+    }
+
     use super::*;
 
     #[test]

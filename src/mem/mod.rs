@@ -171,8 +171,8 @@ fn swap_rest(snap: &Snapshot, cfg: &Config, every_swap_pss: bool) -> report::Swa
         Some("--pid reads only some processes".to_string())
     } else if s.denied > 0 || s.failed > 0 {
         Some(format!(
-            "{} processes could not be read",
-            crate::units::thousands(s.denied.saturating_add(s.failed))
+            "{} could not be read",
+            crate::units::count(s.denied.saturating_add(s.failed), "process", "processes")
         ))
     } else if hidden {
         Some("/proc is mounted with hidepid: other users' processes are not seen".to_string())
@@ -255,14 +255,16 @@ pub fn closing_notes(report: &MemReport, privileged_install: bool, root: bool) -
              `setcap cap_sys_ptrace,cap_dac_read_search+ep $(which tally)` (see tally mem --help)"
         };
         notes.push(format!(
-            "{} processes could not be read (permission denied) and are not counted: {fix}",
-            crate::units::thousands(s.denied)
+            "{} could not be read (permission denied) and {} not counted: {fix}",
+            crate::units::count(s.denied, "process", "processes"),
+            if s.denied == 1 { "is" } else { "are" }
         ));
     }
     if s.failed > 0 {
         notes.push(format!(
-            "{} processes could not be read and are not counted; the first: {}",
-            crate::units::thousands(s.failed),
+            "{} could not be read and {} not counted; the first: {}",
+            crate::units::count(s.failed, "process", "processes"),
+            if s.failed == 1 { "is" } else { "are" },
             s.first_error.as_deref().unwrap_or("unknown error")
         ));
     }

@@ -293,10 +293,9 @@ impl Render for MemReport {
                 self.size(t.swap_bytes),
             ],
             format!(
-                "TOTAL ({} processes, {} {}s{hidden}){}",
-                thousands(t.processes),
-                thousands(t.groups),
-                self.column(),
+                "TOTAL ({}, {}{hidden}){}",
+                crate::units::count(t.processes, "process", "processes"),
+                crate::units::count(t.groups, self.column(), &format!("{}s", self.column())),
                 t.swap_not_attributed
                     .phrase()
                     .map(|p| format!("; {p}"))
