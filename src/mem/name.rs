@@ -19,6 +19,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::exe::{basename, exe_path, exe_starts_with_comm};
 use super::scan::ProcSample;
 use crate::procfs::text_of;
 
@@ -34,8 +35,6 @@ pub enum NameMode {
     /// The first argument's file name (/proc/PID/cmdline).
     Argv0,
 }
-
-const DELETED: &[u8] = b" (deleted)";
 
 /// The program name of a sample. `check_replaced` allows looking at the
 /// path of a deleted executable to tell `[updated]` from `[deleted]`;
@@ -77,21 +76,6 @@ pub fn program_name(
     escape_controls(&name)
 }
 
-/// The exe link target without its ` (deleted)` mark, and whether it had one.
-fn exe_path(target: &[u8]) -> (&[u8], bool) {
-    match target.strip_suffix(DELETED) {
-        Some(p) => (p, true),
-        None => (target, false),
-    }
-}
-
-/// Whether the executable's file name starts with the comm (which the
-/// kernel cuts to 15 bytes): the process is known by its executable's
-/// name. When not, naming by exe looks at `argv[0]` (see `started_as`).
-pub fn exe_starts_with_comm(exe_target: &[u8], comm: &[u8]) -> bool {
-    comm.is_empty() || basename(exe_path(exe_target).0).starts_with(comm)
-}
-
 /// The name a program was started as, where it differs from its
 /// executable's: the comm does not start the executable's file name but
 /// starts argv[0]'s (Debian's `redis-server`, a link to `redis-check-rdb`;
@@ -124,13 +108,6 @@ fn exe_name(target: &[u8], started_as: Option<&[u8]>, check_replaced: bool) -> O
         name.push_str(if replaced { " [updated]" } else { " [deleted]" });
     }
     Some(name)
-}
-
-fn basename(path: &[u8]) -> &[u8] {
-    match path.iter().rposition(|&b| b == b'/') {
-        Some(i) => path.get(i + 1..).unwrap_or_default(),
-        None => path,
-    }
 }
 
 /// The first argument's file name, up to its first space.

@@ -497,7 +497,7 @@ fn read_one(r: &mut Reader, pid: u32, needs: Needs) -> Result<ProcSample, Outcom
             comm.as_deref()
                 .or(status.as_ref().map(|s| s.name.as_bytes())),
         ) {
-            (Some(exe), Some(comm)) => !super::name::exe_starts_with_comm(exe, comm),
+            (Some(exe), Some(comm)) => !super::exe::exe_starts_with_comm(exe, comm),
             _ => false,
         };
     let cmdline = if needs.cmdline {

@@ -16,6 +16,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::time::Duration;
 
 use super::cvt;
+pub use super::signals::kill;
 
 /// What a child process cost, as `wait4` reports it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -374,12 +375,6 @@ pub fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     cvt(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) })?;
     // SAFETY: pipe2 succeeded, so both descriptors are open and ours alone.
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
-}
-
-/// Sends `sig` to process `pid`.
-pub fn kill(pid: u32, sig: i32) -> io::Result<()> {
-    // SAFETY: kill has no memory preconditions.
-    cvt(unsafe { libc::kill(pid as libc::pid_t, sig) }).map(|_| ())
 }
 
 #[cfg(test)]

@@ -131,7 +131,7 @@ impl Forwarder {
                 if is_stop(pending) {
                     STOPS.fetch_add(1, Ordering::SeqCst);
                 }
-                let _ = super::process::kill(pid, pending);
+                let _ = kill(pid, pending);
             }
         }
     }
@@ -173,4 +173,10 @@ impl Drop for Forwarder {
             unsafe { libc::sigaction(*sig, old, std::ptr::null_mut()) };
         }
     }
+}
+
+/// Sends `sig` to process `pid`.
+pub fn kill(pid: u32, sig: i32) -> io::Result<()> {
+    // SAFETY: kill has no memory preconditions.
+    cvt(unsafe { libc::kill(pid as libc::pid_t, sig) }).map(|_| ())
 }
