@@ -245,7 +245,7 @@ pub fn closing_notes(report: &MemReport, privileged_install: bool, root: bool) -
     let s = &report.skipped;
     if s.denied > 0 {
         let fix = if root {
-            "even root may not read them (a process with capabilities tally lacks, or a \
+            "even root may not read such a process (one with capabilities tally lacks, or a \
              security module)"
         } else if privileged_install {
             "this install shows what /proc shows you, with every memory figure: /proc mounted \

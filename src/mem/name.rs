@@ -19,7 +19,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::exe::{basename, exe_path, exe_starts_with_comm};
+use super::exe::{basename, exe_path, exe_starts_with_comm, is_memfd};
 use super::scan::ProcSample;
 use crate::procfs::text_of;
 
@@ -81,13 +81,18 @@ pub fn program_name(
 /// starts argv[0]'s (Debian's `redis-server`, a link to `redis-check-rdb`;
 /// busybox's `sh`). The comm comes from the name the program was started
 /// by, argv[0] is that name in full; a process that renamed itself
-/// (`Web Content`) matches neither and keeps its executable's name.
+/// (`Web Content`) matches neither and keeps its executable's name. A
+/// program run from a memfd is always named by `argv[0]`.
 fn started_as<'a>(
     exe_target: &[u8],
     comm: Option<&[u8]>,
     argv0: Option<&'a [u8]>,
 ) -> Option<&'a [u8]> {
-    let (comm, argv0) = (comm?, argv0?);
+    let argv0 = argv0?;
+    if is_memfd(exe_target) {
+        return Some(argv0);
+    }
+    let comm = comm?;
     (!exe_starts_with_comm(exe_target, comm) && argv0.starts_with(comm)).then_some(argv0)
 }
 
@@ -95,6 +100,8 @@ fn started_as<'a>(
 /// marked when the executable was deleted.
 fn exe_name(target: &[u8], started_as: Option<&[u8]>, check_replaced: bool) -> Option<String> {
     let (path, deleted) = exe_path(target);
+    // A memfd is always "(deleted)": it never was a file, so no mark.
+    let deleted = deleted && !(is_memfd(target) && started_as.is_some());
     let base = started_as.unwrap_or_else(|| basename(path));
     if base.is_empty() {
         return None;
@@ -273,6 +280,16 @@ mod tests {
             Some(b"/usr/lib/firefox-esr/firefox-esr\0-contentproc\0"),
         );
         assert_eq!(program_name(&s, NameMode::Exe, false, false), "firefox-esr");
+        // Run from a memfd: argv[0]'s name, with no "[deleted]" mark.
+        let s = sample(
+            Some("/memfd:sealed-91173221a7ea (deleted)"),
+            Some("memfd:sealed-91"),
+            Some(b"line_io_tools/binary_backend\0--uid\00\0"),
+        );
+        assert_eq!(
+            program_name(&s, NameMode::Exe, false, false),
+            "binary_backend"
+        );
         // Started as python3, a link to python3.11: the file name wins.
         let s = sample(
             Some("/usr/bin/python3.11"),
