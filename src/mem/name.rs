@@ -284,7 +284,7 @@ mod tests {
         let s = sample(
             Some("/memfd:sealed-91173221a7ea (deleted)"),
             Some("memfd:sealed-91"),
-            Some(b"line_io_tools/binary_backend\0--uid\00\0"),
+            Some(b"line_io_tools/binary_backend\0--uid\0root\0"),
         );
         assert_eq!(
             program_name(&s, NameMode::Exe, false, false),
