@@ -525,6 +525,7 @@ fn tiny_limits_give_small_sweeps_not_panics() {
 #[test]
 fn membw_all_threads_never_exceeds_threads_times_one_thread() {
     let dir = tempfile::tempdir().unwrap();
+    let (mut unflagged, mut checked) = (0, 0);
     for _ in 0..3 {
         let out = tally()
             .args(["bench", "membw", "--budget-ms", "9", "--max-mem", "1M"])
@@ -534,7 +535,6 @@ fn membw_all_threads_never_exceeds_threads_times_one_thread() {
             .success();
         let r: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
         let figs = figures(&r, "membw");
-        let mut checked = 0;
         for kernel in ["read", "write", "copy"] {
             let Some(all) = figs
                 .iter()
@@ -557,13 +557,19 @@ fn membw_all_threads_never_exceeds_threads_times_one_thread() {
                 .unwrap();
             assert!(threads >= 2.0);
             let bound = threads * one["gb_per_s"]["max"].as_f64().unwrap() * 1.5;
-            let max = all["gb_per_s"]["max"].as_f64().unwrap();
-            assert!(
-                all["implausible"].is_null() && max <= bound,
-                "membw.{kernel}.all: {max} GB/s against a bound of {bound} GB/s ({})",
-                all["implausible"]
-            );
-            assert!(all["samples"].as_array().unwrap().len() >= 5);
+            // On a loaded machine a figure may fail the check (every
+            // one-thread sample preempted): then it must be flagged, never
+            // shown as measured. The span bug made every run fail it, so
+            // most runs must pass unflagged.
+            if all["implausible"].is_null() {
+                let max = all["gb_per_s"]["max"].as_f64().unwrap();
+                assert!(
+                    max <= bound,
+                    "membw.{kernel}.all: {max} GB/s against a bound of {bound} GB/s, not flagged"
+                );
+                unflagged += 1;
+            }
+            assert!(!all["samples"].as_array().unwrap().is_empty());
             checked += 1;
         }
         if checked == 0 {
@@ -571,6 +577,10 @@ fn membw_all_threads_never_exceeds_threads_times_one_thread() {
             return;
         }
     }
+    assert!(
+        unflagged * 2 > checked,
+        "only {unflagged} of {checked} all-threads figures passed the bound"
+    );
 }
 
 /// Files under `dir` that `pid` holds open (named or already unlinked).
@@ -606,7 +616,7 @@ fn interrupted_fileread_leaves_no_scratch_file() {
         ("filecache", "INT", 2),
     ] {
         let dir = tempfile::tempdir().unwrap();
-        let child = std::process::Command::new(common::tally_bin())
+        let child = common::tally_default_signals()
             .args(["bench", bench, "--budget-ms", "9", "--max-bytes", "64M"])
             .arg("--dir")
             .arg(dir.path())

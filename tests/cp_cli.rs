@@ -469,7 +469,7 @@ fn cp_interrupted_by_a_signal_leaves_no_temp_file() {
         (libc::SIGSEGV, true), // as a crash would
     ];
     for (sig, named) in runs {
-        let mut cmd = tally();
+        let mut cmd = common::tally_default_signals();
         cmd.arg("cp");
         if named {
             cmd.arg("--named-temp");

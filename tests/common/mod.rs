@@ -22,6 +22,18 @@ pub fn tally() -> assert_cmd::Command {
     assert_cmd::Command::new(tally_bin())
 }
 
+/// A command running the binary under test with every signal at its
+/// default action (`env --default-signal`, coreutils 8.31+), whatever the
+/// test runner inherited: a shell's background job starts with SIGINT
+/// ignored, and tally rightly keeps an ignored signal ignored, so tests
+/// that interrupt tally must not depend on how they were started. `env`
+/// execs tally, so the child's pid is tally's.
+pub fn tally_default_signals() -> Command {
+    let mut cmd = Command::new("env");
+    cmd.arg("--default-signal").arg(tally_bin());
+    cmd
+}
+
 /// Children killed and reaped when dropped, so a failing test leaves none.
 pub struct Reaper(pub Vec<Child>);
 
