@@ -292,7 +292,7 @@ fn human_output_is_grouped_by_section() {
 }
 
 #[test]
-fn prometheus_output_names_units() {
+fn prometheus_output_names_base_units() {
     let out = tally()
         .args([
             "bench",
@@ -305,8 +305,8 @@ fn prometheus_output_names_units() {
         .assert()
         .success();
     let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
-    assert!(text.contains("# TYPE tally_bench_median_ns gauge"));
-    assert!(text.contains("tally_bench_median_mhz{"));
+    assert!(text.contains("# TYPE tally_bench_median_seconds gauge"));
+    assert!(text.contains("tally_bench_median_hertz{"));
 }
 
 #[test]

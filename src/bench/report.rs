@@ -37,7 +37,7 @@ use super::harness::Calibration;
 use super::machine::{Machine, Noise};
 use super::registry::{Benchmark, Section};
 use super::{Mode, memlat};
-use crate::report::{Metric, MetricKind, Render, Sample, Style, Table};
+use crate::report::{Metric, Render, Style, Table};
 use crate::units::{human_bytes, thousands_f};
 
 /// How the harness ran.
@@ -479,11 +479,23 @@ impl Render for BenchReport {
     }
 
     fn metrics(&self) -> Option<Vec<Metric>> {
-        let mut by_unit: Vec<(&'static str, Vec<Sample>)> = Vec::new();
+        use crate::report::prometheus::Unit;
+        // One family per base unit: latencies in seconds, bandwidths in
+        // bytes per second, frequencies in hertz, sizes in bytes.
+        let mut families: Vec<Metric> = Vec::new();
         for b in &self.benchmarks {
             for f in &b.figures {
                 let Some(s) = f.measured() else { continue };
-                let unit = f.value.unit_key();
+                let (unit, what) = match f.value {
+                    Value::Ns(_) => (
+                        Unit::Nanoseconds,
+                        "seconds per operation the figure defines",
+                    ),
+                    Value::GbPerS(_) => (Unit::GigabytesPerSecond, "bytes per second"),
+                    Value::Mhz(_) => (Unit::Megahertz, "hertz"),
+                    Value::Bytes(_) => (Unit::Bytes, "bytes"),
+                    Value::Unavailable(_) => continue,
+                };
                 let mut labels = vec![
                     ("benchmark".to_string(), b.name.clone()),
                     ("figure".to_string(), f.id.clone()),
@@ -491,27 +503,26 @@ impl Render for BenchReport {
                 if let Some(x) = f.x {
                     labels.push(("x".to_string(), x.to_string()));
                 }
-                let sample = Sample {
-                    labels,
-                    value: s.median,
+                let at = match families
+                    .iter()
+                    .position(|m| m.unit.suffix() == unit.suffix())
+                {
+                    Some(i) => i,
+                    None => {
+                        families.push(Metric::gauge(
+                            "tally_bench_median",
+                            unit,
+                            format!("Median of a tally bench figure, in {what}."),
+                        ));
+                        families.len() - 1
+                    }
                 };
-                match by_unit.iter_mut().find(|(u, _)| *u == unit) {
-                    Some((_, v)) => v.push(sample),
-                    None => by_unit.push((unit, vec![sample])),
+                if let Some(m) = families.get_mut(at) {
+                    m.push(labels, s.median);
                 }
             }
         }
-        Some(
-            by_unit
-                .into_iter()
-                .map(|(unit, samples)| Metric {
-                    name: format!("tally_bench_median_{unit}"),
-                    help: format!("Median of a tally bench figure, in {unit}."),
-                    kind: MetricKind::Gauge,
-                    samples,
-                })
-                .collect(),
-        )
+        Some(families)
     }
 }
 

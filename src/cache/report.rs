@@ -30,7 +30,7 @@ use serde::{Deserialize, Serialize};
 
 use super::Residency;
 use crate::report::path::display;
-use crate::report::{Metric, MetricKind, Render, Sample, Style, Table};
+use crate::report::{Metric, Render, Style, Table};
 use crate::units::{human_bytes, percent, thousands};
 
 /// What `tally cache` does to the files.
@@ -403,30 +403,22 @@ impl Render for CacheReport {
     }
 
     fn metrics(&self) -> Option<Vec<Metric>> {
+        use crate::report::prometheus::Unit;
         let page = self.page_size_bytes;
-        let sample = |f: &FileReport, v: u64| Sample {
-            labels: vec![("path".into(), display(&f.path))],
-            value: v as f64,
-        };
-        Some(vec![
-            Metric {
-                name: "tally_cache_size_bytes".into(),
-                help: "size of the file".into(),
-                kind: MetricKind::Gauge,
-                samples: self.files.iter().map(|f| sample(f, f.size_bytes)).collect(),
-            },
-            Metric {
-                name: "tally_cache_cached_bytes".into(),
-                help: "bytes of the file in the page cache (files of unknown residency left out)"
-                    .into(),
-                kind: MetricKind::Gauge,
-                samples: self
-                    .files
-                    .iter()
-                    .filter_map(|f| cached_bytes(&f.residency, page).map(|b| sample(f, b)))
-                    .collect(),
-            },
-        ])
+        let path = |f: &FileReport| vec![("path".to_string(), display(&f.path))];
+        let mut size = Metric::gauge("tally_cache_size", Unit::Bytes, "size of the file");
+        let mut cached = Metric::gauge(
+            "tally_cache_cached",
+            Unit::Bytes,
+            "bytes of the file in the page cache (files of unknown residency left out)",
+        );
+        for f in &self.files {
+            size.push(path(f), f.size_bytes as f64);
+            if let Some(b) = cached_bytes(&f.residency, page) {
+                cached.push(path(f), b as f64);
+            }
+        }
+        Some(vec![size, cached])
     }
 }
 

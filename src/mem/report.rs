@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 use super::group::GroupBy;
 use super::name::NameMode;
 use super::scan::{ProcSample, Skipped};
-use crate::report::{Metric, MetricKind, Render, Sample, Style, Table};
+use crate::report::{Metric, Render, Style, Table};
 use crate::units::{human_bytes, thousands};
 
 /// Figures of one row.
@@ -401,6 +401,7 @@ impl Render for MemReport {
     }
 
     fn metrics(&self) -> Option<Vec<Metric>> {
+        use crate::report::prometheus::Unit;
         let label = self.column();
         let labels = |g: &Group| {
             let mut l = Vec::new();
@@ -412,100 +413,116 @@ impl Render for MemReport {
             }
             l
         };
-        let family = |name: &str, help: &str, get: fn(&Group) -> u64| Metric {
-            name: format!("tally_mem_{name}"),
-            help: help.to_string(),
-            kind: MetricKind::Gauge,
-            samples: self
-                .groups
-                .iter()
-                .map(|g| Sample {
-                    labels: labels(g),
-                    value: get(g) as f64,
-                })
-                .collect(),
+        // Per-row families and their totals come from one list, so a row
+        // figure never lacks its `tally_mem_total_*`.
+        struct Family {
+            stem: &'static str,
+            unit: Unit,
+            help: &'static str,
+            total_help: &'static str,
+            row: fn(&Group) -> u64,
+            total: fn(&Totals) -> u64,
+        }
+        let family = |stem, unit, help, total_help, row, total| Family {
+            stem,
+            unit,
+            help,
+            total_help,
+            row,
+            total,
         };
-        let total = |name: &str, help: &str, value: u64| Metric {
-            name: format!("tally_mem_total_{name}"),
-            help: help.to_string(),
-            kind: MetricKind::Gauge,
-            samples: vec![Sample {
-                labels: Vec::new(),
-                value: value as f64,
-            }],
-        };
+        let figures = [
+            family(
+                "private",
+                Unit::Bytes,
+                "Private memory (clean and dirty).",
+                "Private memory of every process counted.",
+                |g| g.private_bytes,
+                |t| t.private_bytes,
+            ),
+            family(
+                "shared",
+                Unit::Bytes,
+                "Share of shared memory (PSS minus private).",
+                "Shared memory share of every process counted.",
+                |g| g.shared_bytes,
+                |t| t.shared_bytes,
+            ),
+            family(
+                "pss",
+                Unit::Bytes,
+                "RAM used: proportional set size.",
+                "RAM used by every process counted.",
+                |g| g.pss_bytes,
+                |t| t.pss_bytes,
+            ),
+            family(
+                "swap",
+                Unit::Bytes,
+                "Swap used (SwapPss where the kernel has it).",
+                "Swap used by every process counted.",
+                |g| g.swap_bytes,
+                |t| t.swap_bytes,
+            ),
+            family(
+                "rss",
+                Unit::Bytes,
+                "Resident set size (shared pages counted in full).",
+                "Sum of the resident set sizes of every process counted (shared pages \
+                 counted in each).",
+                |g| g.rss_bytes,
+                |t| t.rss_bytes,
+            ),
+            family(
+                "processes",
+                Unit::Count,
+                "Number of processes.",
+                "Processes counted.",
+                |g| g.processes,
+                |t| t.processes,
+            ),
+        ];
         let t = &self.total;
         let s = &self.skipped;
-        let mut metrics = vec![
-            family("private_bytes", "Private memory (clean and dirty).", |g| {
-                g.private_bytes
-            }),
-            family(
-                "shared_bytes",
-                "Share of shared memory (PSS minus private).",
-                |g| g.shared_bytes,
-            ),
-            family("pss_bytes", "RAM used: proportional set size.", |g| {
-                g.pss_bytes
-            }),
-            family(
-                "swap_bytes",
-                "Swap used (SwapPss where the kernel has it).",
-                |g| g.swap_bytes,
-            ),
-            family(
-                "rss_bytes",
-                "Resident set size (shared pages counted in full).",
-                |g| g.rss_bytes,
-            ),
-            family("processes", "Number of processes.", |g| g.processes),
-            total(
-                "private_bytes",
-                "Private memory of every process counted.",
-                t.private_bytes,
-            ),
-            total(
-                "shared_bytes",
-                "Shared memory share of every process counted.",
-                t.shared_bytes,
-            ),
-            total(
-                "pss_bytes",
-                "RAM used by every process counted.",
-                t.pss_bytes,
-            ),
-            total(
-                "swap_bytes",
-                "Swap used by every process counted.",
-                t.swap_bytes,
-            ),
-            total("processes", "Processes counted.", t.processes),
-        ];
-        if let Some(b) = t.swap_not_attributed.bytes {
-            metrics.push(total(
-                "swap_not_attributed_bytes",
-                "Swap in use that no process's SwapPss holds (tmpfs, SysV and shared \
-                 anonymous memory).",
-                b,
-            ));
-        }
-        metrics.extend([Metric {
-            name: "tally_mem_skipped_processes".into(),
-            help: "Processes not counted, by reason.".into(),
-            kind: MetricKind::Gauge,
-            samples: [
-                ("ended", s.ended),
-                ("no_memory", s.no_memory),
-                ("denied", s.denied),
-                ("failed", s.failed),
-            ]
-            .into_iter()
-            .map(|(reason, n)| Sample {
-                labels: vec![("reason".into(), reason.into())],
-                value: n as f64,
+        let mut metrics: Vec<Metric> = figures
+            .iter()
+            .map(|f| {
+                let mut m = Metric::gauge(&format!("tally_mem_{}", f.stem), f.unit, f.help);
+                for g in &self.groups {
+                    m.push(labels(g), (f.row)(g) as f64);
+                }
+                m
             })
-            .collect(),
-        }]);
+            .collect();
+        metrics.extend(figures.iter().map(|f| {
+            Metric::gauge(&format!("tally_mem_total_{}", f.stem), f.unit, f.total_help)
+                .with(Vec::new(), (f.total)(t) as f64)
+        }));
+        if let Some(b) = t.swap_not_attributed.bytes {
+            metrics.push(
+                Metric::gauge(
+                    "tally_mem_total_swap_not_attributed",
+                    Unit::Bytes,
+                    "Swap in use that no process's SwapPss holds (tmpfs, SysV and shared \
+                     anonymous memory).",
+                )
+                .with(Vec::new(), b as f64),
+            );
+        }
+        let mut skipped = Metric::gauge(
+            "tally_mem_skipped_processes",
+            Unit::Count,
+            "Processes not counted, by reason.",
+        );
+        for (reason, n) in [
+            ("ended", s.ended),
+            ("no_memory", s.no_memory),
+            ("denied", s.denied),
+            ("failed", s.failed),
+        ] {
+            skipped.push(vec![("reason".into(), reason.into())], n as f64);
+        }
+        metrics.push(skipped);
         Some(metrics)
     }
 }

@@ -10,21 +10,133 @@ pub enum MetricKind {
     Counter,
 }
 
-/// One labelled value.
+/// The unit a figure is held in. Prometheus wants base units (seconds,
+/// bytes, bytes per second, hertz) named by the metric's last word; every
+/// command's metrics go through this one table, so a figure kept in µs or
+/// kB is scaled, not just renamed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    Seconds,
+    Milliseconds,
+    Microseconds,
+    Nanoseconds,
+    Bytes,
+    /// 1024 bytes (the kernel's "kB").
+    Kibibytes,
+    BytesPerSecond,
+    /// 10^9 bytes per second.
+    GigabytesPerSecond,
+    Hertz,
+    Megahertz,
+    /// A plain number of things (processes, faults, operations).
+    Count,
+    /// A fraction, 1 meaning all.
+    Ratio,
+}
+
+impl Unit {
+    /// `value`, given in this unit, in the base unit.
+    pub fn to_base(self, value: f64) -> f64 {
+        // Divide for the sub-units: 120 / 1e9 is the nearest double to
+        // 1.2e-7, while 120 * 1e-9 is not.
+        match self {
+            Unit::Seconds
+            | Unit::Bytes
+            | Unit::BytesPerSecond
+            | Unit::Hertz
+            | Unit::Count
+            | Unit::Ratio => value,
+            Unit::Milliseconds => value / 1e3,
+            Unit::Microseconds => value / 1e6,
+            Unit::Nanoseconds => value / 1e9,
+            Unit::Kibibytes => value * 1024.0,
+            Unit::GigabytesPerSecond => value * 1e9,
+            Unit::Megahertz => value * 1e6,
+        }
+    }
+
+    /// The base unit's suffix of a metric name (empty for counts).
+    pub fn suffix(self) -> &'static str {
+        match self {
+            Unit::Seconds | Unit::Milliseconds | Unit::Microseconds | Unit::Nanoseconds => {
+                "_seconds"
+            }
+            Unit::Bytes | Unit::Kibibytes => "_bytes",
+            Unit::BytesPerSecond | Unit::GigabytesPerSecond => "_bytes_per_second",
+            Unit::Hertz | Unit::Megahertz => "_hertz",
+            Unit::Count => "",
+            Unit::Ratio => "_ratio",
+        }
+    }
+}
+
+/// The stem of a figure key: the key without a trailing unit word
+/// (`wall_us` → `wall`, `max_rss_kb` → `max_rss`, `pss_bytes` → `pss`),
+/// so [`Metric::new`] can append the base unit's.
+pub fn stem(key: &str) -> &str {
+    const UNIT_WORDS: [&str; 9] = [
+        "_ns", "_us", "_ms", "_seconds", "_kb", "_kib", "_bytes", "_mhz", "_hz",
+    ];
+    UNIT_WORDS
+        .iter()
+        .find_map(|w| key.strip_suffix(w))
+        .unwrap_or(key)
+}
+
+/// One labelled value, in the family's base unit.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Sample {
     pub labels: Vec<(String, String)>,
     pub value: f64,
 }
 
-/// A metric family: name (with its unit, `tally_mem_pss_bytes`), help,
-/// type and samples.
+/// A metric family: name (with its base unit, `tally_mem_pss_bytes`),
+/// help, type, unit and samples.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Metric {
     pub name: String,
     pub help: String,
     pub kind: MetricKind,
+    pub unit: Unit,
     pub samples: Vec<Sample>,
+}
+
+impl Metric {
+    /// An empty family named `stem`, the base unit's suffix and, for a
+    /// counter, `_total` (`tally_run_wall` in µs → `tally_run_wall_seconds`).
+    pub fn new(stem: &str, unit: Unit, kind: MetricKind, help: impl Into<String>) -> Metric {
+        let total = match kind {
+            MetricKind::Counter => "_total",
+            MetricKind::Gauge => "",
+        };
+        Metric {
+            name: format!("{stem}{}{total}", unit.suffix()),
+            help: help.into(),
+            kind,
+            unit,
+            samples: Vec::new(),
+        }
+    }
+
+    /// A gauge family; see [`Metric::new`].
+    pub fn gauge(stem: &str, unit: Unit, help: impl Into<String>) -> Metric {
+        Metric::new(stem, unit, MetricKind::Gauge, help)
+    }
+
+    /// Adds a sample whose `value` is in the family's unit; it is stored in
+    /// the base unit.
+    pub fn push(&mut self, labels: Vec<(String, String)>, value: f64) {
+        self.samples.push(Sample {
+            labels,
+            value: self.unit.to_base(value),
+        });
+    }
+
+    /// [`Metric::push`], returning the family.
+    pub fn with(mut self, labels: Vec<(String, String)>, value: f64) -> Metric {
+        self.push(labels, value);
+        self
+    }
 }
 
 fn escape_label(value: &str) -> String {
@@ -55,6 +167,9 @@ fn format_value(v: f64) -> String {
         }
     } else if v.fract() == 0.0 && v.abs() < 1e15 {
         format!("{}", v as i64)
+    } else if v.abs() < 1e-4 {
+        // Nanoseconds in seconds: 1.4317819600538568e-7, not 0.000000143….
+        format!("{v:e}")
     } else {
         format!("{v}")
     }
@@ -97,20 +212,59 @@ mod tests {
 
     #[test]
     fn exposition_escapes_labels() {
-        let m = Metric {
-            name: "tally_x_bytes".into(),
-            help: "X.".into(),
-            kind: MetricKind::Gauge,
-            samples: vec![Sample {
-                labels: vec![("program".into(), "a\"b\\c\nd".into())],
-                value: 1024.0,
-            }],
-        };
+        let m = Metric::gauge("tally_x", Unit::Kibibytes, "X.")
+            .with(vec![("program".into(), "a\"b\\c\nd".into())], 1.0);
         let mut out = Vec::new();
         write(&[m], &mut out).unwrap();
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "# HELP tally_x_bytes X.\n# TYPE tally_x_bytes gauge\ntally_x_bytes{program=\"a\\\"b\\\\c\\nd\"} 1024\n"
         );
+    }
+
+    #[test]
+    fn units_scale_to_the_base_unit_and_name_it() {
+        let cases = [
+            (Unit::Nanoseconds, 120.0, 1.2e-7, "_seconds"),
+            (Unit::Microseconds, 3815.0, 0.003815, "_seconds"),
+            (Unit::Milliseconds, 250.0, 0.25, "_seconds"),
+            (Unit::Seconds, 2.5, 2.5, "_seconds"),
+            (Unit::Kibibytes, 3.0, 3072.0, "_bytes"),
+            (Unit::Bytes, 7.0, 7.0, "_bytes"),
+            (Unit::GigabytesPerSecond, 12.5, 12.5e9, "_bytes_per_second"),
+            (Unit::BytesPerSecond, 9.0, 9.0, "_bytes_per_second"),
+            (Unit::Megahertz, 3200.0, 3.2e9, "_hertz"),
+            (Unit::Hertz, 50.0, 50.0, "_hertz"),
+            (Unit::Count, 4.0, 4.0, ""),
+            (Unit::Ratio, 0.5, 0.5, "_ratio"),
+        ];
+        for (unit, value, base, suffix) in cases {
+            assert_eq!(unit.to_base(value), base, "{unit:?}");
+            assert_eq!(unit.suffix(), suffix, "{unit:?}");
+        }
+    }
+
+    #[test]
+    fn small_values_print_with_an_exponent() {
+        assert_eq!(format_value(1.2e-7), "1.2e-7");
+        assert_eq!(format_value(0.003815), "0.003815");
+        assert_eq!(format_value(8192.0), "8192");
+    }
+
+    #[test]
+    fn names_carry_the_base_unit_and_counters_total() {
+        assert_eq!(
+            Metric::gauge(stem("tally_run_wall_us"), Unit::Microseconds, "").name,
+            "tally_run_wall_seconds"
+        );
+        assert_eq!(
+            Metric::gauge(stem("tally_run_max_rss_kb"), Unit::Kibibytes, "").name,
+            "tally_run_max_rss_bytes"
+        );
+        assert_eq!(
+            Metric::new("tally_x_faults", Unit::Count, MetricKind::Counter, "").name,
+            "tally_x_faults_total"
+        );
+        assert_eq!(stem("minor_faults"), "minor_faults");
     }
 }

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cache::evict::Evicted;
 use crate::procfs::io::IoCounters;
-use crate::report::{Metric, MetricKind, Render, Sample, Style, Table};
+use crate::report::{Metric, Render, Style, Table};
 use crate::stats::{self, Summary};
 use crate::units::{human_bytes, percent, thousands, thousands_f};
 
@@ -829,6 +829,7 @@ impl Render for RunReport {
     }
 
     fn metrics(&self) -> Option<Vec<Metric>> {
+        use crate::report::prometheus::stem;
         let last = self.runs.last()?;
         let command = self.command.join(" ");
         Some(
@@ -839,27 +840,33 @@ impl Render for RunReport {
                         Some(s) => s.median,
                         None => (f.get)(last)? as f64,
                     };
-                    // Prometheus wants base units: seconds and bytes.
-                    let (name, value) = match f.unit {
-                        "µs" => (
-                            format!("tally_run_{}", f.key.replace("_us", "_seconds")),
-                            value / 1e6,
-                        ),
-                        "kB" => ("tally_run_max_rss_bytes".to_string(), value * 1024.0),
-                        _ => (format!("tally_run_{}", f.key), value),
-                    };
-                    Some(Metric {
-                        name,
-                        help: format!("{} of the command (median over the runs)", f.label),
-                        kind: MetricKind::Gauge,
-                        samples: vec![Sample {
-                            labels: vec![("command".into(), command.clone())],
-                            value,
-                        }],
-                    })
+                    let unit = prometheus_unit(f.unit)?;
+                    let help = format!(
+                        "{} of the command (the median when run repeatedly)",
+                        f.label
+                    );
+                    Some(
+                        Metric::gauge(&format!("tally_run_{}", stem(f.key)), unit, help)
+                            .with(vec![("command".into(), command.clone())], value),
+                    )
                 })
                 .collect(),
         )
+    }
+}
+
+/// The unit of a [`Figure`] for Prometheus, which scales it to the base
+/// unit (µs to seconds, kB to bytes); `None` for a unit it does not know,
+/// which a test rules out for every figure.
+fn prometheus_unit(symbol: &str) -> Option<crate::report::prometheus::Unit> {
+    use crate::report::prometheus::Unit;
+    match symbol {
+        "µs" => Some(Unit::Microseconds),
+        "ns" => Some(Unit::Nanoseconds),
+        "kB" => Some(Unit::Kibibytes),
+        "B" => Some(Unit::Bytes),
+        "" | "ops" => Some(Unit::Count),
+        _ => None,
     }
 }
 
@@ -951,6 +958,24 @@ mod tests {
         insta::assert_snapshot!("runs_csv", rendered(&r, Format::Csv));
         insta::assert_snapshot!("runs_markdown", rendered(&r, Format::Markdown));
         insta::assert_snapshot!("runs_prometheus", rendered(&r, Format::Prometheus));
+    }
+
+    #[test]
+    fn every_figure_has_a_prometheus_family_in_base_units() {
+        let r = report(vec![record(1000, 1472)]);
+        let metrics = r.metrics().expect("run has metrics");
+        assert_eq!(metrics.len(), FIGURES.len());
+        for (f, m) in FIGURES.iter().zip(&metrics) {
+            assert!(
+                prometheus_unit(f.unit).is_some(),
+                "{}: unit {:?}",
+                f.key,
+                f.unit
+            );
+            for word in m.name.split('_') {
+                assert!(!["us", "ns", "ms", "kb"].contains(&word), "{}", m.name);
+            }
+        }
     }
 
     #[test]
