@@ -7,7 +7,7 @@ use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use super::report::{Action, CacheReport, FileReport, PathProblem};
-use super::{evict, residency, warm};
+use crate::pagecache::{self, evict, residency, warm};
 use crate::report::SCHEMA_VERSION;
 use crate::sys::{self, mem::Mapping};
 
@@ -251,9 +251,9 @@ fn one_file(cfg: &Config, path: &Path, held: &mut Held) -> Result<FileReport, St
         })?;
         // The file is opened again only to draw its map (-v).
         let map = match (cfg.map, &e.after) {
-            (true, super::Residency::Known { .. }) => open(path)
+            (true, pagecache::Residency::Known { .. }) => open(path)
                 .ok()
-                .and_then(|f| super::map_percent(&f, e.size_bytes, cfg.map_buckets)),
+                .and_then(|f| pagecache::map_percent(&f, e.size_bytes, cfg.map_buckets)),
             _ => None,
         };
         return Ok(FileReport {
@@ -293,7 +293,9 @@ fn one_file(cfg: &Config, path: &Path, held: &mut Held) -> Result<FileReport, St
     }
     let now = residency(&file, path, size);
     let map = match (cfg.map, &now) {
-        (true, super::Residency::Known { .. }) => super::map_percent(&file, size, cfg.map_buckets),
+        (true, pagecache::Residency::Known { .. }) => {
+            pagecache::map_percent(&file, size, cfg.map_buckets)
+        }
         _ => None,
     };
     Ok(FileReport {

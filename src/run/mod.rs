@@ -18,8 +18,8 @@ use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use crate::cache::Residency;
-use crate::cache::evict::{self, EvictError};
+use crate::pagecache::Residency;
+use crate::pagecache::evict::{self, EvictError};
 use crate::procfs::io::IoCounters;
 use crate::procfs::{self, ProcRoot};
 use crate::report::SCHEMA_VERSION;
