@@ -8,6 +8,7 @@
 pub mod cgroup;
 pub mod io;
 pub mod meminfo;
+pub mod mountinfo;
 pub mod smaps_rollup;
 pub mod stat;
 pub mod status;

@@ -17,6 +17,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use super::report::TreeUsage;
+use crate::procfs::mountinfo;
 use crate::procfs::stat::{self, Stat};
 use crate::procfs::{ProcRoot, for_each_key_number};
 use crate::sys;
@@ -49,16 +50,8 @@ pub struct Tree {
 }
 
 /// The cgroup v2 mount point, from /proc/self/mountinfo.
-fn cgroup2_mount() -> Option<PathBuf> {
-    let info = fs::read_to_string("/proc/self/mountinfo").ok()?;
-    info.lines().find_map(|line| {
-        let (left, right) = line.split_once(" - ")?;
-        let fstype = right.split_whitespace().next()?;
-        if fstype != "cgroup2" {
-            return None;
-        }
-        left.split_whitespace().nth(4).map(PathBuf::from)
-    })
+fn cgroup2_mount(root: &ProcRoot) -> Option<PathBuf> {
+    mountinfo::cgroup2_mount(&root.read("self/mountinfo").ok()?)
 }
 
 /// This process's cgroup v2 path (the `0::` line of /proc/self/cgroup).
@@ -78,7 +71,7 @@ impl Tree {
             root: 0,
             notes: Vec::new(),
         };
-        let (Some(mount), Some(own)) = (cgroup2_mount(), own_cgroup()) else {
+        let (Some(mount), Some(own)) = (cgroup2_mount(&ProcRoot::default()), own_cgroup()) else {
             tree.notes
                 .push("no cgroup v2 hierarchy mounted; sampled /proc instead".into());
             return tree;
