@@ -17,9 +17,9 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use super::report::TreeUsage;
-use crate::procfs::mountinfo;
 use crate::procfs::stat::{self, Stat};
 use crate::procfs::{ProcRoot, for_each_key_number};
+use crate::procfs::{cgroup, mountinfo};
 use crate::sys;
 
 const SAMPLE_EVERY: Duration = Duration::from_millis(10);
@@ -55,15 +55,14 @@ fn cgroup2_mount(root: &ProcRoot) -> Option<PathBuf> {
 }
 
 /// This process's cgroup v2 path (the `0::` line of /proc/self/cgroup).
-fn own_cgroup() -> Option<String> {
-    let text = fs::read_to_string("/proc/self/cgroup").ok()?;
-    text.lines()
-        .find_map(|l| l.strip_prefix("0::").map(str::to_string))
+fn own_cgroup(root: &ProcRoot) -> Option<String> {
+    cgroup::parse_unified(&root.read("self/cgroup").ok()?)
 }
 
 impl Tree {
     /// Creates the cgroup, or notes why it could not and plans to sample.
     pub fn prepare() -> Tree {
+        let proc = ProcRoot::default();
         let mut tree = Tree {
             cgroup: None,
             procs_fd: None,
@@ -71,7 +70,7 @@ impl Tree {
             root: 0,
             notes: Vec::new(),
         };
-        let (Some(mount), Some(own)) = (cgroup2_mount(&ProcRoot::default()), own_cgroup()) else {
+        let (Some(mount), Some(own)) = (cgroup2_mount(&proc), own_cgroup(&proc)) else {
             tree.notes
                 .push("no cgroup v2 hierarchy mounted; sampled /proc instead".into());
             return tree;
