@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::{Residency, residency};
+use crate::procfs::{ProcRoot, maps};
 use crate::sys::{self, cache::Advice};
 
 /// DONTNEED ranges are rounded out to this (the largest folio size ext4
@@ -114,7 +115,7 @@ fn why_stayed(file: &File, dirty_pages: u64) -> String {
         Ok(m) => (m.dev(), m.ino()),
         Err(_) => return "unknown".into(),
     };
-    let users = processes_mapping(dev, ino);
+    let users = processes_mapping(&ProcRoot::default(), dev, ino);
     if users.is_empty() {
         return "unknown: not dirty and mapped by no readable process (re-read concurrently, or mapped by a process whose maps you cannot read)".into();
     }
@@ -145,11 +146,7 @@ fn locked_kib(pid: u32, dev: u64, ino: u64) -> u64 {
     let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/smaps")) else {
         return 0;
     };
-    locked_in_smaps(&text, &dev_field(dev), &ino.to_string())
-}
-
-fn dev_field(dev: u64) -> String {
-    format!("{:02x}:{:02x}", libc::major(dev), libc::minor(dev))
+    locked_in_smaps(&text, &maps::dev_field(dev), &ino.to_string())
 }
 
 /// Sums `Locked:` over the smaps sections whose header maps `dev`:`ino`.
@@ -172,23 +169,16 @@ fn locked_in_smaps(text: &str, dev: &str, ino: &str) -> u64 {
 }
 
 /// PIDs whose /proc/PID/maps map the file `dev`:`ino`.
-fn processes_mapping(dev: u64, ino: u64) -> Vec<u32> {
-    let needle_dev = dev_field(dev);
+fn processes_mapping(root: &ProcRoot, dev: u64, ino: u64) -> Vec<u32> {
+    let needle_dev = maps::dev_field(dev);
     let needle_ino = ino.to_string();
-    let root = crate::procfs::ProcRoot::default();
     let mut pids = Vec::new();
     for pid in root.pids().into_iter().flatten() {
         // Processes vanish and refuse; both just mean "not this one".
-        let Ok(maps) = std::fs::read_to_string(root.pid_file(pid, "maps")) else {
+        let Ok(text) = root.read_pid(pid, "maps") else {
             continue;
         };
-        let hit = maps.lines().any(|line| {
-            let mut fields = line.split_whitespace();
-            let dev_field = fields.nth(3);
-            let ino_field = fields.next();
-            dev_field == Some(needle_dev.as_str()) && ino_field == Some(needle_ino.as_str())
-        });
-        if hit {
+        if maps::maps_file(&text, &needle_dev, &needle_ino) {
             pids.push(pid);
         }
     }

@@ -7,6 +7,7 @@
 
 pub mod cgroup;
 pub mod io;
+pub mod maps;
 pub mod meminfo;
 pub mod mountinfo;
 pub mod smaps_rollup;
