@@ -10,6 +10,7 @@ pub mod io;
 pub mod maps;
 pub mod meminfo;
 pub mod mountinfo;
+pub mod smaps;
 pub mod smaps_rollup;
 pub mod stat;
 pub mod status;
