@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::BenchResult;
 use super::harness::Harness;
+use crate::procfs::{ProcRoot, cpuinfo};
 
 /// One CPU cache as sysfs describes it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -107,10 +108,7 @@ fn hypervisor(cpuinfo: &str) -> Option<String> {
     if let Some(t) = read_trim("/sys/hypervisor/type") {
         return Some(t);
     }
-    let flagged = cpuinfo
-        .lines()
-        .find(|l| l.starts_with("flags"))
-        .is_some_and(|l| l.split_whitespace().any(|w| w == "hypervisor"));
+    let flagged = cpuinfo::has_flag(cpuinfo, "hypervisor");
     let vendor = read_trim("/sys/class/dmi/id/sys_vendor");
     let product = read_trim("/sys/class/dmi/id/product_name");
     match (flagged, vendor, product) {
@@ -148,13 +146,10 @@ impl Machine {
     /// Describes this machine; `tiny` shortens the frequency measurement.
     /// `logical_cpus` is counted before the caller pins itself.
     pub fn describe(h: &Harness, tiny: bool, logical_cpus: usize) -> Machine {
-        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        let proc = ProcRoot::default();
+        let cpuinfo = proc.read("cpuinfo").unwrap_or_default();
         let mut unavailable = Vec::new();
-        let cpu_model = cpuinfo
-            .lines()
-            .find(|l| l.starts_with("model name") || l.starts_with("Model"))
-            .and_then(|l| l.split_once(':'))
-            .map(|(_, v)| v.trim().to_string());
+        let cpu_model = cpuinfo::model_name(&cpuinfo);
         let governor = read_trim("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor");
         if governor.is_none() {
             unavailable.push("governor: no cpufreq driver (usual in a VM)".to_string());

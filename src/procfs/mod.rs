@@ -6,6 +6,7 @@
 //! `ESRCH` for the caller to skip.
 
 pub mod cgroup;
+pub mod cpuinfo;
 pub mod io;
 pub mod maps;
 pub mod meminfo;
