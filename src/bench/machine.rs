@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::BenchResult;
 use super::harness::Harness;
-use crate::procfs::{ProcRoot, cpuinfo};
+use crate::procfs::{ProcRoot, cpuinfo, meminfo};
 
 /// One CPU cache as sysfs describes it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -159,15 +159,10 @@ impl Machine {
                 .find(|w| w.starts_with('['))
                 .map_or(s.clone(), |w| w.trim_matches(['[', ']']).to_string())
         });
-        let mem_total_bytes = std::fs::read_to_string("/proc/meminfo").ok().and_then(|t| {
-            let mut v = None;
-            crate::procfs::for_each_key_number(&t, |k, n| {
-                if k == "MemTotal" {
-                    v = Some(n.saturating_mul(1024));
-                }
-            });
-            v
-        });
+        let mem_total_bytes = proc
+            .read("meminfo")
+            .ok()
+            .and_then(|t| meminfo::bytes(&t, "MemTotal"));
         let tsc_hz = (h.calibration.timer_source != super::harness::TimerSource::Monotonic)
             .then_some(h.calibration.timer_hz);
         if tsc_hz.is_none() {
