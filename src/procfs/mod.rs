@@ -8,6 +8,8 @@
 pub mod cgroup;
 pub mod cpuinfo;
 pub mod io;
+pub mod kernel_stat;
+pub mod loadavg;
 pub mod maps;
 pub mod meminfo;
 pub mod mountinfo;
