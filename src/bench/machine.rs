@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::BenchResult;
 use super::harness::Harness;
-use crate::procfs::{ProcRoot, cpuinfo, kernel_stat, loadavg, meminfo};
+use crate::procfs::{ProcRoot, cpuinfo, kernel_stat, loadavg, meminfo, sysctl};
 
 /// One CPU cache as sysfs describes it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -180,7 +180,7 @@ impl Machine {
         Machine {
             cpu_model,
             logical_cpus,
-            kernel: read_trim("/proc/sys/kernel/osrelease"),
+            kernel: sysctl::read(&proc, "kernel.osrelease"),
             clocksource: read_trim(
                 "/sys/devices/system/clocksource/clocksource0/current_clocksource",
             ),

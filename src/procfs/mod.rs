@@ -17,6 +17,7 @@ pub mod smaps;
 pub mod smaps_rollup;
 pub mod stat;
 pub mod status;
+pub mod sysctl;
 
 use std::path::{Path, PathBuf};
 
