@@ -182,22 +182,10 @@ fn lock_failure(e: &io::Error, size: u64, held: u64) -> String {
 /// The soft RLIMIT_MEMLOCK of this process from /proc/self/limits:
 /// `Some(None)` when unlimited, `None` when it cannot be read.
 fn memlock_limit() -> Option<Option<u64>> {
-    let text = std::fs::read_to_string("/proc/self/limits").ok()?;
-    parse_memlock(&text)
-}
-
-fn parse_memlock(limits: &str) -> Option<Option<u64>> {
-    let line = limits
-        .lines()
-        .find(|l| l.starts_with("Max locked memory"))?;
-    let soft = line
-        .strip_prefix("Max locked memory")?
-        .split_whitespace()
-        .next()?;
-    if soft == "unlimited" {
-        return Some(None);
-    }
-    soft.parse().ok().map(Some)
+    let text = crate::procfs::ProcRoot::default()
+        .read("self/limits")
+        .ok()?;
+    crate::procfs::limits::memlock_soft(&text)
 }
 
 fn open(path: &Path) -> io::Result<File> {
@@ -315,14 +303,6 @@ mod tests {
 
     #[test]
     fn the_locked_memory_limit_is_read_from_proc_limits() {
-        let limits = "Limit                     Soft Limit           Hard Limit           Units     \n\
-Max processes             63432                63432                processes \n\
-Max locked memory         65536                8388608              bytes     \n";
-        assert_eq!(parse_memlock(limits), Some(Some(65536)));
-        let unlimited =
-            "Max locked memory         unlimited            unlimited            bytes\n";
-        assert_eq!(parse_memlock(unlimited), Some(None));
-        assert_eq!(parse_memlock("Max processes 1 1 processes\n"), None);
         assert!(
             memlock_limit().is_some(),
             "this kernel has /proc/self/limits"

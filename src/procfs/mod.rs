@@ -9,6 +9,7 @@ pub mod cgroup;
 pub mod cpuinfo;
 pub mod io;
 pub mod kernel_stat;
+pub mod limits;
 pub mod loadavg;
 pub mod maps;
 pub mod meminfo;
