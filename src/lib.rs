@@ -12,6 +12,7 @@ pub mod copy;
 pub mod diag;
 pub mod load;
 pub mod mem;
+pub mod pagecache;
 pub mod procfs;
 pub mod report;
 pub mod run;

@@ -494,7 +494,7 @@ fn cold_evicts_a_file_and_verifies() {
 fn residency_pages(path: &Path) -> u64 {
     let f = fs::File::open(path).unwrap();
     let size = f.metadata().unwrap().len();
-    tally::cache::residency(&f, path, size)
+    tally::pagecache::residency(&f, path, size)
         .cached_pages()
         .expect("residency known for own file")
 }

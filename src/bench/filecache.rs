@@ -57,7 +57,7 @@ fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
             Err(e) => return Err(step_err("read the scratch file back")(e)),
         }
     }
-    let res = crate::cache::residency(&f, &ctx.cfg.dir, size);
+    let res = crate::pagecache::residency(&f, &ctx.cfg.dir, size);
     match res.cached_pages() {
         Some(pages) => {
             let cached = pages.saturating_mul(crate::sys::page_size());

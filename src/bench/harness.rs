@@ -86,13 +86,10 @@ impl Timer {
     /// The best source on this machine.
     pub fn best_source() -> TimerSource {
         if cfg!(target_arch = "x86_64") {
-            let flags = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-            let has = |f: &str| {
-                flags
-                    .lines()
-                    .find(|l| l.starts_with("flags"))
-                    .is_some_and(|l| l.split_whitespace().any(|w| w == f))
-            };
+            let text = crate::procfs::ProcRoot::default()
+                .read("cpuinfo")
+                .unwrap_or_default();
+            let has = |f: &str| crate::procfs::cpuinfo::has_flag(&text, f);
             if has("rdtscp") {
                 TimerSource::Rdtscp
             } else if has("tsc") {

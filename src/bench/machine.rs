@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::BenchResult;
 use super::harness::Harness;
+use crate::procfs::{ProcRoot, cpuinfo, kernel_stat, loadavg, meminfo, sysctl};
 
 /// One CPU cache as sysfs describes it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -107,10 +108,7 @@ fn hypervisor(cpuinfo: &str) -> Option<String> {
     if let Some(t) = read_trim("/sys/hypervisor/type") {
         return Some(t);
     }
-    let flagged = cpuinfo
-        .lines()
-        .find(|l| l.starts_with("flags"))
-        .is_some_and(|l| l.split_whitespace().any(|w| w == "hypervisor"));
+    let flagged = cpuinfo::has_flag(cpuinfo, "hypervisor");
     let vendor = read_trim("/sys/class/dmi/id/sys_vendor");
     let product = read_trim("/sys/class/dmi/id/product_name");
     match (flagged, vendor, product) {
@@ -148,13 +146,10 @@ impl Machine {
     /// Describes this machine; `tiny` shortens the frequency measurement.
     /// `logical_cpus` is counted before the caller pins itself.
     pub fn describe(h: &Harness, tiny: bool, logical_cpus: usize) -> Machine {
-        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        let proc = ProcRoot::default();
+        let cpuinfo = proc.read("cpuinfo").unwrap_or_default();
         let mut unavailable = Vec::new();
-        let cpu_model = cpuinfo
-            .lines()
-            .find(|l| l.starts_with("model name") || l.starts_with("Model"))
-            .and_then(|l| l.split_once(':'))
-            .map(|(_, v)| v.trim().to_string());
+        let cpu_model = cpuinfo::model_name(&cpuinfo);
         let governor = read_trim("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor");
         if governor.is_none() {
             unavailable.push("governor: no cpufreq driver (usual in a VM)".to_string());
@@ -164,15 +159,10 @@ impl Machine {
                 .find(|w| w.starts_with('['))
                 .map_or(s.clone(), |w| w.trim_matches(['[', ']']).to_string())
         });
-        let mem_total_bytes = std::fs::read_to_string("/proc/meminfo").ok().and_then(|t| {
-            let mut v = None;
-            crate::procfs::for_each_key_number(&t, |k, n| {
-                if k == "MemTotal" {
-                    v = Some(n.saturating_mul(1024));
-                }
-            });
-            v
-        });
+        let mem_total_bytes = proc
+            .read("meminfo")
+            .ok()
+            .and_then(|t| meminfo::bytes(&t, "MemTotal"));
         let tsc_hz = (h.calibration.timer_source != super::harness::TimerSource::Monotonic)
             .then_some(h.calibration.timer_hz);
         if tsc_hz.is_none() {
@@ -190,7 +180,7 @@ impl Machine {
         Machine {
             cpu_model,
             logical_cpus,
-            kernel: read_trim("/proc/sys/kernel/osrelease"),
+            kernel: sysctl::read(&proc, "kernel.osrelease"),
             clocksource: read_trim(
                 "/sys/devices/system/clocksource/clocksource0/current_clocksource",
             ),
@@ -226,42 +216,26 @@ pub struct NoiseProbe {
     stat: Option<(u64, u64)>,
 }
 
-fn load1() -> Option<f64> {
-    read_trim("/proc/loadavg")?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()
+fn load1(proc: &ProcRoot) -> Option<f64> {
+    loadavg::one_minute(&proc.read("loadavg").ok()?)
 }
 
-/// (steal, total) jiffies from the `cpu` line of /proc/stat text.
-pub fn parse_steal(stat: &str) -> Option<(u64, u64)> {
-    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
-    let nums: Vec<u64> = line
-        .split_whitespace()
-        .skip(1)
-        .map(|w| w.parse().unwrap_or(0))
-        .collect();
-    // user nice system idle iowait irq softirq steal guest guest_nice;
-    // guest time is already inside user.
-    let total: u64 = nums.iter().take(8).fold(0u64, |a, b| a.saturating_add(*b));
-    Some((nums.get(7).copied().unwrap_or(0), total))
+fn steal(proc: &ProcRoot) -> Option<(u64, u64)> {
+    kernel_stat::parse_steal(&proc.read("stat").ok()?)
 }
 
 impl NoiseProbe {
     pub fn start() -> NoiseProbe {
+        let proc = ProcRoot::default();
         NoiseProbe {
-            load: load1(),
-            stat: std::fs::read_to_string("/proc/stat")
-                .ok()
-                .and_then(|t| parse_steal(&t)),
+            load: load1(&proc),
+            stat: steal(&proc),
         }
     }
 
     pub fn finish(self, results: &[BenchResult], cpus: usize) -> Noise {
-        let end = std::fs::read_to_string("/proc/stat")
-            .ok()
-            .and_then(|t| parse_steal(&t));
+        let proc = ProcRoot::default();
+        let end = steal(&proc);
         let steal_percent = match (self.stat, end) {
             (Some((s0, t0)), Some((s1, t1))) if t1 > t0 => {
                 Some(s1.saturating_sub(s0) as f64 * 100.0 / (t1 - t0) as f64)
@@ -273,7 +247,7 @@ impl NoiseProbe {
             .fold(0u64, |a, r| a.saturating_add(r.involuntary_switches));
         let duration_s: f64 = results.iter().map(|r| r.duration_ms as f64 / 1000.0).sum();
         let mut reasons = Vec::new();
-        let load_end = load1();
+        let load_end = load1(&proc);
         // The run itself keeps about one CPU busy.
         let limit = (cpus as f64 * 0.5).max(1.0) + 0.5;
         if let Some(l) = self.load.filter(|l| *l > limit) {
@@ -313,15 +287,6 @@ mod tests {
         assert_eq!(parse_size("K"), None);
         assert_eq!(parse_size("xK"), None);
         assert_eq!(parse_size("99999999999999999999G"), None);
-    }
-
-    #[test]
-    fn steal_parses_and_tolerates_short_lines() {
-        let (steal, total) = parse_steal("cpu  10 0 5 80 1 0 0 4 0 0\ncpu0 1 2\n").unwrap();
-        assert_eq!(steal, 4);
-        assert_eq!(total, 100);
-        assert_eq!(parse_steal("cpu  1 2\n"), Some((0, 3)));
-        assert_eq!(parse_steal("intr 5\n"), None);
     }
 
     #[test]

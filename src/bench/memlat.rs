@@ -304,14 +304,10 @@ pub fn analyse(
 
 /// AnonHugePages of this process, bytes.
 fn anon_huge_bytes() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/self/smaps_rollup").ok()?;
-    let mut v = None;
-    crate::procfs::for_each_key_number(&text, |k, n| {
-        if k == "AnonHugePages" {
-            v = Some(n.saturating_mul(1024));
-        }
-    });
-    v
+    let text = crate::procfs::ProcRoot::default()
+        .read("self/smaps_rollup")
+        .ok()?;
+    crate::procfs::smaps_rollup::anon_huge_pages_bytes(&text)
 }
 
 struct Series {

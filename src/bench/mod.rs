@@ -473,7 +473,7 @@ pub fn evict(file: &std::fs::File, dir: &std::path::Path) -> std::io::Result<Opt
     // Dirty pages cannot be dropped: write them first.
     let _ = sys::cache::fdatasync(file);
     sys::cache::fadvise(file, 0, 0, sys::cache::Advice::DontNeed)?;
-    Ok(crate::cache::residency(file, dir, size).cached_pages())
+    Ok(crate::pagecache::residency(file, dir, size).cached_pages())
 }
 
 /// A directory for messages: control characters and invalid UTF-8

@@ -25,14 +25,10 @@ const TRUE: &str = "/bin/true";
 
 /// VmRSS of this process, for the note.
 fn self_rss_kib() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/self/status").ok()?;
-    let mut rss = None;
-    crate::procfs::for_each_key_number(&text, |k, v| {
-        if k == "VmRSS" {
-            rss = Some(v);
-        }
-    });
-    rss
+    let text = crate::procfs::ProcRoot::default()
+        .read("self/status")
+        .ok()?;
+    crate::procfs::status::vm_rss_kb(&text)
 }
 
 fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {

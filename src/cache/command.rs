@@ -7,7 +7,7 @@ use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use super::report::{Action, CacheReport, FileReport, PathProblem};
-use super::{evict, residency, warm};
+use crate::pagecache::{self, evict, residency, warm};
 use crate::report::SCHEMA_VERSION;
 use crate::sys::{self, mem::Mapping};
 
@@ -182,22 +182,10 @@ fn lock_failure(e: &io::Error, size: u64, held: u64) -> String {
 /// The soft RLIMIT_MEMLOCK of this process from /proc/self/limits:
 /// `Some(None)` when unlimited, `None` when it cannot be read.
 fn memlock_limit() -> Option<Option<u64>> {
-    let text = std::fs::read_to_string("/proc/self/limits").ok()?;
-    parse_memlock(&text)
-}
-
-fn parse_memlock(limits: &str) -> Option<Option<u64>> {
-    let line = limits
-        .lines()
-        .find(|l| l.starts_with("Max locked memory"))?;
-    let soft = line
-        .strip_prefix("Max locked memory")?
-        .split_whitespace()
-        .next()?;
-    if soft == "unlimited" {
-        return Some(None);
-    }
-    soft.parse().ok().map(Some)
+    let text = crate::procfs::ProcRoot::default()
+        .read("self/limits")
+        .ok()?;
+    crate::procfs::limits::memlock_soft(&text)
 }
 
 fn open(path: &Path) -> io::Result<File> {
@@ -251,9 +239,9 @@ fn one_file(cfg: &Config, path: &Path, held: &mut Held) -> Result<FileReport, St
         })?;
         // The file is opened again only to draw its map (-v).
         let map = match (cfg.map, &e.after) {
-            (true, super::Residency::Known { .. }) => open(path)
+            (true, pagecache::Residency::Known { .. }) => open(path)
                 .ok()
-                .and_then(|f| super::map_percent(&f, e.size_bytes, cfg.map_buckets)),
+                .and_then(|f| pagecache::map_percent(&f, e.size_bytes, cfg.map_buckets)),
             _ => None,
         };
         return Ok(FileReport {
@@ -293,7 +281,9 @@ fn one_file(cfg: &Config, path: &Path, held: &mut Held) -> Result<FileReport, St
     }
     let now = residency(&file, path, size);
     let map = match (cfg.map, &now) {
-        (true, super::Residency::Known { .. }) => super::map_percent(&file, size, cfg.map_buckets),
+        (true, pagecache::Residency::Known { .. }) => {
+            pagecache::map_percent(&file, size, cfg.map_buckets)
+        }
         _ => None,
     };
     Ok(FileReport {
@@ -313,14 +303,6 @@ mod tests {
 
     #[test]
     fn the_locked_memory_limit_is_read_from_proc_limits() {
-        let limits = "Limit                     Soft Limit           Hard Limit           Units     \n\
-Max processes             63432                63432                processes \n\
-Max locked memory         65536                8388608              bytes     \n";
-        assert_eq!(parse_memlock(limits), Some(Some(65536)));
-        let unlimited =
-            "Max locked memory         unlimited            unlimited            bytes\n";
-        assert_eq!(parse_memlock(unlimited), Some(None));
-        assert_eq!(parse_memlock("Max processes 1 1 processes\n"), None);
         assert!(
             memlock_limit().is_some(),
             "this kernel has /proc/self/limits"

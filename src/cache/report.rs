@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::Residency;
+use crate::pagecache::Residency;
 use crate::report::path::display;
 use crate::report::{Metric, Render, Style, Table};
 use crate::units::{human_bytes, percent, thousands};
@@ -425,7 +425,7 @@ impl Render for CacheReport {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cache::Method;
+    use crate::pagecache::Method;
 
     fn report() -> CacheReport {
         let mut r = CacheReport {

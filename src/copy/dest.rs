@@ -52,9 +52,8 @@ pub struct Dest {
 
 /// Whether the kernel's `fs.protected_symlinks` is on (unknown counts as on).
 fn symlinks_protected() -> bool {
-    std::fs::read_to_string("/proc/sys/fs/protected_symlinks")
-        .map(|s| s.trim() != "0")
-        .unwrap_or(true)
+    crate::procfs::sysctl::read(&crate::procfs::ProcRoot::default(), "fs.protected_symlinks")
+        .is_none_or(|s| s != "0")
 }
 
 /// The kernel's `may_follow_link`: may a process with `fsuid` follow the

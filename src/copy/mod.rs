@@ -24,7 +24,7 @@ use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use crate::cache::warm::data_segments;
+use crate::pagecache::warm::data_segments;
 use crate::report::SCHEMA_VERSION;
 use crate::report::path::display;
 use crate::sys::{

@@ -165,14 +165,8 @@ pub fn load(method: Method, path: &Path, touch: Touch) -> io::Result<ChildResult
 /// Bytes of memory available to a new allocation without swapping or
 /// the OOM killer (`MemAvailable` of /proc/meminfo), if known.
 fn available_memory() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    parse_mem_available(&text)
-}
-
-fn parse_mem_available(meminfo: &str) -> Option<u64> {
-    let line = meminfo.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib.saturating_mul(1024))
+    let text = crate::procfs::ProcRoot::default().read("meminfo").ok()?;
+    crate::procfs::meminfo::bytes(&text, "MemAvailable")
 }
 
 /// A zeroed heap buffer for all `size` bytes of the file (calloc: pages
@@ -264,10 +258,6 @@ mod tests {
 
     #[test]
     fn a_file_larger_than_memory_gets_no_buffer_and_a_reason() {
-        let meminfo = "MemTotal:       24000000 kB\nMemFree:        20000000 kB\nMemAvailable:   22000000 kB\n";
-        assert_eq!(parse_mem_available(meminfo), Some(22_000_000 * 1024));
-        assert_eq!(parse_mem_available("MemTotal: 1 kB\n"), None);
-
         let e = whole_file_buffer(64 << 30, Some(1 << 30))
             .err()
             .expect("refused");

@@ -275,7 +275,7 @@ fn one_load(cfg: &Config, method: Method, mode: Mode, result: &Path) -> Result<S
     if mode == Mode::Warm {
         if let Ok(f) = std::fs::File::open(&cfg.file) {
             let size = f.metadata().map(|m| m.len()).unwrap_or(0);
-            let _ = crate::cache::warm::warm(&f, size);
+            let _ = crate::pagecache::warm::warm(&f, size);
         }
     }
     let touch = match cfg.touch {
@@ -324,7 +324,7 @@ fn one_load(cfg: &Config, method: Method, mode: Mode, result: &Path) -> Result<S
     };
     let resident_after_pages = std::fs::File::open(&cfg.file).ok().and_then(|f| {
         let size = f.metadata().map(|m| m.len()).unwrap_or(0);
-        crate::cache::residency(&f, &cfg.file, size).cached_pages()
+        crate::pagecache::residency(&f, &cfg.file, size).cached_pages()
     });
     let cold_left_bytes = record
         .as_ref()

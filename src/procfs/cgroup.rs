@@ -29,6 +29,13 @@ pub fn parse(text: &[u8]) -> Option<String> {
     systemd.or(first).map(super::text_of)
 }
 
+/// The cgroup v2 path alone (the `0::` line), `None` on a v1-only
+/// machine: where a new v2 cgroup can be created beside this process.
+pub fn parse_unified(text: &str) -> Option<String> {
+    text.lines()
+        .find_map(|l| l.strip_prefix("0::").map(str::to_string))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -52,6 +59,17 @@ mod tests {
         assert_eq!(parse(b"4:memory:/a:b\n").as_deref(), Some("/a:b"));
         assert_eq!(parse(b""), None);
         assert_eq!(parse(b"garbage"), None);
+    }
+
+    #[test]
+    fn unified_takes_only_the_v2_line() {
+        let text = "9:name=systemd:/\n0::/user.slice/session-1.scope\n";
+        assert_eq!(
+            parse_unified(text).as_deref(),
+            Some("/user.slice/session-1.scope")
+        );
+        assert_eq!(parse_unified("1:name=systemd:/user.slice/x.scope\n"), None);
+        assert_eq!(parse_unified(""), None);
     }
 
     proptest::proptest! {

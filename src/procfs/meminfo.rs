@@ -1,4 +1,5 @@
-//! `/proc/meminfo`: the machine's swap, for the swap no process accounts for.
+//! `/proc/meminfo`: the machine's memory (`MemTotal`, `MemAvailable`) and
+//! swap, for the swap no process accounts for.
 
 /// Swap of the whole machine, in kB.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -28,9 +29,31 @@ pub fn parse_swap(text: &str) -> Option<Swap> {
     })
 }
 
+/// The value of the `key` line (`MemTotal`, `MemAvailable`…), given in kB,
+/// in bytes; `None` without that line.
+pub fn bytes(text: &str, key: &str) -> Option<u64> {
+    let mut v = None;
+    super::for_each_key_number(text, |k, n| {
+        if k == key && v.is_none() {
+            v = Some(n.saturating_mul(1024));
+        }
+    });
+    v
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reads_a_line_in_bytes() {
+        let text = "MemTotal:       24000000 kB\nMemFree:        20000000 kB\nMemAvailable:   22000000 kB\n";
+        assert_eq!(bytes(text, "MemAvailable"), Some(22_000_000 * 1024));
+        assert_eq!(bytes(text, "MemTotal"), Some(24_000_000 * 1024));
+        assert_eq!(bytes("MemTotal: 1 kB\n", "MemAvailable"), None);
+        assert_eq!(bytes("MemAvailable: lots\n", "MemAvailable"), None);
+        assert_eq!(bytes("", "MemTotal"), None);
+    }
 
     #[test]
     fn reads_swap_lines() {

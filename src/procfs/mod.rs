@@ -6,10 +6,19 @@
 //! `ESRCH` for the caller to skip.
 
 pub mod cgroup;
+pub mod cpuinfo;
 pub mod io;
+pub mod kernel_stat;
+pub mod limits;
+pub mod loadavg;
+pub mod maps;
 pub mod meminfo;
+pub mod mountinfo;
+pub mod smaps;
 pub mod smaps_rollup;
+pub mod stat;
 pub mod status;
+pub mod sysctl;
 
 use std::path::{Path, PathBuf};
 
@@ -47,6 +56,19 @@ impl ProcRoot {
     /// `<root>/<pid>/<file>`.
     pub fn pid_file(&self, pid: u32, file: &str) -> PathBuf {
         self.0.join(pid.to_string()).join(file)
+    }
+
+    /// The text of `<root>/<rel>` (`rel` such as `"cpuinfo"` or
+    /// `"self/mountinfo"`): the one way readers here fetch a /proc file
+    /// whose size they cannot bound beforehand (hot paths that can use
+    /// [`read_small`]).
+    pub fn read(&self, rel: impl AsRef<Path>) -> std::io::Result<String> {
+        std::fs::read_to_string(self.0.join(rel))
+    }
+
+    /// The text of `<root>/<pid>/<file>`.
+    pub fn read_pid(&self, pid: u32, file: &str) -> std::io::Result<String> {
+        std::fs::read_to_string(self.pid_file(pid, file))
     }
 }
 

@@ -69,6 +69,18 @@ pub fn parse(text: &[u8]) -> Option<MemFigures> {
     seen_pss.then_some(m)
 }
 
+/// `AnonHugePages` of a `smaps_rollup` text, in bytes: anonymous memory
+/// backed by transparent huge pages.
+pub fn anon_huge_pages_bytes(text: &str) -> Option<u64> {
+    let mut v = None;
+    super::for_each_key_number(text, |k, n| {
+        if k == "AnonHugePages" && v.is_none() {
+            v = Some(n.saturating_mul(1024));
+        }
+    });
+    v
+}
+
 /// The decimal number after leading blanks, if any (saturating).
 fn leading_number(bytes: &[u8]) -> Option<u64> {
     let start = bytes.iter().position(|b| !matches!(b, b' ' | b'\t'))?;
@@ -88,6 +100,14 @@ fn leading_number(bytes: &[u8]) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn anon_huge_pages_are_read_in_bytes() {
+        let text = "55d0-7ffd ---p 00000000 00:00 0 [rollup]\nRss: 4096 kB\nAnonHugePages:  2048 kB\nShmemHugePages: 0 kB\n";
+        assert_eq!(anon_huge_pages_bytes(text), Some(2048 * 1024));
+        assert_eq!(anon_huge_pages_bytes("Rss: 1 kB\n"), None);
+        assert_eq!(anon_huge_pages_bytes(""), None);
+    }
 
     const ROLLUP: &str =
         "55f58a89b000-7ffe5db05000 ---p 00000000 00:00 0                          [rollup]

@@ -52,6 +52,18 @@ pub fn parse(text: &[u8]) -> Option<Status> {
     named.then_some(status)
 }
 
+/// `VmRSS` in kB: the resident set of a process (absent for kernel
+/// threads and zombies).
+pub fn vm_rss_kb(text: &str) -> Option<u64> {
+    let mut rss = None;
+    super::for_each_key_number(text, |k, v| {
+        if k == "VmRSS" && rss.is_none() {
+            rss = Some(v);
+        }
+    });
+    rss
+}
+
 fn trim_blanks(mut b: &[u8]) -> &[u8] {
     while let [b' ' | b'\t', rest @ ..] = b {
         b = rest;
@@ -69,6 +81,14 @@ fn parse_u32(word: &[u8]) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn vm_rss_is_read_in_kb() {
+        let text = "Name:\tcat\nVmPeak:\t  9000 kB\nVmRSS:\t    1840 kB\nRssAnon:\t 100 kB\n";
+        assert_eq!(vm_rss_kb(text), Some(1840));
+        assert_eq!(vm_rss_kb("Name:\tkworker/0:1\nState:\tI (idle)\n"), None);
+        assert_eq!(vm_rss_kb(""), None);
+    }
 
     #[test]
     fn reads_a_real_status() {

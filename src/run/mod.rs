@@ -18,8 +18,8 @@ use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use crate::cache::Residency;
-use crate::cache::evict::{self, EvictError};
+use crate::pagecache::Residency;
+use crate::pagecache::evict::{self, EvictError};
 use crate::procfs::io::IoCounters;
 use crate::procfs::{self, ProcRoot};
 use crate::report::SCHEMA_VERSION;
@@ -171,9 +171,7 @@ struct Ctx<'a> {
 
 /// Checks once whether hardware counters can be opened, on this process.
 fn probe_counters() -> Result<bool, String> {
-    let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
-        .ok()
-        .and_then(|s| s.trim().parse::<i32>().ok());
+    let paranoid = procfs::sysctl::read_int(&ProcRoot::default(), "kernel.perf_event_paranoid");
     let user_only = sys::geteuid() != 0 && paranoid.is_some_and(|p| p >= 2);
     match perf::open(perf::HwEvent::Cycles, 0, user_only) {
         Ok(_) => Ok(user_only),

@@ -12,7 +12,7 @@ use std::io::{self, Write};
 
 use serde::{Deserialize, Serialize};
 
-use crate::cache::evict::Evicted;
+use crate::pagecache::evict::Evicted;
 use crate::procfs::io::IoCounters;
 use crate::report::{Metric, Render, Style, Table};
 use crate::stats::{self, Summary};
@@ -177,8 +177,8 @@ mod cold_files {
 
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-    use crate::cache::Residency;
-    use crate::cache::evict::Evicted;
+    use crate::pagecache::Residency;
+    use crate::pagecache::evict::Evicted;
 
     #[derive(Serialize)]
     struct Out<'a> {
@@ -656,7 +656,7 @@ fn human_cold(c: &ColdReport, out: &mut dyn Write) -> io::Result<()> {
                 thousands(pages)
             )?;
         }
-        if let crate::cache::Residency::Unknown { reason } = &f.after {
+        if let crate::pagecache::Residency::Unknown { reason } = &f.after {
             writeln!(
                 out,
                 "tally: cold: {}: residency unknown: {reason}",

@@ -17,7 +17,9 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use super::report::TreeUsage;
+use crate::procfs::stat::{self, Stat};
 use crate::procfs::{ProcRoot, for_each_key_number};
+use crate::procfs::{cgroup, mountinfo};
 use crate::sys;
 
 const SAMPLE_EVERY: Duration = Duration::from_millis(10);
@@ -48,28 +50,19 @@ pub struct Tree {
 }
 
 /// The cgroup v2 mount point, from /proc/self/mountinfo.
-fn cgroup2_mount() -> Option<PathBuf> {
-    let info = fs::read_to_string("/proc/self/mountinfo").ok()?;
-    info.lines().find_map(|line| {
-        let (left, right) = line.split_once(" - ")?;
-        let fstype = right.split_whitespace().next()?;
-        if fstype != "cgroup2" {
-            return None;
-        }
-        left.split_whitespace().nth(4).map(PathBuf::from)
-    })
+fn cgroup2_mount(root: &ProcRoot) -> Option<PathBuf> {
+    mountinfo::cgroup2_mount(&root.read("self/mountinfo").ok()?)
 }
 
 /// This process's cgroup v2 path (the `0::` line of /proc/self/cgroup).
-fn own_cgroup() -> Option<String> {
-    let text = fs::read_to_string("/proc/self/cgroup").ok()?;
-    text.lines()
-        .find_map(|l| l.strip_prefix("0::").map(str::to_string))
+fn own_cgroup(root: &ProcRoot) -> Option<String> {
+    cgroup::parse_unified(&root.read("self/cgroup").ok()?)
 }
 
 impl Tree {
     /// Creates the cgroup, or notes why it could not and plans to sample.
     pub fn prepare() -> Tree {
+        let proc = ProcRoot::default();
         let mut tree = Tree {
             cgroup: None,
             procs_fd: None,
@@ -77,7 +70,7 @@ impl Tree {
             root: 0,
             notes: Vec::new(),
         };
-        let (Some(mount), Some(own)) = (cgroup2_mount(), own_cgroup()) else {
+        let (Some(mount), Some(own)) = (cgroup2_mount(&proc), own_cgroup(&proc)) else {
             tree.notes
                 .push("no cgroup v2 hierarchy mounted; sampled /proc instead".into());
             return tree;
@@ -286,35 +279,6 @@ fn pids_in(procs: &Path) -> Vec<u32> {
         .unwrap_or_default()
 }
 
-/// (ppid, utime ticks, stime ticks) from the text of /proc/PID/stat.
-/// What the sampler needs of one process, all from /proc/PID/stat.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Stat {
-    pub ppid: u32,
-    /// User and system time, in clock ticks.
-    pub utime: u64,
-    pub stime: u64,
-    /// Resident set, in pages (field 24).
-    pub rss_pages: u64,
-    /// State `Z`: exited, not yet reaped.
-    pub zombie: bool,
-}
-
-/// Parses the text of /proc/PID/stat.
-pub(crate) fn parse_stat(text: &str) -> Option<Stat> {
-    // The command name may hold spaces and parentheses: fields start
-    // after the last ')'.
-    let rest = text.get(text.rfind(')')? + 1..)?;
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    Some(Stat {
-        zombie: fields.first().is_some_and(|s| *s == "Z"),
-        ppid: fields.get(1)?.parse().ok()?,
-        utime: fields.get(11)?.parse().ok()?,
-        stime: fields.get(12)?.parse().ok()?,
-        rss_pages: fields.get(21)?.parse().ok()?,
-    })
-}
-
 /// Members of the tree rooted at `root`: from the cgroup when there is one,
 /// else every process whose parent chain reaches `root`.
 fn members(
@@ -323,23 +287,19 @@ fn members(
     stats: &mut HashMap<u32, Stat>,
 ) -> Vec<u32> {
     stats.clear();
+    let root = ProcRoot::default();
     if let Some(p) = cgroup_procs {
         let pids = pids_in(p);
         for pid in &pids {
-            if let Ok(t) = fs::read_to_string(format!("/proc/{pid}/stat")) {
-                if let Some(s) = parse_stat(&t) {
-                    stats.insert(*pid, s);
-                }
+            if let Some(s) = stat::read(&root, *pid) {
+                stats.insert(*pid, s);
             }
         }
         return pids;
     }
-    let root = ProcRoot::default();
     for pid in root.pids().into_iter().flatten() {
-        if let Ok(t) = fs::read_to_string(root.pid_file(pid, "stat")) {
-            if let Some(s) = parse_stat(&t) {
-                stats.insert(pid, s);
-            }
+        if let Some(s) = stat::read(&root, pid) {
+            stats.insert(pid, s);
         }
     }
     let mut tree = vec![tree_root];
@@ -522,15 +482,5 @@ mod tests {
         raise_to_command(&mut u, &own(300, 200, 8));
         assert_eq!((u.user_us, u.system_us), (Some(5000), Some(900)));
         assert!(u.raised_to_command.is_empty() && u.notes.is_empty());
-    }
-
-    #[test]
-    fn stat_with_parens_and_spaces_in_the_name() {
-        let t = "42 (a) b (c)) S 7 42 42 0 -1 4194304 100 0 0 0 15 3 0 0 20 0 1 0 100 1000 50";
-        assert_eq!(
-            parse_stat(t).map(|s| (s.ppid, s.utime, s.stime)),
-            Some((7, 15, 3))
-        );
-        assert_eq!(parse_stat("garbage"), None);
     }
 }

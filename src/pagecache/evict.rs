@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::{Residency, residency};
+use crate::procfs::{ProcRoot, maps, smaps};
 use crate::sys::{self, cache::Advice};
 
 /// DONTNEED ranges are rounded out to this (the largest folio size ext4
@@ -114,13 +115,14 @@ fn why_stayed(file: &File, dirty_pages: u64) -> String {
         Ok(m) => (m.dev(), m.ino()),
         Err(_) => return "unknown".into(),
     };
-    let users = processes_mapping(dev, ino);
+    let root = ProcRoot::default();
+    let users = processes_mapping(&root, dev, ino);
     if users.is_empty() {
         return "unknown: not dirty and mapped by no readable process (re-read concurrently, or mapped by a process whose maps you cannot read)".into();
     }
     let (locked, mapped): (Vec<u32>, Vec<u32>) = users
         .iter()
-        .partition(|pid| locked_kib(**pid, dev, ino) > 0);
+        .partition(|pid| locked_kib(&root, **pid, dev, ino) > 0);
     let list = |pids: &[u32]| {
         let mut l: Vec<String> = pids.iter().take(5).map(|p| p.to_string()).collect();
         if pids.len() > 5 {
@@ -141,79 +143,26 @@ fn why_stayed(file: &File, dirty_pages: u64) -> String {
 
 /// KiB of the file `dev`:`ino` that process `pid` holds locked, from the
 /// `Locked:` lines of its /proc/PID/smaps (0 if unreadable).
-fn locked_kib(pid: u32, dev: u64, ino: u64) -> u64 {
-    let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/smaps")) else {
+fn locked_kib(root: &ProcRoot, pid: u32, dev: u64, ino: u64) -> u64 {
+    let Ok(text) = root.read_pid(pid, "smaps") else {
         return 0;
     };
-    locked_in_smaps(&text, &dev_field(dev), &ino.to_string())
-}
-
-fn dev_field(dev: u64) -> String {
-    format!("{:02x}:{:02x}", libc::major(dev), libc::minor(dev))
-}
-
-/// Sums `Locked:` over the smaps sections whose header maps `dev`:`ino`.
-fn locked_in_smaps(text: &str, dev: &str, ino: &str) -> u64 {
-    let mut in_file = false;
-    let mut total = 0u64;
-    for line in text.lines() {
-        let mut f = line.split_whitespace();
-        let first = f.next().unwrap_or("");
-        // A section header starts with an address range `a-b`.
-        if first.contains('-') && !first.ends_with(':') {
-            let d = f.nth(2);
-            let i = f.next();
-            in_file = d == Some(dev) && i == Some(ino);
-        } else if in_file && first == "Locked:" {
-            total = total.saturating_add(f.next().and_then(|n| n.parse().ok()).unwrap_or(0));
-        }
-    }
-    total
+    smaps::locked_kib(&text, &maps::dev_field(dev), &ino.to_string())
 }
 
 /// PIDs whose /proc/PID/maps map the file `dev`:`ino`.
-fn processes_mapping(dev: u64, ino: u64) -> Vec<u32> {
-    let needle_dev = dev_field(dev);
+fn processes_mapping(root: &ProcRoot, dev: u64, ino: u64) -> Vec<u32> {
+    let needle_dev = maps::dev_field(dev);
     let needle_ino = ino.to_string();
-    let root = crate::procfs::ProcRoot::default();
     let mut pids = Vec::new();
     for pid in root.pids().into_iter().flatten() {
         // Processes vanish and refuse; both just mean "not this one".
-        let Ok(maps) = std::fs::read_to_string(root.pid_file(pid, "maps")) else {
+        let Ok(text) = root.read_pid(pid, "maps") else {
             continue;
         };
-        let hit = maps.lines().any(|line| {
-            let mut fields = line.split_whitespace();
-            let dev_field = fields.nth(3);
-            let ino_field = fields.next();
-            dev_field == Some(needle_dev.as_str()) && ino_field == Some(needle_ino.as_str())
-        });
-        if hit {
+        if maps::maps_file(&text, &needle_dev, &needle_ino) {
             pids.push(pid);
         }
     }
     pids
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn locked_pages_are_found_in_smaps_sections_of_the_file() {
-        let smaps = "\
-7f00-7f10 r--s 00000000 fd:00 1234 /data/model.bin
-Size:               64 kB
-Locked:             64 kB
-7f20-7f30 r--p 00000000 fd:00 999 /usr/lib/libc.so
-Locked:             16 kB
-7f40-7f50 r--s 00000000 fd:00 1234 /data/model.bin
-Locked:              8 kB
-VmFlags: rd sh mr mw me ms lo
-";
-        assert_eq!(locked_in_smaps(smaps, "fd:00", "1234"), 72);
-        assert_eq!(locked_in_smaps(smaps, "fd:00", "999"), 16);
-        assert_eq!(locked_in_smaps(smaps, "fd:01", "1234"), 0);
-        assert_eq!(locked_in_smaps("", "fd:00", "1"), 0);
-    }
 }
