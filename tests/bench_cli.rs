@@ -617,7 +617,7 @@ fn interrupted_fileread_leaves_no_scratch_file() {
     ] {
         let dir = tempfile::tempdir().unwrap();
         let child = common::tally_default_signals()
-            .args(["bench", bench, "--budget-ms", "9", "--max-bytes", "64M"])
+            .args(["bench", bench, "--budget-ms", "1000", "--max-bytes", "64M"])
             .arg("--dir")
             .arg(dir.path())
             .stdout(std::process::Stdio::null())
