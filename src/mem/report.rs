@@ -25,9 +25,10 @@ use std::io::{self, Write};
 
 use serde::{Deserialize, Serialize};
 
+use super::columns::{COLUMNS, Column};
 use super::group::GroupBy;
-pub use super::group::{Group, SwapRest, Totals};
 use super::name::NameMode;
+pub use super::rows::{Group, SwapRest, Totals};
 use super::scan::Skipped;
 use crate::report::{Metric, MetricKind, Render, Sample, Style, Table};
 use crate::units::{human_bytes, thousands};
@@ -164,22 +165,25 @@ impl Render for MemReport {
             GroupBy::User => "User (processes)",
             GroupBy::Cgroup => "Cgroup (processes)",
         };
-        let header = [
-            format!("Private{unit}"),
-            format!("Shared{unit}"),
-            format!("RAM used{unit}"),
-            format!("{}{unit}", self.swap_header()),
-        ];
-        let mut rows: Vec<([String; 4], String)> = Vec::new();
+        let shown: Vec<(&Column, &str)> = COLUMNS
+            .iter()
+            .filter_map(|c| c.header.map(|h| (c, h)))
+            .collect();
+        let header: Vec<String> = shown
+            .iter()
+            .map(|(c, h)| match c.csv {
+                "swap" => format!("{}{unit}", self.swap_header()),
+                _ => format!("{h}{unit}"),
+            })
+            .collect();
+        let mut rows: Vec<(Vec<String>, String)> = Vec::new();
         if !self.view.total_only {
             for g in &self.groups {
                 rows.push((
-                    [
-                        self.size(g.private_bytes),
-                        self.size(g.shared_bytes),
-                        self.size(g.pss_bytes),
-                        self.size(g.swap_bytes),
-                    ],
+                    shown
+                        .iter()
+                        .map(|(c, _)| self.size((c.of_group)(g)))
+                        .collect(),
                     self.label(g),
                 ));
             }
@@ -191,12 +195,10 @@ impl Render for MemReport {
             String::new()
         };
         let total = (
-            [
-                self.size(t.private_bytes),
-                self.size(t.shared_bytes),
-                self.size(t.pss_bytes),
-                self.size(t.swap_bytes),
-            ],
+            shown
+                .iter()
+                .map(|(c, _)| self.size((c.of_total)(t)))
+                .collect::<Vec<_>>(),
             format!(
                 "TOTAL ({}, {}{hidden}){}",
                 crate::units::count(t.processes, "process", "processes"),
@@ -207,15 +209,15 @@ impl Render for MemReport {
                     .unwrap_or_default()
             ),
         );
-        let mut widths = header.clone().map(|h| h.chars().count());
+        let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
         for (cells, _) in rows.iter().chain(std::iter::once(&total)) {
             for (w, c) in widths.iter_mut().zip(cells) {
                 *w = (*w).max(c.chars().count());
             }
         }
-        let line = |cells: &[String; 4], label: &str| {
+        let line = |cells: &[String], label: &str| {
             let mut s = String::new();
-            for (c, w) in cells.iter().zip(widths) {
+            for (c, w) in cells.iter().zip(&widths) {
                 s.push_str(&format!("{c:>w$}  "));
             }
             s.push_str(label);
@@ -253,13 +255,13 @@ impl Render for MemReport {
             headers.push("program".into());
         }
         headers.push("processes".into());
-        headers.extend(["private", "shared", "ram_used", "swap", "rss"].map(figure));
+        headers.extend(COLUMNS.iter().map(|c| figure(c.csv)));
         headers.push(figure("swap_not_attributed"));
         let mut rows = Vec::new();
-        let cells = |name: Vec<String>, n: u64, f: [u64; 5]| {
+        let cells = |name: Vec<String>, n: u64, f: Vec<u64>| {
             let mut row = name;
             row.push(n.to_string());
-            row.extend(f.map(|b| self.plain_size(b)));
+            row.extend(f.into_iter().map(|b| self.plain_size(b)));
             // Only the TOTAL row has the swap no process holds.
             row.push(String::new());
             row
@@ -273,13 +275,7 @@ impl Render for MemReport {
                 rows.push(cells(
                     name,
                     g.processes,
-                    [
-                        g.private_bytes,
-                        g.shared_bytes,
-                        g.pss_bytes,
-                        g.swap_bytes,
-                        g.rss_bytes,
-                    ],
+                    COLUMNS.iter().map(|c| (c.of_group)(g)).collect(),
                 ));
             }
         }
@@ -291,13 +287,7 @@ impl Render for MemReport {
         rows.push(cells(
             name,
             t.processes,
-            [
-                t.private_bytes,
-                t.shared_bytes,
-                t.pss_bytes,
-                t.swap_bytes,
-                t.rss_bytes,
-            ],
+            COLUMNS.iter().map(|c| (c.of_total)(t)).collect(),
         ));
         if let Some(cell) = rows.last_mut().and_then(|r| r.last_mut()) {
             *cell = t.swap_not_attributed.cell(|b| self.plain_size(b));
@@ -317,7 +307,7 @@ impl Render for MemReport {
             }
             l
         };
-        let family = |name: &str, help: &str, get: fn(&Group) -> u64| Metric {
+        let family = |name: &str, help: &str, get: &dyn Fn(&Group) -> u64| Metric {
             name: format!("tally_mem_{name}"),
             help: help.to_string(),
             kind: MetricKind::Gauge,
@@ -341,51 +331,19 @@ impl Render for MemReport {
         };
         let t = &self.total;
         let s = &self.skipped;
-        let mut metrics = vec![
-            family("private_bytes", "Private memory (clean and dirty).", |g| {
-                g.private_bytes
-            }),
-            family(
-                "shared_bytes",
-                "Share of shared memory (PSS minus private).",
-                |g| g.shared_bytes,
-            ),
-            family("pss_bytes", "RAM used: proportional set size.", |g| {
-                g.pss_bytes
-            }),
-            family(
-                "swap_bytes",
-                "Swap used (SwapPss where the kernel has it).",
-                |g| g.swap_bytes,
-            ),
-            family(
-                "rss_bytes",
-                "Resident set size (shared pages counted in full).",
-                |g| g.rss_bytes,
-            ),
-            family("processes", "Number of processes.", |g| g.processes),
-            total(
-                "private_bytes",
-                "Private memory of every process counted.",
-                t.private_bytes,
-            ),
-            total(
-                "shared_bytes",
-                "Shared memory share of every process counted.",
-                t.shared_bytes,
-            ),
-            total(
-                "pss_bytes",
-                "RAM used by every process counted.",
-                t.pss_bytes,
-            ),
-            total(
-                "swap_bytes",
-                "Swap used by every process counted.",
-                t.swap_bytes,
-            ),
-            total("processes", "Processes counted.", t.processes),
-        ];
+        let mut metrics: Vec<Metric> = COLUMNS
+            .iter()
+            .map(|c| family(c.metric, c.help, &c.of_group))
+            .collect();
+        metrics.push(family("processes", "Number of processes.", &|g| {
+            g.processes
+        }));
+        metrics.extend(
+            COLUMNS
+                .iter()
+                .map(|c| total(c.metric, c.total_help, (c.of_total)(t))),
+        );
+        metrics.push(total("processes", "Processes counted.", t.processes));
         if let Some(b) = t.swap_not_attributed.bytes {
             metrics.push(total(
                 "swap_not_attributed_bytes",
