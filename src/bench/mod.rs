@@ -11,6 +11,8 @@ pub mod figure;
 pub mod format;
 pub mod harness;
 pub mod html;
+#[cfg(test)]
+pub(crate) mod layering;
 pub mod machine;
 pub mod model;
 pub mod plausible;
@@ -347,129 +349,15 @@ mod tests {
         }
     }
 
-    /// The files of `src/bench` each file uses (through `super::` or
-    /// `crate::bench::`, outside its tests); `mod` is `mod.rs`, which
-    /// uses the benchmarks its `registry!` names.
-    fn bench_imports() -> Vec<(String, Vec<String>)> {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/bench");
-        let mut files: Vec<(String, String)> = std::fs::read_dir(&dir)
-            .unwrap()
-            .filter_map(|e| {
-                let p = e.unwrap().path();
-                let stem = p.file_stem()?.to_str()?.to_string();
-                (p.extension()? == "rs").then(|| (stem, std::fs::read_to_string(&p).unwrap()))
-            })
-            .collect();
-        files.sort();
-        let stems: Vec<String> = files.iter().map(|f| f.0.clone()).collect();
-        let module = |name: &str| {
-            if stems.iter().any(|s| s == name && s != "mod") {
-                name.to_string()
-            } else {
-                "mod".to_string()
-            }
-        };
-        let mut out = Vec::new();
-        for (stem, text) in &files {
-            // Test-only code (at the end of each file) may reach anywhere.
-            let code = text.split("\n#[cfg(test)]").next().unwrap();
-            let code: String = code
-                .lines()
-                .map(|l| l.split("//").next().unwrap())
-                .collect::<Vec<_>>()
-                .join("\n");
-            let mut uses: Vec<String> = Vec::new();
-            if stem == "mod" {
-                let list = code.split("registry! {").nth(1).unwrap();
-                let list = list.split('}').next().unwrap();
-                uses.extend(
-                    list.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-                        .filter(|w| !w.is_empty())
-                        .map(module),
-                );
-                // `report::x`, not `crate::report::x` (another floor).
-                for (i, _) in code.match_indices("::") {
-                    let head = code.get(..i).unwrap();
-                    let word_start = head
-                        .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-                        .map_or(0, |j| j + 1);
-                    let word = head.get(word_start..).unwrap();
-                    let qualified = head.get(..word_start).unwrap().ends_with("::");
-                    if !qualified && stems.iter().any(|s| s == word && s != "mod") {
-                        uses.push(word.to_string());
-                    }
-                }
-            } else {
-                for prefix in ["super::", "crate::bench::"] {
-                    for rest in code.split(prefix).skip(1) {
-                        let firsts: Vec<&str> = if let Some(group) = rest.strip_prefix('{') {
-                            // Top-level items of `{a, b::{c, d}, e}`.
-                            let mut depth = 0;
-                            let mut items = vec![String::new()];
-                            for c in group.chars() {
-                                match c {
-                                    '{' => depth += 1,
-                                    '}' if depth == 0 => break,
-                                    '}' => depth -= 1,
-                                    ',' if depth == 0 => items.push(String::new()),
-                                    _ => items.last_mut().unwrap().push(c),
-                                }
-                            }
-                            let items: Vec<String> = items
-                                .iter()
-                                .map(|i| i.trim().split("::").next().unwrap().to_string())
-                                .filter(|i| !i.is_empty())
-                                .collect();
-                            uses.extend(items.iter().map(|i| module(i)));
-                            Vec::new()
-                        } else {
-                            vec![
-                                rest.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-                                    .next()
-                                    .unwrap(),
-                            ]
-                        };
-                        uses.extend(firsts.into_iter().map(module));
-                    }
-                }
-            }
-            uses.sort();
-            uses.dedup();
-            uses.retain(|u| u != stem);
-            out.push((stem.clone(), uses));
-        }
-        out
-    }
-
     #[test]
     fn no_import_circles_between_bench_files() {
-        let graph = bench_imports();
+        let graph = layering::imports("src/bench");
         // The layering this guards, lowest first.
         let uses = |a: &str| graph.iter().find(|g| g.0 == a).unwrap().1.clone();
-        assert!(uses("spec").iter().all(|u| u != "registry" && u != "mod"));
+        assert!(uses("spec").iter().all(|u| u != "mod"));
         assert!(uses("timer").contains(&"spec".to_string()));
         assert!(uses("mod").contains(&"timer".to_string()));
-        // Depth-first search for a path from a file back to itself.
-        for (start, _) in &graph {
-            let mut stack: Vec<Vec<String>> = vec![vec![start.clone()]];
-            let mut seen: Vec<String> = Vec::new();
-            while let Some(path) = stack.pop() {
-                let last = path.last().unwrap().clone();
-                for next in uses(&last) {
-                    assert!(
-                        next != *start,
-                        "import circle: {} -> {next}",
-                        path.join(" -> ")
-                    );
-                    if !seen.contains(&next) {
-                        seen.push(next.clone());
-                        let mut p = path.clone();
-                        p.push(next);
-                        stack.push(p);
-                    }
-                }
-            }
-        }
+        layering::assert_no_circles(&graph);
     }
 
     #[test]

@@ -145,6 +145,15 @@ mod tests {
     use clap::ValueEnum;
 
     #[test]
+    fn no_import_circles_between_mem_files() {
+        let graph = crate::bench::layering::imports("src/mem");
+        // The rows sit below everything that shows or sorts them.
+        let uses = |a: &str| graph.iter().find(|g| g.0 == a).unwrap().1.clone();
+        assert!(uses("rows").iter().all(|u| u != "group" && u != "report"));
+        crate::bench::layering::assert_no_circles(&graph);
+    }
+
+    #[test]
     fn every_column_is_a_sort_key_with_distinct_names() {
         let names: Vec<&str> = SortKey::value_variants()
             .iter()
