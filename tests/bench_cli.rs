@@ -624,7 +624,10 @@ fn interrupted_fileread_leaves_no_scratch_file() {
     ] {
         let dir = tempfile::tempdir().unwrap();
         let child = std::process::Command::new(common::tally_bin())
-            .args(["bench", bench, "--budget-ms", "9", "--max-bytes", "64M"])
+            // A budget long enough that the benchmark is still running,
+            // its file open, when the signal comes (with 9 ms a fast
+            // machine finished first and exited 0).
+            .args(["bench", bench, "--budget-ms", "100", "--max-bytes", "64M"])
             .arg("--dir")
             .arg(dir.path())
             .stdout(std::process::Stdio::null())
