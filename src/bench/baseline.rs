@@ -5,38 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
-
-use super::BenchReport;
-
-/// One figure found in both runs.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Comparison {
-    pub id: String,
-    pub unit: String,
-    pub old_median: f64,
-    pub new_median: f64,
-    /// new / old.
-    pub ratio: f64,
-    pub higher_is_better: bool,
-}
-
-/// The comparison with an earlier run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Baseline {
-    /// Written losslessly (a non-UTF-8 path as `{lossy, bytes_hex}`).
-    #[serde(
-        serialize_with = "crate::report::path::serialize",
-        deserialize_with = "deserialize_path"
-    )]
-    pub path: PathBuf,
-    pub old_cpu_model: Option<String>,
-    pub old_kernel: Option<String>,
-    pub old_mode: super::Mode,
-    pub comparisons: Vec<Comparison>,
-    /// Figures of this run the baseline lacks (or had unavailable).
-    pub missing_in_baseline: usize,
-}
+use super::model::BenchReport;
+pub use super::model::{Baseline, Comparison};
 
 /// Why a baseline could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -129,60 +99,6 @@ pub fn compare(path: &Path, old: &BenchReport, new: &BenchReport) -> Baseline {
         old_mode: old.mode,
         comparisons,
         missing_in_baseline: missing,
-    }
-}
-
-/// Reads a path written by [`crate::report::path::serialize`]: a string,
-/// or `{lossy, bytes_hex}` whose hex digits give the exact bytes.
-fn deserialize_path<'de, D: serde::Deserializer<'de>>(d: D) -> Result<PathBuf, D::Error> {
-    use std::os::unix::ffi::OsStringExt;
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Written {
-        Text(String),
-        Bytes { bytes_hex: String },
-    }
-    match Written::deserialize(d)? {
-        Written::Text(t) => Ok(PathBuf::from(t)),
-        Written::Bytes { bytes_hex } => {
-            let hex = bytes_hex.as_bytes();
-            let digit = |c: u8| (c as char).to_digit(16);
-            let bytes: Option<Vec<u8>> = (hex.len() % 2 == 0)
-                .then(|| {
-                    hex.chunks_exact(2)
-                        .map(|p| match p {
-                            [h, l] => Some((digit(*h)? * 16 + digit(*l)?) as u8),
-                            _ => None,
-                        })
-                        .collect()
-                })
-                .flatten();
-            bytes
-                .map(|b| PathBuf::from(std::ffi::OsString::from_vec(b)))
-                .ok_or_else(|| serde::de::Error::custom("bytes_hex is not a hex string"))
-        }
-    }
-}
-
-impl Baseline {
-    /// new / old for figure `id`.
-    pub fn ratio_of(&self, id: &str) -> Option<f64> {
-        self.comparisons
-            .iter()
-            .find(|c| c.id == id)
-            .map(|c| c.ratio)
-    }
-
-    pub fn describe(&self) -> String {
-        format!(
-            "{} ({}, kernel {}, {:?} mode): {} figures compared, {} not in the baseline; ratio = this run / baseline",
-            crate::report::path::display(&self.path),
-            self.old_cpu_model.as_deref().unwrap_or("unknown CPU"),
-            self.old_kernel.as_deref().unwrap_or("unknown"),
-            self.old_mode,
-            self.comparisons.len(),
-            self.missing_in_baseline
-        )
     }
 }
 

@@ -7,8 +7,9 @@
 use std::hint::black_box;
 
 use super::harness::{Never, Samples};
-use super::registry::{Benchmark, Section};
-use super::{BenchResult, Ctx, Figure, StepError};
+use super::figure::Figure;
+use super::model::{BenchResult, Section};
+use super::spec::{Benchmark, Ctx, StepError};
 
 pub const BENCH: Benchmark = Benchmark {
     name: "call",
@@ -18,6 +19,7 @@ pub const BENCH: Benchmark = Benchmark {
     uses_dir: false,
     estimate: |c| c.budget_per_figure() * 9,
     run,
+    plots: &[],
 };
 
 #[inline(never)]

@@ -15,8 +15,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use super::harness::Samples;
-use super::registry::{Benchmark, Section};
-use super::{BenchResult, Ctx, Figure, StepError, step_err};
+use super::figure::Figure;
+use super::model::{BenchResult, Section};
+use super::spec::{Benchmark, Ctx, Plot, PlotKind, StepError, step_err};
 use crate::stats;
 use crate::sys;
 
@@ -28,6 +29,12 @@ pub const BENCH: Benchmark = Benchmark {
     uses_dir: false,
     estimate: |c| c.budget_per_figure() * 8 + Duration::from_millis(100),
     run,
+    plots: &[Plot {
+        heading: "ctxswitch",
+        title: "ctxswitch: per switch or hand-over",
+        figures: "",
+        kind: PlotKind::Bars,
+    }],
 };
 
 #[derive(Clone, Copy)]

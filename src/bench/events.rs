@@ -13,8 +13,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use super::harness::Timer;
-use super::registry::{Benchmark, Section};
-use super::{BenchResult, Ctx, Figure, Mode, StepError, step_err};
+use super::figure::Figure;
+use super::model::{BenchResult, Mode, Section};
+use super::spec::{Benchmark, Ctx, Marks, Plot, PlotKind, StepError, step_err};
 use crate::sys;
 use crate::sys::events::{Epoll, FD_SETSIZE, PollSet};
 
@@ -29,6 +30,30 @@ pub const BENCH: Benchmark = Benchmark {
         c.budget_per_figure() * n * 12 + Duration::from_millis(300)
     },
     run,
+    plots: &[
+        Plot {
+            heading: "select / poll / epoll",
+            title: "events: cost of one call (timeout 0)",
+            figures: "events.scan.",
+            kind: PlotKind::Sweep {
+                x_label: "descriptors",
+                y_label: "ns per call",
+                x_base: 2.0,
+                marks: Marks::None,
+            },
+        },
+        Plot {
+            heading: "select / poll / epoll",
+            title: "events: wake-up latency of one ready descriptor among N",
+            figures: "events.wake.",
+            kind: PlotKind::Sweep {
+                x_label: "descriptors",
+                y_label: "ns",
+                x_base: 2.0,
+                marks: Marks::None,
+            },
+        },
+    ],
 };
 
 /// Descriptor counts: 16 up to 16384.

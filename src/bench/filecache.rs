@@ -8,8 +8,9 @@
 use std::os::unix::fs::FileExt;
 use std::time::Duration;
 
-use super::registry::{Benchmark, Section};
-use super::{BenchResult, Ctx, Figure, StepError, step_err};
+use super::figure::Figure;
+use super::model::{BenchResult, Section};
+use super::spec::{Benchmark, Ctx, StepError, step_err};
 use crate::units::human_bytes;
 
 pub const BENCH: Benchmark = Benchmark {
@@ -21,11 +22,12 @@ pub const BENCH: Benchmark = Benchmark {
     // Writing then reading the file at a few hundred MB/s.
     estimate: |c| Duration::from_secs(c.max_file_bytes / (150 << 20) + 1),
     run,
+    plots: &[],
 };
 
 fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
     let free = crate::sys::buffers::free_bytes(&ctx.cfg.dir)
-        .map_err(step_err(format!("statvfs {}", super::shown(&ctx.cfg.dir))))?;
+        .map_err(step_err(format!("statvfs {}", super::scratch::shown(&ctx.cfg.dir))))?;
     let size = ctx.cfg.max_file_bytes.min(free / 10 * 9) / 4096 * 4096;
     let def = "bytes of the file resident in the page cache after writing it and reading it through once (cachestat)";
     if size < 4096 {
@@ -36,15 +38,15 @@ fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
             format!(
                 "no room: {} free under {}",
                 human_bytes(free),
-                super::shown(&ctx.cfg.dir)
+                super::scratch::shown(&ctx.cfg.dir)
             ),
         ));
         return Ok(());
     }
     ctx.step(format!("writing {}", human_bytes(size)));
-    let f = super::scratch_file(&ctx.cfg.dir, size).map_err(step_err(format!(
+    let f = super::scratch::scratch_file(&ctx.cfg.dir, size).map_err(step_err(format!(
         "write a scratch file in {}",
-        super::shown(&ctx.cfg.dir)
+        super::scratch::shown(&ctx.cfg.dir)
     )))?;
     ctx.step(format!("reading {} back", human_bytes(size)));
     let mut buf = vec![0u8; 1 << 20];

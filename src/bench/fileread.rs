@@ -10,8 +10,10 @@ use std::os::unix::fs::FileExt;
 use std::time::Duration;
 
 use super::harness::Samples;
-use super::registry::{Benchmark, Section};
-use super::{BenchResult, Ctx, Figure, Mode, Rng, StepError, step_err};
+use super::figure::Figure;
+use super::scratch::Rng;
+use super::model::{BenchResult, Mode, Section};
+use super::spec::{Benchmark, Ctx, Marks, Plot, PlotKind, StepError, step_err};
 use crate::sys::buffers::{AnonMap, Pages};
 use crate::sys::cache::{Advice, fadvise};
 use crate::units::human_bytes;
@@ -28,6 +30,17 @@ pub const BENCH: Benchmark = Benchmark {
             + Duration::from_secs(if c.mode == Mode::Full { 10 } else { 3 })
     },
     run,
+    plots: &[Plot {
+        heading: "File reads",
+        title: "fileread: 4 KiB read latency by file size, uncached",
+        figures: "",
+        kind: PlotKind::Sweep {
+            x_label: "file size",
+            y_label: "latency per read",
+            x_base: 2.0,
+            marks: Marks::None,
+        },
+    }],
 };
 
 const BLOCK: u64 = 4096;
@@ -76,9 +89,9 @@ fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
     let mut direct_failed = false;
     for &size in &sizes {
         ctx.step(format!("writing a {} file", human_bytes(size)));
-        let file = super::scratch_file(&ctx.cfg.dir, size).map_err(step_err(format!(
+        let file = super::scratch::scratch_file(&ctx.cfg.dir, size).map_err(step_err(format!(
             "write a scratch file in {}",
-            super::shown(&ctx.cfg.dir)
+            super::scratch::shown(&ctx.cfg.dir)
         )))?;
         let method = direct(&file).map_err(step_err("turn on O_DIRECT for the scratch file"))?;
         if method == Method::Evicted {
@@ -86,7 +99,7 @@ fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
         }
         let blocks = (size / BLOCK).max(1);
         for (key, label, random) in [("seq", "sequential", false), ("random", "random", true)] {
-            let _ = super::evict(&file, &ctx.cfg.dir);
+            let _ = super::scratch::evict(&file, &ctx.cfg.dir);
             let mut next = 0u64;
             let bytes = buf.bytes_mut();
             let s: Samples = ctx
@@ -122,7 +135,7 @@ fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
     }
     out.notes.push(format!(
         "files under {} ({})",
-        super::shown(&ctx.cfg.dir),
+        super::scratch::shown(&ctx.cfg.dir),
         if direct_failed {
             "this filesystem refused O_DIRECT: buffered reads of evicted files"
         } else {

@@ -1,14 +1,16 @@
 //! `--html FILE`: one self-contained page (no scripts, no external files)
 //! with hand-written SVG plots of the same [`BenchReport`] every other
-//! format renders — the memlat staircase on a log axis with the sysfs
-//! cache sizes marked, fileread by file size, events by descriptor count,
-//! spawn and context-switch bars — and the machine's description.
+//! format renders — each benchmark's plots as its `BENCH` declares them
+//! ([`super::spec::Plot`]: bars, or sweep lines on log axes, with the
+//! sysfs cache sizes marked where asked) — and the machine's description.
 
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
-use super::report::{format_ns, format_value, format_x};
-use super::{BenchReport, BenchResult, Figure};
+use super::figure::Figure;
+use super::format::{format_ns, format_value, format_x, implausible_text};
+use super::model::{BenchReport, BenchResult};
+use super::spec::{Marks, Plot, PlotKind};
 use crate::units::human_bytes;
 
 const W: f64 = 760.0;
@@ -229,8 +231,70 @@ pub fn bar_plot(title: &str, bars: &[(String, f64)], fmt: &dyn Fn(f64) -> String
     svg
 }
 
-fn bench<'a>(r: &'a BenchReport, name: &str) -> Option<&'a BenchResult> {
-    r.benchmarks.iter().find(|b| b.name == name)
+/// One plot a benchmark declared, of its measured figures (implausible
+/// ones are left out: `median()` is `None` for them).
+fn plot(r: &BenchReport, b: &BenchResult, p: &Plot) -> String {
+    let keep = |f: &Figure| f.id.starts_with(p.figures);
+    // Values in the unit of the figures drawn (ns, GB/s, …).
+    let unit = b
+        .figures
+        .iter()
+        .find(|f| keep(f) && f.median().is_some())
+        .map(|f| f.value.clone());
+    let fmt_y = |v: f64| match &unit {
+        Some(u) => format_value(u, v),
+        None => format_ns(v),
+    };
+    match p.kind {
+        PlotKind::Bars => {
+            let bars: Vec<(String, f64)> = b
+                .figures
+                .iter()
+                .filter(|f| keep(f))
+                .filter_map(|f| f.median().map(|m| (f.label.clone(), m)))
+                .collect();
+            bar_plot(p.title, &bars, &fmt_y)
+        }
+        PlotKind::Sweep {
+            x_label,
+            y_label,
+            x_base,
+            marks,
+        } => {
+            let series = sweep_series(b, &keep);
+            let bytes = b
+                .figures
+                .iter()
+                .find(|f| keep(f))
+                .is_some_and(|f| f.x_unit.as_deref() == Some("bytes"));
+            let fmt_x = |x: f64| {
+                if bytes {
+                    bytes_label(x)
+                } else {
+                    format!("{}", x.max(0.0) as u64)
+                }
+            };
+            let marks: Vec<(f64, String)> = match marks {
+                Marks::None => Vec::new(),
+                Marks::CacheSizes => super::machine::data_caches(&r.machine.caches)
+                    .iter()
+                    .map(|c| {
+                        (
+                            c.size_bytes as f64,
+                            format!(
+                                "L{} {}",
+                                c.level,
+                                human_bytes(c.size_bytes).replace(".0 ", " ")
+                            ),
+                        )
+                    })
+                    .collect(),
+            };
+            line_plot(
+                p.title, x_label, y_label, &series, &marks, x_base, &fmt_x, &fmt_y,
+            )
+        }
+    }
 }
 
 /// Sweep figures grouped by label, in order of appearance.
@@ -357,11 +421,9 @@ fn figures_table(r: &BenchReport) -> String {
                     format_value(&f.value, sm.min),
                     format_value(&f.value, sm.p95),
                 ),
-                (None, Some(why)) if f.value.summary().is_some() => (
-                    super::report::implausible_text(why),
-                    String::new(),
-                    String::new(),
-                ),
+                (None, Some(why)) if f.value.summary().is_some() => {
+                    (implausible_text(why), String::new(), String::new())
+                }
                 (None, _) => ("unavailable".into(), String::new(), String::new()),
             };
             let _ = write!(
@@ -389,122 +451,25 @@ fn figures_table(r: &BenchReport) -> String {
 pub fn render(r: &BenchReport) -> String {
     let mut body = String::new();
     let _ = write!(body, "<h1>tally bench</h1>{}", machine_table(r));
-    let ns_y = |v: f64| format_ns(v);
-    if let Some(b) = bench(r, "memlat") {
-        let series = sweep_series(b, &|_| true);
-        let marks: Vec<(f64, String)> = super::machine::data_caches(&r.machine.caches)
-            .iter()
-            .map(|c| {
-                (
-                    c.size_bytes as f64,
-                    format!(
-                        "L{} {}",
-                        c.level,
-                        human_bytes(c.size_bytes).replace(".0 ", " ")
-                    ),
-                )
-            })
-            .collect();
-        let _ = write!(
-            body,
-            "<h2>Memory latency</h2>{}",
-            line_plot(
-                "memlat: load-to-use latency by working set (dashed: sysfs cache sizes within the sweep)",
-                "working set",
-                "ns per load",
-                &series,
-                &marks,
-                2.0,
-                &bytes_label,
-                &ns_y
-            )
-        );
-        if let Some(a) = &b.memlat {
+    for b in &r.benchmarks {
+        let Some(spec) = super::registry::find(&b.name) else {
+            continue;
+        };
+        let mut heading = "";
+        for p in spec.plots {
+            if p.heading != heading {
+                heading = p.heading;
+                let _ = write!(body, "<h2>{}</h2>", esc(heading));
+            }
+            body.push_str(&plot(r, b, p));
+        }
+        if let (Some(a), false) = (&b.memlat, spec.plots.is_empty()) {
             body.push_str("<pre>");
             for l in a.lines() {
                 let _ = writeln!(body, "{}", esc(&l));
             }
             body.push_str("</pre>");
         }
-    }
-    if let Some(b) = bench(r, "fileread") {
-        let series = sweep_series(b, &|_| true);
-        let _ = write!(
-            body,
-            "<h2>File reads</h2>{}",
-            line_plot(
-                "fileread: 4 KiB read latency by file size, uncached",
-                "file size",
-                "latency per read",
-                &series,
-                &[],
-                2.0,
-                &bytes_label,
-                &ns_y
-            )
-        );
-    }
-    if let Some(b) = bench(r, "events") {
-        let scan = sweep_series(b, &|f| f.id.starts_with("events.scan."));
-        let wake = sweep_series(b, &|f| f.id.starts_with("events.wake."));
-        let fds = |x: f64| format!("{}", x as u64);
-        let _ = write!(
-            body,
-            "<h2>select / poll / epoll</h2>{}{}",
-            line_plot(
-                "events: cost of one call (timeout 0)",
-                "descriptors",
-                "ns per call",
-                &scan,
-                &[],
-                2.0,
-                &fds,
-                &ns_y
-            ),
-            line_plot(
-                "events: wake-up latency of one ready descriptor among N",
-                "descriptors",
-                "ns",
-                &wake,
-                &[],
-                2.0,
-                &fds,
-                &ns_y
-            )
-        );
-    }
-    for (name, title) in [
-        ("spawn", "spawn: creating a task and waiting for it"),
-        ("ctxswitch", "ctxswitch: per switch or hand-over"),
-        ("syscall", "syscall: per call"),
-    ] {
-        if let Some(b) = bench(r, name) {
-            let bars: Vec<(String, f64)> = b
-                .figures
-                .iter()
-                .filter_map(|f| f.median().map(|m| (f.label.clone(), m)))
-                .collect();
-            let _ = write!(
-                body,
-                "<h2>{}</h2>{}",
-                esc(name),
-                bar_plot(title, &bars, &ns_y)
-            );
-        }
-    }
-    if let Some(b) = bench(r, "membw") {
-        let bars: Vec<(String, f64)> = b
-            .figures
-            .iter()
-            .filter_map(|f| f.median().map(|m| (f.label.clone(), m)))
-            .collect();
-        let _ = write!(
-            body,
-            "<h2>membw</h2>{}",
-            bar_plot("membw: GB/s (10^9 bytes per second)", &bars, &|v| format!(
-                "{v:.2} GB/s"
-            ))
-        );
     }
     if let Some(b) = &r.baseline {
         let _ = write!(

@@ -11,7 +11,6 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use super::BenchResult;
 use super::harness::Harness;
 use crate::procfs::{ProcRoot, cpuinfo, kernel_stat, loadavg, meminfo, sysctl};
 
@@ -233,7 +232,9 @@ impl NoiseProbe {
         }
     }
 
-    pub fn finish(self, results: &[BenchResult], cpus: usize) -> Noise {
+    /// The noise of a run whose benchmark thread was switched out
+    /// `involuntary` times in `duration_s` seconds of benchmarks.
+    pub fn finish(self, involuntary: u64, duration_s: f64, cpus: usize) -> Noise {
         let proc = ProcRoot::default();
         let end = steal(&proc);
         let steal_percent = match (self.stat, end) {
@@ -242,10 +243,6 @@ impl NoiseProbe {
             }
             _ => None,
         };
-        let involuntary: u64 = results
-            .iter()
-            .fold(0u64, |a, r| a.saturating_add(r.involuntary_switches));
-        let duration_s: f64 = results.iter().map(|r| r.duration_ms as f64 / 1000.0).sum();
         let mut reasons = Vec::new();
         let load_end = load1(&proc);
         // The run itself keeps about one CPU busy.

@@ -11,8 +11,9 @@ use std::time::{Duration, Instant};
 use super::harness::{Samples, Timer};
 use super::machine::llc_bytes;
 use super::plausible;
-use super::registry::{Benchmark, Section};
-use super::{BenchResult, Ctx, Figure, StepError, step_err};
+use super::figure::Figure;
+use super::model::{BenchResult, Section};
+use super::spec::{Benchmark, Ctx, Plot, PlotKind, StepError, step_err};
 use crate::sys;
 use crate::sys::buffers::{AnonMap, Pages};
 use crate::units::human_bytes;
@@ -25,6 +26,12 @@ pub const BENCH: Benchmark = Benchmark {
     uses_dir: false,
     estimate: |c| c.budget_per_figure() * 12 + Duration::from_secs(2),
     run,
+    plots: &[Plot {
+        heading: "membw",
+        title: "membw: GB/s (10^9 bytes per second)",
+        figures: "",
+        kind: PlotKind::Bars,
+    }],
 };
 
 #[derive(Clone, Copy, PartialEq, Eq)]

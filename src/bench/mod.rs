@@ -7,99 +7,77 @@
 //! that every format (and the HTML page) renders. Measurement never prints.
 
 pub mod baseline;
-pub mod call;
-pub mod ctxswitch;
-pub mod events;
 pub mod figure;
-pub mod filecache;
-pub mod fileread;
+pub mod format;
 pub mod harness;
 pub mod html;
+#[cfg(test)]
+pub(crate) mod layering;
 pub mod machine;
-pub mod membw;
-pub mod memlat;
-pub mod pagefault;
+pub mod model;
 pub mod plausible;
-pub mod registry;
 pub mod report;
-pub mod spawn;
-pub mod syscall;
-pub mod timer;
+pub mod scratch;
+pub mod spec;
+pub mod staircase;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
-
 pub use figure::{Figure, Value};
 pub use harness::Harness;
-pub use report::{BenchReport, BenchResult};
+pub use model::{BenchReport, BenchResult, Mode, Section};
+pub use scratch::{Rng, evict, scratch_file, shown, unnamed_file};
+pub use spec::{Benchmark, Config, Ctx, Marks, Plot, PlotKind, Progress, StepError, step_err};
 
 use crate::sys;
 use machine::Machine;
-use registry::Benchmark;
 
-/// How thorough a run is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum Mode {
-    /// Under a minute: short budgets, small sweeps.
-    Quick,
-    /// The default: longer budgets, the same sweeps as quick.
-    Standard,
-    /// Long budgets, full sweeps (memlat to 4× the LLC, files to 1 GiB),
-    /// and the heavy benchmarks (filecache).
-    Full,
-}
+/// Declares each benchmark's module (its file beside this one) and the
+/// [`registry`] of their `BENCH` declarations, in order.
+macro_rules! registry {
+    ($($name:ident),+ $(,)?) => {
+        $(pub mod $name;)+
 
-impl Mode {
-    /// Time for one figure.
-    pub fn budget_per_figure(self) -> Duration {
-        match self {
-            Mode::Quick => Duration::from_millis(50),
-            Mode::Standard => Duration::from_millis(100),
-            Mode::Full => Duration::from_millis(300),
+        /// Every benchmark, in the order they run and print. The CLI's
+        /// names, help and `--list`, and the HTML page's plots, come from
+        /// here.
+        pub mod registry {
+            use super::spec::Benchmark;
+
+            pub const BENCHMARKS: &[Benchmark] = &[$(super::$name::BENCH),+];
+
+            /// The benchmark called `name`.
+            pub fn find(name: &str) -> Option<&'static Benchmark> {
+                BENCHMARKS.iter().find(|b| b.name == name)
+            }
+
+            /// Every benchmark name, for argument validation and `--list`.
+            pub fn names() -> Vec<&'static str> {
+                BENCHMARKS.iter().map(|b| b.name).collect()
+            }
         }
-    }
+    };
 }
 
-/// What to run and with which limits.
-#[derive(Debug, Clone)]
-pub struct Config {
-    /// Benchmarks by name; empty means every one the mode includes.
-    pub names: Vec<String>,
-    pub mode: Mode,
-    /// Directory for the file benchmarks' scratch files.
-    pub dir: PathBuf,
-    /// Upper bound on any one memory buffer (memlat, membw), bytes.
-    pub max_mem_bytes: u64,
-    /// Upper bound on the filecache file, bytes.
-    pub max_file_bytes: u64,
-    /// Override of the per-figure budget (tests use a few ms).
-    pub budget: Option<Duration>,
-}
-
-impl Config {
-    pub fn new(mode: Mode) -> Config {
-        Config {
-            names: Vec::new(),
-            mode,
-            dir: std::env::temp_dir(),
-            max_mem_bytes: 1 << 30,
-            max_file_bytes: 32 << 30,
-            budget: None,
-        }
-    }
-
-    pub fn budget_per_figure(&self) -> Duration {
-        self.budget.unwrap_or_else(|| self.mode.budget_per_figure())
-    }
-
-    /// Whether the run uses tiny budgets (tests): sweeps shrink too.
-    pub fn tiny(&self) -> bool {
-        self.budget_per_figure() < Duration::from_millis(10)
-    }
+// The registry: one line per benchmark, in the order they run and print
+// (grouped like the sections of the OS benchmarking study: CPU and
+// scheduling, memory, file system, then readiness APIs). A new benchmark
+// is its file, `src/bench/NAME.rs` with a `pub const BENCH: Benchmark`
+// (name, section, help line, plots), and its name on one line here.
+registry! {
+    timer,
+    call,
+    syscall,
+    spawn,
+    ctxswitch,
+    memlat,
+    membw,
+    pagefault,
+    filecache,
+    fileread,
+    events,
 }
 
 /// A failure that stops a whole run (one benchmark failing does not).
@@ -117,70 +95,12 @@ pub enum BenchError {
     },
 }
 
-/// What `execute` reports as it goes.
-#[derive(Debug, Clone)]
-pub enum Progress {
-    /// Before starting: the plan and its expected duration.
-    Plan {
-        benchmarks: Vec<String>,
-        expected: Duration,
-    },
-    /// A benchmark starts.
-    Start {
-        name: String,
-        index: usize,
-        total: usize,
-    },
-    /// A step inside a benchmark (for long ones).
-    Step { name: String, detail: String },
-}
-
 /// Callbacks of a run: progress, and what to do when a benchmark hangs.
 pub struct Hooks<'a> {
     pub progress: &'a mut dyn FnMut(Progress),
     /// Called from the watchdog thread when a benchmark overran its limit;
     /// expected not to return (the binary reports and exits).
     pub on_hang: fn(&str, Duration),
-}
-
-/// What a benchmark sees while it runs.
-pub struct Ctx<'a> {
-    pub cfg: &'a Config,
-    pub h: &'a Harness,
-    pub machine: &'a Machine,
-    /// The CPU the benchmark thread is pinned to, if pinning worked.
-    pub cpu: Option<usize>,
-    /// Another CPU for cross-CPU measurements.
-    pub other_cpu: Option<usize>,
-    /// Every CPU the process may use (to unpin helpers).
-    pub allowed_cpus: Vec<usize>,
-    progress: &'a mut dyn FnMut(Progress),
-    name: &'static str,
-}
-
-impl Ctx<'_> {
-    /// Reports a step of a long benchmark.
-    pub fn step(&mut self, detail: impl Into<String>) {
-        (self.progress)(Progress::Step {
-            name: self.name.to_string(),
-            detail: detail.into(),
-        });
-    }
-}
-
-/// A per-benchmark failure, reported in its result instead of its figures.
-#[derive(Debug, thiserror::Error)]
-#[error("{what}: {source}")]
-pub struct StepError {
-    pub what: String,
-    #[source]
-    pub source: std::io::Error,
-}
-
-/// Attaches what was being done to an io error.
-pub fn step_err(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> StepError {
-    let what = what.into();
-    move |source| StepError { what, source }
 }
 
 /// The benchmarks a config selects, in registry order.
@@ -274,7 +194,11 @@ pub fn execute(cfg: &Config, hooks: Hooks<'_>) -> Result<BenchReport, BenchError
         result.involuntary_switches = invol1.saturating_sub(invol0);
         results.push(result);
     }
-    let noise = noise_start.finish(&results, machine.logical_cpus);
+    let involuntary = results
+        .iter()
+        .fold(0u64, |a, r| a.saturating_add(r.involuntary_switches));
+    let busy_s: f64 = results.iter().map(|r| r.duration_ms as f64 / 1000.0).sum();
+    let noise = noise_start.finish(involuntary, busy_s, machine.logical_cpus);
     let mut machine = machine;
     // The timer benchmark samples the core clock far more than the quick
     // probe at start-up: prefer its median when it ran.
@@ -290,7 +214,7 @@ pub fn execute(cfg: &Config, hooks: Hooks<'_>) -> Result<BenchReport, BenchError
         schema_version: crate::report::SCHEMA_VERSION,
         mode: cfg.mode,
         machine,
-        harness: report::HarnessInfo {
+        harness: model::HarnessInfo {
             calibration: h.calibration.clone(),
             budget_per_figure_ms: u64::try_from(budget.per_figure.as_millis()).unwrap_or(0),
             warmup_samples: budget.warmup_samples,
@@ -359,167 +283,81 @@ impl Watchdog {
     }
 }
 
-/// A deterministic xorshift generator for shuffles and random offsets (a
-/// benchmark needs spread, not cryptography, and the same run twice).
-#[derive(Debug, Clone)]
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Rng {
-        Rng(seed.max(1))
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        self.0 = x;
-        x
-    }
-
-    /// A value in `0..n` (0 when n is 0).
-    pub fn below(&mut self, n: u64) -> u64 {
-        if n == 0 {
-            0
-        } else {
-            ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64
-        }
-    }
-}
-
-/// A file with no name under `dir`, for scratch data: `O_TMPFILE`, or
-/// where the filesystem refuses that (NFS, some FUSE), a `.tally-bench-*`
-/// name removed right after it is created, and armed for removal on a
-/// fatal signal for the few instructions it has one. Nothing is left
-/// behind on any exit, not even SIGKILL: the space is freed when the file
-/// is closed.
-pub fn unnamed_file(dir: &std::path::Path) -> std::io::Result<std::fs::File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut open = std::fs::OpenOptions::new();
-    open.read(true).write(true).mode(0o600);
-    match open.clone().custom_flags(libc::O_TMPFILE).open(dir) {
-        Ok(f) => return Ok(f),
-        // Refused by the filesystem (EOPNOTSUPP), or an old kernel that
-        // takes the flag for O_DIRECTORY (EISDIR, EINVAL): use a name.
-        Err(e)
-            if matches!(
-                e.raw_os_error(),
-                Some(libc::EOPNOTSUPP | libc::EISDIR | libc::EINVAL)
-            ) => {}
-        Err(e) => return Err(e),
-    }
-    named_then_unlinked(dir)
-}
-
-/// [`unnamed_file`] where `O_TMPFILE` is refused: a fresh
-/// `.tally-bench-*` name, armed for removal on a fatal signal before it
-/// exists, removed as soon as the file is open.
-fn named_then_unlinked(dir: &std::path::Path) -> std::io::Result<std::fs::File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut open = std::fs::OpenOptions::new();
-    open.read(true).write(true).mode(0o600).create_new(true);
-    let mut rng = Rng::new(
-        u64::from(std::process::id())
-            ^ std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos() as u64),
-    );
-    let mut tries = 0;
-    loop {
-        let path = dir.join(format!(".tally-bench-{:016x}", rng.next_u64()));
-        // Armed before it exists, so a signal at any point removes it.
-        let guard = sys::cleanup::Guard::arm(&path).ok();
-        match open.open(&path) {
-            Ok(f) => {
-                let removed = std::fs::remove_file(&path);
-                drop(guard);
-                removed?;
-                return Ok(f);
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && tries < 16 => tries += 1,
-            Err(e) => return Err(e),
-        }
-    }
-}
-
-/// A scratch file of `bytes` bytes of non-zero pseudo-random data under
-/// `dir`, with no name ([`unnamed_file`]): closing it frees it. Written
-/// with plain `write` and synced; the caller decides whether it stays
-/// cached.
-pub fn scratch_file(dir: &std::path::Path, bytes: u64) -> std::io::Result<std::fs::File> {
-    use std::io::Write;
-    let mut f = unnamed_file(dir)?;
-    let mut rng = Rng::new(0x7a11_b3c4 ^ bytes);
-    let mut chunk = vec![0u8; 1 << 20];
-    let mut left = bytes;
-    while left > 0 {
-        for w in chunk.chunks_exact_mut(8) {
-            w.copy_from_slice(&(rng.next_u64() | 0x0101_0101_0101_0101).to_ne_bytes());
-        }
-        let n = usize::try_from(left.min(chunk.len() as u64)).unwrap_or(chunk.len());
-        f.write_all(chunk.get(..n).unwrap_or(&chunk))?;
-        left -= n as u64;
-    }
-    f.sync_data()?;
-    Ok(f)
-}
-
-/// Evicts `file` (a scratch file this process wrote, under `dir`) from the
-/// page cache and returns the pages still cached (`None` when the kernel
-/// will not tell).
-pub fn evict(file: &std::fs::File, dir: &std::path::Path) -> std::io::Result<Option<u64>> {
-    let size = file.metadata()?.len();
-    // Dirty pages cannot be dropped: write them first.
-    let _ = sys::cache::fdatasync(file);
-    sys::cache::fadvise(file, 0, 0, sys::cache::Advice::DontNeed)?;
-    Ok(crate::pagecache::residency(file, dir, size).cached_pages())
-}
-
-/// A directory for messages: control characters and invalid UTF-8
-/// escaped.
-pub fn shown(dir: &std::path::Path) -> String {
-    crate::report::path::display(dir)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn rng_stays_below_bound() {
-        let mut r = Rng::new(0);
-        for n in [1u64, 2, 7, 1000] {
-            for _ in 0..100 {
-                assert!(r.below(n) < n);
+    fn names_are_unique_and_lowercase() {
+        let names = registry::names();
+        assert_eq!(names.len(), registry::BENCHMARKS.len());
+        let mut sorted = names.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted.len(), names.len());
+        assert!(
+            names
+                .iter()
+                .all(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_lowercase()))
+        );
+    }
+
+    #[test]
+    fn sections_are_contiguous() {
+        let mut seen: Vec<Section> = Vec::new();
+        for b in registry::BENCHMARKS {
+            if seen.last() != Some(&b.section) {
+                assert!(!seen.contains(&b.section), "{} splits a section", b.name);
+                seen.push(b.section);
             }
         }
-        assert_eq!(r.below(0), 0);
     }
 
     #[test]
-    fn scratch_files_have_no_name() {
-        let dir = tempfile::tempdir().unwrap();
-        let f = scratch_file(dir.path(), 10_000).unwrap();
-        assert_eq!(f.metadata().unwrap().len(), 10_000);
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
-        let mut pages = None;
-        if let Ok(p) = evict(&f, dir.path()) {
-            pages = p;
-        }
-        // tmpfs cannot evict; elsewhere the file leaves the cache.
-        if let Some(p) = pages {
-            assert!(p <= 3);
+    fn only_filecache_is_heavy() {
+        let heavy: Vec<_> = registry::BENCHMARKS
+            .iter()
+            .filter(|b| b.heavy)
+            .map(|b| b.name)
+            .collect();
+        assert_eq!(heavy, ["filecache"]);
+    }
+
+    #[test]
+    fn estimates_are_finite_and_full_is_longer() {
+        let quick = Config::new(Mode::Quick);
+        let full = Config::new(Mode::Full);
+        for b in registry::BENCHMARKS {
+            let q = (b.estimate)(&quick);
+            let f = (b.estimate)(&full);
+            assert!(q > Duration::ZERO, "{}", b.name);
+            assert!(f >= q, "{}", b.name);
         }
     }
 
     #[test]
-    fn named_scratch_files_are_unlinked_once_open() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut f = named_then_unlinked(dir.path()).unwrap();
-        std::io::Write::write_all(&mut f, b"data").unwrap();
-        assert_eq!(f.metadata().unwrap().len(), 4);
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    fn plots_have_titles_and_share_a_heading_only_in_a_row() {
+        for b in registry::BENCHMARKS {
+            let mut headings: Vec<&str> = Vec::new();
+            for p in b.plots {
+                assert!(!p.title.is_empty() && !p.heading.is_empty(), "{}", b.name);
+                if headings.last() != Some(&p.heading) {
+                    assert!(!headings.contains(&p.heading), "{}", b.name);
+                    headings.push(p.heading);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn no_import_circles_between_bench_files() {
+        let graph = layering::imports("src/bench");
+        // The layering this guards, lowest first.
+        let uses = |a: &str| graph.iter().find(|g| g.0 == a).unwrap().1.clone();
+        assert!(uses("spec").iter().all(|u| u != "mod"));
+        assert!(uses("timer").contains(&"spec".to_string()));
+        assert!(uses("mod").contains(&"timer".to_string()));
+        layering::assert_no_circles(&graph);
     }
 
     #[test]

@@ -8,8 +8,9 @@
 
 use std::time::Duration;
 
-use super::registry::{Benchmark, Section};
-use super::{BenchResult, Ctx, Figure, StepError, step_err};
+use super::figure::Figure;
+use super::model::{BenchResult, Section};
+use super::spec::{Benchmark, Ctx, StepError, step_err};
 use crate::sys;
 use crate::sys::buffers::{AnonMap, FileMap, Pages};
 
@@ -21,6 +22,7 @@ pub const BENCH: Benchmark = Benchmark {
     uses_dir: true,
     estimate: |c| c.budget_per_figure() * 6 + Duration::from_millis(500),
     run,
+    plots: &[],
 };
 
 const PAGE: usize = 4096;
@@ -79,9 +81,9 @@ fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
     // File-backed faults need a file.
     let file_bytes: u64 = if tiny { 1 << 20 } else { 16 << 20 };
     ctx.step("writing the scratch file");
-    let file = &super::scratch_file(&ctx.cfg.dir, file_bytes).map_err(step_err(format!(
+    let file = &super::scratch::scratch_file(&ctx.cfg.dir, file_bytes).map_err(step_err(format!(
         "write a scratch file in {}",
-        super::shown(&ctx.cfg.dir)
+        super::scratch::shown(&ctx.cfg.dir)
     )))?;
     let len = file_bytes as usize;
 
@@ -134,7 +136,7 @@ fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
     while major.values.len() < min_passes.min(3)
         || (start.elapsed() < budget * 2 && major.values.len() < 200)
     {
-        match super::evict(file, &ctx.cfg.dir) {
+        match super::scratch::evict(file, &ctx.cfg.dir) {
             Ok(Some(left)) => still_cached = still_cached.max(left),
             Ok(None) => {}
             Err(e) => {
@@ -171,7 +173,7 @@ fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
             def,
             format!(
                 "no major fault was counted: the file stayed cached ({still_cached} pages after eviction) or the filesystem under {} keeps it in memory (tmpfs)",
-                super::shown(&ctx.cfg.dir)
+                super::scratch::shown(&ctx.cfg.dir)
             ),
         ));
     } else {

@@ -36,7 +36,7 @@ pub fn check(f: &mut Figure) {
         Value::Unavailable(_) => return,
     };
     if bad || !median.is_finite() {
-        let shown = super::report::format_value(&f.value, median);
+        let shown = super::format::format_value(&f.value, median);
         f.flag(format!(
             "{what} of {shown} (median) is not physically possible: below what this harness can resolve"
         ));

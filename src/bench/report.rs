@@ -1,129 +1,13 @@
-//! The report of `tally bench` and its human, table and Prometheus forms.
-//!
-//! JSON schema (`schema_version` 1):
-//! - `mode`: `quick`, `standard` or `full`; `duration_ms`.
-//! - `machine`: CPU model, logical CPUs, kernel, clocksource, governor,
-//!   THP mode, hypervisor, `mem_total_bytes`, `tsc_hz`, `core_mhz`,
-//!   `caches[]` (level, kind, `size_bytes`, `line_bytes`), `unavailable[]`.
-//! - `harness`: `calibration` (timer source, `timer_hz`,
-//!   `timer_overhead_ns`, `timer_resolution_ns`, `loop_overhead_ns`),
-//!   `budget_per_figure_ms`, warm-up and minimum samples, pinned CPU,
-//!   priority.
-//! - `noise`: load averages, `steal_percent`, involuntary switches, `noisy`
-//!   and its `reasons[]`.
-//! - `benchmarks[]`: `name`, `section`, `about`, `duration_ms`,
-//!   `involuntary_switches`, `error` (the benchmark failed as a whole),
-//!   `notes[]`, `memlat` (plateaus vs sysfs caches, memlat only) and
-//!   `figures[]`. A figure has `id` (stable key), `label`, `x`/`x_unit`
-//!   for sweeps, `definition`, then its value under a key naming the unit
-//!   (`ns`, `gb_per_s`, `mhz`, `bytes`: a summary with `count`, `min`,
-//!   `median`, `mean`, `stddev`, `max`, `p95`, `mad`) or `unavailable`
-//!   with the reason; `cv`, `outliers` (modified z-score > 3.5, mostly
-//!   preempted samples) and `cv_without_outliers`, every kept sample in `samples[]` (same unit),
-//!   `iters_per_sample`, `warmup_discarded`, `notes[]`, and `implausible`:
-//!   null, or why the figure failed a plausibility check
-//!   ([`super::plausible`]); such a figure keeps its summary and samples
-//!   here but is left out of every table, plot, metric and ratio.
-//! - `baseline`: with `--baseline`, the ratio of every figure found in both;
-//!   its `path` is a string, or `{lossy, bytes_hex}` for a non-UTF-8 path.
+//! The human, table and Prometheus forms of `tally bench`'s report
+//! ([`super::model`] holds the report itself and its JSON schema).
 
 use std::io::{self, Write};
 
-use serde::{Deserialize, Serialize};
-
-use super::baseline::Baseline;
 use super::figure::{Figure, Value};
-use super::harness::Calibration;
-use super::machine::{Machine, Noise};
-use super::registry::{Benchmark, Section};
-use super::{Mode, memlat};
+use super::format::{format_ns, format_value, format_x, implausible_text};
+use super::model::{BenchReport, BenchResult};
 use crate::report::{Metric, Render, Style, Table};
 use crate::units::{human_bytes, thousands_f};
-
-/// How the harness ran.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct HarnessInfo {
-    pub calibration: Calibration,
-    pub budget_per_figure_ms: u64,
-    pub warmup_samples: usize,
-    pub min_samples: usize,
-    pub pinned_cpu: Option<usize>,
-    pub priority: String,
-}
-
-/// One benchmark's results.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct BenchResult {
-    pub name: String,
-    pub section: Section,
-    pub about: String,
-    pub duration_ms: u64,
-    pub involuntary_switches: u64,
-    /// Set when the benchmark failed as a whole.
-    pub error: Option<String>,
-    #[serde(default)]
-    pub notes: Vec<String>,
-    /// memlat only: plateaus found against the sysfs cache sizes.
-    pub memlat: Option<memlat::Analysis>,
-    pub figures: Vec<Figure>,
-}
-
-impl BenchResult {
-    pub fn new(b: &Benchmark) -> BenchResult {
-        BenchResult {
-            name: b.name.to_string(),
-            section: b.section,
-            about: b.about.to_string(),
-            duration_ms: 0,
-            involuntary_switches: 0,
-            error: None,
-            notes: Vec::new(),
-            memlat: None,
-            figures: Vec::new(),
-        }
-    }
-
-    pub fn push(&mut self, f: Figure) {
-        self.figures.push(f);
-    }
-}
-
-/// The whole report.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct BenchReport {
-    pub schema_version: u32,
-    pub mode: Mode,
-    pub duration_ms: u64,
-    pub machine: Machine,
-    pub harness: HarnessInfo,
-    pub noise: Noise,
-    pub benchmarks: Vec<BenchResult>,
-    pub baseline: Option<Baseline>,
-}
-
-/// A value with its unit for people: ns below 1 µs, then µs, then ms.
-pub fn format_value(v: &Value, x: f64) -> String {
-    match v {
-        Value::Ns(_) => format_ns(x),
-        Value::GbPerS(_) => format!("{x:.2} GB/s"),
-        Value::Mhz(_) => format!("{} MHz", thousands_f(x)),
-        Value::Bytes(_) => human_bytes(x.max(0.0) as u64),
-        Value::Unavailable(_) => "unavailable".into(),
-    }
-}
-
-pub fn format_ns(ns: f64) -> String {
-    let a = ns.abs();
-    if a < 10.0 {
-        format!("{ns:.2} ns")
-    } else if a < 1_000.0 {
-        format!("{ns:.1} ns")
-    } else if a < 1_000_000.0 {
-        format!("{:.2} µs", ns / 1e3)
-    } else {
-        format!("{:.2} ms", ns / 1e6)
-    }
-}
 
 /// The spread for people: the CV, or with preempted samples (outliers)
 /// the CV without them, marked `*`.
@@ -133,15 +17,6 @@ fn cv_text(f: &Figure) -> String {
         (n, Some(c), _) if n > 0 => format!("±{:.1}%*", c * 100.0),
         (_, _, Some(c)) => format!("±{:.1}%", c * 100.0),
         _ => "-".into(),
-    }
-}
-
-/// The sweep parameter for people.
-pub fn format_x(x: u64, unit: Option<&str>) -> String {
-    match unit {
-        Some("bytes") => human_bytes(x).replace(".0 ", " "),
-        Some(u) => format!("{} {u}", crate::units::thousands(x)),
-        None => crate::units::thousands(x),
     }
 }
 
@@ -238,11 +113,6 @@ fn baseline_suffix(r: &BenchReport, f: &Figure) -> String {
         .as_ref()
         .and_then(|b| b.ratio_of(&f.id))
         .map_or(String::new(), |ratio| format!("  {ratio:.2}× base"))
-}
-
-/// The words shown for a figure that failed a plausibility check.
-pub fn implausible_text(why: &str) -> String {
-    format!("implausible: {why}; excluded")
 }
 
 fn write_single(r: &BenchReport, f: &Figure, out: &mut dyn Write) -> io::Result<()> {
@@ -529,8 +399,9 @@ impl Render for BenchReport {
 /// A small fixed report, for renderer tests.
 #[cfg(test)]
 pub(crate) fn sample_report() -> BenchReport {
-    use super::harness::{Samples, TimerSource};
-    use super::machine::CacheInfo;
+    use super::harness::{Calibration, Samples, TimerSource};
+    use super::machine::{CacheInfo, Machine, Noise};
+    use super::model::{HarnessInfo, Mode};
     use super::registry::find;
     let samples = |v: &[f64]| Samples {
         per_op_ns: v.to_vec(),

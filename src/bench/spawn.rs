@@ -7,8 +7,9 @@
 use std::path::Path;
 use std::time::Duration;
 
-use super::registry::{Benchmark, Section};
-use super::{BenchResult, Ctx, Figure, StepError, step_err};
+use super::figure::Figure;
+use super::model::{BenchResult, Section};
+use super::spec::{Benchmark, Ctx, Plot, PlotKind, StepError, step_err};
 use crate::sys::spawn::{self, Program};
 
 pub const BENCH: Benchmark = Benchmark {
@@ -19,6 +20,12 @@ pub const BENCH: Benchmark = Benchmark {
     uses_dir: false,
     estimate: |c| c.budget_per_figure() * 4 + Duration::from_millis(100),
     run,
+    plots: &[Plot {
+        heading: "spawn",
+        title: "spawn: creating a task and waiting for it",
+        figures: "",
+        kind: PlotKind::Bars,
+    }],
 };
 
 const TRUE: &str = "/bin/true";

@@ -7,8 +7,9 @@ use std::fs::File;
 use std::io::{Read, Write};
 
 use super::harness::Samples;
-use super::registry::{Benchmark, Section};
-use super::{BenchResult, Ctx, Figure, StepError, step_err};
+use super::figure::Figure;
+use super::model::{BenchResult, Section};
+use super::spec::{Benchmark, Ctx, Plot, PlotKind, StepError, step_err};
 use crate::sys;
 
 pub const BENCH: Benchmark = Benchmark {
@@ -19,6 +20,12 @@ pub const BENCH: Benchmark = Benchmark {
     uses_dir: false,
     estimate: |c| c.budget_per_figure() * 5,
     run,
+    plots: &[Plot {
+        heading: "syscall",
+        title: "syscall: per call",
+        figures: "",
+        kind: PlotKind::Bars,
+    }],
 };
 
 fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {

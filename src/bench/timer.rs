@@ -6,8 +6,9 @@
 use std::time::{Duration, Instant};
 
 use super::harness::{Never, Timer, TimerSource, timer_cost};
-use super::registry::{Benchmark, Section};
-use super::{BenchResult, Ctx, Figure, StepError};
+use super::figure::Figure;
+use super::model::{BenchResult, Section};
+use super::spec::{Benchmark, Ctx, StepError};
 
 pub const BENCH: Benchmark = Benchmark {
     name: "timer",
@@ -17,6 +18,7 @@ pub const BENCH: Benchmark = Benchmark {
     uses_dir: false,
     estimate: |c| c.budget_per_figure() * 6 + Duration::from_millis(200),
     run,
+    plots: &[],
 };
 
 fn read_cost(ctx: &Ctx<'_>, timer: Timer) -> super::harness::Samples {

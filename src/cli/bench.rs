@@ -7,14 +7,7 @@ use clap::Args;
 use crate::report::Format;
 
 #[derive(Debug, Args)]
-#[command(after_help = "Examples:\n  \
-        tally bench --quick\n  \
-        tally bench memlat membw --format json > run.json\n  \
-        tally bench --quick --html bench.html\n  \
-        tally bench --baseline old.json\n  \
-        tally bench fileread --dir /mnt/nfs\n\n\
-        Benchmarks: timer call syscall spawn ctxswitch memlat membw pagefault \
-        filecache fileread events (filecache only with --full or by name).")]
+#[command(after_help = after_help())]
 pub struct BenchArgs {
     /// Benchmarks to run (default: all but the heavy ones; `--list` names them).
     #[arg(value_name = "NAMES", value_parser = clap::builder::PossibleValuesParser::new(crate::bench::registry::names()))]
@@ -61,6 +54,33 @@ pub struct BenchArgs {
     #[arg(long, value_name = "MS", hide = true,
           value_parser = clap::value_parser!(u64).range(1..=600_000))]
     pub budget_ms: Option<u64>,
+}
+
+/// The examples, and the benchmarks as the registry lists them.
+fn after_help() -> String {
+    let heavy: Vec<&str> = crate::bench::registry::BENCHMARKS
+        .iter()
+        .filter(|b| b.heavy)
+        .map(|b| b.name)
+        .collect();
+    let mut s = String::from(
+        "Examples:\n  \
+        tally bench --quick\n  \
+        tally bench memlat membw --format json > run.json\n  \
+        tally bench --quick --html bench.html\n  \
+        tally bench --baseline old.json\n  \
+        tally bench fileread --dir /mnt/nfs\n\n\
+        Benchmarks: ",
+    );
+    s.push_str(&crate::bench::registry::names().join(" "));
+    if !heavy.is_empty() {
+        s.push_str(&format!(
+            " ({} only with --full or by name)",
+            heavy.join(", ")
+        ));
+    }
+    s.push('.');
+    s
 }
 
 /// Parses `4096`, `64K`, `512M`, `2G`, `1T` (binary multiples).

@@ -56,7 +56,7 @@ pub struct MemArgs {
     pub user: Option<String>,
 
     /// Sort rows by this column, ascending.
-    #[arg(long, value_enum, default_value_t = SortKey::Ram)]
+    #[arg(long, value_enum, default_value_t = SortKey::RAM)]
     pub sort: SortKey,
 
     /// Biggest first.

@@ -5,8 +5,9 @@ use std::collections::HashMap;
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 
+pub use super::columns::SortKey;
 use super::name::{NameMode, escape_controls, program_name};
-use super::report::{Group, Totals};
+pub use super::rows::{Group, SwapRest, Totals};
 use super::scan::ProcSample;
 
 /// What one row stands for.
@@ -22,21 +23,6 @@ pub enum GroupBy {
     User,
     /// One row per control group: the container or systemd unit.
     Cgroup,
-}
-
-/// The column rows are sorted by (ascending: the biggest comes last).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SortKey {
-    Private,
-    Shared,
-    /// RAM used (PSS).
-    #[default]
-    Ram,
-    Swap,
-    /// Number of processes.
-    Count,
-    Name,
 }
 
 /// How processes become rows.
@@ -124,15 +110,8 @@ pub fn group(samples: &[ProcSample], g: &Grouping) -> (Vec<Group>, Totals, u64) 
 
 fn sort(rows: &mut [Group], key: SortKey) {
     rows.sort_by(|a, b| {
-        let primary = match key {
-            SortKey::Private => a.private_bytes.cmp(&b.private_bytes),
-            SortKey::Shared => a.shared_bytes.cmp(&b.shared_bytes),
-            SortKey::Ram => a.pss_bytes.cmp(&b.pss_bytes),
-            SortKey::Swap => a.swap_bytes.cmp(&b.swap_bytes),
-            SortKey::Count => a.processes.cmp(&b.processes),
-            SortKey::Name => std::cmp::Ordering::Equal,
-        };
-        primary
+        key.of(a)
+            .cmp(&key.of(b))
             .then_with(|| a.name.cmp(&b.name))
             .then_with(|| a.pid.cmp(&b.pid))
     });
@@ -208,7 +187,7 @@ mod tests {
         let g = Grouping {
             uid: Some(4_000_000),
             by: GroupBy::Pid,
-            sort: SortKey::Private,
+            sort: SortKey::Column(0),
             ..Grouping::default()
         };
         let (rows, total, _) = group(&samples(), &g);

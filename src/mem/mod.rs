@@ -5,56 +5,26 @@
 //! processes into rows and [`report::MemReport`] renders them. The caller
 //! drops privilege between the first two (see [`privilege`]).
 
+pub mod columns;
+pub mod error;
 pub mod exe;
 pub mod group;
 pub mod name;
 pub mod privilege;
 pub mod report;
+pub mod rows;
 pub mod scan;
 
 use std::io::{self, Write};
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use crate::procfs::ProcRoot;
 use crate::report::{Format, RenderError, Style};
+pub use error::MemError;
 use group::{GroupBy, Grouping};
 use name::NameMode;
 use report::{MemReport, View};
 use scan::{Needs, Snapshot};
-
-/// A failure of `tally mem` as a whole (single processes never fail it).
-#[derive(Debug, thiserror::Error)]
-pub enum MemError {
-    #[error(
-        "cannot list processes in {}: {source}; --procfs must name a mounted proc filesystem",
-        crate::report::path::display(path)
-    )]
-    ListProcs { path: PathBuf, source: io::Error },
-    #[error(
-        "no process directories in {}: is it a proc filesystem? (see --procfs)",
-        crate::report::path::display(.0)
-    )]
-    NoProcesses(PathBuf),
-    #[error("a scan worker failed (a bug in tally: please report it); no figures were printed")]
-    WorkerPanicked,
-    #[error(
-        "cannot take on the caller's rights to see what /proc shows the caller, or take \
-         back more after: {0}; refusing to go on"
-    )]
-    CallerRights(io::Error),
-    #[error("cannot drop privileges after the scan: {0}; refusing to go on")]
-    DropPrivileges(io::Error),
-    #[error("cannot write the report: {0}")]
-    Render(#[from] RenderError),
-}
-
-impl MemError {
-    /// Whether the error is a closed stdout, to end quietly.
-    pub fn is_broken_pipe(&self) -> bool {
-        matches!(self, MemError::Render(e) if e.is_broken_pipe())
-    }
-}
 
 /// Everything `tally mem` needs, validated.
 #[derive(Debug, Clone, Default)]

@@ -25,107 +25,13 @@ use std::io::{self, Write};
 
 use serde::{Deserialize, Serialize};
 
+use super::columns::{COLUMNS, Column};
 use super::group::GroupBy;
 use super::name::NameMode;
-use super::scan::{ProcSample, Skipped};
+pub use super::rows::{Group, SwapRest, Totals};
+use super::scan::Skipped;
 use crate::report::{Metric, Render, Style, Table};
 use crate::units::{human_bytes, thousands};
-
-/// Figures of one row.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Group {
-    pub name: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub pid: Option<u32>,
-    pub processes: u64,
-    pub pids: Vec<u32>,
-    pub private_bytes: u64,
-    pub shared_bytes: u64,
-    pub pss_bytes: u64,
-    pub swap_bytes: u64,
-    pub rss_bytes: u64,
-}
-
-fn kb(n: u64) -> u64 {
-    n.saturating_mul(1024)
-}
-
-impl Group {
-    pub(crate) fn add(&mut self, s: &ProcSample) {
-        self.processes = self.processes.saturating_add(1);
-        self.pids.push(s.pid);
-        self.private_bytes = self.private_bytes.saturating_add(kb(s.mem.private_kb()));
-        self.shared_bytes = self.shared_bytes.saturating_add(kb(s.mem.shared_kb()));
-        self.pss_bytes = self.pss_bytes.saturating_add(kb(s.mem.pss_kb));
-        self.swap_bytes = self.swap_bytes.saturating_add(kb(s.mem.swap_best_kb()));
-        self.rss_bytes = self.rss_bytes.saturating_add(kb(s.mem.rss_kb));
-    }
-}
-
-/// The sum over every process kept.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Totals {
-    pub processes: u64,
-    pub groups: u64,
-    pub private_bytes: u64,
-    pub shared_bytes: u64,
-    pub pss_bytes: u64,
-    pub swap_bytes: u64,
-    pub rss_bytes: u64,
-    /// Swap in use that no process's SwapPss holds.
-    #[serde(default)]
-    pub swap_not_attributed: SwapRest,
-}
-
-/// Swap in use that is in no process's `SwapPss`: swapped pages of tmpfs
-/// (`/dev/shm`), SysV shared memory and shared anonymous mappings whose
-/// processes map them no more, or not at this moment (PostgreSQL's shared
-/// buffers). `SwapTotal − SwapFree` from meminfo minus the sum of every
-/// process's `SwapPss`; only when the scan saw every process.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SwapRest {
-    /// `None` when unavailable (see `unavailable`).
-    pub bytes: Option<u64>,
-    /// `SwapTotal` and `SwapTotal − SwapFree`, when meminfo was read.
-    pub swap_total_bytes: Option<u64>,
-    pub swap_used_bytes: Option<u64>,
-    /// Why `bytes` is unavailable.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub unavailable: Option<String>,
-}
-
-impl SwapRest {
-    /// The phrase for the TOTAL line; `None` on a machine without swap.
-    fn phrase(&self) -> Option<String> {
-        let what = "swap not attributed to a process";
-        match (&self.unavailable, self.bytes) {
-            (Some(why), _) => Some(format!("{what}: unavailable ({why})")),
-            (None, Some(_)) if self.swap_total_bytes == Some(0) => None,
-            (None, Some(b)) => Some(format!("{what}: {}", human_bytes(b))),
-            (None, None) => None,
-        }
-    }
-
-    /// The cell for CSV and Markdown: the size, or why it is unavailable.
-    fn cell(&self, size: impl Fn(u64) -> String) -> String {
-        match (&self.unavailable, self.bytes) {
-            (Some(why), _) => format!("unavailable: {why}"),
-            (None, Some(b)) => size(b),
-            (None, None) => String::new(),
-        }
-    }
-}
-
-impl Totals {
-    pub(crate) fn add(&mut self, s: &ProcSample) {
-        self.processes = self.processes.saturating_add(1);
-        self.private_bytes = self.private_bytes.saturating_add(kb(s.mem.private_kb()));
-        self.shared_bytes = self.shared_bytes.saturating_add(kb(s.mem.shared_kb()));
-        self.pss_bytes = self.pss_bytes.saturating_add(kb(s.mem.pss_kb));
-        self.swap_bytes = self.swap_bytes.saturating_add(kb(s.mem.swap_best_kb()));
-        self.rss_bytes = self.rss_bytes.saturating_add(kb(s.mem.rss_kb));
-    }
-}
 
 /// The unit of human, CSV and Markdown figures.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
@@ -259,22 +165,25 @@ impl Render for MemReport {
             GroupBy::User => "User (processes)",
             GroupBy::Cgroup => "Cgroup (processes)",
         };
-        let header = [
-            format!("Private{unit}"),
-            format!("Shared{unit}"),
-            format!("RAM used{unit}"),
-            format!("{}{unit}", self.swap_header()),
-        ];
-        let mut rows: Vec<([String; 4], String)> = Vec::new();
+        let shown: Vec<(&Column, &str)> = COLUMNS
+            .iter()
+            .filter_map(|c| c.header.map(|h| (c, h)))
+            .collect();
+        let header: Vec<String> = shown
+            .iter()
+            .map(|(c, h)| match c.csv {
+                "swap" => format!("{}{unit}", self.swap_header()),
+                _ => format!("{h}{unit}"),
+            })
+            .collect();
+        let mut rows: Vec<(Vec<String>, String)> = Vec::new();
         if !self.view.total_only {
             for g in &self.groups {
                 rows.push((
-                    [
-                        self.size(g.private_bytes),
-                        self.size(g.shared_bytes),
-                        self.size(g.pss_bytes),
-                        self.size(g.swap_bytes),
-                    ],
+                    shown
+                        .iter()
+                        .map(|(c, _)| self.size((c.of_group)(g)))
+                        .collect(),
                     self.label(g),
                 ));
             }
@@ -286,12 +195,10 @@ impl Render for MemReport {
             String::new()
         };
         let total = (
-            [
-                self.size(t.private_bytes),
-                self.size(t.shared_bytes),
-                self.size(t.pss_bytes),
-                self.size(t.swap_bytes),
-            ],
+            shown
+                .iter()
+                .map(|(c, _)| self.size((c.of_total)(t)))
+                .collect::<Vec<_>>(),
             format!(
                 "TOTAL ({}, {}{hidden}){}",
                 crate::units::count(t.processes, "process", "processes"),
@@ -302,15 +209,15 @@ impl Render for MemReport {
                     .unwrap_or_default()
             ),
         );
-        let mut widths = header.clone().map(|h| h.chars().count());
+        let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
         for (cells, _) in rows.iter().chain(std::iter::once(&total)) {
             for (w, c) in widths.iter_mut().zip(cells) {
                 *w = (*w).max(c.chars().count());
             }
         }
-        let line = |cells: &[String; 4], label: &str| {
+        let line = |cells: &[String], label: &str| {
             let mut s = String::new();
-            for (c, w) in cells.iter().zip(widths) {
+            for (c, w) in cells.iter().zip(&widths) {
                 s.push_str(&format!("{c:>w$}  "));
             }
             s.push_str(label);
@@ -348,13 +255,13 @@ impl Render for MemReport {
             headers.push("program".into());
         }
         headers.push("processes".into());
-        headers.extend(["private", "shared", "ram_used", "swap", "rss"].map(figure));
+        headers.extend(COLUMNS.iter().map(|c| figure(c.csv)));
         headers.push(figure("swap_not_attributed"));
         let mut rows = Vec::new();
-        let cells = |name: Vec<String>, n: u64, f: [u64; 5]| {
+        let cells = |name: Vec<String>, n: u64, f: Vec<u64>| {
             let mut row = name;
             row.push(n.to_string());
-            row.extend(f.map(|b| self.plain_size(b)));
+            row.extend(f.into_iter().map(|b| self.plain_size(b)));
             // Only the TOTAL row has the swap no process holds.
             row.push(String::new());
             row
@@ -368,13 +275,7 @@ impl Render for MemReport {
                 rows.push(cells(
                     name,
                     g.processes,
-                    [
-                        g.private_bytes,
-                        g.shared_bytes,
-                        g.pss_bytes,
-                        g.swap_bytes,
-                        g.rss_bytes,
-                    ],
+                    COLUMNS.iter().map(|c| (c.of_group)(g)).collect(),
                 ));
             }
         }
@@ -386,13 +287,7 @@ impl Render for MemReport {
         rows.push(cells(
             name,
             t.processes,
-            [
-                t.private_bytes,
-                t.shared_bytes,
-                t.pss_bytes,
-                t.swap_bytes,
-                t.rss_bytes,
-            ],
+            COLUMNS.iter().map(|c| (c.of_total)(t)).collect(),
         ));
         if let Some(cell) = rows.last_mut().and_then(|r| r.last_mut()) {
             *cell = t.swap_not_attributed.cell(|b| self.plain_size(b));
@@ -413,91 +308,42 @@ impl Render for MemReport {
             }
             l
         };
-        // Per-row families and their totals come from one list, so a row
-        // figure never lacks its `tally_mem_total_*`.
-        struct Family {
-            stem: &'static str,
-            unit: Unit,
-            help: &'static str,
-            total_help: &'static str,
-            row: fn(&Group) -> u64,
-            total: fn(&Totals) -> u64,
-        }
-        let family = |stem, unit, help, total_help, row, total| Family {
-            stem,
-            unit,
-            help,
-            total_help,
-            row,
-            total,
-        };
-        let figures = [
-            family(
-                "private",
-                Unit::Bytes,
-                "Private memory (clean and dirty).",
-                "Private memory of every process counted.",
-                |g| g.private_bytes,
-                |t| t.private_bytes,
-            ),
-            family(
-                "shared",
-                Unit::Bytes,
-                "Share of shared memory (PSS minus private).",
-                "Shared memory share of every process counted.",
-                |g| g.shared_bytes,
-                |t| t.shared_bytes,
-            ),
-            family(
-                "pss",
-                Unit::Bytes,
-                "RAM used: proportional set size.",
-                "RAM used by every process counted.",
-                |g| g.pss_bytes,
-                |t| t.pss_bytes,
-            ),
-            family(
-                "swap",
-                Unit::Bytes,
-                "Swap used (SwapPss where the kernel has it).",
-                "Swap used by every process counted.",
-                |g| g.swap_bytes,
-                |t| t.swap_bytes,
-            ),
-            family(
-                "rss",
-                Unit::Bytes,
-                "Resident set size (shared pages counted in full).",
-                "Sum of the resident set sizes of every process counted (shared pages \
-                 counted in each).",
-                |g| g.rss_bytes,
-                |t| t.rss_bytes,
-            ),
-            family(
-                "processes",
-                Unit::Count,
-                "Number of processes.",
-                "Processes counted.",
-                |g| g.processes,
-                |t| t.processes,
-            ),
-        ];
         let t = &self.total;
         let s = &self.skipped;
-        let mut metrics: Vec<Metric> = figures
+        // Per-row families and their totals come from one table, so a row
+        // figure never lacks its `tally_mem_total_*`.
+        let mut metrics: Vec<Metric> = COLUMNS
             .iter()
-            .map(|f| {
-                let mut m = Metric::gauge(&format!("tally_mem_{}", f.stem), f.unit, f.help);
+            .map(|c| {
+                let mut m = Metric::gauge(&format!("tally_mem_{}", c.metric), c.unit, c.help);
                 for g in &self.groups {
-                    m.push(labels(g), (f.row)(g) as f64);
+                    m.push(labels(g), (c.of_group)(g) as f64);
                 }
                 m
             })
             .collect();
-        metrics.extend(figures.iter().map(|f| {
-            Metric::gauge(&format!("tally_mem_total_{}", f.stem), f.unit, f.total_help)
-                .with(Vec::new(), (f.total)(t) as f64)
+        let mut processes =
+            Metric::gauge("tally_mem_processes", Unit::Count, "Number of processes.");
+        for g in &self.groups {
+            processes.push(labels(g), g.processes as f64);
+        }
+        metrics.push(processes);
+        metrics.extend(COLUMNS.iter().map(|c| {
+            Metric::gauge(
+                &format!("tally_mem_total_{}", c.metric),
+                c.unit,
+                c.total_help,
+            )
+            .with(Vec::new(), (c.of_total)(t) as f64)
         }));
+        metrics.push(
+            Metric::gauge(
+                "tally_mem_total_processes",
+                Unit::Count,
+                "Processes counted.",
+            )
+            .with(Vec::new(), t.processes as f64),
+        );
         if let Some(b) = t.swap_not_attributed.bytes {
             metrics.push(
                 Metric::gauge(

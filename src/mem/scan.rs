@@ -23,7 +23,7 @@ use crate::procfs::status::{self, Status};
 use crate::procfs::{ProcRoot, cgroup};
 use crate::sys::privilege::Lowered;
 
-use super::MemError;
+use super::error::MemError;
 
 /// Which files besides the memory figures a scan reads.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -1,0 +1,214 @@
+//! The model of `tally bench`'s report: what every format renders and
+//! `--baseline` reads back. It imports no benchmark and no renderer.
+//!
+//! JSON schema (`schema_version` 1):
+//! - `mode`: `quick`, `standard` or `full`; `duration_ms`.
+//! - `machine`: CPU model, logical CPUs, kernel, clocksource, governor,
+//!   THP mode, hypervisor, `mem_total_bytes`, `tsc_hz`, `core_mhz`,
+//!   `caches[]` (level, kind, `size_bytes`, `line_bytes`), `unavailable[]`.
+//! - `harness`: `calibration` (timer source, `timer_hz`,
+//!   `timer_overhead_ns`, `timer_resolution_ns`, `loop_overhead_ns`),
+//!   `budget_per_figure_ms`, warm-up and minimum samples, pinned CPU,
+//!   priority.
+//! - `noise`: load averages, `steal_percent`, involuntary switches, `noisy`
+//!   and its `reasons[]`.
+//! - `benchmarks[]`: `name`, `section`, `about`, `duration_ms`,
+//!   `involuntary_switches`, `error` (the benchmark failed as a whole),
+//!   `notes[]`, `memlat` (plateaus vs sysfs caches, memlat only) and
+//!   `figures[]`. A figure has `id` (stable key), `label`, `x`/`x_unit`
+//!   for sweeps, `definition`, then its value under a key naming the unit
+//!   (`ns`, `gb_per_s`, `mhz`, `bytes`: a summary with `count`, `min`,
+//!   `median`, `mean`, `stddev`, `max`, `p95`, `mad`) or `unavailable`
+//!   with the reason; `cv`, `outliers` (modified z-score > 3.5, mostly
+//!   preempted samples) and `cv_without_outliers`, every kept sample in `samples[]` (same unit),
+//!   `iters_per_sample`, `warmup_discarded`, `notes[]`, and `implausible`:
+//!   null, or why the figure failed a plausibility check
+//!   ([`super::plausible`]); such a figure keeps its summary and samples
+//!   here but is left out of every table, plot, metric and ratio.
+//! - `baseline`: with `--baseline`, the ratio of every figure found in both;
+//!   its `path` is a string, or `{lossy, bytes_hex}` for a non-UTF-8 path.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::figure::Figure;
+use super::harness::Calibration;
+use super::machine::{Machine, Noise};
+use super::staircase::Analysis;
+
+/// How thorough a run is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Under a minute: short budgets, small sweeps.
+    Quick,
+    /// The default: longer budgets, the same sweeps as quick.
+    Standard,
+    /// Long budgets, full sweeps (memlat to 4× the LLC, files to 1 GiB),
+    /// and the heavy benchmarks (filecache).
+    Full,
+}
+
+impl Mode {
+    /// Time for one figure.
+    pub fn budget_per_figure(self) -> Duration {
+        match self {
+            Mode::Quick => Duration::from_millis(50),
+            Mode::Standard => Duration::from_millis(100),
+            Mode::Full => Duration::from_millis(300),
+        }
+    }
+}
+
+/// The report section a benchmark belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Section {
+    Cpu,
+    Memory,
+    FileSystem,
+    Events,
+}
+
+impl Section {
+    pub fn title(self) -> &'static str {
+        match self {
+            Section::Cpu => "CPU & scheduling",
+            Section::Memory => "Memory",
+            Section::FileSystem => "File system",
+            Section::Events => "Readiness (select / poll / epoll)",
+        }
+    }
+}
+
+/// How the harness ran.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HarnessInfo {
+    pub calibration: Calibration,
+    pub budget_per_figure_ms: u64,
+    pub warmup_samples: usize,
+    pub min_samples: usize,
+    pub pinned_cpu: Option<usize>,
+    pub priority: String,
+}
+
+/// One benchmark's results.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchResult {
+    pub name: String,
+    pub section: Section,
+    pub about: String,
+    pub duration_ms: u64,
+    pub involuntary_switches: u64,
+    /// Set when the benchmark failed as a whole.
+    pub error: Option<String>,
+    #[serde(default)]
+    pub notes: Vec<String>,
+    /// memlat only: plateaus found against the sysfs cache sizes.
+    pub memlat: Option<Analysis>,
+    pub figures: Vec<Figure>,
+}
+
+impl BenchResult {
+    pub fn push(&mut self, f: Figure) {
+        self.figures.push(f);
+    }
+}
+
+/// The whole report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchReport {
+    pub schema_version: u32,
+    pub mode: Mode,
+    pub duration_ms: u64,
+    pub machine: Machine,
+    pub harness: HarnessInfo,
+    pub noise: Noise,
+    pub benchmarks: Vec<BenchResult>,
+    pub baseline: Option<Baseline>,
+}
+
+/// One figure found in both runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    pub id: String,
+    pub unit: String,
+    pub old_median: f64,
+    pub new_median: f64,
+    /// new / old.
+    pub ratio: f64,
+    pub higher_is_better: bool,
+}
+
+/// The comparison with an earlier run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Baseline {
+    /// Written losslessly (a non-UTF-8 path as `{lossy, bytes_hex}`).
+    #[serde(
+        serialize_with = "crate::report::path::serialize",
+        deserialize_with = "deserialize_path"
+    )]
+    pub path: PathBuf,
+    pub old_cpu_model: Option<String>,
+    pub old_kernel: Option<String>,
+    pub old_mode: Mode,
+    pub comparisons: Vec<Comparison>,
+    /// Figures of this run the baseline lacks (or had unavailable).
+    pub missing_in_baseline: usize,
+}
+
+/// Reads a path written by [`crate::report::path::serialize`]: a string,
+/// or `{lossy, bytes_hex}` whose hex digits give the exact bytes.
+fn deserialize_path<'de, D: serde::Deserializer<'de>>(d: D) -> Result<PathBuf, D::Error> {
+    use std::os::unix::ffi::OsStringExt;
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Written {
+        Text(String),
+        Bytes { bytes_hex: String },
+    }
+    match Written::deserialize(d)? {
+        Written::Text(t) => Ok(PathBuf::from(t)),
+        Written::Bytes { bytes_hex } => {
+            let hex = bytes_hex.as_bytes();
+            let digit = |c: u8| (c as char).to_digit(16);
+            let bytes: Option<Vec<u8>> = (hex.len() % 2 == 0)
+                .then(|| {
+                    hex.chunks_exact(2)
+                        .map(|p| match p {
+                            [h, l] => Some((digit(*h)? * 16 + digit(*l)?) as u8),
+                            _ => None,
+                        })
+                        .collect()
+                })
+                .flatten();
+            bytes
+                .map(|b| PathBuf::from(std::ffi::OsString::from_vec(b)))
+                .ok_or_else(|| serde::de::Error::custom("bytes_hex is not a hex string"))
+        }
+    }
+}
+
+impl Baseline {
+    /// new / old for figure `id`.
+    pub fn ratio_of(&self, id: &str) -> Option<f64> {
+        self.comparisons
+            .iter()
+            .find(|c| c.id == id)
+            .map(|c| c.ratio)
+    }
+
+    pub fn describe(&self) -> String {
+        format!(
+            "{} ({}, kernel {}, {:?} mode): {} figures compared, {} not in the baseline; ratio = this run / baseline",
+            crate::report::path::display(&self.path),
+            self.old_cpu_model.as_deref().unwrap_or("unknown CPU"),
+            self.old_kernel.as_deref().unwrap_or("unknown"),
+            self.old_mode,
+            self.comparisons.len(),
+            self.missing_in_baseline
+        )
+    }
+}
