@@ -87,6 +87,47 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
     })
 }
 
+/// Where a report goes: stdout for `-`, else a file created (truncated)
+/// when the sink is opened, so a bad path fails before anything is measured.
+pub(crate) enum Sink {
+    Stdout,
+    File(File),
+}
+
+impl Sink {
+    /// Opens `path`; `-` is stdout.
+    pub(crate) fn open(path: &Path) -> anyhow::Result<Sink> {
+        if path.as_os_str() == "-" {
+            Ok(Sink::Stdout)
+        } else {
+            create_report_file(path).map(Sink::File)
+        }
+    }
+}
+
+impl Write for Sink {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Sink::Stdout => io::stdout().lock().write(buf),
+            Sink::File(f) => f.write(buf),
+        }
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        match self {
+            Sink::Stdout => io::stdout().lock().write_all(buf),
+            Sink::File(f) => f.write_all(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Sink::Stdout => io::stdout().lock().flush(),
+            Sink::File(f) => f.flush(),
+        }
+    }
+}
+
 fn create_report_file(path: &Path) -> anyhow::Result<File> {
     File::create(path).with_context(|| {
         format!(

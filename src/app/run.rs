@@ -6,7 +6,7 @@ use tally::cli;
 use tally::report::{self, Style};
 use tally::run;
 
-use super::{RUN_OWN_FAILURE, create_report_file};
+use super::{RUN_OWN_FAILURE, Sink};
 
 pub(super) fn run_command(args: cli::run::RunArgs) -> u8 {
     let cfg = run::Config {
@@ -20,9 +20,9 @@ pub(super) fn run_command(args: cli::run::RunArgs) -> u8 {
         counters: args.counters,
     };
     // Open the report file first: a bad -o path should fail before the
-    // command runs, not after.
+    // command runs, not after. `-o -` is stdout.
     let mut file = match &args.output {
-        Some(path) => match create_report_file(path) {
+        Some(path) => match Sink::open(path) {
             Ok(f) => Some(f),
             Err(e) => {
                 tally::diag!("tally: {e:#}");

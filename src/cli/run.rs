@@ -59,7 +59,7 @@ pub struct RunArgs {
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub format: Format,
 
-    /// Write the report to FILE instead of stderr.
+    /// Write the report to FILE instead of stderr (`-`: stdout).
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<PathBuf>,
 
