@@ -59,3 +59,216 @@ fn run_output_dash_through_clap_is_stdout() {
     assert!(text.lines().count() >= 2, "CSV on stdout: {text:?}");
     assert_eq!(entries(dir.path()), Vec::<String>::new(), "no file named -");
 }
+
+/// A command line of every command that reports, each quick and harmless,
+/// run in `dir` (a scratch file `data` is there).
+fn every_command(dir: &Path) -> Vec<(&'static str, Vec<String>)> {
+    let fixtures = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/proc/typical");
+    let d = dir.display().to_string();
+    let s = |v: &[&str]| v.iter().map(|a| a.to_string()).collect::<Vec<_>>();
+    vec![
+        ("run", s(&["run", "-n", "2", "--", "true"])),
+        ("mem", s(&["mem", "--procfs", fixtures])),
+        (
+            "bench",
+            s(&[
+                "bench",
+                "timer",
+                "--budget-ms",
+                "2",
+                "--max-mem",
+                "1M",
+                "--dir",
+                &d,
+            ]),
+        ),
+        ("cache", s(&["cache", "data"])),
+        ("cp", s(&["cp", "data", "copy"])),
+        ("load", s(&["load", "--methods", "read", "--warm", "data"])),
+    ]
+}
+
+fn scratch_with_data(name: &str) -> tempfile::TempDir {
+    let dir = scratch(name);
+    std::fs::write(dir.path().join("data"), vec![7u8; 256 << 10]).expect("write data");
+    dir
+}
+
+/// Every command that reports takes `--export`, and an export is the
+/// report of the same run: `--format json` on stdout (run: `-o`) and
+/// `--export json=FILE` hold the same document, byte for byte.
+#[test]
+fn every_command_exports_the_report_it_prints() {
+    for i in 0..every_command(Path::new(".")).len() {
+        let dir = scratch_with_data(&format!("export-{i}"));
+        let (name, argv) = every_command(dir.path()).swap_remove(i);
+        let mut cmd = common::tally();
+        cmd.current_dir(dir.path()).arg(&argv[0]).args([
+            "--format",
+            "json",
+            "--export",
+            "json=exported.json",
+        ]);
+        if name == "run" {
+            cmd.args(["-o", "printed.json"]);
+        }
+        let out = cmd.args(&argv[1..]).output().expect("tally runs");
+        assert_eq!(out.status.code(), Some(0), "{name}: {out:?}");
+        let printed = if name == "run" {
+            std::fs::read(dir.path().join("printed.json")).expect("printed")
+        } else {
+            out.stdout.clone()
+        };
+        let exported = std::fs::read(dir.path().join("exported.json")).expect("exported");
+        let v: Value = serde_json::from_slice(&exported).expect("exported JSON");
+        assert_eq!(v["schema_version"], 1, "{name}: {v}");
+        assert_eq!(
+            String::from_utf8_lossy(&printed),
+            String::from_utf8_lossy(&exported),
+            "{name}: the export is not the printed report"
+        );
+    }
+}
+
+/// hyperfine's `--export-*`: the human summary on the terminal and the
+/// records in files, from ONE measurement. The JSON and the CSV of one
+/// run agree figure by figure (three runs whose wall times differ).
+#[test]
+fn run_exports_json_and_csv_of_one_measurement() {
+    let dir = scratch("one-measurement");
+    let out = common::tally()
+        .current_dir(dir.path())
+        .args([
+            "run",
+            "-n",
+            "3",
+            "--export",
+            "json=r.json",
+            "--export",
+            "csv=r.csv",
+            "--",
+            "true",
+        ])
+        .output()
+        .expect("tally runs");
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let human = String::from_utf8_lossy(&out.stderr);
+    assert!(human.contains("wall"), "human summary on stderr: {human}");
+    let json: Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("r.json")).expect("json"))
+            .expect("JSON");
+    let csv = std::fs::read_to_string(dir.path().join("r.csv")).expect("csv");
+    let mut lines = csv.lines();
+    let headers: Vec<&str> = lines.next().expect("header").split(',').collect();
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    let runs = json["runs"].as_array().expect("runs");
+    assert_eq!(rows.len(), 3);
+    assert_eq!(runs.len(), 3);
+    let col = |row: &[&str], key: &str| -> u64 {
+        let i = headers.iter().position(|h| *h == key).expect(key);
+        row[i].parse().expect("a number")
+    };
+    let num = |v: &Value| v.as_u64().expect("a number");
+    for (row, run) in rows.iter().zip(runs) {
+        // Same unit: exact. Converted: the CSV keeps the whole µs / kB.
+        assert_eq!(col(row, "wall_us"), num(&run["wall_ns"]) / 1000, "{run}");
+        assert_eq!(col(row, "user_us"), num(&run["user_us"]));
+        assert_eq!(col(row, "system_us"), num(&run["system_us"]));
+        assert_eq!(col(row, "max_rss_kb"), num(&run["max_rss_bytes"]) / 1024);
+        for key in [
+            "minor_faults",
+            "major_faults",
+            "voluntary_switches",
+            "involuntary_switches",
+            "block_input_ops",
+            "block_output_ops",
+        ] {
+            assert_eq!(col(row, key), num(&run[key]), "{key}");
+        }
+        assert_eq!(col(row, "exit_code"), num(&run["exit"]["code"]));
+    }
+}
+
+/// `--export json=-` writes the JSON document on stdout.
+#[test]
+fn export_json_dash_is_stdout() {
+    let dir = scratch("export-dash");
+    let out = common::tally()
+        .current_dir(dir.path())
+        .args(["run", "--export", "json=-", "--", "true"])
+        .output()
+        .expect("tally runs");
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let v: Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    assert_eq!(v["runs"][0]["exit"]["code"], 0);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("wall"));
+    assert_eq!(entries(dir.path()), Vec::<String>::new(), "no file named -");
+}
+
+/// A bad FORMAT is a usage error (run: 125, its own failure; others: 2),
+/// and the command is not run.
+#[test]
+fn export_of_unknown_format_is_a_usage_error() {
+    let dir = scratch("export-bad-format");
+    for (argv, code) in [
+        (
+            &["run", "--export", "yaml=x", "--", "touch", "ran"][..],
+            125,
+        ),
+        (&["run", "--export", "json", "--", "touch", "ran"], 125),
+        (&["run", "--export", "json=", "--", "touch", "ran"], 125),
+        (&["cache", "--export", "yaml=x", "."], 2),
+        (&["cp", "--export", "prometheus=x", "a", "ran"], 2),
+        (&["load", "--export", "prometheus=x", "a"], 2),
+    ] {
+        let out = common::tally()
+            .current_dir(dir.path())
+            .args(argv)
+            .output()
+            .expect("tally runs");
+        assert_eq!(out.status.code(), Some(code), "{argv:?}: {out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("export"), "{argv:?}: {err}");
+        assert_eq!(entries(dir.path()), Vec::<String>::new(), "{argv:?} ran");
+    }
+}
+
+/// An export FILE that cannot be created fails before anything is
+/// measured (run: 125 and the command never ran; cp: 1 and nothing copied).
+#[test]
+fn export_to_unwritable_file_fails_before_measuring() {
+    let dir = scratch_with_data("export-unwritable");
+    for (argv, code) in [
+        (
+            &[
+                "run",
+                "--export",
+                "json=no/such/dir/r.json",
+                "--",
+                "touch",
+                "ran",
+            ][..],
+            125,
+        ),
+        (
+            &["cp", "--export", "json=no/such/dir/r.json", "data", "ran"],
+            1,
+        ),
+        (&["mem", "--export", "csv=no/such/dir/r.csv"], 1),
+    ] {
+        let out = common::tally()
+            .current_dir(dir.path())
+            .args(argv)
+            .output()
+            .expect("tally runs");
+        assert_eq!(out.status.code(), Some(code), "{argv:?}: {out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("no/such/dir/r."), "{argv:?}: {err}");
+        assert_eq!(
+            entries(dir.path()),
+            vec!["data".to_string()],
+            "{argv:?} ran"
+        );
+        assert!(out.stdout.is_empty(), "{argv:?} reported");
+    }
+}

@@ -128,6 +128,79 @@ impl Write for Sink {
     }
 }
 
+/// The `--export FORMAT=FILE` outputs of one command, checked and opened
+/// before it measures, written from the same report as its main output.
+pub(crate) struct Exports(Vec<(cli::Export, Sink)>);
+
+impl Exports {
+    /// Checks that `command`'s report has every asked-for format
+    /// (`prometheus`: whether it has metrics) and opens every FILE. The
+    /// error is the message and the exit code: 2 for a format the report
+    /// does not have, 1 for a file that cannot be created.
+    pub(crate) fn open(
+        exports: &[cli::Export],
+        command: &str,
+        prometheus: bool,
+    ) -> Result<Exports, (String, u8)> {
+        if let Some(e) = exports
+            .iter()
+            .find(|e| e.format == Format::Prometheus && !prometheus)
+        {
+            return Err((
+                format!(
+                    "--export prometheus={}: {command} has no Prometheus report; export human, json, csv or markdown",
+                    report::path::display(&e.path)
+                ),
+                2,
+            ));
+        }
+        let mut open = Vec::with_capacity(exports.len());
+        for e in exports {
+            match Sink::open(&e.path) {
+                Ok(sink) => open.push((e.clone(), sink)),
+                Err(e) => return Err((format!("--export: {e:#}"), 1)),
+            }
+        }
+        Ok(Exports(open))
+    }
+
+    /// Renders `report` into every export; says on stderr which could not
+    /// be written and returns whether all were (a closed pipe counts as
+    /// written).
+    pub(crate) fn write<R: report::Render>(self, r: &R) -> bool {
+        let mut ok = true;
+        for (e, mut sink) in self.0 {
+            // Rendered whole, then written at once, like the main report.
+            let mut text = Vec::with_capacity(4096);
+            let written =
+                report::render(r, e.format, Style { color: false }, &mut text).and_then(|()| {
+                    sink.write_all(&text)
+                        .and_then(|()| sink.flush())
+                        .map_err(report::RenderError::Io)
+                });
+            match written {
+                Ok(()) => {}
+                Err(err) if err.is_broken_pipe() => {}
+                Err(err) => {
+                    ok = false;
+                    tally::diag!(
+                        "tally: cannot write the {} export to {}: {err}",
+                        format_name(e.format),
+                        report::path::display(&e.path)
+                    );
+                }
+            }
+        }
+        ok
+    }
+}
+
+fn format_name(f: Format) -> String {
+    clap::ValueEnum::to_possible_value(&f)
+        .map(|v| v.get_name().to_owned())
+        .unwrap_or_default()
+}
+
 fn create_report_file(path: &Path) -> anyhow::Result<File> {
     File::create(path).with_context(|| {
         format!(

@@ -55,6 +55,75 @@ pub enum Command {
     Man,
 }
 
+/// One `--export FORMAT=FILE`: the same report, also rendered in `format`
+/// to `path` (`-`: stdout).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Export {
+    pub format: crate::report::Format,
+    pub path: std::path::PathBuf,
+}
+
+/// The help of `--export`, shared by every command that reports.
+pub const EXPORT_HELP: &str = "Also write the report in FORMAT to FILE (`-`: stdout), \
+    from the same measurement; repeatable. FORMAT: human, json, csv, markdown, prometheus";
+
+/// Parses `FORMAT=FILE` for `--export`; FILE may be any bytes.
+#[derive(Debug, Clone, Copy)]
+pub struct ExportParser;
+
+impl clap::builder::TypedValueParser for ExportParser {
+    type Value = Export;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        _arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<Export, clap::Error> {
+        use std::os::unix::ffi::OsStrExt;
+        let bytes = value.as_bytes();
+        let names = || {
+            <crate::report::Format as clap::ValueEnum>::value_variants()
+                .iter()
+                .filter_map(clap::ValueEnum::to_possible_value)
+                .map(|v| v.get_name().to_owned())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let fail = |msg: String| {
+            clap::Error::raw(clap::error::ErrorKind::InvalidValue, format!("{msg}\n")).with_cmd(cmd)
+        };
+        let Some(eq) = bytes.iter().position(|&b| b == b'=') else {
+            return Err(fail(format!(
+                "--export takes FORMAT=FILE (e.g. json=report.json), not {:?}; FORMAT is one of {}",
+                value,
+                names()
+            )));
+        };
+        let (name, rest) = bytes.split_at(eq);
+        let file = rest.get(1..).unwrap_or_default();
+        let format = std::str::from_utf8(name)
+            .ok()
+            .and_then(|n| <crate::report::Format as clap::ValueEnum>::from_str(n, false).ok())
+            .ok_or_else(|| {
+                fail(format!(
+                    "--export: unknown format {:?}; use one of {}",
+                    String::from_utf8_lossy(name),
+                    names()
+                ))
+            })?;
+        if file.is_empty() {
+            return Err(fail(
+                "--export: no FILE after `=`; give a path, or `-` for stdout".into(),
+            ));
+        }
+        Ok(Export {
+            format,
+            path: std::ffi::OsStr::from_bytes(file).into(),
+        })
+    }
+}
+
 /// Parses the command line. The plain forms of `tally run` are read by
 /// [`run::scan`] without clap; the rest of `tally run` is parsed with a tree
 /// holding only the `run` subcommand. Both keep what tally does before it
@@ -242,6 +311,11 @@ mod tests {
             "--help",
             "-V",
             "--bogus",
+            "--export",
+            "json=out",
+            "csv=-",
+            "bogus=x",
+            "json=",
         ];
         let mut state = 0x2545_f491_4f6c_dd1du64;
         let mut next = |n: usize| {

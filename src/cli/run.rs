@@ -59,6 +59,10 @@ pub struct RunArgs {
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub format: Format,
 
+    #[arg(long, value_name = "FORMAT=FILE", value_parser = super::ExportParser,
+          action = clap::ArgAction::Append, help = super::EXPORT_HELP)]
+    pub export: Vec<super::Export>,
+
     /// Write the report to FILE instead of stderr (`-`: stdout).
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -80,6 +84,7 @@ impl Default for RunArgs {
             tree: false,
             counters: false,
             format: Format::Human,
+            export: Vec::new(),
             output: None,
             command: Vec::new(),
         }
@@ -128,14 +133,9 @@ pub fn scan(args: &[OsString]) -> Option<RunArgs> {
             b"--tree" if once(4) => out.tree = true,
             b"--counters" if once(5) => out.counters = true,
             b"--format" if once(6) => {
-                out.format = match value(rest.next())?.as_bytes() {
-                    b"human" => Format::Human,
-                    b"json" => Format::Json,
-                    b"csv" => Format::Csv,
-                    b"markdown" => Format::Markdown,
-                    b"prometheus" => Format::Prometheus,
-                    _ => return None,
-                }
+                // The names clap accepts, from the clap definition itself.
+                let name = value(rest.next())?.to_str()?;
+                out.format = <Format as clap::ValueEnum>::from_str(name, false).ok()?;
             }
             b"-o" | b"--output" if once(7) => out.output = Some(value(rest.next())?.into()),
             b"--cold" if once(8) => {
