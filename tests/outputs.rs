@@ -272,3 +272,62 @@ fn export_to_unwritable_file_fails_before_measuring() {
         assert!(out.stdout.is_empty(), "{argv:?} reported");
     }
 }
+
+/// Reports from many machines can be compared: every command's JSON
+/// carries `schema_version`, `tally_version`, an RFC 3339 UTC timestamp,
+/// the hostname and the kernel release, each once, at the top level.
+#[test]
+fn every_commands_json_says_which_tally_when_and_where() {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_string())
+        .ok();
+    for i in 0..every_command(Path::new(".")).len() {
+        let dir = scratch_with_data(&format!("header-{i}"));
+        let (name, argv) = every_command(dir.path()).swap_remove(i);
+        let out = common::tally()
+            .current_dir(dir.path())
+            .arg(&argv[0])
+            .args(["--export", "json=-"])
+            .args(&argv[1..])
+            .output()
+            .expect("tally runs");
+        assert_eq!(out.status.code(), Some(0), "{name}: {out:?}");
+        // run prints its human summary on stderr; the others on stdout,
+        // before the JSON document.
+        let text = String::from_utf8_lossy(&out.stdout);
+        let start = text.find("{\n").expect("a JSON document");
+        let doc = &text[start..];
+        let v: Value = serde_json::from_str(doc).expect("JSON");
+        assert_eq!(v["schema_version"], 1, "{name}");
+        assert_eq!(v["tally_version"], env!("CARGO_PKG_VERSION"), "{name}");
+        let ts = v["timestamp"].as_str().expect("timestamp");
+        let b = ts.as_bytes();
+        assert!(
+            ts.len() == 20
+                && b[4] == b'-'
+                && b[7] == b'-'
+                && b[10] == b'T'
+                && b[13] == b':'
+                && b[16] == b':'
+                && b[19] == b'Z',
+            "{name}: {ts}"
+        );
+        assert!(
+            v["hostname"].as_str().is_some_and(|h| !h.is_empty()),
+            "{name}"
+        );
+        if let Some(release) = &release {
+            assert_eq!(v["kernel"].as_str(), Some(release.as_str()), "{name}");
+        }
+        for key in [
+            "schema_version",
+            "tally_version",
+            "timestamp",
+            "hostname",
+            "kernel",
+        ] {
+            let top = format!("\n  \"{key}\":");
+            assert_eq!(doc.matches(&top).count(), 1, "{name}: {key} once");
+        }
+    }
+}
