@@ -331,3 +331,89 @@ fn every_commands_json_says_which_tally_when_and_where() {
         }
     }
 }
+
+/// `tally man` printed one page for everything, with no EXIT STATUS or
+/// EXAMPLES; every subcommand now has its page, `tally man SUBCOMMAND`.
+#[test]
+fn man_pages_per_subcommand_have_exit_status_and_examples() {
+    for (sub, title) in [
+        (None, ".TH TALLY 1"),
+        (Some("run"), ".TH TALLY-RUN 1"),
+        (Some("mem"), ".TH TALLY-MEM 1"),
+        (Some("bench"), ".TH TALLY-BENCH 1"),
+        (Some("cache"), ".TH TALLY-CACHE 1"),
+        (Some("cp"), ".TH TALLY-CP 1"),
+        (Some("load"), ".TH TALLY-LOAD 1"),
+    ] {
+        let out = common::tally()
+            .arg("man")
+            .args(sub)
+            .output()
+            .expect("tally runs");
+        assert_eq!(out.status.code(), Some(0), "{sub:?}: {out:?}");
+        let page = String::from_utf8_lossy(&out.stdout);
+        assert!(page.contains(title), "{sub:?}: {page}");
+        assert!(page.contains("EXIT STATUS"), "{sub:?}");
+        assert!(page.contains("EXAMPLES"), "{sub:?}");
+    }
+    let run = common::tally().args(["man", "run"]).output().expect("runs");
+    let page = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        page.contains("\\-\\-export"),
+        "run's options are on its page"
+    );
+    assert!(page.contains("\\fB125\\fR"), "run's own exit codes");
+    common::tally().args(["man", "nosuch"]).assert().code(2);
+}
+
+/// After `--` in `tally run -- …` bash offered tally's own options; it
+/// now completes commands, then files.
+#[test]
+fn bash_completes_commands_after_run_double_dash() {
+    let out = common::tally()
+        .args(["completions", "bash"])
+        .output()
+        .expect("tally runs");
+    assert_eq!(out.status.code(), Some(0));
+    let script = String::from_utf8_lossy(&out.stdout);
+    let run = script.find("tally__subcmd__run)").expect("the run case");
+    let case = &script[run..];
+    let end = case.find(";;").expect("end of the case");
+    assert!(case[..end].contains("compgen -c"), "{}", &case[..end]);
+    if std::process::Command::new("bash")
+        .arg("-c")
+        .arg("true")
+        .status()
+        .is_err()
+    {
+        eprintln!("skipped: bash is not installed");
+        return;
+    }
+    let dir = scratch("complete");
+    let file = dir.path().join("script.bash");
+    std::fs::write(&file, script.as_bytes()).expect("write script");
+    let complete = |words: &str, cword: usize| -> Vec<String> {
+        let probe = format!(
+            "source {}; COMP_WORDS=({words}); COMP_CWORD={cword}; \
+             cur=${{COMP_WORDS[COMP_CWORD]}}; prev=${{COMP_WORDS[COMP_CWORD-1]}}; \
+             _tally tally \"$cur\" \"$prev\"; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+            file.display()
+        );
+        let out = std::process::Command::new("bash")
+            .arg("-c")
+            .arg(probe)
+            .output()
+            .expect("bash runs");
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(String::from)
+            .collect()
+    };
+    let commands = complete("tally run -n 3 -- bas", 5);
+    assert!(commands.iter().any(|c| c == "bash"), "{commands:?}");
+    assert!(!commands.iter().any(|c| c.starts_with('-')), "{commands:?}");
+    let options = complete("tally run --tr", 2);
+    assert_eq!(options, vec!["--tree".to_string()]);
+    let after = complete("tally run -- ls --", 4);
+    assert!(!after.iter().any(|c| c == "--tree"), "{after:?}");
+}

@@ -53,13 +53,10 @@ pub fn main() -> u8 {
         Command::Cp(args) => cp::cp_command(args),
         Command::Load(args) => load::load_command(args),
         Command::Completions { shell } => quiet_pipe(|out| {
-            clap_complete::generate(shell, &mut cli::command(), "tally", out);
-            Ok(())
+            cli::complete::write(shell, out).context("cannot write the completion script")
         }),
-        Command::Man => quiet_pipe(|out| {
-            clap_mangen::Man::new(cli::command())
-                .render(out)
-                .context("cannot write the man page")
+        Command::Man { subcommand } => quiet_pipe(|out| {
+            cli::man::render(subcommand.as_deref(), out).context("cannot write the man page")
         }),
     }
 }

@@ -4,8 +4,10 @@
 
 pub mod bench;
 pub mod cache;
+pub mod complete;
 pub mod cp;
 pub mod load;
+pub mod man;
 pub mod mem;
 pub mod run;
 
@@ -51,8 +53,13 @@ pub enum Command {
         /// The shell to complete for.
         shell: clap_complete::Shell,
     },
-    /// Print the man page (roff) on stdout.
-    Man,
+    /// Print a man page (roff) on stdout: tally(1), or tally-SUBCOMMAND(1).
+    Man {
+        /// The subcommand whose page to print (default: the top page).
+        #[arg(value_parser = clap::builder::PossibleValuesParser::new(
+            man::PAGES.iter().map(|p| p.name).filter(|n| !n.is_empty())))]
+        subcommand: Option<String>,
+    },
 }
 
 /// One `--export FORMAT=FILE`: the same report, also rendered in `format`

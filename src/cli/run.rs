@@ -68,7 +68,8 @@ pub struct RunArgs {
     pub output: Option<PathBuf>,
 
     /// The command and its arguments (run as given, no shell).
-    #[arg(required = true, trailing_var_arg = true, value_name = "COMMAND")]
+    #[arg(required = true, trailing_var_arg = true, value_name = "COMMAND",
+          value_hint = clap::ValueHint::CommandWithArguments)]
     pub command: Vec<OsString>,
 }
 
