@@ -87,48 +87,50 @@ impl clap::builder::TypedValueParser for ExportParser {
         _arg: Option<&clap::Arg>,
         value: &std::ffi::OsStr,
     ) -> Result<Export, clap::Error> {
-        use std::os::unix::ffi::OsStrExt;
-        let bytes = value.as_bytes();
-        let names = || {
-            <crate::report::Format as clap::ValueEnum>::value_variants()
-                .iter()
-                .filter_map(clap::ValueEnum::to_possible_value)
-                .map(|v| v.get_name().to_owned())
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        let fail = |msg: String| {
+        parse_export(value).map_err(|msg| {
             clap::Error::raw(clap::error::ErrorKind::InvalidValue, format!("{msg}\n")).with_cmd(cmd)
-        };
-        let Some(eq) = bytes.iter().position(|&b| b == b'=') else {
-            return Err(fail(format!(
-                "--export takes FORMAT=FILE (e.g. json=report.json), not {:?}; FORMAT is one of {}",
-                value,
-                names()
-            )));
-        };
-        let (name, rest) = bytes.split_at(eq);
-        let file = rest.get(1..).unwrap_or_default();
-        let format = std::str::from_utf8(name)
-            .ok()
-            .and_then(|n| <crate::report::Format as clap::ValueEnum>::from_str(n, false).ok())
-            .ok_or_else(|| {
-                fail(format!(
-                    "--export: unknown format {:?}; use one of {}",
-                    String::from_utf8_lossy(name),
-                    names()
-                ))
-            })?;
-        if file.is_empty() {
-            return Err(fail(
-                "--export: no FILE after `=`; give a path, or `-` for stdout".into(),
-            ));
-        }
-        Ok(Export {
-            format,
-            path: std::ffi::OsStr::from_bytes(file).into(),
         })
     }
+}
+
+/// Reads `FORMAT=FILE`; the error names what is wrong and the fix. The
+/// format names are clap's own (`Format` as a `ValueEnum`).
+pub fn parse_export(value: &std::ffi::OsStr) -> Result<Export, String> {
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = value.as_bytes();
+    let names = || {
+        <crate::report::Format as clap::ValueEnum>::value_variants()
+            .iter()
+            .filter_map(clap::ValueEnum::to_possible_value)
+            .map(|v| v.get_name().to_owned())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let Some(eq) = bytes.iter().position(|&b| b == b'=') else {
+        return Err(format!(
+            "--export takes FORMAT=FILE (e.g. json=report.json), not {value:?}; FORMAT is one of {}",
+            names()
+        ));
+    };
+    let (name, rest) = bytes.split_at(eq);
+    let file = rest.get(1..).unwrap_or_default();
+    let format = std::str::from_utf8(name)
+        .ok()
+        .and_then(|n| <crate::report::Format as clap::ValueEnum>::from_str(n, false).ok())
+        .ok_or_else(|| {
+            format!(
+                "--export: unknown format {:?}; use one of {}",
+                String::from_utf8_lossy(name),
+                names()
+            )
+        })?;
+    if file.is_empty() {
+        return Err("--export: no FILE after `=`; give a path, or `-` for stdout".into());
+    }
+    Ok(Export {
+        format,
+        path: std::ffi::OsStr::from_bytes(file).into(),
+    })
 }
 
 /// Parses the command line. The plain forms of `tally run` are read by
@@ -273,6 +275,16 @@ mod tests {
                 "--runs",
                 "1000000",
                 "x",
+            ],
+            &[
+                "tally",
+                "run",
+                "--export",
+                "json=r.json",
+                "--export",
+                "csv=-",
+                "--",
+                "make",
             ],
         ] {
             let fast = scan(common).map(|r| format!("{r:?}"));

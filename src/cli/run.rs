@@ -97,7 +97,8 @@ impl Default for RunArgs {
 /// Whatever tally does before it forks is added to the measured command's
 /// wall time, and building clap's argument tree is most of it (its code and
 /// heap pages are faulted in on every run). So the plain forms (`--flag`,
-/// `--opt VALUE`, `-n N`, `-o FILE`, `--cold PATH…`, then `--` or the first
+/// `--opt VALUE`, `-n N`, `-o FILE`, `--cold PATH…`, `--export F=FILE`
+/// (repeatable, as in clap), then `--` or the first
 /// word not starting with `-`) are read here. Anything else, including
 /// `--opt=VALUE`, repeated options, help, and every error, returns `None`
 /// and is left to clap. A test checks that every `Some` equals clap's parse.
@@ -138,6 +139,9 @@ pub fn scan(args: &[OsString]) -> Option<RunArgs> {
                 let name = value(rest.next())?.to_str()?;
                 out.format = <Format as clap::ValueEnum>::from_str(name, false).ok()?;
             }
+            b"--export" => out
+                .export
+                .push(super::parse_export(value(rest.next())?).ok()?),
             b"-o" | b"--output" if once(7) => out.output = Some(value(rest.next())?.into()),
             b"--cold" if once(8) => {
                 out.cold.push(value(rest.next())?.into());
