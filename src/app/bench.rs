@@ -5,7 +5,7 @@ use std::io::{self, IsTerminal};
 use tally::cli;
 use tally::report::{self, Style};
 
-use super::{create_report_file, quiet_pipe};
+use super::{Exports, create_report_file, quiet_pipe};
 
 pub(super) fn bench_command(args: cli::bench::BenchArgs) -> u8 {
     use tally::bench;
@@ -63,6 +63,13 @@ pub(super) fn bench_command(args: cli::bench::BenchArgs) -> u8 {
             }
         },
         None => None,
+    };
+    let exports = match Exports::open(&args.export, "bench", true) {
+        Ok(e) => e,
+        Err((msg, code)) => {
+            tally::diag!("tally: {msg}");
+            return code;
+        }
     };
     let tty = io::stderr().is_terminal();
     let bar = tty.then(|| {
@@ -136,7 +143,8 @@ pub(super) fn bench_command(args: cli::bench::BenchArgs) -> u8 {
             return 1;
         }
     }
-    quiet_pipe(|out| {
+    let code = quiet_pipe(|out| {
         report::render(&report, args.format, Style { color: false }, out).map_err(Into::into)
-    })
+    });
+    code.max(u8::from(!exports.write(&report)))
 }

@@ -4,7 +4,7 @@ use std::io;
 
 use tally::cli;
 
-use super::{quiet_pipe, render_to};
+use super::{Exports, quiet_pipe, render_to};
 
 pub(super) fn cache_command(args: cli::cache::CacheArgs) -> u8 {
     use tally::cache::{command, report::Action};
@@ -25,6 +25,13 @@ pub(super) fn cache_command(args: cli::cache::CacheArgs) -> u8 {
         map: args.verbose,
         map_buckets: command::map_buckets(tally::sys::tty::stdout_columns()),
     };
+    let exports = match Exports::open(&args.export, "cache", true) {
+        Ok(e) => e,
+        Err((msg, code)) => {
+            tally::diag!("tally: {msg}");
+            return code;
+        }
+    };
     let (report, held) = match command::execute(&cfg, &mut io::stdin().lock()) {
         Ok(r) => r,
         Err(e) => {
@@ -37,7 +44,8 @@ pub(super) fn cache_command(args: cli::cache::CacheArgs) -> u8 {
     for line in report.diagnostics() {
         tally::diag!("tally: {line}");
     }
-    let code = quiet_pipe(|out| render_to(&report, args.format, out));
+    let code = quiet_pipe(|out| render_to(&report, args.format, out))
+        .max(u8::from(!exports.write(&report)));
     if code != 0 {
         return code;
     }

@@ -5,7 +5,7 @@ use std::io::{self, IsTerminal};
 use tally::cli;
 use tally::report::{self, Format, Style};
 
-use super::{quiet_pipe, render_to};
+use super::{Exports, quiet_pipe, render_to};
 
 pub(super) fn cp_command(args: cli::cp::CpArgs) -> u8 {
     use tally::copy;
@@ -29,6 +29,13 @@ pub(super) fn cp_command(args: cli::cp::CpArgs) -> u8 {
         keep_cache: args.keep_cache,
         via: args.via,
         named_temp: args.named_temp,
+    };
+    let exports = match Exports::open(&args.export, "cp", false) {
+        Ok(e) => e,
+        Err((msg, code)) => {
+            tally::diag!("tally: {msg}");
+            return code;
+        }
     };
     let mut bar: Option<indicatif::ProgressBar> = None;
     let tty = io::stderr().is_terminal();
@@ -76,6 +83,9 @@ pub(super) fn cp_command(args: cli::cp::CpArgs) -> u8 {
         if code != 0 {
             return code;
         }
+    }
+    if !exports.write(&report) {
+        return 1;
     }
     u8::from(!report.problems.is_empty())
 }

@@ -5,7 +5,7 @@ use std::io::{self, IsTerminal};
 use tally::cli;
 use tally::report::Format;
 
-use super::{create_report_file, quiet_pipe, render_to};
+use super::{Exports, create_report_file, quiet_pipe, render_to};
 
 pub(super) fn load_command(args: cli::load::LoadArgs) -> u8 {
     use tally::load::{self, Mode};
@@ -81,6 +81,13 @@ pub(super) fn load_command(args: cli::load::LoadArgs) -> u8 {
         },
         None => None,
     };
+    let exports = match Exports::open(&args.export, "load", false) {
+        Ok(e) => e,
+        Err((msg, code)) => {
+            tally::diag!("tally: {msg}");
+            return code;
+        }
+    };
     let bar = io::stderr().is_terminal().then(|| {
         let b = indicatif::ProgressBar::new(0);
         b.set_style(
@@ -113,7 +120,8 @@ pub(super) fn load_command(args: cli::load::LoadArgs) -> u8 {
             return 1;
         }
     }
-    let code = quiet_pipe(|out| render_to(&report, args.format, out));
+    let code = quiet_pipe(|out| render_to(&report, args.format, out))
+        .max(u8::from(!exports.write(&report)));
     if code != 0 {
         return code;
     }

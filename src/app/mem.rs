@@ -5,6 +5,8 @@ use std::io::{self, IsTerminal};
 use tally::cli;
 use tally::report::{self, Format, Style};
 
+use super::Exports;
+
 pub(super) fn mem_command(
     args: cli::mem::MemArgs,
     mut privilege: tally::mem::privilege::Privilege,
@@ -73,6 +75,21 @@ pub(super) fn mem_command(
         threads: args.threads,
         read_status: user.is_some(),
     };
+    // Export files are created with the caller's rights only: before the
+    // scan when unprivileged, after the privilege is dropped otherwise.
+    let open_exports = || {
+        Exports::open(&args.export, "mem", true).map_err(|(msg, code)| {
+            note(&msg);
+            code
+        })
+    };
+    let mut exports = None;
+    if !elevated {
+        match open_exports() {
+            Ok(e) => exports = Some(e),
+            Err(code) => return code,
+        }
+    }
     let report = match args.watch {
         Some(interval) => {
             let signals = match tally::sys::signals::Forwarder::install() {
@@ -103,6 +120,12 @@ pub(super) fn mem_command(
                     Err(code) => return code,
                 }
             }
+            if exports.is_none() {
+                match open_exports() {
+                    Ok(e) => exports = Some(e),
+                    Err(code) => return code,
+                }
+            }
             cfg.grouping.check_replaced = true;
             snap.and_then(|snap| {
                 let report = mem::summarize(&snap, &cfg);
@@ -118,7 +141,8 @@ pub(super) fn mem_command(
             for msg in mem::closing_notes(&report, elevated, tally::sys::geteuid() == 0) {
                 note(&msg);
             }
-            0
+            // With --watch, the exports hold the last snapshot.
+            u8::from(!exports.is_none_or(|e| e.write(&report)))
         }
         Err(e) if e.is_broken_pipe() => 0,
         Err(e) => {

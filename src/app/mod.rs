@@ -53,13 +53,10 @@ pub fn main() -> u8 {
         Command::Cp(args) => cp::cp_command(args),
         Command::Load(args) => load::load_command(args),
         Command::Completions { shell } => quiet_pipe(|out| {
-            clap_complete::generate(shell, &mut cli::command(), "tally", out);
-            Ok(())
+            cli::complete::write(shell, out).context("cannot write the completion script")
         }),
-        Command::Man => quiet_pipe(|out| {
-            clap_mangen::Man::new(cli::command())
-                .render(out)
-                .context("cannot write the man page")
+        Command::Man { subcommand } => quiet_pipe(|out| {
+            cli::man::render(subcommand.as_deref(), out).context("cannot write the man page")
         }),
     }
 }
@@ -85,6 +82,120 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
             || c.downcast_ref::<report::RenderError>()
                 .is_some_and(report::RenderError::is_broken_pipe)
     })
+}
+
+/// Where a report goes: stdout for `-`, else a file created (truncated)
+/// when the sink is opened, so a bad path fails before anything is measured.
+pub(crate) enum Sink {
+    Stdout,
+    File(File),
+}
+
+impl Sink {
+    /// Opens `path`; `-` is stdout.
+    pub(crate) fn open(path: &Path) -> anyhow::Result<Sink> {
+        if path.as_os_str() == "-" {
+            Ok(Sink::Stdout)
+        } else {
+            create_report_file(path).map(Sink::File)
+        }
+    }
+}
+
+impl Write for Sink {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Sink::Stdout => io::stdout().lock().write(buf),
+            Sink::File(f) => f.write(buf),
+        }
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        match self {
+            Sink::Stdout => io::stdout().lock().write_all(buf),
+            Sink::File(f) => f.write_all(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Sink::Stdout => io::stdout().lock().flush(),
+            Sink::File(f) => f.flush(),
+        }
+    }
+}
+
+/// The `--export FORMAT=FILE` outputs of one command, checked and opened
+/// before it measures, written from the same report as its main output.
+pub(crate) struct Exports(Vec<(cli::Export, Sink)>);
+
+impl Exports {
+    /// Checks that `command`'s report has every asked-for format
+    /// (`prometheus`: whether it has metrics) and opens every FILE. The
+    /// error is the message and the exit code: 2 for a format the report
+    /// does not have, 1 for a file that cannot be created.
+    pub(crate) fn open(
+        exports: &[cli::Export],
+        command: &str,
+        prometheus: bool,
+    ) -> Result<Exports, (String, u8)> {
+        if let Some(e) = exports
+            .iter()
+            .find(|e| e.format == Format::Prometheus && !prometheus)
+        {
+            return Err((
+                format!(
+                    "--export prometheus={}: {command} has no Prometheus report; export human, json, csv or markdown",
+                    report::path::display(&e.path)
+                ),
+                2,
+            ));
+        }
+        let mut open = Vec::with_capacity(exports.len());
+        for e in exports {
+            match Sink::open(&e.path) {
+                Ok(sink) => open.push((e.clone(), sink)),
+                Err(e) => return Err((format!("--export: {e:#}"), 1)),
+            }
+        }
+        Ok(Exports(open))
+    }
+
+    /// Renders `report` into every export; says on stderr which could not
+    /// be written and returns whether all were (a closed pipe counts as
+    /// written).
+    pub(crate) fn write<R: report::Render>(self, r: &R) -> bool {
+        let mut ok = true;
+        for (e, mut sink) in self.0 {
+            // Rendered whole, then written at once, like the main report.
+            let mut text = Vec::with_capacity(4096);
+            let written =
+                report::render(r, e.format, Style { color: false }, &mut text).and_then(|()| {
+                    sink.write_all(&text)
+                        .and_then(|()| sink.flush())
+                        .map_err(report::RenderError::Io)
+                });
+            match written {
+                Ok(()) => {}
+                Err(err) if err.is_broken_pipe() => {}
+                Err(err) => {
+                    ok = false;
+                    tally::diag!(
+                        "tally: cannot write the {} export to {}: {err}",
+                        format_name(e.format),
+                        report::path::display(&e.path)
+                    );
+                }
+            }
+        }
+        ok
+    }
+}
+
+fn format_name(f: Format) -> String {
+    clap::ValueEnum::to_possible_value(&f)
+        .map(|v| v.get_name().to_owned())
+        .unwrap_or_default()
 }
 
 fn create_report_file(path: &Path) -> anyhow::Result<File> {

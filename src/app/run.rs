@@ -6,7 +6,7 @@ use tally::cli;
 use tally::report::{self, Style};
 use tally::run;
 
-use super::{RUN_OWN_FAILURE, create_report_file};
+use super::{Exports, RUN_OWN_FAILURE, Sink};
 
 pub(super) fn run_command(args: cli::run::RunArgs) -> u8 {
     let cfg = run::Config {
@@ -20,9 +20,9 @@ pub(super) fn run_command(args: cli::run::RunArgs) -> u8 {
         counters: args.counters,
     };
     // Open the report file first: a bad -o path should fail before the
-    // command runs, not after.
+    // command runs, not after. `-o -` is stdout.
     let mut file = match &args.output {
-        Some(path) => match create_report_file(path) {
+        Some(path) => match Sink::open(path) {
             Ok(f) => Some(f),
             Err(e) => {
                 tally::diag!("tally: {e:#}");
@@ -30,6 +30,13 @@ pub(super) fn run_command(args: cli::run::RunArgs) -> u8 {
             }
         },
         None => None,
+    };
+    let exports = match Exports::open(&args.export, "run", true) {
+        Ok(e) => e,
+        Err((msg, _)) => {
+            tally::diag!("tally: {msg}");
+            return RUN_OWN_FAILURE;
+        }
     };
     let total = cfg.warmup.saturating_add(cfg.runs);
     let bar = (total > 1 && io::stderr().is_terminal()).then(|| {
@@ -92,5 +99,7 @@ pub(super) fn run_command(args: cli::run::RunArgs) -> u8 {
             None => tally::diag!("tally: cannot write the report: {e}"),
         },
     }
+    // A failed export is said on stderr; the command's exit code stays.
+    exports.write(&report);
     run::exit_code(&report)
 }

@@ -30,6 +30,10 @@ pub struct BenchArgs {
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub format: Format,
 
+    #[arg(long, value_name = "FORMAT=FILE", value_parser = super::ExportParser,
+          action = clap::ArgAction::Append, help = super::EXPORT_HELP)]
+    pub export: Vec<super::Export>,
+
     /// Also write a self-contained HTML page with SVG plots to FILE.
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,

@@ -51,6 +51,10 @@ pub struct CacheArgs {
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub format: Format,
 
+    #[arg(long, value_name = "FORMAT=FILE", value_parser = super::ExportParser,
+          action = clap::ArgAction::Append, help = super::EXPORT_HELP)]
+    pub export: Vec<super::Export>,
+
     /// Files or directories; `-` reads paths from stdin, one per line.
     #[arg(required = true, value_name = "PATH")]
     pub paths: Vec<PathBuf>,

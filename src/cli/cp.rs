@@ -50,6 +50,10 @@ pub struct CpArgs {
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub format: Format,
 
+    #[arg(long, value_name = "FORMAT=FILE", value_parser = super::ExportParser,
+          action = clap::ArgAction::Append, help = super::EXPORT_HELP)]
+    pub export: Vec<super::Export>,
+
     /// Sources, then the destination (a directory when there are several
     /// sources).
     #[arg(required = true, num_args = 2.., value_name = "PATH")]

@@ -89,6 +89,10 @@ pub struct MemArgs {
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub format: Format,
 
+    #[arg(long, value_name = "FORMAT=FILE", value_parser = super::ExportParser,
+          action = clap::ArgAction::Append, help = super::EXPORT_HELP)]
+    pub export: Vec<super::Export>,
+
     /// Where proc is mounted (a fixture tree for tests).
     #[arg(long, value_name = "PATH")]
     pub procfs: Option<PathBuf>,

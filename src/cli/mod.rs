@@ -4,8 +4,10 @@
 
 pub mod bench;
 pub mod cache;
+pub mod complete;
 pub mod cp;
 pub mod load;
+pub mod man;
 pub mod mem;
 pub mod run;
 
@@ -51,8 +53,84 @@ pub enum Command {
         /// The shell to complete for.
         shell: clap_complete::Shell,
     },
-    /// Print the man page (roff) on stdout.
-    Man,
+    /// Print a man page (roff) on stdout: tally(1), or tally-SUBCOMMAND(1).
+    Man {
+        /// The subcommand whose page to print (default: the top page).
+        #[arg(value_parser = clap::builder::PossibleValuesParser::new(
+            man::PAGES.iter().map(|p| p.name).filter(|n| !n.is_empty())))]
+        subcommand: Option<String>,
+    },
+}
+
+/// One `--export FORMAT=FILE`: the same report, also rendered in `format`
+/// to `path` (`-`: stdout).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Export {
+    pub format: crate::report::Format,
+    pub path: std::path::PathBuf,
+}
+
+/// The help of `--export`, shared by every command that reports.
+pub const EXPORT_HELP: &str = "Also write the report in FORMAT to FILE (`-`: stdout), \
+    from the same measurement; repeatable. FORMAT: human, json, csv, markdown, prometheus";
+
+/// Parses `FORMAT=FILE` for `--export`; FILE may be any bytes.
+#[derive(Debug, Clone, Copy)]
+pub struct ExportParser;
+
+impl clap::builder::TypedValueParser for ExportParser {
+    type Value = Export;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        _arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<Export, clap::Error> {
+        parse_export(value).map_err(|msg| {
+            clap::Error::raw(clap::error::ErrorKind::InvalidValue, format!("{msg}\n")).with_cmd(cmd)
+        })
+    }
+}
+
+/// Reads `FORMAT=FILE`; the error names what is wrong and the fix. The
+/// format names are clap's own (`Format` as a `ValueEnum`).
+pub fn parse_export(value: &std::ffi::OsStr) -> Result<Export, String> {
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = value.as_bytes();
+    let names = || {
+        <crate::report::Format as clap::ValueEnum>::value_variants()
+            .iter()
+            .filter_map(clap::ValueEnum::to_possible_value)
+            .map(|v| v.get_name().to_owned())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let Some(eq) = bytes.iter().position(|&b| b == b'=') else {
+        return Err(format!(
+            "--export takes FORMAT=FILE (e.g. json=report.json), not {value:?}; FORMAT is one of {}",
+            names()
+        ));
+    };
+    let (name, rest) = bytes.split_at(eq);
+    let file = rest.get(1..).unwrap_or_default();
+    let format = std::str::from_utf8(name)
+        .ok()
+        .and_then(|n| <crate::report::Format as clap::ValueEnum>::from_str(n, false).ok())
+        .ok_or_else(|| {
+            format!(
+                "--export: unknown format {:?}; use one of {}",
+                String::from_utf8_lossy(name),
+                names()
+            )
+        })?;
+    if file.is_empty() {
+        return Err("--export: no FILE after `=`; give a path, or `-` for stdout".into());
+    }
+    Ok(Export {
+        format,
+        path: std::ffi::OsStr::from_bytes(file).into(),
+    })
 }
 
 /// Parses the command line. The plain forms of `tally run` are read by
@@ -198,6 +276,16 @@ mod tests {
                 "1000000",
                 "x",
             ],
+            &[
+                "tally",
+                "run",
+                "--export",
+                "json=r.json",
+                "--export",
+                "csv=-",
+                "--",
+                "make",
+            ],
         ] {
             let fast = scan(common).map(|r| format!("{r:?}"));
             assert!(fast.is_some(), "{common:?} should take the scan");
@@ -242,6 +330,11 @@ mod tests {
             "--help",
             "-V",
             "--bogus",
+            "--export",
+            "json=out",
+            "csv=-",
+            "bogus=x",
+            "json=",
         ];
         let mut state = 0x2545_f491_4f6c_dd1du64;
         let mut next = |n: usize| {

@@ -59,12 +59,17 @@ pub struct RunArgs {
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub format: Format,
 
-    /// Write the report to FILE instead of stderr.
+    #[arg(long, value_name = "FORMAT=FILE", value_parser = super::ExportParser,
+          action = clap::ArgAction::Append, help = super::EXPORT_HELP)]
+    pub export: Vec<super::Export>,
+
+    /// Write the report to FILE instead of stderr (`-`: stdout).
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<PathBuf>,
 
     /// The command and its arguments (run as given, no shell).
-    #[arg(required = true, trailing_var_arg = true, value_name = "COMMAND")]
+    #[arg(required = true, trailing_var_arg = true, value_name = "COMMAND",
+          value_hint = clap::ValueHint::CommandWithArguments)]
     pub command: Vec<OsString>,
 }
 
@@ -80,6 +85,7 @@ impl Default for RunArgs {
             tree: false,
             counters: false,
             format: Format::Human,
+            export: Vec::new(),
             output: None,
             command: Vec::new(),
         }
@@ -91,7 +97,8 @@ impl Default for RunArgs {
 /// Whatever tally does before it forks is added to the measured command's
 /// wall time, and building clap's argument tree is most of it (its code and
 /// heap pages are faulted in on every run). So the plain forms (`--flag`,
-/// `--opt VALUE`, `-n N`, `-o FILE`, `--cold PATH…`, then `--` or the first
+/// `--opt VALUE`, `-n N`, `-o FILE`, `--cold PATH…`, `--export F=FILE`
+/// (repeatable, as in clap), then `--` or the first
 /// word not starting with `-`) are read here. Anything else, including
 /// `--opt=VALUE`, repeated options, help, and every error, returns `None`
 /// and is left to clap. A test checks that every `Some` equals clap's parse.
@@ -128,15 +135,13 @@ pub fn scan(args: &[OsString]) -> Option<RunArgs> {
             b"--tree" if once(4) => out.tree = true,
             b"--counters" if once(5) => out.counters = true,
             b"--format" if once(6) => {
-                out.format = match value(rest.next())?.as_bytes() {
-                    b"human" => Format::Human,
-                    b"json" => Format::Json,
-                    b"csv" => Format::Csv,
-                    b"markdown" => Format::Markdown,
-                    b"prometheus" => Format::Prometheus,
-                    _ => return None,
-                }
+                // The names clap accepts, from the clap definition itself.
+                let name = value(rest.next())?.to_str()?;
+                out.format = <Format as clap::ValueEnum>::from_str(name, false).ok()?;
             }
+            b"--export" => out
+                .export
+                .push(super::parse_export(value(rest.next())?).ok()?),
             b"-o" | b"--output" if once(7) => out.output = Some(value(rest.next())?.into()),
             b"--cold" if once(8) => {
                 out.cold.push(value(rest.next())?.into());

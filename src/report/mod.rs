@@ -3,7 +3,8 @@
 //! Each command returns a plain-data report that implements [`Render`]:
 //! human text, a [`Table`] (which the CSV and Markdown renderers share) and,
 //! where it fits, Prometheus [`Metric`]s. JSON is the report itself through
-//! serde, with a `schema_version` field. Renderers never measure.
+//! serde, with a `schema_version` field, under the header of
+//! [`json::Header`] (tally version, timestamp, hostname, kernel). Renderers never measure.
 
 pub mod csv;
 pub mod json;

@@ -18,6 +18,7 @@ pub mod process;
 pub mod signals;
 pub mod spawn;
 pub mod tty;
+pub mod uname;
 pub mod uring;
 pub mod user;
 

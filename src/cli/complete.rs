@@ -1,0 +1,64 @@
+//! Shell completion scripts, generated from the clap definitions.
+//!
+//! zsh and fish complete `tally run`'s trailing COMMAND from its value
+//! hint (`CommandWithArguments`); clap's bash script ignores value hints
+//! of positionals and would offer tally's own options after `--`, so the
+//! bash script gets the same rule added to its `run` case.
+
+use std::io::{self, Write};
+
+use clap_complete::Shell;
+
+/// Inserted at the start of the bash script's `tally run` case: after
+/// `--`, the first word is a command, the rest are files.
+const BASH_RUN_COMMAND: &str = r#"            # After `--` comes the measured command: complete commands
+            # for its first word and files after it, not tally's options.
+            local tally_i
+            for (( tally_i = 2; tally_i < COMP_CWORD; tally_i++ )); do
+                if [[ "${COMP_WORDS[tally_i]}" == "--" ]]; then
+                    if (( COMP_CWORD == tally_i + 1 )); then
+                        COMPREPLY=( $(compgen -c -- "${cur}") )
+                    else
+                        compopt -o filenames 2>/dev/null
+                        COMPREPLY=( $(compgen -f -- "${cur}") )
+                    fi
+                    return 0
+                fi
+            done
+"#;
+
+/// Writes the completion script for `shell`.
+pub fn write(shell: Shell, out: &mut dyn Write) -> io::Result<()> {
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut super::command(), "tally", &mut script);
+    if shell == Shell::Bash {
+        let text = String::from_utf8_lossy(&script);
+        let anchor = "        tally__subcmd__run)\n";
+        if let Some(at) = text.find(anchor) {
+            let at = at + anchor.len();
+            let (head, tail) = text.split_at(at);
+            out.write_all(head.as_bytes())?;
+            out.write_all(BASH_RUN_COMMAND.as_bytes())?;
+            return out.write_all(tail.as_bytes());
+        }
+    }
+    out.write_all(&script)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bash_completes_commands_after_the_double_dash_of_run() {
+        let mut out = Vec::new();
+        write(Shell::Bash, &mut out).expect("write");
+        let text = String::from_utf8_lossy(&out);
+        let run = text
+            .find("        tally__subcmd__run)\n")
+            .expect("the run case");
+        assert!(
+            text[run..].starts_with(&format!("        tally__subcmd__run)\n{BASH_RUN_COMMAND}"))
+        );
+    }
+}

@@ -1,0 +1,295 @@
+//! Man pages: `tally(1)` and one page per subcommand (`tally-run(1)`…),
+//! generated from the clap definitions, with the EXIT STATUS and EXAMPLES
+//! sections clap has no field for.
+
+use std::io::{self, Write};
+
+/// What a man page adds to the clap definition of its command.
+pub struct Extra {
+    /// The subcommand (`""` for the top page).
+    pub name: &'static str,
+    /// Exit codes and their meaning.
+    pub exit_status: &'static [(&'static str, &'static str)],
+    /// Command lines and what they do.
+    pub examples: &'static [(&'static str, &'static str)],
+}
+
+const USAGE: (&str, &str) = (
+    "2",
+    "bad usage: an unknown option, a missing or invalid value.",
+);
+
+/// One entry per page; a test checks every subcommand has one.
+pub const PAGES: &[Extra] = &[
+    Extra {
+        name: "",
+        exit_status: &[
+            ("0", "success."),
+            ("1", "the command failed; each subcommand's page says how."),
+            USAGE,
+        ],
+        examples: &[
+            ("tally run -- make -j2", "what a build cost."),
+            ("tally mem", "memory per program."),
+            (
+                "tally bench --quick",
+                "measure this machine within a minute.",
+            ),
+            ("tally man run", "the page of tally run."),
+        ],
+    },
+    Extra {
+        name: "run",
+        exit_status: &[
+            (
+                "N",
+                "the command's own exit status, kept even when the report cannot be written.",
+            ),
+            ("128+N", "the command was killed by signal N."),
+            ("127", "the command was not found."),
+            ("126", "the command could not be executed."),
+            (
+                "125",
+                "tally itself failed before the command ran: bad usage, a report or --export \
+                 file that cannot be created.",
+            ),
+        ],
+        examples: &[
+            (
+                "tally run -- ls -lR /usr/share/doc",
+                "what one listing cost.",
+            ),
+            (
+                "tally run -n 10 --warmup 2 --quiet-command -- gzip -k -f big.file",
+                "ten measured runs after two warm-ups: min, median, mean ± stddev, max.",
+            ),
+            (
+                "tally run --cold model.bin -- ./load model.bin",
+                "each run from a cold page cache, without root.",
+            ),
+            (
+                "tally run --tree --format json -o report.json -- make -j2",
+                "the whole process tree, as JSON in a file.",
+            ),
+            (
+                "tally run -n 5 --export json=r.json --export csv=r.csv -- ./app",
+                "the summary on the terminal, JSON and CSV of the same runs in files.",
+            ),
+        ],
+    },
+    Extra {
+        name: "bench",
+        exit_status: &[
+            ("0", "every benchmark ran."),
+            (
+                "1",
+                "a benchmark failed or hung, or the baseline or HTML file is unusable.",
+            ),
+            USAGE,
+        ],
+        examples: &[
+            (
+                "tally bench --quick",
+                "every standard benchmark within a minute.",
+            ),
+            (
+                "tally bench memlat membw --format json > run.json",
+                "two benchmarks, as JSON.",
+            ),
+            (
+                "tally bench --quick --html bench.html",
+                "with a page of plots.",
+            ),
+            (
+                "tally bench --baseline old.json",
+                "ratios against an earlier run.",
+            ),
+        ],
+    },
+    Extra {
+        name: "mem",
+        exit_status: &[
+            ("0", "the report was written."),
+            (
+                "1",
+                "/proc could not be read, or the report or an --export file could not be written.",
+            ),
+            USAGE,
+        ],
+        examples: &[
+            ("tally mem", "RAM and swap per program, the biggest last."),
+            (
+                "tally mem --by user -h",
+                "per user, sizes in their own unit.",
+            ),
+            ("tally mem --by cgroup --top 10", "the ten biggest cgroups."),
+            (
+                "tally mem --format prometheus > /var/lib/node_exporter/textfile/tally_mem.prom",
+                "for the node_exporter textfile collector.",
+            ),
+        ],
+    },
+    Extra {
+        name: "cache",
+        exit_status: &[
+            ("0", "ok."),
+            (
+                "1",
+                "a path was skipped, or a file could not be locked (--lock).",
+            ),
+            USAGE,
+        ],
+        examples: &[
+            (
+                "tally cache model.bin",
+                "how much of the file is in the page cache.",
+            ),
+            (
+                "tally cache --evict big.iso",
+                "drop it from the cache, no root needed.",
+            ),
+            (
+                "find . -name '*.so' -print0 | tally cache -0 --warm -",
+                "read the listed files into the cache.",
+            ),
+        ],
+    },
+    Extra {
+        name: "cp",
+        exit_status: &[("0", "ok."), ("1", "anything was not copied."), USAGE],
+        examples: &[
+            (
+                "tally cp big.iso /backup/",
+                "copy; the page cache stays as it was.",
+            ),
+            (
+                "tally cp -r -p --sync photos/ /mnt/usb/",
+                "a tree, times and owners kept, synced.",
+            ),
+            (
+                "tally cp -v --export json=cp.json model.bin model.copy",
+                "say how, and keep a record.",
+            ),
+        ],
+    },
+    Extra {
+        name: "load",
+        exit_status: &[
+            ("0", "ok."),
+            ("1", "the checksums differ or no method worked."),
+            USAGE,
+            ("128+N", "signal N (SIGINT, SIGTERM, SIGHUP) stopped it."),
+        ],
+        examples: &[
+            ("tally load model.bin", "every method, cold and warm."),
+            (
+                "tally load --methods read,mmap --warm -n 5 model.bin",
+                "two methods, warm, medians of five.",
+            ),
+            (
+                "tally load --format json --html load.html model.bin",
+                "JSON and a plot.",
+            ),
+        ],
+    },
+    Extra {
+        name: "completions",
+        exit_status: &[("0", "the script was written."), USAGE],
+        examples: &[(
+            "tally completions bash > /etc/bash_completion.d/tally",
+            "install the bash completions.",
+        )],
+    },
+    Extra {
+        name: "man",
+        exit_status: &[("0", "the page was written."), USAGE],
+        examples: &[
+            ("tally man | man -l -", "read the top page."),
+            (
+                "tally man run > tally-run.1",
+                "the page of tally run, for installing.",
+            ),
+        ],
+    },
+];
+
+/// Writes the man page of `subcommand` (`None`: the top page `tally(1)`).
+pub fn render(subcommand: Option<&str>, out: &mut dyn Write) -> io::Result<()> {
+    let mut top = super::command();
+    top.build();
+    let (cmd, title) = match subcommand {
+        None => (top.clone(), "tally".to_string()),
+        Some(name) => {
+            let sub = top.find_subcommand(name).cloned().ok_or_else(|| {
+                io::Error::new(io::ErrorKind::NotFound, format!("no subcommand {name}"))
+            })?;
+            (sub, format!("tally-{name}"))
+        }
+    };
+    let extra = PAGES.iter().find(|p| p.name == subcommand.unwrap_or(""));
+    let man = clap_mangen::Man::new(cmd.clone()).title(title.to_uppercase());
+    man.render_title(out)?;
+    man.render_name_section(out)?;
+    man.render_synopsis_section(out)?;
+    man.render_description_section(out)?;
+    if cmd.get_arguments().any(|a| !a.is_hide_set()) {
+        man.render_options_section(out)?;
+    }
+    if cmd.has_subcommands() {
+        man.render_subcommands_section(out)?;
+    }
+    if let Some(extra) = extra {
+        writeln!(out, ".SH \"EXIT STATUS\"")?;
+        for (code, meaning) in extra.exit_status {
+            writeln!(out, ".TP\n\\fB{}\\fR\n{}", escape(code), escape(meaning))?;
+        }
+        writeln!(out, ".SH EXAMPLES")?;
+        for (line, what) in extra.examples {
+            writeln!(out, ".TP\n\\fB{}\\fR\n{}", escape(line), escape(what))?;
+        }
+    }
+    if cmd.get_after_help().is_some() || cmd.get_after_long_help().is_some() {
+        let mut notes = Vec::new();
+        man.render_extra_section(&mut notes)?;
+        let notes = String::from_utf8_lossy(&notes).replacen(".SH EXTRA", ".SH NOTES", 1);
+        out.write_all(notes.as_bytes())?;
+    }
+    man.render_version_section(out)?;
+    if subcommand.is_some() {
+        writeln!(out, ".SH \"SEE ALSO\"\n\\fBtally\\fR(1)")?;
+    }
+    Ok(())
+}
+
+/// Text safe in a roff line: backslashes doubled, `-` as a real hyphen-minus,
+/// and a leading `.` or `'` kept from reading as a request.
+fn escape(s: &str) -> String {
+    let mut t = s.replace('\\', "\\e").replace('-', "\\-");
+    if t.starts_with('.') || t.starts_with('\'') {
+        t.insert_str(0, "\\&");
+    }
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_subcommand_has_a_page_with_exit_status_and_examples() {
+        let cmd = super::super::command();
+        for sub in cmd.get_subcommands() {
+            let name = sub.get_name();
+            let page = PAGES.iter().find(|p| p.name == name);
+            assert!(page.is_some(), "no man page extras for {name}");
+            let mut out = Vec::new();
+            render(Some(name), &mut out).expect("render");
+            let text = String::from_utf8_lossy(&out);
+            assert!(text.contains(".SH \"EXIT STATUS\""), "{name}");
+            assert!(text.contains(".SH EXAMPLES"), "{name}");
+        }
+        let mut out = Vec::new();
+        render(None, &mut out).expect("render");
+        assert!(String::from_utf8_lossy(&out).contains(".SH \"EXIT STATUS\""));
+    }
+}
