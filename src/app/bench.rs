@@ -136,7 +136,5 @@ pub(super) fn bench_command(args: cli::bench::BenchArgs) -> u8 {
             return 1;
         }
     }
-    quiet_pipe(|out| {
-        report::render(&report, args.format, Style { color: false }, out).map_err(Into::into)
-    })
+    quiet_pipe(|out| report::render(&report, args.format, Style::stdout(), out).map_err(Into::into))
 }

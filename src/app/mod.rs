@@ -96,10 +96,10 @@ fn create_report_file(path: &Path) -> anyhow::Result<File> {
     })
 }
 
-/// Renders a report to stdout; an I/O error says it was the report that
+/// Renders a report to stdout (styled for it); an I/O error says it was the report that
 /// could not be written.
 fn render_to<R: report::Render>(r: &R, format: Format, out: &mut dyn Write) -> anyhow::Result<()> {
-    match report::render(r, format, Style { color: false }, out) {
+    match report::render(r, format, Style::stdout(), out) {
         Ok(()) => Ok(()),
         Err(report::RenderError::Io(e)) => {
             Err(anyhow::Error::new(e).context("cannot write the report"))
