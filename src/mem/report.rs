@@ -241,7 +241,7 @@ fn tenths(bytes: u64, unit: u64) -> String {
 }
 
 impl Render for MemReport {
-    fn human(&self, out: &mut dyn Write, _style: Style) -> io::Result<()> {
+    fn human(&self, out: &mut dyn Write, style: Style) -> io::Result<()> {
         let unit = if self.view.human_sizes {
             String::new()
         } else {
@@ -259,25 +259,29 @@ impl Render for MemReport {
             GroupBy::User => "User (processes)",
             GroupBy::Cgroup => "Cgroup (processes)",
         };
-        let header = [
-            format!("Private{unit}"),
-            format!("Shared{unit}"),
-            format!("RAM used{unit}"),
-            format!("{}{unit}", self.swap_header()),
-        ];
-        let mut rows: Vec<([String; 4], String)> = Vec::new();
-        if !self.view.total_only {
+        use crate::report::text::{Column, TextTable};
+        // On a narrow terminal the name is cut in its middle (its count or
+        // pid stays); the TOTAL line is never cut.
+        let mut table = TextTable::new(vec![
+            Column::number(format!("Private{unit}")),
+            Column::number(format!("Shared{unit}")),
+            Column::number(format!("RAM used{unit}")),
+            Column::number(format!("{}{unit}", self.swap_header())),
+            Column::text(what).cut_middle(),
+        ]);
+        if self.view.total_only {
+            table = table.without_header();
+        } else {
             for g in &self.groups {
-                rows.push((
-                    [
-                        self.size(g.private_bytes),
-                        self.size(g.shared_bytes),
-                        self.size(g.pss_bytes),
-                        self.size(g.swap_bytes),
-                    ],
+                table.row(vec![
+                    self.size(g.private_bytes),
+                    self.size(g.shared_bytes),
+                    self.size(g.pss_bytes),
+                    self.size(g.swap_bytes),
                     self.label(g),
-                ));
+                ]);
             }
+            table.rule();
         }
         let t = &self.total;
         let hidden = if self.hidden_groups > 0 && !self.view.total_only {
@@ -285,13 +289,11 @@ impl Render for MemReport {
         } else {
             String::new()
         };
-        let total = (
-            [
-                self.size(t.private_bytes),
-                self.size(t.shared_bytes),
-                self.size(t.pss_bytes),
-                self.size(t.swap_bytes),
-            ],
+        table.whole_row(vec![
+            self.size(t.private_bytes),
+            self.size(t.shared_bytes),
+            self.size(t.pss_bytes),
+            self.size(t.swap_bytes),
             format!(
                 "TOTAL ({}, {}{hidden}){}",
                 crate::units::count(t.processes, "process", "processes"),
@@ -301,30 +303,8 @@ impl Render for MemReport {
                     .map(|p| format!("; {p}"))
                     .unwrap_or_default()
             ),
-        );
-        let mut widths = header.clone().map(|h| h.chars().count());
-        for (cells, _) in rows.iter().chain(std::iter::once(&total)) {
-            for (w, c) in widths.iter_mut().zip(cells) {
-                *w = (*w).max(c.chars().count());
-            }
-        }
-        let line = |cells: &[String; 4], label: &str| {
-            let mut s = String::new();
-            for (c, w) in cells.iter().zip(widths) {
-                s.push_str(&format!("{c:>w$}  "));
-            }
-            s.push_str(label);
-            s
-        };
-        if !self.view.total_only {
-            writeln!(out, "{}", line(&header, what))?;
-            for (cells, label) in &rows {
-                writeln!(out, "{}", line(cells, label))?;
-            }
-            let rule: usize = widths.iter().map(|w| w + 2).sum();
-            writeln!(out, "{}", "-".repeat(rule.saturating_sub(2)))?;
-        }
-        writeln!(out, "{}", line(&total.0, &total.1))?;
+        ]);
+        table.write(out, style)?;
         if self.swap_source == "Swap" && !self.view.total_only {
             writeln!(
                 out,

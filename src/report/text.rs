@@ -11,9 +11,11 @@
 //!
 //! [`Style::width`] is the room a line has (see [`Style::stdout`]): `None`
 //! means no limit. When a line would be wider:
-//! 1. the column declared [`Column::cut_end`] or [`Column::cut_start`] (a
-//!    program name, a path) is cut to fit, with an ellipsis `…` at the end
-//!    or at the start, down to [`MIN_CUT`] characters;
+//! 1. the column declared [`Column::cut_end`], [`Column::cut_start`] or
+//!    [`Column::cut_middle`] (a program name, a path) is cut to fit, with
+//!    an ellipsis `…` at the end, start or middle, down to [`MIN_CUT`]
+//!    characters; rows added with [`TextTable::whole_row`] (totals) are
+//!    not cut;
 //! 2. if that is not enough, columns declared [`Column::droppable`] are
 //!    left out, lowest rank first, until the table fits (the cut column
 //!    grows back into the room they leave);
@@ -118,6 +120,8 @@ enum Cut {
     End,
     /// `…/dir/file.txt`: paths, whose end says most.
     Start,
+    /// `firefox-w…er (12)`: a name followed by what counts it.
+    Middle,
 }
 
 /// One column: its header, alignment and how it gives way to a narrow
@@ -162,6 +166,13 @@ impl Column {
         self
     }
 
+    /// Cut with `…` in the middle when the table is too wide (a name
+    /// followed by a count or an id).
+    pub fn cut_middle(mut self) -> Column {
+        self.cut = Some(Cut::Middle);
+        self
+    }
+
     /// May be left out when the table is too wide, lowest `rank` first.
     pub fn droppable(mut self, rank: u8) -> Column {
         self.drop_rank = Some(rank);
@@ -172,6 +183,8 @@ impl Column {
 #[derive(Debug, Clone)]
 enum Row {
     Cells(Vec<String>),
+    /// Cells never cut (a total, whose words are figures too).
+    Whole(Vec<String>),
     /// Leading cells, then one text over the remaining columns.
     Span(Vec<String>, String),
     /// Dashes under the padded columns.
@@ -206,6 +219,14 @@ fn cut(s: &str, width: usize, how: Cut) -> String {
             .into_iter()
             .chain(s.chars().skip(n.saturating_sub(keep)))
             .collect(),
+        Cut::Middle => {
+            let tail = keep / 2;
+            s.chars()
+                .take(keep - tail)
+                .chain(['…'])
+                .chain(s.chars().skip(n.saturating_sub(tail)))
+                .collect()
+        }
     }
 }
 
@@ -236,6 +257,12 @@ impl TextTable {
         self.rows.push(Row::Cells(cells));
     }
 
+    /// A row whose cells are never cut, even if it runs past the width
+    /// (a total line whose text holds figures).
+    pub fn whole_row(&mut self, cells: Vec<String>) {
+        self.rows.push(Row::Whole(cells));
+    }
+
     /// A row of `lead` cells, then `rest` unpadded over the remaining
     /// columns (a failure in place of figures); `rest` is not counted in
     /// the widths.
@@ -257,12 +284,16 @@ impl TextTable {
     fn natural(&self) -> Vec<usize> {
         let mut widths: Vec<usize> = self.columns.iter().map(|c| chars(&c.header)).collect();
         for row in &self.rows {
-            let cells = match row {
-                Row::Cells(c) | Row::Span(c, _) => c,
+            let (cells, whole) = match row {
+                Row::Cells(c) | Row::Span(c, _) => (c, false),
+                Row::Whole(c) => (c, true),
                 Row::Rule | Row::Line(_) => continue,
             };
-            for (w, c) in widths.iter_mut().zip(cells) {
-                *w = (*w).max(chars(c));
+            for ((w, c), col) in widths.iter_mut().zip(cells).zip(&self.columns) {
+                // A whole row runs past a cut column rather than widen it.
+                if !(whole && col.cut.is_some()) {
+                    *w = (*w).max(chars(c));
+                }
             }
         }
         widths
@@ -318,7 +349,7 @@ impl TextTable {
         let unpadded_last = last.filter(|l| self.columns[*l].align == Align::Left);
         // The first `upto` columns of `cells`; `pad_last` pads even an
         // unpadded last column (a span follows it).
-        let render = |cells: &[String], upto: usize, pad_last: bool| -> Vec<String> {
+        let render = |cells: &[String], upto: usize, pad_last: bool, whole: bool| -> Vec<String> {
             let mut parts = Vec::new();
             for (i, col) in self.columns.iter().enumerate().take(upto) {
                 if !shown[i] {
@@ -327,8 +358,8 @@ impl TextTable {
                 let raw = cells.get(i).map(String::as_str).unwrap_or("");
                 let w = widths[i];
                 let text = match col.cut {
-                    Some(how) => cut(raw, w, how),
-                    None => raw.to_string(),
+                    Some(how) if !whole => cut(raw, w, how),
+                    _ => raw.to_string(),
                 };
                 let pad = " ".repeat(w.saturating_sub(chars(&text)));
                 parts.push(match col.align {
@@ -343,7 +374,7 @@ impl TextTable {
         let mut lines = Vec::new();
         if self.header {
             let headers: Vec<String> = self.columns.iter().map(|c| c.header.clone()).collect();
-            let h = render(&headers, n, false).join(GAP_TEXT);
+            let h = render(&headers, n, false, false).join(GAP_TEXT);
             let h = h.trim_end();
             lines.push(if style.color && !h.trim().is_empty() {
                 let indent = h.len() - h.trim_start().len();
@@ -355,9 +386,10 @@ impl TextTable {
         }
         for row in &self.rows {
             let text = match row {
-                Row::Cells(cells) => render(cells, n, false).join(GAP_TEXT),
+                Row::Cells(cells) => render(cells, n, false, false).join(GAP_TEXT),
+                Row::Whole(cells) => render(cells, n, false, true).join(GAP_TEXT),
                 Row::Span(lead, rest) => {
-                    let mut parts = render(lead, lead.len().min(n), true);
+                    let mut parts = render(lead, lead.len().min(n), true, false);
                     parts.push(rest.clone());
                     parts.join(GAP_TEXT)
                 }
@@ -493,7 +525,7 @@ mod tests {
         .prefix("tally: ");
         t.row(s(&["1,024", "a-very-long-program-name-indeed"]));
         t.rule();
-        t.row(s(&["2", "TOTAL"]));
+        t.whole_row(s(&["2", "TOTAL (1 process, 1 program)"]));
         t.line("  [# ]".into());
         let lines = t.lines(Style {
             color: false,
@@ -505,7 +537,7 @@ mod tests {
                 "tally: Private  Program",
                 "tally:   1,024  a-very-long-p…",
                 "tally: -------",
-                "tally:       2  TOTAL",
+                "tally:       2  TOTAL (1 process, 1 program)",
                 "  [# ]",
             ]
         );
@@ -564,5 +596,6 @@ mod tests {
         assert_eq!(cut("abcdefgh", 5, Cut::End), "abcd…");
         assert_eq!(cut("abcdefgh", 5, Cut::Start), "…efgh");
         assert_eq!(cut("abc", 5, Cut::Start), "abc");
+        assert_eq!(cut("firefox-web (12)", 9, Cut::Middle), "fire…(12)");
     }
 }
