@@ -36,7 +36,7 @@ use std::io::{self, IsTerminal, Write};
 use super::Style;
 
 /// The narrowest a cut column becomes, ellipsis included.
-pub const MIN_CUT: usize = 12;
+pub const MIN_CUT: usize = 20;
 
 /// Columns apart.
 const GAP: usize = 2;
@@ -497,12 +497,12 @@ mod tests {
     fn too_wide_after_cutting_drops_columns_by_rank() {
         let style = Style {
             color: false,
-            width: Some(22),
+            width: Some(30),
         };
         let lines = sample().lines(style);
-        assert!(lines.iter().all(|l| chars(l) <= 22), "{lines:#?}");
+        assert!(lines.iter().all(|l| chars(l) <= 30), "{lines:#?}");
         assert_eq!(lines[0], "    size  path");
-        assert_eq!(lines[2], "12.0 KiB  …ry/file.txt");
+        assert_eq!(lines[2], "12.0 KiB  …/directory/file.txt");
     }
 
     #[test]
@@ -529,13 +529,13 @@ mod tests {
         t.line("  [# ]".into());
         let lines = t.lines(Style {
             color: false,
-            width: Some(30),
+            width: Some(36),
         });
         assert_eq!(
             lines,
             [
                 "tally: Private  Program",
-                "tally:   1,024  a-very-long-p…",
+                "tally:   1,024  a-very-long-program…",
                 "tally: -------",
                 "tally:       2  TOTAL (1 process, 1 program)",
                 "  [# ]",
