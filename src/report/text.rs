@@ -275,7 +275,8 @@ impl TextTable {
         self.rows.push(Row::Rule);
     }
 
-    /// A line of its own under the last row, written as it is.
+    /// A line of its own under the last row, written as it is (no prefix,
+    /// not cut, not counted in the widths).
     pub fn line(&mut self, text: String) {
         self.rows.push(Row::Line(text));
     }
