@@ -352,6 +352,41 @@ fn output_formats_snapshot() {
 }
 
 #[test]
+fn human_fits_columns_by_cutting_names_in_the_middle_never_the_total() {
+    let out = tally("odd")
+        .args(["--by", "pid"])
+        .env("COLUMNS", "70")
+        .output()
+        .expect("runs");
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    let total = lines
+        .iter()
+        .position(|l| l.contains("TOTAL ("))
+        .expect("a TOTAL line");
+    // The table rows fit; the pid of a cut name stays.
+    assert!(
+        lines[..total].iter().all(|l| l.chars().count() <= 70),
+        "{text}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains('…') && l.ends_with("[500]")),
+        "{text}"
+    );
+    // The TOTAL line keeps every word.
+    assert!(
+        lines[total].ends_with("(this kernel has no SwapPss)"),
+        "{text}"
+    );
+    // Without a width nothing is cut.
+    let plain = tally("odd").args(["--by", "pid"]).output().expect("runs");
+    assert!(!String::from_utf8_lossy(&plain.stdout).contains('…'));
+}
+
+#[test]
 fn bad_input_gets_a_clear_error() {
     common::tally()
         .args(["mem", "--procfs", "/nonexistent/tally-procfs"])

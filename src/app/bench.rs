@@ -144,7 +144,7 @@ pub(super) fn bench_command(args: cli::bench::BenchArgs) -> u8 {
         }
     }
     let code = quiet_pipe(|out| {
-        report::render(&report, args.format, Style { color: false }, out).map_err(Into::into)
+        report::render(&report, args.format, Style::stdout(), out).map_err(Into::into)
     });
     code.max(u8::from(!exports.write(&report)))
 }

@@ -71,12 +71,7 @@ pub(super) fn cp_command(args: cli::cp::CpArgs) -> u8 {
     }
     if args.verbose {
         let stderr = io::stderr();
-        let _ = report::render(
-            &report,
-            Format::Human,
-            Style { color: false },
-            &mut stderr.lock(),
-        );
+        let _ = report::render(&report, Format::Human, Style::stderr(), &mut stderr.lock());
     }
     if args.format != Format::Human {
         let code = quiet_pipe(|out| render_to(&report, args.format, out));

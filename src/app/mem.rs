@@ -103,8 +103,16 @@ pub(super) fn mem_command(
             let mut out = stdout.lock();
             let terminal = out.is_terminal();
             let stop = || signals.pending().is_some();
-            mem::watch(&cfg, interval, args.format, terminal, &mut out, &stop)
-                .map(|r| r.unwrap_or_default())
+            mem::watch(
+                &cfg,
+                interval,
+                args.format,
+                Style::stdout(),
+                terminal,
+                &mut out,
+                &stop,
+            )
+            .map(|r| r.unwrap_or_default())
         }
         None => {
             let snap = mem::scan(&cfg, privilege);
@@ -131,7 +139,7 @@ pub(super) fn mem_command(
                 let report = mem::summarize(&snap, &cfg);
                 let stdout = io::stdout();
                 let mut out = stdout.lock();
-                report::render(&report, args.format, Style::default(), &mut out)?;
+                report::render(&report, args.format, Style::stdout(), &mut out)?;
                 Ok(report)
             })
         }

@@ -169,12 +169,11 @@ impl Exports {
         for (e, mut sink) in self.0 {
             // Rendered whole, then written at once, like the main report.
             let mut text = Vec::with_capacity(4096);
-            let written =
-                report::render(r, e.format, Style { color: false }, &mut text).and_then(|()| {
-                    sink.write_all(&text)
-                        .and_then(|()| sink.flush())
-                        .map_err(report::RenderError::Io)
-                });
+            let written = report::render(r, e.format, Style::PLAIN, &mut text).and_then(|()| {
+                sink.write_all(&text)
+                    .and_then(|()| sink.flush())
+                    .map_err(report::RenderError::Io)
+            });
             match written {
                 Ok(()) => {}
                 Err(err) if err.is_broken_pipe() => {}
@@ -207,10 +206,10 @@ fn create_report_file(path: &Path) -> anyhow::Result<File> {
     })
 }
 
-/// Renders a report to stdout; an I/O error says it was the report that
+/// Renders a report to stdout (styled for it); an I/O error says it was the report that
 /// could not be written.
 fn render_to<R: report::Render>(r: &R, format: Format, out: &mut dyn Write) -> anyhow::Result<()> {
-    match report::render(r, format, Style { color: false }, out) {
+    match report::render(r, format, Style::stdout(), out) {
         Ok(()) => Ok(()),
         Err(report::RenderError::Io(e)) => {
             Err(anyhow::Error::new(e).context("cannot write the report"))

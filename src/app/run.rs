@@ -72,7 +72,13 @@ pub(super) fn run_command(args: cli::run::RunArgs) -> u8 {
             return e.exit_code();
         }
     };
-    let style = Style { color: false };
+    // A report file gets plain text; stderr gets what its terminal can
+    // show.
+    let style = if file.is_some() {
+        Style::PLAIN
+    } else {
+        Style::stderr()
+    };
     // Rendered whole, then written at once: stderr is unbuffered, and one
     // write keeps the report's lines together.
     let mut text = Vec::with_capacity(4096);

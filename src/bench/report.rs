@@ -152,7 +152,13 @@ fn write_single(r: &BenchReport, f: &Figure, out: &mut dyn Write) -> io::Result<
     Ok(())
 }
 
-fn write_sweep(r: &BenchReport, b: &BenchResult, out: &mut dyn Write) -> io::Result<()> {
+fn write_sweep(
+    r: &BenchReport,
+    b: &BenchResult,
+    out: &mut dyn Write,
+    style: Style,
+) -> io::Result<()> {
+    use crate::report::text::{Column, TextTable};
     let mut series: Vec<&str> = Vec::new();
     let mut xs: Vec<u64> = Vec::new();
     for f in &b.figures {
@@ -167,22 +173,14 @@ fn write_sweep(r: &BenchReport, b: &BenchResult, out: &mut dyn Write) -> io::Res
     }
     xs.sort_unstable();
     let x_unit = b.figures.iter().find_map(|f| f.x_unit.as_deref());
-    let width = series
-        .iter()
-        .map(|s| s.len())
-        .max()
-        .unwrap_or(10)
-        .clamp(14, 28);
     // At most four series side by side, so a table fits a terminal.
     for group in series.chunks(4) {
-        write!(out, "  {:>10}", x_unit.unwrap_or(""))?;
-        for s in group {
-            write!(out, " {s:>width$}")?;
-        }
-        writeln!(out)?;
+        let mut columns = vec![Column::number(x_unit.unwrap_or(""))];
+        columns.extend(group.iter().map(|s| Column::number(*s)));
+        let mut table = TextTable::new(columns).prefix("  ");
         for x in &xs {
             let shown = format_x(*x, x_unit).replace(&format!(" {}", x_unit.unwrap_or("")), "");
-            write!(out, "  {shown:>10}")?;
+            let mut row = vec![shown];
             for s in group {
                 let cell = b
                     .figures
@@ -195,10 +193,11 @@ fn write_sweep(r: &BenchReport, b: &BenchResult, out: &mut dyn Write) -> io::Res
                         (None, Some(_)) if f.value.summary().is_some() => "implausible".into(),
                         (None, _) => "unavailable".into(),
                     });
-                write!(out, " {cell:>width$}")?;
+                row.push(cell);
             }
-            writeln!(out)?;
+            table.row(row);
         }
+        table.write(out, style)?;
     }
     for s in &series {
         if let Some(f) = b.figures.iter().find(|f| f.label == *s) {
@@ -247,7 +246,7 @@ fn write_sweep(r: &BenchReport, b: &BenchResult, out: &mut dyn Write) -> io::Res
 }
 
 impl Render for BenchReport {
-    fn human(&self, out: &mut dyn Write, _style: Style) -> io::Result<()> {
+    fn human(&self, out: &mut dyn Write, style: Style) -> io::Result<()> {
         machine_lines(self, out)?;
         if let Some(b) = &self.baseline {
             writeln!(out, "  baseline: {}", b.describe())?;
@@ -270,7 +269,7 @@ impl Render for BenchReport {
             }
             let sweep = !b.figures.is_empty() && b.figures.iter().all(|f| f.x.is_some());
             if sweep {
-                write_sweep(self, b, out)?;
+                write_sweep(self, b, out, style)?;
             } else {
                 for f in &b.figures {
                     write_single(self, f, out)?;

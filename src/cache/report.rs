@@ -220,35 +220,8 @@ fn writeback(r: &Residency) -> Option<u64> {
     }
 }
 
-fn write_table(out: &mut dyn Write, header: &[&str], rows: &[Vec<String>]) -> io::Result<()> {
-    let n = header.len();
-    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
-    for row in rows {
-        for (w, c) in widths.iter_mut().zip(row) {
-            *w = (*w).max(c.chars().count());
-        }
-    }
-    let line = |cells: Vec<&str>| {
-        let mut s = String::new();
-        for (i, (c, w)) in cells.iter().zip(&widths).enumerate() {
-            if i + 1 == n {
-                // The path, last and left-aligned, unpadded.
-                s.push_str(c);
-            } else {
-                s.push_str(&format!("{c:>w$}  ", w = *w));
-            }
-        }
-        s
-    };
-    writeln!(out, "{}", line(header.to_vec()).trim_end())?;
-    for row in rows {
-        writeln!(out, "{}", line(row.iter().map(String::as_str).collect()))?;
-    }
-    Ok(())
-}
-
 impl Render for CacheReport {
-    fn human(&self, out: &mut dyn Write, _style: Style) -> io::Result<()> {
+    fn human(&self, out: &mut dyn Write, style: Style) -> io::Result<()> {
         if self.files.is_empty() {
             // No table without rows: say so (the skipped paths, if any,
             // are on standard error).
@@ -264,13 +237,21 @@ impl Render for CacheReport {
         }
         let page = self.page_size_bytes;
         let with_before = matches!(self.action, Action::Evict | Action::Warm | Action::Lock);
-        let mut header = vec!["size"];
+        use crate::report::text::{Column, TextTable};
+        // On a narrow terminal the path is cut at its start (the file name
+        // stays), then writeback and dirty are left out.
+        let mut columns = vec![Column::number("size")];
         if with_before {
-            header.push("before");
+            columns.push(Column::number("before"));
         }
-        header.extend(["cached", "%", "dirty", "writeback", "path"]);
-        let mut rows = Vec::new();
-        let mut maps = Vec::new();
+        columns.extend([
+            Column::number("cached"),
+            Column::number("%"),
+            Column::number("dirty").droppable(2),
+            Column::number("writeback").droppable(1),
+            Column::text("path").cut_start(),
+        ]);
+        let mut table = TextTable::new(columns);
         for f in &self.files {
             let mut row = vec![human_bytes(f.size_bytes)];
             if with_before {
@@ -286,8 +267,13 @@ impl Render for CacheReport {
             row.push(bytes_cell(known_opt(&f.residency, page, dirty)).replace("unknown", "-"));
             row.push(bytes_cell(known_opt(&f.residency, page, writeback)).replace("unknown", "-"));
             row.push(display(&f.path));
-            rows.push(row);
-            maps.push(f.map_percent.as_ref());
+            table.row(row);
+            // The map goes under its file's row.
+            if let Some(m) = &f.map_percent {
+                if !m.is_empty() {
+                    table.line(format!("  [{}]", map_line(m)));
+                }
+            }
         }
         if self.files.len() > 1 {
             let t = &self.total;
@@ -314,28 +300,9 @@ impl Render for CacheReport {
                 row.push(human_bytes(t.writeback_bytes));
             }
             row.push(format!("total of {} files{unknown}", thousands(t.files)));
-            rows.push(row);
+            table.whole_row(row);
         }
-        if maps.iter().any(Option::is_some) {
-            // Map lines go under each file's row.
-            let mut buf = Vec::new();
-            write_table(&mut buf, &header, &rows)?;
-            let text = String::from_utf8_lossy(&buf);
-            let mut lines = text.lines();
-            if let Some(h) = lines.next() {
-                writeln!(out, "{h}")?;
-            }
-            for (i, line) in lines.enumerate() {
-                writeln!(out, "{line}")?;
-                if let Some(Some(m)) = maps.get(i) {
-                    if !m.is_empty() {
-                        writeln!(out, "  [{}]", map_line(m))?;
-                    }
-                }
-            }
-        } else {
-            write_table(out, &header, &rows)?;
-        }
+        table.write(out, style)?;
         for f in &self.files {
             if let Residency::Unknown { reason } = &f.residency {
                 writeln!(out, "{}: residency unknown: {reason}", display(&f.path))?;
@@ -476,6 +443,31 @@ mod tests {
         assert_eq!(r.total.dirty_bytes, 4096);
         assert_eq!(r.total.unknown_files, 1);
         assert!(r.has_problems());
+    }
+
+    #[test]
+    fn human_fits_a_narrow_terminal_keeping_file_names_and_totals() {
+        let mut r = report();
+        r.files[0].path = "/var/lib/a/long/directory/of/data/file-a.dat".into();
+        let mut out = Vec::new();
+        let style = Style {
+            color: false,
+            width: Some(44),
+        };
+        r.human(&mut out, style).expect("render");
+        let text = String::from_utf8(out).expect("utf8");
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[0].split_whitespace().collect::<Vec<_>>(),
+            ["size", "cached", "%", "path"]
+        );
+        assert!(lines[1].ends_with("…/of/data/file-a.dat"), "{text}");
+        assert!(lines[1].chars().count() <= 44, "{text}");
+        assert_eq!(lines[2], "  [# ]");
+        assert!(
+            text.contains("  total of 2 files (1 files unknown)\n"),
+            "{text}"
+        );
     }
 
     #[test]

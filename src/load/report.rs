@@ -140,7 +140,8 @@ fn opt(v: Option<u64>) -> String {
 }
 
 impl Render for LoadReport {
-    fn human(&self, out: &mut dyn Write, _style: Style) -> io::Result<()> {
+    fn human(&self, out: &mut dyn Write, style: Style) -> io::Result<()> {
+        use crate::report::text::{Column, TextTable};
         let touch = match self.touch {
             Touch::All => "checksum over every byte",
             Touch::Page => "one byte per page",
@@ -154,34 +155,34 @@ impl Render for LoadReport {
             self.runs_per_method,
             if self.runs_per_method == 1 { "" } else { "s" }
         )?;
-        let header = [
-            "mode",
-            "method",
-            "wall µs",
-            "cpu µs",
-            "kernel",
-            "peak RSS",
-            "minor flt",
-            "major flt",
-            "block in",
-            "storage read",
-            "cached after",
-            "checksum",
-        ];
+        // On a narrow terminal the least telling figures go first: block
+        // in, minor faults, peak RSS, kernel share, cpu time.
+        let mut table = TextTable::new(vec![
+            Column::text("mode"),
+            Column::text("method"),
+            Column::number("wall µs"),
+            Column::number("cpu µs").droppable(5),
+            Column::number("kernel").droppable(4),
+            Column::number("peak RSS").droppable(3),
+            Column::number("minor flt").droppable(2),
+            Column::number("major flt"),
+            Column::number("block in").droppable(1),
+            Column::number("storage read"),
+            Column::number("cached after"),
+            Column::number("checksum"),
+        ]);
         let page = crate::sys::page_size();
         let pages = self.size_bytes.div_ceil(page);
-        let mut rows: Vec<Vec<String>> = Vec::new();
         for r in &self.results {
             let mode = match r.mode {
                 Mode::Cold => "cold",
                 Mode::Warm => "warm",
             };
             if let Some(e) = &r.error {
-                rows.push(vec![
-                    mode.into(),
-                    r.method.name().into(),
+                table.span(
+                    vec![mode.into(), r.method.name().into()],
                     format!("unavailable: {e}"),
-                ]);
+                );
                 continue;
             }
             let kernel = match (r.system_us, r.cpu_us()) {
@@ -204,7 +205,7 @@ impl Render for LoadReport {
                 [one] => one.chars().take(8).collect(),
                 _ => "DIFFER".to_string(),
             };
-            rows.push(vec![
+            table.row(vec![
                 mode.into(),
                 r.method.name().into(),
                 opt(r.wall_us),
@@ -223,31 +224,7 @@ impl Render for LoadReport {
                 sum,
             ]);
         }
-        let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
-        for row in &rows {
-            if row.len() == header.len() {
-                for (w, c) in widths.iter_mut().zip(row) {
-                    *w = (*w).max(c.chars().count());
-                }
-            }
-        }
-        let line = |cells: &[String]| {
-            let mut s = String::new();
-            for (i, (c, w)) in cells.iter().zip(&widths).enumerate() {
-                if i < 2 {
-                    s.push_str(&format!("{c:<w$}  ", w = *w));
-                } else if i + 1 == cells.len() && cells.len() < header.len() {
-                    s.push_str(c);
-                } else {
-                    s.push_str(&format!("{c:>w$}  ", w = *w));
-                }
-            }
-            s.trim_end().to_string()
-        };
-        writeln!(out, "{}", line(&header.map(String::from)))?;
-        for row in &rows {
-            writeln!(out, "{}", line(row))?;
-        }
+        table.write(out, style)?;
         writeln!(out, "{}", self.checksum_verdict())?;
         for w in &self.warnings {
             writeln!(out, "warning: {w}")?;
@@ -513,6 +490,44 @@ mod tests {
         let mut html = Vec::new();
         write_html(&r, &mut html).expect("html");
         assert!(!html.contains(&0x1b));
+    }
+
+    #[test]
+    fn failed_method_spans_the_figures_and_narrow_terminals_drop_minor_columns() {
+        let mut r = report(["0123456789abcdef", "0123456789abcdef"]);
+        let mut failed = result(Method::MmapSequential, Mode::Warm, "-");
+        failed.error = Some("EINVAL".into());
+        r.results.push(failed);
+        let human = |width| {
+            let mut out = Vec::new();
+            let style = Style {
+                color: false,
+                width,
+            };
+            r.human(&mut out, style).expect("render");
+            String::from_utf8(out).expect("utf8")
+        };
+        let text = human(None);
+        // The method column is as wide as the failed method's name.
+        assert!(
+            text.contains("\ncold  read               1,000  "),
+            "{text}"
+        );
+        assert!(
+            text.contains("\nwarm  mmap-sequential  unavailable: EINVAL\n"),
+            "{text}"
+        );
+        let narrow = human(Some(80));
+        let header = narrow.lines().nth(1).expect("header");
+        assert!(
+            !header.contains("block in") && !header.contains("minor flt"),
+            "{narrow}"
+        );
+        assert!(
+            header.contains("major flt") && header.contains("checksum"),
+            "{narrow}"
+        );
+        assert!(narrow.lines().all(|l| l.chars().count() <= 80), "{narrow}");
     }
 
     #[test]

@@ -249,6 +249,7 @@ pub fn watch(
     cfg: &Config,
     interval: Duration,
     format: Format,
+    style: Style,
     terminal: bool,
     out: &mut dyn Write,
     stop: &dyn Fn() -> bool,
@@ -265,7 +266,7 @@ pub fn watch(
         } else if !first && format == Format::Human {
             out.write_all(b"\n").map_err(RenderError::Io)?;
         }
-        crate::report::render(&report, format, Style::default(), out)?;
+        crate::report::render(&report, format, style, out)?;
         first = false;
         last = Some(report);
         // Sleep in short steps so a signal ends the loop promptly.

@@ -147,7 +147,8 @@ fn tenths(bytes: u64, unit: u64) -> String {
 }
 
 impl Render for MemReport {
-    fn human(&self, out: &mut dyn Write, _style: Style) -> io::Result<()> {
+    fn human(&self, out: &mut dyn Write, style: Style) -> io::Result<()> {
+        use crate::report::text::{Column as TextColumn, TextTable};
         let unit = if self.view.human_sizes {
             String::new()
         } else {
@@ -165,28 +166,29 @@ impl Render for MemReport {
             GroupBy::User => "User (processes)",
             GroupBy::Cgroup => "Cgroup (processes)",
         };
-        let shown: Vec<(&Column, &str)> = COLUMNS
+        // The figures shown are the COLUMNS with a human header. On a
+        // narrow terminal the name is cut in its middle (its count or pid
+        // stays); the TOTAL line is never cut.
+        let shown: Vec<&Column> = COLUMNS.iter().filter(|c| c.header.is_some()).collect();
+        let mut columns: Vec<TextColumn> = shown
             .iter()
-            .filter_map(|c| c.header.map(|h| (c, h)))
-            .collect();
-        let header: Vec<String> = shown
-            .iter()
-            .map(|(c, h)| match c.csv {
-                "swap" => format!("{}{unit}", self.swap_header()),
-                _ => format!("{h}{unit}"),
+            .map(|c| match (c.csv, c.header) {
+                ("swap", _) => TextColumn::number(format!("{}{unit}", self.swap_header())),
+                (_, h) => TextColumn::number(format!("{}{unit}", h.unwrap_or_default())),
             })
             .collect();
-        let mut rows: Vec<(Vec<String>, String)> = Vec::new();
-        if !self.view.total_only {
+        columns.push(TextColumn::text(what).cut_middle());
+        let mut table = TextTable::new(columns);
+        if self.view.total_only {
+            table = table.without_header();
+        } else {
             for g in &self.groups {
-                rows.push((
-                    shown
-                        .iter()
-                        .map(|(c, _)| self.size((c.of_group)(g)))
-                        .collect(),
-                    self.label(g),
-                ));
+                let mut cells: Vec<String> =
+                    shown.iter().map(|c| self.size((c.of_group)(g))).collect();
+                cells.push(self.label(g));
+                table.row(cells);
             }
+            table.rule();
         }
         let t = &self.total;
         let hidden = if self.hidden_groups > 0 && !self.view.total_only {
@@ -194,44 +196,18 @@ impl Render for MemReport {
         } else {
             String::new()
         };
-        let total = (
-            shown
-                .iter()
-                .map(|(c, _)| self.size((c.of_total)(t)))
-                .collect::<Vec<_>>(),
-            format!(
-                "TOTAL ({}, {}{hidden}){}",
-                crate::units::count(t.processes, "process", "processes"),
-                crate::units::count(t.groups, self.column(), &format!("{}s", self.column())),
-                t.swap_not_attributed
-                    .phrase()
-                    .map(|p| format!("; {p}"))
-                    .unwrap_or_default()
-            ),
-        );
-        let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
-        for (cells, _) in rows.iter().chain(std::iter::once(&total)) {
-            for (w, c) in widths.iter_mut().zip(cells) {
-                *w = (*w).max(c.chars().count());
-            }
-        }
-        let line = |cells: &[String], label: &str| {
-            let mut s = String::new();
-            for (c, w) in cells.iter().zip(&widths) {
-                s.push_str(&format!("{c:>w$}  "));
-            }
-            s.push_str(label);
-            s
-        };
-        if !self.view.total_only {
-            writeln!(out, "{}", line(&header, what))?;
-            for (cells, label) in &rows {
-                writeln!(out, "{}", line(cells, label))?;
-            }
-            let rule: usize = widths.iter().map(|w| w + 2).sum();
-            writeln!(out, "{}", "-".repeat(rule.saturating_sub(2)))?;
-        }
-        writeln!(out, "{}", line(&total.0, &total.1))?;
+        let mut total: Vec<String> = shown.iter().map(|c| self.size((c.of_total)(t))).collect();
+        total.push(format!(
+            "TOTAL ({}, {}{hidden}){}",
+            crate::units::count(t.processes, "process", "processes"),
+            crate::units::count(t.groups, self.column(), &format!("{}s", self.column())),
+            t.swap_not_attributed
+                .phrase()
+                .map(|p| format!("; {p}"))
+                .unwrap_or_default()
+        ));
+        table.whole_row(total);
+        table.write(out, style)?;
         if self.swap_source == "Swap" && !self.view.total_only {
             writeln!(
                 out,
@@ -240,7 +216,6 @@ impl Render for MemReport {
         }
         Ok(())
     }
-
     fn table(&self) -> Table {
         let u = self.unit_suffix();
         let figure = |name: &str| {

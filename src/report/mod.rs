@@ -11,6 +11,7 @@ pub mod json;
 pub mod markdown;
 pub mod path;
 pub mod prometheus;
+pub mod text;
 
 use std::io::{self, Write};
 
@@ -45,10 +46,15 @@ pub struct Table {
     pub rows: Vec<Vec<String>>,
 }
 
-/// Whether human output may use colour and redraw in place.
-#[derive(Debug, Clone, Copy, Default)]
+/// How human output may look where it goes: [`Style::stdout`],
+/// [`Style::stderr`] or [`Style::PLAIN`] (a file); see [`text`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Style {
+    /// Bold headers: only on a terminal, and not with `NO_COLOR`.
     pub color: bool,
+    /// Characters a line may take (`$COLUMNS`, else the terminal's);
+    /// `None`: no limit.
+    pub width: Option<usize>,
 }
 
 /// A report every format can render.

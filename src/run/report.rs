@@ -693,7 +693,7 @@ fn cell(v: f64, unit: &str) -> String {
 }
 
 impl Render for RunReport {
-    fn human(&self, out: &mut dyn Write, _style: Style) -> io::Result<()> {
+    fn human(&self, out: &mut dyn Write, style: Style) -> io::Result<()> {
         if self.runs.len() == 1 {
             let r = &self.runs[0];
             if let Some(c) = &r.cold {
@@ -714,61 +714,48 @@ impl Render for RunReport {
                 String::new()
             };
             writeln!(out, "tally: {} runs{warm}", self.runs.len())?;
-            let rows: Vec<[String; 6]> = FIGURES
-                .iter()
-                .filter_map(|fig| {
-                    let s = self.summary_of(fig.key)?;
-                    if s.max == 0.0 && !matches!(fig.key, "wall_us" | "cpu_us" | "max_rss_kb") {
-                        return None;
-                    }
-                    // Times and sizes carry their unit in each cell; counts
-                    // (bytes, operations) read better bare.
-                    let unit = if matches!(fig.unit, "µs" | "kB") {
-                        fig.unit
-                    } else {
-                        ""
-                    };
-                    let label = if fig.unit == "B" {
-                        format!("{} bytes", fig.label)
-                    } else {
-                        fig.label.to_string()
-                    };
-                    let mean = match s.stddev {
-                        Some(sd) => format!("{} ± {}", cell(s.mean, unit), cell(sd, unit)),
-                        None => cell(s.mean, unit),
-                    };
-                    Some([
-                        label,
-                        cell(s.min, unit),
-                        cell(s.median, unit),
-                        mean,
-                        cell(s.max, unit),
-                        String::new(),
-                    ])
-                })
-                .collect();
-            let header = ["", "min", "median", "mean ± stddev", "max", ""];
-            let mut widths = [0usize; 5];
-            for row in rows
-                .iter()
-                .map(|r| &r[..5])
-                .chain(std::iter::once(&header.map(String::from)[..5]))
-            {
-                for (w, c) in widths.iter_mut().zip(row) {
-                    *w = (*w).max(c.chars().count());
+            use crate::report::text::{Column, TextTable};
+            // On a narrow terminal min goes first, then max.
+            let mut table = TextTable::new(vec![
+                Column::text(""),
+                Column::number("min").droppable(1),
+                Column::number("median"),
+                Column::number("mean ± stddev"),
+                Column::number("max").droppable(2),
+            ])
+            .prefix("tally: ");
+            for fig in FIGURES {
+                let Some(s) = self.summary_of(fig.key) else {
+                    continue;
+                };
+                if s.max == 0.0 && !matches!(fig.key, "wall_us" | "cpu_us" | "max_rss_kb") {
+                    continue;
                 }
+                // Times and sizes carry their unit in each cell; counts
+                // (bytes, operations) read better bare.
+                let unit = if matches!(fig.unit, "µs" | "kB") {
+                    fig.unit
+                } else {
+                    ""
+                };
+                let label = if fig.unit == "B" {
+                    format!("{} bytes", fig.label)
+                } else {
+                    fig.label.to_string()
+                };
+                let mean = match s.stddev {
+                    Some(sd) => format!("{} ± {}", cell(s.mean, unit), cell(sd, unit)),
+                    None => cell(s.mean, unit),
+                };
+                table.row(vec![
+                    label,
+                    cell(s.min, unit),
+                    cell(s.median, unit),
+                    mean,
+                    cell(s.max, unit),
+                ]);
             }
-            let line = |cells: &[String]| {
-                let mut s = format!("{:<w$}", cells[0], w = widths[0]);
-                for (c, w) in cells[1..5].iter().zip(&widths[1..]) {
-                    s.push_str(&format!("  {:>w$}", c, w = *w));
-                }
-                s
-            };
-            writeln!(out, "tally: {}", line(&header.map(String::from)).trim_end())?;
-            for row in &rows {
-                writeln!(out, "tally: {}", line(&row[..]))?;
-            }
+            table.write(out, style)?;
             if let Some(c) = &last.cold {
                 writeln!(out, "tally: cold: before each run; the last:")?;
                 human_cold(c, out)?;
@@ -933,6 +920,31 @@ mod tests {
         let mut out = Vec::new();
         render(r, format, Style::default(), &mut out).expect("renders");
         String::from_utf8(out).expect("utf-8")
+    }
+
+    #[test]
+    fn repeated_runs_table_fits_a_narrow_terminal_by_leaving_out_min_then_max() {
+        let walls = [1000, 1010, 990, 1005, 995, 1002, 9000];
+        let r = report(walls.iter().map(|w| record(*w, 1472)).collect());
+        let narrow = |width| {
+            let mut out = Vec::new();
+            let style = Style {
+                color: false,
+                width: Some(width),
+            };
+            r.human(&mut out, style).expect("renders");
+            String::from_utf8(out).expect("utf-8")
+        };
+        let text = narrow(60);
+        let header = text.lines().nth(1).expect("header");
+        assert_eq!(
+            header.split_whitespace().collect::<Vec<_>>()[1..],
+            ["median", "mean", "±", "stddev"]
+        );
+        let rows: Vec<&str> = text.lines().skip(1).take(14).collect();
+        assert!(rows.iter().all(|l| l.chars().count() <= 60), "{text}");
+        assert!(narrow(72).lines().nth(1).expect("header").ends_with("max"));
+        assert!(narrow(200).lines().nth(1).expect("header").contains("min"));
     }
 
     #[test]

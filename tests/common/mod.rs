@@ -17,9 +17,13 @@ pub fn tally_bin() -> PathBuf {
     }
 }
 
-/// An assert_cmd command running the binary under test.
+/// An assert_cmd command running the binary under test; without
+/// `$COLUMNS`, so human tables are not fitted to the caller's terminal
+/// (a test that wants a width sets it).
 pub fn tally() -> assert_cmd::Command {
-    assert_cmd::Command::new(tally_bin())
+    let mut cmd = assert_cmd::Command::new(tally_bin());
+    cmd.env_remove("COLUMNS");
+    cmd
 }
 
 /// A command running the binary under test with every signal at its
