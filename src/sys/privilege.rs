@@ -65,20 +65,7 @@ const CAP_VERSION_3: u32 = 0x2008_0522;
 /// The effective and permitted capability sets of the calling thread, as
 /// 64-bit masks.
 pub fn capabilities() -> io::Result<(u64, u64)> {
-    let mut header = CapHeader {
-        version: CAP_VERSION_3,
-        pid: 0,
-    };
-    let mut data = [CapData::default(); 2];
-    // SAFETY: header and a two-element data array are what version 3 of
-    // capget expects; both outlive the call.
-    cvt_long(unsafe {
-        libc::syscall(
-            libc::SYS_capget,
-            &mut header as *mut CapHeader,
-            data.as_mut_ptr(),
-        )
-    })?;
+    let data = capget_all()?;
     let [low, high] = data;
     let eff = u64::from(low.effective) | (u64::from(high.effective) << 32);
     let perm = u64::from(low.permitted) | (u64::from(high.permitted) << 32);
