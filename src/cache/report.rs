@@ -287,7 +287,10 @@ impl Render for CacheReport {
                 row.push(human_bytes(before));
             }
             let unknown = if t.unknown_files > 0 {
-                format!(" ({} files unknown)", thousands(t.unknown_files))
+                format!(
+                    " ({} unknown)",
+                    crate::units::count(t.unknown_files, "file", "files")
+                )
             } else {
                 String::new()
             };
@@ -299,7 +302,10 @@ impl Render for CacheReport {
                 row.push(human_bytes(t.dirty_bytes));
                 row.push(human_bytes(t.writeback_bytes));
             }
-            row.push(format!("total of {} files{unknown}", thousands(t.files)));
+            row.push(format!(
+                "total of {}{unknown}",
+                crate::units::count(t.files, "file", "files")
+            ));
             table.whole_row(row);
         }
         table.write(out, style)?;
@@ -465,7 +471,7 @@ mod tests {
         assert!(lines[1].chars().count() <= 44, "{text}");
         assert_eq!(lines[2], "  [# ]");
         assert!(
-            text.contains("  total of 2 files (1 files unknown)\n"),
+            text.contains("  total of 2 files (1 file unknown)\n"),
             "{text}"
         );
     }
@@ -483,7 +489,7 @@ mod tests {
         assert!(b_line.contains("unknown"), "{b_line}");
         assert!(!b_line.contains("100%"), "{b_line}");
         assert!(text.contains("  [# ]"), "{text}");
-        assert!(text.contains("total of 2 files (1 files unknown)"));
+        assert!(text.contains("total of 2 files (1 file unknown)"));
         // A skipped path is an error, for standard error, not the report.
         assert!(!text.contains("skipped"), "{text}");
         assert_eq!(r.diagnostics(), ["/c: skipped: gone"]);
