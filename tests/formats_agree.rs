@@ -120,10 +120,11 @@ fn run_report_agrees_figure_by_figure_in_every_format() {
     };
     let int = |v: &Value| v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"));
     for (run, row) in runs.iter().zip(&rows) {
-        let wall_us = int(&run["wall_ns"]) / 1000.0;
-        assert!(
-            (num(row, "wall_us") - wall_us).abs() <= 1.0,
-            "wall: {wall_us} µs in JSON, {row:?}"
+        // Same unit: exact. Converted: the CSV keeps the whole µs / kB.
+        assert_eq!(
+            num(row, "wall_us"),
+            (int(&run["wall_ns"]) / 1000.0).floor(),
+            "{run}"
         );
         assert_eq!(num(row, "user_us"), int(&run["user_us"]));
         assert_eq!(num(row, "system_us"), int(&run["system_us"]));
@@ -131,7 +132,10 @@ fn run_report_agrees_figure_by_figure_in_every_format() {
             num(row, "cpu_us"),
             int(&run["user_us"]) + int(&run["system_us"])
         );
-        assert_eq!(num(row, "max_rss_kb") * 1024.0, int(&run["max_rss_bytes"]));
+        assert_eq!(
+            num(row, "max_rss_kb"),
+            (int(&run["max_rss_bytes"]) / 1024.0).floor()
+        );
         for key in [
             "minor_faults",
             "major_faults",

@@ -130,65 +130,6 @@ fn every_command_exports_the_report_it_prints() {
     }
 }
 
-/// hyperfine's `--export-*`: the human summary on the terminal and the
-/// records in files, from ONE measurement. The JSON and the CSV of one
-/// run agree figure by figure (three runs whose wall times differ).
-#[test]
-fn run_exports_json_and_csv_of_one_measurement() {
-    let dir = scratch("one-measurement");
-    let out = common::tally()
-        .current_dir(dir.path())
-        .args([
-            "run",
-            "-n",
-            "3",
-            "--export",
-            "json=r.json",
-            "--export",
-            "csv=r.csv",
-            "--",
-            "true",
-        ])
-        .output()
-        .expect("tally runs");
-    assert_eq!(out.status.code(), Some(0), "{out:?}");
-    let human = String::from_utf8_lossy(&out.stderr);
-    assert!(human.contains("wall"), "human summary on stderr: {human}");
-    let json: Value =
-        serde_json::from_slice(&std::fs::read(dir.path().join("r.json")).expect("json"))
-            .expect("JSON");
-    let csv = std::fs::read_to_string(dir.path().join("r.csv")).expect("csv");
-    let mut lines = csv.lines();
-    let headers: Vec<&str> = lines.next().expect("header").split(',').collect();
-    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
-    let runs = json["runs"].as_array().expect("runs");
-    assert_eq!(rows.len(), 3);
-    assert_eq!(runs.len(), 3);
-    let col = |row: &[&str], key: &str| -> u64 {
-        let i = headers.iter().position(|h| *h == key).expect(key);
-        row[i].parse().expect("a number")
-    };
-    let num = |v: &Value| v.as_u64().expect("a number");
-    for (row, run) in rows.iter().zip(runs) {
-        // Same unit: exact. Converted: the CSV keeps the whole µs / kB.
-        assert_eq!(col(row, "wall_us"), num(&run["wall_ns"]) / 1000, "{run}");
-        assert_eq!(col(row, "user_us"), num(&run["user_us"]));
-        assert_eq!(col(row, "system_us"), num(&run["system_us"]));
-        assert_eq!(col(row, "max_rss_kb"), num(&run["max_rss_bytes"]) / 1024);
-        for key in [
-            "minor_faults",
-            "major_faults",
-            "voluntary_switches",
-            "involuntary_switches",
-            "block_input_ops",
-            "block_output_ops",
-        ] {
-            assert_eq!(col(row, key), num(&run[key]), "{key}");
-        }
-        assert_eq!(col(row, "exit_code"), num(&run["exit"]["code"]));
-    }
-}
-
 /// `--export json=-` writes the JSON document on stdout.
 #[test]
 fn export_json_dash_is_stdout() {
