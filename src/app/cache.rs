@@ -86,9 +86,5 @@ pub(super) fn cache_command(args: cli::cache::CacheArgs) -> u8 {
 }
 
 fn files(n: usize) -> String {
-    if n == 1 {
-        "1 file".into()
-    } else {
-        format!("{} files", tally::units::thousands(n as u64))
-    }
+    tally::units::count(n as u64, "file", "files")
 }
