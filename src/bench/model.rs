@@ -148,7 +148,7 @@ pub struct Baseline {
     /// Written losslessly (a non-UTF-8 path as `{lossy, bytes_hex}`).
     #[serde(
         serialize_with = "crate::report::path::serialize",
-        deserialize_with = "deserialize_path"
+        deserialize_with = "crate::report::path::deserialize"
     )]
     pub path: PathBuf,
     pub old_cpu_model: Option<String>,
@@ -157,38 +157,6 @@ pub struct Baseline {
     pub comparisons: Vec<Comparison>,
     /// Figures of this run the baseline lacks (or had unavailable).
     pub missing_in_baseline: usize,
-}
-
-/// Reads a path written by [`crate::report::path::serialize`]: a string,
-/// or `{lossy, bytes_hex}` whose hex digits give the exact bytes.
-fn deserialize_path<'de, D: serde::Deserializer<'de>>(d: D) -> Result<PathBuf, D::Error> {
-    use std::os::unix::ffi::OsStringExt;
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Written {
-        Text(String),
-        Bytes { bytes_hex: String },
-    }
-    match Written::deserialize(d)? {
-        Written::Text(t) => Ok(PathBuf::from(t)),
-        Written::Bytes { bytes_hex } => {
-            let hex = bytes_hex.as_bytes();
-            let digit = |c: u8| (c as char).to_digit(16);
-            let bytes: Option<Vec<u8>> = (hex.len() % 2 == 0)
-                .then(|| {
-                    hex.chunks_exact(2)
-                        .map(|p| match p {
-                            [h, l] => Some((digit(*h)? * 16 + digit(*l)?) as u8),
-                            _ => None,
-                        })
-                        .collect()
-                })
-                .flatten();
-            bytes
-                .map(|b| PathBuf::from(std::ffi::OsString::from_vec(b)))
-                .ok_or_else(|| serde::de::Error::custom("bytes_hex is not a hex string"))
-        }
-    }
 }
 
 impl Baseline {

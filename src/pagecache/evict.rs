@@ -18,7 +18,10 @@ pub const ALIGN_BYTES: u64 = 2 << 20;
 /// What happened to one file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Evicted {
-    #[serde(serialize_with = "crate::report::path::serialize")]
+    #[serde(
+        serialize_with = "crate::report::path::serialize",
+        deserialize_with = "crate::report::path::deserialize"
+    )]
     pub path: PathBuf,
     pub size_bytes: u64,
     pub before: Residency,

@@ -12,7 +12,8 @@
 //! `bytes_hex` is every byte of the name as two lowercase hex digits (for
 //! programs: decode it to get the path back). Use it with
 //! `#[serde(serialize_with = "crate::report::path::serialize")]`, or wrap a
-//! path in [`Json`] inside collections.
+//! path in [`Json`] inside collections; [`deserialize`] reads either form
+//! back.
 
 use std::ffi::OsStr;
 use std::fmt::Write as _;
@@ -20,7 +21,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use serde::ser::SerializeMap;
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// Serialises `path` as a string, or as `{lossy, bytes_hex}` when it is not
 /// valid UTF-8.
@@ -41,6 +42,40 @@ pub fn serialize<S: Serializer, P: AsRef<Path> + ?Sized>(
             map.serialize_entry("lossy", &String::from_utf8_lossy(bytes))?;
             map.serialize_entry("bytes_hex", &hex)?;
             map.end()
+        }
+    }
+}
+
+/// Reads back what [`serialize`] wrote: a string, or `{lossy, bytes_hex}`
+/// whose `bytes_hex` holds the exact bytes.
+pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<std::path::PathBuf, D::Error> {
+    use std::os::unix::ffi::OsStringExt;
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Written {
+        Text(String),
+        Bytes { bytes_hex: String },
+    }
+    match Written::deserialize(d)? {
+        Written::Text(t) => Ok(t.into()),
+        Written::Bytes { bytes_hex } => {
+            let hex = bytes_hex.as_bytes();
+            let digit = |c: u8| (c as char).to_digit(16);
+            let bytes: Option<Vec<u8>> = (hex.len() % 2 == 0)
+                .then(|| {
+                    hex.chunks_exact(2)
+                        .map(|p| match p {
+                            [h, l] => Some((digit(*h)? * 16 + digit(*l)?) as u8),
+                            _ => None,
+                        })
+                        .collect()
+                })
+                .flatten();
+            bytes
+                .map(|b| std::ffi::OsString::from_vec(b).into())
+                .ok_or_else(|| {
+                    serde::de::Error::custom("bytes_hex is not a list of hex byte pairs")
+                })
         }
     }
 }
@@ -126,6 +161,18 @@ mod tests {
             .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
             .collect();
         assert_eq!(back, b"/tmp/caf\xe9\n.bin");
+    }
+
+    #[test]
+    fn deserialize_reads_both_forms_back() {
+        #[derive(serde::Deserialize)]
+        struct P(#[serde(deserialize_with = "deserialize")] std::path::PathBuf);
+        for raw in [&b"/tmp/plain"[..], b"/tmp/caf\xe9\n.bin"] {
+            let p = Path::new(OsStr::from_bytes(raw));
+            let P(back) = serde_json::from_str(&json(p)).unwrap();
+            assert_eq!(back.as_os_str().as_bytes(), raw);
+        }
+        assert!(serde_json::from_str::<P>(r#"{"lossy":"x","bytes_hex":"6"}"#).is_err());
     }
 
     #[test]

@@ -89,10 +89,6 @@ pub struct TreeUsage {
 pub struct ColdReport {
     /// Each file's `path` is a string, or `{lossy, bytes_hex}` when it is
     /// not UTF-8 (see `crate::report::path`).
-    #[serde(
-        serialize_with = "cold_files::serialize",
-        deserialize_with = "cold_files::deserialize"
-    )]
     pub files: Vec<Evicted>,
     pub size_bytes: u64,
     /// Bytes cached before eviction (files with unknown residency left out).
@@ -166,92 +162,6 @@ impl IoSource {
             IoSource::ProcPidIoOpenedAtStart => "/proc/PID/io after exit, opened at start",
             IoSource::ProcPidIoOpenedAtExit => "/proc/PID/io after exit",
         }
-    }
-}
-
-/// `ColdReport::files` with lossless paths.
-mod cold_files {
-    use std::ffi::OsString;
-    use std::os::unix::ffi::OsStringExt;
-    use std::path::{Path, PathBuf};
-
-    use serde::{Deserialize, Deserializer, Serialize, Serializer};
-
-    use crate::pagecache::Residency;
-    use crate::pagecache::evict::Evicted;
-
-    #[derive(Serialize)]
-    struct Out<'a> {
-        #[serde(serialize_with = "crate::report::path::serialize")]
-        path: &'a Path,
-        size_bytes: u64,
-        before: &'a Residency,
-        after: &'a Residency,
-        stayed_reason: &'a Option<String>,
-    }
-
-    pub fn serialize<S: Serializer>(files: &[Evicted], s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(files.iter().map(|f| Out {
-            path: &f.path,
-            size_bytes: f.size_bytes,
-            before: &f.before,
-            after: &f.after,
-            stayed_reason: &f.stayed_reason,
-        }))
-    }
-
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum PathIn {
-        Text(PathBuf),
-        Bytes { bytes_hex: String },
-    }
-
-    #[derive(Deserialize)]
-    struct In {
-        path: PathIn,
-        size_bytes: u64,
-        before: Residency,
-        after: Residency,
-        stayed_reason: Option<String>,
-    }
-
-    fn unhex(hex: &str) -> Option<Vec<u8>> {
-        let digits = hex.as_bytes();
-        if digits.len() % 2 != 0 {
-            return None;
-        }
-        digits
-            .chunks(2)
-            .map(|pair| {
-                let text = std::str::from_utf8(pair).ok()?;
-                u8::from_str_radix(text, 16).ok()
-            })
-            .collect()
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Evicted>, D::Error> {
-        let files = Vec::<In>::deserialize(d)?;
-        files
-            .into_iter()
-            .map(|f| {
-                let path = match f.path {
-                    PathIn::Text(p) => p,
-                    PathIn::Bytes { bytes_hex } => unhex(&bytes_hex)
-                        .map(|b| PathBuf::from(OsString::from_vec(b)))
-                        .ok_or_else(|| {
-                            serde::de::Error::custom("bytes_hex is not a list of hex byte pairs")
-                        })?,
-                };
-                Ok(Evicted {
-                    path,
-                    size_bytes: f.size_bytes,
-                    before: f.before,
-                    after: f.after,
-                    stayed_reason: f.stayed_reason,
-                })
-            })
-            .collect()
     }
 }
 
