@@ -50,10 +50,14 @@ pub struct Dest {
     pub path: PathBuf,
 }
 
-/// Whether the kernel's `fs.protected_symlinks` is on (unknown counts as on).
+/// Whether the kernel's `fs.protected_symlinks` is on (unknown counts as
+/// on). Read once: `cp -r` resolves a destination for every file.
 fn symlinks_protected() -> bool {
-    crate::procfs::sysctl::read(&crate::procfs::ProcRoot::default(), "fs.protected_symlinks")
-        .is_none_or(|s| s != "0")
+    static PROTECTED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *PROTECTED.get_or_init(|| {
+        crate::procfs::sysctl::read(&crate::procfs::ProcRoot::default(), "fs.protected_symlinks")
+            .is_none_or(|s| s != "0")
+    })
 }
 
 /// The kernel's `may_follow_link`: may a process with `fsuid` follow the
