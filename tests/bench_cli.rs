@@ -119,7 +119,7 @@ fn quick_run_has_every_benchmark_with_well_formed_figures() {
     let dir = tempfile::tempdir().unwrap();
     let html = dir.path().join("report.html");
     let r = run_json(&["--quick", "--html", html.to_str().unwrap()], dir.path());
-    assert_eq!(r["schema_version"], 1);
+    assert_eq!(r["schema_version"], 2);
     assert_eq!(r["mode"], "quick");
     let names: Vec<&str> = benchmarks(&r)
         .iter()

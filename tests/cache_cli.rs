@@ -62,7 +62,7 @@ fn a_fresh_file_is_evicted_verified_and_warmed_again() {
 
     let (v, code) = json_of(&[], &[&f]);
     assert_eq!(code, 0);
-    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["schema_version"], 2);
     assert_eq!(v["action"], "status");
     assert_eq!(v["files"].as_array().map(Vec::len), Some(1));
     assert_eq!(v["files"][0]["size_bytes"], 8 << 20);

@@ -54,7 +54,7 @@ fn checksums_agree_across_methods_cold_and_warm() {
         panic!("{e}: {}", String::from_utf8_lossy(&out.stderr));
     });
     assert_eq!(out.status.code(), Some(0), "{v}");
-    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["schema_version"], 2);
     assert_eq!(v["checksums_agree"], true);
     let results = v["results"].as_array().expect("results");
     assert_eq!(results.len(), 22, "11 methods, cold and warm");

@@ -68,7 +68,7 @@ fn names(report: &Value) -> Vec<String> {
 /// Every invariant a report must hold: shared = PSS − private per row,
 /// rows add up to the total, pids match the counts.
 fn check_invariants(r: &Value) {
-    assert_eq!(r["schema_version"], 1);
+    assert_eq!(r["schema_version"], 2);
     let groups = r["groups"].as_array().expect("groups");
     let (mut pss, mut private, mut shared, mut swap, mut procs) = (0, 0, 0, 0, 0);
     for g in groups {

@@ -121,7 +121,7 @@ fn every_command_exports_the_report_it_prints() {
         };
         let exported = std::fs::read(dir.path().join("exported.json")).expect("exported");
         let v: Value = serde_json::from_slice(&exported).expect("exported JSON");
-        assert_eq!(v["schema_version"], 1, "{name}: {v}");
+        assert_eq!(v["schema_version"], 2, "{name}: {v}");
         assert_eq!(
             String::from_utf8_lossy(&printed),
             String::from_utf8_lossy(&exported),
@@ -239,7 +239,7 @@ fn every_commands_json_says_which_tally_when_and_where() {
         let start = text.find("{\n").expect("a JSON document");
         let doc = &text[start..];
         let v: Value = serde_json::from_str(doc).expect("JSON");
-        assert_eq!(v["schema_version"], 1, "{name}");
+        assert_eq!(v["schema_version"], 2, "{name}");
         assert_eq!(v["tally_version"], env!("CARGO_PKG_VERSION"), "{name}");
         let ts = v["timestamp"].as_str().expect("timestamp");
         let b = ts.as_bytes();

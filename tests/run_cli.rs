@@ -340,9 +340,9 @@ fn repeated_runs_of_a_deterministic_command() {
             .unwrap_or_else(|| panic!("{key} summarised"))
     };
     for key in [
-        "wall_us",
+        "wall_ns",
         "cpu_us",
-        "max_rss_kb",
+        "max_rss_bytes",
         "minor_faults",
         "read_call_bytes",
     ] {
@@ -381,7 +381,7 @@ fn csv_and_markdown_have_a_row_per_run() {
     let text = String::from_utf8(out.stderr).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 4, "{text}");
-    assert!(lines[0].starts_with("run,wall_us,cpu_us,"), "{text}");
+    assert!(lines[0].starts_with("run,wall_ns,cpu_us,"), "{text}");
     let cols = lines[0].split(',').count();
     assert!(lines[1..].iter().all(|l| l.split(',').count() == cols));
     let out = tally()

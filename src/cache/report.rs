@@ -1,6 +1,6 @@
 //! The report of `tally cache`.
 //!
-//! JSON schema (`schema_version` 1), keys carry their unit:
+//! JSON schema (`schema_version` 2), keys carry their unit:
 //! - `action`: `status`, `evict`, `warm` or `lock`; `page_size_bytes`.
 //! - `files[]`: `path`, `size_bytes`, `residency` (now: `state` `known`
 //!   with `method`, `cached_pages`, `dirty_pages`, `writeback_pages`, or

@@ -1,6 +1,6 @@
 //! The report of `tally cp` (printed with `-v`, or `--format`).
 //!
-//! JSON schema (`schema_version` 1), keys carry their unit:
+//! JSON schema (`schema_version` 2), keys carry their unit:
 //! Paths are strings, or `{"lossy", "bytes_hex"}` objects for names that
 //! are not UTF-8 (see `crate::report::path`).
 //! - `files[]`: `source`, `destination`, `size_bytes`, `data_bytes`

@@ -1,6 +1,6 @@
 //! The report of `tally load`, and its HTML plot.
 //!
-//! JSON schema (`schema_version` 1), keys carry their unit:
+//! JSON schema (`schema_version` 2), keys carry their unit:
 //! - `file` (a string, or `{"lossy", "bytes_hex"}` for a name that is not
 //!   UTF-8: see [`crate::report::path`]), `size_bytes`, `touch` (`none`,
 //!   `page`, `all`), `runs_per_method`, `checksums_agree` (`null` when no

@@ -1,6 +1,6 @@
 //! The report of `tally mem` and how it renders.
 //!
-//! JSON schema (`schema_version` 1); every figure is in bytes, exactly the
+//! JSON schema (`schema_version` 2); every figure is in bytes, exactly the
 //! kernel's kB times 1024:
 //! - `group_by`: `program`, `pid`, `user` or `cgroup`; `name_mode`: `exe`,
 //!   `comm` or `argv0`; `split_args`: arguments part of the name.

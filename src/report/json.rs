@@ -7,7 +7,7 @@
 //!   "timestamp": "2026-11-23T10:52:07Z",
 //!   "hostname": "build-7",
 //!   "kernel": "6.8.0-45-generic",
-//!   "schema_version": 1,
+//!   "schema_version": 2,
 //!   …the report's own fields…
 //! }
 //! ```

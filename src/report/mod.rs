@@ -12,6 +12,7 @@ pub mod markdown;
 pub mod path;
 pub mod prometheus;
 pub mod text;
+pub mod unit;
 
 use std::io::{self, Write};
 
@@ -21,7 +22,7 @@ pub use prometheus::{Metric, MetricKind, Sample};
 
 /// The version of every JSON schema tally writes; bumped on any change
 /// that is not a pure addition.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// An output format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]

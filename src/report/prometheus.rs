@@ -10,65 +10,7 @@ pub enum MetricKind {
     Counter,
 }
 
-/// The unit a figure is held in. Prometheus wants base units (seconds,
-/// bytes, bytes per second, hertz) named by the metric's last word; every
-/// command's metrics go through this one table, so a figure kept in µs or
-/// kB is scaled, not just renamed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Unit {
-    Seconds,
-    Milliseconds,
-    Microseconds,
-    Nanoseconds,
-    Bytes,
-    /// 1024 bytes (the kernel's "kB").
-    Kibibytes,
-    BytesPerSecond,
-    /// 10^9 bytes per second.
-    GigabytesPerSecond,
-    Hertz,
-    Megahertz,
-    /// A plain number of things (processes, faults, operations).
-    Count,
-    /// A fraction, 1 meaning all.
-    Ratio,
-}
-
-impl Unit {
-    /// `value`, given in this unit, in the base unit.
-    pub fn to_base(self, value: f64) -> f64 {
-        // Divide for the sub-units: 120 / 1e9 is the nearest double to
-        // 1.2e-7, while 120 * 1e-9 is not.
-        match self {
-            Unit::Seconds
-            | Unit::Bytes
-            | Unit::BytesPerSecond
-            | Unit::Hertz
-            | Unit::Count
-            | Unit::Ratio => value,
-            Unit::Milliseconds => value / 1e3,
-            Unit::Microseconds => value / 1e6,
-            Unit::Nanoseconds => value / 1e9,
-            Unit::Kibibytes => value * 1024.0,
-            Unit::GigabytesPerSecond => value * 1e9,
-            Unit::Megahertz => value * 1e6,
-        }
-    }
-
-    /// The base unit's suffix of a metric name (empty for counts).
-    pub fn suffix(self) -> &'static str {
-        match self {
-            Unit::Seconds | Unit::Milliseconds | Unit::Microseconds | Unit::Nanoseconds => {
-                "_seconds"
-            }
-            Unit::Bytes | Unit::Kibibytes => "_bytes",
-            Unit::BytesPerSecond | Unit::GigabytesPerSecond => "_bytes_per_second",
-            Unit::Hertz | Unit::Megahertz => "_hertz",
-            Unit::Count => "",
-            Unit::Ratio => "_ratio",
-        }
-    }
-}
+pub use super::unit::Unit;
 
 /// The stem of a figure key: the key without a trailing unit word
 /// (`wall_us` → `wall`, `max_rss_kb` → `max_rss`, `pss_bytes` → `pss`),
@@ -220,28 +162,6 @@ mod tests {
             String::from_utf8(out).unwrap(),
             "# HELP tally_x_bytes X.\n# TYPE tally_x_bytes gauge\ntally_x_bytes{program=\"a\\\"b\\\\c\\nd\"} 1024\n"
         );
-    }
-
-    #[test]
-    fn units_scale_to_the_base_unit_and_name_it() {
-        let cases = [
-            (Unit::Nanoseconds, 120.0, 1.2e-7, "_seconds"),
-            (Unit::Microseconds, 3815.0, 0.003815, "_seconds"),
-            (Unit::Milliseconds, 250.0, 0.25, "_seconds"),
-            (Unit::Seconds, 2.5, 2.5, "_seconds"),
-            (Unit::Kibibytes, 3.0, 3072.0, "_bytes"),
-            (Unit::Bytes, 7.0, 7.0, "_bytes"),
-            (Unit::GigabytesPerSecond, 12.5, 12.5e9, "_bytes_per_second"),
-            (Unit::BytesPerSecond, 9.0, 9.0, "_bytes_per_second"),
-            (Unit::Megahertz, 3200.0, 3.2e9, "_hertz"),
-            (Unit::Hertz, 50.0, 50.0, "_hertz"),
-            (Unit::Count, 4.0, 4.0, ""),
-            (Unit::Ratio, 0.5, 0.5, "_ratio"),
-        ];
-        for (unit, value, base, suffix) in cases {
-            assert_eq!(unit.to_base(value), base, "{unit:?}");
-            assert_eq!(unit.suffix(), suffix, "{unit:?}");
-        }
     }
 
     #[test]

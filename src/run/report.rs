@@ -1,7 +1,7 @@
 //! The report of `tally run`: one record per measured run, the summary of
 //! repeated runs, and how each figure renders.
 //!
-//! JSON schema (`schema_version` 1), keys carry their unit:
+//! JSON schema (`schema_version` 2), keys carry their unit:
 //! - `command`: the argv, lossily decoded; `runs_requested`, `warmup_runs`.
 //! - `runs[]`: one [`RunRecord`] per measured run, in order.
 //! - `summary`: per figure key, a [`Summary`] (only with two or more runs).
@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::pagecache::evict::Evicted;
 use crate::procfs::io::IoCounters;
+use crate::report::unit::{Quantity, Unit};
 use crate::report::{Metric, Render, Style, Table};
 use crate::stats::{self, Summary};
 use crate::units::{human_bytes, percent, thousands, thousands_f};
@@ -193,106 +194,53 @@ pub struct FigureSummary {
     pub summary: Summary,
 }
 
-/// A figure of a run: its key (with unit), its label and unit for people.
+/// A figure of a run: a typed figure ([`Unit`]) every format scales the
+/// same way. JSON and CSV key it as `key` (which ends with the unit's
+/// [`Unit::key_suffix`]) in `unit`; Prometheus in the base unit; people read
+/// it in `show`.
 pub struct Figure {
     pub key: &'static str,
     pub label: &'static str,
-    pub unit: &'static str,
+    /// The unit the figure is held in (that of the `runs[]` field).
+    pub unit: Unit,
+    /// The unit people read it in.
+    pub show: Unit,
+    /// Always shown, and watched for outliers and trends.
+    pub headline: bool,
     pub get: fn(&RunRecord) -> Option<u64>,
 }
 
+impl Figure {
+    /// `value` (in [`Figure::unit`]) in [`Figure::show`], for people: times
+    /// and sizes carry their unit, counts read bare.
+    pub fn human(&self, value: f64) -> String {
+        let q = Quantity::new(value, self.unit).to(self.show);
+        let symbol = match self.show {
+            Unit::Bytes => "",
+            u => u.symbol(),
+        };
+        format!("{}{symbol}", thousands_f(q.value))
+    }
+}
+
 /// Every per-run figure, in display order. Adding a figure is one line.
+#[rustfmt::skip]
 pub const FIGURES: &[Figure] = &[
-    Figure {
-        key: "wall_us",
-        label: "wall time",
-        unit: "µs",
-        get: |r| Some(r.wall_ns / 1000),
-    },
-    Figure {
-        key: "cpu_us",
-        label: "cpu time",
-        unit: "µs",
-        get: |r| Some(r.cpu_us()),
-    },
-    Figure {
-        key: "user_us",
-        label: "user cpu",
-        unit: "µs",
-        get: |r| Some(r.user_us),
-    },
-    Figure {
-        key: "system_us",
-        label: "kernel cpu",
-        unit: "µs",
-        get: |r| Some(r.system_us),
-    },
-    Figure {
-        key: "max_rss_kb",
-        label: "peak memory",
-        unit: "kB",
-        get: |r| Some(r.max_rss_bytes / 1024),
-    },
-    Figure {
-        key: "minor_faults",
-        label: "minor faults",
-        unit: "",
-        get: |r| Some(r.minor_faults),
-    },
-    Figure {
-        key: "major_faults",
-        label: "major faults",
-        unit: "",
-        get: |r| Some(r.major_faults),
-    },
-    Figure {
-        key: "voluntary_switches",
-        label: "voluntary switches",
-        unit: "",
-        get: |r| Some(r.voluntary_switches),
-    },
-    Figure {
-        key: "involuntary_switches",
-        label: "involuntary switches",
-        unit: "",
-        get: |r| Some(r.involuntary_switches),
-    },
-    Figure {
-        key: "block_input_ops",
-        label: "block reads",
-        unit: "ops",
-        get: |r| Some(r.block_input_ops),
-    },
-    Figure {
-        key: "block_output_ops",
-        label: "block writes",
-        unit: "ops",
-        get: |r| Some(r.block_output_ops),
-    },
-    Figure {
-        key: "storage_read_bytes",
-        label: "storage read",
-        unit: "B",
-        get: |r| r.io.map(|i| i.storage_read_bytes),
-    },
-    Figure {
-        key: "storage_write_bytes",
-        label: "storage written",
-        unit: "B",
-        get: |r| r.io.map(|i| i.storage_write_bytes),
-    },
-    Figure {
-        key: "read_call_bytes",
-        label: "read() passed",
-        unit: "B",
-        get: |r| r.io.map(|i| i.read_call_bytes),
-    },
-    Figure {
-        key: "write_call_bytes",
-        label: "write() passed",
-        unit: "B",
-        get: |r| r.io.map(|i| i.write_call_bytes),
-    },
+    Figure { key: "wall_ns", label: "wall time", unit: Unit::Nanoseconds, show: Unit::Microseconds, headline: true, get: |r| Some(r.wall_ns) },
+    Figure { key: "cpu_us", label: "cpu time", unit: Unit::Microseconds, show: Unit::Microseconds, headline: true, get: |r| Some(r.cpu_us()) },
+    Figure { key: "user_us", label: "user cpu", unit: Unit::Microseconds, show: Unit::Microseconds, headline: false, get: |r| Some(r.user_us) },
+    Figure { key: "system_us", label: "kernel cpu", unit: Unit::Microseconds, show: Unit::Microseconds, headline: false, get: |r| Some(r.system_us) },
+    Figure { key: "max_rss_bytes", label: "peak memory", unit: Unit::Bytes, show: Unit::Kibibytes, headline: true, get: |r| Some(r.max_rss_bytes) },
+    Figure { key: "minor_faults", label: "minor faults", unit: Unit::Count, show: Unit::Count, headline: false, get: |r| Some(r.minor_faults) },
+    Figure { key: "major_faults", label: "major faults", unit: Unit::Count, show: Unit::Count, headline: false, get: |r| Some(r.major_faults) },
+    Figure { key: "voluntary_switches", label: "voluntary switches", unit: Unit::Count, show: Unit::Count, headline: false, get: |r| Some(r.voluntary_switches) },
+    Figure { key: "involuntary_switches", label: "involuntary switches", unit: Unit::Count, show: Unit::Count, headline: false, get: |r| Some(r.involuntary_switches) },
+    Figure { key: "block_input_ops", label: "block reads", unit: Unit::Count, show: Unit::Count, headline: false, get: |r| Some(r.block_input_ops) },
+    Figure { key: "block_output_ops", label: "block writes", unit: Unit::Count, show: Unit::Count, headline: false, get: |r| Some(r.block_output_ops) },
+    Figure { key: "storage_read_bytes", label: "storage read bytes", unit: Unit::Bytes, show: Unit::Bytes, headline: false, get: |r| r.io.map(|i| i.storage_read_bytes) },
+    Figure { key: "storage_write_bytes", label: "storage written bytes", unit: Unit::Bytes, show: Unit::Bytes, headline: false, get: |r| r.io.map(|i| i.storage_write_bytes) },
+    Figure { key: "read_call_bytes", label: "read() passed bytes", unit: Unit::Bytes, show: Unit::Bytes, headline: false, get: |r| r.io.map(|i| i.read_call_bytes) },
+    Figure { key: "write_call_bytes", label: "write() passed bytes", unit: Unit::Bytes, show: Unit::Bytes, headline: false, get: |r| r.io.map(|i| i.write_call_bytes) },
 ];
 
 impl RunReport {
@@ -318,7 +266,7 @@ impl RunReport {
                     summary,
                 });
             }
-            if !matches!(fig.key, "wall_us" | "cpu_us" | "max_rss_kb") {
+            if !fig.headline {
                 continue;
             }
             let outliers = stats::outliers(&values);
@@ -326,7 +274,7 @@ impl RunReport {
                 let list: Vec<String> = outliers
                     .iter()
                     .take(5)
-                    .map(|i| format!("run {} ({}{})", i + 1, thousands_f(values[*i]), fig.unit))
+                    .map(|i| format!("run {} ({})", i + 1, fig.human(values[*i])))
                     .collect();
                 self.warnings.push(format!(
                     "{}: {} outlier{} by median/MAD: {}",
@@ -598,10 +546,6 @@ fn human_exit(r: &RunRecord, out: &mut dyn Write) -> io::Result<()> {
     Ok(())
 }
 
-fn cell(v: f64, unit: &str) -> String {
-    format!("{}{unit}", thousands_f(v))
-}
-
 impl Render for RunReport {
     fn human(&self, out: &mut dyn Write, style: Style) -> io::Result<()> {
         if self.runs.len() == 1 {
@@ -638,31 +582,19 @@ impl Render for RunReport {
                 let Some(s) = self.summary_of(fig.key) else {
                     continue;
                 };
-                if s.max == 0.0 && !matches!(fig.key, "wall_us" | "cpu_us" | "max_rss_kb") {
+                if s.max == 0.0 && !fig.headline {
                     continue;
                 }
-                // Times and sizes carry their unit in each cell; counts
-                // (bytes, operations) read better bare.
-                let unit = if matches!(fig.unit, "µs" | "kB") {
-                    fig.unit
-                } else {
-                    ""
-                };
-                let label = if fig.unit == "B" {
-                    format!("{} bytes", fig.label)
-                } else {
-                    fig.label.to_string()
-                };
                 let mean = match s.stddev {
-                    Some(sd) => format!("{} ± {}", cell(s.mean, unit), cell(sd, unit)),
-                    None => cell(s.mean, unit),
+                    Some(sd) => format!("{} ± {}", fig.human(s.mean), fig.human(sd)),
+                    None => fig.human(s.mean),
                 };
                 table.row(vec![
-                    label,
-                    cell(s.min, unit),
-                    cell(s.median, unit),
+                    fig.label.to_string(),
+                    fig.human(s.min),
+                    fig.human(s.median),
                     mean,
-                    cell(s.max, unit),
+                    fig.human(s.max),
                 ]);
             }
             table.write(out, style)?;
@@ -737,7 +669,7 @@ impl Render for RunReport {
                         Some(s) => s.median,
                         None => (f.get)(last)? as f64,
                     };
-                    let unit = prometheus_unit(f.unit)?;
+                    let unit = f.unit;
                     let help = format!(
                         "{} of the command (the median when run repeatedly)",
                         f.label
@@ -749,21 +681,6 @@ impl Render for RunReport {
                 })
                 .collect(),
         )
-    }
-}
-
-/// The unit of a [`Figure`] for Prometheus, which scales it to the base
-/// unit (µs to seconds, kB to bytes); `None` for a unit it does not know,
-/// which a test rules out for every figure.
-fn prometheus_unit(symbol: &str) -> Option<crate::report::prometheus::Unit> {
-    use crate::report::prometheus::Unit;
-    match symbol {
-        "µs" => Some(Unit::Microseconds),
-        "ns" => Some(Unit::Nanoseconds),
-        "kB" => Some(Unit::Kibibytes),
-        "B" => Some(Unit::Bytes),
-        "" | "ops" => Some(Unit::Count),
-        _ => None,
     }
 }
 
@@ -889,11 +806,12 @@ mod tests {
         assert_eq!(metrics.len(), FIGURES.len());
         for (f, m) in FIGURES.iter().zip(&metrics) {
             assert!(
-                prometheus_unit(f.unit).is_some(),
-                "{}: unit {:?}",
+                f.key.ends_with(f.unit.key_suffix()),
+                "{}: the key names its unit {:?}",
                 f.key,
                 f.unit
             );
+            assert_eq!(f.unit.base(), f.show.base(), "{}", f.key);
             for word in m.name.split('_') {
                 assert!(!["us", "ns", "ms", "kb"].contains(&word), "{}", m.name);
             }
