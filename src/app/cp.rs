@@ -9,7 +9,7 @@ use super::{Exports, quiet_pipe, render_to};
 
 pub(super) fn cp_command(args: cli::cp::CpArgs) -> u8 {
     use tally::copy;
-    if args.format == Format::Prometheus {
+    if args.format == Format::PROMETHEUS {
         tally::diag!(
             "tally: cp has no Prometheus report; use --format human, json, csv or markdown"
         );
@@ -71,9 +71,9 @@ pub(super) fn cp_command(args: cli::cp::CpArgs) -> u8 {
     }
     if args.verbose {
         let stderr = io::stderr();
-        let _ = report::render(&report, Format::Human, Style::stderr(), &mut stderr.lock());
+        let _ = report::render(&report, Format::HUMAN, Style::stderr(), &mut stderr.lock());
     }
-    if args.format != Format::Human {
+    if args.format != Format::HUMAN {
         let code = quiet_pipe(|out| render_to(&report, args.format, out));
         if code != 0 {
             return code;

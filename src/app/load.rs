@@ -9,7 +9,7 @@ use super::{Exports, create_report_file, quiet_pipe, render_to};
 
 pub(super) fn load_command(args: cli::load::LoadArgs) -> u8 {
     use tally::load::{self, Mode};
-    if args.format == Format::Prometheus {
+    if args.format == Format::PROMETHEUS {
         tally::diag!(
             "tally: load has no Prometheus report; use --format human, json, csv or markdown"
         );

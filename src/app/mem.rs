@@ -44,7 +44,7 @@ pub(super) fn mem_command(
         },
         _ => None,
     };
-    let machine = matches!(args.format, Format::Csv | Format::Json | Format::Prometheus);
+    let machine = matches!(args.format, Format::CSV | Format::JSON | Format::PROMETHEUS);
     let mut cfg = mem::Config {
         procfs: match &args.procfs {
             Some(path) if !elevated => tally::procfs::ProcRoot::new(path),

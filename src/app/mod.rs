@@ -141,7 +141,7 @@ impl Exports {
     ) -> Result<Exports, (String, u8)> {
         if let Some(e) = exports
             .iter()
-            .find(|e| e.format == Format::Prometheus && !prometheus)
+            .find(|e| e.format == Format::PROMETHEUS && !prometheus)
         {
             return Err((
                 format!(
@@ -164,7 +164,7 @@ impl Exports {
     /// Renders `report` into every export; says on stderr which could not
     /// be written and returns whether all were (a closed pipe counts as
     /// written).
-    pub(crate) fn write<R: report::Render>(self, r: &R) -> bool {
+    pub(crate) fn write<R: report::Document>(self, r: &R) -> bool {
         let mut ok = true;
         for (e, mut sink) in self.0 {
             // Rendered whole, then written at once, like the main report.
@@ -181,7 +181,7 @@ impl Exports {
                     ok = false;
                     tally::diag!(
                         "tally: cannot write the {} export to {}: {err}",
-                        format_name(e.format),
+                        e.format.name(),
                         report::path::display(&e.path)
                     );
                 }
@@ -189,12 +189,6 @@ impl Exports {
         }
         ok
     }
-}
-
-fn format_name(f: Format) -> String {
-    clap::ValueEnum::to_possible_value(&f)
-        .map(|v| v.get_name().to_owned())
-        .unwrap_or_default()
 }
 
 fn create_report_file(path: &Path) -> anyhow::Result<File> {
@@ -208,7 +202,11 @@ fn create_report_file(path: &Path) -> anyhow::Result<File> {
 
 /// Renders a report to stdout (styled for it); an I/O error says it was the report that
 /// could not be written.
-fn render_to<R: report::Render>(r: &R, format: Format, out: &mut dyn Write) -> anyhow::Result<()> {
+fn render_to<R: report::Document>(
+    r: &R,
+    format: Format,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
     match report::render(r, format, Style::stdout(), out) {
         Ok(()) => Ok(()),
         Err(report::RenderError::Io(e)) => {

@@ -516,28 +516,28 @@ mod tests {
 
     #[test]
     fn human_snapshot() {
-        insta::assert_snapshot!(rendered(crate::report::Format::Human));
+        insta::assert_snapshot!(rendered(crate::report::Format::HUMAN));
     }
 
     #[test]
     fn csv_snapshot() {
-        insta::assert_snapshot!(rendered(crate::report::Format::Csv));
+        insta::assert_snapshot!(rendered(crate::report::Format::CSV));
     }
 
     #[test]
     fn markdown_snapshot() {
-        insta::assert_snapshot!(rendered(crate::report::Format::Markdown));
+        insta::assert_snapshot!(rendered(crate::report::Format::MARKDOWN));
     }
 
     #[test]
     fn prometheus_snapshot() {
-        insta::assert_snapshot!(rendered(crate::report::Format::Prometheus));
+        insta::assert_snapshot!(rendered(crate::report::Format::PROMETHEUS));
     }
 
     #[test]
     fn json_round_trips() {
         let r = sample_report();
-        let text = rendered(crate::report::Format::Json);
+        let text = rendered(crate::report::Format::JSON);
         let back: BenchReport = serde_json::from_str(&text).unwrap();
         // serde_json may round the last bit of a float: compare closely.
         assert_eq!(back.machine, r.machine);

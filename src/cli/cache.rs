@@ -48,7 +48,7 @@ pub struct CacheArgs {
     pub null: bool,
 
     /// Report format.
-    #[arg(long, value_enum, default_value_t = Format::Human)]
+    #[arg(long, value_enum, default_value_t = Format::HUMAN)]
     pub format: Format,
 
     #[arg(long, value_name = "FORMAT=FILE", value_parser = super::ExportParser,

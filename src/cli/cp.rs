@@ -47,7 +47,7 @@ pub struct CpArgs {
     pub verbose: bool,
 
     /// Write a report on stdout in this format (human goes to stderr with -v).
-    #[arg(long, value_enum, default_value_t = Format::Human)]
+    #[arg(long, value_enum, default_value_t = Format::HUMAN)]
     pub format: Format,
 
     #[arg(long, value_name = "FORMAT=FILE", value_parser = super::ExportParser,

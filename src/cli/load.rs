@@ -44,7 +44,7 @@ pub struct LoadArgs {
     pub touch: Touch,
 
     /// Report format (on stdout).
-    #[arg(long, value_enum, default_value_t = Format::Human)]
+    #[arg(long, value_enum, default_value_t = Format::HUMAN)]
     pub format: Format,
 
     #[arg(long, value_name = "FORMAT=FILE", value_parser = super::ExportParser,

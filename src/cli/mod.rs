@@ -72,7 +72,7 @@ pub struct Export {
 
 /// The help of `--export`, shared by every command that reports.
 pub const EXPORT_HELP: &str = "Also write the report in FORMAT to FILE (`-`: stdout), \
-    from the same measurement; repeatable. FORMAT: human, json, csv, markdown, prometheus";
+    from the same measurement; repeatable. FORMAT: any value of --format";
 
 /// Parses `FORMAT=FILE` for `--export`; FILE may be any bytes.
 #[derive(Debug, Clone, Copy)]

@@ -56,7 +56,7 @@ pub struct RunArgs {
     pub counters: bool,
 
     /// Report format.
-    #[arg(long, value_enum, default_value_t = Format::Human)]
+    #[arg(long, value_enum, default_value_t = Format::HUMAN)]
     pub format: Format,
 
     #[arg(long, value_name = "FORMAT=FILE", value_parser = super::ExportParser,
@@ -84,7 +84,7 @@ impl Default for RunArgs {
             drop_caches: false,
             tree: false,
             counters: false,
-            format: Format::Human,
+            format: Format::HUMAN,
             export: Vec::new(),
             output: None,
             command: Vec::new(),

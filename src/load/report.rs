@@ -555,10 +555,10 @@ mod tests {
         use crate::report::{Format, render};
         let r = report(["0123456789abcdef", "0123456789abcdef"]);
         for (name, format) in [
-            ("human", Format::Human),
-            ("json", Format::Json),
-            ("csv", Format::Csv),
-            ("markdown", Format::Markdown),
+            ("human", Format::HUMAN),
+            ("json", Format::JSON),
+            ("csv", Format::CSV),
+            ("markdown", Format::MARKDOWN),
         ] {
             let mut out = Vec::new();
             render(&r, format, Style::default(), &mut out).expect("render");

@@ -263,7 +263,7 @@ pub fn watch(
         if terminal {
             // Home, then clear the screen.
             out.write_all(b"\x1b[H\x1b[2J").map_err(RenderError::Io)?;
-        } else if !first && format == Format::Human {
+        } else if !first && format == Format::HUMAN {
             out.write_all(b"\n").map_err(RenderError::Io)?;
         }
         crate::report::render(&report, format, style, out)?;

@@ -23,3 +23,10 @@ fn to_io(e: ::csv::Error) -> io::Error {
     };
     io::Error::new(kind, e)
 }
+
+/// `--format csv`: the report's table.
+pub const FORMAT: super::FormatSpec = super::FormatSpec {
+    name: "csv",
+    help: "Comma-separated values with a header row",
+    render: |r, _, out| Ok(write(&r.forms().table(), out)?),
+};

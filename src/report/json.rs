@@ -96,6 +96,13 @@ pub fn write<R: Serialize + ?Sized>(report: &R, out: &mut dyn Write) -> io::Resu
     out.write_all(b"\n")
 }
 
+/// `--format json`.
+pub const FORMAT: super::FormatSpec = super::FormatSpec {
+    name: "json",
+    help: "One JSON document, keys carrying their unit",
+    render: |r, _, out| Ok(r.json(out)?),
+};
+
 /// Seconds since the epoch as `YYYY-MM-DDTHH:MM:SSZ` (proleptic Gregorian;
 /// days to civil date after Howard Hinnant's `civil_from_days`).
 pub fn rfc3339_utc(secs: u64) -> String {

@@ -39,6 +39,13 @@ pub fn write(table: &Table, out: &mut dyn Write) -> io::Result<()> {
     Ok(())
 }
 
+/// `--format markdown`: the report's table.
+pub const FORMAT: super::FormatSpec = super::FormatSpec {
+    name: "markdown",
+    help: "A GitHub-flavoured Markdown table",
+    render: |r, _, out| Ok(write(&r.forms().table(), out)?),
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,11 +6,7 @@
 //! serde, with a `schema_version` field, under the header of
 //! [`json::Header`] (tally version, timestamp, hostname, kernel). Renderers never measure.
 
-pub mod csv;
-pub mod json;
-pub mod markdown;
 pub mod path;
-pub mod prometheus;
 pub mod text;
 pub mod unit;
 
@@ -24,20 +20,133 @@ pub use prometheus::{Metric, MetricKind, Sample};
 /// that is not a pure addition.
 pub const SCHEMA_VERSION: u32 = 2;
 
-/// An output format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Format {
+/// Declares the output formats: `pub mod NAME;` for each renderer file
+/// and [`FORMATS`] from their `FORMAT`s, in `--format`'s order. A new
+/// format is its file (with `pub const FORMAT: FormatSpec`) plus one line
+/// here; `--format`, `--export`, the help and `run`'s fast scanner follow.
+macro_rules! formats {
+    ($($module:ident),+ $(,)?) => {
+        $(pub mod $module;)+
+        /// Every output format; [`Format`] indexes it.
+        pub const FORMATS: &[FormatSpec] = &[$($module::FORMAT),+];
+    };
+}
+
+formats! {
+    human,
+    json,
+    csv,
+    markdown,
+    prometheus,
+}
+
+/// One output format: its `--format` name, its help line and how it
+/// renders any report.
+pub struct FormatSpec {
+    pub name: &'static str,
+    pub help: &'static str,
+    pub render: fn(&dyn Document, Style, &mut dyn Write) -> Result<(), RenderError>,
+}
+
+/// An output format: an entry of [`FORMATS`].
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct Format(usize);
+
+impl Format {
     /// Text for people (the default).
-    Human,
+    pub const HUMAN: Format = Format::named("human");
     /// One JSON document, keys carrying their unit.
-    Json,
+    pub const JSON: Format = Format::named("json");
     /// Comma-separated values with a header row.
-    Csv,
+    pub const CSV: Format = Format::named("csv");
     /// A GitHub-flavoured Markdown table.
-    Markdown,
+    pub const MARKDOWN: Format = Format::named("markdown");
     /// Prometheus text exposition (node_exporter textfile collector).
-    Prometheus,
+    pub const PROMETHEUS: Format = Format::named("prometheus");
+
+    /// The format called `name`; a name not in [`FORMATS`] fails the build
+    /// where it is used in a constant.
+    const fn named(name: &str) -> Format {
+        let mut i = 0;
+        while i < FORMATS.len() {
+            if const_eq(FORMATS[i].name, name) {
+                return Format(i);
+            }
+            i += 1;
+        }
+        panic!("no such format")
+    }
+
+    /// The format's entry.
+    pub fn spec(self) -> &'static FormatSpec {
+        &FORMATS[self.0]
+    }
+
+    /// Its `--format` name.
+    pub fn name(self) -> &'static str {
+        self.spec().name
+    }
+}
+
+const fn const_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+impl Default for Format {
+    fn default() -> Format {
+        Format::HUMAN
+    }
+}
+
+impl std::fmt::Debug for Format {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::fmt::Display for Format {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl Serialize for Format {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+/// Every format, in [`FORMATS`]' order.
+const ALL: [Format; FORMATS.len()] = {
+    let mut all = [Format(0); FORMATS.len()];
+    let mut i = 0;
+    while i < FORMATS.len() {
+        all[i] = Format(i);
+        i += 1;
+    }
+    all
+};
+
+impl clap::ValueEnum for Format {
+    fn value_variants<'a>() -> &'a [Format] {
+        &ALL
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        let spec = self.spec();
+        Some(clap::builder::PossibleValue::new(spec.name).help(spec.help))
+    }
 }
 
 /// Rows and columns of a report, for CSV and Markdown.
@@ -59,7 +168,7 @@ pub struct Style {
 }
 
 /// A report every format can render.
-pub trait Render: Serialize {
+pub trait Render {
     /// Human text.
     fn human(&self, out: &mut dyn Write, style: Style) -> io::Result<()>;
     /// The rows and columns for CSV and Markdown.
@@ -73,8 +182,8 @@ pub trait Render: Serialize {
 /// A format the report cannot be rendered in.
 #[derive(Debug, thiserror::Error)]
 pub enum RenderError {
-    #[error("this report has no {0:?} form; use --format human, json, csv or markdown")]
-    Unsupported(Format),
+    #[error("this report has no {0} form; use --format human, json, csv or markdown")]
+    Unsupported(&'static str),
     #[error(transparent)]
     Io(#[from] io::Error),
 }
@@ -87,23 +196,52 @@ impl RenderError {
     }
 }
 
+/// A report as the formats see it: its [`Render`] forms and its JSON.
+/// Every serializable [`Render`] is one.
+pub trait Document {
+    /// The report's human, table and metric forms.
+    fn forms(&self) -> &dyn Render;
+    /// Writes the report as JSON under the header (see [`json`]).
+    fn json(&self, out: &mut dyn Write) -> io::Result<()>;
+}
+
+impl<R: Render + Serialize> Document for R {
+    fn forms(&self) -> &dyn Render {
+        self
+    }
+
+    fn json(&self, out: &mut dyn Write) -> io::Result<()> {
+        json::write(self, out)
+    }
+}
+
 /// Renders `report` in `format` to `out`.
-pub fn render<R: Render>(
-    report: &R,
+pub fn render(
+    report: &dyn Document,
     format: Format,
     style: Style,
     out: &mut dyn Write,
 ) -> Result<(), RenderError> {
-    match format {
-        Format::Human => report.human(out, style)?,
-        Format::Json => json::write(report, out)?,
-        Format::Csv => csv::write(&report.table(), out)?,
-        Format::Markdown => markdown::write(&report.table(), out)?,
-        Format::Prometheus => match report.metrics() {
-            Some(metrics) => prometheus::write(&metrics, out)?,
-            None => return Err(RenderError::Unsupported(format)),
-        },
-    }
+    (format.spec().render)(report, style, out)?;
     out.flush()?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::ValueEnum;
+
+    #[test]
+    fn every_format_has_one_distinct_name_that_clap_accepts() {
+        let mut names: Vec<&str> = FORMATS.iter().map(|f| f.name).collect();
+        for (i, name) in names.iter().enumerate() {
+            assert_eq!(Format::from_str(name, false).map(|f| f.0), Ok(i));
+        }
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), FORMATS.len());
+        assert_eq!(Format::PROMETHEUS.name(), "prometheus");
+        assert_eq!(Format::default(), Format::HUMAN);
+    }
 }

@@ -117,6 +117,16 @@ fn format_value(v: f64) -> String {
     }
 }
 
+/// `--format prometheus`: the report's metrics, for reports that have them.
+pub const FORMAT: super::FormatSpec = super::FormatSpec {
+    name: "prometheus",
+    help: "Prometheus text exposition (node_exporter textfile collector)",
+    render: |r, _, out| match r.forms().metrics() {
+        Some(metrics) => Ok(write(&metrics, out)?),
+        None => Err(super::RenderError::Unsupported(FORMAT.name)),
+    },
+};
+
 /// Writes the metric families.
 pub fn write(metrics: &[Metric], out: &mut dyn Write) -> io::Result<()> {
     for m in metrics {

@@ -777,11 +777,11 @@ mod tests {
     #[test]
     fn one_run_in_every_format() {
         let r = report(vec![record(75_260_133, 8_272_800)]);
-        insta::assert_snapshot!("one_run_human", rendered(&r, Format::Human));
-        insta::assert_snapshot!("one_run_json", rendered(&r, Format::Json));
-        insta::assert_snapshot!("one_run_csv", rendered(&r, Format::Csv));
-        insta::assert_snapshot!("one_run_markdown", rendered(&r, Format::Markdown));
-        insta::assert_snapshot!("one_run_prometheus", rendered(&r, Format::Prometheus));
+        insta::assert_snapshot!("one_run_human", rendered(&r, Format::HUMAN));
+        insta::assert_snapshot!("one_run_json", rendered(&r, Format::JSON));
+        insta::assert_snapshot!("one_run_csv", rendered(&r, Format::CSV));
+        insta::assert_snapshot!("one_run_markdown", rendered(&r, Format::MARKDOWN));
+        insta::assert_snapshot!("one_run_prometheus", rendered(&r, Format::PROMETHEUS));
     }
 
     #[test]
@@ -793,10 +793,10 @@ mod tests {
             "{:?}",
             r.warnings
         );
-        insta::assert_snapshot!("runs_human", rendered(&r, Format::Human));
-        insta::assert_snapshot!("runs_csv", rendered(&r, Format::Csv));
-        insta::assert_snapshot!("runs_markdown", rendered(&r, Format::Markdown));
-        insta::assert_snapshot!("runs_prometheus", rendered(&r, Format::Prometheus));
+        insta::assert_snapshot!("runs_human", rendered(&r, Format::HUMAN));
+        insta::assert_snapshot!("runs_csv", rendered(&r, Format::CSV));
+        insta::assert_snapshot!("runs_markdown", rendered(&r, Format::MARKDOWN));
+        insta::assert_snapshot!("runs_prometheus", rendered(&r, Format::PROMETHEUS));
     }
 
     #[test]
@@ -830,7 +830,7 @@ mod tests {
         rec.io = None;
         rec.io_source = None;
         rec.io_unavailable = Some("this kernel has no /proc/PID/io".into());
-        let text = rendered(&report(vec![rec]), Format::Human);
+        let text = rendered(&report(vec![rec]), Format::HUMAN);
         assert!(
             text.contains("tally: killed by SIGSEGV (core dumped)\n"),
             "{text}"
