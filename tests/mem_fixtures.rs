@@ -307,7 +307,7 @@ fn units() {
     let text = String::from_utf8_lossy(&csv.stdout).into_owned();
     assert!(
         text.starts_with(
-            "program,processes,private_bytes,shared_bytes,ram_used_bytes,swap_bytes,rss_bytes,\
+            "program,processes,private_bytes,shared_bytes,pss_bytes,swap_bytes,rss_bytes,\
              swap_not_attributed_bytes\n"
         ),
         "{text}"

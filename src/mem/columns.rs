@@ -1,92 +1,64 @@
-//! The figures of a `tally mem` row, one line each: the human table, CSV,
-//! Markdown, Prometheus and `--sort` all come from [`COLUMNS`]. A new
-//! column is its field in [`Group`] and [`Totals`] (and where the scan
-//! adds it up) plus one entry here.
+//! The figures of a `tally mem` row, one line each: the scan's sums, the
+//! JSON fields, the human table, CSV, Markdown, Prometheus and `--sort`
+//! all come from [`COLUMNS`]. A new column is one line here, reading a
+//! figure the smaps parser has.
 
-use super::rows::{Group, Totals};
-use crate::report::prometheus::Unit;
+use crate::procfs::smaps_rollup::MemFigures;
 
-/// One figure of a row, in bytes.
+/// One figure of a row. Rows hold it in bytes (the kernel's kB × 1024).
 pub struct Column {
+    /// The figure's name: the JSON field and CSV column `KEY_bytes` (CSV:
+    /// `KEY_<unit>` with `--unit`), the Prometheus families
+    /// `tally_mem_KEY_bytes` (rows) and `tally_mem_total_KEY_bytes`.
+    pub key: &'static str,
     /// The `--sort` value.
     pub sort: &'static str,
     /// The human table's header, before the unit (`None`: not in the
     /// human table, which stays narrow).
     pub header: Option<&'static str>,
-    /// The CSV and Markdown header, before `_<unit>`.
-    pub csv: &'static str,
-    /// The Prometheus name after `tally_mem_` (rows) or `tally_mem_total_`
-    /// (the total), before the unit's suffix.
-    pub metric: &'static str,
-    /// The unit of the figure (Prometheus scales it to the base unit and
-    /// adds its suffix).
-    pub unit: Unit,
     /// Prometheus help for the rows and for the total.
     pub help: &'static str,
     pub total_help: &'static str,
-    pub of_group: fn(&Group) -> u64,
-    pub of_total: fn(&Totals) -> u64,
+    /// The figure of one process, in kB.
+    pub kb: fn(&MemFigures) -> u64,
 }
 
 /// Every figure of a row, in the order every format prints them.
+#[rustfmt::skip]
 pub const COLUMNS: &[Column] = &[
-    Column {
-        sort: "private",
-        header: Some("Private"),
-        csv: "private",
-        metric: "private",
-        unit: Unit::Bytes,
-        help: "Private memory (clean and dirty).",
-        total_help: "Private memory of every process counted.",
-        of_group: |g| g.private_bytes,
-        of_total: |t| t.private_bytes,
-    },
-    Column {
-        sort: "shared",
-        header: Some("Shared"),
-        csv: "shared",
-        metric: "shared",
-        unit: Unit::Bytes,
-        help: "Share of shared memory (PSS minus private).",
-        total_help: "Shared memory share of every process counted.",
-        of_group: |g| g.shared_bytes,
-        of_total: |t| t.shared_bytes,
-    },
-    Column {
-        sort: "ram",
-        header: Some("RAM used"),
-        csv: "ram_used",
-        metric: "pss",
-        unit: Unit::Bytes,
-        help: "RAM used: proportional set size.",
-        total_help: "RAM used by every process counted.",
-        of_group: |g| g.pss_bytes,
-        of_total: |t| t.pss_bytes,
-    },
-    Column {
-        sort: "swap",
-        header: Some("Swap"),
-        csv: "swap",
-        metric: "swap",
-        unit: Unit::Bytes,
-        help: "Swap used (SwapPss where the kernel has it).",
-        total_help: "Swap used by every process counted.",
-        of_group: |g| g.swap_bytes,
-        of_total: |t| t.swap_bytes,
-    },
-    Column {
-        sort: "rss",
-        header: None,
-        csv: "rss",
-        metric: "rss",
-        unit: Unit::Bytes,
-        help: "Resident set size (shared pages counted in full).",
-        total_help: "Sum of the resident set sizes of every process counted (shared pages \
-                     counted in each).",
-        of_group: |g| g.rss_bytes,
-        of_total: |t| t.rss_bytes,
-    },
+    Column { key: "private", sort: "private", header: Some("Private"), help: "Private memory (clean and dirty).", total_help: "Private memory of every process counted.", kb: MemFigures::private_kb },
+    Column { key: "shared", sort: "shared", header: Some("Shared"), help: "Share of shared memory (PSS minus private).", total_help: "Shared memory share of every process counted.", kb: MemFigures::shared_kb },
+    Column { key: "pss", sort: "ram", header: Some("RAM used"), help: "RAM used: proportional set size.", total_help: "RAM used by every process counted.", kb: |m| m.pss_kb },
+    Column { key: "swap", sort: "swap", header: Some("Swap"), help: "Swap used (SwapPss where the kernel has it).", total_help: "Swap used by every process counted.", kb: MemFigures::swap_best_kb },
+    Column { key: "rss", sort: "rss", header: None, help: "Resident set size (shared pages counted in full).", total_help: "Sum of the resident set sizes of every process counted (shared pages counted in each).", kb: |m| m.rss_kb },
 ];
+
+/// The index in [`COLUMNS`] of the column called `key`.
+pub const fn index_of(key: &str) -> Option<usize> {
+    let mut i = 0;
+    while i < COLUMNS.len() {
+        if const_eq(COLUMNS[i].key, key) {
+            return Some(i);
+        }
+        i += 1;
+    }
+    None
+}
+
+const fn const_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
 
 /// The column rows are sorted by (ascending: the biggest comes last): a
 /// figure of [`COLUMNS`], the number of processes, or the name.
@@ -108,16 +80,10 @@ impl Default for SortKey {
 
 impl SortKey {
     /// RAM used (PSS), the default.
-    pub const RAM: SortKey = SortKey::Column(2);
-
-    /// The figure of `g` this key sorts by (`None`: by name only).
-    pub fn of(self, g: &Group) -> Option<u64> {
-        match self {
-            SortKey::Column(i) => COLUMNS.get(i).map(|c| (c.of_group)(g)),
-            SortKey::Count => Some(g.processes),
-            SortKey::Name => None,
-        }
-    }
+    pub const RAM: SortKey = match index_of("pss") {
+        Some(i) => SortKey::Column(i),
+        None => panic!("mem COLUMNS has no pss"),
+    };
 }
 
 /// Every sort key: the columns, then count and name.
@@ -160,6 +126,7 @@ mod tests {
         // The rows sit below everything that shows or sorts them.
         let uses = |a: &str| graph.iter().find(|g| g.0 == a).unwrap().1.clone();
         assert!(uses("rows").iter().all(|u| u != "group" && u != "report"));
+        assert!(uses("columns").iter().all(|u| u != "report"));
         crate::bench::layering::assert_no_circles(&graph);
     }
 
@@ -176,6 +143,7 @@ mod tests {
         sorted.dedup();
         assert_eq!(sorted.len(), names.len());
         assert_eq!(SortKey::from_str("ram", false), Ok(SortKey::RAM));
-        assert_eq!(COLUMNS.get(2).map(|c| c.metric), Some("pss"));
+        assert_eq!(SortKey::RAM, SortKey::Column(2));
+        assert_eq!(COLUMNS.get(2).map(|c| c.key), Some("pss"));
     }
 }

@@ -109,9 +109,15 @@ pub fn group(samples: &[ProcSample], g: &Grouping) -> (Vec<Group>, Totals, u64) 
 }
 
 fn sort(rows: &mut [Group], key: SortKey) {
+    // The figure a row sorts by (`None`: by name only).
+    let of = |g: &Group| match key {
+        SortKey::Column(i) => g.figures.get(i),
+        SortKey::Count => Some(g.processes),
+        SortKey::Name => None,
+    };
     rows.sort_by(|a, b| {
-        key.of(a)
-            .cmp(&key.of(b))
+        of(a)
+            .cmp(&of(b))
             .then_with(|| a.name.cmp(&b.name))
             .then_with(|| a.pid.cmp(&b.pid))
     });
@@ -165,11 +171,16 @@ mod tests {
         assert_eq!(hidden, 0);
         assert_eq!(total.processes, 4);
         assert_eq!(total.groups, 3);
-        assert_eq!(total.pss_bytes, 190 * 1024);
-        assert_eq!(total.swap_bytes, 4 * 1024, "SwapPss, not Swap");
+        assert_eq!(total.figures.of("pss").unwrap(), 190 * 1024);
+        assert_eq!(
+            total.figures.of("swap").unwrap(),
+            4 * 1024,
+            "SwapPss, not Swap"
+        );
         let a = rows.last().expect("a");
         assert_eq!(a.pids, [1, 3]);
-        assert_eq!(a.private_bytes + a.shared_bytes, a.pss_bytes);
+        let f = |k| a.figures.of(k).unwrap();
+        assert_eq!(f("private") + f("shared"), f("pss"));
     }
 
     #[test]
@@ -195,7 +206,7 @@ mod tests {
             rows.iter().map(|r| r.pid).collect::<Vec<_>>(),
             [Some(4), Some(3)]
         );
-        assert_eq!(total.pss_bytes, 80 * 1024);
+        assert_eq!(total.figures.of("pss").unwrap(), 80 * 1024);
         let g = Grouping {
             sort: SortKey::Count,
             ..Grouping::default()

@@ -9,8 +9,9 @@
 //!   process), or `none` (no process read).
 //! - `groups[]`: `name` (program, user or cgroup path; the program for
 //!   `pid`), `pid` (with `group_by` `pid`), `processes`, `pids[]`,
-//!   `private_bytes`, `shared_bytes` (PSS − private), `pss_bytes` (RAM
-//!   used), `swap_bytes`, `rss_bytes`. Ascending by the sort key.
+//!   and one `KEY_bytes` per [`COLUMNS`] entry: `private_bytes`,
+//!   `shared_bytes` (PSS − private), `pss_bytes` (RAM used), `swap_bytes`,
+//!   `rss_bytes`. Ascending by the sort key.
 //! - `hidden_groups`: rows left out by `--top` (still in the total).
 //! - `total`: the same figures over every process kept, plus `groups` and
 //!   `swap_not_attributed` ([`SwapRest`]: `bytes`, null when unavailable,
@@ -25,7 +26,7 @@ use std::io::{self, Write};
 
 use serde::{Deserialize, Serialize};
 
-use super::columns::{COLUMNS, Column};
+use super::columns::COLUMNS;
 use super::group::GroupBy;
 use super::name::NameMode;
 pub use super::rows::{Group, SwapRest, Totals};
@@ -169,10 +170,13 @@ impl Render for MemReport {
         // The figures shown are the COLUMNS with a human header. On a
         // narrow terminal the name is cut in its middle (its count or pid
         // stays); the TOTAL line is never cut.
-        let shown: Vec<&Column> = COLUMNS.iter().filter(|c| c.header.is_some()).collect();
+        let shown: Vec<usize> = (0..COLUMNS.len())
+            .filter(|&i| COLUMNS[i].header.is_some())
+            .collect();
         let mut columns: Vec<TextColumn> = shown
             .iter()
-            .map(|c| match (c.csv, c.header) {
+            .map(|&i| &COLUMNS[i])
+            .map(|c| match (c.key, c.header) {
                 ("swap", _) => TextColumn::number(format!("{}{unit}", self.swap_header())),
                 (_, h) => TextColumn::number(format!("{}{unit}", h.unwrap_or_default())),
             })
@@ -183,8 +187,10 @@ impl Render for MemReport {
             table = table.without_header();
         } else {
             for g in &self.groups {
-                let mut cells: Vec<String> =
-                    shown.iter().map(|c| self.size((c.of_group)(g))).collect();
+                let mut cells: Vec<String> = shown
+                    .iter()
+                    .map(|&i| self.size(g.figures.get(i).unwrap_or(0)))
+                    .collect();
                 cells.push(self.label(g));
                 table.row(cells);
             }
@@ -196,7 +202,10 @@ impl Render for MemReport {
         } else {
             String::new()
         };
-        let mut total: Vec<String> = shown.iter().map(|c| self.size((c.of_total)(t))).collect();
+        let mut total: Vec<String> = shown
+            .iter()
+            .map(|&i| self.size(t.figures.get(i).unwrap_or(0)))
+            .collect();
         total.push(format!(
             "TOTAL ({}, {}{hidden}){}",
             crate::units::count(t.processes, "process", "processes"),
@@ -230,7 +239,7 @@ impl Render for MemReport {
             headers.push("program".into());
         }
         headers.push("processes".into());
-        headers.extend(COLUMNS.iter().map(|c| figure(c.csv)));
+        headers.extend(COLUMNS.iter().map(|c| figure(c.key)));
         headers.push(figure("swap_not_attributed"));
         let mut rows = Vec::new();
         let cells = |name: Vec<String>, n: u64, f: Vec<u64>| {
@@ -250,7 +259,7 @@ impl Render for MemReport {
                 rows.push(cells(
                     name,
                     g.processes,
-                    COLUMNS.iter().map(|c| (c.of_group)(g)).collect(),
+                    g.figures.iter().map(|(_, v)| v).collect(),
                 ));
             }
         }
@@ -262,7 +271,7 @@ impl Render for MemReport {
         rows.push(cells(
             name,
             t.processes,
-            COLUMNS.iter().map(|c| (c.of_total)(t)).collect(),
+            t.figures.iter().map(|(_, v)| v).collect(),
         ));
         if let Some(cell) = rows.last_mut().and_then(|r| r.last_mut()) {
             *cell = t.swap_not_attributed.cell(|b| self.plain_size(b));
@@ -289,10 +298,11 @@ impl Render for MemReport {
         // figure never lacks its `tally_mem_total_*`.
         let mut metrics: Vec<Metric> = COLUMNS
             .iter()
-            .map(|c| {
-                let mut m = Metric::gauge(&format!("tally_mem_{}", c.metric), c.unit, c.help);
+            .enumerate()
+            .map(|(i, c)| {
+                let mut m = Metric::gauge(&format!("tally_mem_{}", c.key), Unit::Bytes, c.help);
                 for g in &self.groups {
-                    m.push(labels(g), (c.of_group)(g) as f64);
+                    m.push(labels(g), g.figures.get(i).unwrap_or(0) as f64);
                 }
                 m
             })
@@ -303,13 +313,13 @@ impl Render for MemReport {
             processes.push(labels(g), g.processes as f64);
         }
         metrics.push(processes);
-        metrics.extend(COLUMNS.iter().map(|c| {
+        metrics.extend(t.figures.iter().map(|(c, v)| {
             Metric::gauge(
-                &format!("tally_mem_total_{}", c.metric),
-                c.unit,
+                &format!("tally_mem_total_{}", c.key),
+                Unit::Bytes,
                 c.total_help,
             )
-            .with(Vec::new(), (c.of_total)(t) as f64)
+            .with(Vec::new(), v as f64)
         }));
         metrics.push(
             Metric::gauge(

@@ -3,9 +3,78 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::columns::{COLUMNS, Column};
 use super::scan::ProcSample;
 
-/// Figures of one row.
+/// The figures of a row or the total, in bytes: one per [`COLUMNS`]
+/// entry. In JSON they are fields `KEY_bytes` of the row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Figures([u64; COLUMNS.len()]);
+
+impl Default for Figures {
+    fn default() -> Figures {
+        Figures([0; COLUMNS.len()])
+    }
+}
+
+impl Figures {
+    /// The figure of `COLUMNS[i]`.
+    pub fn get(&self, i: usize) -> Option<u64> {
+        self.0.get(i).copied()
+    }
+
+    /// The figure of the column called `key` (`pss`, `rss`, …).
+    pub fn of(&self, key: &str) -> Option<u64> {
+        COLUMNS
+            .iter()
+            .position(|c| c.key == key)
+            .and_then(|i| self.get(i))
+    }
+
+    /// Every figure with its column.
+    pub fn iter(&self) -> impl Iterator<Item = (&'static Column, u64)> + '_ {
+        COLUMNS.iter().zip(self.0.iter().copied())
+    }
+
+    fn add(&mut self, s: &ProcSample) {
+        for (sum, c) in self.0.iter_mut().zip(COLUMNS) {
+            *sum = sum.saturating_add((c.kb)(&s.mem).saturating_mul(1024));
+        }
+    }
+}
+
+impl Serialize for Figures {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(Some(COLUMNS.len()))?;
+        for (c, v) in self.iter() {
+            map.serialize_entry(&format!("{}_bytes", c.key), &v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for Figures {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Figures, D::Error> {
+        let fields = std::collections::BTreeMap::<String, serde_json::Value>::deserialize(d)?;
+        let mut f = Figures::default();
+        for (i, c) in COLUMNS.iter().enumerate() {
+            let key = format!("{}_bytes", c.key);
+            let v = fields
+                .get(&key)
+                .ok_or_else(|| serde::de::Error::missing_field(c.key))?;
+            let n = v
+                .as_u64()
+                .ok_or_else(|| serde::de::Error::custom(format!("{key}: not a byte count")))?;
+            if let Some(slot) = f.0.get_mut(i) {
+                *slot = n;
+            }
+        }
+        Ok(f)
+    }
+}
+
+/// One row.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Group {
     pub name: String,
@@ -13,26 +82,15 @@ pub struct Group {
     pub pid: Option<u32>,
     pub processes: u64,
     pub pids: Vec<u32>,
-    pub private_bytes: u64,
-    pub shared_bytes: u64,
-    pub pss_bytes: u64,
-    pub swap_bytes: u64,
-    pub rss_bytes: u64,
-}
-
-fn kb(n: u64) -> u64 {
-    n.saturating_mul(1024)
+    #[serde(flatten)]
+    pub figures: Figures,
 }
 
 impl Group {
     pub(crate) fn add(&mut self, s: &ProcSample) {
         self.processes = self.processes.saturating_add(1);
         self.pids.push(s.pid);
-        self.private_bytes = self.private_bytes.saturating_add(kb(s.mem.private_kb()));
-        self.shared_bytes = self.shared_bytes.saturating_add(kb(s.mem.shared_kb()));
-        self.pss_bytes = self.pss_bytes.saturating_add(kb(s.mem.pss_kb));
-        self.swap_bytes = self.swap_bytes.saturating_add(kb(s.mem.swap_best_kb()));
-        self.rss_bytes = self.rss_bytes.saturating_add(kb(s.mem.rss_kb));
+        self.figures.add(s);
     }
 }
 
@@ -41,11 +99,8 @@ impl Group {
 pub struct Totals {
     pub processes: u64,
     pub groups: u64,
-    pub private_bytes: u64,
-    pub shared_bytes: u64,
-    pub pss_bytes: u64,
-    pub swap_bytes: u64,
-    pub rss_bytes: u64,
+    #[serde(flatten)]
+    pub figures: Figures,
     /// Swap in use that no process's SwapPss holds.
     #[serde(default)]
     pub swap_not_attributed: SwapRest,
@@ -93,10 +148,6 @@ impl SwapRest {
 impl Totals {
     pub(crate) fn add(&mut self, s: &ProcSample) {
         self.processes = self.processes.saturating_add(1);
-        self.private_bytes = self.private_bytes.saturating_add(kb(s.mem.private_kb()));
-        self.shared_bytes = self.shared_bytes.saturating_add(kb(s.mem.shared_kb()));
-        self.pss_bytes = self.pss_bytes.saturating_add(kb(s.mem.pss_kb));
-        self.swap_bytes = self.swap_bytes.saturating_add(kb(s.mem.swap_best_kb()));
-        self.rss_bytes = self.rss_bytes.saturating_add(kb(s.mem.rss_kb));
+        self.figures.add(s);
     }
 }
