@@ -1,4 +1,7 @@
-//! One measurement, every format, the same figures.
+//! One measurement, every format, the same figures: for `tally run` in
+//! detail below, and for mem, cache, cp and bench after it (each exports
+//! one report as JSON, CSV, Markdown and, where it has metrics,
+//! Prometheus, and each figure must agree after unit conversion).
 //!
 //! `tally run -n 3` exports its report as JSON, CSV, Markdown and
 //! Prometheus from one measurement (`--export`), and every format must
@@ -20,17 +23,23 @@ fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-/// Header and rows of a CSV document (no quoted commas in these figures).
+/// Header and rows of a CSV document.
 fn csv_rows(text: &str) -> (Vec<String>, Vec<Vec<String>>) {
-    let mut lines = text.lines();
-    let header = lines
-        .next()
+    let mut r = csv::Reader::from_reader(text.as_bytes());
+    let header = r
+        .headers()
         .expect("a CSV header")
-        .split(',')
+        .iter()
         .map(String::from)
         .collect();
-    let rows = lines
-        .map(|l| l.split(',').map(String::from).collect())
+    let rows = r
+        .records()
+        .map(|rec| {
+            rec.expect("a CSV record")
+                .iter()
+                .map(String::from)
+                .collect()
+        })
         .collect();
     (header, rows)
 }
@@ -180,4 +189,269 @@ fn run_report_agrees_figure_by_figure_in_every_format() {
             "{figure}: {p} in {metric}, {want} from the JSON median"
         );
     }
+}
+
+/// Exports one report of `args` in every format into `dir`; returns
+/// (JSON, CSV header and rows, Prometheus text) after checking that the
+/// Markdown table is the CSV's, cell by cell.
+fn export_all(
+    dir: &Path,
+    args: &[&str],
+    prometheus: bool,
+) -> (Value, Vec<String>, Vec<Vec<String>>, String) {
+    let file = |f: &str| dir.join(f);
+    let mut cmd = common::tally();
+    for (format, name) in [("json", "r.json"), ("csv", "r.csv"), ("markdown", "r.md")]
+        .into_iter()
+        .chain(prometheus.then_some(("prometheus", "r.prom")))
+    {
+        cmd.arg("--export")
+            .arg(format!("{format}={}", file(name).display()));
+    }
+    // Options before the subcommand's own arguments: insert after it.
+    let mut full: Vec<std::ffi::OsString> = vec![args[0].into()];
+    full.extend(cmd.get_args().map(|a| a.to_os_string()));
+    full.extend(args[1..].iter().map(Into::into));
+    let out = common::tally().args(&full).output().expect("tally runs");
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: Value = serde_json::from_str(&read(&file("r.json"))).expect("JSON");
+    let (header, rows) = csv_rows(&read(&file("r.csv")));
+    let (md_header, md_rows) = markdown_rows(&read(&file("r.md")));
+    assert_eq!(md_header, header, "{args:?}: Markdown header against CSV");
+    assert_eq!(md_rows, rows, "{args:?}: Markdown rows against CSV");
+    let prom = if prometheus {
+        read(&file("r.prom"))
+    } else {
+        String::new()
+    };
+    (json, header, rows, prom)
+}
+
+/// The value of a Prometheus sample: `name{labels}` exactly as written.
+fn sample(prom: &str, series: &str) -> f64 {
+    prom.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no sample {series} in:\n{prom}"))
+}
+
+fn cell<'a>(header: &[String], row: &'a [String], name: &str) -> &'a str {
+    let i = header
+        .iter()
+        .position(|h| h == name)
+        .unwrap_or_else(|| panic!("no CSV column {name}: {header:?}"));
+    &row[i]
+}
+
+fn num_cell(header: &[String], row: &[String], name: &str) -> f64 {
+    let c = cell(header, row, name);
+    c.parse()
+        .unwrap_or_else(|_| panic!("{name}: {c:?} is not a number"))
+}
+
+fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+#[test]
+fn mem_report_agrees_figure_by_figure_in_every_format() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let procfs = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/proc/typical");
+    let procfs = procfs.to_str().expect("utf-8 path");
+    // Bytes in CSV too, so every format holds the same numbers.
+    let (json, header, rows, prom) = export_all(
+        dir.path(),
+        &["mem", "--procfs", procfs, "--unit", "b"],
+        true,
+    );
+    let groups = json["groups"].as_array().expect("groups");
+    assert!(groups.len() >= 3, "{json}");
+    assert_eq!(rows.len(), groups.len() + 1, "a row per group and TOTAL");
+    // Every figure of a row is a `KEY_bytes` field of the JSON row, the
+    // CSV column of that name, and `tally_mem_KEY_bytes` in Prometheus.
+    let keys: Vec<&str> = header
+        .iter()
+        .filter(|h| h.ends_with("_bytes") && *h != "swap_not_attributed_bytes")
+        .map(String::as_str)
+        .collect();
+    assert!(keys.len() >= 5, "{header:?}");
+    for (g, row) in groups.iter().zip(&rows) {
+        let name = g["name"].as_str().expect("name");
+        assert_eq!(cell(&header, row, "program"), name);
+        assert_eq!(num_cell(&header, row, "processes"), f(&g["processes"]));
+        for key in &keys {
+            let v = f(&g[*key]);
+            assert_eq!(num_cell(&header, row, key), v, "{name} {key}");
+            let series = format!("tally_mem_{key}{{program=\"{name}\"}}");
+            assert_eq!(sample(&prom, &series), v, "{series}");
+        }
+    }
+    let total = rows.last().expect("TOTAL row");
+    assert_eq!(cell(&header, total, "program"), "TOTAL");
+    for key in &keys {
+        let v = f(&json["total"][*key]);
+        assert_eq!(num_cell(&header, total, key), v, "TOTAL {key}");
+        let stem = key.strip_suffix("_bytes").expect("bytes");
+        assert_eq!(sample(&prom, &format!("tally_mem_total_{stem}_bytes")), v);
+    }
+}
+
+#[test]
+fn cache_report_agrees_figure_by_figure_in_every_format() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let a = dir.path().join("a.bin");
+    let b = dir.path().join("b.bin");
+    std::fs::write(&a, vec![7u8; 300_000]).expect("write a");
+    std::fs::write(&b, vec![9u8; 12_345]).expect("write b");
+    let out = dir.path().join("out");
+    std::fs::create_dir(&out).expect("mkdir");
+    let (json, header, rows, prom) = export_all(
+        &out,
+        &[
+            "cache",
+            a.to_str().expect("utf-8"),
+            b.to_str().expect("utf-8"),
+        ],
+        true,
+    );
+    let page = f(&json["page_size_bytes"]);
+    let files = json["files"].as_array().expect("files");
+    assert_eq!(files.len(), 2);
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    for (file, row) in files.iter().zip(&rows) {
+        let path = file["path"].as_str().expect("path");
+        assert_eq!(cell(&header, row, "path"), path);
+        let size = f(&file["size_bytes"]);
+        assert_eq!(num_cell(&header, row, "size_bytes"), size);
+        // Residency is in pages in JSON, in bytes elsewhere.
+        let cached = f(&file["residency"]["cached_pages"]) * page;
+        assert_eq!(num_cell(&header, row, "cached_bytes"), cached, "{path}");
+        let dirty = f(&file["residency"]["dirty_pages"]) * page;
+        assert_eq!(num_cell(&header, row, "dirty_bytes"), dirty, "{path}");
+        let label = format!("{{path=\"{path}\"}}");
+        assert_eq!(
+            sample(&prom, &format!("tally_cache_size_bytes{label}")),
+            size
+        );
+        assert_eq!(
+            sample(&prom, &format!("tally_cache_cached_bytes{label}")),
+            cached
+        );
+    }
+    let summed: f64 = files
+        .iter()
+        .map(|x| f(&x["residency"]["cached_pages"]) * page)
+        .sum();
+    assert_eq!(f(&json["total"]["cached_bytes"]), summed);
+}
+
+#[test]
+fn cp_report_agrees_figure_by_figure_in_every_format() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let src = dir.path().join("src.bin");
+    std::fs::write(&src, vec![3u8; 200_000]).expect("write");
+    let dst = dir.path().join("dst.bin");
+    let out = dir.path().join("out");
+    std::fs::create_dir(&out).expect("mkdir");
+    let (json, header, rows, _) = export_all(
+        &out,
+        &[
+            "cp",
+            src.to_str().expect("utf-8"),
+            dst.to_str().expect("utf-8"),
+        ],
+        false,
+    );
+    let files = json["files"].as_array().expect("files");
+    assert_eq!((files.len(), rows.len()), (1, 1));
+    let (file, row) = (&files[0], &rows[0]);
+    for key in &header {
+        match &file[key.as_str()] {
+            Value::Number(n) => assert_eq!(
+                num_cell(&header, row, key),
+                n.as_f64().expect("number"),
+                "{key}"
+            ),
+            Value::String(s) => assert_eq!(cell(&header, row, key), s, "{key}"),
+            other => panic!("CSV column {key} has no JSON field of that name: {other}"),
+        }
+    }
+}
+
+#[test]
+fn bench_report_agrees_figure_by_figure_in_every_format() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (json, header, rows, prom) =
+        export_all(dir.path(), &["bench", "--quick", "syscall", "timer"], true);
+    // The unit of each figure: the CSV names it, JSON keys the summary by
+    // it, and Prometheus scales it to the base unit.
+    let base = |unit: &str| match unit {
+        "ns" => ("seconds", 1e-9),
+        "GB/s" | "gb_per_s" => ("bytes_per_second", 1e9),
+        "mhz" | "MHz" => ("hertz", 1e6),
+        "B" | "bytes" => ("bytes", 1.0),
+        other => panic!("a unit this test does not know: {other:?}"),
+    };
+    let figures: Vec<&Value> = json["benchmarks"]
+        .as_array()
+        .expect("benchmarks")
+        .iter()
+        .flat_map(|b| b["figures"].as_array().expect("figures"))
+        .collect();
+    assert!(figures.len() >= 4, "{json}");
+    let mut compared = 0;
+    for row in &rows {
+        let id = cell(&header, row, "id");
+        let fig = figures
+            .iter()
+            .find(|x| x["id"] == id)
+            .unwrap_or_else(|| panic!("CSV figure {id} is not in the JSON"));
+        if !cell(&header, row, "unavailable").is_empty() {
+            continue;
+        }
+        let unit = cell(&header, row, "unit");
+        let summary = fig
+            .as_object()
+            .expect("figure object")
+            .values()
+            .find(|v| v.get("median").is_some())
+            .unwrap_or_else(|| panic!("{id}: no summary in {fig}"));
+        let median = f(&summary["median"]);
+        // CSV keeps 4 decimals.
+        let csv = num_cell(&header, row, "median");
+        assert!(
+            (csv - median).abs() <= 5e-5 + median * 1e-9,
+            "{id}: {csv} against {median}"
+        );
+        assert_eq!(
+            num_cell(&header, row, "min"),
+            (f(&summary["min"]) * 1e4).round() / 1e4
+        );
+        if cell(&header, row, "implausible").is_empty() {
+            let (suffix, scale) = base(unit);
+            let bench = fig["id"]
+                .as_str()
+                .and_then(|i| i.split('.').next())
+                .expect("id");
+            let series = format!(
+                "tally_bench_median_{suffix}{{benchmark=\"{bench}\",figure=\"{id}\"{}}}",
+                fig["x"]
+                    .as_f64()
+                    .map(|x| format!(",x=\"{x}\""))
+                    .unwrap_or_default()
+            );
+            let p = sample(&prom, &series);
+            let want = median * scale;
+            assert!(
+                (p - want).abs() <= want.abs() * 1e-9,
+                "{series}: {p} against {want}"
+            );
+        }
+        compared += 1;
+    }
+    assert!(compared >= 4, "{rows:?}");
 }
