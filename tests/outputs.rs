@@ -307,6 +307,58 @@ fn man_pages_per_subcommand_have_exit_status_and_examples() {
     common::tally().args(["man", "nosuch"]).assert().code(2);
 }
 
+/// `tally man --dir DIR` installs every page the top page lists, readable
+/// by all, and leaves no temporary file; a missing DIR is a clear error.
+#[test]
+fn man_dir_installs_every_page() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = common::tally()
+        .args(["man", "--dir"])
+        .arg(dir.path())
+        .output()
+        .expect("tally runs");
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let mut names: Vec<String> = std::fs::read_dir(dir.path())
+        .expect("read dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    for want in [
+        "tally.1",
+        "tally-run.1",
+        "tally-mem.1",
+        "tally-cp.1",
+        "tally-man.1",
+    ] {
+        assert!(names.iter().any(|n| n == want), "{want} in {names:?}");
+    }
+    assert!(
+        names
+            .iter()
+            .all(|n| n.ends_with(".1") && !n.starts_with('.')),
+        "{names:?}"
+    );
+    let listed = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(listed.lines().count(), names.len(), "{listed}");
+    use std::os::unix::fs::PermissionsExt;
+    let run = dir.path().join("tally-run.1");
+    let mode = std::fs::metadata(&run).expect("page").permissions().mode();
+    assert_eq!(mode & 0o777, 0o644);
+    let page = std::fs::read_to_string(&run).expect("page");
+    assert!(
+        page.starts_with(".ie") || page.contains(".TH TALLY-RUN 1"),
+        "{page}"
+    );
+    common::tally()
+        .args(["man", "--dir"])
+        .arg(dir.path().join("missing"))
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains(
+            "missing/tally.1: No such file or directory",
+        ));
+}
+
 /// After `--` in `tally run -- …` bash offered tally's own options; it
 /// now completes commands, then files.
 #[test]

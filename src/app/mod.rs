@@ -55,7 +55,25 @@ pub fn main() -> u8 {
         Command::Completions { shell } => quiet_pipe(|out| {
             cli::complete::write(shell, out).context("cannot write the completion script")
         }),
-        Command::Man { subcommand } => quiet_pipe(|out| {
+        Command::Man {
+            dir: Some(dir),
+            subcommand: _,
+        } => match cli::man::install(&dir) {
+            Ok(written) => {
+                for path in written {
+                    let _ = writeln!(io::stdout(), "{}", report::path::display(&path));
+                }
+                0
+            }
+            Err(e) => {
+                tally::diag!("tally: {e}");
+                1
+            }
+        },
+        Command::Man {
+            subcommand,
+            dir: None,
+        } => quiet_pipe(|out| {
             cli::man::render(subcommand.as_deref(), out).context("cannot write the man page")
         }),
     }

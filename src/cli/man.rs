@@ -206,8 +206,8 @@ pub const PAGES: &[Extra] = &[
         examples: &[
             ("tally man | man -l -", "read the top page."),
             (
-                "tally man run > tally-run.1",
-                "the page of tally run, for installing.",
+                "tally man --dir /usr/local/share/man/man1",
+                "install every page (tally.1, tally-run.1, …), readable by all.",
             ),
         ],
     },
@@ -259,6 +259,63 @@ pub fn render(subcommand: Option<&str>, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out, ".SH \"SEE ALSO\"\n\\fBtally\\fR(1)")?;
     }
     Ok(())
+}
+
+/// A man page that could not be installed.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "cannot write the man page {}: {source}; check that the directory exists and is writable",
+    crate::report::path::display(path)
+)]
+pub struct InstallError {
+    pub path: std::path::PathBuf,
+    pub source: io::Error,
+}
+
+/// Writes every page into `dir` as `tally.1`, `tally-run.1`, …, each
+/// through a temporary file renamed into place, so a reader never sees half
+/// a page. Returns the paths written.
+pub fn install(dir: &std::path::Path) -> Result<Vec<std::path::PathBuf>, InstallError> {
+    let mut written = Vec::new();
+    for page in PAGES {
+        let (sub, file) = match page.name {
+            "" => (None, "tally.1".to_string()),
+            name => (Some(name), format!("tally-{name}.1")),
+        };
+        let path = dir.join(&file);
+        let fail = |source: io::Error| InstallError {
+            path: path.clone(),
+            source,
+        };
+        // tempfile's own errors name its random file; a missing or
+        // unwritable directory is said plainly first.
+        std::fs::metadata(dir)
+            .and_then(|m| {
+                if m.is_dir() {
+                    Ok(())
+                } else {
+                    Err(io::Error::from_raw_os_error(libc::ENOTDIR))
+                }
+            })
+            .map_err(fail)?;
+        let mut tmp = tempfile::Builder::new()
+            .prefix(".tally-man-")
+            .tempfile_in(dir)
+            .map_err(fail)?;
+        // Dropping `tmp` removes it on an error; the guard, on a signal.
+        let guard = crate::sys::cleanup::Guard::arm(tmp.path()).map_err(fail)?;
+        render(sub, tmp.as_file_mut()).map_err(fail)?;
+        // Pages are for everyone to read (a temporary file starts 0600).
+        use std::os::unix::fs::PermissionsExt;
+        tmp.as_file()
+            .set_permissions(std::fs::Permissions::from_mode(0o644))
+            .map_err(fail)?;
+        tmp.as_file_mut().sync_all().map_err(fail)?;
+        tmp.persist(&path).map_err(|e| fail(e.error))?;
+        drop(guard);
+        written.push(path);
+    }
+    Ok(written)
 }
 
 /// Text safe in a roff line: backslashes doubled, `-` as a real hyphen-minus,

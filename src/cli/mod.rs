@@ -59,6 +59,10 @@ pub enum Command {
         #[arg(value_parser = clap::builder::PossibleValuesParser::new(
             man::PAGES.iter().map(|p| p.name).filter(|n| !n.is_empty())))]
         subcommand: Option<String>,
+        /// Write every page into DIR instead (tally.1, tally-run.1, …),
+        /// for installing: `tally man --dir /usr/local/share/man/man1`.
+        #[arg(long, value_name = "DIR", conflicts_with = "subcommand")]
+        dir: Option<std::path::PathBuf>,
     },
 }
 
