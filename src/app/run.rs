@@ -9,16 +9,7 @@ use tally::run;
 use super::{Exports, RUN_OWN_FAILURE, Sink};
 
 pub(super) fn run_command(args: cli::run::RunArgs) -> u8 {
-    let cfg = run::Config {
-        argv: args.command,
-        runs: args.runs,
-        warmup: args.warmup,
-        quiet_command: args.quiet_command,
-        cold: args.cold,
-        drop_caches: args.drop_caches,
-        tree: args.tree,
-        counters: args.counters,
-    };
+    let cfg = args.config;
     // Open the report file first: a bad -o path should fail before the
     // command runs, not after. `-o -` is stdout.
     let mut file = match &args.output {

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use crate::report::Format;
+use crate::run;
 
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  \
@@ -23,37 +24,9 @@ use crate::report::Format;
         Ctrl-C, which reaches the command itself, does not count). If tally \
         dies, the command gets SIGKILL (PR_SET_PDEATHSIG).")]
 pub struct RunArgs {
-    /// Run the command N times and report min, median, mean ± stddev, max.
-    #[arg(short = 'n', long, value_name = "N", default_value_t = 1,
-          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
-    pub runs: u32,
-
-    /// Run the command N times first, unmeasured.
-    #[arg(long, value_name = "N", default_value_t = 0,
-          value_parser = clap::value_parser!(u32).range(0..=1_000_000))]
-    pub warmup: u32,
-
-    /// Send the command's stdout and stderr to /dev/null.
-    #[arg(long)]
-    pub quiet_command: bool,
-
-    /// Before every run, evict these files (directories recursively) from
-    /// the page cache, without root, and verify they left. Takes several
-    /// paths: end the list with `--` before the command.
-    #[arg(long, value_name = "PATH", num_args = 1.., action = clap::ArgAction::Append)]
-    pub cold: Vec<PathBuf>,
-
-    /// Before every run, drop every clean page cache (needs root).
-    #[arg(long)]
-    pub drop_caches: bool,
-
-    /// Account for the whole process tree (cgroup v2, else /proc sampling).
-    #[arg(long)]
-    pub tree: bool,
-
-    /// Count cycles, instructions, cache and branch misses (perf_event_open).
-    #[arg(long)]
-    pub counters: bool,
+    /// What to run and how: the options of the measurement.
+    #[command(flatten)]
+    pub config: run::Config,
 
     /// Report format.
     #[arg(long, value_enum, default_value_t = Format::HUMAN)]
@@ -66,28 +39,16 @@ pub struct RunArgs {
     /// Write the report to FILE instead of stderr (`-`: stdout).
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<PathBuf>,
-
-    /// The command and its arguments (run as given, no shell).
-    #[arg(required = true, trailing_var_arg = true, value_name = "COMMAND",
-          value_hint = clap::ValueHint::CommandWithArguments)]
-    pub command: Vec<OsString>,
 }
 
 impl Default for RunArgs {
     /// The defaults clap applies: one run, no warm-up, human format.
     fn default() -> RunArgs {
         RunArgs {
-            runs: 1,
-            warmup: 0,
-            quiet_command: false,
-            cold: Vec::new(),
-            drop_caches: false,
-            tree: false,
-            counters: false,
+            config: run::Config::default(),
             format: Format::HUMAN,
             export: Vec::new(),
             output: None,
-            command: Vec::new(),
         }
     }
 }
@@ -125,15 +86,15 @@ pub fn scan(args: &[OsString]) -> Option<RunArgs> {
     while let Some(arg) = rest.next() {
         match arg.as_bytes() {
             b"--" => {
-                out.command = rest.cloned().collect();
+                out.config.argv = rest.cloned().collect();
                 break;
             }
-            b"-n" | b"--runs" if once(0) => out.runs = count(rest.next(), 1)?,
-            b"--warmup" if once(1) => out.warmup = count(rest.next(), 0)?,
-            b"--quiet-command" if once(2) => out.quiet_command = true,
-            b"--drop-caches" if once(3) => out.drop_caches = true,
-            b"--tree" if once(4) => out.tree = true,
-            b"--counters" if once(5) => out.counters = true,
+            b"-n" | b"--runs" if once(0) => out.config.runs = count(rest.next(), 1)?,
+            b"--warmup" if once(1) => out.config.warmup = count(rest.next(), 0)?,
+            b"--quiet-command" if once(2) => out.config.quiet_command = true,
+            b"--drop-caches" if once(3) => out.config.drop_caches = true,
+            b"--tree" if once(4) => out.config.tree = true,
+            b"--counters" if once(5) => out.config.counters = true,
             b"--format" if once(6) => {
                 // The names clap accepts, from the clap definition itself.
                 let name = value(rest.next())?.to_str()?;
@@ -144,17 +105,17 @@ pub fn scan(args: &[OsString]) -> Option<RunArgs> {
                 .push(super::parse_export(value(rest.next())?).ok()?),
             b"-o" | b"--output" if once(7) => out.output = Some(value(rest.next())?.into()),
             b"--cold" if once(8) => {
-                out.cold.push(value(rest.next())?.into());
+                out.config.cold.push(value(rest.next())?.into());
                 while let Some(p) = rest.next_if(|p| !p.as_bytes().starts_with(b"-")) {
-                    out.cold.push(value(Some(p))?.into());
+                    out.config.cold.push(value(Some(p))?.into());
                 }
             }
             [b'-', ..] => return None,
             _ => {
-                out.command = std::iter::once(arg).chain(rest).cloned().collect();
+                out.config.argv = std::iter::once(arg).chain(rest).cloned().collect();
                 break;
             }
         }
     }
-    (!out.command.is_empty()).then_some(out)
+    (!out.config.argv.is_empty()).then_some(out)
 }

@@ -26,17 +26,64 @@ use crate::report::SCHEMA_VERSION;
 use crate::sys::{self, perf, process::Exit, signals::Forwarder};
 use report::{ColdReport, CounterReading, Counters, ExitInfo, IoSource, RunRecord, RunReport};
 
-/// What to run and how.
-#[derive(Debug, Clone, Default)]
+/// What to run and how. It is also `tally run`'s measurement options
+/// (`cli::run::RunArgs` flattens it): a new option is a field here, with
+/// its help and checks, plus its default below and its spelling in the
+/// fast scanner (`cli::run::scan`).
+#[derive(Debug, Clone, clap::Args)]
 pub struct Config {
-    pub argv: Vec<OsString>,
+    /// Run the command N times and report min, median, mean ± stddev, max.
+    #[arg(short = 'n', long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub runs: u32,
+
+    /// Run the command N times first, unmeasured.
+    #[arg(long, value_name = "N", default_value_t = 0,
+          value_parser = clap::value_parser!(u32).range(0..=1_000_000))]
     pub warmup: u32,
+
+    /// Send the command's stdout and stderr to /dev/null.
+    #[arg(long)]
     pub quiet_command: bool,
+
+    /// Before every run, evict these files (directories recursively) from
+    /// the page cache, without root, and verify they left. Takes several
+    /// paths: end the list with `--` before the command.
+    #[arg(long, value_name = "PATH", num_args = 1.., action = clap::ArgAction::Append)]
     pub cold: Vec<PathBuf>,
+
+    /// Before every run, drop every clean page cache (needs root).
+    #[arg(long)]
     pub drop_caches: bool,
+
+    /// Account for the whole process tree (cgroup v2, else /proc sampling).
+    #[arg(long)]
     pub tree: bool,
+
+    /// Count cycles, instructions, cache and branch misses (perf_event_open).
+    #[arg(long)]
     pub counters: bool,
+
+    /// The command and its arguments (run as given, no shell).
+    #[arg(required = true, trailing_var_arg = true, value_name = "COMMAND",
+          value_hint = clap::ValueHint::CommandWithArguments)]
+    pub argv: Vec<OsString>,
+}
+
+impl Default for Config {
+    /// The defaults clap applies: one run, no warm-up.
+    fn default() -> Config {
+        Config {
+            runs: 1,
+            warmup: 0,
+            quiet_command: false,
+            cold: Vec::new(),
+            drop_caches: false,
+            tree: false,
+            counters: false,
+            argv: Vec::new(),
+        }
+    }
 }
 
 /// Why tally could not run or measure the command.
