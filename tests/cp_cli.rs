@@ -656,6 +656,32 @@ fn cp_into_a_missing_directory_fails_before_copying() {
     assert_eq!(common::entries(dir.path()), [src]);
 }
 
+/// `tally cp file nodir/.` created a file named `nodir` (Path drops the
+/// trailing `.`); like `nodir/`, it names a directory that is missing.
+#[test]
+fn cp_to_missing_dir_dot_creates_no_file_named_after_the_dir() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let src = dir.path().join("src");
+    write(&src, b"data");
+    for tail in ["/.", "/.."] {
+        let mut nodir = dir.path().join("nodir").into_os_string();
+        nodir.push(tail);
+        let out = cp(&[], &[&src, Path::new(&nodir)]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{tail}: {err}");
+        assert!(err.contains("not an existing directory"), "{tail}: {err}");
+        assert_eq!(common::entries(dir.path()), [src.clone()], "{tail}");
+    }
+    // Into an existing directory, `d/.` still copies into it.
+    let d = dir.path().join("d");
+    std::fs::create_dir(&d).expect("mkdir");
+    let mut into = d.clone().into_os_string();
+    into.push("/.");
+    let out = cp(&[], &[&src, Path::new(&into)]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(std::fs::read(d.join("src")).expect("copied"), b"data");
+}
+
 fn from_hex(hex: &str) -> Vec<u8> {
     (0..hex.len())
         .step_by(2)

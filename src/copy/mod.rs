@@ -87,7 +87,7 @@ pub enum CopyError {
     )]
     NotADirectory(PathBuf),
     #[error(
-        "{} is not an existing directory: create it first (mkdir -p), or drop the trailing / to copy to that name",
+        "{} is not an existing directory: create it first (mkdir -p), or drop the trailing / (or /.) to copy to that name",
         display(.0)
     )]
     NoSuchDirectory(PathBuf),
@@ -185,6 +185,13 @@ enum Job {
     Link { src: PathBuf, dst: PathBuf },
 }
 
+/// Whether `path` can only name a directory: it ends with `/`, `/.` or
+/// `/..`, or is `.` or `..`.
+fn names_a_directory(path: &Path) -> bool {
+    let b = path.as_os_str().as_bytes();
+    b.ends_with(b"/") || b.ends_with(b"/.") || b.ends_with(b"/..") || b == b"." || b == b".."
+}
+
 /// The copies `cfg` asks for, and the sources skipped with why.
 fn plan(cfg: &Config) -> Result<(Vec<Job>, Vec<Problem>), CopyError> {
     let dst = &cfg.destination;
@@ -194,8 +201,10 @@ fn plan(cfg: &Config) -> Result<(Vec<Job>, Vec<Problem>), CopyError> {
     if into_dir && !dst_is_dir {
         return Err(CopyError::NotADirectory(dst.clone()));
     }
-    // `nodir/`: a directory was meant; say so before copying anything.
-    if !dst_is_dir && dst.as_os_str().as_bytes().ends_with(b"/") {
+    // `nodir/` or `nodir/.`: a directory was meant; say so before copying
+    // anything (Path drops a trailing `.`, so `nodir/.` would else name
+    // the file `nodir`).
+    if !dst_is_dir && names_a_directory(dst) {
         return Err(match dst_meta {
             Err(e) if !matches!(e.raw_os_error(), Some(libc::ENOENT) | Some(libc::ENOTDIR)) => {
                 CopyError::DestinationDir {
