@@ -670,7 +670,11 @@ fn cp_to_missing_dir_dot_creates_no_file_named_after_the_dir() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{tail}: {err}");
         assert!(err.contains("not an existing directory"), "{tail}: {err}");
-        assert_eq!(common::entries(dir.path()), [src.clone()], "{tail}");
+        assert_eq!(
+            common::entries(dir.path()),
+            std::slice::from_ref(&src),
+            "{tail}"
+        );
     }
     // Into an existing directory, `d/.` still copies into it.
     let d = dir.path().join("d");
