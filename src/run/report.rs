@@ -17,7 +17,7 @@ use crate::procfs::io::IoCounters;
 use crate::report::unit::{Quantity, Unit};
 use crate::report::{Metric, Render, Style, Table};
 use crate::stats::{self, Summary};
-use crate::units::{human_bytes, percent, thousands, thousands_f};
+use crate::units::{count, human_bytes, percent, thousands, thousands_f};
 
 /// How a run ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -467,13 +467,15 @@ fn human_tree(t: &TreeUsage, out: &mut dyn Write) -> io::Result<()> {
     match (t.processes_seen, t.samples) {
         (Some(n), Some(samples)) => writeln!(
             out,
-            "tally: whole tree: {} process{} seen in {} sample{}",
-            thousands(n),
-            if n == 1 { "" } else { "es" },
-            thousands(samples),
-            if samples == 1 { "" } else { "s" }
+            "tally: whole tree: {} seen in {}",
+            count(n, "process", "processes"),
+            count(samples, "sample", "samples")
         )?,
-        (Some(n), None) => writeln!(out, "tally: whole tree: {} processes seen", thousands(n))?,
+        (Some(n), None) => writeln!(
+            out,
+            "tally: whole tree: {} seen",
+            count(n, "process", "processes")
+        )?,
         (None, Some(_)) => writeln!(out, "tally: whole tree: processes not sampled")?,
         (None, None) => {}
     }
