@@ -781,3 +781,32 @@ fn cp_with_unwritable_stderr_keeps_its_exit_codes() {
         assert_eq!(out.status.code(), Some(*code), "closed pipe: {args:?}");
     }
 }
+
+/// `tally cp -r -p` kept the owner of every file but made each directory
+/// root's; it now gives directories their source's owner and group too.
+#[test]
+fn cp_r_p_keeps_the_owner_of_directories() {
+    if !is_root() {
+        eprintln!("skipped: needs root to give files away");
+        return;
+    }
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let src = dir.path().join("s");
+    std::fs::create_dir_all(src.join("sub")).expect("mkdir");
+    write(&src.join("sub/f"), b"x");
+    for p in [src.join("sub/f"), src.join("sub"), src.clone()] {
+        std::os::unix::fs::chown(&p, Some(65534), Some(65534)).expect("chown");
+    }
+    std::fs::set_permissions(src.join("sub"), std::fs::Permissions::from_mode(0o750))
+        .expect("chmod");
+    let dst = dir.path().join("d");
+    let out = cp(&["-r", "-p"], &[&src, &dst]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    for p in [dst.clone(), dst.join("sub"), dst.join("sub/f")] {
+        let m = std::fs::metadata(&p).expect("copied");
+        assert_eq!((m.uid(), m.gid()), (65534, 65534), "{}", p.display());
+    }
+    let sub = std::fs::metadata(dst.join("sub")).expect("sub");
+    assert_eq!(sub.permissions().mode() & 0o7777, 0o750);
+}

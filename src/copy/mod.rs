@@ -350,19 +350,33 @@ pub fn execute(cfg: &Config, progress: &mut dyn FnMut(Progress)) -> Result<CopyR
     // directory (555) is filled before it becomes read-only, and its
     // times are set after its contents stopped changing them.
     for (src, dst, mode) in dirs_made.iter().rev() {
-        let dir = match File::open(dst) {
+        // O_NOFOLLOW: a directory swapped for a symlink since it was made
+        // must not pass its mode or owner to the link's target.
+        let dir = match std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_DIRECTORY)
+            .open(dst)
+        {
             Ok(d) => d,
             Err(e) => {
                 problems.push(Problem::new(dst, format!("cannot set the mode: {e}")));
                 continue;
             }
         };
+        let mut mode = *mode;
         if cfg.preserve {
             if let Ok(meta) = std::fs::metadata(src) {
+                if std::os::unix::fs::fchown(&dir, Some(meta.uid()), Some(meta.gid())).is_err() {
+                    // As cp -p (and tally's files): an owner a user may not
+                    // give is not an error; the group alone if allowed,
+                    // and no setuid/setgid bit for an owner the copy lacks.
+                    let _ = std::os::unix::fs::fchown(&dir, None, Some(meta.gid()));
+                    mode &= !(libc::S_ISUID | libc::S_ISGID);
+                }
                 let _ = set_times(&dir, &meta);
             }
         }
-        if let Err(e) = dir.set_permissions(std::fs::Permissions::from_mode(*mode)) {
+        if let Err(e) = dir.set_permissions(std::fs::Permissions::from_mode(mode)) {
             problems.push(Problem::new(dst, format!("cannot set the mode: {e}")));
         }
     }
