@@ -7,8 +7,9 @@
 //!   random order; above 64 B the buffer grows with the stride, so the
 //!   lines touched stay the same.
 //!   Below the line size several loads share a line and hit; from the line
-//!   size up, every load misses. The line is the smallest stride whose
-//!   latency reaches 80% of the largest stride's.
+//!   size up, every load misses. Below the line each doubling of the
+//!   stride adds twice what the one before added; the line is where that
+//!   stops.
 //! - **TLB reach**: a random chase touching one cache line per page (each
 //!   page a different line, so the lines spread over the cache sets and
 //!   all fit in L2) over more and more pages, 4 KiB pages and transparent
@@ -120,9 +121,13 @@ pub fn stride_order(bytes: usize, stride: usize, rng: &mut Rng) -> Vec<usize> {
     let per_block = PAGE / stride;
     let mut order = Vec::with_capacity(blocks.len() * per_block);
     let mut inner: Vec<usize> = (0..per_block).collect();
+    // Above 64 B a stride would use only every (stride / 64)-th cache set:
+    // each block shifts its pattern by a line, so the sets fill evenly.
+    let shifts = (stride / 64).max(1);
     for b in blocks {
         shuffle(&mut inner, rng);
-        order.extend(inner.iter().map(|k| (b * PAGE + k * stride) / 8));
+        let shift = (b % shifts) * 64;
+        order.extend(inner.iter().map(|k| (b * PAGE + k * stride + shift) / 8));
     }
     order
 }
@@ -142,19 +147,26 @@ pub fn tlb_order(pages: usize, page: usize, rng: &mut Rng) -> Vec<usize> {
     order
 }
 
-/// The line size from a stride curve: the smallest stride whose latency
-/// reaches 80% of the largest stride's. None when the curve never rises
-/// (everything hit: the buffer fit a cache) or is too short.
+/// The line size from a stride curve. Below the line, a load misses once
+/// per line: the latency is hit + (miss − hit) × stride / line, so each
+/// doubling of the stride adds twice what the one before added; at the
+/// line the rise stops. The line is the first stride whose next doubling
+/// adds less than half what the doubling before it added (prefetchers
+/// that follow dense accesses within a page can make larger strides rise
+/// again later; the first break is the line). None when the curve never
+/// rises by half (everything hit: the buffer fit a cache) or no break
+/// shows.
 pub fn line_from_strides(points: &[(u64, f64)]) -> Option<u64> {
-    let &(_, top) = points.last()?;
+    let &(_, top) = points.iter().max_by(|a, b| a.1.total_cmp(&b.1))?;
     let &(_, bottom) = points.first()?;
     if points.len() < 3 || top.partial_cmp(&(bottom * 1.5)) != Some(std::cmp::Ordering::Greater) {
         return None;
     }
-    points
-        .iter()
-        .find(|(_, v)| *v >= 0.8 * top)
-        .map(|(s, _)| *s)
+    let rises: Vec<(u64, f64)> = points.windows(2).map(|w| (w[0].0, w[1].1 - w[0].1)).collect();
+    rises
+        .windows(2)
+        .find(|w| w[0].1 > 0.0 && w[1].1 < 0.5 * w[0].1)
+        .map(|w| w[1].0)
 }
 
 /// Pages for the TLB sweep (powers of two from 16 up to `max_pages`).
@@ -290,14 +302,14 @@ fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
         .iter()
         .find(|c| c.level == 1)
         .and_then(|c| c.line_bytes);
-    let line_def = "smallest stride whose latency reaches 80% of the 1 KiB stride's";
+    let line_def = "the stride where latency stops rising in proportion: the first doubling of the stride that adds less than half what the doubling before it added";
     let line = match line_from_strides(&points) {
         Some(b) => {
             let mut f = Figure::bytes("memsys.line", "cache line (by stride)", line_def, vec![b as f64]);
             f = f.note(match sysfs_line {
                 Some(s) if s == b => format!("sysfs says {s} B: agrees"),
                 Some(s) => format!(
-                    "sysfs says {s} B; a larger stride here means a prefetcher fetches lines in pairs"
+                    "sysfs says {s} B: differs (a prefetcher fetching lines in pairs shows as a larger line; a noisy run can break the curve early)"
                 ),
                 None => "sysfs gives no line size to compare with".into(),
             });
@@ -515,7 +527,12 @@ mod tests {
             assert_eq!(order.len(), bytes / stride, "stride {stride}");
             link(&mut words, &order);
             assert_eq!(cycle_len(&words, order[0]), order.len());
-            assert!(order.iter().all(|w| (w * 8) % stride == 0));
+            assert!(order.iter().all(|w| (w * 8) % stride.min(64) == 0));
+            // Every cache set of a 64-set-per-page cache gets used.
+            let mut sets: Vec<usize> = order.iter().map(|w| w * 8 / 64 % 64).collect();
+            sets.sort_unstable();
+            sets.dedup();
+            assert_eq!(sets.len(), 64, "stride {stride}");
         }
     }
 
@@ -543,6 +560,18 @@ mod tests {
         let pts: Vec<(u64, f64)> = [(8, 2.0), (16, 3.5), (32, 6.5), (64, 12.0), (128, 12.5), (256, 12.4)]
             .to_vec();
         assert_eq!(line_from_strides(&pts), Some(64));
+        // This machine's curve (prefetchers make 256 B and up rise again).
+        let seen = [
+            (8, 1.53),
+            (16, 1.68),
+            (32, 2.01),
+            (64, 2.69),
+            (128, 2.48),
+            (256, 3.02),
+            (512, 4.54),
+            (1024, 4.83),
+        ];
+        assert_eq!(line_from_strides(&seen), Some(64));
         let flat = [(8, 2.0), (16, 2.0), (32, 2.1)];
         assert_eq!(line_from_strides(&flat), None);
         assert_eq!(line_from_strides(&[]), None);

@@ -13,7 +13,7 @@
 //! written line is not counted, GB means 10^9 bytes, `q` is 3.0, and each
 //! array is at least 4× the last-level cache sysfs reports (STREAM's own
 //! rule), so no array can stay cached between passes. A fifth, `read`
-//! (sum of `a[i]`, 8 bytes per element), is not part of STREAM: it is the
+//! (sum of the bits of `a[i]` as integers, 8 bytes per element), is not part of STREAM: it is the
 //! reference the copy figure is checked against (copy moves a byte in and
 //! a byte out, so it cannot beat twice the read rate).
 
@@ -93,7 +93,7 @@ impl Kernel {
             Kernel::Add => "GB/s (10^9 B), c[i] = a[i]+b[i], 24 B per element (STREAM)",
             Kernel::Triad => "GB/s (10^9 B), a[i] = b[i]+3.0*c[i], 24 B per element (STREAM)",
             Kernel::Read => {
-                "GB/s (10^9 B), sum of a[i], 8 B per element (not STREAM: the copy check's reference)"
+                "GB/s (10^9 B), sum of a[i] (as integers, vectorised), 8 B per element (not STREAM: the copy check's reference)"
             }
         }
     }
@@ -138,7 +138,14 @@ pub fn pass(kernel: Kernel, a: &mut [f64], b: &mut [f64], c: &mut [f64]) -> f64 
             }
             0.0
         }
-        Kernel::Read => a.iter().sum(),
+        // Summed as integer bit patterns: integer adds may be reordered,
+        // so the compiler vectorises the loop and the read runs at memory
+        // speed (a float sum is one dependent chain of adds).
+        Kernel::Read => a
+            .iter()
+            .fold(0u64, |s, x| s.wrapping_add(x.to_bits()))
+            .count_ones()
+            .into(),
     }
 }
 
@@ -319,7 +326,8 @@ mod tests {
         assert_eq!(c, vec![4.0; 4]);
         pass(Kernel::Triad, &mut a, &mut b, &mut c);
         assert_eq!(a, vec![15.0; 4]);
-        assert_eq!(pass(Kernel::Read, &mut a, &mut b, &mut c), 60.0);
+        let bits = 15.0f64.to_bits().wrapping_mul(4).count_ones();
+        assert_eq!(pass(Kernel::Read, &mut a, &mut b, &mut c), f64::from(bits));
     }
 
     #[test]
