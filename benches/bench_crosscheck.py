@@ -224,7 +224,7 @@ def main():
                 for k in ("copy", "scale", "add", "triad"):
                     add(f"STREAM {k}, {which} thread(s) GB/s", f"stream.{k}.{which}",
                         f"stream.c -O2 -fopenmp, OMP_NUM_THREADS={threads}"
-                        if stream_exe else f"STREAM unavailable: {stream_why}",
+                        if stream_exe else "STREAM (stream.c could not be fetched or built)",
                         t.get(f"stream.{k}.{which}"), rates.get(k))
             if perf:
                 # No STREAM here: its copy (16 B per element: a byte read
