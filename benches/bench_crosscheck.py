@@ -118,6 +118,62 @@ def fio_ns(scratch, rw, size):
     return clat["percentile"].get("50.000000", clat["mean"])
 
 
+def tally_memory_round(tally):
+    """stream's figures from a run of its own (beside the first round's)."""
+    out = sh([tally, "bench", "stream", "--quick", "--format", "json"])
+    figs = {}
+    for b in json.loads(out)["benchmarks"]:
+        for f in b["figures"]:
+            if "gb_per_s" in f and not f.get("implausible"):
+                figs[f["id"]] = f["gb_per_s"]["median"]
+    return figs
+
+
+STREAM_URL = "https://www.cs.virginia.edu/stream/FTP/Code/stream.c"
+
+
+def stream_binary(scratch, llc_bytes):
+    """The STREAM benchmark compiled from its public source (McCalpin's
+    stream.c, fetched from its home page; no Debian package carries it):
+    gcc -O2 -fopenmp, each array 4x the last-level cache (STREAM's rule,
+    as tally's stream uses). Returns (path, None) or (None, why)."""
+    src = os.path.join(scratch, "stream.c")
+    try:
+        subprocess.run(["curl", "-sSfL", "--max-time", "30", "-o", src, STREAM_URL],
+                       check=True, capture_output=True, text=True)
+    except (OSError, subprocess.CalledProcessError) as e:
+        err = getattr(e, "stderr", "") or str(e)
+        return None, f"stream.c could not be fetched from {STREAM_URL} ({err.strip()})"
+    n = max(4 * (llc_bytes or 32 << 20) // 8, 10_000_000)
+    exe = os.path.join(scratch, "stream")
+    try:
+        sh(["gcc", "-O2", "-fopenmp", f"-DSTREAM_ARRAY_SIZE={n}", "-DNTIMES=10",
+            "-mcmodel=medium", src, "-o", exe])
+    except (OSError, subprocess.CalledProcessError) as e:
+        return None, f"stream.c did not compile ({e})"
+    return exe, None
+
+
+def stream_gbps(exe, threads):
+    """STREAM's best rates, MB/s (10^6) -> GB/s, on `threads` OpenMP threads."""
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+    out = sh([exe], env=env)
+    rates = {}
+    for k in ("Copy", "Scale", "Add", "Triad"):
+        m = re.search(rf"^{k}:\s+([\d.]+)", out, re.M)
+        if m:
+            rates[k.lower()] = float(m.group(1)) / 1000
+    return rates
+
+
+def perf_memcpy_gbps(perf):
+    """perf bench mem memcpy of 256 MiB (glibc memcpy): perf prints GB/sec
+    in 2^30 bytes; converted to 10^9. Counts each byte copied once."""
+    out = sh([perf, "bench", "mem", "memcpy", "-s", "256MB", "-l", "5", "-f", "default"])
+    m = re.search(r"([\d.]+) GB/sec", out)
+    return float(m.group(1)) * 2**30 / 1e9 if m else None
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=3)
@@ -145,12 +201,38 @@ def main():
         for rnd in range(a.rounds):
             print(f"round {rnd + 1}/{a.rounds}", file=sys.stderr)
             t, machine = tally_round(a.tally, scratch)
+            t.update(tally_memory_round(a.tally))
             add("memory read GB/s", "membw.read.1", "sysbench memory read (1G blocks)",
                 t.get("membw.read.1"), sysbench_gbps("read"))
             add("memory write GB/s", "membw.write.1", "sysbench memory write (1G blocks)",
                 t.get("membw.write.1"), sysbench_gbps("write"))
             add("memory copy GB/s", "membw.copy.1", "mbw -t1 256 MiB (memcpy, printed DUMB)",
                 t.get("membw.copy.1"), mbw_gbps())
+            memcpy = perf_memcpy_gbps(perf) if perf else None
+            if perf:
+                add("memcpy GB/s (each byte once)", "membw.copy.1",
+                    "perf bench mem memcpy 256 MiB (glibc memcpy)",
+                    t.get("membw.copy.1"), memcpy)
+            if rnd == 0:
+                llc = max((c["size_bytes"] for c in machine.get("caches", [])
+                           if c.get("kind") != "Instruction"), default=None)
+                stream_exe, stream_why = stream_binary(scratch, llc)
+                if stream_why:
+                    print(f"STREAM unavailable: {stream_why}", file=sys.stderr)
+            for threads, which in ((1, "1"), (machine.get("logical_cpus", 1), "all")):
+                rates = stream_gbps(stream_exe, threads) if stream_exe else {}
+                for k in ("copy", "scale", "add", "triad"):
+                    add(f"STREAM {k}, {which} thread(s) GB/s", f"stream.{k}.{which}",
+                        f"stream.c -O2 -fopenmp, OMP_NUM_THREADS={threads}"
+                        if stream_exe else "STREAM (stream.c could not be fetched or built)",
+                        t.get(f"stream.{k}.{which}"), rates.get(k))
+            if perf:
+                # No STREAM here: its copy (16 B per element: a byte read
+                # and a byte written) against twice memcpy's rate (each
+                # byte counted once), the same traffic counted STREAM's way.
+                add("STREAM copy vs 2 x memcpy, 1 thread GB/s", "stream.copy.1",
+                    "2 x perf bench mem memcpy 256 MiB", t.get("stream.copy.1"),
+                    2 * memcpy if memcpy else None)
             if perf:
                 add("pipe round trip, pinned (ns)", "ctxswitch.process_round_trip.pinned",
                     "taskset -c 1 perf bench sched pipe",

@@ -22,6 +22,15 @@ const RUN_OWN_FAILURE: u8 = 125;
 
 pub fn main() -> u8 {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    // `tally bench spawn` execs this binary to time an exec of a static
+    // program: it must exit at once, before any parsing.
+    if args.len() == 2
+        && args
+            .get(1)
+            .is_some_and(|a| a == tally::bench::spawn::EXIT_AT_ONCE)
+    {
+        return 0;
+    }
     let cli = match cli::parse(&args) {
         Ok(cli) => cli,
         Err(e) => {

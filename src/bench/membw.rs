@@ -151,7 +151,7 @@ fn timed_passes(
 /// The span from the earliest start to the latest end, ns; 0 when a
 /// thread did not report (it panicked), so the sample shows as too short
 /// to time instead of as a figure.
-fn span_ns(spans: &[Option<(Instant, Instant)>]) -> f64 {
+pub(super) fn span_ns(spans: &[Option<(Instant, Instant)>]) -> f64 {
     if spans.is_empty() || spans.iter().any(Option::is_none) {
         return 0.0;
     }

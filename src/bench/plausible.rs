@@ -12,7 +12,13 @@
 //!   negative, or a negative size;
 //! - a bandwidth on N threads above N × the fastest one-thread sample ×
 //!   1.5 ([`bandwidth_bound`]): threads sharing a memory system cannot
-//!   beat N independent copies of one thread by half again.
+//!   beat N independent copies of one thread by half again;
+//! - a STREAM copy rate above twice the read rate of the same run on the
+//!   same threads ([`copy_bound`]): copy counts a byte read and a byte
+//!   written, and writing is never faster than reading twice over;
+//! - a per-operation latency below the timer's resolution is only
+//!   possible batched: the harness batches every sample to at least 100
+//!   resolution steps, and counts a sample that was not.
 
 use super::figure::{Figure, Value};
 
@@ -67,6 +73,33 @@ pub fn bandwidth_bound(all: &mut Figure, single: &Figure, threads: usize) {
             all.samples.len(),
             s.max,
             bound / threads.max(1) as f64 / THREAD_SCALING_SLACK,
+        ));
+    }
+}
+
+/// Headroom of the copy bound over the read rate.
+pub const COPY_OVER_READ: f64 = 2.0;
+
+/// Flags the STREAM copy figure `copy` when any of its samples exceeds
+/// [`COPY_OVER_READ`] × the fastest sample of the read figure `read` of
+/// the same run and thread count. Nothing to compare with when the read
+/// figure is unavailable or implausible itself.
+pub fn copy_bound(copy: &mut Figure, read: &Figure) {
+    let Some(r) = read.measured() else { return };
+    let bound = r.max * COPY_OVER_READ;
+    if !(bound > 0.0 && bound.is_finite()) {
+        return;
+    }
+    let Some(s) = copy.value.summary() else {
+        return;
+    };
+    if s.max > bound {
+        let over = copy.samples.iter().filter(|v| **v > bound).count();
+        copy.flag(format!(
+            "{over} of {} samples (up to {:.2} GB/s) exceed {COPY_OVER_READ} × the fastest read sample of this run ({:.2} GB/s) = {bound:.2} GB/s",
+            copy.samples.len(),
+            s.max,
+            r.max,
         ));
     }
 }
@@ -132,6 +165,55 @@ mod tests {
         bandwidth_bound(&mut all, &single, 2);
         assert_eq!(all.implausible, None, "nothing to compare with");
         assert_eq!(thread_bound(&single, 2), None);
+    }
+
+    #[test]
+    fn stream_copy_above_twice_read_is_flagged() {
+        let read = bw("stream.read.1", &[9.0, 10.0, 10.5]);
+        let mut copy = bw("stream.copy.1", &[12.0, 14.0, 21.5]);
+        copy_bound(&mut copy, &read);
+        let why = copy.implausible.as_deref().expect("flagged");
+        assert!(why.starts_with("1 of 3 samples"), "{why}");
+        assert!(why.contains("21.00 GB/s"), "2 × 10.5: {why}");
+        assert_eq!(copy.median(), None, "kept out of tables and plots");
+    }
+
+    #[test]
+    fn stream_copy_within_twice_read_stays() {
+        let read = bw("stream.read.1", &[9.0, 10.0, 10.5]);
+        let mut copy = bw("stream.copy.1", &[12.0, 14.0, 20.9]);
+        copy_bound(&mut copy, &read);
+        assert_eq!(copy.implausible, None);
+        let mut bad_read = bw("stream.read.1", &[1.0]);
+        bad_read.flag("test");
+        let mut copy = bw("stream.copy.1", &[1e6]);
+        copy_bound(&mut copy, &bad_read);
+        assert_eq!(copy.implausible, None, "nothing to compare with");
+    }
+
+    #[test]
+    fn stream_all_threads_bound_uses_the_same_rule() {
+        let one = bw("stream.triad.1", &[10.0, 11.0]);
+        let mut all = bw("stream.triad.all", &[20.0, 34.0]);
+        bandwidth_bound(&mut all, &one, 2);
+        assert!(all.implausible.is_some(), "34 > 2 × 11 × 1.5 = 33");
+        let mut all = bw("stream.triad.all", &[20.0, 32.0]);
+        bandwidth_bound(&mut all, &one, 2);
+        assert_eq!(all.implausible, None);
+    }
+
+    #[test]
+    fn batched_latency_below_the_resolution_stays_unbatched_does_not() {
+        // 1000 operations of 0.3 ns in a sample of 300 ns, on a clock of
+        // 29 ns resolution: timed as a batch, plausible.
+        let mut f = Figure::latency("ops.x", "x", "d", samples(&[0.3, 0.31, 0.3], 0));
+        check(&mut f);
+        assert_eq!(f.implausible, None);
+        assert!(crate::bench::harness::sample_is_timed(300.0, 29.0));
+        // The same per-op value from samples the harness could not time.
+        let mut f = Figure::latency("ops.x", "x", "d", samples(&[0.3, 0.31, 0.3], 3));
+        check(&mut f);
+        assert!(f.implausible.is_some());
     }
 
     #[test]

@@ -4,8 +4,8 @@
 use std::io::{self, Write};
 
 use super::figure::{Figure, Value};
-use super::format::{format_ns, format_value, format_x, implausible_text};
-use super::model::{BenchReport, BenchResult};
+use super::format::{MAX_WIDTH, format_in, format_ns, format_x, implausible_text, scale_for, wrap};
+use super::model::BenchReport;
 use crate::report::{Metric, Render, Style, Table};
 use crate::units::{human_bytes, thousands_f};
 
@@ -20,20 +20,33 @@ fn cv_text(f: &Figure) -> String {
     }
 }
 
+/// Writes `text` wrapped to [`MAX_WIDTH`]: first line after `first`,
+/// continuations after `rest`.
+fn wrapped(out: &mut dyn Write, text: &str, first: &str, rest: &str) -> io::Result<()> {
+    for line in wrap(text, first, rest, MAX_WIDTH) {
+        writeln!(out, "{line}")?;
+    }
+    Ok(())
+}
+
 fn machine_lines(r: &BenchReport, out: &mut dyn Write) -> io::Result<()> {
     let m = &r.machine;
-    writeln!(
+    wrapped(
         out,
-        "tally bench ({:?} mode, {:.1} s) on {}, {} CPUs, kernel {}, {}",
-        r.mode,
-        r.duration_ms as f64 / 1000.0,
-        m.cpu_model.as_deref().unwrap_or("unknown CPU"),
-        m.logical_cpus,
-        m.kernel.as_deref().unwrap_or("unknown"),
-        m.hypervisor.as_deref().map_or(
-            "bare metal or undetected hypervisor".to_string(),
-            |h| format!("hypervisor: {h}")
+        &format!(
+            "tally bench ({:?} mode, {:.1} s) on {}, {} CPUs, kernel {}, {}",
+            r.mode,
+            r.duration_ms as f64 / 1000.0,
+            m.cpu_model.as_deref().unwrap_or("unknown CPU"),
+            m.logical_cpus,
+            m.kernel.as_deref().unwrap_or("unknown"),
+            m.hypervisor.as_deref().map_or(
+                "bare metal or undetected hypervisor".to_string(),
+                |h| format!("hypervisor: {h}")
+            ),
         ),
+        "",
+        "    ",
     )?;
     let caches: Vec<String> = m
         .caches
@@ -51,161 +64,348 @@ fn machine_lines(r: &BenchReport, out: &mut dyn Write) -> io::Result<()> {
             )
         })
         .collect();
-    writeln!(
+    wrapped(
         out,
-        "  TSC {}, core {} (measured), clocksource {}, governor {}, THP {}, caches (sysfs): {}",
-        m.tsc_hz.map_or("unavailable".into(), |hz| format!(
-            "{} MHz",
-            thousands_f(hz / 1e6)
-        )),
-        m.core_mhz.map_or("unavailable".into(), |mhz| format!(
-            "{} MHz",
-            thousands_f(mhz)
-        )),
-        m.clocksource.as_deref().unwrap_or("unknown"),
-        m.governor.as_deref().unwrap_or("unavailable (no cpufreq)"),
-        m.thp_enabled.as_deref().unwrap_or("unknown"),
-        if caches.is_empty() {
-            "unavailable".to_string()
-        } else {
-            caches.join(", ")
-        },
+        &format!(
+            "TSC {}, core {} (measured), clocksource {}, governor {}, THP {}, caches (sysfs): {}",
+            m.tsc_hz.map_or("unavailable".into(), |hz| format!(
+                "{} MHz",
+                thousands_f(hz / 1e6)
+            )),
+            m.core_mhz.map_or("unavailable".into(), |mhz| format!(
+                "{} MHz",
+                thousands_f(mhz)
+            )),
+            m.clocksource.as_deref().unwrap_or("unknown"),
+            m.governor.as_deref().unwrap_or("unavailable (no cpufreq)"),
+            m.thp_enabled.as_deref().unwrap_or("unknown"),
+            if caches.is_empty() {
+                "unavailable".to_string()
+            } else {
+                caches.join(", ")
+            },
+        ),
+        "  ",
+        "    ",
     )?;
     let c = &r.harness.calibration;
-    writeln!(
+    wrapped(
         out,
-        "  timer {} read {}, resolution {}; empty loop {}/iter; {} per figure, {} warm-up samples dropped; {}; {}",
-        c.timer_source.describe(),
-        format_ns(c.timer_overhead_ns),
-        format_ns(c.timer_resolution_ns),
-        format_ns(c.loop_overhead_ns),
-        format_ns(r.harness.budget_per_figure_ms as f64 * 1e6),
-        r.harness.warmup_samples,
-        r.harness
-            .pinned_cpu
-            .map_or("not pinned".into(), |c| format!("pinned to CPU {c}")),
-        r.harness.priority,
+        &format!(
+            "timer {} read {}, resolution {}; empty loop {}/iter; {} per figure, {} warm-up samples dropped; {}; {}",
+            c.timer_source.describe(),
+            format_ns(c.timer_overhead_ns),
+            format_ns(c.timer_resolution_ns),
+            format_ns(c.loop_overhead_ns),
+            format_ns(r.harness.budget_per_figure_ms as f64 * 1e6),
+            r.harness.warmup_samples,
+            r.harness
+                .pinned_cpu
+                .map_or("not pinned".into(), |c| format!("pinned to CPU {c}")),
+            r.harness.priority,
+        ),
+        "  ",
+        "    ",
     )?;
-    writeln!(
+    wrapped(
         out,
-        "  figures: median ±CV (stddev/mean of the samples; * = without outliers, i.e. preempted samples, counted in the JSON), min, p95"
+        "figures: median ±CV (stddev/mean of the samples; * = without outliers, i.e. preempted samples, counted in the JSON), min, p95, in the unit of the row (or of the column, in sweeps)",
+        "  ",
+        "    ",
     )?;
     if r.noise.noisy {
-        writeln!(out, "  NOISY RUN: {}", r.noise.reasons.join("; "))?;
-    } else {
-        writeln!(
+        wrapped(
             out,
-            "  quiet run: load {} at start, steal {}, {} involuntary switches",
-            r.noise
-                .load_average_1m_start
-                .map_or("unknown".into(), |l| format!("{l:.2}")),
-            r.noise
-                .steal_percent
-                .map_or("unknown".into(), |s| format!("{s:.1}%")),
-            r.noise.involuntary_switches
+            &format!("NOISY RUN: {}", r.noise.reasons.join("; ")),
+            "  ",
+            "    ",
+        )?;
+    } else {
+        wrapped(
+            out,
+            &format!(
+                "quiet run: load {} at start, steal {}, {} involuntary switches",
+                r.noise
+                    .load_average_1m_start
+                    .map_or("unknown".into(), |l| format!("{l:.2}")),
+                r.noise
+                    .steal_percent
+                    .map_or("unknown".into(), |s| format!("{s:.1}%")),
+                r.noise.involuntary_switches
+            ),
+            "  ",
+            "    ",
         )?;
     }
     Ok(())
 }
 
-fn baseline_suffix(r: &BenchReport, f: &Figure) -> String {
-    r.baseline
-        .as_ref()
-        .and_then(|b| b.ratio_of(&f.id))
-        .map_or(String::new(), |ratio| format!("  {ratio:.2}× base"))
+/// The style tables are written in: at most [`MAX_WIDTH`] wide.
+fn narrow(style: Style) -> Style {
+    Style {
+        width: Some(style.width.map_or(MAX_WIDTH, |w| w.min(MAX_WIDTH))),
+        ..style
+    }
 }
 
-fn write_single(r: &BenchReport, f: &Figure, out: &mut dyn Write) -> io::Result<()> {
-    if let (Some(why), Some(_)) = (&f.implausible, f.value.summary()) {
-        writeln!(out, "  {:<36} {}", f.label, implausible_text(why))?;
-        for n in &f.notes {
-            writeln!(out, "  {:<36}   note: {n}", "")?;
-        }
-        return Ok(());
+/// A short note fits the table's note column; longer ones go below.
+const SHORT_NOTE: usize = 24;
+
+fn short_note(f: &Figure) -> Option<&str> {
+    match f.notes.as_slice() {
+        [n] if n.chars().count() <= SHORT_NOTE => Some(n.as_str()),
+        _ => None,
     }
-    match (&f.value, f.measured()) {
-        (v, Some(s)) => writeln!(
-            out,
-            "  {:<36} {:>12} {:>7}  min {:<10} p95 {:<10} {}{}",
-            f.label,
-            format_value(v, s.median),
-            cv_text(f),
-            format_value(v, s.min),
-            format_value(v, s.p95),
-            f.definition,
-            baseline_suffix(r, f),
-        )?,
-        (_, None) => writeln!(
-            out,
-            "  {:<36} {:>12}  {}",
-            f.label,
-            "unavailable",
-            match &f.value {
-                Value::Unavailable(why) => why.as_str(),
-                _ => "",
-            }
-        )?,
-    }
-    for n in &f.notes {
-        writeln!(out, "  {:<36}   note: {n}", "")?;
-    }
-    Ok(())
 }
 
-fn write_sweep(
+/// The figures without a sweep parameter: one table, a row each (label,
+/// median, ±CV, min, p95, the row's unit, a short note, the baseline
+/// ratio), then the definitions, reasons and longer notes below.
+fn write_singles(
     r: &BenchReport,
-    b: &BenchResult,
+    figs: &[&Figure],
     out: &mut dyn Write,
     style: Style,
 ) -> io::Result<()> {
     use crate::report::text::{Column, TextTable};
-    let mut series: Vec<&str> = Vec::new();
-    let mut xs: Vec<u64> = Vec::new();
-    for f in &b.figures {
-        if !series.contains(&f.label.as_str()) {
-            series.push(&f.label);
+    if figs.is_empty() {
+        return Ok(());
+    }
+    let with_notes = figs.iter().any(|f| short_note(f).is_some());
+    let with_base = r.baseline.is_some();
+    let mut columns = vec![
+        Column::text("figure").cut_end(),
+        Column::number("median"),
+        Column::number("±CV"),
+        Column::number("min"),
+        Column::number("p95"),
+        Column::text("unit"),
+    ];
+    if with_base {
+        columns.push(Column::number("vs base"));
+    }
+    if with_notes {
+        columns.push(Column::text("note"));
+    }
+    let mut table = TextTable::new(columns).prefix("  ");
+    let mut below: Vec<String> = Vec::new();
+    let mut push_below = |t: String| {
+        if !below.contains(&t) {
+            below.push(t);
         }
-        if let Some(x) = f.x {
-            if !xs.contains(&x) {
-                xs.push(x);
+    };
+    for f in figs {
+        let mut row = vec![f.label.clone()];
+        match (f.measured(), &f.implausible, &f.value) {
+            (Some(s), _, v) => {
+                let sc = scale_for(v, s.median);
+                row.extend([
+                    format_in(s.median, sc),
+                    cv_text(f),
+                    format_in(s.min, sc),
+                    format_in(s.p95, sc),
+                    sc.unit.to_string(),
+                ]);
+            }
+            (None, Some(why), _) if f.value.summary().is_some() => {
+                row.extend([
+                    "implausible".into(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                ]);
+                push_below(format!("{}: {}", f.label, implausible_text(why)));
+            }
+            (None, _, Value::Unavailable(why)) => {
+                row.extend([
+                    "unavailable".into(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                ]);
+                push_below(format!("{}: unavailable: {why}", f.label));
+            }
+            (None, _, _) => {
+                row.extend([
+                    "unavailable".into(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                ]);
+            }
+        }
+        if with_base {
+            row.push(
+                r.baseline
+                    .as_ref()
+                    .and_then(|b| b.ratio_of(&f.id))
+                    .map_or(String::new(), |ratio| format!("{ratio:.2}×")),
+            );
+        }
+        let short = short_note(f);
+        if with_notes {
+            row.push(short.unwrap_or("").to_string());
+        }
+        table.row(row);
+        if short.is_none() {
+            for n in &f.notes {
+                push_below(format!("{}: {n}", f.label));
             }
         }
     }
-    xs.sort_unstable();
-    let x_unit = b.figures.iter().find_map(|f| f.x_unit.as_deref());
-    // At most four series side by side, so a table fits a terminal.
-    for group in series.chunks(4) {
-        let mut columns = vec![Column::number(x_unit.unwrap_or(""))];
-        columns.extend(group.iter().map(|s| Column::number(*s)));
-        let mut table = TextTable::new(columns).prefix("  ");
-        for x in &xs {
-            let shown = format_x(*x, x_unit).replace(&format!(" {}", x_unit.unwrap_or("")), "");
-            let mut row = vec![shown];
+    table.write(out, narrow(style))?;
+    let mut defs: Vec<String> = Vec::new();
+    for f in figs {
+        let t = format!("{}: {}", f.label, f.definition);
+        if !defs.contains(&t) {
+            defs.push(t);
+        }
+    }
+    for t in defs {
+        wrapped(out, &t, "    ", "        ")?;
+    }
+    for t in below {
+        wrapped(out, &t, "    note: ", "        ")?;
+    }
+    Ok(())
+}
+
+/// Sweep figures (with a parameter `x`): one table per unit of `x`, the
+/// parameter down the side, up to three series across, each as a median
+/// column in one unit for the whole column and a ±CV column.
+fn write_sweep(
+    r: &BenchReport,
+    figs: &[&Figure],
+    out: &mut dyn Write,
+    style: Style,
+) -> io::Result<()> {
+    use crate::report::text::{Column, TextTable};
+    // Series in order of appearance, each with its x unit.
+    let mut series: Vec<(&str, Option<&str>)> = Vec::new();
+    for f in figs {
+        let key = (f.label.as_str(), f.x_unit.as_deref());
+        if !series.contains(&key) {
+            series.push(key);
+        }
+    }
+    // Series side by side when their parameter has the same unit and
+    // their values overlap (memlat's three series); apart otherwise
+    // (memsys's strides, pages and chases).
+    let xs_of = |s: &str, u: Option<&str>| -> Vec<u64> {
+        figs.iter()
+            .filter(|f| f.label == s && f.x_unit.as_deref() == u)
+            .filter_map(|f| f.x)
+            .collect()
+    };
+    let mut tables: Vec<(Option<&str>, Vec<&str>, Vec<u64>)> = Vec::new();
+    for (s, u) in &series {
+        let xs = xs_of(s, *u);
+        match tables
+            .iter_mut()
+            .find(|(tu, _, txs)| tu == u && xs.iter().any(|x| txs.contains(x)))
+        {
+            Some((_, labels, txs)) => {
+                labels.push(s);
+                txs.extend(xs);
+            }
+            None => tables.push((*u, vec![*s], xs)),
+        }
+    }
+    for (x_unit, in_unit, mut xs) in tables {
+        xs.sort_unstable();
+        xs.dedup();
+        let find = |x: u64, s: &str| {
+            figs.iter()
+                .find(|f| f.x == Some(x) && f.label == s && f.x_unit.as_deref() == x_unit)
+        };
+        // As many series side by side as fit the width.
+        let mut groups: Vec<Vec<&str>> = Vec::new();
+        let mut used = MAX_WIDTH;
+        for s in &in_unit {
+            // Header with " (ns)", its ±CV column, gaps.
+            let w = 2 + s.chars().count().max(8) + 6 + 2 + 8;
+            match groups.last_mut() {
+                Some(g) if used + w <= MAX_WIDTH => {
+                    g.push(s);
+                    used += w;
+                }
+                _ => {
+                    groups.push(vec![s]);
+                    used = 2 + 9 + w;
+                }
+            }
+        }
+        for group in &groups {
+            let mut columns = vec![Column::number(x_unit.unwrap_or(""))];
+            let mut scales = Vec::new();
             for s in group {
-                let cell = b
-                    .figures
+                let medians: Vec<f64> = figs
                     .iter()
-                    .find(|f| f.x == Some(*x) && f.label == *s)
-                    .map_or(String::new(), |f| match (f.measured(), &f.implausible) {
-                        (Some(sum), _) => {
-                            format!("{} {}", format_value(&f.value, sum.median), cv_text(f))
-                        }
-                        (None, Some(_)) if f.value.summary().is_some() => "implausible".into(),
-                        (None, _) => "unavailable".into(),
-                    });
-                row.push(cell);
+                    .filter(|f| f.label == *s && f.x_unit.as_deref() == x_unit)
+                    .filter_map(|f| f.median())
+                    .collect();
+                let kind = figs
+                    .iter()
+                    .find(|f| f.label == *s && f.value.summary().is_some())
+                    .map(|f| &f.value);
+                let typical = crate::stats::summarize(&medians).map_or(0.0, |m| m.median);
+                let sc = kind.map(|k| scale_for(k, typical));
+                let unit = sc.map_or(String::new(), |s| format!(" ({})", s.unit));
+                columns.push(Column::number(format!("{s}{unit}")));
+                columns.push(Column::number("±CV"));
+                scales.push(sc);
             }
-            table.row(row);
+            let mut table = TextTable::new(columns).prefix("  ");
+            for x in &xs {
+                let shown = format_x(*x, x_unit).replace(&format!(" {}", x_unit.unwrap_or("")), "");
+                let mut row = vec![shown];
+                for (s, sc) in group.iter().zip(&scales) {
+                    match find(*x, s) {
+                        Some(f) => match (f.measured(), sc) {
+                            (Some(sum), Some(sc)) => {
+                                row.push(format_in(sum.median, *sc));
+                                row.push(cv_text(f));
+                            }
+                            _ if f.implausible.is_some() && f.value.summary().is_some() => {
+                                row.push("implausible".into());
+                                row.push(String::new());
+                            }
+                            _ => {
+                                row.push("unavailable".into());
+                                row.push(String::new());
+                            }
+                        },
+                        None => {
+                            row.push(String::new());
+                            row.push(String::new());
+                        }
+                    }
+                }
+                table.row(row);
+            }
+            table.write(out, narrow(style))?;
         }
-        table.write(out, style)?;
     }
-    for s in &series {
-        if let Some(f) = b.figures.iter().find(|f| f.label == *s) {
-            writeln!(out, "    {s}: {}", f.definition)?;
+    let mut defs: Vec<String> = Vec::new();
+    for (s, u) in &series {
+        if let Some(f) = figs
+            .iter()
+            .find(|f| f.label == *s && f.x_unit.as_deref() == *u)
+        {
+            let t = format!("{s}: {}", f.definition);
+            if !defs.contains(&t) {
+                defs.push(t);
+            }
         }
+    }
+    for t in defs {
+        wrapped(out, &t, "    ", "        ")?;
     }
     let mut reasons: Vec<String> = Vec::new();
-    for f in &b.figures {
+    for f in figs {
         let text = match (&f.value, &f.implausible) {
             (Value::Unavailable(why), _) => Some(format!("{} unavailable: {why}", f.label)),
             (_, Some(why)) => Some(format!(
@@ -216,29 +416,32 @@ fn write_sweep(
             )),
             _ => None,
         };
-        for t in text
-            .into_iter()
-            .chain(f.notes.iter().map(|n| format!("{}: {n}", f.label)))
-        {
+        for t in text.into_iter().chain(f.notes.iter().map(|n| {
+            format!(
+                "{} at {}: {n}",
+                f.label,
+                f.x.map_or(String::new(), |x| format_x(x, f.x_unit.as_deref()))
+            )
+        })) {
             if !reasons.contains(&t) {
                 reasons.push(t);
             }
         }
     }
     for t in reasons {
-        writeln!(out, "    note: {t}")?;
+        wrapped(out, &t, "    note: ", "        ")?;
     }
     if let Some(base) = &r.baseline {
-        let ratios: Vec<f64> = b
-            .figures
-            .iter()
-            .filter_map(|f| base.ratio_of(&f.id))
-            .collect();
+        let ratios: Vec<f64> = figs.iter().filter_map(|f| base.ratio_of(&f.id)).collect();
         if let Some(s) = crate::stats::summarize(&ratios) {
-            writeln!(
+            wrapped(
                 out,
-                "    vs baseline: median ratio {:.2}× over {} points (min {:.2}×, max {:.2}×)",
-                s.median, s.count, s.min, s.max
+                &format!(
+                    "vs baseline: median ratio {:.2}× over {} points (min {:.2}×, max {:.2}×)",
+                    s.median, s.count, s.min, s.max
+                ),
+                "    ",
+                "        ",
             )?;
         }
     }
@@ -249,7 +452,7 @@ impl Render for BenchReport {
     fn human(&self, out: &mut dyn Write, style: Style) -> io::Result<()> {
         machine_lines(self, out)?;
         if let Some(b) = &self.baseline {
-            writeln!(out, "  baseline: {}", b.describe())?;
+            wrapped(out, &format!("baseline: {}", b.describe()), "  ", "    ")?;
         }
         let mut section = None;
         for b in &self.benchmarks {
@@ -257,31 +460,34 @@ impl Render for BenchReport {
                 section = Some(b.section);
                 writeln!(out, "\n== {} ==", b.section.title())?;
             }
-            writeln!(
+            writeln!(out)?;
+            wrapped(
                 out,
-                "\n{} — {} ({:.1} s)",
-                b.name,
-                b.about,
-                b.duration_ms as f64 / 1000.0
+                &format!(
+                    "{} — {} ({:.1} s)",
+                    b.name,
+                    b.about,
+                    b.duration_ms as f64 / 1000.0
+                ),
+                "",
+                "    ",
             )?;
             if let Some(e) = &b.error {
-                writeln!(out, "  failed: {e}")?;
+                wrapped(out, &format!("failed: {e}"), "  ", "    ")?;
             }
-            let sweep = !b.figures.is_empty() && b.figures.iter().all(|f| f.x.is_some());
-            if sweep {
-                write_sweep(self, b, out, style)?;
-            } else {
-                for f in &b.figures {
-                    write_single(self, f, out)?;
-                }
+            let singles: Vec<&Figure> = b.figures.iter().filter(|f| f.x.is_none()).collect();
+            let sweeps: Vec<&Figure> = b.figures.iter().filter(|f| f.x.is_some()).collect();
+            if !sweeps.is_empty() {
+                write_sweep(self, &sweeps, out, style)?;
             }
+            write_singles(self, &singles, out, style)?;
             if let Some(a) = &b.memlat {
                 for line in a.lines() {
-                    writeln!(out, "  {line}")?;
+                    wrapped(out, &line, "  ", "      ")?;
                 }
             }
             for n in &b.notes {
-                writeln!(out, "  note: {n}")?;
+                wrapped(out, &format!("note: {n}"), "  ", "    ")?;
             }
         }
         Ok(())
@@ -400,7 +606,7 @@ impl Render for BenchReport {
 pub(crate) fn sample_report() -> BenchReport {
     use super::harness::{Calibration, Samples, TimerSource};
     use super::machine::{CacheInfo, Machine, Noise};
-    use super::model::{HarnessInfo, Mode};
+    use super::model::{BenchResult, HarnessInfo, Mode};
     use super::registry::find;
     let samples = |v: &[f64]| Samples {
         per_op_ns: v.to_vec(),
@@ -517,6 +723,20 @@ mod tests {
     #[test]
     fn human_snapshot() {
         insta::assert_snapshot!(rendered(crate::report::Format::HUMAN));
+    }
+
+    #[test]
+    fn human_lines_fit_100_columns() {
+        let text = rendered(crate::report::Format::Human);
+        for line in text.lines() {
+            assert!(
+                line.chars().count() <= MAX_WIDTH,
+                "{} chars: {line}",
+                line.chars().count()
+            );
+        }
+        // Numbers right-aligned, the unit in a column of its own.
+        assert!(text.contains("122.0  ±1.8%*  120.0  900.0  ns\n"), "{text}");
     }
 
     #[test]

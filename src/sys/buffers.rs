@@ -130,6 +130,13 @@ impl AnonMap {
         // SAFETY: as in words_mut; shared borrow.
         unsafe { std::slice::from_raw_parts(self.start.cast::<u64>(), self.len / 8) }
     }
+
+    /// The buffer as f64 (for the STREAM kernels).
+    pub fn f64s_mut(&mut self) -> &mut [f64] {
+        // SAFETY: as in words_mut (f64 has u64's size and alignment); any
+        // bit pattern is a valid f64.
+        unsafe { std::slice::from_raw_parts_mut(self.start.cast::<f64>(), self.len / 8) }
+    }
 }
 
 impl Drop for AnonMap {

@@ -12,6 +12,7 @@ pub mod entry;
 pub mod events;
 pub mod file;
 pub mod mem;
+pub mod ops;
 pub mod perf;
 pub mod privilege;
 pub mod process;

@@ -48,15 +48,33 @@ pub fn fork_exit_wait() -> io::Result<()> {
 /// A program path and argv prepared before forking (no allocation after).
 pub struct Program {
     path: CString,
-    argv: [*const libc::c_char; 2],
+    /// The one argument after argv[0], if any (owned: `argv` points in).
+    _arg: Option<CString>,
+    argv: [*const libc::c_char; 3],
 }
 
 impl Program {
     /// Prepares `path` to be run with no arguments.
     pub fn new(path: &CStr) -> Program {
         let path = path.to_owned();
-        let argv = [path.as_ptr(), std::ptr::null()];
-        Program { path, argv }
+        let argv = [path.as_ptr(), std::ptr::null(), std::ptr::null()];
+        Program {
+            path,
+            _arg: None,
+            argv,
+        }
+    }
+
+    /// Prepares `path` to be run with one argument.
+    pub fn with_arg(path: &CStr, arg: &CStr) -> Program {
+        let path = path.to_owned();
+        let arg = arg.to_owned();
+        let argv = [path.as_ptr(), arg.as_ptr(), std::ptr::null()];
+        Program {
+            path,
+            _arg: Some(arg),
+            argv,
+        }
     }
 }
 
