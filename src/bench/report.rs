@@ -727,7 +727,7 @@ mod tests {
 
     #[test]
     fn human_lines_fit_100_columns() {
-        let text = rendered(crate::report::Format::Human);
+        let text = rendered(crate::report::Format::HUMAN);
         for line in text.lines() {
             assert!(
                 line.chars().count() <= MAX_WIDTH,
