@@ -1,0 +1,544 @@
+//! `tally serve` on a loopback port: the endpoints, bad and slow clients,
+//! shutdown, `promtool check metrics`, and a real Prometheus scraping it
+//! (Debian's `prometheus` package; tests/install-prometheus.sh installs
+//! it, and a test without it skips, saying so).
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running `tally serve`, killed and reaped when dropped.
+struct Served {
+    child: Option<Child>,
+    addr: SocketAddr,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Served {
+    fn pid(&self) -> u32 {
+        self.child.as_ref().map_or(0, Child::id)
+    }
+
+    /// Sends `sig` and returns the exit status and stderr.
+    fn stop(mut self, sig: i32) -> (Option<i32>, String) {
+        let child = self.child.take().expect("running");
+        let pid = child.id().to_string();
+        let name = if sig == libc_sigint() { "INT" } else { "TERM" };
+        Command::new("kill")
+            .args(["-s", name, &pid])
+            .status()
+            .expect("kill");
+        let out = common::wait_or_kill(child, Duration::from_secs(20));
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+}
+
+fn libc_sigint() -> i32 {
+    2
+}
+
+/// A loopback port free a moment ago.
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// Starts `tally serve` with `config` (TOML) and waits for /healthz.
+fn serve(config: Option<&str>, dir: &Path) -> Served {
+    let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let mut cmd = common::tally_default_signals();
+    cmd.arg("serve").arg("--listen").arg(addr.to_string());
+    if let Some(text) = config {
+        let path = dir.join("serve.toml");
+        std::fs::write(&path, text).expect("write config");
+        cmd.arg("--config").arg(&path);
+    }
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("tally serve starts");
+    let served = Served {
+        child: Some(child),
+        addr,
+    };
+    let start = Instant::now();
+    while get(addr, "/healthz", &[]).is_none_or(|(status, _, _)| status != 200) {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "tally serve never answered /healthz"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    served
+}
+
+/// One GET: status, headers, body; `None` when the server did not answer.
+fn get(addr: SocketAddr, path: &str, headers: &[&str]) -> Option<(u16, String, String)> {
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(60))).ok()?;
+    let mut req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    for h in headers {
+        req.push_str(h);
+        req.push_str("\r\n");
+    }
+    req.push_str("\r\n");
+    s.write_all(req.as_bytes()).ok()?;
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).ok()?;
+    parse_response(&raw)
+}
+
+fn parse_response(raw: &[u8]) -> Option<(u16, String, String)> {
+    let text = String::from_utf8_lossy(raw);
+    let (head, body) = text.split_once("\r\n\r\n")?;
+    let status = head.split(' ').nth(1)?.parse().ok()?;
+    Some((status, head.to_string(), body.to_string()))
+}
+
+/// A line of `/proc/PID/status` (`VmRSS`, `Threads`) as a number.
+fn status_field(pid: u32, field: &str) -> u64 {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .expect("field")
+}
+
+#[test]
+fn serve_answers_its_three_endpoints_and_404_for_any_other_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = serve(None, dir.path());
+    let (status, _, body) = get(s.addr, "/", &[]).expect("/ answers");
+    assert_eq!(status, 200);
+    assert!(body.contains("/metrics") && body.contains("/healthz"));
+    let (status, _, body) = get(s.addr, "/healthz", &[]).expect("healthz answers");
+    assert_eq!((status, body.as_str()), (200, "ok\n"));
+    let (status, head, body) = get(s.addr, "/metrics", &[]).expect("metrics answer");
+    assert_eq!(status, 200);
+    assert!(head.contains("text/plain; version=0.0.4"), "{head}");
+    for family in [
+        "tally_mem_pss_bytes",
+        "tally_mem_total_pss_bytes",
+        "tally_mem_processes",
+        "tally_serve_collector_duration_seconds{collector=\"mem\"}",
+        "tally_serve_processes_skipped{reason=\"denied\"}",
+    ] {
+        assert!(body.contains(family), "no {family} in\n{body}");
+    }
+    assert!(
+        body.contains("program=\"other\""),
+        "no other row in\n{body}"
+    );
+    for path in ["/etc/passwd", "/metrics/x", "/../metrics", "/favicon.ico"] {
+        let (status, _, _) = get(s.addr, path, &[]).expect("answers");
+        assert_eq!(status, 404, "{path}");
+    }
+    // OpenMetrics when the scraper asks for it, as Prometheus does.
+    let (status, head, body) = get(
+        s.addr,
+        "/metrics",
+        &["Accept: application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5"],
+    )
+    .expect("metrics answer");
+    assert_eq!(status, 200);
+    assert!(head.contains("application/openmetrics-text"), "{head}");
+    assert!(body.ends_with("# EOF\n"));
+    assert!(body.contains("# TYPE tally_serve_collector_errors counter\n"));
+}
+
+#[test]
+fn serve_answers_a_huge_header_with_431_and_keeps_serving() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = serve(None, dir.path());
+    let mut c = TcpStream::connect(s.addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let huge = format!(
+        "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Big: {}\r\n\r\n",
+        "a".repeat(1 << 20)
+    );
+    // The server may close before taking it all: a write error is fine.
+    let _ = c.write_all(huge.as_bytes());
+    let mut raw = Vec::new();
+    let _ = c.read_to_end(&mut raw);
+    let (status, _, _) = parse_response(&raw).expect("an HTTP answer to a huge header");
+    assert!(status == 431 || status == 400, "status {status}");
+    // Garbage is a 400, not a crash.
+    let mut c = TcpStream::connect(s.addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    c.write_all(b"\x00\x01\x02 nonsense\r\n\r\n").unwrap();
+    let mut raw = Vec::new();
+    let _ = c.read_to_end(&mut raw);
+    assert_eq!(parse_response(&raw).map(|r| r.0), Some(400));
+    assert_eq!(get(s.addr, "/healthz", &[]).map(|r| r.0), Some(200));
+}
+
+#[test]
+fn serve_slow_clients_do_not_block_a_scrape_and_memory_stays_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = serve(None, dir.path());
+    assert_eq!(get(s.addr, "/metrics", &[]).map(|r| r.0), Some(200));
+    let rss_before = status_field(s.pid(), "VmRSS");
+    // 200 clients that start a request and never finish it.
+    let mut slow = Vec::new();
+    for _ in 0..200 {
+        let mut c = TcpStream::connect(s.addr).expect("connect");
+        c.write_all(b"GET /metrics HTTP/1.1\r\nHost: slow\r\nX-Wait: ")
+            .expect("partial request");
+        slow.push(c);
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let threads = status_field(s.pid(), "Threads");
+    let (status, _, body) = get(s.addr, "/metrics", &[]).expect("a scrape still answers");
+    assert_eq!(status, 200);
+    assert!(body.contains("tally_mem_pss_bytes"));
+    let rss_after = status_field(s.pid(), "VmRSS");
+    // At most 64 connection threads, a few of its own, and the scan's.
+    assert!(threads <= 64 + 16, "{threads} threads for 200 slow clients");
+    assert!(
+        rss_after < rss_before + 64 * 1024,
+        "RSS grew from {rss_before} kB to {rss_after} kB"
+    );
+    drop(slow);
+    assert_eq!(get(s.addr, "/healthz", &[]).map(|r| r.0), Some(200));
+}
+
+#[test]
+fn serve_exits_0_on_sigterm_and_on_sigint() {
+    let dir = tempfile::tempdir().unwrap();
+    for sig in [15, libc_sigint()] {
+        let s = serve(None, dir.path());
+        // A connection still sending its request does not hold shutdown.
+        let mut c = TcpStream::connect(s.addr).unwrap();
+        c.write_all(b"GET / HTTP/1.1\r\n").unwrap();
+        let (code, stderr) = s.stop(sig);
+        assert_eq!(code, Some(0), "signal {sig}: {stderr}");
+    }
+}
+
+#[test]
+fn serve_kills_and_reaps_a_run_check_under_way_at_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = format!("tsrv{}", std::process::id());
+    let sleeper = dir.path().join(&marker);
+    std::fs::copy(sleep_binary(), &sleeper).expect("copy sleep");
+    let config = format!(
+        "[[run]]\nname = \"slow\"\ncommand = [\"{}\", \"300\"]\ninterval = 600\ntimeout = 600\n",
+        sleeper.display()
+    );
+    let s = serve(Some(&config), dir.path());
+    let start = Instant::now();
+    while !pids_of(&marker).iter().any(|_| true) {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "the check never ran"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (code, stderr) = s.stop(15);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        pids_of(&marker).is_empty(),
+        "the check's command outlived serve"
+    );
+}
+
+#[test]
+fn serve_kills_a_run_check_past_its_timeout_and_exports_its_exit() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = serve(
+        Some(
+            "[mem]\nenabled = false\n[[run]]\nname = \"late\"\ncommand = [\"sleep\", \"300\"]\ninterval = 600\ntimeout = 0.5\n\
+             [[run]]\nname = \"fine\"\ncommand = [\"true\"]\ninterval = 600\n",
+        ),
+        dir.path(),
+    );
+    let start = Instant::now();
+    let body = loop {
+        let (_, _, body) = get(s.addr, "/metrics", &[]).expect("metrics");
+        if body.contains("tally_serve_run_exit_code{check=\"late\"}") {
+            break body;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "no result:\n{body}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(
+        body.contains("tally_serve_run_exit_code{check=\"late\"} 137"),
+        "{body}"
+    );
+    assert!(
+        body.contains("tally_serve_run_exit_code{check=\"fine\"} 0"),
+        "{body}"
+    );
+    // tally run's own figures, labelled with the check.
+    assert!(
+        body.lines()
+            .any(|l| l.starts_with("tally_run_") && l.contains("{check=\"fine\"}")),
+        "{body}"
+    );
+    assert!(body.contains("tally_serve_run_interval_seconds{check=\"late\"} 600"));
+}
+
+#[test]
+fn serve_reports_a_config_error_with_its_line_at_start_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.toml");
+    std::fs::write(&path, "min_interval = 2\n\n[mem]\nby = \"planet\"\n").unwrap();
+    let out = common::tally()
+        .arg("serve")
+        .arg("--listen")
+        .arg(format!("127.0.0.1:{}", free_port()))
+        .arg("--config")
+        .arg(&path)
+        .timeout(Duration::from_secs(20))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("bad.toml:4:"), "{stderr}");
+    assert!(stderr.contains("planet"), "{stderr}");
+}
+
+fn which(name: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join(name))
+            .find(|p| p.is_file())
+    })
+}
+
+fn sleep_binary() -> PathBuf {
+    which("sleep").expect("sleep is installed")
+}
+
+/// PIDs whose `comm` is `name`.
+fn pids_of(name: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim_end() == name)
+        })
+        .collect()
+}
+
+#[test]
+fn serve_metrics_pass_promtool_check_metrics() {
+    let Some(promtool) = which("promtool") else {
+        println!("skipped: promtool is not installed (tests/install-prometheus.sh installs it)");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let s = serve(
+        Some(&format!(
+            "[cache]\npaths = [\"{}\"]\n[[run]]\nname = \"true\"\ncommand = [\"true\"]\n",
+            sleep_binary().display()
+        )),
+        dir.path(),
+    );
+    let start = Instant::now();
+    let body = loop {
+        let (_, _, body) = get(s.addr, "/metrics", &[]).expect("metrics");
+        if body.contains("tally_serve_run_exit_code") {
+            break body;
+        }
+        assert!(start.elapsed() < Duration::from_secs(30), "no run result");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(body.contains("tally_cache_path_cached_bytes"), "{body}");
+    let mut child = Command::new(promtool)
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool starts");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(body.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success() && said.trim().is_empty(),
+        "{said}\n{body}"
+    );
+}
+
+/// A Prometheus server, killed and reaped when dropped.
+struct Prometheus(Child);
+
+impl Drop for Prometheus {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The result of an instant query: `(labels, value)` per series.
+fn query(prom: SocketAddr, promql: &str) -> Vec<(serde_json::Value, f64)> {
+    let encoded: String = promql
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect();
+    let Some((200, _, body)) = get(prom, &format!("/api/v1/query?query={encoded}"), &[]) else {
+        return Vec::new();
+    };
+    // The body may be chunked: take the JSON object inside.
+    let json = body
+        .find('{')
+        .and_then(|a| body.rfind('}').map(|b| &body[a..=b]))
+        .unwrap_or("{}");
+    println!("query {promql}: {json}");
+    let v: serde_json::Value = serde_json::from_str(json).unwrap_or_default();
+    v["data"]["result"]
+        .as_array()
+        .map(|r| {
+            r.iter()
+                .filter_map(|s| {
+                    let value = s["value"][1].as_str()?.parse().ok()?;
+                    Some((s["metric"].clone(), value))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn serve_is_scraped_by_a_real_prometheus() {
+    let prometheus = Path::new("/usr/bin/prometheus");
+    if !prometheus.is_file() {
+        println!(
+            "skipped: /usr/bin/prometheus is not installed (tests/install-prometheus.sh installs Debian's prometheus)"
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // A process of our own with a name no other process has, and 64 MiB
+    // of private memory, so PSS is its own memory: a small process's PSS
+    // moves by pages as others map and unmap the libraries it shares.
+    // The interpreter itself, not a wrapper script (pyenv) in front of it.
+    let python = Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()))
+        .and_then(|p| p.canonicalize().ok());
+    let Some(python) = python else {
+        println!("skipped: python3 is not installed (it holds the memory the test measures)");
+        return;
+    };
+    let name = format!("tsl{}", std::process::id());
+    let holder = dir.path().join(&name);
+    std::fs::copy(&python, &holder).expect("copy python3");
+    let held = Command::new(&holder)
+        .args(["-c", "import time; b = b'a' * (64 << 20); time.sleep(600)"])
+        .spawn()
+        .expect("the holder starts");
+    let pid = held.id();
+    let _holding = common::Reaper(vec![held]);
+    let start = Instant::now();
+    while status_field(pid, "VmRSS") < 64 * 1024 {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "the holder never filled its memory"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let s = serve(Some("min_interval = 0.5\n[mem]\ntop = 10000\n"), dir.path());
+    let prom_addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let config = dir.path().join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: tally\n    static_configs:\n      - targets: ['{}']\n",
+            s.addr
+        ),
+    )
+    .unwrap();
+    let _prom = Prometheus(
+        Command::new(prometheus)
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.path().join("data").display()
+            ))
+            .arg(format!("--web.listen-address={prom_addr}"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("prometheus starts"),
+    );
+    // Two scrapes, both up.
+    let start = Instant::now();
+    loop {
+        let scrapes = query(prom_addr, "count_over_time(up{job=\"tally\"}[5m])");
+        if scrapes.first().is_some_and(|(_, n)| *n >= 2.0) {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(90),
+            "Prometheus did not scrape tally twice"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let up = query(prom_addr, "up{job=\"tally\"} == 1");
+    assert_eq!(up.len(), 1, "up{{job=\"tally\"}} is not 1: {up:?}");
+    let series = query(
+        prom_addr,
+        &format!("tally_mem_pss_bytes{{job=\"tally\",program=\"{name}\"}}"),
+    );
+    assert_eq!(series.len(), 1, "no PSS series for {name}: {series:?}");
+    let scraped = series[0].1;
+    // The same process through `tally mem --format json`.
+    let out = common::tally()
+        .args(["mem", "--format", "json", "--filter"])
+        .arg(format!("^{name}$"))
+        .output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("mem json");
+    let direct = report["groups"][0]["pss_bytes"]
+        .as_f64()
+        .expect("a group for the sleep");
+    println!("tally mem --format json: pss_bytes of {name} = {direct}");
+    assert!(direct > 0.0);
+    assert!(
+        (scraped - direct).abs() <= direct * 0.01,
+        "Prometheus has {scraped}, tally mem says {direct}"
+    );
+}
