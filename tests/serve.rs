@@ -7,6 +7,7 @@ mod common;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -240,7 +241,7 @@ fn serve_kills_and_reaps_a_run_check_under_way_at_sigterm() {
     let dir = tempfile::tempdir().unwrap();
     let marker = format!("tsrv{}", std::process::id());
     let sleeper = dir.path().join(&marker);
-    std::fs::copy(sleep_binary(), &sleeper).expect("copy sleep");
+    copy_exe(&sleep_binary(), &sleeper);
     let config = format!(
         "[[run]]\nname = \"slow\"\ncommand = [\"{}\", \"300\"]\ninterval = 600\ntimeout = 600\n",
         sleeper.display()
@@ -327,6 +328,18 @@ fn which(name: &str) -> Option<PathBuf> {
             .map(|d| d.join(name))
             .find(|p| p.is_file())
     })
+}
+
+/// Copies an executable with cp: a write descriptor held by this process
+/// would leak into children other tests fork meanwhile, and exec would
+/// fail with ETXTBSY.
+fn copy_exe(from: &Path, to: &Path) {
+    let copied = Command::new("cp")
+        .arg(from)
+        .arg(to)
+        .status()
+        .expect("cp runs");
+    assert!(copied.success(), "cp failed");
 }
 
 fn sleep_binary() -> PathBuf {
@@ -464,7 +477,7 @@ fn serve_is_scraped_by_a_real_prometheus() {
     };
     let name = format!("tsl{}", std::process::id());
     let holder = dir.path().join(&name);
-    std::fs::copy(&python, &holder).expect("copy python3");
+    copy_exe(&python, &holder);
     let held = Command::new(&holder)
         .args(["-c", "import time; b = b'a' * (64 << 20); time.sleep(600)"])
         .spawn()
@@ -540,5 +553,81 @@ fn serve_is_scraped_by_a_real_prometheus() {
     assert!(
         (scraped - direct).abs() <= direct * 0.01,
         "Prometheus has {scraped}, tally mem says {direct}"
+    );
+}
+
+/// `tally_mem_total_processes` and the denied count of a scrape.
+fn counted_and_denied(body: &str) -> (f64, f64) {
+    let value = |prefix: &str| {
+        body.lines()
+            .find_map(|l| l.strip_prefix(prefix))
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .unwrap_or(-1.0)
+    };
+    (
+        value("tally_mem_total_processes "),
+        value("tally_serve_processes_skipped{reason=\"denied\"} "),
+    )
+}
+
+/// Unprivileged, serve exports what its user may see; with the
+/// capabilities of contrib/tally-serve.service (ambient, as systemd gives
+/// them) it sees every process's memory.
+#[test]
+fn serve_exports_what_its_user_may_see_and_more_with_ambient_capabilities() {
+    if tally::sys::geteuid() != 0 || which("setpriv").is_none() {
+        println!("skipped: needs root and setpriv to run tally serve as user 65534");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let bin = dir.path().join("tally");
+    copy_exe(&common::tally_bin(), &bin);
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    // A process of root's that user 65534 may not read.
+    let _root_sleep = common::Reaper(vec![
+        Command::new("sleep").arg("60").spawn().expect("sleep"),
+    ]);
+    let scrape_as = |caps: &[&str]| {
+        let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+        let mut cmd = Command::new("setpriv");
+        cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups"]);
+        cmd.args(caps);
+        cmd.arg(&bin).args(["serve", "--listen", &addr.to_string()]);
+        let served = Served {
+            child: Some(
+                cmd.stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .expect("setpriv tally serve"),
+            ),
+            addr,
+        };
+        let start = Instant::now();
+        loop {
+            if let Some((200, _, body)) = get(addr, "/metrics", &[]) {
+                drop(served);
+                return counted_and_denied(&body);
+            }
+            assert!(start.elapsed() < Duration::from_secs(20), "no answer");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    let (counted, denied) = scrape_as(&[]);
+    assert!(
+        denied >= 1.0,
+        "user 65534 read root's processes: {denied} denied"
+    );
+    let (wide, wide_denied) = scrape_as(&[
+        "--inh-caps=+sys_ptrace,+dac_read_search",
+        "--ambient-caps=+sys_ptrace,+dac_read_search",
+    ]);
+    assert!(
+        wide > counted,
+        "capabilities showed no more: {wide} vs {counted}"
+    );
+    assert!(
+        wide_denied < denied,
+        "{wide_denied} denied with capabilities, {denied} without"
     );
 }

@@ -428,4 +428,10 @@ mod tests {
         let cfg = parse("[mem]\nenabled = false\n[bench]\nenabled = false\n").unwrap();
         assert!(cfg.mem.is_none() && cfg.bench.is_none());
     }
+
+    #[test]
+    fn the_shipped_example_config_parses() {
+        let cfg = parse(include_str!("../../contrib/serve.toml")).unwrap();
+        assert_eq!(cfg.mem.map(|m| m.top), Some(30));
+    }
 }
