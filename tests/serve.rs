@@ -631,3 +631,91 @@ fn serve_exports_what_its_user_may_see_and_more_with_ambient_capabilities() {
         "{wide_denied} denied with capabilities, {denied} without"
     );
 }
+
+/// The files in `dir`, by name.
+fn names_in(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn mem_and_cache_textfile_write_the_prom_file_and_no_temporary_file_stays() {
+    let dir = tempfile::tempdir().unwrap();
+    common::tally()
+        .arg("mem")
+        .arg("--textfile")
+        .arg(dir.path())
+        .assert()
+        .success();
+    common::tally()
+        .args(["cache", "--textfile"])
+        .arg(dir.path())
+        .arg(sleep_binary())
+        .assert()
+        .success();
+    assert_eq!(names_in(dir.path()), ["tally_cache.prom", "tally_mem.prom"]);
+    let mem = std::fs::read_to_string(dir.path().join("tally_mem.prom")).unwrap();
+    assert!(mem.contains("tally_mem_total_pss_bytes "), "{mem}");
+    let cache = std::fs::read_to_string(dir.path().join("tally_cache.prom")).unwrap();
+    assert!(cache.contains("tally_cache_size_bytes{path="), "{cache}");
+    let mode = std::fs::metadata(dir.path().join("tally_mem.prom"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o644, "node_exporter must be able to read it");
+    // A directory that is not there: an error naming it, exit 1.
+    common::tally()
+        .arg("mem")
+        .arg("--textfile")
+        .arg(dir.path().join("missing"))
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains("missing"));
+    // --every without --textfile is bad usage.
+    common::tally()
+        .args(["mem", "--every", "5"])
+        .assert()
+        .code(2);
+}
+
+#[test]
+fn mem_textfile_every_rewrites_until_sigterm_and_exits_0() {
+    let dir = tempfile::tempdir().unwrap();
+    let child = common::tally_default_signals()
+        .arg("mem")
+        .arg("--textfile")
+        .arg(dir.path())
+        .args(["--every", "0.2"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let path = dir.path().join("tally_mem.prom");
+    let start = Instant::now();
+    let mut writes = 0;
+    let mut last = None;
+    while writes < 3 {
+        let now = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
+        if now.is_some() && now != last {
+            writes += 1;
+            last = now;
+        }
+        assert!(start.elapsed() < Duration::from_secs(30), "no rewrite");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Command::new("kill")
+        .args(["-s", "TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let out = common::wait_or_kill(child, Duration::from_secs(20));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(names_in(dir.path()), ["tally_mem.prom"]);
+}
