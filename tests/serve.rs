@@ -588,9 +588,26 @@ fn serve_exports_what_its_user_may_see_and_more_with_ambient_capabilities() {
     let _root_sleep = common::Reaper(vec![
         Command::new("sleep").arg("60").spawn().expect("sleep"),
     ]);
-    let scrape_as = |caps: &[&str]| {
+    // A process of root's with a name of its own.
+    let name = format!("tsh{}", std::process::id());
+    let rooted = dir.path().join(&name);
+    copy_exe(&sleep_binary(), &rooted);
+    let _root_own = common::Reaper(vec![
+        Command::new(&rooted).arg("60").spawn().expect("sleep"),
+    ]);
+    // With `hidepid`, in a private mount namespace whose /proc hides other
+    // users' processes (the network is shared: the scrape reaches it).
+    let scrape_as = |caps: &[&str], hidepid: bool| -> Option<((f64, f64), bool)> {
         let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
-        let mut cmd = Command::new("setpriv");
+        let mut cmd = if hidepid {
+            let mut c = Command::new("unshare");
+            c.args(["-m", "--propagation", "private", "sh", "-c"]);
+            c.arg(r#"mount -t proc -o hidepid=2 proc /proc || exit 97; exec setpriv "$@""#);
+            c.arg("sh");
+            c
+        } else {
+            Command::new("setpriv")
+        };
         cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups"]);
         cmd.args(caps);
         cmd.arg(&bin).args(["serve", "--listen", &addr.to_string()]);
@@ -604,24 +621,31 @@ fn serve_exports_what_its_user_may_see_and_more_with_ambient_capabilities() {
             addr,
         };
         let start = Instant::now();
+        let mut served = served;
         loop {
             if let Some((200, _, body)) = get(addr, "/metrics", &[]) {
-                drop(served);
-                return counted_and_denied(&body);
+                let seen = body.contains(&format!("program=\"{name}\""));
+                return Some((counted_and_denied(&body), seen));
+            }
+            if let Some(Ok(Some(_))) = served.child.as_mut().map(Child::try_wait) {
+                // The mount failed (exit 97): no hidepid here.
+                return None;
             }
             assert!(start.elapsed() < Duration::from_secs(20), "no answer");
             std::thread::sleep(Duration::from_millis(50));
         }
     };
-    let (counted, denied) = scrape_as(&[]);
+    let caps = [
+        "--inh-caps=+sys_ptrace,+dac_read_search",
+        "--ambient-caps=+sys_ptrace,+dac_read_search",
+    ];
+    let ((counted, denied), seen) = scrape_as(&[], false).expect("serve runs");
     assert!(
         denied >= 1.0,
         "user 65534 read root's processes: {denied} denied"
     );
-    let (wide, wide_denied) = scrape_as(&[
-        "--inh-caps=+sys_ptrace,+dac_read_search",
-        "--ambient-caps=+sys_ptrace,+dac_read_search",
-    ]);
+    assert!(!seen, "user 65534 read root's {name}");
+    let ((wide, wide_denied), seen) = scrape_as(&caps, false).expect("serve runs");
     assert!(
         wide > counted,
         "capabilities showed no more: {wide} vs {counted}"
@@ -630,6 +654,13 @@ fn serve_exports_what_its_user_may_see_and_more_with_ambient_capabilities() {
         wide_denied < denied,
         "{wide_denied} denied with capabilities, {denied} without"
     );
+    assert!(seen, "with capabilities, root's {name} is not exported");
+    // hidepid is respected: the capabilities widen memory figures, not
+    // what /proc shows the service's user.
+    match scrape_as(&caps, true) {
+        Some((_, seen)) => assert!(!seen, "hidepid=2 hid {name}, yet serve exported it"),
+        None => println!("hidepid part skipped: cannot mount /proc with hidepid here"),
+    }
 }
 
 /// The files in `dir`, by name.
