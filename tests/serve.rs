@@ -750,3 +750,27 @@ fn mem_textfile_every_rewrites_until_sigterm_and_exits_0() {
     );
     assert_eq!(names_in(dir.path()), ["tally_mem.prom"]);
 }
+
+#[test]
+fn serve_exports_the_last_result_of_the_configured_benchmarks() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = serve(
+        Some("[mem]\nenabled = false\n[bench]\nnames = [\"syscall\"]\ninterval = 3600\n"),
+        dir.path(),
+    );
+    let start = Instant::now();
+    let body = loop {
+        let (_, _, body) = get(s.addr, "/metrics", &[]).expect("metrics");
+        if body.contains("tally_serve_collector_runs_total{collector=\"bench\"} 1") {
+            break body;
+        }
+        assert!(start.elapsed() < Duration::from_secs(60), "no bench result");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(
+        body.contains("tally_bench_median_seconds{benchmark=\"syscall\",figure=\"syscall.getpid\"}"),
+        "{body}"
+    );
+    // The mem collector is off: none of its families.
+    assert!(!body.contains("tally_mem_"), "{body}");
+}
