@@ -768,9 +768,35 @@ fn serve_exports_the_last_result_of_the_configured_benchmarks() {
         std::thread::sleep(Duration::from_millis(100));
     };
     assert!(
-        body.contains("tally_bench_median_seconds{benchmark=\"syscall\",figure=\"syscall.getpid\"}"),
+        body.contains(
+            "tally_bench_median_seconds{benchmark=\"syscall\",figure=\"syscall.getpid\"}"
+        ),
         "{body}"
     );
     // The mem collector is off: none of its families.
     assert!(!body.contains("tally_mem_"), "{body}");
+}
+
+/// Scrapes at once and within `min_interval` share one scan: the scan
+/// never runs twice at once, and a scrape soon after gets its result.
+#[test]
+fn serve_scans_once_for_concurrent_scrapes_within_min_interval() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = serve(Some("min_interval = 600\n"), dir.path());
+    let addr = s.addr;
+    let scrapes: Vec<_> = (0..8)
+        .map(|_| std::thread::spawn(move || get(addr, "/metrics", &[])))
+        .collect();
+    for t in scrapes {
+        assert_eq!(t.join().unwrap().map(|r| r.0), Some(200));
+    }
+    let (_, _, body) = get(addr, "/metrics", &[]).expect("metrics");
+    assert!(
+        body.contains("tally_serve_collector_runs_total{collector=\"mem\"} 1\n"),
+        "{body}"
+    );
+    assert!(
+        body.contains("tally_serve_cached_scrapes_total 8\n"),
+        "{body}"
+    );
 }
