@@ -206,7 +206,7 @@ pub fn write(metrics: &[Metric], out: &mut dyn Write) -> io::Result<()> {
     Ok(())
 }
 
-/// The content type of [`write`]'s output.
+/// The content type of [`write()`]'s output.
 pub const TEXT_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 /// The content type of [`write_openmetrics`]'s output.
