@@ -800,3 +800,75 @@ fn serve_scans_once_for_concurrent_scrapes_within_min_interval() {
         "{body}"
     );
 }
+
+/// A file-capability install runs `tally mem` only, and once: `serve` and
+/// `--every` are refused, and the textfile is written after the privilege
+/// is dropped, so it belongs to the caller.
+#[test]
+fn capability_install_refuses_serve_and_every_and_writes_the_textfile_as_the_caller() {
+    use std::os::unix::fs::MetadataExt;
+    if tally::sys::geteuid() != 0 || which("setcap").is_none() || which("setpriv").is_none() {
+        println!("skipped: needs root, setcap and setpriv");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let bin = dir.path().join("tally");
+    copy_exe(&common::tally_bin(), &bin);
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let set = Command::new("setcap")
+        .arg("cap_sys_ptrace,cap_dac_read_search+ep")
+        .arg(&bin)
+        .status()
+        .unwrap();
+    assert!(set.success(), "setcap failed");
+    let out_dir = dir.path().join("textfile");
+    std::fs::create_dir(&out_dir).unwrap();
+    let chown = Command::new("chown")
+        .arg("65534:65534")
+        .arg(&out_dir)
+        .status()
+        .unwrap();
+    assert!(chown.success());
+    let as_nobody = |args: &[&str]| {
+        Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(&bin)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    // Where the kernel ignores file capabilities (a nosuid mount,
+    // no_new_privs), the copy is an ordinary tally: nothing to test.
+    let probe = as_nobody(&["mem", "--format", "json"]);
+    let report: serde_json::Value = serde_json::from_slice(&probe.stdout).unwrap_or_default();
+    // User 65534 owns no process here but this tally, which leaves itself
+    // out: it counts processes only with the capabilities in effect.
+    if report["total"]["processes"].as_u64().unwrap_or(0) == 0 {
+        println!("skipped: file capabilities do not take effect here");
+        return;
+    }
+    let dir_arg = out_dir.to_str().unwrap();
+    let out = as_nobody(&["mem", "--textfile", dir_arg]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let written = out_dir.join("tally_mem.prom");
+    assert_eq!(std::fs::metadata(&written).unwrap().uid(), 65534);
+    let text = std::fs::read_to_string(&written).unwrap();
+    assert!(text.contains("tally_mem_total_pss_bytes"), "{text}");
+    let out = as_nobody(&["mem", "--textfile", dir_arg, "--every", "5"]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = as_nobody(&["serve", "--listen", &format!("127.0.0.1:{}", free_port())]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("runs nothing else"));
+}
