@@ -16,6 +16,7 @@ pub mod pagecache;
 pub mod procfs;
 pub mod report;
 pub mod run;
+pub mod serve;
 pub mod stats;
 pub mod sys;
 pub mod units;

@@ -25,6 +25,9 @@ pub(super) fn cache_command(args: cli::cache::CacheArgs) -> u8 {
         map: args.verbose,
         map_buckets: command::map_buckets(tally::sys::tty::stdout_columns()),
     };
+    if let Some(dir) = &args.textfile {
+        return super::serve::cache_textfile(&cfg, dir, args.every);
+    }
     let exports = match Exports::open(&args.export, "cache", true) {
         Ok(e) => e,
         Err((msg, code)) => {

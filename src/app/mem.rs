@@ -90,6 +90,16 @@ pub(super) fn mem_command(
             Err(code) => return code,
         }
     }
+    if let Some(dir) = &args.textfile {
+        if elevated && args.every.is_some() {
+            note(
+                "--every is not available in a setuid or capability install, which keeps its \
+                  privilege for one scan only; run tally mem --textfile from a timer instead",
+            );
+            return 2;
+        }
+        return super::serve::mem_textfile(&mut cfg, privilege, user.as_deref(), dir, args.every);
+    }
     let report = match args.watch {
         Some(interval) => {
             let signals = match tally::sys::signals::Forwarder::install() {

@@ -8,6 +8,7 @@ mod cp;
 mod load;
 mod mem;
 mod run;
+mod serve;
 
 use std::fs::File;
 use std::io::{self, Write};
@@ -61,6 +62,7 @@ pub fn main() -> u8 {
         Command::Cache(args) => cache::cache_command(args),
         Command::Cp(args) => cp::cp_command(args),
         Command::Load(args) => load::load_command(args),
+        Command::Serve(args) => serve::serve_command(args),
         Command::Completions { shell } => quiet_pipe(|out| {
             cli::complete::write(shell, out).context("cannot write the completion script")
         }),

@@ -55,6 +55,16 @@ pub struct CacheArgs {
           action = clap::ArgAction::Append, help = super::EXPORT_HELP)]
     pub export: Vec<super::Export>,
 
+    /// Write the Prometheus metrics to DIR/tally_cache.prom for
+    /// node_exporter's textfile collector, atomically (a temporary file in
+    /// DIR renamed into place), instead of printing the report.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["evict", "warm", "lock", "format", "export", "verbose"])]
+    pub textfile: Option<PathBuf>,
+
+    /// With --textfile: write again every SECS seconds until interrupted.
+    #[arg(long, value_name = "SECS", value_parser = super::mem::parse_every, requires = "textfile")]
+    pub every: Option<std::time::Duration>,
+
     /// Files or directories; `-` reads paths from stdin, one per line.
     #[arg(required = true, value_name = "PATH")]
     pub paths: Vec<PathBuf>,

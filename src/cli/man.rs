@@ -193,6 +193,27 @@ pub const PAGES: &[Extra] = &[
         ],
     },
     Extra {
+        name: "serve",
+        exit_status: &[
+            ("0", "stopped by SIGTERM or SIGINT."),
+            (
+                "1",
+                "could not start: a config file error (with its line), an address in use.",
+            ),
+            USAGE,
+        ],
+        examples: &[
+            (
+                "tally serve",
+                "memory per program on http://127.0.0.1:9643/metrics.",
+            ),
+            (
+                "tally serve --listen 0.0.0.0:9643 --config /etc/tally/serve.toml",
+                "every address, with the collectors of a config file.",
+            ),
+        ],
+    },
+    Extra {
         name: "completions",
         exit_status: &[("0", "the script was written."), USAGE],
         examples: &[(

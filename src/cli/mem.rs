@@ -23,7 +23,8 @@ use crate::report::Format;
         tally mem --by user -h\n  \
         tally mem --filter '^python' --split-args --name comm\n  \
         tally mem --by cgroup --top 10\n  \
-        tally mem --format prometheus > /var/lib/node_exporter/textfile/tally_mem.prom\n\n\
+        tally mem --format prometheus > /var/lib/node_exporter/textfile/tally_mem.prom\n  \
+        tally mem --textfile /var/lib/node_exporter/textfile --every 60\n\n\
         Users other than root see their own processes. To let every user see the memory \
         of every process /proc shows them (hidepid still hides what it hides): setcap \
         cap_sys_ptrace,cap_dac_read_search+ep $(which tally)"
@@ -93,6 +94,16 @@ pub struct MemArgs {
           action = clap::ArgAction::Append, help = super::EXPORT_HELP)]
     pub export: Vec<super::Export>,
 
+    /// Write the Prometheus metrics to DIR/tally_mem.prom for
+    /// node_exporter's textfile collector, atomically (a temporary file in
+    /// DIR renamed into place), instead of printing the report.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["watch", "format", "export"])]
+    pub textfile: Option<PathBuf>,
+
+    /// With --textfile: write again every SECS seconds until interrupted.
+    #[arg(long, value_name = "SECS", value_parser = parse_every, requires = "textfile")]
+    pub every: Option<Duration>,
+
     /// Where proc is mounted (a fixture tree for tests).
     #[arg(long, value_name = "PATH")]
     pub procfs: Option<PathBuf>,
@@ -118,4 +129,9 @@ fn parse_interval(s: &str) -> Result<Duration, String> {
         return Err("give between 0.05 and 86400 seconds".into());
     }
     Ok(Duration::from_secs_f64(secs))
+}
+
+/// `--every SECS` of `--textfile` (mem and cache): as `--watch`.
+pub(crate) fn parse_every(s: &str) -> Result<Duration, String> {
+    parse_interval(s)
 }

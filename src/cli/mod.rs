@@ -10,6 +10,7 @@ pub mod load;
 pub mod man;
 pub mod mem;
 pub mod run;
+pub mod serve;
 
 use clap::{Parser, Subcommand};
 
@@ -48,6 +49,8 @@ pub enum Command {
     Cp(cp::CpArgs),
     /// Compare ways of loading a big file (read, mmap, madvise, O_DIRECT, io_uring), cold and warm.
     Load(load::LoadArgs),
+    /// Export memory per program and more to Prometheus: an HTTP /metrics endpoint.
+    Serve(serve::ServeArgs),
     /// Print a shell completion script.
     Completions {
         /// The shell to complete for.

@@ -158,6 +158,50 @@ pub fn write(metrics: &[Metric], out: &mut dyn Write) -> io::Result<()> {
     Ok(())
 }
 
+/// The content type of [`write()`]'s output.
+pub const TEXT_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// The content type of [`write_openmetrics`]'s output.
+pub const OPENMETRICS_CONTENT_TYPE: &str =
+    "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// Writes the metric families in the OpenMetrics text format (1.0.0): a
+/// counter's family is named without its samples' `_total`, and `# EOF`
+/// ends the exposition.
+pub fn write_openmetrics(metrics: &[Metric], out: &mut dyn Write) -> io::Result<()> {
+    for m in metrics {
+        let (family, kind) = match m.kind {
+            MetricKind::Gauge => (m.name.as_str(), "gauge"),
+            MetricKind::Counter => (m.name.strip_suffix("_total").unwrap_or(&m.name), "counter"),
+        };
+        writeln!(
+            out,
+            "# HELP {family} {}",
+            escape_help(&m.help).replace('"', "\\\"")
+        )?;
+        writeln!(out, "# TYPE {family} {kind}")?;
+        for s in &m.samples {
+            let labels: Vec<String> = s
+                .labels
+                .iter()
+                .map(|(k, v)| format!("{k}=\"{}\"", escape_label(v)))
+                .collect();
+            if labels.is_empty() {
+                writeln!(out, "{} {}", m.name, format_value(s.value))?;
+            } else {
+                writeln!(
+                    out,
+                    "{}{{{}}} {}",
+                    m.name,
+                    labels.join(","),
+                    format_value(s.value)
+                )?;
+            }
+        }
+    }
+    writeln!(out, "# EOF")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -196,5 +240,17 @@ mod tests {
             "tally_x_faults_total"
         );
         assert_eq!(stem("minor_faults"), "minor_faults");
+    }
+
+    #[test]
+    fn openmetrics_names_counter_families_without_total_and_ends_with_eof() {
+        let c = Metric::new("tally_x_runs", Unit::Count, MetricKind::Counter, "R \"q\".")
+            .with(Vec::new(), 2.0);
+        let mut out = Vec::new();
+        write_openmetrics(&[c], &mut out).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "# HELP tally_x_runs R \\\"q\\\".\n# TYPE tally_x_runs counter\ntally_x_runs_total 2\n# EOF\n"
+        );
     }
 }

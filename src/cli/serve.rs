@@ -1,0 +1,34 @@
+//! `tally serve` arguments.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::Args;
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Endpoints: /metrics (Prometheus text, or OpenMetrics when the \
+        scraper asks for it with Accept), / (a page naming them), /healthz. Anything \
+        else is 404.\n\n\
+        Examples:\n  \
+        tally serve                                   # 127.0.0.1:9643, memory per program\n  \
+        tally serve --listen 0.0.0.0:9643 --config /etc/tally/serve.toml\n\n\
+        The scan runs when scraped, at most once per min_interval (5 s; a scrape \
+        sooner gets the last result) and never twice at once. Run as an ordinary \
+        user it exports what that user may see; contrib/tally-serve.service runs it \
+        with the least privilege that shows every process's memory.\n\
+        Exit status: 0 after SIGTERM or SIGINT, 1 if it cannot start (the config \
+        file's errors name their line), 2 bad usage."
+)]
+pub struct ServeArgs {
+    /// Address and port to listen on (default 127.0.0.1:9643; any other
+    /// address must be given here).
+    #[arg(long, value_name = "ADDR:PORT", default_value = crate::serve::DEFAULT_LISTEN)]
+    pub listen: SocketAddr,
+
+    /// Configuration file (TOML): collectors, mem grouping and top, cache
+    /// paths, periodic commands, benchmarks. Without one: memory per
+    /// program, the 30 biggest.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+}

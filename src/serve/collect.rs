@@ -1,0 +1,568 @@
+//! The collectors of `tally serve`: what a scrape exports.
+//!
+//! - mem and cache run on scrape, at most once per `min_interval` (a
+//!   scrape within it gets the cached result) and never two at once (one
+//!   lock holds the scan);
+//! - run and bench run in their own threads at their own intervals; a
+//!   scrape exports their last result;
+//! - self: how long each collector took, its errors and the processes the
+//!   mem scan skipped.
+//!
+//! Every figure is made by the commands' own code: the mem collector's
+//! families are `tally mem --format prometheus`'s (the `MemReport`'s
+//! metrics), run's are `tally run`'s and bench's `tally bench`'s, with a
+//! `check` label added for run.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant, SystemTime};
+
+use super::config::{self, Config};
+use crate::mem::privilege::Privilege;
+use crate::report::prometheus::{Metric, MetricKind, Unit};
+use crate::report::{Render, path::display};
+
+/// The collectors that run on scrape.
+pub const ON_SCRAPE: [&str; 2] = ["mem", "cache"];
+
+/// How one collector fared.
+#[derive(Debug, Clone, Default)]
+struct Stats {
+    /// Seconds the last collection took.
+    last_duration: f64,
+    /// Collections that failed (wholly or in part).
+    errors: u64,
+    /// Whether the last collection succeeded.
+    last_ok: bool,
+    runs: u64,
+}
+
+/// The shared state of a server's collectors.
+pub struct Collectors {
+    cfg: Config,
+    privilege: Privilege,
+    /// The last on-scrape result and when it was made; the lock is held
+    /// for the whole scan, so scans never overlap.
+    scan: Mutex<Option<(Instant, Arc<Vec<Metric>>)>>,
+    /// The last result of each background check (run, bench), by name.
+    background: Mutex<BTreeMap<String, Vec<Metric>>>,
+    stats: Mutex<BTreeMap<String, Stats>>,
+    /// Scrapes answered from the cached result.
+    cached_scrapes: Mutex<u64>,
+    skipped: Mutex<BTreeMap<&'static str, u64>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding a lock leaves data that is still whole here
+    // (plain figures): carry on with it.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Collectors {
+    pub fn new(cfg: Config, privilege: Privilege) -> Collectors {
+        Collectors {
+            cfg,
+            privilege,
+            scan: Mutex::new(None),
+            background: Mutex::new(BTreeMap::new()),
+            stats: Mutex::new(BTreeMap::new()),
+            cached_scrapes: Mutex::new(0),
+            skipped: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    fn record(&self, collector: &str, took: Duration, ok: bool) {
+        let mut stats = lock(&self.stats);
+        let s = stats.entry(collector.to_string()).or_default();
+        s.last_duration = took.as_secs_f64();
+        s.runs += 1;
+        s.last_ok = ok;
+        if !ok {
+            s.errors += 1;
+        }
+    }
+
+    /// Everything a scrape exports, in exposition order.
+    pub fn scrape(&self) -> Vec<Metric> {
+        let fresh = self.on_scrape();
+        let mut out: Vec<Metric> = fresh.as_ref().clone();
+        merge(&mut out, lock(&self.background).values().flatten().cloned());
+        out.extend(self.self_metrics());
+        out
+    }
+
+    /// The mem and cache figures: the cached ones if younger than
+    /// `min_interval`, else a new scan (waiting for one under way).
+    fn on_scrape(&self) -> Arc<Vec<Metric>> {
+        let mut cached = lock(&self.scan);
+        if let Some((at, metrics)) = cached.as_ref()
+            && at.elapsed() < self.cfg.min_interval
+        {
+            *lock(&self.cached_scrapes) += 1;
+            return Arc::clone(metrics);
+        }
+        let mut metrics = Vec::new();
+        if let Some(mem) = &self.cfg.mem {
+            let t0 = Instant::now();
+            let got = mem_metrics(mem, self.privilege);
+            let ok = got.is_ok();
+            match got {
+                Ok((m, skipped)) => {
+                    metrics.extend(m);
+                    *lock(&self.skipped) = skipped;
+                }
+                Err(e) => crate::diag!("tally serve: mem: {e}"),
+            }
+            self.record("mem", t0.elapsed(), ok);
+        }
+        if !self.cfg.cache.is_empty() {
+            let t0 = Instant::now();
+            let (m, ok) = cache_metrics(&self.cfg.cache);
+            metrics.extend(m);
+            self.record("cache", t0.elapsed(), ok);
+        }
+        let metrics = Arc::new(metrics);
+        *cached = Some((Instant::now(), Arc::clone(&metrics)));
+        metrics
+    }
+
+    fn self_metrics(&self) -> Vec<Metric> {
+        let stats = lock(&self.stats).clone();
+        let label = |name: &str| vec![("collector".to_string(), name.to_string())];
+        let mut duration = Metric::gauge(
+            "tally_serve_collector_duration",
+            Unit::Seconds,
+            "How long the collector's last run took.",
+        );
+        let mut errors = Metric::new(
+            "tally_serve_collector_errors",
+            Unit::Count,
+            MetricKind::Counter,
+            "Runs of the collector that failed, wholly or in part.",
+        );
+        let mut runs = Metric::new(
+            "tally_serve_collector_runs",
+            Unit::Count,
+            MetricKind::Counter,
+            "Runs of the collector.",
+        );
+        let mut success = Metric::gauge(
+            "tally_serve_collector_success",
+            Unit::Count,
+            "1 if the collector's last run succeeded, else 0.",
+        );
+        for (name, s) in &stats {
+            duration.push(label(name), s.last_duration);
+            errors.push(label(name), s.errors as f64);
+            runs.push(label(name), s.runs as f64);
+            success.push(label(name), f64::from(u8::from(s.last_ok)));
+        }
+        let mut skipped = Metric::gauge(
+            "tally_serve_processes_skipped",
+            Unit::Count,
+            "Processes the last mem scan could not count: vanished (ended mid-scan), \
+             denied (no permission), failed (other errors).",
+        );
+        for (reason, n) in lock(&self.skipped).iter() {
+            skipped.push(vec![("reason".to_string(), reason.to_string())], *n as f64);
+        }
+        let cached = Metric::new(
+            "tally_serve_cached_scrapes",
+            Unit::Count,
+            MetricKind::Counter,
+            "Scrapes answered with the last scan's result (within min_interval of it).",
+        )
+        .with(Vec::new(), *lock(&self.cached_scrapes) as f64);
+        vec![duration, errors, runs, success, skipped, cached]
+    }
+
+    /// The run and bench collectors' loop: runs each job when due until
+    /// `stop`. `job` runs one job and returns its metrics.
+    fn background_loop(
+        &self,
+        jobs: &[(String, Duration)],
+        stop: &AtomicBool,
+        job: &mut dyn FnMut(usize) -> (Vec<Metric>, bool),
+    ) {
+        let mut due: Vec<Instant> = vec![Instant::now(); jobs.len()];
+        while !stop.load(Ordering::SeqCst) {
+            let now = Instant::now();
+            let next = due
+                .iter()
+                .enumerate()
+                .min_by_key(|(_, t)| **t)
+                .map(|(i, t)| (i, *t));
+            let Some((i, at)) = next else { return };
+            if at > now {
+                std::thread::sleep((at - now).min(Duration::from_millis(100)));
+                continue;
+            }
+            let Some((name, interval)) = jobs.get(i) else {
+                return;
+            };
+            let t0 = Instant::now();
+            let (metrics, ok) = job(i);
+            let collector = name.split_once(':').map_or(name.as_str(), |(c, _)| c);
+            self.record(collector, t0.elapsed(), ok);
+            lock(&self.background).insert(name.clone(), metrics);
+            if let Some(d) = due.get_mut(i) {
+                *d = t0 + *interval;
+            }
+        }
+    }
+
+    /// Runs the configured checks every interval until `stop`; `watch`
+    /// bounds each by its timeout.
+    pub fn run_loop(&self, stop: &AtomicBool, watch: &RunWatch) {
+        let checks = &self.cfg.run;
+        let jobs: Vec<(String, Duration)> = checks
+            .iter()
+            .map(|c| (format!("run:{}", c.name), c.interval))
+            .collect();
+        watch.set_thread();
+        self.background_loop(&jobs, stop, &mut |i| match checks.get(i) {
+            Some(check) => run_check(check, watch),
+            None => (Vec::new(), false),
+        });
+    }
+
+    /// Runs the configured benchmarks every interval until `stop`.
+    pub fn bench_loop(&self, stop: &AtomicBool) {
+        let Some(bench) = &self.cfg.bench else { return };
+        let jobs = vec![("bench:".to_string(), bench.interval)];
+        self.background_loop(&jobs, stop, &mut |_| bench_metrics(bench));
+    }
+}
+
+/// Adds `more` to `out`, joining families of the same name (two checks'
+/// `tally_run_wall_seconds` are one family with two samples).
+fn merge(out: &mut Vec<Metric>, more: impl Iterator<Item = Metric>) {
+    for m in more {
+        match out.iter_mut().find(|o| o.name == m.name) {
+            Some(o) => o.samples.extend(m.samples),
+            None => out.push(m),
+        }
+    }
+}
+
+/// One mem scan as configured: `tally mem`'s metrics, with the rows past
+/// `top` summed into one `other` row; and the skipped processes by reason.
+fn mem_metrics(
+    m: &config::Mem,
+    privilege: Privilege,
+) -> Result<(Vec<Metric>, BTreeMap<&'static str, u64>), crate::mem::MemError> {
+    use crate::mem::{self, group, report};
+    let cfg = mem::Config {
+        procfs: crate::procfs::ProcRoot::default(),
+        pids: None,
+        grouping: group::Grouping {
+            by: m.by,
+            name: m.name,
+            split_args: m.split_args,
+            filter: None,
+            uid: None,
+            sort: group::SortKey::RAM,
+            reverse: true,
+            top: Some(m.top),
+            // No path a process names is looked at with more rights than
+            // the user's.
+            check_replaced: !privilege.is_elevated(),
+        },
+        view: report::View {
+            unit: report::Unit::B,
+            human_sizes: false,
+            total_only: false,
+        },
+        threads: 0,
+        read_status: false,
+    };
+    let snap = mem::scan(&cfg, privilege)?;
+    let report = mem::summarize(&snap, &cfg);
+    let mut metrics = report.metrics().unwrap_or_default();
+    let label = match m.by {
+        group::GroupBy::User => "user",
+        group::GroupBy::Cgroup => "cgroup",
+        _ => "program",
+    };
+    let taken = report.groups.iter().any(|g| g.name == "other");
+    add_other(
+        &mut metrics,
+        label,
+        if taken { "other (not in top)" } else { "other" },
+    );
+    let s = &report.skipped;
+    let skipped = BTreeMap::from([
+        ("vanished", s.ended),
+        ("denied", s.denied),
+        ("failed", s.failed),
+    ]);
+    Ok((metrics, skipped))
+}
+
+/// For every row family `tally_mem_X` that has a total
+/// `tally_mem_total_X`, adds the row `label="name"`: the total less the
+/// rows shown, i.e. the rows `top` left out.
+pub fn add_other(metrics: &mut [Metric], label: &str, name: &str) {
+    let totals: BTreeMap<String, f64> = metrics
+        .iter()
+        .filter_map(|m| {
+            let rest = m.name.strip_prefix("tally_mem_total_")?;
+            let value = m.samples.first()?.value;
+            Some((format!("tally_mem_{rest}"), value))
+        })
+        .collect();
+    for m in metrics.iter_mut() {
+        let Some(total) = totals.get(&m.name) else {
+            continue;
+        };
+        let shown: f64 = m.samples.iter().map(|s| s.value).sum();
+        m.samples.push(crate::report::prometheus::Sample {
+            labels: vec![(label.to_string(), name.to_string())],
+            value: (total - shown).max(0.0),
+        });
+    }
+}
+
+/// Residency of each configured path (a directory: every file under it).
+fn cache_metrics(paths: &[PathBuf]) -> (Vec<Metric>, bool) {
+    use crate::cache::{command, report::Action};
+    let gauge = |stem: &str, unit: Unit, help: &str| Metric::gauge(stem, unit, help);
+    let mut cached = gauge(
+        "tally_cache_path_cached",
+        Unit::Bytes,
+        "Bytes of the configured path in the page cache (files of unknown residency left out).",
+    );
+    let mut dirty = gauge(
+        "tally_cache_path_dirty",
+        Unit::Bytes,
+        "Dirty bytes of the configured path in the page cache (where the kernel tells: cachestat).",
+    );
+    let mut writeback = gauge(
+        "tally_cache_path_writeback",
+        Unit::Bytes,
+        "Bytes of the configured path under writeback (where the kernel tells: cachestat).",
+    );
+    let mut size = gauge(
+        "tally_cache_path_size",
+        Unit::Bytes,
+        "Size of the configured path (the files under a directory).",
+    );
+    let mut files = gauge(
+        "tally_cache_path_files",
+        Unit::Count,
+        "Files under the configured path.",
+    );
+    let mut unknown = gauge(
+        "tally_cache_path_unknown_files",
+        Unit::Count,
+        "Files whose residency the kernel would not tell.",
+    );
+    let mut ok = true;
+    for path in paths {
+        let cfg = command::Config {
+            action: Action::Status,
+            paths: vec![path.clone()],
+            recursive: true,
+            null_separated: false,
+            map: false,
+            map_buckets: 0,
+        };
+        let label = vec![("path".to_string(), display(path))];
+        match command::execute(&cfg, &mut std::io::empty()) {
+            Ok((report, _)) => {
+                ok &= report.problems.is_empty();
+                let t = &report.total;
+                cached.push(label.clone(), t.cached_bytes as f64);
+                dirty.push(label.clone(), t.dirty_bytes as f64);
+                writeback.push(label.clone(), t.writeback_bytes as f64);
+                size.push(label.clone(), t.size_bytes as f64);
+                files.push(label.clone(), t.files as f64);
+                unknown.push(label, t.unknown_files as f64);
+            }
+            Err(e) => {
+                ok = false;
+                crate::diag!("tally serve: cache: {}: {e}", display(path));
+            }
+        }
+    }
+    (vec![cached, dirty, writeback, size, files, unknown], ok)
+}
+
+/// Where the run collector's commands run, so a command past its timeout
+/// (or running at shutdown) can be killed: the children of its thread.
+#[derive(Default)]
+pub struct RunWatch {
+    /// `/proc/self/task/TID/children` of the run thread.
+    children: Mutex<Option<PathBuf>>,
+    /// When the current command must end.
+    deadline: Mutex<Option<Instant>>,
+}
+
+impl RunWatch {
+    fn set_thread(&self) {
+        // /proc/thread-self is `PID/task/TID`.
+        if let Ok(link) = std::fs::read_link("/proc/thread-self") {
+            *lock(&self.children) = Some(PathBuf::from("/proc").join(link).join("children"));
+        }
+    }
+
+    fn arm(&self, timeout: Duration) {
+        *lock(&self.deadline) = Some(Instant::now() + timeout);
+    }
+
+    fn disarm(&self) {
+        *lock(&self.deadline) = None;
+    }
+
+    /// Kills the running command when it is past its deadline, or when
+    /// `now` says so (shutdown). Returns whether it sent a signal.
+    pub fn check(&self, now: bool) -> bool {
+        let late = lock(&self.deadline).is_some_and(|d| Instant::now() >= d);
+        if !(late || now) {
+            return false;
+        }
+        let Some(path) = lock(&self.children).clone() else {
+            return false;
+        };
+        let Ok(list) = std::fs::read_to_string(&path) else {
+            return false;
+        };
+        let mut sent = false;
+        for pid in list
+            .split_whitespace()
+            .filter_map(|p| p.parse::<u32>().ok())
+        {
+            sent |= crate::sys::signals::kill(pid, libc::SIGKILL).is_ok();
+        }
+        sent
+    }
+}
+
+/// Runs one check with `tally run`'s code; its figures get a `check`
+/// label, plus its exit code, interval and when it ran.
+fn run_check(check: &config::RunCheck, watch: &RunWatch) -> (Vec<Metric>, bool) {
+    let cfg = crate::run::Config {
+        argv: check.command.iter().map(Into::into).collect(),
+        runs: 1,
+        warmup: 0,
+        quiet_command: true,
+        ..Default::default()
+    };
+    watch.arm(check.timeout);
+    let result = crate::run::execute(&cfg, &mut |_| {});
+    watch.disarm();
+    let label = || vec![("check".to_string(), check.name.clone())];
+    let mut metrics = vec![
+        Metric::gauge(
+            "tally_serve_run_interval",
+            Unit::Seconds,
+            "Interval of the check.",
+        )
+        .with(label(), check.interval.as_secs_f64()),
+        Metric::gauge(
+            "tally_serve_run_last_run_timestamp",
+            Unit::Seconds,
+            "When the check last ran (Unix time).",
+        )
+        .with(
+            label(),
+            SystemTime::now()
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64()),
+        ),
+    ];
+    match result {
+        Ok(report) => {
+            let code = crate::run::exit_code(&report);
+            metrics.push(
+                Metric::gauge(
+                    "tally_serve_run_exit_code",
+                    Unit::Count,
+                    "Exit code of the check's last run (128+N: killed by signal N, as a shell says).",
+                )
+                .with(label(), f64::from(code)),
+            );
+            for mut m in report.metrics().unwrap_or_default() {
+                for s in &mut m.samples {
+                    // The command is in the config; the check names it.
+                    s.labels.retain(|(k, _)| k != "command");
+                    s.labels
+                        .insert(0, ("check".to_string(), check.name.clone()));
+                }
+                metrics.push(m);
+            }
+            (metrics, code == 0)
+        }
+        Err(e) => {
+            crate::diag!("tally serve: run check {}: {e}", check.name);
+            metrics.push(
+                Metric::gauge(
+                    "tally_serve_run_exit_code",
+                    Unit::Count,
+                    "Exit code of the check's last run (128+N: killed by signal N, as a shell says).",
+                )
+                .with(label(), f64::from(e.exit_code())),
+            );
+            (metrics, false)
+        }
+    }
+}
+
+/// Runs the configured benchmarks with `tally bench`'s code.
+fn bench_metrics(b: &config::Bench) -> (Vec<Metric>, bool) {
+    use crate::bench;
+    let mut cfg = bench::Config::new(bench::Mode::Quick);
+    cfg.names = b.names.clone();
+    let hooks = bench::Hooks {
+        progress: &mut |_| {},
+        on_hang: |name, limit| {
+            crate::diag!(
+                "tally serve: benchmark {name} did not finish within {} s; its figures stay stale",
+                limit.as_secs()
+            );
+        },
+    };
+    match bench::execute(&cfg, hooks) {
+        Ok(report) => {
+            let ok = report.benchmarks.iter().all(|r| r.error.is_none());
+            (report.metrics().unwrap_or_default(), ok)
+        }
+        Err(e) => {
+            crate::diag!("tally serve: bench: {e}");
+            (Vec::new(), false)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn other_is_the_total_less_the_rows_shown() {
+        let row = |stem: &str, values: &[f64]| {
+            let mut m = Metric::gauge(stem, Unit::Bytes, "");
+            for (i, v) in values.iter().enumerate() {
+                m.push(vec![("program".into(), format!("p{i}"))], *v);
+            }
+            m
+        };
+        let mut metrics = vec![
+            row("tally_mem_pss", &[10.0, 20.0]),
+            Metric::gauge("tally_mem_total_pss", Unit::Bytes, "").with(Vec::new(), 100.0),
+            row("tally_mem_skipped", &[1.0]),
+        ];
+        add_other(&mut metrics, "program", "other");
+        let other = metrics[0].samples.last().unwrap();
+        assert_eq!(other.labels, vec![("program".into(), "other".into())]);
+        assert_eq!(other.value, 70.0);
+        assert_eq!(metrics[1].samples.len(), 1);
+        assert_eq!(metrics[2].samples.len(), 1);
+    }
+}

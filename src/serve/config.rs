@@ -1,0 +1,437 @@
+//! The configuration file of `tally serve` (TOML), read once at start-up:
+//! every mistake is reported then, with its line, never at scrape time.
+//!
+//! ```toml
+//! # Seconds: a scrape sooner than this after the last scan gets its result.
+//! min_interval = 5
+//!
+//! [mem]
+//! by = "program"          # program, user or cgroup
+//! name = "exe"            # exe, comm or argv0
+//! split_args = false
+//! top = 20                # the rest summed into one `other` row
+//!
+//! [cache]
+//! paths = ["/srv/model.bin", "/var/lib/postgresql"]
+//!
+//! [[run]]
+//! name = "dns"
+//! command = ["getent", "hosts", "example.com"]
+//! interval = 60
+//! timeout = 30
+//!
+//! [bench]
+//! enabled = true
+//! names = ["syscall", "ctxswitch", "memlat"]
+//! interval = 3600
+//! ```
+
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::mem::group::GroupBy;
+use crate::mem::name::NameMode;
+
+/// The whole configuration, validated.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// A scrape within this time of the last scan gets the cached result.
+    pub min_interval: Duration,
+    /// `None`: the mem collector is switched off.
+    pub mem: Option<Mem>,
+    pub cache: Vec<PathBuf>,
+    pub run: Vec<RunCheck>,
+    /// `None`: the bench collector is switched off (the default).
+    pub bench: Option<Bench>,
+}
+
+/// The mem collector.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mem {
+    pub by: GroupBy,
+    pub name: NameMode,
+    pub split_args: bool,
+    /// Rows exported per scrape; the rest are summed into `other`.
+    pub top: usize,
+}
+
+/// One periodic command of the run collector.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunCheck {
+    /// The `check` label; unique.
+    pub name: String,
+    pub command: Vec<String>,
+    pub interval: Duration,
+    /// The command is killed when it runs longer.
+    pub timeout: Duration,
+}
+
+/// The bench collector.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bench {
+    pub names: Vec<String>,
+    pub interval: Duration,
+}
+
+/// The benchmarks the bench collector runs unless told: short, and what
+/// a machine that has become slow shows first.
+pub const DEFAULT_BENCHMARKS: [&str; 3] = ["syscall", "ctxswitch", "memlat"];
+
+/// The default number of rows of the mem collector.
+pub const DEFAULT_TOP: usize = 30;
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            min_interval: Duration::from_secs(5),
+            mem: Some(Mem {
+                by: GroupBy::Program,
+                name: NameMode::Exe,
+                split_args: false,
+                top: DEFAULT_TOP,
+            }),
+            cache: Vec::new(),
+            run: Vec::new(),
+            bench: None,
+        }
+    }
+}
+
+/// A configuration that cannot be used: where, and what is wrong.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error(
+        "cannot read the config file {}: {source}",
+        crate::report::path::display(path)
+    )]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}:{line}: {message}", crate::report::path::display(path))]
+    Invalid {
+        path: PathBuf,
+        line: usize,
+        message: String,
+    },
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    min_interval: Option<Spanned<f64>>,
+    mem: Option<MemFile>,
+    cache: Option<CacheFile>,
+    #[serde(default)]
+    run: Vec<Spanned<RunFile>>,
+    bench: Option<Spanned<BenchFile>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MemFile {
+    enabled: Option<bool>,
+    by: Option<Spanned<String>>,
+    name: Option<Spanned<String>>,
+    split_args: Option<bool>,
+    top: Option<Spanned<i64>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CacheFile {
+    enabled: Option<bool>,
+    #[serde(default)]
+    paths: Vec<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RunFile {
+    name: Spanned<String>,
+    command: Spanned<Vec<String>>,
+    interval: Option<Spanned<f64>>,
+    timeout: Option<Spanned<f64>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BenchFile {
+    enabled: Option<bool>,
+    names: Option<Spanned<Vec<String>>>,
+    interval: Option<Spanned<f64>>,
+}
+
+/// Reads and checks the file at `path`.
+pub fn load(path: &Path) -> Result<Config, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    parse(&text).map_err(|(line, message)| ConfigError::Invalid {
+        path: path.to_path_buf(),
+        line,
+        message,
+    })
+}
+
+/// The 1-based line of byte offset `at` in `text`.
+fn line_of(text: &str, at: usize) -> usize {
+    text.as_bytes()
+        .iter()
+        .take(at)
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
+}
+
+/// Parses a configuration; an error is its line and the message.
+pub fn parse(text: &str) -> Result<Config, (usize, String)> {
+    let file: File = toml::from_str(text).map_err(|e| {
+        let line = e.span().map_or(1, |s| line_of(text, s.start));
+        (line, e.message().trim_end().to_string())
+    })?;
+    let at = |span: Range<usize>, message: String| (line_of(text, span.start), message);
+    let seconds = |value: &Spanned<f64>, what: &str, min: f64, max: f64| {
+        let v = *value.get_ref();
+        if v.is_finite() && (min..=max).contains(&v) {
+            Ok(Duration::from_secs_f64(v))
+        } else {
+            Err(at(
+                value.span(),
+                format!("{what} must be between {min} and {max} seconds, not {v}"),
+            ))
+        }
+    };
+    let mut cfg = Config::default();
+    if let Some(v) = &file.min_interval {
+        cfg.min_interval = seconds(v, "min_interval", 0.0, 3600.0)?;
+    }
+    if let Some(m) = file.mem {
+        if m.enabled == Some(false) {
+            cfg.mem = None;
+        } else {
+            let mut mem = cfg.mem.take().unwrap_or(Mem {
+                by: GroupBy::Program,
+                name: NameMode::Exe,
+                split_args: false,
+                top: DEFAULT_TOP,
+            });
+            if let Some(by) = &m.by {
+                mem.by = match by.get_ref().as_str() {
+                    "program" => GroupBy::Program,
+                    "user" => GroupBy::User,
+                    "cgroup" => GroupBy::Cgroup,
+                    other => {
+                        return Err(at(
+                            by.span(),
+                            format!(
+                                "mem.by: unknown grouping {other:?}; use \"program\", \"user\" or \"cgroup\""
+                            ),
+                        ));
+                    }
+                };
+            }
+            if let Some(name) = &m.name {
+                mem.name = match name.get_ref().as_str() {
+                    "exe" => NameMode::Exe,
+                    "comm" => NameMode::Comm,
+                    "argv0" => NameMode::Argv0,
+                    other => {
+                        return Err(at(
+                            name.span(),
+                            format!(
+                                "mem.name: unknown name {other:?}; use \"exe\", \"comm\" or \"argv0\""
+                            ),
+                        ));
+                    }
+                };
+            }
+            mem.split_args = m.split_args.unwrap_or(false);
+            if let Some(top) = &m.top {
+                let n = *top.get_ref();
+                mem.top = usize::try_from(n)
+                    .ok()
+                    .filter(|n| (1..=10_000).contains(n))
+                    .ok_or_else(|| {
+                        at(
+                            top.span(),
+                            format!(
+                                "mem.top must be between 1 and 10000 (it bounds the series per scrape), not {n}"
+                            ),
+                        )
+                    })?;
+            }
+            cfg.mem = Some(mem);
+        }
+    }
+    if let Some(c) = file.cache
+        && c.enabled != Some(false)
+    {
+        for p in &c.paths {
+            if p.get_ref().is_empty() || !p.get_ref().starts_with('/') {
+                return Err(at(
+                    p.span(),
+                    format!(
+                        "cache.paths: {:?} is not an absolute path; give the full path of a file or directory",
+                        p.get_ref()
+                    ),
+                ));
+            }
+            cfg.cache.push(PathBuf::from(p.get_ref()));
+        }
+    }
+    for r in &file.run {
+        let r = r.get_ref();
+        let name = r.name.get_ref();
+        let good_name = !name.is_empty()
+            && name.len() <= 64
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b));
+        if !good_name {
+            return Err(at(
+                r.name.span(),
+                format!(
+                    "run.name {name:?}: use 1 to 64 letters, digits, `_`, `-` or `.` (it is the `check` label)"
+                ),
+            ));
+        }
+        if cfg.run.iter().any(|c| &c.name == name) {
+            return Err(at(
+                r.name.span(),
+                format!("run.name {name:?} is used twice; each check needs its own name"),
+            ));
+        }
+        if r.command.get_ref().first().is_none_or(String::is_empty) {
+            return Err(at(
+                r.command.span(),
+                "run.command: give the program and its arguments, e.g. [\"getent\", \"hosts\", \"example.com\"]"
+                    .to_string(),
+            ));
+        }
+        let interval = match &r.interval {
+            Some(v) => seconds(v, "run.interval", 1.0, 86_400.0)?,
+            None => Duration::from_secs(60),
+        };
+        let timeout = match &r.timeout {
+            Some(v) => seconds(v, "run.timeout", 0.1, 86_400.0)?,
+            None => interval.min(Duration::from_secs(60)),
+        };
+        cfg.run.push(RunCheck {
+            name: name.clone(),
+            command: r.command.get_ref().clone(),
+            interval,
+            timeout,
+        });
+    }
+    if let Some(b) = &file.bench {
+        let b = b.get_ref();
+        if b.enabled != Some(false) {
+            let names = match &b.names {
+                Some(n) => {
+                    for name in n.get_ref() {
+                        if crate::bench::registry::find(name).is_none() {
+                            return Err(at(
+                                n.span(),
+                                format!(
+                                    "bench.names: unknown benchmark {name:?}; `tally bench --list` shows the names"
+                                ),
+                            ));
+                        }
+                    }
+                    if n.get_ref().is_empty() {
+                        return Err(at(
+                            n.span(),
+                            "bench.names is empty; name benchmarks or set enabled = false"
+                                .to_string(),
+                        ));
+                    }
+                    n.get_ref().clone()
+                }
+                None => DEFAULT_BENCHMARKS.iter().map(|s| s.to_string()).collect(),
+            };
+            let interval = match &b.interval {
+                Some(v) => seconds(v, "bench.interval", 60.0, 7.0 * 86_400.0)?,
+                None => Duration::from_secs(3600),
+            };
+            cfg.bench = Some(Bench { names, interval });
+        }
+    }
+    Ok(cfg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_file_is_the_default() {
+        assert_eq!(parse("").unwrap(), Config::default());
+    }
+
+    #[test]
+    fn a_full_file_parses() {
+        let cfg = parse(
+            "min_interval = 2\n[mem]\nby = \"user\"\ntop = 5\n[cache]\npaths = [\"/srv/m\"]\n\
+             [[run]]\nname = \"dns\"\ncommand = [\"true\"]\ninterval = 30\n\
+             [bench]\nnames = [\"syscall\"]\ninterval = 600\n",
+        )
+        .unwrap();
+        assert_eq!(cfg.min_interval, Duration::from_secs(2));
+        let mem = cfg.mem.unwrap();
+        assert_eq!((mem.by, mem.top), (GroupBy::User, 5));
+        assert_eq!(cfg.cache, vec![PathBuf::from("/srv/m")]);
+        assert_eq!(cfg.run[0].interval, Duration::from_secs(30));
+        assert_eq!(cfg.run[0].timeout, Duration::from_secs(30));
+        assert_eq!(cfg.bench.unwrap().names, vec!["syscall".to_string()]);
+    }
+
+    #[test]
+    fn config_errors_name_their_line() {
+        let cases = [
+            (
+                "min_interval = 1\n[mem]\nby = \"pid\"\n",
+                3,
+                "unknown grouping",
+            ),
+            ("\n\n[mem]\ntop = 0\n", 4, "mem.top"),
+            ("[mem]\ncolour = 1\n", 2, "unknown field"),
+            ("x = [\n", 1, ""),
+            ("[cache]\npaths = [\n \"rel\"]\n", 3, "absolute"),
+            (
+                "[[run]]\nname = \"a\"\ncommand = [\"true\"]\n[[run]]\nname = \"a\"\ncommand = [\"true\"]\n",
+                5,
+                "twice",
+            ),
+            ("[bench]\n\nnames = [\"nope\"]\n", 3, "unknown benchmark"),
+            (
+                "[[run]]\nname = \"a b\"\ncommand = [\"true\"]\n",
+                2,
+                "letters",
+            ),
+            ("[[run]]\nname = \"a\"\ncommand = []\n", 3, "program"),
+        ];
+        for (text, line, words) in cases {
+            let (l, msg) = parse(text).unwrap_err();
+            assert_eq!(l, line, "{text:?}: {msg}");
+            assert!(msg.contains(words), "{text:?}: {msg}");
+        }
+    }
+
+    #[test]
+    fn switched_off_collectors_are_off() {
+        let cfg = parse("[mem]\nenabled = false\n[bench]\nenabled = false\n").unwrap();
+        assert!(cfg.mem.is_none() && cfg.bench.is_none());
+    }
+
+    #[test]
+    fn the_shipped_example_config_parses() {
+        let cfg = parse(include_str!("../../contrib/serve.toml")).unwrap();
+        assert_eq!(cfg.mem.map(|m| m.top), Some(30));
+    }
+}

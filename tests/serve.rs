@@ -1,0 +1,874 @@
+//! `tally serve` on a loopback port: the endpoints, bad and slow clients,
+//! shutdown, `promtool check metrics`, and a real Prometheus scraping it
+//! (Debian's `prometheus` package; tests/install-prometheus.sh installs
+//! it, and a test without it skips, saying so).
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running `tally serve`, killed and reaped when dropped.
+struct Served {
+    child: Option<Child>,
+    addr: SocketAddr,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Served {
+    fn pid(&self) -> u32 {
+        self.child.as_ref().map_or(0, Child::id)
+    }
+
+    /// Sends `sig` and returns the exit status and stderr.
+    fn stop(mut self, sig: i32) -> (Option<i32>, String) {
+        let child = self.child.take().expect("running");
+        let pid = child.id().to_string();
+        let name = if sig == libc_sigint() { "INT" } else { "TERM" };
+        Command::new("kill")
+            .args(["-s", name, &pid])
+            .status()
+            .expect("kill");
+        let out = common::wait_or_kill(child, Duration::from_secs(20));
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+}
+
+fn libc_sigint() -> i32 {
+    2
+}
+
+/// A loopback port free a moment ago.
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// Starts `tally serve` with `config` (TOML) and waits for /healthz.
+fn serve(config: Option<&str>, dir: &Path) -> Served {
+    let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let mut cmd = common::tally_default_signals();
+    cmd.arg("serve").arg("--listen").arg(addr.to_string());
+    if let Some(text) = config {
+        let path = dir.join("serve.toml");
+        std::fs::write(&path, text).expect("write config");
+        cmd.arg("--config").arg(&path);
+    }
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("tally serve starts");
+    let served = Served {
+        child: Some(child),
+        addr,
+    };
+    let start = Instant::now();
+    while get(addr, "/healthz", &[]).is_none_or(|(status, _, _)| status != 200) {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "tally serve never answered /healthz"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    served
+}
+
+/// One GET: status, headers, body; `None` when the server did not answer.
+fn get(addr: SocketAddr, path: &str, headers: &[&str]) -> Option<(u16, String, String)> {
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(60))).ok()?;
+    let mut req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    for h in headers {
+        req.push_str(h);
+        req.push_str("\r\n");
+    }
+    req.push_str("\r\n");
+    s.write_all(req.as_bytes()).ok()?;
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).ok()?;
+    parse_response(&raw)
+}
+
+fn parse_response(raw: &[u8]) -> Option<(u16, String, String)> {
+    let text = String::from_utf8_lossy(raw);
+    let (head, body) = text.split_once("\r\n\r\n")?;
+    let status = head.split(' ').nth(1)?.parse().ok()?;
+    Some((status, head.to_string(), body.to_string()))
+}
+
+/// A line of `/proc/PID/status` (`VmRSS`, `Threads`) as a number.
+fn status_field(pid: u32, field: &str) -> u64 {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .expect("field")
+}
+
+#[test]
+fn serve_answers_its_three_endpoints_and_404_for_any_other_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = serve(None, dir.path());
+    let (status, _, body) = get(s.addr, "/", &[]).expect("/ answers");
+    assert_eq!(status, 200);
+    assert!(body.contains("/metrics") && body.contains("/healthz"));
+    let (status, _, body) = get(s.addr, "/healthz", &[]).expect("healthz answers");
+    assert_eq!((status, body.as_str()), (200, "ok\n"));
+    let (status, head, body) = get(s.addr, "/metrics", &[]).expect("metrics answer");
+    assert_eq!(status, 200);
+    assert!(head.contains("text/plain; version=0.0.4"), "{head}");
+    for family in [
+        "tally_mem_pss_bytes",
+        "tally_mem_total_pss_bytes",
+        "tally_mem_processes",
+        "tally_serve_collector_duration_seconds{collector=\"mem\"}",
+        "tally_serve_processes_skipped{reason=\"denied\"}",
+    ] {
+        assert!(body.contains(family), "no {family} in\n{body}");
+    }
+    assert!(
+        body.contains("program=\"other\""),
+        "no other row in\n{body}"
+    );
+    for path in ["/etc/passwd", "/metrics/x", "/../metrics", "/favicon.ico"] {
+        let (status, _, _) = get(s.addr, path, &[]).expect("answers");
+        assert_eq!(status, 404, "{path}");
+    }
+    // OpenMetrics when the scraper asks for it, as Prometheus does.
+    let (status, head, body) = get(
+        s.addr,
+        "/metrics",
+        &["Accept: application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5"],
+    )
+    .expect("metrics answer");
+    assert_eq!(status, 200);
+    assert!(head.contains("application/openmetrics-text"), "{head}");
+    assert!(body.ends_with("# EOF\n"));
+    assert!(body.contains("# TYPE tally_serve_collector_errors counter\n"));
+}
+
+#[test]
+fn serve_answers_a_huge_header_with_431_and_keeps_serving() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = serve(None, dir.path());
+    let mut c = TcpStream::connect(s.addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let huge = format!(
+        "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Big: {}\r\n\r\n",
+        "a".repeat(1 << 20)
+    );
+    // The server may close before taking it all: a write error is fine.
+    let _ = c.write_all(huge.as_bytes());
+    let mut raw = Vec::new();
+    let _ = c.read_to_end(&mut raw);
+    let (status, _, _) = parse_response(&raw).expect("an HTTP answer to a huge header");
+    assert!(status == 431 || status == 400, "status {status}");
+    // Garbage is a 400, not a crash.
+    let mut c = TcpStream::connect(s.addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    c.write_all(b"\x00\x01\x02 nonsense\r\n\r\n").unwrap();
+    let mut raw = Vec::new();
+    let _ = c.read_to_end(&mut raw);
+    assert_eq!(parse_response(&raw).map(|r| r.0), Some(400));
+    assert_eq!(get(s.addr, "/healthz", &[]).map(|r| r.0), Some(200));
+}
+
+#[test]
+fn serve_slow_clients_do_not_block_a_scrape_and_memory_stays_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = serve(None, dir.path());
+    assert_eq!(get(s.addr, "/metrics", &[]).map(|r| r.0), Some(200));
+    let rss_before = status_field(s.pid(), "VmRSS");
+    // 200 clients that start a request and never finish it.
+    let mut slow = Vec::new();
+    for _ in 0..200 {
+        let mut c = TcpStream::connect(s.addr).expect("connect");
+        c.write_all(b"GET /metrics HTTP/1.1\r\nHost: slow\r\nX-Wait: ")
+            .expect("partial request");
+        slow.push(c);
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let threads = status_field(s.pid(), "Threads");
+    let (status, _, body) = get(s.addr, "/metrics", &[]).expect("a scrape still answers");
+    assert_eq!(status, 200);
+    assert!(body.contains("tally_mem_pss_bytes"));
+    let rss_after = status_field(s.pid(), "VmRSS");
+    // At most 64 connection threads, a few of its own, and the scan's.
+    assert!(threads <= 64 + 16, "{threads} threads for 200 slow clients");
+    assert!(
+        rss_after < rss_before + 64 * 1024,
+        "RSS grew from {rss_before} kB to {rss_after} kB"
+    );
+    drop(slow);
+    assert_eq!(get(s.addr, "/healthz", &[]).map(|r| r.0), Some(200));
+}
+
+#[test]
+fn serve_exits_0_on_sigterm_and_on_sigint() {
+    let dir = tempfile::tempdir().unwrap();
+    for sig in [15, libc_sigint()] {
+        let s = serve(None, dir.path());
+        // A connection still sending its request does not hold shutdown.
+        let mut c = TcpStream::connect(s.addr).unwrap();
+        c.write_all(b"GET / HTTP/1.1\r\n").unwrap();
+        let (code, stderr) = s.stop(sig);
+        assert_eq!(code, Some(0), "signal {sig}: {stderr}");
+    }
+}
+
+#[test]
+fn serve_kills_and_reaps_a_run_check_under_way_at_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = format!("tsrv{}", std::process::id());
+    let sleeper = dir.path().join(&marker);
+    copy_exe(&sleep_binary(), &sleeper);
+    let config = format!(
+        "[[run]]\nname = \"slow\"\ncommand = [\"{}\", \"300\"]\ninterval = 600\ntimeout = 600\n",
+        sleeper.display()
+    );
+    let s = serve(Some(&config), dir.path());
+    let start = Instant::now();
+    while !pids_of(&marker).iter().any(|_| true) {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "the check never ran"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (code, stderr) = s.stop(15);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        pids_of(&marker).is_empty(),
+        "the check's command outlived serve"
+    );
+}
+
+#[test]
+fn serve_kills_a_run_check_past_its_timeout_and_exports_its_exit() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = serve(
+        Some(
+            "[mem]\nenabled = false\n[[run]]\nname = \"late\"\ncommand = [\"sleep\", \"300\"]\ninterval = 600\ntimeout = 0.5\n\
+             [[run]]\nname = \"fine\"\ncommand = [\"true\"]\ninterval = 600\n",
+        ),
+        dir.path(),
+    );
+    let start = Instant::now();
+    let body = loop {
+        let (_, _, body) = get(s.addr, "/metrics", &[]).expect("metrics");
+        if body.contains("tally_serve_run_exit_code{check=\"late\"}") {
+            break body;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "no result:\n{body}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(
+        body.contains("tally_serve_run_exit_code{check=\"late\"} 137"),
+        "{body}"
+    );
+    assert!(
+        body.contains("tally_serve_run_exit_code{check=\"fine\"} 0"),
+        "{body}"
+    );
+    // tally run's own figures, labelled with the check.
+    assert!(
+        body.lines()
+            .any(|l| l.starts_with("tally_run_") && l.contains("{check=\"fine\"}")),
+        "{body}"
+    );
+    assert!(body.contains("tally_serve_run_interval_seconds{check=\"late\"} 600"));
+}
+
+#[test]
+fn serve_reports_a_config_error_with_its_line_at_start_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.toml");
+    std::fs::write(&path, "min_interval = 2\n\n[mem]\nby = \"planet\"\n").unwrap();
+    let out = common::tally()
+        .arg("serve")
+        .arg("--listen")
+        .arg(format!("127.0.0.1:{}", free_port()))
+        .arg("--config")
+        .arg(&path)
+        .timeout(Duration::from_secs(20))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("bad.toml:4:"), "{stderr}");
+    assert!(stderr.contains("planet"), "{stderr}");
+}
+
+fn which(name: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join(name))
+            .find(|p| p.is_file())
+    })
+}
+
+/// Copies an executable with cp: a write descriptor held by this process
+/// would leak into children other tests fork meanwhile, and exec would
+/// fail with ETXTBSY.
+fn copy_exe(from: &Path, to: &Path) {
+    let copied = Command::new("cp")
+        .arg(from)
+        .arg(to)
+        .status()
+        .expect("cp runs");
+    assert!(copied.success(), "cp failed");
+}
+
+fn sleep_binary() -> PathBuf {
+    which("sleep").expect("sleep is installed")
+}
+
+/// PIDs whose `comm` is `name`.
+fn pids_of(name: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim_end() == name)
+        })
+        .collect()
+}
+
+#[test]
+fn serve_metrics_pass_promtool_check_metrics() {
+    let Some(promtool) = which("promtool") else {
+        println!("skipped: promtool is not installed (tests/install-prometheus.sh installs it)");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let s = serve(
+        Some(&format!(
+            "[cache]\npaths = [\"{}\"]\n[[run]]\nname = \"true\"\ncommand = [\"true\"]\n",
+            sleep_binary().display()
+        )),
+        dir.path(),
+    );
+    let start = Instant::now();
+    let body = loop {
+        let (_, _, body) = get(s.addr, "/metrics", &[]).expect("metrics");
+        if body.contains("tally_serve_run_exit_code") {
+            break body;
+        }
+        assert!(start.elapsed() < Duration::from_secs(30), "no run result");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(body.contains("tally_cache_path_cached_bytes"), "{body}");
+    let mut child = Command::new(promtool)
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool starts");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(body.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success() && said.trim().is_empty(),
+        "{said}\n{body}"
+    );
+}
+
+/// A Prometheus server, killed and reaped when dropped.
+struct Prometheus(Child);
+
+impl Drop for Prometheus {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The result of an instant query: `(labels, value)` per series.
+fn query(prom: SocketAddr, promql: &str) -> Vec<(serde_json::Value, f64)> {
+    let encoded: String = promql
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect();
+    let Some((200, _, body)) = get(prom, &format!("/api/v1/query?query={encoded}"), &[]) else {
+        return Vec::new();
+    };
+    // The body may be chunked: take the JSON object inside.
+    let json = body
+        .find('{')
+        .and_then(|a| body.rfind('}').map(|b| &body[a..=b]))
+        .unwrap_or("{}");
+    println!("query {promql}: {json}");
+    let v: serde_json::Value = serde_json::from_str(json).unwrap_or_default();
+    v["data"]["result"]
+        .as_array()
+        .map(|r| {
+            r.iter()
+                .filter_map(|s| {
+                    let value = s["value"][1].as_str()?.parse().ok()?;
+                    Some((s["metric"].clone(), value))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn serve_is_scraped_by_a_real_prometheus() {
+    let prometheus = Path::new("/usr/bin/prometheus");
+    if !prometheus.is_file() {
+        println!(
+            "skipped: /usr/bin/prometheus is not installed (tests/install-prometheus.sh installs Debian's prometheus)"
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // A process of our own with a name no other process has, and 64 MiB
+    // of private memory, so PSS is its own memory: a small process's PSS
+    // moves by pages as others map and unmap the libraries it shares.
+    // The interpreter itself, not a wrapper script (pyenv) in front of it.
+    let python = Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()))
+        .and_then(|p| p.canonicalize().ok());
+    let Some(python) = python else {
+        println!("skipped: python3 is not installed (it holds the memory the test measures)");
+        return;
+    };
+    let name = format!("tsl{}", std::process::id());
+    let holder = dir.path().join(&name);
+    copy_exe(&python, &holder);
+    let held = Command::new(&holder)
+        .args(["-c", "import time; b = b'a' * (64 << 20); time.sleep(600)"])
+        .spawn()
+        .expect("the holder starts");
+    let pid = held.id();
+    let _holding = common::Reaper(vec![held]);
+    let start = Instant::now();
+    while status_field(pid, "VmRSS") < 64 * 1024 {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "the holder never filled its memory"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let s = serve(Some("min_interval = 0.5\n[mem]\ntop = 10000\n"), dir.path());
+    let prom_addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let config = dir.path().join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: tally\n    static_configs:\n      - targets: ['{}']\n",
+            s.addr
+        ),
+    )
+    .unwrap();
+    let _prom = Prometheus(
+        Command::new(prometheus)
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.path().join("data").display()
+            ))
+            .arg(format!("--web.listen-address={prom_addr}"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("prometheus starts"),
+    );
+    // Two scrapes, both up.
+    let start = Instant::now();
+    loop {
+        let scrapes = query(prom_addr, "count_over_time(up{job=\"tally\"}[5m])");
+        if scrapes.first().is_some_and(|(_, n)| *n >= 2.0) {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(90),
+            "Prometheus did not scrape tally twice"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let up = query(prom_addr, "up{job=\"tally\"} == 1");
+    assert_eq!(up.len(), 1, "up{{job=\"tally\"}} is not 1: {up:?}");
+    let series = query(
+        prom_addr,
+        &format!("tally_mem_pss_bytes{{job=\"tally\",program=\"{name}\"}}"),
+    );
+    assert_eq!(series.len(), 1, "no PSS series for {name}: {series:?}");
+    let scraped = series[0].1;
+    // The same process through `tally mem --format json`.
+    let out = common::tally()
+        .args(["mem", "--format", "json", "--filter"])
+        .arg(format!("^{name}$"))
+        .output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("mem json");
+    let direct = report["groups"][0]["pss_bytes"]
+        .as_f64()
+        .expect("a group for the sleep");
+    println!("tally mem --format json: pss_bytes of {name} = {direct}");
+    assert!(direct > 0.0);
+    assert!(
+        (scraped - direct).abs() <= direct * 0.01,
+        "Prometheus has {scraped}, tally mem says {direct}"
+    );
+}
+
+/// `tally_mem_total_processes` and the denied count of a scrape.
+fn counted_and_denied(body: &str) -> (f64, f64) {
+    let value = |prefix: &str| {
+        body.lines()
+            .find_map(|l| l.strip_prefix(prefix))
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .unwrap_or(-1.0)
+    };
+    (
+        value("tally_mem_total_processes "),
+        value("tally_serve_processes_skipped{reason=\"denied\"} "),
+    )
+}
+
+/// Unprivileged, serve exports what its user may see; with the
+/// capabilities of contrib/tally-serve.service (ambient, as systemd gives
+/// them) it sees every process's memory.
+#[test]
+fn serve_exports_what_its_user_may_see_and_more_with_ambient_capabilities() {
+    if tally::sys::geteuid() != 0 || which("setpriv").is_none() {
+        println!("skipped: needs root and setpriv to run tally serve as user 65534");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let bin = dir.path().join("tally");
+    copy_exe(&common::tally_bin(), &bin);
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    // A process of root's that user 65534 may not read.
+    let _root_sleep = common::Reaper(vec![
+        Command::new("sleep").arg("60").spawn().expect("sleep"),
+    ]);
+    // A process of root's with a name of its own.
+    let name = format!("tsh{}", std::process::id());
+    let rooted = dir.path().join(&name);
+    copy_exe(&sleep_binary(), &rooted);
+    let _root_own = common::Reaper(vec![
+        Command::new(&rooted).arg("60").spawn().expect("sleep"),
+    ]);
+    // With `hidepid`, in a private mount namespace whose /proc hides other
+    // users' processes (the network is shared: the scrape reaches it).
+    let scrape_as = |caps: &[&str], hidepid: bool| -> Option<((f64, f64), bool)> {
+        let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+        let mut cmd = if hidepid {
+            let mut c = Command::new("unshare");
+            c.args(["-m", "--propagation", "private", "sh", "-c"]);
+            c.arg(r#"mount -t proc -o hidepid=2 proc /proc || exit 97; exec setpriv "$@""#);
+            c.arg("sh");
+            c
+        } else {
+            Command::new("setpriv")
+        };
+        cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups"]);
+        cmd.args(caps);
+        cmd.arg(&bin).args(["serve", "--listen", &addr.to_string()]);
+        let served = Served {
+            child: Some(
+                cmd.stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .expect("setpriv tally serve"),
+            ),
+            addr,
+        };
+        let start = Instant::now();
+        let mut served = served;
+        loop {
+            if let Some((200, _, body)) = get(addr, "/metrics", &[]) {
+                let seen = body.contains(&format!("program=\"{name}\""));
+                return Some((counted_and_denied(&body), seen));
+            }
+            if let Some(Ok(Some(_))) = served.child.as_mut().map(Child::try_wait) {
+                // The mount failed (exit 97): no hidepid here.
+                return None;
+            }
+            assert!(start.elapsed() < Duration::from_secs(20), "no answer");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    let caps = [
+        "--inh-caps=+sys_ptrace,+dac_read_search",
+        "--ambient-caps=+sys_ptrace,+dac_read_search",
+    ];
+    let ((counted, denied), seen) = scrape_as(&[], false).expect("serve runs");
+    assert!(
+        denied >= 1.0,
+        "user 65534 read root's processes: {denied} denied"
+    );
+    assert!(!seen, "user 65534 read root's {name}");
+    let ((wide, wide_denied), seen) = scrape_as(&caps, false).expect("serve runs");
+    assert!(
+        wide > counted,
+        "capabilities showed no more: {wide} vs {counted}"
+    );
+    assert!(
+        wide_denied < denied,
+        "{wide_denied} denied with capabilities, {denied} without"
+    );
+    assert!(seen, "with capabilities, root's {name} is not exported");
+    // hidepid is respected: the capabilities widen memory figures, not
+    // what /proc shows the service's user.
+    match scrape_as(&caps, true) {
+        Some((_, seen)) => assert!(!seen, "hidepid=2 hid {name}, yet serve exported it"),
+        None => println!("hidepid part skipped: cannot mount /proc with hidepid here"),
+    }
+}
+
+/// The files in `dir`, by name.
+fn names_in(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn mem_and_cache_textfile_write_the_prom_file_and_no_temporary_file_stays() {
+    let dir = tempfile::tempdir().unwrap();
+    common::tally()
+        .arg("mem")
+        .arg("--textfile")
+        .arg(dir.path())
+        .assert()
+        .success();
+    common::tally()
+        .args(["cache", "--textfile"])
+        .arg(dir.path())
+        .arg(sleep_binary())
+        .assert()
+        .success();
+    assert_eq!(names_in(dir.path()), ["tally_cache.prom", "tally_mem.prom"]);
+    let mem = std::fs::read_to_string(dir.path().join("tally_mem.prom")).unwrap();
+    assert!(mem.contains("tally_mem_total_pss_bytes "), "{mem}");
+    let cache = std::fs::read_to_string(dir.path().join("tally_cache.prom")).unwrap();
+    assert!(cache.contains("tally_cache_size_bytes{path="), "{cache}");
+    let mode = std::fs::metadata(dir.path().join("tally_mem.prom"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o644, "node_exporter must be able to read it");
+    // A directory that is not there: an error naming it, exit 1.
+    common::tally()
+        .arg("mem")
+        .arg("--textfile")
+        .arg(dir.path().join("missing"))
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains("missing"));
+    // --every without --textfile is bad usage.
+    common::tally()
+        .args(["mem", "--every", "5"])
+        .assert()
+        .code(2);
+}
+
+#[test]
+fn mem_textfile_every_rewrites_until_sigterm_and_exits_0() {
+    let dir = tempfile::tempdir().unwrap();
+    let child = common::tally_default_signals()
+        .arg("mem")
+        .arg("--textfile")
+        .arg(dir.path())
+        .args(["--every", "0.2"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let path = dir.path().join("tally_mem.prom");
+    let start = Instant::now();
+    let mut writes = 0;
+    let mut last = None;
+    while writes < 3 {
+        let now = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
+        if now.is_some() && now != last {
+            writes += 1;
+            last = now;
+        }
+        assert!(start.elapsed() < Duration::from_secs(30), "no rewrite");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Command::new("kill")
+        .args(["-s", "TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let out = common::wait_or_kill(child, Duration::from_secs(20));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(names_in(dir.path()), ["tally_mem.prom"]);
+}
+
+#[test]
+fn serve_exports_the_last_result_of_the_configured_benchmarks() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = serve(
+        Some("[mem]\nenabled = false\n[bench]\nnames = [\"syscall\"]\ninterval = 3600\n"),
+        dir.path(),
+    );
+    let start = Instant::now();
+    let body = loop {
+        let (_, _, body) = get(s.addr, "/metrics", &[]).expect("metrics");
+        if body.contains("tally_serve_collector_runs_total{collector=\"bench\"} 1") {
+            break body;
+        }
+        assert!(start.elapsed() < Duration::from_secs(60), "no bench result");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(
+        body.contains(
+            "tally_bench_median_seconds{benchmark=\"syscall\",figure=\"syscall.getpid\"}"
+        ),
+        "{body}"
+    );
+    // The mem collector is off: none of its families.
+    assert!(!body.contains("tally_mem_"), "{body}");
+}
+
+/// Scrapes at once and within `min_interval` share one scan: the scan
+/// never runs twice at once, and a scrape soon after gets its result.
+#[test]
+fn serve_scans_once_for_concurrent_scrapes_within_min_interval() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = serve(Some("min_interval = 600\n"), dir.path());
+    let addr = s.addr;
+    let scrapes: Vec<_> = (0..8)
+        .map(|_| std::thread::spawn(move || get(addr, "/metrics", &[])))
+        .collect();
+    for t in scrapes {
+        assert_eq!(t.join().unwrap().map(|r| r.0), Some(200));
+    }
+    let (_, _, body) = get(addr, "/metrics", &[]).expect("metrics");
+    assert!(
+        body.contains("tally_serve_collector_runs_total{collector=\"mem\"} 1\n"),
+        "{body}"
+    );
+    assert!(
+        body.contains("tally_serve_cached_scrapes_total 8\n"),
+        "{body}"
+    );
+}
+
+/// A file-capability install runs `tally mem` only, and once: `serve` and
+/// `--every` are refused; one `--textfile` write works (after the
+/// privilege is dropped).
+#[test]
+fn capability_install_refuses_serve_and_every_but_writes_one_textfile() {
+    use std::os::unix::fs::MetadataExt;
+    if tally::sys::geteuid() != 0 || which("setcap").is_none() || which("setpriv").is_none() {
+        println!("skipped: needs root, setcap and setpriv");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let bin = dir.path().join("tally");
+    copy_exe(&common::tally_bin(), &bin);
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let set = Command::new("setcap")
+        .arg("cap_sys_ptrace,cap_dac_read_search+ep")
+        .arg(&bin)
+        .status()
+        .unwrap();
+    assert!(set.success(), "setcap failed");
+    let out_dir = dir.path().join("textfile");
+    std::fs::create_dir(&out_dir).unwrap();
+    let chown = Command::new("chown")
+        .arg("65534:65534")
+        .arg(&out_dir)
+        .status()
+        .unwrap();
+    assert!(chown.success());
+    let as_nobody = |args: &[&str]| {
+        Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(&bin)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    // Where the kernel ignores file capabilities (a nosuid mount,
+    // no_new_privs), the copy is an ordinary tally: nothing to test.
+    let probe = as_nobody(&["mem", "--format", "json"]);
+    let report: serde_json::Value = serde_json::from_slice(&probe.stdout).unwrap_or_default();
+    // User 65534 owns no process here but this tally, which leaves itself
+    // out: it counts processes only with the capabilities in effect.
+    if report["total"]["processes"].as_u64().unwrap_or(0) == 0 {
+        println!("skipped: file capabilities do not take effect here");
+        return;
+    }
+    let dir_arg = out_dir.to_str().unwrap();
+    let out = as_nobody(&["mem", "--textfile", dir_arg]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let written = out_dir.join("tally_mem.prom");
+    assert_eq!(std::fs::metadata(&written).unwrap().uid(), 65534);
+    let text = std::fs::read_to_string(&written).unwrap();
+    assert!(text.contains("tally_mem_total_pss_bytes"), "{text}");
+    let out = as_nobody(&["mem", "--textfile", dir_arg, "--every", "5"]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = as_nobody(&["serve", "--listen", &format!("127.0.0.1:{}", free_port())]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("runs nothing else"));
+}
