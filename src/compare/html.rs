@@ -8,6 +8,7 @@ use super::report::{CompareReport, Verdict, direction};
 use crate::report::html::{
     Group, RatioRow, Series, distribution_plot, esc, page, ratio_table, run_order_plot,
 };
+use crate::report::unit::Quantity;
 use crate::run::report::FIGURES;
 
 /// The page.
@@ -43,6 +44,8 @@ pub fn render(r: &CompareReport) -> String {
     let mut plots = String::new();
     let mut unchanged = Vec::new();
     for fig in FIGURES {
+        // Plotted in the unit people read, so the ticks are round in it.
+        let shown = |v: f64| Quantity::new(v, fig.unit).to(fig.show).value;
         let groups: Vec<Group> = r
             .commands
             .iter()
@@ -50,7 +53,7 @@ pub fn render(r: &CompareReport) -> String {
             .filter_map(|(i, c)| {
                 c.values(fig).map(|values| Group {
                     name: format!("#{} {}", i + 1, c.name),
-                    values,
+                    values: values.into_iter().map(shown).collect(),
                 })
             })
             .collect();
@@ -94,13 +97,7 @@ pub fn render(r: &CompareReport) -> String {
         } else {
             format!("{} ({unit})", fig.label)
         };
-        let show = |v: f64| {
-            crate::units::thousands_f(
-                crate::report::unit::Quantity::new(v, fig.unit)
-                    .to(fig.show)
-                    .value,
-            )
-        };
+        let show = |v: f64| crate::units::thousands_f(v);
         let series: Vec<Series> = r
             .commands
             .iter()
@@ -113,7 +110,7 @@ pub fn render(r: &CompareReport) -> String {
                         .run_order
                         .iter()
                         .zip(v)
-                        .map(|(o, y)| (f64::from(*o), y))
+                        .map(|(o, y)| (f64::from(*o), shown(y)))
                         .collect(),
                 })
             })

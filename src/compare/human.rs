@@ -19,6 +19,11 @@ fn label(r: &CompareReport, i: usize) -> String {
 }
 
 pub(super) fn write(r: &CompareReport, out: &mut dyn Write, style: Style) -> io::Result<()> {
+    // At most 100 columns, narrower on a narrower terminal.
+    let style = Style {
+        width: Some(style.width.unwrap_or(100).min(100)),
+        ..style
+    };
     let runs = r.runs_per_command;
     let warm = if r.warmup_runs > 0 {
         format!(" after {} warm-up", r.warmup_runs)
@@ -54,7 +59,12 @@ pub(super) fn write(r: &CompareReport, out: &mut dyn Write, style: Style) -> io:
         } else {
             c.command.clone()
         };
-        cmds.row(vec![format!("#{}{note}", i + 1), c.name.clone(), shown]);
+        let flag = if c.failed_runs > 0 { " ✗" } else { "" };
+        cmds.row(vec![
+            format!("#{}{flag}{note}", i + 1),
+            c.name.clone(),
+            shown,
+        ]);
     }
     cmds.write(out, style)?;
 
@@ -162,16 +172,40 @@ pub(super) fn write(r: &CompareReport, out: &mut dyn Write, style: Style) -> io:
     if let Some(sig) = &r.interrupted_by {
         writeln!(out, "tally: interrupted by {sig}")?;
     }
-    writeln!(
+    let width = style.width.unwrap_or(100).min(100);
+    wrapped(
         out,
-        "tally: ratios: median over #{reference}'s, {level}% bootstrap interval; verdict: Mann-Whitney U, alpha {}",
-        r.alpha
+        &format!(
+            "tally: ratios: median over #{reference}'s, {level}% bootstrap interval; \
+             verdict: Mann-Whitney U, alpha {}",
+            r.alpha
+        ),
+        width,
     )?;
     for w in &r.warnings {
         if w.contains("runs failed") {
             continue;
         }
-        writeln!(out, "tally: warning: {w}")?;
+        wrapped(out, &format!("tally: warning: {w}"), width)?;
     }
     Ok(())
+}
+
+/// `text` in lines of at most `width` characters, broken at spaces,
+/// continued under `tally:   `.
+fn wrapped(out: &mut dyn Write, text: &str, width: usize) -> io::Result<()> {
+    let mut line = String::new();
+    for word in text.split(' ') {
+        let len = line.chars().count();
+        if len > 0 && len + 1 + word.chars().count() > width {
+            writeln!(out, "{line}")?;
+            line = format!("tally:   {word}");
+        } else if line.is_empty() {
+            line = word.to_string();
+        } else {
+            line.push(' ');
+            line.push_str(word);
+        }
+    }
+    writeln!(out, "{line}")
 }

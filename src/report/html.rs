@@ -454,7 +454,7 @@ pub fn run_order_plot(
     series: &[Series],
     fmt_y: &dyn Fn(f64) -> String,
 ) -> String {
-    let width = W;
+    let width = 620.0;
     let mut svg = String::new();
     open_svg(&mut svg, width, title);
     let ys: Vec<f64> = series
@@ -502,19 +502,13 @@ pub fn run_order_plot(
         let _ = write!(
             svg,
             r#"<rect x="{:.1}" y="{}" width="10" height="10" fill="{c}"/><text x="{:.1}" y="{}" class="lg">{}</text>"#,
-            ML + 10.0 + i as f64 * 150.0,
+            ML + 10.0 + i as f64 * 130.0,
             H - 20.0,
-            ML + 24.0 + i as f64 * 150.0,
+            ML + 24.0 + i as f64 * 130.0,
             H - 11.0,
-            esc(&short(&s.name, 20))
+            esc(&short(&s.name, 16))
         );
     }
-    let _ = write!(
-        svg,
-        r#"<text x="{:.1}" y="{}" class="ml">run, in the order measured</text>"#,
-        ML + pw - 150.0,
-        H - 11.0
-    );
     y_axis_label(&mut svg, y_label);
     svg.push_str("</svg>");
     svg
@@ -640,14 +634,15 @@ pub fn ratio_table(reference: &str, rows: &[RatioRow]) -> String {
         }
         let _ = write!(
             s,
-            "<tr class=\"{}\"><td>{}</td><td>{}</td><td class=\"n\">{}×</td><td class=\"n\">[{}, {}]</td><td>{bar}</td><td class=\"n\">{}</td><td class=\"{}\">{}</td></tr>",
+            "<tr class=\"{}\"><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">[{}, {}]</td><td>{bar}</td><td class=\"n\">{}</td><td class=\"{}\">{}</td></tr>",
             r.class,
             esc(&r.figure),
             esc(&r.name),
-            num(r.ratio),
+            r.ratio.map(|v| format!("{v:.3}×")).unwrap_or_else(|| "—".into()),
             num(r.low),
             num(r.high),
-            r.p.map(|p| format!("{p:.3}")).unwrap_or_default(),
+            r.p.map(|p| if p < 0.001 { "<0.001".to_string() } else { format!("{p:.3}") })
+                .unwrap_or_default(),
             r.class,
             esc(&r.verdict)
         );

@@ -8,6 +8,7 @@
 //! small and cannot inflate the next child's `ru_maxrss`.
 
 pub mod exec;
+mod html;
 pub mod report;
 mod tree;
 
