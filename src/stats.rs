@@ -378,6 +378,15 @@ pub fn ratio_of_medians(a: &[f64], b: &[f64], level: f64, seed: u64) -> Option<R
         return None;
     }
     let ratio = ma / mb;
+    if sa.first() == sa.last() && sb.first() == sb.last() {
+        // Both constant: every resample gives the same ratio.
+        return Some(RatioInterval {
+            ratio,
+            low: ratio,
+            high: ratio,
+            level,
+        });
+    }
     let mut rng = Rng::new(seed);
     let mut ratios = Vec::with_capacity(BOOTSTRAP_RESAMPLES);
     let mut buf_a = Vec::new();
@@ -407,8 +416,16 @@ fn resampled_median(sorted: &[f64], buf: &mut Vec<f64>, rng: &mut Rng) -> f64 {
     let m = sorted.len().min(2000);
     buf.clear();
     buf.extend((0..m).map(|_| sorted[rng.below(sorted.len())]));
-    buf.sort_unstable_by(f64::total_cmp);
-    median_sorted(buf).unwrap_or(0.0)
+    let mid = m / 2;
+    let (below, upper, _) = buf.select_nth_unstable_by(mid, f64::total_cmp);
+    let upper = *upper;
+    if m % 2 == 1 {
+        upper
+    } else {
+        // The lower middle value is the largest of the lower half.
+        let lower = below.iter().copied().fold(f64::MIN, f64::max);
+        (lower + upper) / 2.0
+    }
 }
 
 /// The `q` quantile (0..=1) of sorted values, linearly interpolated

@@ -10,7 +10,7 @@ use crate::report::Format;
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  \
         tally compare 'sleep 0.01' 'sleep 0.03'\n  \
-        tally compare --cold model.bin -- 'python3 load.py --read model.bin' 'python3 load.py --mmap model.bin'\n  \
+        tally compare --cold model.bin 'python3 load.py --read model.bin' 'python3 load.py --mmap model.bin'\n  \
         tally compare -N -n 200 /bin/true '/bin/echo hi'\n  \
         tally compare -P n 1 4 'xz -T{n} -k -c big > /dev/null' --html xz.html\n\n\
         Exit status: 0 when every run ran (and succeeded, without -i); 1 when a \
@@ -61,19 +61,19 @@ pub struct CompareArgs {
     #[arg(short = 'N', long)]
     pub no_shell: bool,
 
-    /// Before every run, evict these files (directories recursively) from
-    /// the page cache, without root, and verify they left. Takes several
-    /// paths: end the list with `--` before the commands.
-    #[arg(long, value_name = "PATH", num_args = 1.., action = clap::ArgAction::Append)]
+    /// Before every run, evict PATH (a directory recursively) from the
+    /// page cache, without root, and verify it left. One path per option
+    /// (repeat it), so the commands can follow directly.
+    #[arg(long, value_name = "PATH", action = clap::ArgAction::Append)]
     pub cold: Vec<PathBuf>,
 
     /// Before every run, drop every clean page cache (needs root).
     #[arg(long)]
     pub drop_caches: bool,
 
-    /// Before every run, read these files into the page cache. Takes
-    /// several paths: end the list with `--` before the commands.
-    #[arg(long, value_name = "PATH", num_args = 1.., action = clap::ArgAction::Append,
+    /// Before every run, read PATH (a directory recursively) into the page
+    /// cache. One path per option (repeat it).
+    #[arg(long, value_name = "PATH", action = clap::ArgAction::Append,
           conflicts_with_all = ["cold", "drop_caches"])]
     pub warm: Vec<PathBuf>,
 

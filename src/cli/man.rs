@@ -102,7 +102,7 @@ pub const PAGES: &[Extra] = &[
                 "which is faster, by how much, and is it significant.",
             ),
             (
-                "tally compare --cold model.bin -- 'python3 load.py --read model.bin' 'python3 load.py --mmap model.bin'",
+                "tally compare --cold model.bin 'python3 load.py --read model.bin' 'python3 load.py --mmap model.bin'",
                 "two loaders from a cold page cache, without root: time, memory, faults, I/O.",
             ),
             (
