@@ -331,7 +331,8 @@ impl Rng {
 
     /// A uniform index below `n` (`n` > 0).
     pub fn below(&mut self, n: usize) -> usize {
-        ((self.next_u64() >> 11) as f64 / (1u64 << 53) as f64 * n as f64) as usize % n.max(1)
+        // The high word of a 64×64-bit product (Lemire): no division.
+        ((u128::from(self.next_u64()) * n as u128) >> 64) as usize
     }
 
     /// A uniform value in [0, 1).

@@ -11,11 +11,17 @@ use crate::report::text::{Column, TextTable};
 use crate::run::report::FIGURES;
 use crate::units::thousands;
 
-/// `#2 mmap`, with `✗` when some of its runs failed.
+/// `#2 mmap`, with `✗` when some of its runs failed; a command without a
+/// name longer than 16 characters is its number alone (the list of
+/// commands above the table spells it out).
 fn label(r: &CompareReport, i: usize) -> String {
     let c = &r.commands[i];
     let flag = if c.failed_runs > 0 { " ✗" } else { "" };
-    format!("#{} {}{flag}", i + 1, c.name)
+    if c.name == c.command && c.name.chars().count() > 16 {
+        format!("#{}{flag}", i + 1)
+    } else {
+        format!("#{} {}{flag}", i + 1, c.name)
+    }
 }
 
 pub(super) fn write(r: &CompareReport, out: &mut dyn Write, style: Style) -> io::Result<()> {
@@ -148,8 +154,8 @@ pub(super) fn write(r: &CompareReport, out: &mut dyn Write, style: Style) -> io:
             } else {
                 format!(", {u}")
             };
-            if line.chars().count() + piece.chars().count() > width {
-                writeln!(out, "{}", line.trim_end_matches(' '))?;
+            if line.chars().count() + piece.chars().count() + 1 > width {
+                writeln!(out, "{line},")?;
                 line = format!("tally:   {}", piece.trim_start_matches(", ").trim_start());
             } else {
                 line.push_str(&piece);
