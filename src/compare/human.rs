@@ -80,7 +80,7 @@ pub(super) fn write(r: &CompareReport, out: &mut dyn Write, style: Style) -> io:
         Column::text("").cut_end(),
         Column::number("median ± MAD"),
         Column::text(format!("vs #{reference} ({level}% CI)")),
-        Column::text("verdict").droppable(1),
+        Column::text("verdict"),
     ])
     .prefix("tally: ");
     let mut unchanged = Vec::new();

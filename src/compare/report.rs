@@ -305,11 +305,8 @@ pub fn p_text(p: f64) -> String {
 /// `1.26× [1.24, 1.28]`; near 1, four decimals (`1.0006×`), so a
 /// significant difference never reads as `1.00×`.
 pub fn ratio_text(c: &FigureComparison) -> String {
-    let fine = c.ratio.is_some_and(|x| x != 1.0 && (x - 1.0).abs() < 0.005);
     let r = |v: f64| {
-        if fine {
-            format!("{v:.4}")
-        } else if v >= 100.0 {
+        if v >= 100.0 {
             format!("{v:.0}")
         } else if v >= 10.0 {
             format!("{v:.1}")
@@ -317,10 +314,14 @@ pub fn ratio_text(c: &FigureComparison) -> String {
             format!("{v:.2}")
         }
     };
-    match (c.ratio, c.ratio_low, c.ratio_high) {
-        (Some(x), Some(lo), Some(hi)) => format!("{}× [{}, {}]", r(x), r(lo), r(hi)),
-        (Some(x), _, _) => format!("{}×", r(x)),
-        _ => "—".into(),
+    let x = match c.ratio {
+        Some(x) if x != 1.0 && (x - 1.0).abs() < 0.005 => format!("{x:.4}"),
+        Some(x) => r(x),
+        None => return "—".into(),
+    };
+    match (c.ratio_low, c.ratio_high) {
+        (Some(lo), Some(hi)) => format!("{x}× [{}, {}]", r(lo), r(hi)),
+        _ => format!("{x}×"),
     }
 }
 
