@@ -50,7 +50,7 @@ fn versus<'a>(r: &'a Value, i: usize, figure: &str) -> &'a Value {
 
 #[test]
 fn a_slower_sleep_is_significantly_slower_and_the_faster_is_the_reference() {
-    let (code, r) = compare_json(&["-n", "10", "sleep 0.03", "sleep 0.01"]);
+    let (code, r) = compare_json(&["-n", "10", "sleep 0.05", "sleep 0.01"]);
     assert_eq!(code, 0);
     assert_eq!(r["commands"].as_array().unwrap().len(), 2);
     assert_eq!(r["reference"], 1, "the faster command is the reference");
@@ -87,7 +87,7 @@ fn a_slower_sleep_is_significantly_slower_and_the_faster_is_the_reference() {
     assert_eq!(order, (1..=20).collect::<Vec<u64>>());
 
     let human = tally()
-        .args(["compare", "-n", "6", "sleep 0.03", "sleep 0.01"])
+        .args(["compare", "-n", "8", "sleep 0.05", "sleep 0.01"])
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&human.stdout);
