@@ -74,4 +74,19 @@ mod tests {
             text[run..].starts_with(&format!("        tally__subcmd__run)\n{BASH_RUN_COMMAND}"))
         );
     }
+
+    #[test]
+    fn bash_completes_commands_after_the_double_dash_of_compare() {
+        let mut out = Vec::new();
+        write(Shell::Bash, &mut out).expect("write");
+        let text = String::from_utf8_lossy(&out);
+        let compare = text
+            .find("        tally__subcmd__compare)\n")
+            .expect("the compare case");
+        assert!(text[compare..].starts_with(&format!(
+            "        tally__subcmd__compare)\n{BASH_COMPARE_COMMANDS}"
+        )));
+        // The run rule is still in place.
+        assert!(text.contains(BASH_RUN_COMMAND));
+    }
 }

@@ -11,16 +11,17 @@ use crate::report::text::{Column, TextTable};
 use crate::run::report::FIGURES;
 use crate::units::thousands;
 
-/// `#2 mmap`, with `✗` when some of its runs failed; a command without a
+/// `#2 mmap`, `#2 ✗ mmap` when some of its runs failed; a command without a
 /// name longer than 16 characters is its number alone (the list of
 /// commands above the table spells it out).
 fn label(r: &CompareReport, i: usize) -> String {
     let c = &r.commands[i];
     let flag = if c.failed_runs > 0 { " ✗" } else { "" };
+    // The flag goes before the name, which a narrow table may cut.
     if c.name == c.command && c.name.chars().count() > 16 {
         format!("#{}{flag}", i + 1)
     } else {
-        format!("#{} {}{flag}", i + 1, c.name)
+        format!("#{}{flag} {}", i + 1, c.name)
     }
 }
 

@@ -443,3 +443,152 @@ impl Render for CompareReport {
         Some(out.write_all(super::html::render(self).as_bytes()))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{Format, render};
+    use crate::run::report::{ExitInfo, RunRecord};
+
+    fn record(wall_ns: u64, rss: u64, code: i32) -> RunRecord {
+        RunRecord {
+            wall_ns,
+            // The same spread for every command: no significant difference.
+            user_us: 1_000_000 + (wall_ns / 37_000_123 % 7) * 1000,
+            system_us: wall_ns / 2000,
+            max_rss_bytes: rss,
+            minor_faults: 271_634,
+            major_faults: 0,
+            voluntary_switches: 150,
+            involuntary_switches: 40,
+            block_input_ops: 2_097_152,
+            block_output_ops: 0,
+            io: None,
+            io_source: None,
+            io_unavailable: Some("test".into()),
+            counters: None,
+            tree: None,
+            cold: None,
+            exit: ExitInfo {
+                code: Some(code),
+                signal: None,
+                signal_number: None,
+                core_dumped: false,
+            },
+            forwarded_signal: None,
+            escalated_to_sigkill: false,
+        }
+    }
+
+    fn report() -> CompareReport {
+        let cfg = Config {
+            alpha: 0.05,
+            seed: 1,
+            ..Config::default()
+        };
+        let mut commands = Vec::new();
+        for (i, (name, base, code)) in [
+            ("python3 load.py --read model.bin", 2_416_884_000u64, 0),
+            ("python3 load.py --mmap model.bin", 665_440_000, 3),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let mut c = CommandResult::new(
+                &Instance {
+                    name: format!("{} loader", &name[16..]),
+                    command: name.into(),
+                    argv: Vec::new(),
+                    parameters: Vec::new(),
+                },
+                10,
+            );
+            for r in 0..10u64 {
+                let rec = record(
+                    base + r * 37_000_123,
+                    1_087_602_688 + r * 4096 * i as u64,
+                    code,
+                );
+                if code != 0 {
+                    c.failed_runs += 1;
+                }
+                c.runs.push(rec);
+                c.run_order.push((r * 2 + i as u64 + 1) as u32);
+            }
+            commands.push(c);
+        }
+        CompareReport::build(&cfg, commands, None)
+    }
+
+    fn human(r: &CompareReport, width: Option<usize>) -> String {
+        let mut out = Vec::new();
+        r.human(
+            &mut out,
+            Style {
+                color: false,
+                width,
+            },
+        )
+        .unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    /// Long figures and long ratios once pushed the verdict column out of
+    /// 100 columns; it must stay, in at most 100 columns.
+    #[test]
+    fn human_layout_keeps_the_verdict_within_100_columns() {
+        let r = report();
+        assert_eq!(r.reference, 1, "the faster is the reference");
+        for width in [None, Some(100), Some(200)] {
+            let text = human(&r, width);
+            assert!(
+                text.lines().all(|l| l.chars().count() <= 100),
+                "{width:?}:\n{text}"
+            );
+            assert!(text.contains("verdict"), "{text}");
+            assert!(text.contains("slower (p<0.001)"), "{text}");
+        }
+        // A narrower terminal still gets the verdict of every row.
+        let narrow = human(&r, Some(90));
+        assert!(narrow.contains("verdict"), "{narrow}");
+        assert!(narrow.contains("no significant difference"), "{narrow}");
+        let text = human(&r, None);
+        // The failing command is flagged on its every row and in the list.
+        let rows: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("tally:   #2"))
+            .collect();
+        assert!(
+            rows.len() > 3 && rows.iter().all(|l| l.contains('✗')),
+            "{text}"
+        );
+        assert!(text.contains("no significant difference"), "{text}");
+        let unchanged = text.split("unchanged:").nth(1).unwrap_or_default();
+        assert!(unchanged.contains("major faults (0)"), "{text}");
+    }
+
+    #[test]
+    fn every_format_renders_and_the_table_has_a_row_per_command_and_figure() {
+        let r = report();
+        let t = r.table();
+        let figures = r.commands[0].summary.len();
+        assert_eq!(t.rows.len(), 2 * figures);
+        assert!(t.rows.iter().all(|row| row.len() == t.headers.len()));
+        for f in [
+            Format::JSON,
+            Format::CSV,
+            Format::MARKDOWN,
+            Format::PROMETHEUS,
+            Format::HTML,
+        ] {
+            let mut out = Vec::new();
+            render(&r, f, Style::PLAIN, &mut out).unwrap();
+            assert!(!out.is_empty(), "{f}");
+        }
+        let v = r.commands[0].versus("wall_ns").unwrap();
+        assert_eq!(v.verdict, Verdict::Higher);
+        assert!(
+            v.ratio_low.unwrap() <= v.ratio.unwrap() && v.ratio.unwrap() <= v.ratio_high.unwrap()
+        );
+    }
+}
