@@ -8,6 +8,7 @@
 pub mod bench;
 pub mod cache;
 pub mod cli;
+pub mod compare;
 pub mod copy;
 pub mod diag;
 pub mod load;

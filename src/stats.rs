@@ -159,6 +159,290 @@ pub fn trend(values: &[f64]) -> Option<f64> {
     spearman_vs_order(values).filter(|rho| rho.abs() >= 0.7)
 }
 
+/// The result of a two-sided Mann–Whitney U test of two samples.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct MannWhitney {
+    /// U of the first sample: the number of pairs (a, b) with a > b, ties
+    /// counting one half.
+    pub u: f64,
+    /// The two-sided p-value.
+    pub p: f64,
+    /// `exact` (the permutation distribution of U, for samples without
+    /// ties of up to 50 values each) or `normal` (the tie-corrected normal
+    /// approximation with continuity correction).
+    pub method: &'static str,
+}
+
+/// The two-sided Mann–Whitney U test of `a` against `b` (non-finite values
+/// left out), as scipy's `mannwhitneyu(a, b, alternative="two-sided")`
+/// computes it with `method="exact"` for samples without ties of up to 50
+/// values each, else with `method="asymptotic"` (tie correction and
+/// continuity correction). `None` when either sample is empty.
+pub fn mann_whitney(a: &[f64], b: &[f64]) -> Option<MannWhitney> {
+    let a: Vec<f64> = a.iter().copied().filter(|x| x.is_finite()).collect();
+    let b: Vec<f64> = b.iter().copied().filter(|x| x.is_finite()).collect();
+    let (n1, n2) = (a.len(), b.len());
+    if n1 == 0 || n2 == 0 {
+        return None;
+    }
+    let mut all = a.clone();
+    all.extend_from_slice(&b);
+    let r = ranks(&all);
+    let r1: f64 = r.iter().take(n1).sum();
+    let (f1, f2) = (n1 as f64, n2 as f64);
+    let u1 = r1 - f1 * (f1 + 1.0) / 2.0;
+    let u2 = f1 * f2 - u1;
+    let big = u1.max(u2);
+    // Tie groups: t^3 - t summed over groups of equal values.
+    let mut sorted_all = all;
+    sorted_all.sort_by(f64::total_cmp);
+    let mut tie_sum = 0.0;
+    let mut i = 0;
+    while i < sorted_all.len() {
+        let mut j = i;
+        while j + 1 < sorted_all.len() && sorted_all[j + 1] == sorted_all[i] {
+            j += 1;
+        }
+        let t = (j - i + 1) as f64;
+        tie_sum += t * t * t - t;
+        i = j + 1;
+    }
+    if tie_sum == 0.0 && n1 <= 50 && n2 <= 50 {
+        let p = (2.0 * exact_u_sf(big.round() as usize, n1, n2)).min(1.0);
+        return Some(MannWhitney {
+            u: u1,
+            p,
+            method: "exact",
+        });
+    }
+    let n = f1 + f2;
+    let mu = f1 * f2 / 2.0;
+    let var = f1 * f2 / 12.0 * ((n + 1.0) - tie_sum / (n * (n - 1.0)));
+    let p = if var <= 0.0 {
+        // Every value equal: nothing tells the samples apart.
+        1.0
+    } else {
+        let z = (big - mu - 0.5) / var.sqrt();
+        (2.0 * normal_sf(z)).clamp(0.0, 1.0)
+    };
+    Some(MannWhitney {
+        u: u1,
+        p,
+        method: "normal",
+    })
+}
+
+/// P(U >= u) under the null hypothesis for samples of `n1` and `n2`
+/// values without ties: the number of arrangements with U = k counted by
+/// the recurrence f(n1, n2, k) = f(n1 - 1, n2, k - n2) + f(n1, n2 - 1, k).
+fn exact_u_sf(u: usize, n1: usize, n2: usize) -> f64 {
+    let max = n1 * n2;
+    if u == 0 {
+        return 1.0;
+    }
+    if u > max {
+        return 0.0;
+    }
+    // counts[j][k]: arrangements of i values of the first sample and j of
+    // the second with U = k, built up over i.
+    let mut prev: Vec<Vec<f64>> = (0..=n2)
+        .map(|_| {
+            let mut v = vec![0.0; max + 1];
+            if let Some(first) = v.first_mut() {
+                *first = 1.0;
+            }
+            v
+        })
+        .collect();
+    for _i in 1..=n1 {
+        let mut cur: Vec<Vec<f64>> = vec![vec![0.0; max + 1]; n2 + 1];
+        if let Some(first) = cur.first_mut().and_then(|c| c.first_mut()) {
+            *first = 1.0;
+        }
+        for j in 1..=n2 {
+            for k in 0..=max {
+                let take_a = if k >= j { prev[j][k - j] } else { 0.0 };
+                cur[j][k] = take_a + cur[j - 1][k];
+            }
+        }
+        prev = cur;
+    }
+    let counts = &prev[n2];
+    let total: f64 = counts.iter().sum();
+    let tail: f64 = counts.iter().skip(u).sum();
+    tail / total
+}
+
+/// The upper tail of the standard normal distribution, P(Z > z).
+pub fn normal_sf(z: f64) -> f64 {
+    0.5 * erfc(z / std::f64::consts::SQRT_2)
+}
+
+/// The complementary error function: below 2.5 from the series
+/// erf(x) = 2/√π · e^(-x²) · Σ 2ⁿ x^(2n+1) / (1·3·…·(2n+1)) (all terms
+/// positive, no cancellation), above from the continued fraction
+/// erfc(x) = e^(-x²)/√π / (x + (1/2)/(x + 1/(x + (3/2)/(x + …)))).
+fn erfc(x: f64) -> f64 {
+    if x.is_nan() {
+        return f64::NAN;
+    }
+    if x < 0.0 {
+        return 2.0 - erfc(-x);
+    }
+    let sqrt_pi = std::f64::consts::PI.sqrt();
+    if x < 2.5 {
+        let mut term = x;
+        let mut sum = x;
+        let mut n = 0.0;
+        while term > sum * 1e-17 {
+            n += 1.0;
+            term *= 2.0 * x * x / (2.0 * n + 1.0);
+            sum += term;
+        }
+        return 1.0 - 2.0 / sqrt_pi * (-x * x).exp() * sum;
+    }
+    if x > 27.0 {
+        return 0.0;
+    }
+    let mut f = x;
+    for k in (1..=200).rev() {
+        f = x + (k as f64 / 2.0) / f;
+    }
+    (-x * x).exp() / sqrt_pi / f
+}
+
+/// A small seeded generator (SplitMix64): the same seed, the same
+/// sequence, on every machine.
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// A uniform index below `n` (`n` > 0).
+    pub fn below(&mut self, n: usize) -> usize {
+        // The high word of a 64×64-bit product (Lemire): no division.
+        ((u128::from(self.next_u64()) * n as u128) >> 64) as usize
+    }
+
+    /// A uniform value in [0, 1).
+    pub fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// Shuffles `v` in place (Fisher–Yates).
+    pub fn shuffle<T>(&mut self, v: &mut [T]) {
+        for i in (1..v.len()).rev() {
+            let j = self.below(i + 1);
+            v.swap(i, j);
+        }
+    }
+}
+
+/// A confidence interval of a ratio.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RatioInterval {
+    /// median(a) / median(b).
+    pub ratio: f64,
+    pub low: f64,
+    pub high: f64,
+    /// The confidence level, 0.95 for a 95% interval.
+    pub level: f64,
+}
+
+/// Resamples each of [`ratio_of_medians`]'s bootstrap draws.
+pub const BOOTSTRAP_RESAMPLES: usize = 2000;
+
+/// The ratio of the medians of `a` and `b` with a percentile bootstrap
+/// interval at `level` (each sample resampled with replacement on its own,
+/// [`BOOTSTRAP_RESAMPLES`] times, from the seeded [`Rng`], so the same
+/// samples always give the same interval). Samples of more than 2,000
+/// values are resampled at 2,000 (their medians then vary a little more
+/// than they would, which widens the interval slightly). `None` when a
+/// sample is empty or b's median is zero.
+pub fn ratio_of_medians(a: &[f64], b: &[f64], level: f64, seed: u64) -> Option<RatioInterval> {
+    let sa = sorted(a);
+    let sb = sorted(b);
+    let ma = median_sorted(&sa)?;
+    let mb = median_sorted(&sb)?;
+    if mb == 0.0 {
+        return None;
+    }
+    let ratio = ma / mb;
+    if sa.first() == sa.last() && sb.first() == sb.last() {
+        // Both constant: every resample gives the same ratio.
+        return Some(RatioInterval {
+            ratio,
+            low: ratio,
+            high: ratio,
+            level,
+        });
+    }
+    let mut rng = Rng::new(seed);
+    let mut ratios = Vec::with_capacity(BOOTSTRAP_RESAMPLES);
+    let mut buf_a = Vec::new();
+    let mut buf_b = Vec::new();
+    for _ in 0..BOOTSTRAP_RESAMPLES {
+        let ra = resampled_median(&sa, &mut buf_a, &mut rng);
+        let rb = resampled_median(&sb, &mut buf_b, &mut rng);
+        if rb != 0.0 {
+            ratios.push(ra / rb);
+        } else if ra != 0.0 {
+            ratios.push(f64::INFINITY);
+        }
+    }
+    ratios.sort_by(f64::total_cmp);
+    let tail = (1.0 - level.clamp(0.0, 1.0)) / 2.0;
+    let low = quantile_sorted(&ratios, tail).unwrap_or(ratio);
+    let high = quantile_sorted(&ratios, 1.0 - tail).unwrap_or(ratio);
+    Some(RatioInterval {
+        ratio,
+        low: low.min(ratio),
+        high: high.max(ratio),
+        level,
+    })
+}
+
+fn resampled_median(sorted: &[f64], buf: &mut Vec<f64>, rng: &mut Rng) -> f64 {
+    let m = sorted.len().min(2000);
+    buf.clear();
+    buf.extend((0..m).map(|_| sorted[rng.below(sorted.len())]));
+    let mid = m / 2;
+    let (below, upper, _) = buf.select_nth_unstable_by(mid, f64::total_cmp);
+    let upper = *upper;
+    if m % 2 == 1 {
+        upper
+    } else {
+        // The lower middle value is the largest of the lower half.
+        let lower = below.iter().copied().fold(f64::MIN, f64::max);
+        (lower + upper) / 2.0
+    }
+}
+
+/// The `q` quantile (0..=1) of sorted values, linearly interpolated
+/// (numpy's default).
+pub fn quantile_sorted(sorted: &[f64], q: f64) -> Option<f64> {
+    let n = sorted.len();
+    if n == 0 {
+        return None;
+    }
+    let pos = q.clamp(0.0, 1.0) * (n - 1) as f64;
+    let lo = pos.floor() as usize;
+    let hi = pos.ceil() as usize;
+    let (a, b) = (*sorted.get(lo)?, *sorted.get(hi)?);
+    Some(a + (b - a) * (pos - lo as f64))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -205,6 +489,131 @@ mod tests {
         let flat = [5.0, 7.0, 5.0, 7.0, 5.0, 7.0, 5.0, 7.0];
         assert_eq!(trend(&flat), None);
         assert_eq!(trend(&[1.0, 2.0, 3.0]), None, "too few runs");
+    }
+
+    #[derive(serde::Deserialize)]
+    struct MwuCase {
+        a: Vec<f64>,
+        b: Vec<f64>,
+        u: f64,
+        p: f64,
+        method: String,
+    }
+
+    #[derive(serde::Deserialize)]
+    struct BootCase {
+        a: Vec<f64>,
+        b: Vec<f64>,
+        ratio: f64,
+        low: f64,
+        high: f64,
+    }
+
+    #[derive(serde::Deserialize)]
+    struct Fixture {
+        mann_whitney: Vec<MwuCase>,
+        ratio_of_medians: Vec<BootCase>,
+    }
+
+    /// Values computed by scipy (tests/fixtures/stats_scipy.py).
+    fn fixture() -> Fixture {
+        serde_json::from_str(include_str!("../tests/fixtures/stats_scipy.json")).unwrap()
+    }
+
+    #[test]
+    fn mann_whitney_agrees_with_scipy() {
+        for c in fixture().mann_whitney {
+            let r = mann_whitney(&c.a, &c.b).unwrap();
+            assert_eq!(r.method, c.method, "{:?} vs {:?}", c.a, c.b);
+            assert_eq!(r.u, c.u, "{:?} vs {:?}", c.a, c.b);
+            assert!(
+                (r.p - c.p).abs() <= 1e-9 + 1e-7 * c.p,
+                "p {} against scipy's {} ({})",
+                r.p,
+                c.p,
+                c.method
+            );
+        }
+    }
+
+    #[test]
+    fn ratio_interval_agrees_with_scipy_bootstrap() {
+        for c in fixture().ratio_of_medians {
+            let r = ratio_of_medians(&c.a, &c.b, 0.95, 1).unwrap();
+            assert!((r.ratio - c.ratio).abs() < 1e-12);
+            // Both are Monte Carlo estimates: agree to a fifth of the width.
+            let slack = (c.high - c.low) / 5.0;
+            assert!(
+                (r.low - c.low).abs() <= slack,
+                "{r:?} vs {} {}",
+                c.low,
+                c.high
+            );
+            assert!(
+                (r.high - c.high).abs() <= slack,
+                "{r:?} vs {} {}",
+                c.low,
+                c.high
+            );
+            assert_eq!(Some(r), ratio_of_medians(&c.a, &c.b, 0.95, 1), "seeded");
+        }
+    }
+
+    #[test]
+    fn normal_tail_matches_known_values() {
+        // P(Z > z) from tables (R's pnorm(z, lower.tail = FALSE)).
+        for (z, p) in [
+            (0.0, 0.5),
+            (1.0, 0.158_655_253_931_457_05),
+            (1.959_963_984_540_054, 0.025),
+            (3.0, 0.001_349_898_031_630_094_6),
+            (5.0, 2.866_515_718_791_939e-7),
+            (-2.0, 0.977_249_868_051_820_8),
+        ] {
+            let got = normal_sf(z);
+            assert!((got - p).abs() <= 1e-13 + 1e-10 * p, "{z}: {got} vs {p}");
+        }
+    }
+
+    /// A command compared with itself: two samples from one distribution.
+    /// The test should call them different about 5% of the time; over 20
+    /// seeded repetitions at least 19 must say "no significant difference".
+    #[test]
+    fn same_distribution_is_no_significant_difference_in_19_of_20() {
+        let mut rng = super::Rng::new(42);
+        let mut draw = |n: usize| -> Vec<f64> {
+            (0..n)
+                .map(|_| {
+                    // Skewed, like run times: 10 ms plus an exponential tail.
+                    10_000_000.0 - 400_000.0 * (1.0 - rng.unit()).ln()
+                })
+                .collect()
+        };
+        let mut same = 0;
+        for _ in 0..20 {
+            let (a, b) = (draw(30), draw(30));
+            let r = mann_whitney(&a, &b).unwrap();
+            let ci = ratio_of_medians(&a, &b, 0.95, 7).unwrap();
+            assert!(ci.low <= ci.ratio && ci.ratio <= ci.high);
+            if r.p >= 0.05 {
+                same += 1;
+            }
+        }
+        assert!(same >= 19, "only {same} of 20");
+        // And the test does tell a 5% shift apart.
+        let a = draw(30);
+        let b: Vec<f64> = draw(30).iter().map(|x| x * 1.05).collect();
+        assert!(mann_whitney(&a, &b).unwrap().p < 0.05);
+    }
+
+    #[test]
+    fn empty_or_constant_samples() {
+        assert!(mann_whitney(&[], &[1.0]).is_none());
+        let r = mann_whitney(&[3.0; 5], &[3.0; 5]).unwrap();
+        assert_eq!(r.p, 1.0);
+        assert!(ratio_of_medians(&[1.0], &[0.0], 0.95, 1).is_none());
+        let r = ratio_of_medians(&[2.0; 4], &[1.0; 4], 0.95, 1).unwrap();
+        assert_eq!((r.ratio, r.low, r.high), (2.0, 2.0, 2.0));
     }
 
     proptest! {

@@ -455,3 +455,108 @@ fn bench_report_agrees_figure_by_figure_in_every_format() {
     }
     assert!(compared >= 4, "{rows:?}");
 }
+
+/// `tally compare`: the CSV rows (one per command and figure) against the
+/// JSON summaries and comparisons, Markdown against CSV, and Prometheus
+/// (medians in base units, ratios, p-values) against the JSON.
+#[test]
+fn compare_report_agrees_figure_by_figure_in_every_format() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = |f: &str| dir.path().join(f);
+    let export = |format: &str, f: &str| format!("{format}={}", file(f).display());
+    let out = common::tally()
+        .args(["compare", "-N", "-n", "4", "--format", "json", "-o"])
+        .arg(file("c.json"))
+        .arg("--export")
+        .arg(export("csv", "c.csv"))
+        .arg("--export")
+        .arg(export("markdown", "c.md"))
+        .arg("--export")
+        .arg(export("prometheus", "c.prom"))
+        .args(["/bin/true", "head -c 100000 /dev/zero"])
+        .output()
+        .expect("tally compare");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: Value = serde_json::from_str(&read(&file("c.json"))).expect("JSON");
+    let (header, rows) = csv_rows(&read(&file("c.csv")));
+    let (md_header, md_rows) = markdown_rows(&read(&file("c.md")));
+    assert_eq!(md_header, header);
+    assert_eq!(md_rows, rows);
+    let prom_text = read(&file("c.prom"));
+    let col = |name: &str| header.iter().position(|h| h == name).expect(name);
+    let commands = json["commands"].as_array().expect("commands");
+    let mut checked = 0;
+    for row in &rows {
+        let i: usize = row[col("command_index")].parse().expect("index");
+        let c = &commands[i - 1];
+        let figure = &row[col("figure")];
+        let s = c["summary"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["figure"] == figure.as_str())
+            .expect("summary of the figure");
+        let m = s["median"].as_f64().unwrap();
+        assert_eq!(row[col("median")].parse::<f64>().unwrap(), m, "{figure}");
+        // The CSV median is that of the JSON runs.
+        let values: Vec<f64> = c["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                let v = if r[figure.as_str()].is_null() {
+                    &r["io"][figure.as_str()]
+                } else {
+                    &r[figure.as_str()]
+                };
+                v.as_f64().unwrap_or_else(|| {
+                    r["user_us"].as_f64().unwrap() + r["system_us"].as_f64().unwrap()
+                })
+            })
+            .collect();
+        assert_eq!(median(values), m, "{figure}: JSON runs against the summary");
+        // Prometheus: the median in base units, labelled with the index.
+        let (metric, scale) = if let Some(stem) = figure.strip_suffix("_us") {
+            (format!("tally_compare_{stem}_seconds"), 1e-6)
+        } else if let Some(stem) = figure.strip_suffix("_ns") {
+            (format!("tally_compare_{stem}_seconds"), 1e-9)
+        } else {
+            (format!("tally_compare_{figure}"), 1.0)
+        };
+        let label = format!("{metric}{{index=\"{i}\",");
+        let line = prom_text
+            .lines()
+            .find(|l| l.starts_with(&label))
+            .unwrap_or_else(|| panic!("no {label} in Prometheus"));
+        let p: f64 = line.rsplit(' ').next().unwrap().parse().unwrap();
+        assert!(
+            (p - m * scale).abs() <= (m * scale).abs() * 1e-9 + 1e-12,
+            "{line}"
+        );
+        // The ratio of a compared command: CSV and JSON the same.
+        if let Some(v) = c["versus_reference"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["figure"] == figure.as_str())
+        {
+            // (serde_json reads floats to within an ulp, not exactly.)
+            let close = |a: f64, b: f64| (a - b).abs() <= a.abs() * 1e-14;
+            if let Some(r) = v["ratio"].as_f64() {
+                assert!(close(row[col("ratio")].parse::<f64>().unwrap(), r));
+            }
+            let p = v["p_value"].as_f64().unwrap();
+            assert!(close(row[col("p_value")].parse::<f64>().unwrap(), p));
+            assert_eq!(row[col("verdict")], v["verdict"].as_str().unwrap());
+        } else {
+            assert_eq!(i - 1, json["reference"].as_u64().unwrap() as usize);
+            assert_eq!(row[col("verdict")], "reference");
+        }
+        checked += 1;
+    }
+    assert!(checked >= 2 * 10, "{checked} rows");
+}

@@ -173,3 +173,20 @@ fn cache_metrics_pass_promtool() {
         &metrics(&["cache", "-r", &dir.path().to_string_lossy()]),
     );
 }
+
+#[test]
+fn compare_metrics_pass_promtool() {
+    let Some(p) = promtool() else { return };
+    check(
+        &p,
+        "tally compare",
+        &metrics(&[
+            "compare",
+            "-N",
+            "-n",
+            "3",
+            "/bin/true",
+            "/bin/echo \"quoted\"",
+        ]),
+    );
+}

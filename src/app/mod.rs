@@ -4,6 +4,7 @@
 
 mod bench;
 mod cache;
+mod compare;
 mod cp;
 mod load;
 mod mem;
@@ -57,6 +58,7 @@ pub fn main() -> u8 {
     };
     match cli.command {
         Command::Run(args) => run::run_command(args),
+        Command::Compare(args) => compare::compare_command(args),
         Command::Bench(args) => bench::bench_command(args),
         Command::Mem(args) => mem::mem_command(args, privilege),
         Command::Cache(args) => cache::cache_command(args),
@@ -168,14 +170,24 @@ impl Exports {
         command: &str,
         prometheus: bool,
     ) -> Result<Exports, (String, u8)> {
-        if let Some(e) = exports
-            .iter()
-            .find(|e| e.format == Format::PROMETHEUS && !prometheus)
-        {
+        Exports::open_with(exports, command, &|f| {
+            f != Format::HTML && (f != Format::PROMETHEUS || prometheus)
+        })
+    }
+
+    /// [`Exports::open`] for a report that has the formats `has` accepts.
+    pub(crate) fn open_with(
+        exports: &[cli::Export],
+        command: &str,
+        has: &dyn Fn(Format) -> bool,
+    ) -> Result<Exports, (String, u8)> {
+        if let Some(e) = exports.iter().find(|e| !has(e.format)) {
             return Err((
                 format!(
-                    "--export prometheus={}: {command} has no Prometheus report; export human, json, csv or markdown",
-                    report::path::display(&e.path)
+                    "--export {}={}: {command} has no {} report; export human, json, csv or markdown",
+                    e.format.name(),
+                    report::path::display(&e.path),
+                    e.format.name()
                 ),
                 2,
             ));

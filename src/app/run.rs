@@ -22,7 +22,7 @@ pub(super) fn run_command(args: cli::run::RunArgs) -> u8 {
         },
         None => None,
     };
-    let exports = match Exports::open(&args.export, "run", true) {
+    let exports = match Exports::open_with(&args.export, "run", &|_| true) {
         Ok(e) => e,
         Err((msg, _)) => {
             tally::diag!("tally: {msg}");

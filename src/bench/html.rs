@@ -7,229 +7,13 @@
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
+pub use crate::report::html::{Series, bar_plot, esc, line_plot};
+
 use super::figure::Figure;
 use super::format::{format_ns, format_value, format_x, implausible_text};
 use super::model::{BenchReport, BenchResult};
 use super::spec::{Marks, Plot, PlotKind};
 use crate::units::human_bytes;
-
-const W: f64 = 760.0;
-const H: f64 = 340.0;
-const ML: f64 = 70.0;
-const MR: f64 = 190.0;
-const MT: f64 = 30.0;
-const MB: f64 = 50.0;
-const COLORS: [&str; 8] = [
-    "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf",
-];
-
-/// Escapes text for HTML and SVG.
-pub fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
-
-/// A line series: its name and (x, y) points.
-pub struct Series {
-    pub name: String,
-    pub points: Vec<(f64, f64)>,
-}
-
-fn log_ticks(lo: f64, hi: f64, base: f64) -> Vec<f64> {
-    let mut t = Vec::new();
-    if lo <= 0.0 || hi <= 0.0 || !lo.is_finite() || !hi.is_finite() {
-        return t;
-    }
-    let mut v = base.powf(lo.log(base).floor());
-    while v <= hi * 1.0001 && t.len() < 64 {
-        if v >= lo / 1.0001 {
-            t.push(v);
-        }
-        v *= base;
-    }
-    t
-}
-
-/// A line plot with log-scaled axes (x base `x_base`, y base 10), vertical
-/// markers at `marks`, a legend on the right. (Each argument is one plain
-/// piece of the picture; a struct to carry them would only rename them.)
-#[allow(clippy::too_many_arguments)]
-pub fn line_plot(
-    title: &str,
-    x_label: &str,
-    y_label: &str,
-    series: &[Series],
-    marks: &[(f64, String)],
-    x_base: f64,
-    fmt_x: &dyn Fn(f64) -> String,
-    fmt_y: &dyn Fn(f64) -> String,
-) -> String {
-    let pts: Vec<(f64, f64)> = series
-        .iter()
-        .flat_map(|s| s.points.iter().copied())
-        .filter(|(x, y)| *x > 0.0 && *y > 0.0 && x.is_finite() && y.is_finite())
-        .collect();
-    let mut svg = String::new();
-    let _ = write!(
-        svg,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" class="plot" width="{W}" height="{H}" viewBox="0 0 {W} {H}" role="img"><title>{}</title><text x="{}" y="18" class="t">{}</text>"#,
-        esc(title),
-        ML,
-        esc(title)
-    );
-    if pts.is_empty() {
-        let _ = write!(
-            svg,
-            r#"<text x="{ML}" y="{}">no data</text></svg>"#,
-            H / 2.0
-        );
-        return svg;
-    }
-    let (mut x0, mut x1, mut y0, mut y1) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
-    for (x, y) in &pts {
-        x0 = x0.min(*x);
-        x1 = x1.max(*x);
-        y0 = y0.min(*y);
-        y1 = y1.max(*y);
-    }
-    let y0 = 10f64.powf(y0.log10().floor());
-    let y1 = 10f64.powf(y1.log10().ceil()).max(y0 * 10.0);
-    let x1 = if x1 <= x0 { x0 * x_base } else { x1 };
-    let pw = W - ML - MR;
-    let ph = H - MT - MB;
-    let sx = |x: f64| ML + (x.ln() - x0.ln()) / (x1.ln() - x0.ln()) * pw;
-    let sy = |y: f64| MT + ph - (y.ln() - y0.ln()) / (y1.ln() - y0.ln()) * ph;
-    let _ = write!(
-        svg,
-        r##"<rect x="{ML}" y="{MT}" width="{pw}" height="{ph}" fill="none" stroke="#999"/>"##
-    );
-    for t in log_ticks(y0, y1, 10.0) {
-        let y = sy(t);
-        let _ = write!(
-            svg,
-            r##"<line x1="{ML}" x2="{}" y1="{y:.1}" y2="{y:.1}" stroke="#eee"/><text x="{}" y="{:.1}" class="yl">{}</text>"##,
-            ML + pw,
-            ML - 4.0,
-            y + 4.0,
-            esc(&fmt_y(t))
-        );
-    }
-    let xt = log_ticks(x0, x1, x_base);
-    let every = xt.len().div_ceil(9).max(1);
-    for t in xt.iter().step_by(every) {
-        let x = sx(*t);
-        let _ = write!(
-            svg,
-            r##"<line x1="{x:.1}" x2="{x:.1}" y1="{MT}" y2="{}" stroke="#eee"/><text x="{x:.1}" y="{}" class="xl">{}</text>"##,
-            MT + ph,
-            MT + ph + 14.0,
-            esc(&fmt_x(*t))
-        );
-    }
-    for (m, label) in marks {
-        if *m < x0 || *m > x1 {
-            continue;
-        }
-        let x = sx(*m);
-        let _ = write!(
-            svg,
-            r##"<line class="mark" x1="{x:.1}" x2="{x:.1}" y1="{MT}" y2="{}" stroke="#555" stroke-dasharray="4 3"/><text x="{:.1}" y="{}" class="ml">{}</text>"##,
-            MT + ph,
-            x + 3.0,
-            MT + 12.0,
-            esc(label)
-        );
-    }
-    for (i, s) in series.iter().enumerate() {
-        let color = COLORS.get(i % COLORS.len()).copied().unwrap_or("#000");
-        // Past the palette, dashes keep series apart (events has 9).
-        let dash = match i / COLORS.len() {
-            0 => "",
-            1 => r#" stroke-dasharray="7 4""#,
-            _ => r#" stroke-dasharray="2 3""#,
-        };
-        let path: Vec<String> = s
-            .points
-            .iter()
-            .filter(|(x, y)| *x > 0.0 && *y > 0.0)
-            .map(|(x, y)| format!("{:.1},{:.1}", sx(*x), sy(*y)))
-            .collect();
-        if path.is_empty() {
-            continue;
-        }
-        let _ = write!(
-            svg,
-            r#"<polyline class="series" fill="none" stroke="{color}"{dash} stroke-width="2" points="{}"/>"#,
-            path.join(" ")
-        );
-        for p in &path {
-            if let Some((x, y)) = p.split_once(',') {
-                let _ = write!(svg, r#"<circle cx="{x}" cy="{y}" r="2.5" fill="{color}"/>"#);
-            }
-        }
-        let ly = MT + 10.0 + i as f64 * 18.0;
-        let _ = write!(
-            svg,
-            r#"<line x1="{}" x2="{}" y1="{ly}" y2="{ly}" stroke="{color}"{dash} stroke-width="3"/><text x="{}" y="{}" class="lg">{}</text>"#,
-            ML + pw + 10.0,
-            ML + pw + 30.0,
-            ML + pw + 35.0,
-            ly + 4.0,
-            esc(&s.name)
-        );
-    }
-    let _ = write!(
-        svg,
-        r#"<text x="{}" y="{}" class="ax">{}</text><text x="14" y="{}" class="ax" transform="rotate(-90 14 {})">{}</text></svg>"#,
-        ML + pw / 2.0,
-        H - 8.0,
-        esc(x_label),
-        MT + ph / 2.0,
-        MT + ph / 2.0,
-        esc(y_label)
-    );
-    svg
-}
-
-/// Horizontal bars (linear scale from 0), one per (label, value).
-pub fn bar_plot(title: &str, bars: &[(String, f64)], fmt: &dyn Fn(f64) -> String) -> String {
-    let row = 22.0;
-    let height = MT + 10.0 + row * bars.len().max(1) as f64;
-    let label_w = 250.0;
-    let pw = W - label_w - 110.0;
-    let max = bars.iter().map(|b| b.1).fold(0.0f64, f64::max);
-    let mut svg = String::new();
-    let _ = write!(
-        svg,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" class="plot" width="{W}" height="{height}" viewBox="0 0 {W} {height}" role="img"><title>{}</title><text x="10" y="18" class="t">{}</text>"#,
-        esc(title),
-        esc(title)
-    );
-    for (i, (label, v)) in bars.iter().enumerate() {
-        let y = MT + i as f64 * row;
-        let w = if max > 0.0 && *v > 0.0 {
-            v / max * pw
-        } else {
-            0.0
-        };
-        let color = COLORS.get(i % COLORS.len()).copied().unwrap_or("#000");
-        let _ = write!(
-            svg,
-            r#"<text x="{}" y="{:.1}" class="yl">{}</text><rect class="bar" x="{label_w}" y="{y:.1}" width="{w:.1}" height="{:.1}" fill="{color}"/><text x="{:.1}" y="{:.1}" class="lg">{}</text>"#,
-            label_w - 6.0,
-            y + 14.0,
-            esc(label),
-            row - 6.0,
-            label_w + w + 5.0,
-            y + 14.0,
-            esc(&fmt(*v))
-        );
-    }
-    svg.push_str("</svg>");
-    svg
-}
 
 /// One plot a benchmark declared, of its measured figures (implausible
 /// ones are left out: `median()` is `None` for them).
@@ -496,17 +280,12 @@ pub fn render(r: &BenchReport) -> String {
         body.push_str("</table>");
     }
     let _ = write!(body, "<h2>Every figure</h2>{}", figures_table(r));
-    format!(
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>tally bench — {}</title><style>\
-body{{font-family:sans-serif;margin:2em;max-width:1100px}}\
-table{{border-collapse:collapse;font-size:13px;margin:1em 0}}\
-td,th{{border:1px solid #ccc;padding:2px 6px;text-align:left}}\
-svg.plot{{display:block;margin:1em 0;background:#fff}}\
-.t{{font-weight:bold;font-size:14px}} .yl{{font-size:11px;text-anchor:end}} .xl{{font-size:11px;text-anchor:middle}}\
-.lg{{font-size:12px}} .ml{{font-size:11px;fill:#555}} .ax{{font-size:12px;text-anchor:middle}}\
-</style></head><body>{}</body></html>\n",
-        esc(r.machine.cpu_model.as_deref().unwrap_or("machine")),
-        body
+    crate::report::html::page(
+        &format!(
+            "tally bench — {}",
+            r.machine.cpu_model.as_deref().unwrap_or("machine")
+        ),
+        &body,
     )
 }
 
@@ -581,11 +360,5 @@ mod tests {
         let bars = bar_plot("b", &[("x".into(), 0.0), ("y".into(), 2.0)], &format_ns);
         assert_eq!(bars.matches("class=\"bar\"").count(), 2);
         assert!(!bars.contains("NaN"));
-    }
-
-    #[test]
-    fn log_ticks_cover_the_range() {
-        assert_eq!(log_ticks(1.0, 1000.0, 10.0).len(), 4);
-        assert!(log_ticks(0.0, 10.0, 10.0).is_empty());
     }
 }

@@ -78,6 +78,48 @@ pub const PAGES: &[Extra] = &[
         ],
     },
     Extra {
+        name: "compare",
+        exit_status: &[
+            ("0", "every run ran, and with no -i every command exited 0."),
+            (
+                "1",
+                "a command failed (exit status not 0, or killed) without -i; a run, --prepare, \
+                 --setup or --cleanup could not be run; a report could not be written.",
+            ),
+            (
+                "2",
+                "bad usage: no command, a bad -P range, an unknown {NAME}, --reference past \
+                 the last command, a --cold or --warm path that does not exist.",
+            ),
+            (
+                "128+N",
+                "signal N stopped the comparison (what ran is reported).",
+            ),
+        ],
+        examples: &[
+            (
+                "tally compare 'sleep 0.01' 'sleep 0.03'",
+                "which is faster, by how much, and is it significant.",
+            ),
+            (
+                "tally compare --cold model.bin 'python3 load.py --read model.bin' 'python3 load.py --mmap model.bin'",
+                "two loaders from a cold page cache, without root: time, memory, faults, I/O.",
+            ),
+            (
+                "tally compare -N -n 200 --reference 1 ./old ./new",
+                "200 runs each, without a shell, against the first.",
+            ),
+            (
+                "tally compare -P t 1 4 'xz -T{t} -c big > /dev/null' --html xz.html",
+                "a parameter scan, with a page of plots.",
+            ),
+            (
+                "tally compare -n 30 --format json -o c.json --export csv=c.csv 'a' 'b'",
+                "the same comparison as JSON and CSV.",
+            ),
+        ],
+    },
+    Extra {
         name: "bench",
         exit_status: &[
             ("0", "every benchmark ran."),

@@ -4,6 +4,7 @@
 
 pub mod bench;
 pub mod cache;
+pub mod compare;
 pub mod complete;
 pub mod cp;
 pub mod load;
@@ -38,6 +39,9 @@ pub struct Cli {
 pub enum Command {
     /// Run a command and report what it cost (on stderr).
     Run(run::RunArgs),
+    /// Compare commands: every figure of `run`, interleaved runs, ratios
+    /// with intervals and a significance test.
+    Compare(compare::CompareArgs),
     /// Measure the machine: timer, calls, syscalls, spawn, context switches,
     /// memory latency and bandwidth, page faults, file reads, select/poll/epoll.
     Bench(bench::BenchArgs),

@@ -278,12 +278,7 @@ impl Render for LoadReport {
     }
 }
 
-fn escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
+use crate::report::html::esc as escape;
 
 /// A self-contained HTML page: per method, a bar for the cold and the warm
 /// wall time, and the peak RSS beside it.

@@ -38,6 +38,7 @@ formats! {
     csv,
     markdown,
     prometheus,
+    html,
 }
 
 /// One output format: its `--format` name, its help line and how it
@@ -63,6 +64,8 @@ impl Format {
     pub const MARKDOWN: Format = Format::named("markdown");
     /// Prometheus text exposition (node_exporter textfile collector).
     pub const PROMETHEUS: Format = Format::named("prometheus");
+    /// A self-contained HTML page with plots.
+    pub const HTML: Format = Format::named("html");
 
     /// The format called `name`; a name not in [`FORMATS`] fails the build
     /// where it is used in a constant.
@@ -175,6 +178,12 @@ pub trait Render {
     fn table(&self) -> Table;
     /// Prometheus metrics; `None` when the report has no sensible metrics.
     fn metrics(&self) -> Option<Vec<Metric>> {
+        None
+    }
+    /// Writes the report as a self-contained HTML page (see [`html`]);
+    /// `None` when the report has no page.
+    fn html(&self, out: &mut dyn Write) -> Option<io::Result<()>> {
+        let _ = out;
         None
     }
 }

@@ -8,6 +8,7 @@
 //! small and cannot inflate the next child's `ru_maxrss`.
 
 pub mod exec;
+mod html;
 pub mod report;
 mod tree;
 
@@ -132,19 +133,54 @@ pub enum Progress {
     Run { done: u32, of: u32 },
 }
 
+/// What every run of a session shares: the signal forwarder, the files
+/// to evict before each run and whether counters can be opened. `tally run`
+/// and `tally compare` measure each run through [`Measurer::measure`].
+pub struct Measurer {
+    forwarder: Forwarder,
+    cold_files: Vec<PathBuf>,
+    counters: Option<Result<bool, String>>,
+}
+
+impl Measurer {
+    /// Installs the signal forwarder, lists `cfg.cold`'s files and probes
+    /// the counters when `cfg.counters` asks for them.
+    pub fn new(cfg: &Config) -> Result<Measurer, RunError> {
+        let forwarder = Forwarder::install().map_err(RunError::Signals)?;
+        let cold_files = if cfg.cold.is_empty() {
+            Vec::new()
+        } else {
+            evict::regular_files(&cfg.cold)?
+        };
+        let counters = cfg.counters.then(probe_counters);
+        Ok(Measurer {
+            forwarder,
+            cold_files,
+            counters,
+        })
+    }
+
+    /// One measured run of `cfg.argv` (evicting first when the measurer's
+    /// `cold` files or `cfg.drop_caches` say so).
+    pub fn measure(&self, cfg: &Config) -> Result<RunRecord, RunError> {
+        run_once(&Ctx {
+            cfg,
+            cold_files: &self.cold_files,
+            counters: self.counters.as_ref(),
+            forwarder: &self.forwarder,
+        })
+    }
+
+    /// The name of a stopping signal (SIGINT, SIGTERM…) tally received
+    /// between runs, if one came.
+    pub fn pending_signal(&self) -> Option<String> {
+        self.forwarder.pending().map(sys::signal_name)
+    }
+}
+
 /// Runs the command as configured and returns the report.
 pub fn execute(cfg: &Config, progress: &mut dyn FnMut(Progress)) -> Result<RunReport, RunError> {
-    let forwarder = Forwarder::install().map_err(RunError::Signals)?;
-    let cold_files = if cfg.cold.is_empty() {
-        Vec::new()
-    } else {
-        evict::regular_files(&cfg.cold)?
-    };
-    let counters_probe = if cfg.counters {
-        Some(probe_counters())
-    } else {
-        None
-    };
+    let measurer = Measurer::new(cfg)?;
     let mut report = RunReport {
         schema_version: SCHEMA_VERSION,
         command: cfg
@@ -159,18 +195,12 @@ pub fn execute(cfg: &Config, progress: &mut dyn FnMut(Progress)) -> Result<RunRe
         warnings: Vec::new(),
         interrupted_by: None,
     };
-    let ctx = Ctx {
-        cfg,
-        cold_files: &cold_files,
-        counters: counters_probe.as_ref(),
-        forwarder: &forwarder,
-    };
     for i in 0..cfg.warmup {
         progress(Progress::Warmup {
             done: i,
             of: cfg.warmup,
         });
-        let rec = run_once(&ctx)?;
+        let rec = measurer.measure(cfg)?;
         report.warmup_runs += 1;
         // A warm-up run is never reported as a measured one, even when
         // the user interrupted it.
@@ -185,11 +215,11 @@ pub fn execute(cfg: &Config, progress: &mut dyn FnMut(Progress)) -> Result<RunRe
                 done: i,
                 of: report.runs_requested,
             });
-            if let Some(sig) = forwarder.pending() {
-                report.interrupted_by = Some(sys::signal_name(sig));
+            if let Some(sig) = measurer.pending_signal() {
+                report.interrupted_by = Some(sig);
                 break;
             }
-            let rec = run_once(&ctx)?;
+            let rec = measurer.measure(cfg)?;
             let stop = rec.forwarded_signal.clone();
             report.runs.push(rec);
             if let Some(sig) = stop {

@@ -684,6 +684,10 @@ impl Render for RunReport {
                 .collect(),
         )
     }
+
+    fn html(&self, out: &mut dyn Write) -> Option<io::Result<()>> {
+        Some(out.write_all(super::html::render(self).as_bytes()))
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,151 @@
+//! `tally compare` arguments (named as hyperfine names them, where it has
+//! them).
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use crate::report::Format;
+
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  \
+        tally compare 'sleep 0.01' 'sleep 0.03'\n  \
+        tally compare --cold model.bin 'python3 load.py --read model.bin' 'python3 load.py --mmap model.bin'\n  \
+        tally compare -N -n 200 /bin/true '/bin/echo hi'\n  \
+        tally compare -P n 1 4 'xz -T{n} -k -c big > /dev/null' --html xz.html\n\n\
+        Exit status: 0 when every run ran (and succeeded, without -i); 1 when a \
+        command failed (exit status not 0, or killed) and -i was not given, or \
+        a run could not be started; 2 for bad usage (no command, a bad \
+        parameter range, an unknown {NAME}); 128+N when signal N stopped the \
+        comparison.")]
+pub struct CompareArgs {
+    /// Measured runs of each command (default: as many as fit in 3 s per
+    /// command, at least --min-runs, at most --max-runs).
+    #[arg(short = 'n', long, value_name = "N",
+          value_parser = clap::value_parser!(u32).range(2..=1_000_000))]
+    pub runs: Option<u32>,
+
+    /// Without --runs: at least N runs of each command.
+    #[arg(long, value_name = "N", default_value_t = 10,
+          value_parser = clap::value_parser!(u32).range(2..=1_000_000))]
+    pub min_runs: u32,
+
+    /// Without --runs: at most N runs of each command.
+    #[arg(long, value_name = "N",
+          value_parser = clap::value_parser!(u32).range(2..=1_000_000))]
+    pub max_runs: Option<u32>,
+
+    /// Run each command N times first, unmeasured.
+    #[arg(short = 'w', long, value_name = "N", default_value_t = 0,
+          value_parser = clap::value_parser!(u32).range(0..=1_000_000))]
+    pub warmup: u32,
+
+    /// Run CMD (with `sh -c`) before every run, warm-up or measured, unmeasured.
+    #[arg(long, value_name = "CMD")]
+    pub prepare: Option<String>,
+
+    /// Run CMD (with `sh -c`) once before the first run of the comparison.
+    #[arg(long, value_name = "CMD")]
+    pub setup: Option<String>,
+
+    /// Run CMD (with `sh -c`) once after the last run of the comparison.
+    #[arg(long, value_name = "CMD")]
+    pub cleanup: Option<String>,
+
+    /// A name for each command, in order (repeat the option).
+    #[arg(long = "name", value_name = "NAME", action = clap::ArgAction::Append)]
+    pub names: Vec<String>,
+
+    /// Split each command on whitespace and run it without a shell (the
+    /// shell's own start-up is then not measured).
+    #[arg(short = 'N', long)]
+    pub no_shell: bool,
+
+    /// Before every run, evict PATH (a directory recursively) from the
+    /// page cache, without root, and verify it left. One path per option
+    /// (repeat it), so the commands can follow directly.
+    #[arg(long, value_name = "PATH", action = clap::ArgAction::Append)]
+    pub cold: Vec<PathBuf>,
+
+    /// Before every run, drop every clean page cache (needs root).
+    #[arg(long)]
+    pub drop_caches: bool,
+
+    /// Before every run, read PATH (a directory recursively) into the page
+    /// cache. One path per option (repeat it).
+    #[arg(long, value_name = "PATH", action = clap::ArgAction::Append,
+          conflicts_with_all = ["cold", "drop_caches"])]
+    pub warm: Vec<PathBuf>,
+
+    /// Run each command once per value from LO to HI (integers), with
+    /// `{NAME}` in the commands replaced by the value.
+    #[arg(short = 'P', long, num_args = 3, value_names = ["NAME", "LO", "HI"],
+          conflicts_with = "parameter_list")]
+    pub parameter_scan: Vec<String>,
+
+    /// The step of --parameter-scan.
+    #[arg(short = 'D', long, value_name = "STEP", requires = "parameter_scan",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub parameter_step_size: Option<u64>,
+
+    /// Run each command once per value of a comma-separated list, with
+    /// `{NAME}` in the commands replaced by the value. Repeatable: every
+    /// combination runs.
+    #[arg(short = 'L', long, num_args = 2, value_names = ["NAME", "VALUES"],
+          action = clap::ArgAction::Append)]
+    pub parameter_list: Vec<String>,
+
+    /// Compare against command N (1-based) instead of the fastest by
+    /// median wall time.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub reference: Option<u32>,
+
+    /// The significance level of the Mann–Whitney U test.
+    #[arg(long, value_name = "ALPHA", default_value_t = 0.05, value_parser = parse_alpha)]
+    pub alpha: f64,
+
+    /// Keep measuring commands that exit non-zero (they are flagged).
+    #[arg(short = 'i', long)]
+    pub ignore_failure: bool,
+
+    /// Show the commands' output instead of sending it to /dev/null.
+    #[arg(long)]
+    pub show_output: bool,
+
+    /// The seed of the run order (shuffled within each round) and of the
+    /// bootstrap intervals.
+    #[arg(long, value_name = "SEED", default_value_t = 1)]
+    pub seed: u64,
+
+    /// Report format.
+    #[arg(long, value_enum, default_value_t = Format::HUMAN)]
+    pub format: Format,
+
+    #[arg(long, value_name = "FORMAT=FILE", value_parser = super::ExportParser,
+          action = clap::ArgAction::Append, help = super::EXPORT_HELP)]
+    pub export: Vec<super::Export>,
+
+    /// Write the report to FILE instead of stdout (`-`: stdout).
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+
+    /// Also write a self-contained HTML page with the plots (the same as
+    /// `--export html=FILE`).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+
+    /// The commands to compare, each one string run by `sh -c` (or split
+    /// on whitespace with -N).
+    #[arg(required = true, value_name = "COMMAND",
+          value_hint = clap::ValueHint::CommandString)]
+    pub commands: Vec<String>,
+}
+
+fn parse_alpha(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(a) if a > 0.0 && a < 1.0 => Ok(a),
+        _ => Err(format!(
+            "{s:?} is not a significance level; give a number between 0 and 1, e.g. 0.05"
+        )),
+    }
+}

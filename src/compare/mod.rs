@@ -1,0 +1,18 @@
+//! `tally compare`: run several commands interleaved (round-robin,
+//! shuffled within each round from a seed), measure every run as `tally
+//! run` does ([`crate::run::Measurer`]), and say for every figure how each
+//! command differs from the reference, with an interval and a test.
+//!
+//! - [`plan`]: commands, names and parameter scans into the instances run.
+//! - [`runner`]: warm-up, rounds, `--prepare`/`--setup`/`--cleanup`.
+//! - [`report`]: the model, its statistics and every format but HTML;
+//!   [`html`] the page.
+
+pub mod html;
+mod human;
+pub mod plan;
+pub mod report;
+pub mod runner;
+
+pub use plan::{Instance, Parameter};
+pub use runner::{CompareError, Config, Progress, execute};

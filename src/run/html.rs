@@ -1,0 +1,76 @@
+//! `tally run -n N --format html`: the repeated runs drawn with the plot
+//! kit of [`crate::report::html`] — a histogram of the wall time and every
+//! headline figure in run order.
+
+use std::fmt::Write as _;
+
+use super::report::{FIGURES, RunReport};
+use crate::report::html::{Series, esc, histogram, page, run_order_plot};
+use crate::report::unit::Quantity;
+
+/// The page.
+pub fn render(r: &RunReport) -> String {
+    let mut body = String::new();
+    let command = r.command.join(" ");
+    let _ = write!(
+        body,
+        "<h1>tally run</h1><p><code>{}</code>: {} run{}{}.</p>",
+        esc(&command),
+        r.runs.len(),
+        if r.runs.len() == 1 { "" } else { "s" },
+        if r.warmup_runs > 0 {
+            format!(" after {} warm-up", r.warmup_runs)
+        } else {
+            String::new()
+        }
+    );
+    for fig in FIGURES.iter().filter(|f| f.headline) {
+        let values: Vec<f64> = r
+            .runs
+            .iter()
+            .filter_map(|x| (fig.get)(x))
+            .map(|v| Quantity::new(v as f64, fig.unit).to(fig.show).value)
+            .collect();
+        if values.is_empty() {
+            continue;
+        }
+        let show = |v: f64| crate::units::thousands_f(v);
+        let label = match fig.show.symbol() {
+            "" => fig.label.to_string(),
+            s => format!("{} ({s})", fig.label),
+        };
+        let _ = write!(body, "<h2>{}</h2>", esc(fig.label));
+        if fig.key == "wall_ns" {
+            let bins = (values.len() as f64).sqrt().ceil().clamp(5.0, 40.0) as usize;
+            body.push_str(&histogram(
+                &format!("{} over {} runs", fig.label, values.len()),
+                &label,
+                &values,
+                bins,
+                &show,
+            ));
+        }
+        let series = [Series {
+            name: command.clone(),
+            points: values
+                .iter()
+                .enumerate()
+                .map(|(i, v)| ((i + 1) as f64, *v))
+                .collect(),
+        }];
+        body.push_str(&run_order_plot(
+            &format!("{} in run order", fig.label),
+            &label,
+            &series,
+            &show,
+        ));
+    }
+    if !r.warnings.is_empty() {
+        body.push_str("<h2>Warnings</h2><ul>");
+        for w in &r.warnings {
+            let _ = write!(body, "<li>{}</li>", esc(w));
+        }
+        body.push_str("</ul>");
+    }
+    page(&format!("tally run — {command}"), &body)
+}

@@ -1,0 +1,389 @@
+//! `tally compare` end to end: verdicts and directions of commands that
+//! differ by construction, a command against itself, failing commands,
+//! SIGINT, bad input, and the HTML page. Counts, structure and
+//! invariants only: no test asserts a duration.
+
+mod common;
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::tally;
+use serde_json::Value;
+
+fn scratch(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("compare-{name}-"))
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .expect("create scratch dir")
+}
+
+/// `tally compare ARGS --format json`: exit code and report.
+fn compare_json(args: &[&str]) -> (i32, Value) {
+    let out = tally()
+        .arg("compare")
+        .args(args)
+        .args(["--format", "json"])
+        .output()
+        .expect("tally runs");
+    let code = out.status.code().unwrap_or(-1);
+    let report = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "no JSON ({e}): {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (code, report)
+}
+
+/// The comparison of command `i` (0-based) for `figure`.
+fn versus<'a>(r: &'a Value, i: usize, figure: &str) -> &'a Value {
+    r["commands"][i]["versus_reference"]
+        .as_array()
+        .expect("versus_reference")
+        .iter()
+        .find(|v| v["figure"] == figure)
+        .unwrap_or_else(|| panic!("no {figure} for command {i}"))
+}
+
+#[test]
+fn a_slower_sleep_is_significantly_slower_and_the_faster_is_the_reference() {
+    let (code, r) = compare_json(&["-n", "10", "sleep 0.05", "sleep 0.01"]);
+    assert_eq!(code, 0);
+    assert_eq!(r["commands"].as_array().unwrap().len(), 2);
+    assert_eq!(r["reference"], 1, "the faster command is the reference");
+    assert_eq!(r["reference_is"], "fastest");
+    for c in r["commands"].as_array().unwrap() {
+        assert_eq!(c["runs"].as_array().unwrap().len(), 10);
+        assert_eq!(c["run_order"].as_array().unwrap().len(), 10);
+    }
+    assert!(
+        r["commands"][1]["versus_reference"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    let wall = versus(&r, 0, "wall_ns");
+    assert_eq!(wall["verdict"], "higher", "{wall}");
+    assert!(wall["ratio"].as_f64().unwrap() > 1.0);
+    assert!(wall["ratio_low"].as_f64().unwrap() > 1.0, "{wall}");
+    assert!(wall["p_value"].as_f64().unwrap() < 0.05);
+    // Every run has a distinct place in the interleaved order.
+    let mut order: Vec<u64> = r["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| {
+            c["run_order"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_u64().unwrap())
+        })
+        .collect();
+    order.sort_unstable();
+    assert_eq!(order, (1..=20).collect::<Vec<u64>>());
+
+    let human = tally()
+        .args(["compare", "-n", "8", "sleep 0.05", "sleep 0.01"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&human.stdout);
+    assert!(text.contains("slower (p"), "{text}");
+    assert!(text.lines().all(|l| l.chars().count() <= 100), "{text}");
+}
+
+#[test]
+fn twice_the_memory_is_significantly_more_peak_memory() {
+    if std::process::Command::new("python3")
+        .arg("-c")
+        .arg("pass")
+        .status()
+        .is_err()
+    {
+        println!("skipped: python3 is not installed");
+        return;
+    }
+    let alloc = |mb: u32| {
+        format!(
+            "python3 -c 'b = bytearray({mb} * 1024 * 1024); b[::4096] = b\"x\" * len(b[::4096])'"
+        )
+    };
+    let (code, r) = compare_json(&[
+        "-n",
+        "5",
+        "--reference",
+        "1",
+        "--name",
+        "50 MB",
+        "--name",
+        "100 MB",
+        &alloc(50),
+        &alloc(100),
+    ]);
+    assert_eq!(code, 0);
+    assert_eq!(r["reference"], 0);
+    assert_eq!(r["reference_is"], "chosen");
+    assert_eq!(r["commands"][1]["name"], "100 MB");
+    let rss = versus(&r, 1, "max_rss_bytes");
+    assert_eq!(rss["verdict"], "higher", "{rss}");
+    let ratio = rss["ratio"].as_f64().unwrap();
+    // (interpreter + 100 MB) / (interpreter + 50 MB)
+    assert!(ratio > 1.4 && ratio < 2.1, "{rss}");
+    assert!(rss["ratio_low"].as_f64().unwrap() > 1.0);
+}
+
+#[test]
+fn a_command_against_itself_has_unchanged_counts() {
+    let (code, r) = compare_json(&["-N", "-n", "8", "/bin/true", "/bin/true"]);
+    assert_eq!(code, 0);
+    for figure in [
+        "write_call_bytes",
+        "block_output_ops",
+        "storage_write_bytes",
+    ] {
+        assert_eq!(
+            versus(&r, 1 - r["reference"].as_u64().unwrap() as usize, figure)["verdict"],
+            "unchanged"
+        );
+    }
+    // Every figure of `tally run` is compared.
+    let other = 1 - r["reference"].as_u64().unwrap() as usize;
+    let n = r["commands"][other]["versus_reference"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert_eq!(n, tally::run::report::FIGURES.len());
+}
+
+#[test]
+fn a_failing_command_stops_the_comparison_without_ignore_failure() {
+    let out = tally()
+        .args(["compare", "-n", "3", "true", "exit 3"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("command 2 (exit 3) failed"), "{err}");
+    assert!(
+        err.contains("exit status 3") && err.contains("--ignore-failure"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty());
+
+    let (code, r) = compare_json(&["-i", "-n", "3", "true", "exit 3"]);
+    assert_eq!(code, 0);
+    assert_eq!(r["commands"][1]["failed_runs"], 3);
+    assert_eq!(r["commands"][1]["exits"][0], "exit 3");
+    let human = tally()
+        .args(["compare", "-i", "-n", "3", "true", "exit 3"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&human.stdout);
+    let flagged = text.lines().filter(|l| l.contains("#2 ✗ exit 3")).count();
+    let rows = text
+        .lines()
+        .filter(|l| l.starts_with("tally:   #2 "))
+        .count();
+    assert!(
+        flagged >= 5 && flagged + 1 == rows,
+        "every row of #2 is flagged:\n{text}"
+    );
+    assert!(
+        text.contains("#2 ✗"),
+        "the list of commands flags it too:\n{text}"
+    );
+    assert!(text.contains("✗ #2: 3 of 3 runs failed (exit 3)"), "{text}");
+}
+
+#[test]
+fn sigint_stops_the_comparison_and_reaps_the_command() {
+    let tmp = scratch("sigint");
+    let pidfile = tmp.path().join("pid");
+    let script = format!("echo $$ > {}; exec sleep 30", pidfile.display());
+    let child = common::tally_default_signals()
+        .args([
+            "compare", "-n", "100", "--format", "json", &script, "sleep 30",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let guard = common::Reaper(Vec::new());
+    let start = Instant::now();
+    let pid = loop {
+        if let Ok(text) = std::fs::read_to_string(&pidfile) {
+            if let Ok(pid) = text.trim().parse::<u32>() {
+                break pid;
+            }
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "the command never started"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    std::thread::sleep(Duration::from_millis(50));
+    let sent = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let out = common::wait_or_kill(child, Duration::from_secs(20));
+    drop(guard);
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: Value = serde_json::from_slice(&out.stdout).expect("the runs so far, as JSON");
+    assert_eq!(r["interrupted_by"], "SIGINT");
+    // The command is gone: not running, not a zombie left behind.
+    assert!(
+        !Path::new(&format!("/proc/{pid}")).exists(),
+        "pid {pid} still exists"
+    );
+}
+
+#[test]
+fn bad_input_is_a_usage_error_that_names_the_fix() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["compare"], "COMMAND"),
+        (&["compare", "-P", "n", "5", "1", "sleep {n}"], "above HI"),
+        (
+            &["compare", "-P", "n", "1", "x", "sleep {n}"],
+            "not an integer",
+        ),
+        (
+            &["compare", "-P", "n", "1", "2", "sleep {m}"],
+            "unknown {m}",
+        ),
+        (&["compare", "-L", "n", "1,2", "true"], "not used"),
+        (
+            &["compare", "--reference", "3", "true", "false"],
+            "--reference 3",
+        ),
+        (
+            &["compare", "--name", "a", "true", "false"],
+            "one name per command",
+        ),
+        (&["compare", "--alpha", "2", "true"], "significance level"),
+        (
+            &["compare", "--cold", "/nonexistent/x", "--", "true"],
+            "--cold",
+        ),
+    ];
+    for (args, needle) in cases {
+        let out = tally().args(*args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+}
+
+#[test]
+fn parameter_scan_runs_every_value_in_the_command() {
+    let (code, r) = compare_json(&[
+        "-N",
+        "-n",
+        "2",
+        "-P",
+        "n",
+        "1",
+        "5",
+        "-D",
+        "2",
+        "/bin/echo {n}",
+    ]);
+    assert_eq!(code, 0);
+    let commands: Vec<&str> = r["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["command"].as_str().unwrap())
+        .collect();
+    assert_eq!(commands, ["/bin/echo 1", "/bin/echo 3", "/bin/echo 5"]);
+    assert_eq!(
+        r["commands"][2]["parameters"][0],
+        serde_json::json!(["n", "5"])
+    );
+}
+
+#[test]
+fn html_page_has_plots_for_every_figure_and_the_ratio_table() {
+    let tmp = scratch("html");
+    let page = tmp.path().join("c.html");
+    let out = tally()
+        .args(["compare", "-N", "-n", "4", "--html"])
+        .arg(&page)
+        .args(["/bin/true", "/bin/echo <b>"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    assert!(html.contains("class=\"ratios\""));
+    assert!(html.contains("&lt;b&gt;") && !html.contains("echo <b>"));
+    // Wall, cpu and peak memory always have a box per command.
+    assert!(html.matches("class=\"box\"").count() >= 6);
+    assert!(html.contains("wall time in run order"));
+
+    let run = tally()
+        .args([
+            "run",
+            "-n",
+            "5",
+            "--format",
+            "html",
+            "-o",
+            "-",
+            "--",
+            "/bin/true",
+        ])
+        .output()
+        .unwrap();
+    let html = String::from_utf8_lossy(&run.stdout);
+    assert_eq!(run.status.code(), Some(0));
+    assert_eq!(
+        html.matches("class=\"bin\"").count(),
+        5,
+        "a histogram of wall time"
+    );
+    assert!(html.contains("wall time in run order"));
+
+    let out = tally().args(["mem", "--format", "html"]).output().unwrap();
+    assert_ne!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no html form"));
+}
+
+/// `--cold PATH` takes one path, so the commands can follow it directly,
+/// as in `tally compare --cold model.bin 'load --read' 'load --mmap'`
+/// (a list-taking --cold swallowed the commands as paths).
+#[test]
+fn cold_takes_one_path_and_the_commands_follow_it() {
+    let tmp = scratch("cold");
+    let file = tmp.path().join("data.bin");
+    std::fs::write(&file, vec![1u8; 64 * 1024]).unwrap();
+    let file = file.to_string_lossy().into_owned();
+    let (code, r) = compare_json(&["-n", "2", "--cold", &file, &format!("cat {file}"), "true"]);
+    assert_eq!(code, 0);
+    let commands = r["commands"].as_array().unwrap();
+    assert_eq!(commands.len(), 2);
+    assert_eq!(commands[1]["command"], "true");
+    // The last run of each command says what was evicted before it.
+    let cold = &commands[0]["runs"][1]["cold"];
+    assert_eq!(cold["files"].as_array().unwrap().len(), 1, "{cold}");
+    assert!(
+        commands[0]["runs"][0]["cold"].is_null(),
+        "only the last run keeps it"
+    );
+}
