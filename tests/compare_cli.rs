@@ -187,8 +187,10 @@ fn a_failing_command_stops_the_comparison_without_ignore_failure() {
         .lines()
         .filter(|l| l.starts_with("tally:   #2 "))
         .count();
+    // The headline figures (wall, cpu, peak memory) always have a row;
+    // others only when they changed, which varies from run to run.
     assert!(
-        flagged >= 5 && flagged + 1 == rows,
+        flagged >= 3 && flagged + 1 == rows,
         "every row of #2 is flagged:\n{text}"
     );
     assert!(
