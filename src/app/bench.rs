@@ -5,7 +5,7 @@ use std::io::{self, IsTerminal};
 use tally::cli;
 use tally::report::{self, Style};
 
-use super::{Exports, create_report_file, quiet_pipe};
+use super::{Exports, quiet_pipe};
 
 pub(super) fn bench_command(args: cli::bench::BenchArgs) -> u8 {
     use tally::bench;
@@ -54,17 +54,13 @@ pub(super) fn bench_command(args: cli::bench::BenchArgs) -> u8 {
         },
         None => None,
     };
-    let mut html = match &args.html {
-        Some(path) => match create_report_file(path) {
-            Ok(f) => Some(f),
-            Err(e) => {
-                tally::diag!("tally: {e:#}");
-                return 1;
-            }
-        },
-        None => None,
-    };
-    let exports = match Exports::open(&args.export, "bench", true) {
+    // `--html FILE` is `--export html=FILE`.
+    let mut export = args.export.clone();
+    export.extend(args.html.iter().map(|path| cli::Export {
+        format: report::Format::HTML,
+        path: path.clone(),
+    }));
+    let exports = match Exports::open_with(&export, "bench", &|_| true) {
         Ok(e) => e,
         Err((msg, code)) => {
             tally::diag!("tally: {msg}");
@@ -133,15 +129,6 @@ pub(super) fn bench_command(args: cli::bench::BenchArgs) -> u8 {
     };
     if let Some((path, old)) = &old {
         report.baseline = Some(bench::baseline::compare(path, old, &report));
-    }
-    if let (Some(f), Some(path)) = (html.as_mut(), &args.html) {
-        if let Err(e) = bench::html::write(&report, f) {
-            tally::diag!(
-                "tally: cannot write the HTML page {}: {e}",
-                report::path::display(path)
-            );
-            return 1;
-        }
     }
     let code = quiet_pipe(|out| {
         report::render(&report, args.format, Style::stdout(), out).map_err(Into::into)

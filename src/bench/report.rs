@@ -449,6 +449,10 @@ fn write_sweep(
 }
 
 impl Render for BenchReport {
+    fn html(&self, out: &mut dyn Write) -> Option<io::Result<()>> {
+        Some(super::html::write(self, out))
+    }
+
     fn human(&self, out: &mut dyn Write, style: Style) -> io::Result<()> {
         machine_lines(self, out)?;
         if let Some(b) = &self.baseline {

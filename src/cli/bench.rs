@@ -34,7 +34,8 @@ pub struct BenchArgs {
           action = clap::ArgAction::Append, help = super::EXPORT_HELP)]
     pub export: Vec<super::Export>,
 
-    /// Also write a self-contained HTML page with SVG plots to FILE.
+    /// Also write a self-contained HTML page with SVG plots to FILE (the
+    /// same as `--export html=FILE`).
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
 
