@@ -9,6 +9,7 @@
 
 pub mod exec;
 mod html;
+mod human;
 pub mod report;
 mod tree;
 

@@ -1,0 +1,328 @@
+//! `tally run`'s human layout: one run as sentences, repeated runs as a
+//! table of every figure ([`FIGURES`]), then the tree, counters, exit and
+//! warnings.
+
+use std::io::{self, Write};
+
+use super::report::{ColdReport, Counters, FIGURES, RunRecord, RunReport, TreeUsage};
+use crate::report::Style;
+use crate::units::{count, human_bytes, percent, thousands};
+
+/// `r` for people.
+pub fn write(r: &RunReport, out: &mut dyn Write, style: Style) -> io::Result<()> {
+    if r.runs.len() == 1 {
+        let r = &r.runs[0];
+        if let Some(c) = &r.cold {
+            human_cold(c, out)?;
+        }
+        human_single(r, out)?;
+        if let Some(t) = &r.tree {
+            human_tree(t, out)?;
+        }
+        if let Some(c) = &r.counters {
+            human_counters(c, out)?;
+        }
+        human_exit(r, out)?;
+    } else if let Some(last) = r.runs.last() {
+        let warm = if r.warmup_runs > 0 {
+            format!(" after {} warm-up", r.warmup_runs)
+        } else {
+            String::new()
+        };
+        writeln!(out, "tally: {} runs{warm}", r.runs.len())?;
+        use crate::report::text::{Column, TextTable};
+        // On a narrow terminal min goes first, then max.
+        let mut table = TextTable::new(vec![
+            Column::text(""),
+            Column::number("min").droppable(1),
+            Column::number("median"),
+            Column::number("mean ± stddev"),
+            Column::number("max").droppable(2),
+        ])
+        .prefix("tally: ");
+        for fig in FIGURES {
+            let Some(s) = r.summary_of(fig.key) else {
+                continue;
+            };
+            if s.max == 0.0 && !fig.headline {
+                continue;
+            }
+            let mean = match s.stddev {
+                Some(sd) => format!("{} ± {}", fig.human(s.mean), fig.human(sd)),
+                None => fig.human(s.mean),
+            };
+            table.row(vec![
+                fig.label.to_string(),
+                fig.human(s.min),
+                fig.human(s.median),
+                mean,
+                fig.human(s.max),
+            ]);
+        }
+        table.write(out, style)?;
+        if let Some(c) = &last.cold {
+            writeln!(out, "tally: cold: before each run; the last:")?;
+            human_cold(c, out)?;
+        }
+        match (&last.io_source, &last.io_unavailable) {
+            (Some(source), _) => writeln!(
+                out,
+                "tally: storage and read()/write() figures: {}",
+                source.describe()
+            )?,
+            (None, Some(reason)) => writeln!(out, "tally: storage I/O unavailable: {reason}")?,
+            (None, None) => {}
+        }
+        if let Some(t) = &last.tree {
+            writeln!(out, "tally: the last run:")?;
+            human_tree(t, out)?;
+        }
+        if let Some(c) = &last.counters {
+            human_counters(c, out)?;
+        }
+        human_exit(last, out)?;
+    }
+    if let Some(sig) = &r.interrupted_by {
+        writeln!(
+            out,
+            "tally: interrupted by {sig} after {} of {} runs",
+            r.runs.len(),
+            r.runs_requested
+        )?;
+    }
+    for w in &r.warnings {
+        writeln!(out, "tally: warning: {w}")?;
+    }
+    Ok(())
+}
+
+fn share(part: u64, whole: u64) -> String {
+    percent(part, whole)
+        .map(|p| format!("{p}%"))
+        .unwrap_or_else(|| "0%".into())
+}
+
+fn human_single(r: &RunRecord, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(
+        out,
+        "tally: took {}µs wall time",
+        thousands(r.wall_ns / 1000)
+    )?;
+    writeln!(
+        out,
+        "tally: peak memory {}kB (ru_maxrss)",
+        thousands(r.max_rss_bytes / 1024)
+    )?;
+    writeln!(
+        out,
+        "tally: needed {}µs cpu ({} kernel)",
+        thousands(r.cpu_us()),
+        share(r.system_us, r.cpu_us())
+    )?;
+    let faults = r.minor_faults.saturating_add(r.major_faults);
+    writeln!(
+        out,
+        "tally: caused {} page faults ({} minor, {} major)",
+        thousands(faults),
+        share(r.minor_faults, faults),
+        thousands(r.major_faults)
+    )?;
+    let switches = r.voluntary_switches.saturating_add(r.involuntary_switches);
+    if switches > 0 {
+        writeln!(
+            out,
+            "tally: {} context switches ({} voluntary)",
+            thousands(switches),
+            share(r.voluntary_switches, switches)
+        )?;
+    }
+    if r.block_input_ops > 0 || r.block_output_ops > 0 {
+        writeln!(
+            out,
+            "tally: performed {} block reads and {} block writes",
+            thousands(r.block_input_ops),
+            thousands(r.block_output_ops)
+        )?;
+    }
+    match (&r.io, &r.io_unavailable) {
+        (Some(io), _) => {
+            let source = r
+                .io_source
+                .map(|s| format!(" ({})", s.describe()))
+                .unwrap_or_default();
+            writeln!(
+                out,
+                "tally: storage read {} bytes, wrote {} bytes{source}",
+                thousands(io.storage_read_bytes),
+                thousands(io.storage_write_bytes)
+            )?;
+            writeln!(
+                out,
+                "tally: read()/write() calls passed {} and {} bytes ({} and {} calls)",
+                thousands(io.read_call_bytes),
+                thousands(io.write_call_bytes),
+                thousands(io.read_calls),
+                thousands(io.write_calls)
+            )?;
+        }
+        (None, Some(reason)) => writeln!(out, "tally: storage I/O unavailable: {reason}")?,
+        (None, None) => {}
+    }
+    Ok(())
+}
+
+fn human_counters(c: &Counters, out: &mut dyn Write) -> io::Result<()> {
+    match c {
+        Counters::Unavailable { reason } => writeln!(out, "tally: counters unavailable: {reason}"),
+        Counters::Measured {
+            readings,
+            user_only,
+        } => {
+            let scope = if *user_only { " (user space only)" } else { "" };
+            for r in readings {
+                let running = if r.time_enabled_ns > 0 && r.time_running_ns < r.time_enabled_ns {
+                    format!(
+                        " (counted {}% of the time, scaled: multiplexed)",
+                        percent(r.time_running_ns, r.time_enabled_ns).unwrap_or(0)
+                    )
+                } else {
+                    String::new()
+                };
+                writeln!(
+                    out,
+                    "tally: {} {}{scope}{running}",
+                    thousands(r.value),
+                    r.event
+                )?;
+            }
+            let get = |name: &str| readings.iter().find(|r| r.event == name).map(|r| r.value);
+            if let (Some(cycles), Some(instructions)) = (get("cycles"), get("instructions")) {
+                if cycles > 0 {
+                    writeln!(
+                        out,
+                        "tally: {:.2} instructions per cycle",
+                        instructions as f64 / cycles as f64
+                    )?;
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+fn human_tree(t: &TreeUsage, out: &mut dyn Write) -> io::Result<()> {
+    let via = match &t.cgroup {
+        Some(cg) => format!("{} {cg}", t.method),
+        None => t.method.clone(),
+    };
+    let cpu = match (t.user_us, t.system_us) {
+        (Some(u), Some(s)) => format!(
+            "{}µs cpu ({} kernel)",
+            thousands(u.saturating_add(s)),
+            share(s, u.saturating_add(s))
+        ),
+        _ => "cpu unavailable".into(),
+    };
+    let mem = t
+        .peak_memory_bytes
+        .map(|b| {
+            format!(
+                "peak memory {}kB ({})",
+                thousands(b / 1024),
+                t.memory_method
+            )
+        })
+        .unwrap_or_else(|| format!("peak memory unavailable ({})", t.memory_method));
+    writeln!(out, "tally: whole tree via {via}: {cpu}, {mem}")?;
+
+    if let (Some(r), Some(w)) = (t.storage_read_bytes, t.storage_write_bytes) {
+        writeln!(
+            out,
+            "tally: whole tree storage read {} bytes, wrote {} bytes",
+            thousands(r),
+            thousands(w)
+        )?;
+    }
+    match (t.processes_seen, t.samples) {
+        (Some(n), Some(samples)) => writeln!(
+            out,
+            "tally: whole tree: {} seen in {}",
+            count(n, "process", "processes"),
+            count(samples, "sample", "samples")
+        )?,
+        (Some(n), None) => writeln!(
+            out,
+            "tally: whole tree: {} seen",
+            count(n, "process", "processes")
+        )?,
+        (None, Some(_)) => writeln!(out, "tally: whole tree: processes not sampled")?,
+        (None, None) => {}
+    }
+    for note in &t.notes {
+        writeln!(out, "tally: whole tree: {note}")?;
+    }
+    Ok(())
+}
+
+fn human_cold(c: &ColdReport, out: &mut dyn Write) -> io::Result<()> {
+    if c.dropped_all_caches {
+        writeln!(
+            out,
+            "tally: cold: dropped every clean page cache (drop_caches)"
+        )?;
+    }
+    if c.files.is_empty() {
+        return Ok(());
+    }
+    let left = c.cached_before_bytes.saturating_sub(c.cached_after_bytes);
+    writeln!(
+        out,
+        "tally: cold: {} of {} cached bytes left the cache ({} file{}, {}); {} bytes stayed",
+        thousands(left),
+        thousands(c.cached_before_bytes),
+        thousands(c.files.len() as u64),
+        if c.files.len() == 1 { "" } else { "s" },
+        human_bytes(c.size_bytes),
+        thousands(c.cached_after_bytes)
+    )?;
+    for f in &c.files {
+        if let Some(reason) = &f.stayed_reason {
+            let pages = f.after.cached_pages().unwrap_or(0);
+            writeln!(
+                out,
+                "tally: cold: {}: {} pages stayed: {reason}",
+                crate::report::path::display(&f.path),
+                thousands(pages)
+            )?;
+        }
+        if let crate::pagecache::Residency::Unknown { reason } = &f.after {
+            writeln!(
+                out,
+                "tally: cold: {}: residency unknown: {reason}",
+                crate::report::path::display(&f.path)
+            )?;
+        }
+    }
+    Ok(())
+}
+
+fn human_exit(r: &RunRecord, out: &mut dyn Write) -> io::Result<()> {
+    if let Some(sig) = &r.forwarded_signal {
+        writeln!(out, "tally: forwarded {sig} to the command")?;
+    }
+    if r.escalated_to_sigkill {
+        writeln!(
+            out,
+            "tally: the command still ran at a second SIGINT/SIGTERM: tally sent it SIGKILL"
+        )?;
+    }
+    if let Some(sig) = &r.exit.signal {
+        let core = if r.exit.core_dumped {
+            " (core dumped)"
+        } else {
+            ""
+        };
+        writeln!(out, "tally: killed by {sig}{core}")?;
+    }
+    Ok(())
+}
