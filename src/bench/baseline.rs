@@ -6,7 +6,35 @@
 use std::path::{Path, PathBuf};
 
 use super::model::BenchReport;
-pub use super::model::{Baseline, Comparison};
+pub use super::model::{Baseline, Comparison, Verdict};
+
+/// The significance level of the verdicts.
+pub const ALPHA: f64 = 0.05;
+
+/// The verdict on `new` samples against `old` ones: a two-sided
+/// Mann–Whitney U test (the samples are medians of batches, not normal),
+/// and the direction of the ratio of medians.
+pub fn verdict(
+    new: &[f64],
+    old: &[f64],
+    ratio: f64,
+    higher_is_better: bool,
+) -> (Option<f64>, Verdict) {
+    if new.len() < 2 || old.len() < 2 {
+        return (None, Verdict::Unknown);
+    }
+    let Some(mw) = crate::stats::mann_whitney(new, old) else {
+        return (None, Verdict::Unknown);
+    };
+    let verdict = if mw.p >= ALPHA || ratio == 1.0 {
+        Verdict::Same
+    } else if (ratio > 1.0) == higher_is_better {
+        Verdict::Better
+    } else {
+        Verdict::Worse
+    };
+    (Some(mw.p), verdict)
+}
 
 /// Why a baseline could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -80,15 +108,22 @@ pub fn compare(path: &Path, old: &BenchReport, new: &BenchReport) -> Baseline {
             .iter()
             .flat_map(|b| &b.figures)
             .find(|o| o.id == f.id && o.value.unit_key() == f.value.unit_key());
-        match old_fig.and_then(|o| o.median()) {
-            Some(old_median) if old_median != 0.0 => comparisons.push(Comparison {
-                id: f.id.clone(),
-                unit: f.value.unit_key().to_string(),
-                old_median,
-                new_median,
-                ratio: new_median / old_median,
-                higher_is_better: f.value.higher_is_better(),
-            }),
+        match old_fig.and_then(|o| Some((o, o.median()?))) {
+            Some((o, old_median)) if old_median != 0.0 => {
+                let ratio = new_median / old_median;
+                let higher_is_better = f.value.higher_is_better();
+                let (p_value, verdict) = verdict(&f.samples, &o.samples, ratio, higher_is_better);
+                comparisons.push(Comparison {
+                    id: f.id.clone(),
+                    unit: f.value.unit_key().to_string(),
+                    old_median,
+                    new_median,
+                    ratio,
+                    higher_is_better,
+                    p_value,
+                    verdict,
+                })
+            }
             _ => missing += 1,
         }
     }
@@ -106,6 +141,26 @@ pub fn compare(path: &Path, old: &BenchReport, new: &BenchReport) -> Baseline {
 mod tests {
     use super::*;
     use std::os::unix::ffi::OsStrExt;
+
+    #[test]
+    fn a_shifted_latency_is_worse_and_a_reshuffle_is_the_same() {
+        let old: Vec<f64> = (0..12).map(|i| 100.0 + f64::from(i)).collect();
+        let slower: Vec<f64> = old.iter().map(|x| x * 1.2).collect();
+        let (p, v) = verdict(&slower, &old, 1.2, false);
+        assert!(p.is_some_and(|p| p < ALPHA), "{p:?}");
+        assert_eq!(v, Verdict::Worse);
+        // Higher is better (bandwidth): the same shift is better.
+        assert_eq!(verdict(&slower, &old, 1.2, true).1, Verdict::Better);
+        let mut again = old.clone();
+        again.reverse();
+        let (p, v) = verdict(&again, &old, 1.0, false);
+        assert!(p.is_some_and(|p| p > 0.9), "{p:?}");
+        assert_eq!(v, Verdict::Same);
+        // Overlapping samples with a different median are not a change.
+        let close: Vec<f64> = old.iter().map(|x| x + 1.0).collect();
+        assert_eq!(verdict(&close, &old, 1.01, false).1, Verdict::Same);
+        assert_eq!(verdict(&[1.0], &old, 1.0, false), (None, Verdict::Unknown));
+    }
 
     #[test]
     fn non_utf8_paths_round_trip_losslessly() {

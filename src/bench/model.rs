@@ -140,6 +140,50 @@ pub struct Comparison {
     /// new / old.
     pub ratio: f64,
     pub higher_is_better: bool,
+    /// The two-sided Mann–Whitney U p-value of this run's samples against
+    /// the baseline's; `None` when either kept fewer than two samples.
+    #[serde(default)]
+    pub p_value: Option<f64>,
+    /// What the samples say: `better`, `worse` (both at p < 0.05), `same`
+    /// (no significant difference) or `unknown` (too few samples).
+    #[serde(default = "Verdict::unknown")]
+    pub verdict: Verdict,
+}
+
+/// Whether a figure changed against the baseline, by a rank test on the
+/// samples of both runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    Better,
+    Worse,
+    Same,
+    Unknown,
+}
+
+impl Verdict {
+    fn unknown() -> Verdict {
+        Verdict::Unknown
+    }
+
+    /// The mark in the human table's `vs base` column.
+    pub fn mark(self) -> &'static str {
+        match self {
+            Verdict::Better => "✓",
+            Verdict::Worse => "✗",
+            Verdict::Same => "=",
+            Verdict::Unknown => "?",
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Verdict::Better => "better",
+            Verdict::Worse => "worse",
+            Verdict::Same => "same",
+            Verdict::Unknown => "unknown",
+        }
+    }
 }
 
 /// The comparison with an earlier run.
@@ -162,10 +206,12 @@ pub struct Baseline {
 impl Baseline {
     /// new / old for figure `id`.
     pub fn ratio_of(&self, id: &str) -> Option<f64> {
-        self.comparisons
-            .iter()
-            .find(|c| c.id == id)
-            .map(|c| c.ratio)
+        self.comparison_of(id).map(|c| c.ratio)
+    }
+
+    /// The comparison of figure `id`.
+    pub fn comparison_of(&self, id: &str) -> Option<&Comparison> {
+        self.comparisons.iter().find(|c| c.id == id)
     }
 
     pub fn describe(&self) -> String {

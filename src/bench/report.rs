@@ -241,8 +241,10 @@ fn write_singles(
             row.push(
                 r.baseline
                     .as_ref()
-                    .and_then(|b| b.ratio_of(&f.id))
-                    .map_or(String::new(), |ratio| format!("{ratio:.2}×")),
+                    .and_then(|b| b.comparison_of(&f.id))
+                    .map_or(String::new(), |c| {
+                        format!("{:.2}× {}", c.ratio, c.verdict.mark())
+                    }),
             );
         }
         let short = short_note(f);
@@ -457,6 +459,16 @@ impl Render for BenchReport {
         machine_lines(self, out)?;
         if let Some(b) = &self.baseline {
             wrapped(out, &format!("baseline: {}", b.describe()), "  ", "    ")?;
+            wrapped(
+                out,
+                &format!(
+                    "vs base: ✓ better, ✗ worse (Mann–Whitney U on both runs' samples, p < {}), \
+                     = no significant difference, ? too few samples",
+                    super::baseline::ALPHA
+                ),
+                "  ",
+                "    ",
+            )?;
         }
         let mut section = None;
         for b in &self.benchmarks {
@@ -513,6 +525,8 @@ impl Render for BenchReport {
             "outliers",
             "samples",
             "baseline_ratio",
+            "baseline_p",
+            "baseline_verdict",
             "definition",
             "unavailable",
             "implausible",
@@ -540,6 +554,14 @@ impl Render for BenchReport {
                     f.outliers.to_string(),
                     s.map_or("0".into(), |s| s.count.to_string()),
                     num(self.baseline.as_ref().and_then(|bl| bl.ratio_of(&f.id))),
+                    num(self
+                        .baseline
+                        .as_ref()
+                        .and_then(|bl| bl.comparison_of(&f.id)?.p_value)),
+                    self.baseline
+                        .as_ref()
+                        .and_then(|bl| bl.comparison_of(&f.id))
+                        .map_or(String::new(), |c| c.verdict.name().to_string()),
                     f.definition.clone(),
                     match &f.value {
                         Value::Unavailable(w) => w.clone(),
