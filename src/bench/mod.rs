@@ -72,11 +72,16 @@ registry! {
     syscall,
     spawn,
     ctxswitch,
+    signal,
+    ipc,
     memlat,
     membw,
     pagefault,
+    mmap,
     filecache,
     fileread,
+    fsops,
+    filebw,
     events,
 }
 
