@@ -591,6 +591,9 @@ fn bandwidth(
 /// the client reads the end of stream, then closes.
 fn tcp_connects(h: &Harness, place: Placement) -> io::Result<Samples> {
     let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?;
+    // accept() waits no longer than a read: a peer whose parent died
+    // (even of SIGKILL) gives up instead of waiting for ever.
+    sys::ipc::set_recv_timeout(listener.as_fd(), PEER_TIMEOUT)?;
     let addr: SocketAddr = listener.local_addr()?;
     let _peer = Peer::start(place, &[], &mut || {
         loop {
