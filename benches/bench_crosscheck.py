@@ -3,7 +3,10 @@
 
 Peers: sysbench memory and mbw (bandwidth), perf bench sched pipe or
 stress-ng (context switches), hyperfine -N (spawn), fio --direct=1 (4 KiB
-reads). Each round runs tally once (membw, ctxswitch, spawn, fileread) and
+reads). For ipc, signal and filebw: iperf3 (TCP loopback bandwidth), qperf
+(TCP and UDP loopback latency), perf bench sched pipe (pipe round trip),
+stress-ng --signal and --sigsegv (signal delivery and SIGSEGV, CPU time per
+bogo op), dd bs=64K (cached re-read). Each round runs tally once (membw, ctxswitch, spawn, fileread) and
 then every peer, so both see the same machine; the table prints the median
 over rounds of each side and the ratio tally / peer.
 
@@ -20,9 +23,13 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 PEERS = {"sysbench": "sysbench", "mbw": "mbw", "hyperfine": "hyperfine",
          "fio": "fio", "stress-ng": "stress-ng"}
+# Peers of ipc, signal and filebw (tool: Debian package).
+MAP_PEERS = {"iperf3": "iperf3", "qperf": "qperf", "taskset": "util-linux",
+             "dd": "coreutils"}
 
 
 def sh(cmd, **kw):
@@ -30,12 +37,13 @@ def sh(cmd, **kw):
 
 
 def ensure_peers():
-    missing = [pkg for tool, pkg in PEERS.items() if not shutil.which(tool)]
+    missing = [pkg for tool, pkg in {**PEERS, **MAP_PEERS}.items() if not shutil.which(tool)]
     perf = find_perf()
     if perf is None:
         missing.append("linux-perf")
     if missing:
-        print(f"installing {' '.join(missing)}", file=sys.stderr)
+        print(f"installing {' '.join(missing)} "
+              f"(by hand: apt-get install {' '.join(missing)})", file=sys.stderr)
         subprocess.run(["apt-get", "update", "-qq"], check=False)
         subprocess.run(["apt-get", "install", "-y", "-qq", *missing], check=False,
                        stdout=subprocess.DEVNULL)
@@ -117,6 +125,120 @@ def fio_ns(scratch, rw, size):
     clat = j["jobs"][0]["read"]["clat_ns"]
     return clat["percentile"].get("50.000000", clat["mean"])
 
+def tally_map_round(tally, scratch):
+    """ipc, signal and filebw in one tally run: medians of plausible
+    figures, and the filebw file size (from the machine's caches)."""
+    out = sh([tally, "bench", "ipc", "signal", "filebw", "--quick", "--format", "json",
+              "--dir", scratch])
+    r = json.loads(out)
+    figs = {}
+    for b in r["benchmarks"]:
+        for f in b["figures"]:
+            for unit in ("ns", "gb_per_s"):
+                if unit in f and not f.get("implausible"):
+                    figs[f["id"]] = f[unit]["median"]
+    return figs, r["machine"]
+
+
+def iperf3_gbps():
+    """TCP over loopback, 64 KiB writes, sender on CPU 0 and receiver on
+    CPU 1 (tally's ipc.bw.tcp.65536 is across CPUs too)."""
+    port = "5299"
+    server = subprocess.Popen(["iperf3", "-s", "-1", "-p", port, "-A", "1"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(50):
+            r = subprocess.run(["iperf3", "-c", "127.0.0.1", "-p", port, "-t", "3", "-l", "64K",
+                                "-A", "0", "-J"], capture_output=True, text=True)
+            if r.returncode == 0:
+                j = json.loads(r.stdout)
+                return j["end"]["sum_received"]["bits_per_second"] / 8 / 1e9
+            time.sleep(0.1)
+        return None
+    finally:
+        server.kill()
+        server.wait()
+
+
+def qperf_rtt_ns(test, pinned):
+    """qperf's tcp_lat/udp_lat with 1-byte messages: its latency is one way
+    (half a round trip), so it is doubled. Pinned: server and client on
+    CPU 1; across: server on 0, client on 1."""
+    port = "19766"
+    server = subprocess.Popen(["taskset", "-c", "1" if pinned else "0", "qperf", "-lp", port],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(0.3)
+        out = subprocess.run(["taskset", "-c", "1", "qperf", "-lp", port, "-t", "3", "-m", "1",
+                              "127.0.0.1", test], capture_output=True, text=True).stdout
+        m = re.search(r"latency\s*=\s*([\d.]+) (ns|us|ms)", out)
+        if not m:
+            return None
+        scale = {"ns": 1, "us": 1e3, "ms": 1e6}[m.group(2)]
+        return 2 * float(m.group(1)) * scale
+    finally:
+        server.kill()
+        server.wait()
+
+
+def stress_ng_cpu_ns(stressor):
+    """stress-ng --signal (signal() + kill(getpid()) + handler per bogo op)
+    or --sigsegv (a write to a read-only page, SIGSEGV, siglongjmp out),
+    one worker on CPU 1: CPU time per bogo op, from its usr+sys rate."""
+    out = subprocess.run(["taskset", "-c", "1", "stress-ng", f"--{stressor}", "1",
+                          f"--{stressor}-ops", "200000", "--metrics-brief"],
+                         capture_output=True, text=True).stderr
+    m = re.search(rf"{stressor}\s+\d+\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+([\d.]+)", out)
+    return 1e9 / float(m.group(1)) if m else None
+
+
+def filebw_bytes(machine):
+    """filebw's quick file size: 2x the largest cache, 64 to 256 MiB."""
+    llc = max((c.get("size_bytes", 0) for c in machine.get("caches", [])), default=32 << 20)
+    want = min(max(2 * llc, 64 << 20), 256 << 20)
+    return -(-want // (1 << 20)) * (1 << 20)
+
+
+def dd_gbps(scratch, size):
+    """dd re-reading a cached file with 64 KiB reads to /dev/null."""
+    path = os.path.join(scratch, "dd.dat")
+    if not os.path.exists(path) or os.path.getsize(path) != size:
+        with open(path, "wb") as f:
+            f.write(os.urandom(size))
+    # The first read brings it into the page cache; the second is timed.
+    subprocess.run(["dd", f"if={path}", "of=/dev/null", "bs=64K"], capture_output=True)
+    err = subprocess.run(["dd", f"if={path}", "of=/dev/null", "bs=64K"],
+                         capture_output=True, text=True).stderr
+    m = re.search(r"(\d+) bytes .* copied, ([\d.]+) s", err)
+    return int(m.group(1)) / float(m.group(2)) / 1e9 if m else None
+
+
+def map_rows(add, tally, perf, scratch):
+    """The rows of ipc, signal and filebw: one tally run, then each peer."""
+    t, machine = tally_map_round(tally, scratch)
+    add("TCP loopback GB/s, 64 KiB, across", "ipc.bw.tcp.65536",
+        "iperf3 -l 64K, -A 0 / -A 1 (receiver's figure)", t.get("ipc.bw.tcp.65536"), iperf3_gbps())
+    for proto in ("tcp", "udp"):
+        for place, pinned in (("pinned", True), ("across", False)):
+            add(f"{proto.upper()} 1-byte round trip, {place} (ns)", f"ipc.rtt.{proto}.{place}",
+                f"qperf -m 1 {proto}_lat x 2 ({'both on CPU 1' if pinned else 'CPUs 0 and 1'})",
+                t.get(f"ipc.rtt.{proto}.{place}"), qperf_rtt_ns(f"{proto}_lat", pinned))
+    if perf:
+        add("pipe round trip, pinned (ns)", "ipc.rtt.pipe.pinned",
+            "taskset -c 1 perf bench sched pipe", t.get("ipc.rtt.pipe.pinned"),
+            perf_pipe_us(perf, True))
+    deliver, install = t.get("signal.deliver"), t.get("signal.install")
+    add("signal install + delivery (ns)", "signal.install + signal.deliver",
+        "stress-ng --signal 1 (CPU time per bogo op)",
+        deliver + install if deliver and install else None, stress_ng_cpu_ns("signal"))
+    add("SIGSEGV caught (ns)", "signal.prot_fault",
+        "stress-ng --sigsegv 1 (CPU time per bogo op)", t.get("signal.prot_fault"),
+        stress_ng_cpu_ns("sigsegv"))
+    add("cached re-read GB/s, 64 KiB reads", "filebw.read",
+        "dd bs=64K of=/dev/null (second read)", t.get("filebw.read"),
+        dd_gbps(scratch, filebw_bytes(machine)))
+    return machine
+
 
 def main():
     ap = argparse.ArgumentParser()
@@ -173,6 +295,7 @@ def main():
             add("4 KiB sequential read, 256 MiB (ns)", f"fileread.seq.{size}",
                 "fio read 4k direct=1 psync (median clat)",
                 t.get(f"fileread.seq.{size}"), fio_ns(scratch, "read", size))
+            map_rows(add, a.tally, perf, scratch)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
