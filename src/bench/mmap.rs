@@ -196,14 +196,11 @@ fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
             let s = h
                 .measure_each::<std::io::Error>(&mut |t| map_once(t, backing, len, touch))
                 .map_err(step_err(format!("mmap {} ({label})", human_bytes(size))))?;
-            let mut f = Figure::latency(format!("mmap.map.{key}.{size}"), label, def, s).at(size, "bytes");
-            if touch {
-                if let Some(m) = f.median() {
-                    let pages = (size as f64 / PAGE as f64).max(1.0);
-                    f = f.note(format!("{:.1} ns per page", m / pages));
-                }
-            }
-            out.push(f);
+            // Per page is the figure over size / 4 KiB: the sweep's rows
+            // carry no note each.
+            out.push(
+                Figure::latency(format!("mmap.map.{key}.{size}"), label, def, s).at(size, "bytes"),
+            );
         }
     }
 
