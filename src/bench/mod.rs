@@ -73,13 +73,18 @@ registry! {
     ops,
     spawn,
     ctxswitch,
+    signal,
+    ipc,
     memlat,
     membw,
     stream,
     memsys,
     pagefault,
+    mmap,
     filecache,
     fileread,
+    fsops,
+    filebw,
     events,
 }
 
