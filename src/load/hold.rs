@@ -1,15 +1,18 @@
 //! The child side of `tally load --procs`: one of N processes that load
 //! the same file together and hold it while tally measures them.
 //!
-//! The protocol runs over the child's standard input and output:
-//! 1. the child writes `ready` on a line, then blocks reading one byte of
-//!    stdin. stdin is one pipe shared by all N children: tally writes N
-//!    bytes into it once every child is ready (the barrier), and each
-//!    child takes one;
+//! The protocol:
+//! 1. the child blocks SIGINT, SIGTERM, SIGHUP and SIGQUIT (so the
+//!    release below cannot kill it halfway), writes `ready` on a line of
+//!    stdout, then blocks reading one byte of stdin. stdin is one pipe
+//!    shared by all N children: tally writes N bytes into it once every
+//!    child is ready (the barrier), and each child takes exactly one —
+//!    never more, or a fast child would take a slow one's start;
 //! 2. the child loads the file as `--child METHOD` does, writes its
 //!    [`HoldResult`] as one JSON line ("loaded"), and keeps the data;
-//! 3. it reads stdin until end of file: tally closes the pipe to release
-//!    all N at once, and the child exits, dropping the data.
+//! 3. it waits for SIGTERM (or SIGINT, SIGHUP) with `sigwait`: tally
+//!    sends it once it has measured every process, and the child exits 0,
+//!    dropping the data.
 //!
 //! End of file at the barrier means tally went away or gave up: the child
 //! exits without loading. Besides, the child asks for SIGKILL when tally
@@ -55,6 +58,9 @@ pub enum Ended {
 /// Runs the protocol above with this process's stdin and stdout.
 pub fn serve(method: Method, path: &Path, touch: Touch, parent: u32) -> io::Result<Ended> {
     crate::sys::process::die_with_parent(parent)?;
+    // Blocked from here on: a release that comes before the sigwait below
+    // waits for it instead of killing the process.
+    let _ = crate::sys::signals::block_forwarded();
     // Unbuffered: a buffered stdin would take the other children's bytes.
     let mut gate = File::from(io::stdin().as_fd().try_clone_to_owned()?);
     let mut out = io::stdout().lock();
@@ -97,9 +103,8 @@ pub fn serve(method: Method, path: &Path, touch: Touch, parent: u32) -> io::Resu
     writeln!(out, "{line}")?;
     out.flush()?;
     if held.is_some() {
-        // Hold until tally closes the pipe. A byte left by a child that
-        // died before the barrier is read and ignored.
-        while read_some(&mut gate, &mut byte)? != 0 {}
+        // Hold until tally releases this process.
+        crate::sys::mem::wait_for_stop_signal()?;
     }
     drop(held);
     Ok(ended)

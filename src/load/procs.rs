@@ -9,8 +9,9 @@
 //! `/proc/PID/smaps_rollup` (RSS, PSS, anonymous and file PSS) and
 //! `/proc/PID/smaps` (the PSS of its mappings of the file), its
 //! `/proc/PID/io`, the file's pages in the page cache and MemAvailable
-//! again. Then tally closes the barrier pipe, the children exit, and tally
-//! reaps them (`wait4`: how each ended, its faults).
+//! again. Then tally releases them (SIGTERM, which each holding child
+//! waits for with `sigwait` and answers by exiting 0) and reaps them
+//! (`wait4`: how each ended, its faults).
 //!
 //! Children never outlive tally: they get SIGKILL if tally dies
 //! (`PR_SET_PDEATHSIG`), and every way out of [`execute`] (an error,
@@ -393,8 +394,13 @@ fn one(
     if let Some(g) = &group {
         run.group_peak_bytes = g.peak_bytes();
     }
-    // Release: end of file on the barrier pipe, and every child exits.
+    // Release: SIGTERM to each process (one holding the file exits 0 at
+    // its sigwait), end of file on the barrier pipe for any that never
+    // started.
     drop(gate_write);
+    for k in &kids.kids {
+        let _ = sys::process::kill(k.child.id(), libc::SIGTERM);
+    }
     for (i, k) in kids.kids.iter_mut().enumerate() {
         let waited = sys::process::wait4(k.child.id());
         k.reaped = true;
