@@ -18,10 +18,11 @@ use crate::report::Format;
         tally load --procs-sweep --html pss.html model.bin\n\n\
         Each load runs in a child process of its own; cold loads evict the file \
         and verify it left the page cache first (no root needed).\n\
-        Exit status: 0 ok, 1 if the checksums differ or no method worked, 2 bad usage, \
+        Exit status: 0 ok, 1 if the checksums differ or no method worked (with --procs: \
+        no load completed; an OOM kill under --mem-limit is a finding), 2 bad usage, \
         128+N when signal N (SIGINT, SIGTERM, SIGHUP) stopped it.")]
 pub struct LoadArgs {
-    /// Methods to compare, comma-separated (default: all).
+    /// Methods to compare, comma-separated (default: all; with --procs: read,mmap).
     #[arg(long, value_enum, value_delimiter = ',', value_name = "LIST")]
     pub methods: Vec<Method>,
 

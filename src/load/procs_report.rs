@@ -458,10 +458,15 @@ impl Render for ProcsReport {
         let ns: Vec<String> = self.procs.iter().map(|n| n.to_string()).collect();
         writeln!(
             out,
-            "tally load: {} ({}), {touch}, {} processes at once, held while measured",
+            "tally load: {} ({}), {touch}, {} {} at once, held while measured",
             display(&self.file),
             human_bytes(self.size_bytes),
             ns.join("/"),
+            if self.procs == [1] {
+                "process"
+            } else {
+                "processes"
+            },
         )?;
         if let Some(m) = &self.mem_limit {
             match (&m.via, &m.unavailable) {
