@@ -458,7 +458,7 @@ impl Render for ProcsReport {
         let ns: Vec<String> = self.procs.iter().map(|n| n.to_string()).collect();
         writeln!(
             out,
-            "tally load: {} ({}), {touch}, {} {} at once, held while measured",
+            "tally load: {} ({}), {touch}, {} {} at once",
             display(&self.file),
             human_bytes(self.size_bytes),
             ns.join("/"),
