@@ -258,10 +258,15 @@ impl ProcsRun {
         };
         if self.error.is_none() && completed == 0 {
             self.error = ch.iter().find_map(|c| {
-                c.error.clone().or_else(|| {
-                    c.signal
+                c.error.clone().or_else(|| match c.outcome {
+                    Some(Outcome::OomKilled) => Some(
+                        "every process was killed by the OOM killer at the group's memory limit"
+                            .into(),
+                    ),
+                    _ => c
+                        .signal
                         .as_ref()
-                        .map(|s| format!("the process was killed by {s}"))
+                        .map(|s| format!("the process was killed by {s}")),
                 })
             });
         }
@@ -841,6 +846,19 @@ mod tests {
         let text = human(&r);
         assert!(text.contains("oom-killed 1/4"), "{text}");
         assert!(text.contains("cgroup v1 memory.limit_in_bytes"), "{text}");
+        // All four killed: the reason says by whom.
+        let mut all = r.runs[0].clone();
+        for c in &mut all.children {
+            c.signal = Some("SIGKILL".into());
+            c.exit_code = None;
+        }
+        all.finish(1 << 20);
+        assert_eq!((all.completed, all.oom_killed), (0, 4));
+        assert!(
+            all.error
+                .as_deref()
+                .is_some_and(|e| e.contains("OOM killer"))
+        );
         // Re-read from storage beyond half the file: thrashed.
         let mmap = &mut r.runs[1];
         mmap.children[0].storage_read_bytes = Some(1 << 20);
