@@ -15,6 +15,28 @@ pub(super) fn load_command(args: cli::load::LoadArgs) -> u8 {
         );
         return 2;
     }
+    if let (Some(method), true) = (args.child, args.hold) {
+        // One of N processes of --procs: load at the barrier, hold.
+        let Some(parent) = args.parent else {
+            tally::diag!("tally: load --hold needs --parent PID");
+            return 2;
+        };
+        return match load::hold::serve(method, &args.file, args.touch, parent) {
+            Ok(load::hold::Ended::Released) => 0,
+            Ok(load::hold::Ended::NoStart) => 1,
+            Ok(load::hold::Ended::Failed { out_of_memory }) => {
+                if out_of_memory {
+                    load::child::EXIT_NO_MEMORY
+                } else {
+                    1
+                }
+            }
+            Err(e) => {
+                tally::diag!("tally: load --hold: {e}");
+                1
+            }
+        };
+    }
     if let Some(method) = args.child {
         // One load in this process, the result in a file for the parent.
         let (result, code) = match load::child::load(method, &args.file, args.touch) {
@@ -55,6 +77,18 @@ pub(super) fn load_command(args: cli::load::LoadArgs) -> u8 {
     } else {
         vec![Mode::Cold, Mode::Warm]
     };
+    let procs: Vec<u32> = if args.procs_sweep {
+        load::procs::SWEEP.to_vec()
+    } else if let Some(n) = args.procs {
+        vec![n]
+    } else if args.mem_limit.is_some() {
+        vec![1]
+    } else {
+        Vec::new()
+    };
+    if !procs.is_empty() {
+        return procs_command(&args, procs, modes, exe);
+    }
     let methods = if args.methods.is_empty() {
         load::Method::ALL.to_vec()
     } else {
@@ -128,5 +162,89 @@ pub(super) fn load_command(args: cli::load::LoadArgs) -> u8 {
     // A method this filesystem cannot do (O_DIRECT on tmpfs) is shown as
     // unavailable, not a failure; no method working at all is one.
     let none_worked = report.results.iter().all(|r| r.error.is_some());
+    u8::from(!report.ok() || none_worked)
+}
+
+/// `tally load --procs N` / `--procs-sweep` / `--mem-limit`.
+fn procs_command(
+    args: &cli::load::LoadArgs,
+    procs: Vec<u32>,
+    modes: Vec<tally::load::Mode>,
+    exe: std::path::PathBuf,
+) -> u8 {
+    use tally::load::{self, procs::ProcsConfig};
+    let methods = if args.methods.is_empty() {
+        vec![load::Method::Read, load::Method::Mmap]
+    } else {
+        let mut m = args.methods.clone();
+        m.dedup();
+        m
+    };
+    let cfg = ProcsConfig {
+        file: args.file.clone(),
+        methods,
+        modes,
+        procs,
+        touch: args.touch,
+        mem_limit_bytes: args.mem_limit,
+        exe,
+    };
+    let mut html = match &args.html {
+        Some(p) => match create_report_file(p) {
+            Ok(f) => Some(f),
+            Err(e) => {
+                tally::diag!("tally: {e:#}");
+                return 1;
+            }
+        },
+        None => None,
+    };
+    let exports = match Exports::open(&args.export, "load", false) {
+        Ok(e) => e,
+        Err((msg, code)) => {
+            tally::diag!("tally: {msg}");
+            return code;
+        }
+    };
+    let bar = io::stderr().is_terminal().then(|| {
+        let b = indicatif::ProgressBar::new(0);
+        b.set_style(
+            indicatif::ProgressStyle::with_template("tally: load {msg} {bar:30} {pos}/{len}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        b
+    });
+    let mut on_progress = |p: load::procs::ProcsProgress| {
+        if let Some(b) = &bar {
+            b.set_length(u64::from(p.of));
+            b.set_position(u64::from(p.done));
+            b.set_message(format!("{:?} {} ×{}", p.mode, p.method.name(), p.procs).to_lowercase());
+        }
+    };
+    let result = load::procs::execute(&cfg, &mut on_progress);
+    if let Some(b) = &bar {
+        b.finish_and_clear();
+    }
+    let report = match result {
+        Ok(r) => r,
+        Err(e) => {
+            tally::diag!("tally: load: {e}");
+            return e.exit_code();
+        }
+    };
+    if let Some(f) = html.as_mut() {
+        if let Err(e) = load::procs_report::write_html(&report, f) {
+            tally::diag!("tally: cannot write the HTML plot: {e}");
+            return 1;
+        }
+    }
+    let code = quiet_pipe(|out| render_to(&report, args.format, out))
+        .max(u8::from(!exports.write(&report)));
+    if code != 0 {
+        return code;
+    }
+    // An OOM kill under --mem-limit is a finding, not a failure; differing
+    // checksums, or no load completing anywhere, are.
+    let none_worked = report.runs.iter().all(|r| r.completed == 0);
     u8::from(!report.ok() || none_worked)
 }

@@ -12,13 +12,17 @@ use crate::report::Format;
         tally load model.bin                       # every method, cold and warm\n  \
         tally load --methods read,mmap --warm -n 5 model.bin\n  \
         tally load --touch none --cold model.bin   # what laziness costs\n  \
-        tally load --format json --html load.html model.bin\n\n\
+        tally load --format json --html load.html model.bin\n  \
+        tally load --procs 4 model.bin             # 4 processes at once: Σ PSS, read vs mmap\n  \
+        tally load --procs 4 --mem-limit 6G --cold model.bin\n  \
+        tally load --procs-sweep --html pss.html model.bin\n\n\
         Each load runs in a child process of its own; cold loads evict the file \
         and verify it left the page cache first (no root needed).\n\
-        Exit status: 0 ok, 1 if the checksums differ or no method worked, 2 bad usage, \
+        Exit status: 0 ok, 1 if the checksums differ or no method worked (with --procs: \
+        no load completed; an OOM kill under --mem-limit is a finding), 2 bad usage, \
         128+N when signal N (SIGINT, SIGTERM, SIGHUP) stopped it.")]
 pub struct LoadArgs {
-    /// Methods to compare, comma-separated (default: all).
+    /// Methods to compare, comma-separated (default: all; with --procs: read,mmap).
     #[arg(long, value_enum, value_delimiter = ',', value_name = "LIST")]
     pub methods: Vec<Method>,
 
@@ -55,9 +59,35 @@ pub struct LoadArgs {
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
 
+    /// N processes load the file at once and hold it while tally measures
+    /// Σ RSS, Σ PSS, the page cache and MemAvailable (default methods:
+    /// read,mmap).
+    #[arg(long, value_name = "N", conflicts_with = "procs_sweep",
+          value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub procs: Option<u32>,
+
+    /// Like --procs, for N = 1, 2, 4 and 8 (with --html: Σ PSS against N).
+    #[arg(long)]
+    pub procs_sweep: bool,
+
+    /// Run the processes of each --procs load in a cgroup limited to SIZE
+    /// (cgroup v2 memory.max, else v1 memory.limit_in_bytes; needs root or
+    /// a delegated cgroup). Reports completed, OOM-killed or thrashed.
+    #[arg(long, value_name = "SIZE", value_parser = super::bench::parse_size)]
+    pub mem_limit: Option<u64>,
+
     /// Internal: run one load in this process.
     #[arg(long, hide = true, value_enum, value_name = "METHOD")]
     pub child: Option<Method>,
+
+    /// Internal: with --child, load at the barrier on stdin and hold the
+    /// data until stdin closes (a process of --procs).
+    #[arg(long, hide = true, requires = "child")]
+    pub hold: bool,
+
+    /// Internal: the pid of the tally that started this --hold child.
+    #[arg(long, hide = true, value_name = "PID")]
+    pub parent: Option<u32>,
 
     /// Internal: where a child writes its result.
     #[arg(long, hide = true, value_name = "FILE")]

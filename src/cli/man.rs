@@ -218,7 +218,10 @@ pub const PAGES: &[Extra] = &[
         name: "load",
         exit_status: &[
             ("0", "ok."),
-            ("1", "the checksums differ or no method worked."),
+            (
+                "1",
+                "the checksums differ or no method worked (with --procs: no load completed; an OOM kill under --mem-limit is a finding, not a failure).",
+            ),
             USAGE,
             ("128+N", "signal N (SIGINT, SIGTERM, SIGHUP) stopped it."),
         ],
@@ -231,6 +234,18 @@ pub const PAGES: &[Extra] = &[
             (
                 "tally load --format json --html load.html model.bin",
                 "JSON and a plot.",
+            ),
+            (
+                "tally load --procs 4 model.bin",
+                "four processes load it at once and hold it: summed RSS and PSS, PSS per process, read against mmap.",
+            ),
+            (
+                "tally load --procs 4 --cold --mem-limit 1536M model.bin",
+                "the same in a memory-limited cgroup: completed, OOM-killed or thrashed.",
+            ),
+            (
+                "tally load --procs-sweep --warm --html pss.html model.bin",
+                "N = 1, 2, 4, 8 and a plot of summed PSS against N.",
             ),
         ],
     },

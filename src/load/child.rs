@@ -77,8 +77,24 @@ impl Toucher {
     }
 }
 
+/// What a load keeps in memory after it: the whole-file buffer of
+/// `read`, the mapping of the mmap methods; the streaming methods keep
+/// nothing but the page cache.
+pub enum Held {
+    Nothing,
+    Buffer(AlignedBuf),
+    Map(Mapping),
+}
+
 /// Loads `path` by `method` and uses the data; the child's whole job.
 pub fn load(method: Method, path: &Path, touch: Touch) -> io::Result<ChildResult> {
+    load_keep(method, path, touch).map(|(r, _)| r)
+}
+
+/// Like [`load`], and hands back what the load holds, so the caller can
+/// keep it (`tally load --procs` measures the processes while they do).
+pub fn load_keep(method: Method, path: &Path, touch: Touch) -> io::Result<(ChildResult, Held)> {
+    let mut held = Held::Nothing;
     let mut t = Toucher::new(touch);
     let bytes = match method {
         Method::Direct | Method::UringDirect => {
@@ -118,6 +134,7 @@ pub fn load(method: Method, path: &Path, touch: Touch) -> io::Result<ChildResult
                     let slice = buf.as_mut_slice().get_mut(..len).unwrap_or_default();
                     let n = read_full(&file, slice, 0)?;
                     t.feed(0, slice.get(..n).unwrap_or(&[]));
+                    held = Held::Buffer(buf);
                     n as u64
                 }
                 Method::ReadChunks => read_chunks(&file, &mut t)?,
@@ -148,6 +165,7 @@ pub fn load(method: Method, path: &Path, touch: Touch) -> io::Result<ChildResult
                             _ => {}
                         }
                         t.feed(0, m.as_slice());
+                        held = Held::Map(m);
                         size
                     }
                 }
@@ -155,11 +173,14 @@ pub fn load(method: Method, path: &Path, touch: Touch) -> io::Result<ChildResult
             }
         }
     };
-    Ok(ChildResult {
-        bytes_loaded: bytes,
-        checksum: t.finish(),
-        error: None,
-    })
+    Ok((
+        ChildResult {
+            bytes_loaded: bytes,
+            checksum: t.finish(),
+            error: None,
+        },
+        held,
+    ))
 }
 
 /// Bytes of memory available to a new allocation without swapping or

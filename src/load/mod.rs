@@ -15,6 +15,10 @@
 
 pub mod checksum;
 pub mod child;
+pub mod hold;
+pub mod memlimit;
+pub mod procs;
+pub mod procs_report;
 pub mod report;
 
 use std::ffi::OsString;
@@ -138,6 +142,8 @@ pub enum LoadError {
     Temp(io::Error),
     #[error("cannot run a load: {0}")]
     Run(#[from] run::RunError),
+    #[error("cannot start a load process: {0}")]
+    Spawn(io::Error),
     #[error("cannot handle signals: {0}")]
     Signals(io::Error),
     #[error("interrupted by {name}: the running load was stopped, no other was started")]

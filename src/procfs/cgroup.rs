@@ -36,9 +36,30 @@ pub fn parse_unified(text: &str) -> Option<String> {
         .find_map(|l| l.strip_prefix("0::").map(str::to_string))
 }
 
+/// The path of this process in the cgroup v1 hierarchy of `controller`
+/// (the `N:…memory…:/path` line), `None` when no v1 line names it.
+pub fn parse_v1(text: &str, controller: &str) -> Option<String> {
+    text.lines().find_map(|l| {
+        let mut parts = l.splitn(3, ':');
+        let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+        controllers
+            .split(',')
+            .any(|c| c == controller)
+            .then(|| path.to_string())
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn finds_the_v1_path_of_a_controller() {
+        let text = "9:name=systemd:/\n4:memory:/jobs/7\n2:cpu,cpuacct:/\n0::/\n";
+        assert_eq!(parse_v1(text, "memory").as_deref(), Some("/jobs/7"));
+        assert_eq!(parse_v1(text, "cpuacct").as_deref(), Some("/"));
+        assert_eq!(parse_v1(text, "pids"), None);
+    }
 
     #[test]
     fn prefers_the_unified_line() {

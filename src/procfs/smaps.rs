@@ -6,6 +6,12 @@
 /// `dev`:`ino` (`dev` as [`super::maps::dev_field`] writes it, `ino` in
 /// decimal).
 pub fn locked_kib(text: &str, dev: &str, ino: &str) -> u64 {
+    file_kib(text, dev, ino, "Locked")
+}
+
+/// Sums the `key:` lines (`Pss`, `Rss`, `Locked`…, in KiB) over the
+/// sections whose header maps the file `dev`:`ino`.
+pub fn file_kib(text: &str, dev: &str, ino: &str, key: &str) -> u64 {
     let mut in_file = false;
     let mut total = 0u64;
     for line in text.lines() {
@@ -16,7 +22,7 @@ pub fn locked_kib(text: &str, dev: &str, ino: &str) -> u64 {
             let d = f.nth(2);
             let i = f.next();
             in_file = d == Some(dev) && i == Some(ino);
-        } else if in_file && first == "Locked:" {
+        } else if in_file && first.strip_suffix(':') == Some(key) {
             total = total.saturating_add(f.next().and_then(|n| n.parse().ok()).unwrap_or(0));
         }
     }
@@ -44,5 +50,7 @@ VmFlags: rd sh mr mw me ms lo
         assert_eq!(locked_kib(smaps, "fd:01", "1234"), 0);
         assert_eq!(locked_kib("", "fd:00", "1"), 0);
         assert_eq!(locked_kib("Locked: x kB\n", "fd:00", "1"), 0);
+        assert_eq!(file_kib(smaps, "fd:00", "1234", "Size"), 64);
+        assert_eq!(file_kib(smaps, "fd:00", "1234", "Pss"), 0);
     }
 }

@@ -367,6 +367,30 @@ pub fn self_usage() -> io::Result<ChildUsage> {
     Ok(usage_from(&ru))
 }
 
+/// Asks the kernel to send this process SIGKILL when the thread that
+/// forked it dies (`PR_SET_PDEATHSIG`), for a child started without
+/// [`PreExec::die_with_parent`]; `parent` is the pid the caller expects
+/// as its parent. When the parent is already gone (the process was
+/// re-parented before the call took effect) this process kills itself.
+pub fn die_with_parent(parent: u32) -> io::Result<()> {
+    // SAFETY: prctl with PR_SET_PDEATHSIG takes a signal number and no
+    // pointers.
+    cvt(unsafe {
+        libc::prctl(
+            libc::PR_SET_PDEATHSIG,
+            libc::SIGKILL as libc::c_ulong,
+            0,
+            0,
+            0,
+        )
+    })?;
+    // SAFETY: getppid has no preconditions and cannot fail.
+    if unsafe { libc::getppid() } as u32 != parent {
+        kill(std::process::id(), libc::SIGKILL)?;
+    }
+    Ok(())
+}
+
 /// A pipe whose ends are close-on-exec: `(read, write)`.
 pub fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     use std::os::fd::FromRawFd;
