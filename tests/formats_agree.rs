@@ -560,3 +560,96 @@ fn compare_report_agrees_figure_by_figure_in_every_format() {
     }
     assert!(checked >= 2 * 10, "{checked} rows");
 }
+
+/// Every CSV cell of a load row against the JSON field of the same name
+/// (lists joined by spaces, null empty, the first checksum as `checksum`,
+/// the document's `mem_limit` as `mem_limit_*`).
+fn load_row_agrees(json: &Value, header: &[String], row: &[String], rec: &Value) {
+    for key in header {
+        let c = cell(header, row, key);
+        let v = match key.as_str() {
+            "checksum" => rec["checksums"][0].clone(),
+            "mem_limit_bytes" => json["mem_limit"]["limit_bytes"].clone(),
+            "mem_limit_via" => json["mem_limit"]["via"].clone(),
+            k => rec
+                .get(k)
+                .unwrap_or_else(|| panic!("CSV column {k} has no JSON field: {rec}"))
+                .clone(),
+        };
+        match &v {
+            Value::Null => assert_eq!(c, "", "{key}"),
+            Value::String(s) => assert_eq!(c, s, "{key}"),
+            Value::Number(n) => {
+                let (want, got) = (f(&Value::Number(n.clone())), num_cell(header, row, key));
+                assert!(
+                    (want - got).abs() <= 1e-4 * want.abs().max(1.0),
+                    "{key}: CSV {got} against JSON {want}"
+                );
+            }
+            Value::Array(a) => {
+                let joined: Vec<String> = a
+                    .iter()
+                    .map(|x| match x {
+                        Value::String(s) => s.clone(),
+                        other => other.to_string(),
+                    })
+                    .collect();
+                assert_eq!(c, joined.join(" "), "{key}");
+            }
+            other => panic!("{key}: a JSON value the CSV cannot hold: {other}"),
+        }
+    }
+}
+
+#[test]
+fn load_report_agrees_figure_by_figure_in_every_format() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("weights.bin");
+    std::fs::write(&file, vec![7u8; 256 * 1024]).expect("write");
+    let path = file.to_str().expect("utf-8");
+    let out = dir.path().join("out");
+    std::fs::create_dir(&out).expect("mkdir");
+    let (json, header, rows, _) = export_all(
+        &out,
+        &["load", "--runs", "1", "--methods", "read,mmap", path],
+        false,
+    );
+    let results = json["results"].as_array().expect("results");
+    assert_eq!(
+        (results.len(), rows.len()),
+        (4, 4),
+        "two methods, cold and warm"
+    );
+    for row in &rows {
+        let rec = results
+            .iter()
+            .find(|r| {
+                r["mode"] == cell(&header, row, "mode")
+                    && r["method"] == cell(&header, row, "method")
+            })
+            .unwrap_or_else(|| panic!("CSV row {row:?} is not in the JSON"));
+        load_row_agrees(&json, &header, row, rec);
+    }
+}
+
+#[test]
+fn load_procs_report_agrees_figure_by_figure_in_every_format() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("weights.bin");
+    std::fs::write(&file, vec![9u8; 256 * 1024]).expect("write");
+    let path = file.to_str().expect("utf-8");
+    let out = dir.path().join("out");
+    std::fs::create_dir(&out).expect("mkdir");
+    let (json, header, rows, _) =
+        export_all(&out, &["load", "--procs", "2", "--warm", path], false);
+    let runs = json["runs"].as_array().expect("runs");
+    assert_eq!((runs.len(), rows.len()), (2, 2), "read and mmap, warm");
+    for row in &rows {
+        let rec = runs
+            .iter()
+            .find(|r| r["method"] == cell(&header, row, "method"))
+            .unwrap_or_else(|| panic!("CSV row {row:?} is not in the JSON"));
+        assert_eq!(rec["pss_per_proc_bytes"].as_array().expect("list").len(), 2);
+        load_row_agrees(&json, &header, row, rec);
+    }
+}

@@ -436,3 +436,55 @@ fn killing_tally_load_kills_its_running_load() {
         std::thread::sleep(Duration::from_millis(10));
     }
 }
+
+#[test]
+fn load_format_html_is_the_page_and_prometheus_is_refused_by_name() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = sample_file(dir.path());
+    let page = dir.path().join("page.html");
+    let out = tally()
+        .args([
+            "load",
+            "--warm",
+            "--methods",
+            "read,mmap",
+            "--format",
+            "html",
+        ])
+        .arg("--export")
+        .arg(format!("html={}", page.display()))
+        .arg(&file)
+        .output()
+        .expect("run");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout).expect("utf-8");
+    assert!(stdout.starts_with("<!DOCTYPE html>"), "{stdout}");
+    // One bar per method of the one mode, on stdout and in the export.
+    assert_eq!(stdout.matches("<rect").count(), 2, "{stdout}");
+    let exported = std::fs::read_to_string(&page).expect("export");
+    assert_eq!(exported.matches("<rect").count(), 2);
+    let out = tally()
+        .args(["load", "--export"])
+        .arg(format!(
+            "prometheus={}",
+            dir.path().join("m.prom").display()
+        ))
+        .arg(&file)
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no prometheus report") && err.contains("html"),
+        "{err}"
+    );
+    assert!(
+        !dir.path().join("m.prom").exists(),
+        "no file for a refused export"
+    );
+}

@@ -5,13 +5,13 @@ use std::io::{self, IsTerminal};
 use tally::cli;
 use tally::report::Format;
 
-use super::{Exports, create_report_file, quiet_pipe, render_to};
+use super::{Exports, quiet_pipe, render_to};
 
 pub(super) fn load_command(args: cli::load::LoadArgs) -> u8 {
     use tally::load::{self, Mode};
     if args.format == Format::PROMETHEUS {
         tally::diag!(
-            "tally: load has no Prometheus report; use --format human, json, csv or markdown"
+            "tally: load has no Prometheus report; use --format human, json, csv, markdown or html"
         );
         return 2;
     }
@@ -97,25 +97,15 @@ pub(super) fn load_command(args: cli::load::LoadArgs) -> u8 {
         m
     };
     let cfg = load::Config {
-        file: args.file,
+        file: args.file.clone(),
         methods,
         modes,
         runs: args.runs,
         touch: args.touch,
         exe,
     };
-    // Open the plot file first: a bad path should fail before the loads.
-    let mut html = match &args.html {
-        Some(p) => match create_report_file(p) {
-            Ok(f) => Some(f),
-            Err(e) => {
-                tally::diag!("tally: {e:#}");
-                return 1;
-            }
-        },
-        None => None,
-    };
-    let exports = match Exports::open(&args.export, "load", false) {
+    // Bad output paths fail before the loads, not after.
+    let exports = match load_exports(&args) {
         Ok(e) => e,
         Err((msg, code)) => {
             tally::diag!("tally: {msg}");
@@ -148,12 +138,6 @@ pub(super) fn load_command(args: cli::load::LoadArgs) -> u8 {
             return e.exit_code();
         }
     };
-    if let Some(f) = html.as_mut() {
-        if let Err(e) = load::report::write_html(&report, f) {
-            tally::diag!("tally: cannot write the HTML plot: {e}");
-            return 1;
-        }
-    }
     let code = quiet_pipe(|out| render_to(&report, args.format, out))
         .max(u8::from(!exports.write(&report)));
     if code != 0 {
@@ -189,17 +173,8 @@ fn procs_command(
         mem_limit_bytes: args.mem_limit,
         exe,
     };
-    let mut html = match &args.html {
-        Some(p) => match create_report_file(p) {
-            Ok(f) => Some(f),
-            Err(e) => {
-                tally::diag!("tally: {e:#}");
-                return 1;
-            }
-        },
-        None => None,
-    };
-    let exports = match Exports::open(&args.export, "load", false) {
+    // Bad output paths fail before the loads, not after.
+    let exports = match load_exports(args) {
         Ok(e) => e,
         Err((msg, code)) => {
             tally::diag!("tally: {msg}");
@@ -232,12 +207,6 @@ fn procs_command(
             return e.exit_code();
         }
     };
-    if let Some(f) = html.as_mut() {
-        if let Err(e) = load::procs_report::write_html(&report, f) {
-            tally::diag!("tally: cannot write the HTML plot: {e}");
-            return 1;
-        }
-    }
     let code = quiet_pipe(|out| render_to(&report, args.format, out))
         .max(u8::from(!exports.write(&report)));
     if code != 0 {
@@ -247,4 +216,15 @@ fn procs_command(
     // checksums, or no load completing anywhere, are.
     let none_worked = report.runs.iter().all(|r| r.completed == 0);
     u8::from(!report.ok() || none_worked)
+}
+
+/// The `--export` files, with `--html FILE` as `--export html=FILE`; load
+/// has every format but Prometheus.
+fn load_exports(args: &cli::load::LoadArgs) -> Result<Exports, (String, u8)> {
+    let mut export = args.export.clone();
+    export.extend(args.html.iter().map(|path| cli::Export {
+        format: Format::HTML,
+        path: path.clone(),
+    }));
+    Exports::open_with(&export, "load", &|f| f != Format::PROMETHEUS)
 }

@@ -182,12 +182,17 @@ impl Exports {
         has: &dyn Fn(Format) -> bool,
     ) -> Result<Exports, (String, u8)> {
         if let Some(e) = exports.iter().find(|e| !has(e.format)) {
+            let names: Vec<&str> = Format::all()
+                .filter(|&f| has(f))
+                .map(Format::name)
+                .collect();
             return Err((
                 format!(
-                    "--export {}={}: {command} has no {} report; export human, json, csv or markdown",
+                    "--export {}={}: {command} has no {} report; export {}",
                     e.format.name(),
                     report::path::display(&e.path),
-                    e.format.name()
+                    e.format.name(),
+                    names.join(", ")
                 ),
                 2,
             ));

@@ -55,7 +55,8 @@ pub struct LoadArgs {
           action = clap::ArgAction::Append, help = super::EXPORT_HELP)]
     pub export: Vec<super::Export>,
 
-    /// Also write an HTML page plotting the results.
+    /// Also write an HTML page plotting the results (the same as
+    /// --export html=FILE).
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
 

@@ -453,6 +453,10 @@ fn avail(before: Option<u64>, hold: Option<u64>) -> String {
 }
 
 impl Render for ProcsReport {
+    fn html(&self, out: &mut dyn Write) -> Option<io::Result<()>> {
+        Some(write_html(self, out))
+    }
+
     fn human(&self, out: &mut dyn Write, style: Style) -> io::Result<()> {
         use crate::report::text::{Column, TextTable};
         let touch = match self.touch {

@@ -140,6 +140,10 @@ fn opt(v: Option<u64>) -> String {
 }
 
 impl Render for LoadReport {
+    fn html(&self, out: &mut dyn Write) -> Option<io::Result<()>> {
+        Some(write_html(self, out))
+    }
+
     fn human(&self, out: &mut dyn Write, style: Style) -> io::Result<()> {
         use crate::report::text::{Column, TextTable};
         let touch = match self.touch {

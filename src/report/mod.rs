@@ -80,6 +80,11 @@ impl Format {
         panic!("no such format")
     }
 
+    /// Every format, in `--format`'s order.
+    pub fn all() -> impl Iterator<Item = Format> {
+        (0..FORMATS.len()).map(Format)
+    }
+
     /// The format's entry.
     pub fn spec(self) -> &'static FormatSpec {
         &FORMATS[self.0]
