@@ -116,6 +116,16 @@ pub enum Mode {
     Warm,
 }
 
+impl Mode {
+    /// Its name in reports: `cold` or `warm`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Cold => "cold",
+            Mode::Warm => "warm",
+        }
+    }
+}
+
 /// What to compare.
 #[derive(Debug, Clone)]
 pub struct Config {

@@ -320,7 +320,7 @@ impl ProcsReport {
                     format!(
                         "{} {} ×{}: {}",
                         r.method.name(),
-                        mode_name(r.mode),
+                        r.mode.name(),
                         r.procs,
                         r.checksums.join("/")
                     )
@@ -388,7 +388,7 @@ impl ProcsReport {
             };
             let head = format!(
                 "{}, {} process{}:",
-                mode_name(mmap.mode),
+                mmap.mode.name(),
                 mmap.procs,
                 if mmap.procs == 1 { "" } else { "es" }
             );
@@ -418,13 +418,6 @@ impl ProcsReport {
 
 fn copies(c: Option<f64>) -> String {
     c.map(|c| format!("{c:.2}")).unwrap_or_else(|| "-".into())
-}
-
-fn mode_name(m: Mode) -> &'static str {
-    match m {
-        Mode::Cold => "cold",
-        Mode::Warm => "warm",
-    }
 }
 
 fn bytes(v: Option<u64>) -> String {
@@ -531,7 +524,7 @@ impl Render for ProcsReport {
         };
         for r in &self.runs {
             let lead = vec![
-                mode_name(r.mode).to_string(),
+                r.mode.name().to_string(),
                 r.method.name().to_string(),
                 r.procs.to_string(),
             ];
@@ -586,7 +579,7 @@ impl Render for ProcsReport {
             writeln!(
                 out,
                 "{} {} ×{}: {}",
-                mode_name(r.mode),
+                r.mode.name(),
                 r.method.name(),
                 r.procs,
                 r.error.as_deref().unwrap_or_default()
@@ -651,7 +644,7 @@ impl Render for ProcsReport {
             .map(|r| {
                 vec![
                     r.procs.to_string(),
-                    mode_name(r.mode).into(),
+                    r.mode.name().into(),
                     r.method.name().into(),
                     r.outcome.name().into(),
                     r.completed.to_string(),
@@ -694,10 +687,10 @@ impl Render for ProcsReport {
 /// A self-contained HTML page: Σ PSS against the number of processes, one
 /// line per method and mode (`--procs-sweep` gives N = 1, 2, 4, 8).
 pub fn write_html(r: &ProcsReport, out: &mut dyn Write) -> io::Result<()> {
-    use crate::bench::html::{Series, esc, line_plot};
+    use crate::report::html::{Series, esc, line_plot, page};
     let mut series: Vec<Series> = Vec::new();
     for run in &r.runs {
-        let name = format!("{} {}", run.method.name(), mode_name(run.mode));
+        let name = format!("{} {}", run.method.name(), run.mode.name());
         let Some(pss) = run.sum_pss_bytes else {
             continue;
         };
@@ -721,24 +714,16 @@ pub fn write_html(r: &ProcsReport, out: &mut dyn Write) -> io::Result<()> {
         &|x| format!("{x:.0}"),
         &|y| human_bytes(y as u64),
     );
-    writeln!(out, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">")?;
-    writeln!(
-        out,
-        "<title>tally load --procs {}</title></head><body style=\"font-family:sans-serif\">",
-        esc(&display(&r.file))
-    )?;
-    writeln!(
-        out,
-        "<h2>tally load --procs: {} ({})</h2><p>The sum of the proportional set sizes of N processes that each loaded the file and hold it: one copy shared by all stays flat, a copy per process grows with N. {}.</p>",
+    let mut body = format!(
+        "<h2>tally load --procs: {} ({})</h2><p>The sum of the proportional set sizes of N processes that each loaded the file and hold it: one copy shared by all stays flat, a copy per process grows with N. {}.</p>{svg}",
         esc(&display(&r.file)),
         human_bytes(size),
         esc(&r.checksum_verdict())
-    )?;
-    writeln!(out, "{svg}")?;
+    );
     for line in r.ratio_lines() {
-        writeln!(out, "<p>{}</p>", esc(&line))?;
+        body.push_str(&format!("<p>{}</p>", esc(&line)));
     }
-    writeln!(out, "</body></html>")
+    out.write_all(page(&format!("tally load --procs {}", display(&r.file)), &body).as_bytes())
 }
 
 #[cfg(test)]

@@ -178,10 +178,7 @@ impl Render for LoadReport {
         let page = crate::sys::page_size();
         let pages = self.size_bytes.div_ceil(page);
         for r in &self.results {
-            let mode = match r.mode {
-                Mode::Cold => "cold",
-                Mode::Warm => "warm",
-            };
+            let mode = r.mode.name();
             if let Some(e) = &r.error {
                 table.span(
                     vec![mode.into(), r.method.name().into()],
@@ -261,7 +258,7 @@ impl Render for LoadReport {
             .iter()
             .map(|r| {
                 vec![
-                    format!("{:?}", r.mode).to_lowercase(),
+                    r.mode.name().to_string(),
                     r.method.name().into(),
                     r.runs.to_string(),
                     o(r.wall_us),
@@ -282,100 +279,46 @@ impl Render for LoadReport {
     }
 }
 
-use crate::report::html::esc as escape;
-
-/// A self-contained HTML page: per method, a bar for the cold and the warm
-/// wall time, and the peak RSS beside it.
+/// A self-contained HTML page (the plot kit's bars and page): per mode, a
+/// bar per method for its wall time, with its peak RSS in the label.
 pub fn write_html(r: &LoadReport, out: &mut dyn Write) -> io::Result<()> {
-    let methods: Vec<Method> = {
-        let mut m: Vec<Method> = r.results.iter().map(|x| x.method).collect();
-        m.dedup();
-        let mut seen = Vec::new();
-        for x in m {
-            if !seen.contains(&x) {
-                seen.push(x);
-            }
-        }
-        seen
-    };
-    let max = r
-        .results
-        .iter()
-        .filter_map(|x| x.wall_us)
-        .max()
-        .unwrap_or(1)
-        .max(1);
-    let row_h = 34u64;
-    let width = 900u64;
-    let label_w = 150u64;
-    let bar_w = 560u64;
-    let height = 40 + row_h * methods.len() as u64 + 30;
-    writeln!(out, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">")?;
-    writeln!(
-        out,
-        "<title>tally load {}</title></head><body style=\"font-family:sans-serif\">",
-        escape(&display(&r.file))
-    )?;
-    writeln!(
-        out,
-        "<h2>tally load: {} ({})</h2><p>Wall time per method, median of {} run(s); <span style=\"color:#1f77b4\">cold</span> and <span style=\"color:#ff7f0e\">warm</span>. {}.</p>",
-        escape(&display(&r.file)),
+    use crate::report::html::{bar_plot, esc, page};
+    let mut body = format!(
+        "<h2>tally load: {} ({})</h2><p>Wall time per method, median of {} run(s). {}.</p>",
+        esc(&display(&r.file)),
         human_bytes(r.size_bytes),
         r.runs_per_method,
-        escape(&r.checksum_verdict())
-    )?;
-    writeln!(
-        out,
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" font-size=\"12\">"
-    )?;
-    for (i, m) in methods.iter().enumerate() {
-        let y = 30 + row_h * i as u64;
-        writeln!(
-            out,
-            "<text x=\"4\" y=\"{}\">{}</text>",
-            y + 18,
-            escape(m.name())
-        )?;
-        for (j, mode) in [Mode::Cold, Mode::Warm].iter().enumerate() {
-            let Some(res) = r.results.iter().find(|x| x.method == *m && x.mode == *mode) else {
-                continue;
-            };
-            let by = y + 2 + 14 * j as u64;
-            let color = if *mode == Mode::Cold {
-                "#1f77b4"
-            } else {
-                "#ff7f0e"
-            };
-            match res.wall_us {
-                Some(w) => {
-                    let len = (w as u128 * bar_w as u128 / max as u128) as u64;
-                    writeln!(
-                        out,
-                        "<rect x=\"{label_w}\" y=\"{by}\" width=\"{}\" height=\"12\" fill=\"{color}\"><title>{:?} {}: {} µs</title></rect>",
-                        len.max(1),
-                        mode,
-                        escape(m.name()),
-                        thousands(w)
-                    )?;
-                    let rss = res.max_rss_bytes.map(human_bytes).unwrap_or_default();
-                    writeln!(
-                        out,
-                        "<text x=\"{}\" y=\"{}\">{} µs, RSS {}</text>",
-                        label_w + len.max(1) + 4,
-                        by + 10,
-                        thousands(w),
-                        rss
-                    )?;
-                }
-                None => writeln!(
-                    out,
-                    "<text x=\"{label_w}\" y=\"{}\">unavailable</text>",
-                    by + 10
-                )?,
-            }
+        esc(&r.checksum_verdict())
+    );
+    for mode in [Mode::Cold, Mode::Warm] {
+        let bars: Vec<(String, f64)> = r
+            .results
+            .iter()
+            .filter(|x| x.mode == mode)
+            .map(|x| match x.wall_us {
+                Some(w) => (
+                    match x.max_rss_bytes {
+                        Some(rss) => format!("{} (RSS {})", x.method.name(), human_bytes(rss)),
+                        None => x.method.name().to_string(),
+                    },
+                    w as f64 / 1e3,
+                ),
+                None => (format!("{}: unavailable", x.method.name()), 0.0),
+            })
+            .collect();
+        if bars.is_empty() {
+            continue;
         }
+        let title = format!("{} load, wall time (ms)", mode.name());
+        body.push_str(&bar_plot(&title, &bars, &|ms| {
+            if ms > 0.0 {
+                format!("{ms:.1} ms")
+            } else {
+                String::new()
+            }
+        }));
     }
-    writeln!(out, "</svg></body></html>")
+    out.write_all(page(&format!("tally load {}", display(&r.file)), &body).as_bytes())
 }
 
 #[cfg(test)]
