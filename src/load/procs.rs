@@ -16,7 +16,7 @@
 //! Children never outlive tally: they get SIGKILL if tally dies
 //! (`PR_SET_PDEATHSIG`), and every way out of [`execute`] (an error,
 //! SIGINT, SIGTERM, SIGHUP, SIGQUIT) kills and reaps the ones still
-//! running before it returns ([`Children`]'s drop), then removes the
+//! running before it returns (the drop of its children's guard), then removes the
 //! cgroup ([`memlimit::Group`]'s drop).
 
 use std::ffi::OsString;

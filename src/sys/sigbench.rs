@@ -101,7 +101,7 @@ impl UserSignal {
 
     /// `kill(getpid(), sig)`: the handler runs before the call returns
     /// when this thread is the one the kernel picks (the caller checks
-    /// [`caught`]).
+    /// [`Self::caught`]).
     pub fn raise(&self) -> io::Result<()> {
         // SAFETY: getpid and kill have no memory preconditions.
         cvt(unsafe { libc::kill(libc::getpid(), self.sig) }).map(|_| ())
