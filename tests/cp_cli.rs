@@ -211,10 +211,19 @@ fn a_large_copy_leaves_the_page_cache_as_it_found_it() {
         "copy left pages: {before} -> {after}"
     );
 
-    // --keep-cache keeps what the copy brought in.
+    // --keep-cache keeps what the copy brought in (all but a few pages the
+    // kernel may reclaim meanwhile on a busy machine; without the flag cp
+    // drops the 40 MiB it read).
     let dst3 = dir.path().join("large.copy3");
     let v = cp_json(&["--keep-cache"], &[&src, &dst3]);
-    assert_eq!(v["files"][0]["source_cached_after_pages"], 48 << 8);
+    let kept = v["files"][0]["source_cached_after_pages"]
+        .as_u64()
+        .expect("after");
+    let whole = 48u64 << 8;
+    assert!(
+        kept <= whole && kept >= whole - whole / 100,
+        "--keep-cache kept {kept} of {whole} pages"
+    );
 }
 
 #[test]
