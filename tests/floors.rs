@@ -12,7 +12,9 @@ const FLOORS: &[&str] = &[
     "src/stats.rs",
     "src/diag.rs",
 ];
-const COMMANDS: &[&str] = &["run", "mem", "bench", "load", "cache", "copy", "cli", "app"];
+const COMMANDS: &[&str] = &[
+    "run", "mem", "bench", "load", "cache", "copy", "compare", "serve", "cli", "app",
+];
 
 fn rust_files(path: &Path, out: &mut Vec<PathBuf>) {
     if path.is_dir() {

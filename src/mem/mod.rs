@@ -189,24 +189,7 @@ fn hides_processes(root: &std::path::Path) -> bool {
         return false;
     };
     let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
-    mountinfo.lines().any(|line| {
-        // id parent major:minor root mount-point options [tags] - type source super-options
-        let mut fields = line.split(' ');
-        let point = fields.nth(4);
-        let Some((_, after)) = line.split_once(" - ") else {
-            return false;
-        };
-        let mut after = after.split(' ');
-        let (fstype, options) = (after.next(), after.nth(1));
-        point.is_some_and(|p| std::path::Path::new(p) == root)
-            && fstype == Some("proc")
-            && options.is_some_and(|o| {
-                o.split(',').any(|opt| {
-                    opt.strip_prefix("hidepid=")
-                        .is_some_and(|v| v != "0" && v != "off")
-                })
-            })
-    })
+    crate::procfs::mountinfo::proc_hides_processes(&mountinfo, &root)
 }
 
 /// The notes to print once at the end: processes left out and the fix.

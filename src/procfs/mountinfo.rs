@@ -3,7 +3,7 @@
 //! Lines read `id parent major:minor root mount-point options [tags] -
 //! fstype source super-options`; the optional tags end at ` - `.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// The mount point of the first cgroup v2 filesystem, if any.
 pub fn cgroup2_mount(text: &str) -> Option<PathBuf> {
@@ -34,9 +34,48 @@ pub fn cgroup1_mount(text: &str, controller: &str) -> Option<PathBuf> {
     })
 }
 
+/// Whether a proc filesystem is mounted at `point` with `hidepid` other
+/// than 0/off (`1`, `2`, `noaccess`, `invisible`): other users' processes
+/// are hidden there.
+pub fn proc_hides_processes(text: &str, point: &Path) -> bool {
+    text.lines().any(|line| {
+        let Some((left, right)) = line.split_once(" - ") else {
+            return false;
+        };
+        let mut r = right.split(' ');
+        let (fstype, options) = (r.next(), r.nth(1));
+        left.split(' ')
+            .nth(4)
+            .is_some_and(|p| Path::new(p) == point)
+            && fstype == Some("proc")
+            && options.is_some_and(|o| {
+                o.split(',').any(|opt| {
+                    opt.strip_prefix("hidepid=")
+                        .is_some_and(|v| v != "0" && v != "off")
+                })
+            })
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hidepid_is_read_from_the_proc_mount_at_that_point_only() {
+        let text = "\
+25 1 0:23 / /proc rw,nosuid shared:12 - proc proc rw,hidepid=invisible
+26 1 0:24 / /mnt/p rw - proc proc rw,hidepid=0
+27 1 0:25 / /mnt/t rw - tmpfs tmpfs rw,hidepid=2
+";
+        assert!(proc_hides_processes(text, Path::new("/proc")));
+        assert!(
+            !proc_hides_processes(text, Path::new("/mnt/p")),
+            "hidepid=0"
+        );
+        assert!(!proc_hides_processes(text, Path::new("/mnt/t")), "not proc");
+        assert!(!proc_hides_processes(text, Path::new("/srv")), "no mount");
+    }
 
     #[test]
     fn finds_the_v1_hierarchy_of_a_controller() {
