@@ -264,6 +264,20 @@ fn quick_run_has_every_benchmark_with_well_formed_figures() {
         }
     }
     assert_eq!(page.matches("class=\"bar\"").count(), bars);
+    // Every bar and every sweep point has its whisker (min to p95).
+    let points: usize = benchmarks(&r)
+        .iter()
+        .filter_map(|b| tally::bench::registry::find(b["name"].as_str().unwrap()))
+        .flat_map(|b| b.plots.iter().map(move |p| (b.name, p.figures)))
+        .map(|(name, prefix)| {
+            figures(&r, name)
+                .iter()
+                .filter(|f| f["id"].as_str().unwrap().starts_with(prefix))
+                .filter(|f| f.get("unavailable").is_none() && f["implausible"].is_null())
+                .count()
+        })
+        .sum();
+    assert_eq!(page.matches("class=\"spread\"").count(), points);
 }
 
 #[test]

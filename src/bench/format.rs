@@ -9,10 +9,20 @@ use crate::units::{human_bytes, thousands_f};
 pub fn format_value(v: &Value, x: f64) -> String {
     match v {
         Value::Ns(_) => format_ns(x),
-        Value::GbPerS(_) => format!("{x:.2} GB/s"),
+        Value::GbPerS(_) => format_gbps(x),
         Value::Mhz(_) => format!("{} MHz", thousands_f(x)),
         Value::Bytes(_) => human_bytes(x.max(0.0) as u64),
         Value::Unavailable(_) => "unavailable".into(),
+    }
+}
+
+/// GB/s with two decimals, or MB/s below 0.01 GB/s (small messages of the
+/// ipc sweep), so a measured rate never prints as 0.00.
+pub fn format_gbps(gb: f64) -> String {
+    if gb != 0.0 && gb.abs() < 0.01 {
+        format!("{:.2} MB/s", gb * 1e3)
+    } else {
+        format!("{gb:.2} GB/s")
     }
 }
 

@@ -7,7 +7,7 @@
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
-pub use crate::report::html::{Series, bar_plot, esc, line_plot};
+pub use crate::report::html::{Series, bar_plot, bar_plot_spread, esc, line_plot};
 
 use super::figure::Figure;
 use super::format::{format_ns, format_value, format_x, implausible_text};
@@ -31,13 +31,16 @@ fn plot(r: &BenchReport, b: &BenchResult, p: &Plot) -> String {
     };
     match p.kind {
         PlotKind::Bars => {
-            let bars: Vec<(String, f64)> = b
+            let bars: Vec<(String, f64, Option<(f64, f64)>)> = b
                 .figures
                 .iter()
                 .filter(|f| keep(f))
-                .filter_map(|f| f.median().map(|m| (f.label.clone(), m)))
+                .filter_map(|f| {
+                    f.measured()
+                        .map(|s| (f.label.clone(), s.median, Some((s.min, s.p95))))
+                })
                 .collect();
-            bar_plot(p.title, &bars, &fmt_y)
+            bar_plot_spread(p.title, &bars, &fmt_y)
         }
         PlotKind::Sweep {
             x_label,
@@ -85,19 +88,25 @@ fn plot(r: &BenchReport, b: &BenchResult, p: &Plot) -> String {
 fn sweep_series(b: &BenchResult, keep: &dyn Fn(&Figure) -> bool) -> Vec<Series> {
     let mut out: Vec<Series> = Vec::new();
     for f in b.figures.iter().filter(|f| keep(f)) {
-        let (Some(x), Some(y)) = (f.x, f.median()) else {
+        let (Some(x), Some(m)) = (f.x, f.measured()) else {
             continue;
         };
+        let x = x as f64;
         match out.iter_mut().find(|s| s.name == f.label) {
-            Some(s) => s.points.push((x as f64, y)),
+            Some(s) => {
+                s.points.push((x, m.median));
+                s.spread.push((x, m.min, m.p95));
+            }
             None => out.push(Series {
+                spread: vec![(x, m.min, m.p95)],
                 name: f.label.clone(),
-                points: vec![(x as f64, y)],
+                points: vec![(x, m.median)],
             }),
         }
     }
     for s in &mut out {
         s.points.sort_by(|a, b| a.0.total_cmp(&b.0));
+        s.spread.sort_by(|a, b| a.0.total_cmp(&b.0));
     }
     out
 }
@@ -234,7 +243,11 @@ fn figures_table(r: &BenchReport) -> String {
 /// Renders the page.
 pub fn render(r: &BenchReport) -> String {
     let mut body = String::new();
-    let _ = write!(body, "<h1>tally bench</h1>{}", machine_table(r));
+    let _ = write!(
+        body,
+        "<h1>tally bench</h1>{}<p>Each bar and point is a figure's median; its whisker spans its samples from the smallest to the 95th percentile (the table's min and p95). Implausible figures are left out.</p>",
+        machine_table(r)
+    );
     for b in &r.benchmarks {
         let Some(spec) = super::registry::find(&b.name) else {
             continue;
@@ -322,10 +335,12 @@ mod tests {
     fn line_plot_has_one_polyline_per_series_and_marks() {
         let s = vec![
             Series {
+                spread: Vec::new(),
                 name: "a".into(),
                 points: vec![(1024.0, 1.0), (2048.0, 4.0), (4096.0, 90.0)],
             },
             Series {
+                spread: Vec::new(),
                 name: "b<".into(),
                 points: vec![(1024.0, 2.0)],
             },
@@ -352,6 +367,7 @@ mod tests {
         let svg = line_plot("t", "x", "y", &[], &[], 2.0, &bytes_label, &format_ns);
         assert!(svg.contains("no data"));
         let one = vec![Series {
+            spread: Vec::new(),
             name: "a".into(),
             points: vec![(5.0, 5.0), (0.0, -1.0)],
         }];

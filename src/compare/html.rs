@@ -105,6 +105,7 @@ pub fn render(r: &CompareReport) -> String {
             .filter_map(|(i, c)| {
                 let v = c.values(fig)?;
                 Some(Series {
+                    spread: Vec::new(),
                     name: format!("#{} {}", i + 1, c.name),
                     points: c
                         .run_order

@@ -698,6 +698,7 @@ pub fn write_html(r: &ProcsReport, out: &mut dyn Write) -> io::Result<()> {
         match series.iter_mut().find(|s| s.name == name) {
             Some(s) => s.points.push(point),
             None => series.push(Series {
+                spread: Vec::new(),
                 name,
                 points: vec![point],
             }),

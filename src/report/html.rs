@@ -38,10 +38,12 @@ pub fn esc(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
-/// A line series: its name and (x, y) points.
+/// A line series: its name, (x, y) points and, where known, the spread of
+/// each point as (x, low, high), drawn as a vertical whisker.
 pub struct Series {
     pub name: String,
     pub points: Vec<(f64, f64)>,
+    pub spread: Vec<(f64, f64, f64)>,
 }
 
 pub fn log_ticks(lo: f64, hi: f64, base: f64) -> Vec<f64> {
@@ -75,7 +77,13 @@ pub fn line_plot(
 ) -> String {
     let pts: Vec<(f64, f64)> = series
         .iter()
-        .flat_map(|s| s.points.iter().copied())
+        .flat_map(|s| {
+            s.points.iter().copied().chain(
+                s.spread
+                    .iter()
+                    .flat_map(|&(x, lo, hi)| [(x, lo), (x, hi)]),
+            )
+        })
         .filter(|(x, y)| *x > 0.0 && *y > 0.0 && x.is_finite() && y.is_finite())
         .collect();
     let mut svg = String::new();
@@ -166,6 +174,19 @@ pub fn line_plot(
         if path.is_empty() {
             continue;
         }
+        for &(x, lo, hi) in &s.spread {
+            if x > 0.0 && lo > 0.0 && hi >= lo && hi.is_finite() {
+                let (x, y0, y1) = (sx(x), sy(lo), sy(hi));
+                let _ = write!(
+                    svg,
+                    r#"<path class="spread" d="M{:.1},{y0:.1}H{:.1}M{x:.1},{y0:.1}V{y1:.1}M{:.1},{y1:.1}H{:.1}" stroke="{color}" stroke-opacity="0.55" fill="none"/>"#,
+                    x - 3.0,
+                    x + 3.0,
+                    x - 3.0,
+                    x + 3.0
+                );
+            }
+        }
         let _ = write!(
             svg,
             r#"<polyline class="series" fill="none" stroke="{color}"{dash} stroke-width="2" points="{}"/>"#,
@@ -202,11 +223,27 @@ pub fn line_plot(
 
 /// Horizontal bars (linear scale from 0), one per (label, value).
 pub fn bar_plot(title: &str, bars: &[(String, f64)], fmt: &dyn Fn(f64) -> String) -> String {
+    let bars: Vec<(String, f64, Option<(f64, f64)>)> =
+        bars.iter().map(|(l, v)| (l.clone(), *v, None)).collect();
+    bar_plot_spread(title, &bars, fmt)
+}
+
+/// [`bar_plot`] with, per bar where known, its spread (low, high) drawn as
+/// a horizontal whisker over the bar.
+pub fn bar_plot_spread(
+    title: &str,
+    bars: &[(String, f64, Option<(f64, f64)>)],
+    fmt: &dyn Fn(f64) -> String,
+) -> String {
     let row = 22.0;
     let height = MT + 10.0 + row * bars.len().max(1) as f64;
     let label_w = 250.0;
     let pw = W - label_w - 110.0;
-    let max = bars.iter().map(|b| b.1).fold(0.0f64, f64::max);
+    let max = bars
+        .iter()
+        .map(|b| b.2.map_or(b.1, |(_, hi)| b.1.max(hi)))
+        .filter(|v| v.is_finite())
+        .fold(0.0f64, f64::max);
     let mut svg = String::new();
     let _ = write!(
         svg,
@@ -214,22 +251,39 @@ pub fn bar_plot(title: &str, bars: &[(String, f64)], fmt: &dyn Fn(f64) -> String
         esc(title),
         esc(title)
     );
-    for (i, (label, v)) in bars.iter().enumerate() {
+    for (i, (label, v, spread)) in bars.iter().enumerate() {
         let y = MT + i as f64 * row;
-        let w = if max > 0.0 && *v > 0.0 {
-            v / max * pw
-        } else {
-            0.0
+        let scale = |v: f64| {
+            if max > 0.0 && v > 0.0 {
+                v / max * pw
+            } else {
+                0.0
+            }
         };
+        let w = scale(*v);
+        let mut end = w;
+        let mut whisker = String::new();
+        if let Some((lo, hi)) = spread.filter(|(lo, hi)| lo <= hi && hi.is_finite()) {
+            let (a, b, m) = (label_w + scale(lo), label_w + scale(hi), y + (row - 6.0) / 2.0);
+            end = end.max(scale(hi));
+            let _ = write!(
+                whisker,
+                r##"<path class="spread" d="M{a:.1},{:.1}V{:.1}M{a:.1},{m:.1}H{b:.1}M{b:.1},{:.1}V{:.1}" stroke="#333" fill="none"/>"##,
+                m - 4.0,
+                m + 4.0,
+                m - 4.0,
+                m + 4.0
+            );
+        }
         let color = COLORS.get(i % COLORS.len()).copied().unwrap_or("#000");
         let _ = write!(
             svg,
-            r#"<text x="{}" y="{:.1}" class="yl">{}</text><rect class="bar" x="{label_w}" y="{y:.1}" width="{w:.1}" height="{:.1}" fill="{color}"/><text x="{:.1}" y="{:.1}" class="lg">{}</text>"#,
+            r#"<text x="{}" y="{:.1}" class="yl">{}</text><rect class="bar" x="{label_w}" y="{y:.1}" width="{w:.1}" height="{:.1}" fill="{color}"/>{whisker}<text x="{:.1}" y="{:.1}" class="lg">{}</text>"#,
             label_w - 6.0,
             y + 14.0,
             esc(label),
             row - 6.0,
-            label_w + w + 5.0,
+            label_w + end + 5.0,
             y + 14.0,
             esc(&fmt(*v))
         );
@@ -699,12 +753,34 @@ mod tests {
         assert!(!svg.contains("NaN"));
         assert!(!histogram("h", "x", &[7.0, 7.0], 4, &fmt).contains("NaN"));
         let s = vec![Series {
+            spread: Vec::new(),
             name: "a".into(),
             points: vec![(1.0, 3.0), (3.0, 4.0)],
         }];
         let svg = run_order_plot("r", "y", &s, &fmt);
         assert_eq!(svg.matches("<circle").count(), 2);
         assert!(!run_order_plot("r", "y", &[], &fmt).contains("NaN"));
+    }
+
+    #[test]
+    fn spread_is_a_whisker_per_point_and_bar_inside_the_axes() {
+        let s = vec![Series {
+            name: "a".into(),
+            points: vec![(1.0, 10.0), (2.0, 20.0)],
+            spread: vec![(1.0, 5.0, 400.0), (2.0, 19.0, 21.0)],
+        }];
+        let svg = line_plot("t", "x", "y", &s, &[], 2.0, &fmt, &fmt);
+        assert_eq!(svg.matches("class=\"spread\"").count(), 2);
+        // The axis reaches the highest whisker (400 -> 1000), not only the medians.
+        assert!(svg.contains(">1000<"), "{svg}");
+        let bars = vec![
+            ("a".to_string(), 2.0, Some((1.0, 8.0))),
+            ("b".to_string(), 4.0, None),
+        ];
+        let svg = bar_plot_spread("b", &bars, &fmt);
+        assert_eq!(svg.matches("class=\"bar\"").count(), 2);
+        assert_eq!(svg.matches("class=\"spread\"").count(), 1);
+        assert!(!svg.contains("NaN"));
     }
 
     #[test]

@@ -51,6 +51,7 @@ pub fn render(r: &RunReport) -> String {
             ));
         }
         let series = [Series {
+            spread: Vec::new(),
             name: command.clone(),
             points: values
                 .iter()
