@@ -7,7 +7,7 @@
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
-pub use crate::report::html::{Series, bar_plot, bar_plot_spread, esc, line_plot};
+pub use crate::report::html::{Bar, Series, bar_plot, bar_plot_spread, esc, line_plot};
 
 use super::figure::Figure;
 use super::format::{format_ns, format_value, format_x, implausible_text};
@@ -31,7 +31,7 @@ fn plot(r: &BenchReport, b: &BenchResult, p: &Plot) -> String {
     };
     match p.kind {
         PlotKind::Bars => {
-            let bars: Vec<(String, f64, Option<(f64, f64)>)> = b
+            let bars: Vec<Bar> = b
                 .figures
                 .iter()
                 .filter(|f| keep(f))

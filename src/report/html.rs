@@ -221,9 +221,13 @@ pub fn line_plot(
     svg
 }
 
+/// A bar of [`bar_plot_spread`]: label, value and, where known, its spread
+/// (low, high).
+pub type Bar = (String, f64, Option<(f64, f64)>);
+
 /// Horizontal bars (linear scale from 0), one per (label, value).
 pub fn bar_plot(title: &str, bars: &[(String, f64)], fmt: &dyn Fn(f64) -> String) -> String {
-    let bars: Vec<(String, f64, Option<(f64, f64)>)> =
+    let bars: Vec<Bar> =
         bars.iter().map(|(l, v)| (l.clone(), *v, None)).collect();
     bar_plot_spread(title, &bars, fmt)
 }
@@ -232,7 +236,7 @@ pub fn bar_plot(title: &str, bars: &[(String, f64)], fmt: &dyn Fn(f64) -> String
 /// a horizontal whisker over the bar.
 pub fn bar_plot_spread(
     title: &str,
-    bars: &[(String, f64, Option<(f64, f64)>)],
+    bars: &[Bar],
     fmt: &dyn Fn(f64) -> String,
 ) -> String {
     let row = 22.0;
