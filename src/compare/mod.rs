@@ -3,16 +3,18 @@
 //! run` does ([`crate::run::Measurer`]), and say for every figure how each
 //! command differs from the reference, with an interval and a test.
 //!
-//! - [`plan`]: commands, names and parameter scans into the instances run.
+//! - [`plan`]: the [`Config`]; commands, names and parameter scans into the
+//!   instances run.
 //! - [`runner`]: warm-up, rounds, `--prepare`/`--setup`/`--cleanup`.
-//! - [`report`]: the model, its statistics and every format but HTML;
-//!   [`html`] the page.
+//! - [`report`]: the model and its statistics; `render` the formats, with
+//!   `human` the terminal layout and [`html`] the page.
 
 pub mod html;
 mod human;
 pub mod plan;
+mod render;
 pub mod report;
 pub mod runner;
 
-pub use plan::{Instance, Parameter};
-pub use runner::{CompareError, Config, Progress, execute};
+pub use plan::{Config, Instance, Parameter};
+pub use runner::{CompareError, Progress, execute};

@@ -3,6 +3,30 @@
 //! parameter values, `{NAME}` replaced.
 
 use std::ffi::OsString;
+use std::path::PathBuf;
+
+/// What to compare and how.
+#[derive(Debug, Clone, Default)]
+pub struct Config {
+    pub instances: Vec<Instance>,
+    /// Measured runs per command; `None`: by the time budget.
+    pub runs: Option<u32>,
+    pub min_runs: u32,
+    pub max_runs: Option<u32>,
+    pub warmup: u32,
+    pub prepare: Option<String>,
+    pub setup: Option<String>,
+    pub cleanup: Option<String>,
+    pub cold: Vec<PathBuf>,
+    pub drop_caches: bool,
+    pub warm: Vec<PathBuf>,
+    /// 0-based; `None`: the fastest by median wall time.
+    pub reference: Option<usize>,
+    pub alpha: f64,
+    pub ignore_failure: bool,
+    pub show_output: bool,
+    pub seed: u64,
+}
 
 /// A parameter of `-P/--parameter-scan` or `-L/--parameter-list`.
 #[derive(Debug, Clone, PartialEq, Eq)]

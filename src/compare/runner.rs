@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
-use super::plan::{Instance, PlanError};
+use super::plan::{Config, PlanError};
 use super::report::{CommandResult, CompareReport};
 use crate::pagecache::evict;
 use crate::run::report::RunRecord;
@@ -14,29 +14,6 @@ use crate::stats::Rng;
 
 /// Without `--runs`: the time each command may take, as hyperfine's.
 const BUDGET_NS: u64 = 3_000_000_000;
-
-/// What to compare and how.
-#[derive(Debug, Clone, Default)]
-pub struct Config {
-    pub instances: Vec<Instance>,
-    /// Measured runs per command; `None`: by the time budget.
-    pub runs: Option<u32>,
-    pub min_runs: u32,
-    pub max_runs: Option<u32>,
-    pub warmup: u32,
-    pub prepare: Option<String>,
-    pub setup: Option<String>,
-    pub cleanup: Option<String>,
-    pub cold: Vec<PathBuf>,
-    pub drop_caches: bool,
-    pub warm: Vec<PathBuf>,
-    /// 0-based; `None`: the fastest by median wall time.
-    pub reference: Option<usize>,
-    pub alpha: f64,
-    pub ignore_failure: bool,
-    pub show_output: bool,
-    pub seed: u64,
-}
 
 /// Why a comparison could not be made.
 #[derive(Debug, thiserror::Error)]

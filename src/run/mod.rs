@@ -10,6 +10,7 @@
 pub mod exec;
 mod html;
 mod human;
+mod render;
 pub mod report;
 mod tree;
 

@@ -1,5 +1,6 @@
 //! The report of `tally run`: one record per measured run, the summary of
-//! repeated runs, and how each figure renders.
+//! repeated runs, and [`FIGURES`], which every format renders from (see
+//! `render.rs`).
 //!
 //! JSON schema (`schema_version` 2), keys carry their unit:
 //! - `command`: the argv, lossily decoded; `runs_requested`, `warmup_runs`.
@@ -8,14 +9,11 @@
 //! - `warnings[]`: outliers, trends, differing exit codes, in words.
 //! - `interrupted_by`: the signal name when the user stopped the runs.
 
-use std::io::{self, Write};
-
 use serde::{Deserialize, Serialize};
 
 use crate::pagecache::evict::Evicted;
 use crate::procfs::io::IoCounters;
 use crate::report::unit::{Quantity, Unit};
-use crate::report::{Metric, Render, Style, Table};
 use crate::stats::{self, Summary};
 use crate::units::thousands_f;
 
@@ -317,69 +315,10 @@ fn exit_text(exit: &ExitInfo) -> String {
     }
 }
 
-impl Render for RunReport {
-    fn human(&self, out: &mut dyn Write, style: Style) -> io::Result<()> {
-        super::human::write(self, out, style)
-    }
-
-    fn table(&self) -> Table {
-        let mut headers = vec!["run".to_string()];
-        headers.extend(FIGURES.iter().map(|f| f.key.to_string()));
-        headers.extend(["exit_code", "signal"].map(String::from));
-        let rows = self
-            .runs
-            .iter()
-            .enumerate()
-            .map(|(i, r)| {
-                let mut row = vec![(i + 1).to_string()];
-                row.extend(
-                    FIGURES
-                        .iter()
-                        .map(|f| (f.get)(r).map(|v| v.to_string()).unwrap_or_default()),
-                );
-                row.push(r.exit.code.map(|c| c.to_string()).unwrap_or_default());
-                row.push(r.exit.signal.clone().unwrap_or_default());
-                row
-            })
-            .collect();
-        Table { headers, rows }
-    }
-
-    fn metrics(&self) -> Option<Vec<Metric>> {
-        use crate::report::prometheus::stem;
-        let last = self.runs.last()?;
-        let command = self.command.join(" ");
-        Some(
-            FIGURES
-                .iter()
-                .filter_map(|f| {
-                    let value = match self.summary_of(f.key) {
-                        Some(s) => s.median,
-                        None => (f.get)(last)? as f64,
-                    };
-                    let unit = f.unit;
-                    let help = format!(
-                        "{} of the command (the median when run repeatedly)",
-                        f.label
-                    );
-                    Some(
-                        Metric::gauge(&format!("tally_run_{}", stem(f.key)), unit, help)
-                            .with(vec![("command".into(), command.clone())], value),
-                    )
-                })
-                .collect(),
-        )
-    }
-
-    fn html(&self, out: &mut dyn Write) -> Option<io::Result<()>> {
-        Some(out.write_all(super::html::render(self).as_bytes()))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::{Format, render};
+    use crate::report::{Format, Render, Style, render};
 
     fn record(wall_us: u64, rss_kib: u64) -> RunRecord {
         RunRecord {
