@@ -168,7 +168,7 @@ fn serve_answers_its_three_endpoints_and_404_for_any_other_path() {
 }
 
 #[test]
-fn serve_answers_a_huge_header_with_431_and_keeps_serving() {
+fn serve_answers_a_huge_header_431_a_post_405_a_stalled_head_408_and_keeps_serving() {
     let dir = tempfile::tempdir().unwrap();
     let s = serve(None, dir.path());
     let mut c = TcpStream::connect(s.addr).unwrap();
@@ -190,6 +190,23 @@ fn serve_answers_a_huge_header_with_431_and_keeps_serving() {
     let mut raw = Vec::new();
     let _ = c.read_to_end(&mut raw);
     assert_eq!(parse_response(&raw).map(|r| r.0), Some(400));
+    // A method other than GET or HEAD is a 405.
+    let mut c = TcpStream::connect(s.addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    c.write_all(b"POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
+        .unwrap();
+    let mut raw = Vec::new();
+    let _ = c.read_to_end(&mut raw);
+    assert_eq!(parse_response(&raw).map(|r| r.0), Some(405));
+    // A head that never completes gets a 408 once the head timeout (10 s)
+    // has passed, and the connection is closed.
+    let mut c = TcpStream::connect(s.addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(40))).unwrap();
+    c.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+        .unwrap();
+    let mut raw = Vec::new();
+    let _ = c.read_to_end(&mut raw);
+    assert_eq!(parse_response(&raw).map(|r| r.0), Some(408));
     assert_eq!(get(s.addr, "/healthz", &[]).map(|r| r.0), Some(200));
 }
 
@@ -276,7 +293,10 @@ fn serve_kills_a_run_check_past_its_timeout_and_exports_its_exit() {
     let start = Instant::now();
     let body = loop {
         let (_, _, body) = get(s.addr, "/metrics", &[]).expect("metrics");
-        if body.contains("tally_serve_run_exit_code{check=\"late\"}") {
+        // The checks run one after the other: wait for both results.
+        if body.contains("tally_serve_run_exit_code{check=\"late\"}")
+            && body.contains("tally_serve_run_exit_code{check=\"fine\"}")
+        {
             break body;
         }
         assert!(
