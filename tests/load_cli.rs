@@ -488,3 +488,37 @@ fn load_format_html_is_the_page_and_prometheus_is_refused_by_name() {
         "no file for a refused export"
     );
 }
+
+#[test]
+fn a_method_named_twice_is_loaded_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = sample_file(dir.path());
+    let out = tally()
+        .args([
+            "load",
+            "--warm",
+            "-n",
+            "1",
+            "--methods",
+            "read,mmap,read",
+            "--format",
+            "json",
+        ])
+        .arg(&file)
+        .output()
+        .expect("run");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let methods: Vec<&str> = v["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .map(|r| r["method"].as_str().expect("method"))
+        .collect();
+    assert_eq!(methods, ["read", "mmap"]);
+}

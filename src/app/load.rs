@@ -89,13 +89,7 @@ pub(super) fn load_command(args: cli::load::LoadArgs) -> u8 {
     if !procs.is_empty() {
         return procs_command(&args, procs, modes, exe);
     }
-    let methods = if args.methods.is_empty() {
-        load::Method::ALL.to_vec()
-    } else {
-        let mut m = args.methods.clone();
-        m.dedup();
-        m
-    };
+    let methods = methods(&args, &load::Method::ALL);
     let cfg = load::Config {
         file: args.file.clone(),
         methods,
@@ -112,20 +106,11 @@ pub(super) fn load_command(args: cli::load::LoadArgs) -> u8 {
             return code;
         }
     };
-    let bar = io::stderr().is_terminal().then(|| {
-        let b = indicatif::ProgressBar::new(0);
-        b.set_style(
-            indicatif::ProgressStyle::with_template("tally: load {msg} {bar:30} {pos}/{len}")
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-        );
-        b
-    });
+    let bar = progress_bar();
     let mut on_progress = |p: load::Progress| {
-        if let Some(b) = &bar {
-            b.set_length(u64::from(p.of));
-            b.set_position(u64::from(p.done));
-            b.set_message(format!("{:?} {}", p.mode, p.method.name()).to_lowercase());
-        }
+        show(&bar, p.done, p.of, || {
+            format!("{} {}", p.mode.name(), p.method.name())
+        });
     };
     let result = load::execute(&cfg, &mut on_progress);
     if let Some(b) = &bar {
@@ -157,13 +142,7 @@ fn procs_command(
     exe: std::path::PathBuf,
 ) -> u8 {
     use tally::load::{self, procs::ProcsConfig};
-    let methods = if args.methods.is_empty() {
-        vec![load::Method::Read, load::Method::Mmap]
-    } else {
-        let mut m = args.methods.clone();
-        m.dedup();
-        m
-    };
+    let methods = methods(args, &[load::Method::Read, load::Method::Mmap]);
     let cfg = ProcsConfig {
         file: args.file.clone(),
         methods,
@@ -181,20 +160,11 @@ fn procs_command(
             return code;
         }
     };
-    let bar = io::stderr().is_terminal().then(|| {
-        let b = indicatif::ProgressBar::new(0);
-        b.set_style(
-            indicatif::ProgressStyle::with_template("tally: load {msg} {bar:30} {pos}/{len}")
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-        );
-        b
-    });
+    let bar = progress_bar();
     let mut on_progress = |p: load::procs::ProcsProgress| {
-        if let Some(b) = &bar {
-            b.set_length(u64::from(p.of));
-            b.set_position(u64::from(p.done));
-            b.set_message(format!("{:?} {} ×{}", p.mode, p.method.name(), p.procs).to_lowercase());
-        }
+        show(&bar, p.done, p.of, || {
+            format!("{} {} ×{}", p.mode.name(), p.method.name(), p.procs)
+        });
     };
     let result = load::procs::execute(&cfg, &mut on_progress);
     if let Some(b) = &bar {
@@ -227,4 +197,42 @@ fn load_exports(args: &cli::load::LoadArgs) -> Result<Exports, (String, u8)> {
         path: path.clone(),
     }));
     Exports::open_with(&export, "load", &|f| f != Format::PROMETHEUS)
+}
+
+/// `--methods` in the order given, each once; `default` without it.
+fn methods(
+    args: &cli::load::LoadArgs,
+    default: &[tally::load::Method],
+) -> Vec<tally::load::Method> {
+    if args.methods.is_empty() {
+        return default.to_vec();
+    }
+    let mut once = Vec::new();
+    for m in &args.methods {
+        if !once.contains(m) {
+            once.push(*m);
+        }
+    }
+    once
+}
+
+/// The progress bar, on a terminal's stderr only.
+fn progress_bar() -> Option<indicatif::ProgressBar> {
+    io::stderr().is_terminal().then(|| {
+        let b = indicatif::ProgressBar::new(0);
+        b.set_style(
+            indicatif::ProgressStyle::with_template("tally: load {msg} {bar:30} {pos}/{len}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        b
+    })
+}
+
+/// Shows `done` of `of` loads and the one under way.
+fn show(bar: &Option<indicatif::ProgressBar>, done: u32, of: u32, what: impl Fn() -> String) {
+    if let Some(b) = bar {
+        b.set_length(u64::from(of));
+        b.set_position(u64::from(done));
+        b.set_message(what());
+    }
 }

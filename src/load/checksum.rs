@@ -5,6 +5,63 @@
 //! memory speed; the result does not depend on how the input was cut into
 //! pieces. It detects accidental differences, not tampering.
 
+/// One load as a report's checks see it: its name in a warning, its
+/// checksums, its mode, and how much of the file was cached before it.
+pub struct Checked<'a> {
+    pub label: String,
+    pub checksums: &'a [String],
+    pub mode: super::Mode,
+    pub cached_before_bytes: Option<u64>,
+}
+
+/// Whether the checksums of a report's loads agree (`None`: none taken,
+/// nothing to compare), and the warnings: the checksums that differ, and
+/// cold loads that found part of the file still cached.
+pub fn check(loads: &[Checked]) -> (Option<bool>, Vec<String>) {
+    let mut all: Vec<&String> = loads.iter().flat_map(|l| l.checksums).collect();
+    all.sort();
+    all.dedup();
+    let agree = (!all.is_empty()).then_some(all.len() == 1);
+    let mut warnings = Vec::new();
+    if agree == Some(false) {
+        let list: Vec<String> = loads
+            .iter()
+            .map(|l| format!("{}: {}", l.label, l.checksums.join("/")))
+            .collect();
+        warnings.push(format!(
+            "checksums differ (the file changed during the runs, or a method is broken): {}",
+            list.join(", ")
+        ));
+    }
+    for l in loads {
+        if let (super::Mode::Cold, Some(left @ 1..)) = (l.mode, l.cached_before_bytes) {
+            warnings.push(format!(
+                "{}: {} of the file stayed cached before the cold load (mapped or locked elsewhere?)",
+                l.label,
+                crate::units::human_bytes(left)
+            ));
+        }
+    }
+    (agree, warnings)
+}
+
+/// What the checksums say, in a few words for people: `taken` checksums,
+/// counted as `counted` ("loads", "processes, every method").
+pub fn verdict(agree: Option<bool>, taken: u64, touch: super::Touch, counted: &str) -> String {
+    match agree {
+        Some(false) => "checksums DIFFER".into(),
+        Some(true) if taken == 1 => "one checksum taken: nothing to compare it with".into(),
+        Some(true) => format!(
+            "checksums agree ({} {counted})",
+            crate::units::thousands(taken)
+        ),
+        None if touch == super::Touch::None => {
+            "no checksum taken (--touch none): nothing compared".into()
+        }
+        None => "no checksum taken: no load finished".into(),
+    }
+}
+
 /// Streaming checksum state.
 #[derive(Debug, Clone)]
 pub struct Checksum {

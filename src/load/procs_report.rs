@@ -308,41 +308,19 @@ impl ProcsReport {
                 _ => None,
             };
         }
-        let mut all: Vec<&String> = self.runs.iter().flat_map(|r| &r.checksums).collect();
-        all.sort();
-        all.dedup();
-        self.checksums_agree = (!all.is_empty()).then_some(all.len() == 1);
-        if self.checksums_agree == Some(false) {
-            let list: Vec<String> = self
-                .runs
-                .iter()
-                .map(|r| {
-                    format!(
-                        "{} {} ×{}: {}",
-                        r.method.name(),
-                        r.mode.name(),
-                        r.procs,
-                        r.checksums.join("/")
-                    )
-                })
-                .collect();
-            self.warnings.push(format!(
-                "checksums differ (the file changed during the runs, or a method is broken): {}",
-                list.join(", ")
-            ));
-        }
-        for r in &self.runs {
-            if let (Mode::Cold, Some(left)) = (r.mode, r.cached_before_bytes) {
-                if left > 0 {
-                    self.warnings.push(format!(
-                        "{} ×{}: {} of the file stayed cached before the cold load (mapped or locked elsewhere?)",
-                        r.method.name(),
-                        r.procs,
-                        human_bytes(left)
-                    ));
-                }
-            }
-        }
+        let loads: Vec<super::checksum::Checked> = self
+            .runs
+            .iter()
+            .map(|r| super::checksum::Checked {
+                label: format!("{} {} ×{}", r.method.name(), r.mode.name(), r.procs),
+                checksums: &r.checksums,
+                mode: r.mode,
+                cached_before_bytes: r.cached_before_bytes,
+            })
+            .collect();
+        let (agree, warnings) = super::checksum::check(&loads);
+        self.checksums_agree = agree;
+        self.warnings.extend(warnings);
     }
 
     /// Whether no checksums differ.
@@ -359,20 +337,14 @@ impl ProcsReport {
             .count() as u64
     }
 
+    /// What the checksums say, in a few words for people.
     pub fn checksum_verdict(&self) -> String {
-        let taken = self.checksums_taken();
-        match self.checksums_agree {
-            Some(false) => "checksums DIFFER".into(),
-            Some(true) if taken == 1 => "one checksum taken: nothing to compare it with".into(),
-            Some(true) => format!(
-                "checksums agree ({} processes, every method)",
-                thousands(taken)
-            ),
-            None if self.touch == Touch::None => {
-                "no checksum taken (--touch none): nothing compared".into()
-            }
-            None => "no checksum taken: no load finished".into(),
-        }
+        super::checksum::verdict(
+            self.checksums_agree,
+            self.checksums_taken(),
+            self.touch,
+            "processes, every method",
+        )
     }
 
     /// One sentence per N and mode comparing Σ PSS of read and mmap.

@@ -71,39 +71,19 @@ pub struct LoadReport {
 impl LoadReport {
     /// Sets `checksums_agree` and the warnings.
     pub fn check(&mut self) {
-        let mut all: Vec<&String> = self.results.iter().flat_map(|r| &r.checksums).collect();
-        all.sort();
-        all.dedup();
-        self.checksums_agree = (!all.is_empty()).then_some(all.len() == 1);
-        if self.checksums_agree == Some(false) {
-            let list: Vec<String> = self
-                .results
-                .iter()
-                .map(|r| {
-                    format!(
-                        "{} {:?}: {}",
-                        r.method.name(),
-                        r.mode,
-                        r.checksums.join("/")
-                    )
-                })
-                .collect();
-            self.warnings.push(format!(
-                "checksums differ (the file changed during the runs, or a method is broken): {}",
-                list.join(", ")
-            ));
-        }
-        for r in &self.results {
-            if let (Mode::Cold, Some(left)) = (r.mode, r.cached_before_bytes) {
-                if left > 0 {
-                    self.warnings.push(format!(
-                        "{}: {} of the file stayed cached before the cold load (mapped or locked elsewhere?)",
-                        r.method.name(),
-                        human_bytes(left)
-                    ));
-                }
-            }
-        }
+        let loads: Vec<super::checksum::Checked> = self
+            .results
+            .iter()
+            .map(|r| super::checksum::Checked {
+                label: format!("{} {}", r.method.name(), r.mode.name()),
+                checksums: &r.checksums,
+                mode: r.mode,
+                cached_before_bytes: r.cached_before_bytes,
+            })
+            .collect();
+        let (agree, warnings) = super::checksum::check(&loads);
+        self.checksums_agree = agree;
+        self.warnings.extend(warnings);
     }
 
     /// Whether no checksums differ.
@@ -122,16 +102,12 @@ impl LoadReport {
 
     /// What the checksums say, in a few words for people.
     pub fn checksum_verdict(&self) -> String {
-        let taken = self.checksums_taken();
-        match self.checksums_agree {
-            Some(false) => "checksums DIFFER".into(),
-            Some(true) if taken == 1 => "one checksum taken: nothing to compare it with".into(),
-            Some(true) => format!("checksums agree ({} loads)", thousands(taken)),
-            None if self.touch == Touch::None => {
-                "no checksum taken (--touch none): nothing compared".into()
-            }
-            None => "no checksum taken: no load finished".into(),
-        }
+        super::checksum::verdict(
+            self.checksums_agree,
+            self.checksums_taken(),
+            self.touch,
+            "loads",
+        )
     }
 }
 
