@@ -389,3 +389,32 @@ fn cold_takes_one_path_and_the_commands_follow_it() {
         "only the last run keeps it"
     );
 }
+
+#[test]
+fn peak_memory_of_a_small_command_does_not_grow_with_the_rounds() {
+    // As in tally run: the records stay out of what the commands inherit.
+    let dir = scratch("tiny");
+    let tiny = common::tiny_static_command(dir.path());
+    let tiny = tiny.to_str().expect("utf-8 path");
+    let (code, r) = compare_json(&["-N", "-n", "800", tiny, tiny]);
+    assert_eq!(code, 0, "{r}");
+    for c in r["commands"].as_array().expect("commands") {
+        let rss: Vec<u64> = c["runs"]
+            .as_array()
+            .expect("runs")
+            .iter()
+            .map(|x| x["max_rss_bytes"].as_u64().expect("bytes"))
+            .collect();
+        assert_eq!(rss.len(), 800);
+        let med = |s: &[u64]| {
+            let mut s = s.to_vec();
+            s.sort_unstable();
+            s[s.len() / 2]
+        };
+        let (first, last) = (med(&rss[..100]), med(&rss[700..]));
+        assert!(
+            last <= first + 128 * 1024,
+            "peak memory rose from {first} to {last} bytes over 800 rounds"
+        );
+    }
+}

@@ -8,6 +8,7 @@ use std::process::{Command, Stdio};
 use super::plan::{Config, PlanError};
 use super::report::{CommandResult, CompareReport};
 use crate::pagecache::evict;
+use crate::run::records::Records;
 use crate::run::report::RunRecord;
 use crate::run::{self, Measurer, RunError};
 use crate::stats::Rng;
@@ -169,6 +170,13 @@ pub fn execute(
         .iter()
         .map(|i| CommandResult::new(i, cfg.runs.unwrap_or(cfg.min_runs) as usize))
         .collect();
+    // The records, kept where the forked commands do not inherit them
+    // (see `run::records`), each command's last one held back so that
+    // only it keeps its eviction details; and each command's first wall
+    // time, for the time budget.
+    let mut stores: Vec<Records> = (0..k).map(|_| Records::new()).collect();
+    let mut last: Vec<Option<RunRecord>> = vec![None; k];
+    let mut first_wall: Vec<Option<u64>> = vec![None; k];
     let mut rng = Rng::new(cfg.seed);
     let mut order: Vec<usize> = (0..k).collect();
     let mut sequence = 0u32;
@@ -239,16 +247,17 @@ pub fn execute(
                 let stop = rec.forwarded_signal.clone();
                 sequence += 1;
                 let r = &mut results[i];
-                // Only the last run keeps its eviction details: the
-                // records stay small however many runs there are.
-                if let Some(prev) = r.runs.last_mut() {
-                    prev.cold = None;
-                }
                 if failure(&rec).is_some() {
                     r.failed_runs += 1;
                 }
                 rec.counters = None;
-                r.runs.push(rec);
+                first_wall[i].get_or_insert(rec.wall_ns);
+                // Only the last run keeps its eviction details: the
+                // records stay small however many runs there are.
+                if let Some(mut prev) = last[i].replace(rec) {
+                    prev.cold = None;
+                    stores[i].push(&prev).map_err(RunError::Records)?;
+                }
                 r.run_order.push(sequence);
                 if let Some(sig) = stop {
                     interrupted_by = Some(sig);
@@ -259,9 +268,10 @@ pub fn execute(
             if rounds.is_none() {
                 // After the first round: as many rounds as the slowest
                 // command fits in the budget.
-                let slowest = results
+                let slowest = first_wall
                     .iter()
-                    .filter_map(|r| r.runs.first().map(|x| x.wall_ns))
+                    .flatten()
+                    .copied()
                     .max()
                     .unwrap_or(1)
                     .max(1);
@@ -281,6 +291,12 @@ pub fn execute(
     };
     result?;
     cleaned?;
+    for ((r, mut store), held) in results.iter_mut().zip(stores).zip(last) {
+        if let Some(held) = held {
+            store.push(&held).map_err(RunError::Records)?;
+        }
+        r.runs = store.into_vec().map_err(RunError::Records)?;
+    }
     let runs = results.iter().map(|r| r.runs.len()).max().unwrap_or(0) as u64;
     progress(Progress {
         done: runs * k as u64,

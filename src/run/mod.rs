@@ -10,6 +10,7 @@
 pub mod exec;
 mod html;
 mod human;
+pub mod records;
 mod render;
 pub mod report;
 mod tree;
@@ -115,6 +116,8 @@ pub enum RunError {
     DropCaches(String),
     #[error("cannot handle signals: {0}")]
     Signals(io::Error),
+    #[error("cannot keep the records of the runs: {0}")]
+    Records(io::Error),
 }
 
 impl RunError {
@@ -192,7 +195,7 @@ pub fn execute(cfg: &Config, progress: &mut dyn FnMut(Progress)) -> Result<RunRe
             .collect(),
         runs_requested: cfg.runs.max(1),
         warmup_runs: 0,
-        runs: Vec::with_capacity(cfg.runs.max(1) as usize),
+        runs: Vec::new(),
         summary: Vec::new(),
         warnings: Vec::new(),
         interrupted_by: None,
@@ -211,6 +214,8 @@ pub fn execute(cfg: &Config, progress: &mut dyn FnMut(Progress)) -> Result<RunRe
             break;
         }
     }
+    // Kept where the forked commands do not inherit them (see `records`).
+    let mut records = records::Records::new();
     if report.interrupted_by.is_none() {
         for i in 0..report.runs_requested {
             progress(Progress::Run {
@@ -223,7 +228,7 @@ pub fn execute(cfg: &Config, progress: &mut dyn FnMut(Progress)) -> Result<RunRe
             }
             let rec = measurer.measure(cfg)?;
             let stop = rec.forwarded_signal.clone();
-            report.runs.push(rec);
+            records.push(&rec).map_err(RunError::Records)?;
             if let Some(sig) = stop {
                 if i + 1 < report.runs_requested {
                     report.interrupted_by = Some(sig);
@@ -232,10 +237,11 @@ pub fn execute(cfg: &Config, progress: &mut dyn FnMut(Progress)) -> Result<RunRe
             }
         }
         progress(Progress::Run {
-            done: report.runs.len() as u32,
+            done: records.len() as u32,
             of: report.runs_requested,
         });
     }
+    report.runs = records.into_vec().map_err(RunError::Records)?;
     report.summarize();
     Ok(report)
 }

@@ -316,11 +316,12 @@ fn exit_text(exit: &ExitInfo) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::report::{Format, Render, Style, render};
 
-    fn record(wall_us: u64, rss_kib: u64) -> RunRecord {
+    /// A record with every figure set.
+    pub(crate) fn record(wall_us: u64, rss_kib: u64) -> RunRecord {
         RunRecord {
             wall_ns: wall_us * 1000 + 417,
             user_us: 800,

@@ -8,6 +8,7 @@ pub mod buffers;
 pub mod cache;
 pub mod cleanup;
 pub mod cpu;
+pub mod dontfork;
 pub mod entry;
 pub mod events;
 pub mod file;

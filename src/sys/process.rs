@@ -5,7 +5,8 @@
 //! With vfork the old address space is tally's own, so the child would
 //! inherit tally's peak; with fork it is a copy holding only the pages whose
 //! page-table entries fork copies (anonymous memory tally has touched), and
-//! tally keeps that small. The fork is written out here rather than left to
+//! tally keeps that small: the records of repeated runs live in a mapping
+//! forked children do not get (`sys::dontfork`, `run::records`). The fork is written out here rather than left to
 //! `std::process::Command` because std waits for `exec` inside `spawn`,
 //! which leaves no moment to attach counters to a child held at a gate.
 

@@ -98,3 +98,25 @@ pub fn entries(dir: &Path) -> Vec<PathBuf> {
     v.sort();
     v
 }
+
+/// A static `int main(void) { return 0; }`, built with `cc -static` in
+/// `dir`: a command whose own peak memory is about half a megabyte, small
+/// enough to show anything tally adds to it.
+#[allow(dead_code)]
+pub fn tiny_static_command(dir: &Path) -> PathBuf {
+    let src = dir.join("tiny.c");
+    std::fs::write(&src, "int main(void) { return 0; }\n").expect("write tiny.c");
+    let exe = dir.join("tiny");
+    let out = Command::new("cc")
+        .args(["-O2", "-static", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .output()
+        .expect("cc runs (the Rust toolchain links with it)");
+    assert!(
+        out.status.success(),
+        "cc -static failed (install libc6-dev): {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    exe
+}
