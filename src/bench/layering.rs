@@ -28,7 +28,12 @@ pub fn imports(folder: &str) -> Vec<(String, Vec<String>)> {
     let mut out = Vec::new();
     for (stem, text) in &files {
         // Unit tests (at the end of each file) may reach anywhere.
-        let code = text.split("\n#[cfg(test)]\nmod tests").next().unwrap();
+        let code = [
+            "\n#[cfg(test)]\nmod tests",
+            "\n#[cfg(test)]\npub(crate) mod tests",
+        ]
+        .iter()
+        .fold(text.as_str(), |code, end| code.split(end).next().unwrap());
         let code: String = code
             .lines()
             .map(|l| l.split("//").next().unwrap())
