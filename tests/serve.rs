@@ -892,3 +892,58 @@ fn capability_install_refuses_serve_and_every_but_writes_one_textfile() {
     );
     assert!(String::from_utf8_lossy(&out.stderr).contains("runs nothing else"));
 }
+
+/// The value of the sample `series` (name and labels as written) in a
+/// Prometheus text body.
+fn sample_of(body: &str, series: &str) -> Option<f64> {
+    body.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+}
+
+#[test]
+fn a_run_checks_peak_memory_is_its_own_not_the_servers() {
+    // A forked command starts with a copy of its parent's memory, which the
+    // kernel counts into its peak: checks forked from the server read the
+    // server's memory (782-918 kB for a static main(){} of 548 kB).
+    let dir = tempfile::tempdir().unwrap();
+    let tiny = common::tiny_static_command(dir.path());
+    let alone = Command::new(common::tally_bin())
+        .args(["run", "--format", "json", "-o", "-", "--"])
+        .arg(&tiny)
+        .output()
+        .expect("tally run");
+    let alone: serde_json::Value = serde_json::from_slice(&alone.stdout).expect("json");
+    let alone = alone["runs"][0]["max_rss_bytes"].as_f64().expect("bytes");
+    let config = format!(
+        "[[run]]\nname = \"tiny\"\ncommand = [\"{}\"]\ninterval = 1\n",
+        tiny.display()
+    );
+    let s = serve(Some(&config), dir.path());
+    // Scrapes make the server scan (and hold) every process's memory; the
+    // check runs every second meanwhile.
+    let start = Instant::now();
+    let mut seen = Vec::new();
+    let mut last_run = None;
+    while seen.len() < 3 {
+        assert!(start.elapsed() < Duration::from_secs(30), "{seen:?}");
+        let (_, _, body) = get(s.addr, "/metrics", &[]).expect("metrics");
+        let when = sample_of(
+            &body,
+            "tally_serve_run_last_run_timestamp_seconds{check=\"tiny\"}",
+        );
+        let rss = sample_of(&body, "tally_run_max_rss_bytes{check=\"tiny\"}");
+        if let (Some(when), Some(rss)) = (when, rss) {
+            if last_run != Some(when) {
+                last_run = Some(when);
+                seen.push(rss);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    for v in &seen {
+        assert!(
+            *v <= alone + 64.0 * 1024.0,
+            "the check read {v} bytes, tally run {alone}: {seen:?}"
+        );
+    }
+}

@@ -438,24 +438,39 @@ impl RunWatch {
             .split_whitespace()
             .filter_map(|p| p.parse::<u32>().ok())
         {
-            sent |= crate::sys::signals::kill(pid, libc::SIGKILL).is_ok();
+            // The child is `tally run`; its children are the command,
+            // killed so that `tally run` reaps it and reports it killed
+            // (and at shutdown the server waits for that). Before it has
+            // started the command, `tally run` itself goes.
+            let commands = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+                .unwrap_or_default();
+            let mut any = false;
+            for c in commands
+                .split_whitespace()
+                .filter_map(|p| p.parse::<u32>().ok())
+            {
+                any |= crate::sys::signals::kill(c, libc::SIGKILL).is_ok();
+            }
+            if !any {
+                any |= crate::sys::signals::kill(pid, libc::SIGKILL).is_ok();
+            }
+            sent |= any;
         }
         sent
     }
 }
 
-/// Runs one check with `tally run`'s code; its figures get a `check`
-/// label, plus its exit code, interval and when it ran.
+/// Runs one check as `tally run --quiet-command --format json -- COMMAND`
+/// in a process of its own; its figures get a `check` label, plus its
+/// exit code, interval and when it ran.
+///
+/// Its own process, not this one: a forked command starts with a copy of
+/// its parent's memory, which the kernel counts into the command's peak
+/// (`ru_maxrss`), and the server's memory (its last scans) would be a
+/// floor under the peak of every check. A fresh `tally run` is small.
 fn run_check(check: &config::RunCheck, watch: &RunWatch) -> (Vec<Metric>, bool) {
-    let cfg = crate::run::Config {
-        argv: check.command.iter().map(Into::into).collect(),
-        runs: 1,
-        warmup: 0,
-        quiet_command: true,
-        ..Default::default()
-    };
     watch.arm(check.timeout);
-    let result = crate::run::execute(&cfg, &mut |_| {});
+    let result = run_in_child(&check.command);
     watch.disarm();
     let label = || vec![("check".to_string(), check.name.clone())];
     let mut metrics = vec![
@@ -499,19 +514,60 @@ fn run_check(check: &config::RunCheck, watch: &RunWatch) -> (Vec<Metric>, bool) 
             }
             (metrics, code == 0)
         }
-        Err(e) => {
-            crate::diag!("tally serve: run check {}: {e}", check.name);
+        Err((why, code)) => {
+            crate::diag!("tally serve: run check {}: {why}", check.name);
             metrics.push(
                 Metric::gauge(
                     "tally_serve_run_exit_code",
                     Unit::Count,
                     "Exit code of the check's last run (128+N: killed by signal N, as a shell says).",
                 )
-                .with(label(), f64::from(e.exit_code())),
+                .with(label(), f64::from(code)),
             );
             (metrics, false)
         }
     }
+}
+
+/// `tally run`'s report of one run of `command`, measured by a `tally run`
+/// process started from this binary; or why not, with the exit code to
+/// export (`tally run`'s own: 127 not found, 126 not executable, 125 other;
+/// 128+N when that process was killed by signal N).
+fn run_in_child(command: &[String]) -> Result<crate::run::report::RunReport, (String, u8)> {
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::{Command, Stdio};
+    let exe =
+        std::env::current_exe().map_err(|e| (format!("cannot find the tally binary: {e}"), 125))?;
+    let out = Command::new(exe)
+        .args([
+            "run",
+            "--quiet-command",
+            "--format",
+            "json",
+            "-o",
+            "-",
+            "--",
+        ])
+        .args(command)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .output()
+        .map_err(|e| (format!("cannot start tally run: {e}"), 125))?;
+    if let Ok(report) = serde_json::from_slice(&out.stdout) {
+        return Ok(report);
+    }
+    let why = String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .last()
+        .unwrap_or("tally run gave no report")
+        .to_string();
+    let code = match (out.status.code(), out.status.signal()) {
+        (Some(c), _) => u8::try_from(c).unwrap_or(125),
+        (None, Some(sig)) => 128u8.saturating_add(u8::try_from(sig).unwrap_or(0)),
+        (None, None) => 125,
+    };
+    Err((why, code))
 }
 
 /// Runs the configured benchmarks with `tally bench`'s code.
