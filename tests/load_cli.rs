@@ -522,3 +522,38 @@ fn a_method_named_twice_is_loaded_once() {
         .collect();
     assert_eq!(methods, ["read", "mmap"]);
 }
+
+#[test]
+fn runs_with_procs_is_refused_and_an_html_path_error_names_html() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = sample_file(dir.path());
+    // -n repeats a load; --procs loads once per method, mode and N: the two
+    // together are refused instead of -n being ignored.
+    for extra in [
+        &["--procs", "2"][..],
+        &["--procs-sweep"],
+        &["--mem-limit", "1G"],
+    ] {
+        let out = tally()
+            .args(["load", "-n", "3"])
+            .args(extra)
+            .arg(&file)
+            .output()
+            .expect("run");
+        assert_eq!(out.status.code(), Some(2), "{extra:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("cannot be used with"),
+            "{extra:?}"
+        );
+    }
+    // An --html path that cannot be created is named as --html's.
+    let out = tally()
+        .args(["load", "--warm", "--methods", "read", "--html"])
+        .arg(dir.path().join("no/such/dir/page.html"))
+        .arg(&file)
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.starts_with("tally: --html: cannot create"), "{err}");
+}

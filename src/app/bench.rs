@@ -59,6 +59,7 @@ pub(super) fn bench_command(args: cli::bench::BenchArgs) -> u8 {
     export.extend(args.html.iter().map(|path| cli::Export {
         format: report::Format::HTML,
         path: path.clone(),
+        flag: "--html",
     }));
     let exports = match Exports::open_with(&export, "bench", &|_| true) {
         Ok(e) => e,

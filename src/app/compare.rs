@@ -49,6 +49,7 @@ pub(super) fn compare_command(mut args: cli::compare::CompareArgs) -> u8 {
         args.export.push(cli::Export {
             format: Format::HTML,
             path,
+            flag: "--html",
         });
     }
     let exports = match Exports::open_with(&args.export, "compare", &|_| true) {

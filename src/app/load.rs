@@ -195,6 +195,7 @@ fn load_exports(args: &cli::load::LoadArgs) -> Result<Exports, (String, u8)> {
     export.extend(args.html.iter().map(|path| cli::Export {
         format: Format::HTML,
         path: path.clone(),
+        flag: "--html",
     }));
     Exports::open_with(&export, "load", &|f| f != Format::PROMETHEUS)
 }

@@ -201,7 +201,7 @@ impl Exports {
         for e in exports {
             match Sink::open(&e.path) {
                 Ok(sink) => open.push((e.clone(), sink)),
-                Err(e) => return Err((format!("--export: {e:#}"), 1)),
+                Err(err) => return Err((format!("{}: {err:#}", e.flag), 1)),
             }
         }
         Ok(Exports(open))

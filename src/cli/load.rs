@@ -38,8 +38,10 @@ pub struct LoadArgs {
     #[arg(long, group = "mode")]
     pub both: bool,
 
-    /// Loads per method and mode; medians are reported.
+    /// Loads per method and mode; medians are reported (not with --procs,
+    /// --procs-sweep or --mem-limit, which load once per method, mode and N).
     #[arg(short = 'n', long, value_name = "N", default_value_t = 1,
+          conflicts_with_all = ["procs", "procs_sweep", "mem_limit"],
           value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub runs: u32,
 

@@ -79,6 +79,8 @@ pub enum Command {
 pub struct Export {
     pub format: crate::report::Format,
     pub path: std::path::PathBuf,
+    /// The option that asked for it (`--export`, or `--html`), for errors.
+    pub flag: &'static str,
 }
 
 /// The help of `--export`, shared by every command that reports.
@@ -141,6 +143,7 @@ pub fn parse_export(value: &std::ffi::OsStr) -> Result<Export, String> {
     Ok(Export {
         format,
         path: std::ffi::OsStr::from_bytes(file).into(),
+        flag: "--export",
     })
 }
 
