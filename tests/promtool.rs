@@ -5,9 +5,7 @@
 
 mod common;
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use assert_cmd::Command as Cmd;
 
@@ -31,29 +29,10 @@ fn check(promtool: &Path, what: &str, text: &str) {
         text.contains("# TYPE "),
         "{what}: no metric families in\n{text}"
     );
-    let mut child = Command::new(promtool)
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("promtool starts");
-    child
-        .stdin
-        .take()
-        .expect("stdin piped")
-        .write_all(text.as_bytes())
-        .expect("promtool reads the metrics");
-    let out = child.wait_with_output().expect("promtool ends");
-    let problems = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (status, problems) = common::promtool_check_metrics(promtool, text);
     assert!(
-        out.status.success() && problems.trim().is_empty(),
-        "{what}: promtool check metrics ({}) says:\n{problems}\non:\n{text}",
-        out.status
+        status.success() && problems.trim().is_empty(),
+        "{what}: promtool check metrics ({status}) says:\n{problems}\non:\n{text}"
     );
 }
 

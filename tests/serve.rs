@@ -115,6 +115,18 @@ fn parse_response(raw: &[u8]) -> Option<(u16, String, String)> {
     Some((status, head.to_string(), body.to_string()))
 }
 
+/// Sends `bytes` on a new connection and reads until the server closes it
+/// (or `secs` pass): the status of its answer. The server may close before
+/// taking all of `bytes`: a write error is fine.
+fn raw_status(addr: SocketAddr, bytes: &[u8], secs: u64) -> Option<u16> {
+    let mut c = TcpStream::connect(addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(secs))).unwrap();
+    let _ = c.write_all(bytes);
+    let mut raw = Vec::new();
+    let _ = c.read_to_end(&mut raw);
+    parse_response(&raw).map(|r| r.0)
+}
+
 /// A line of `/proc/PID/status` (`VmRSS`, `Threads`) as a number.
 fn status_field(pid: u32, field: &str) -> u64 {
     let text = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
@@ -171,42 +183,26 @@ fn serve_answers_its_three_endpoints_and_404_for_any_other_path() {
 fn serve_answers_a_huge_header_431_a_post_405_a_stalled_head_408_and_keeps_serving() {
     let dir = tempfile::tempdir().unwrap();
     let s = serve(None, dir.path());
-    let mut c = TcpStream::connect(s.addr).unwrap();
-    c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
     let huge = format!(
         "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Big: {}\r\n\r\n",
         "a".repeat(1 << 20)
     );
-    // The server may close before taking it all: a write error is fine.
-    let _ = c.write_all(huge.as_bytes());
-    let mut raw = Vec::new();
-    let _ = c.read_to_end(&mut raw);
-    let (status, _, _) = parse_response(&raw).expect("an HTTP answer to a huge header");
+    let status = raw_status(s.addr, huge.as_bytes(), 30).expect("an HTTP answer to a huge header");
     assert!(status == 431 || status == 400, "status {status}");
     // Garbage is a 400, not a crash.
-    let mut c = TcpStream::connect(s.addr).unwrap();
-    c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    c.write_all(b"\x00\x01\x02 nonsense\r\n\r\n").unwrap();
-    let mut raw = Vec::new();
-    let _ = c.read_to_end(&mut raw);
-    assert_eq!(parse_response(&raw).map(|r| r.0), Some(400));
+    assert_eq!(
+        raw_status(s.addr, b"\x00\x01\x02 nonsense\r\n\r\n", 30),
+        Some(400)
+    );
     // A method other than GET or HEAD is a 405.
-    let mut c = TcpStream::connect(s.addr).unwrap();
-    c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    c.write_all(b"POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
-        .unwrap();
-    let mut raw = Vec::new();
-    let _ = c.read_to_end(&mut raw);
-    assert_eq!(parse_response(&raw).map(|r| r.0), Some(405));
+    let post = b"POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n";
+    assert_eq!(raw_status(s.addr, post, 30), Some(405));
     // A head that never completes gets a 408 once the head timeout (10 s)
     // has passed, and the connection is closed.
-    let mut c = TcpStream::connect(s.addr).unwrap();
-    c.set_read_timeout(Some(Duration::from_secs(40))).unwrap();
-    c.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
-        .unwrap();
-    let mut raw = Vec::new();
-    let _ = c.read_to_end(&mut raw);
-    assert_eq!(parse_response(&raw).map(|r| r.0), Some(408));
+    assert_eq!(
+        raw_status(s.addr, b"GET /metrics HTTP/1.1\r\nHost: x\r\n", 40),
+        Some(408)
+    );
     assert_eq!(get(s.addr, "/healthz", &[]).map(|r| r.0), Some(200));
 }
 
@@ -401,29 +397,8 @@ fn serve_metrics_pass_promtool_check_metrics() {
         std::thread::sleep(Duration::from_millis(100));
     };
     assert!(body.contains("tally_cache_path_cached_bytes"), "{body}");
-    let mut child = Command::new(promtool)
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("promtool starts");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(body.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        out.status.success() && said.trim().is_empty(),
-        "{said}\n{body}"
-    );
+    let (status, said) = common::promtool_check_metrics(&promtool, &body);
+    assert!(status.success() && said.trim().is_empty(), "{said}\n{body}");
 }
 
 /// A Prometheus server, killed and reaped when dropped.

@@ -60,15 +60,7 @@ pub fn render(r: &CompareReport) -> String {
         if groups.is_empty() {
             continue;
         }
-        let same = r
-            .commands
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| *i != r.reference)
-            .all(|(_, c)| {
-                c.versus(fig.key)
-                    .is_some_and(|v| v.verdict == Verdict::Unchanged)
-            });
+        let same = r.unchanged(fig.key);
         if same && !fig.headline {
             unchanged.push(fig.label);
             continue;

@@ -92,15 +92,7 @@ pub(super) fn write(r: &CompareReport, out: &mut dyn Write, style: Style) -> io:
         if present.is_empty() {
             continue;
         }
-        let all_same = r
-            .commands
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| *i != r.reference)
-            .all(|(_, c)| {
-                c.versus(fig.key)
-                    .is_some_and(|v| v.verdict == Verdict::Unchanged)
-            });
+        let all_same = r.unchanged(fig.key);
         let zero = present.iter().all(|i| {
             r.commands[*i]
                 .summary_of(fig.key)

@@ -133,6 +133,19 @@ fn exit_text(r: &RunRecord) -> String {
 }
 
 impl CompareReport {
+    /// Whether figure `key` is unchanged (same median, not significant)
+    /// for every command against the reference.
+    pub fn unchanged(&self, key: &str) -> bool {
+        self.commands
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != self.reference)
+            .all(|(_, c)| {
+                c.versus(key)
+                    .is_some_and(|v| v.verdict == Verdict::Unchanged)
+            })
+    }
+
     /// Summaries, warnings, the reference and every comparison.
     pub(super) fn build(
         cfg: &Config,

@@ -182,19 +182,24 @@ pub struct Progress {
     pub mode: Mode,
 }
 
+/// `file`'s metadata, or an error naming it unless it is a regular file
+/// this process can open: checked before any load starts.
+fn check_file(file: &Path) -> Result<std::fs::Metadata, LoadError> {
+    let error = |source| LoadError::File {
+        path: file.to_path_buf(),
+        source,
+    };
+    let meta = std::fs::metadata(file).map_err(error)?;
+    if !meta.is_file() {
+        return Err(LoadError::NotRegular(file.to_path_buf()));
+    }
+    std::fs::File::open(file).map_err(error)?;
+    Ok(meta)
+}
+
 /// Runs every method in every mode `runs` times.
 pub fn execute(cfg: &Config, progress: &mut dyn FnMut(Progress)) -> Result<LoadReport, LoadError> {
-    let meta = std::fs::metadata(&cfg.file).map_err(|source| LoadError::File {
-        path: cfg.file.clone(),
-        source,
-    })?;
-    if !meta.is_file() {
-        return Err(LoadError::NotRegular(cfg.file.clone()));
-    }
-    std::fs::File::open(&cfg.file).map_err(|source| LoadError::File {
-        path: cfg.file.clone(),
-        source,
-    })?;
+    let meta = check_file(&cfg.file)?;
     // Held over all the loads (each `run::execute` nests its own): a
     // signal while no load runs is noted, not fatal, so the loop stops
     // and the result directory is removed on the way out.

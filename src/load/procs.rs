@@ -67,17 +67,7 @@ pub fn execute(
     cfg: &ProcsConfig,
     progress: &mut dyn FnMut(ProcsProgress),
 ) -> Result<ProcsReport, LoadError> {
-    let meta = std::fs::metadata(&cfg.file).map_err(|source| LoadError::File {
-        path: cfg.file.clone(),
-        source,
-    })?;
-    if !meta.is_file() {
-        return Err(LoadError::NotRegular(cfg.file.clone()));
-    }
-    std::fs::File::open(&cfg.file).map_err(|source| LoadError::File {
-        path: cfg.file.clone(),
-        source,
-    })?;
+    let meta = super::check_file(&cfg.file)?;
     let forwarder = Forwarder::install().map_err(LoadError::Signals)?;
     let mut mem_limit = None;
     if let Some(limit) = cfg.mem_limit_bytes {

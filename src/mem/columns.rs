@@ -37,27 +37,12 @@ pub const COLUMNS: &[Column] = &[
 pub const fn index_of(key: &str) -> Option<usize> {
     let mut i = 0;
     while i < COLUMNS.len() {
-        if const_eq(COLUMNS[i].key, key) {
+        if crate::report::const_eq(COLUMNS[i].key, key) {
             return Some(i);
         }
         i += 1;
     }
     None
-}
-
-const fn const_eq(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    if a.len() != b.len() {
-        return false;
-    }
-    let mut i = 0;
-    while i < a.len() {
-        if a[i] != b[i] {
-            return false;
-        }
-        i += 1;
-    }
-    true
 }
 
 /// The column rows are sorted by (ascending: the biggest comes last): a

@@ -96,7 +96,9 @@ impl Format {
     }
 }
 
-const fn const_eq(a: &str, b: &str) -> bool {
+/// Whether two strings are equal, in a `const` context (registries look
+/// names up at compile time).
+pub(crate) const fn const_eq(a: &str, b: &str) -> bool {
     let (a, b) = (a.as_bytes(), b.as_bytes());
     if a.len() != b.len() {
         return false;

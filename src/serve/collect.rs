@@ -492,41 +492,34 @@ fn run_check(check: &config::RunCheck, watch: &RunWatch) -> (Vec<Metric>, bool) 
                 .map_or(0.0, |d| d.as_secs_f64()),
         ),
     ];
-    match result {
+    let (code, figures, ok) = match result {
         Ok(report) => {
             let code = crate::run::exit_code(&report);
-            metrics.push(
-                Metric::gauge(
-                    "tally_serve_run_exit_code",
-                    Unit::Count,
-                    "Exit code of the check's last run (128+N: killed by signal N, as a shell says).",
-                )
-                .with(label(), f64::from(code)),
-            );
-            for mut m in report.metrics().unwrap_or_default() {
-                for s in &mut m.samples {
-                    // The command is in the config; the check names it.
-                    s.labels.retain(|(k, _)| k != "command");
-                    s.labels
-                        .insert(0, ("check".to_string(), check.name.clone()));
-                }
-                metrics.push(m);
-            }
-            (metrics, code == 0)
+            (code, report.metrics(), code == 0)
         }
         Err((why, code)) => {
             crate::diag!("tally serve: run check {}: {why}", check.name);
-            metrics.push(
-                Metric::gauge(
-                    "tally_serve_run_exit_code",
-                    Unit::Count,
-                    "Exit code of the check's last run (128+N: killed by signal N, as a shell says).",
-                )
-                .with(label(), f64::from(code)),
-            );
-            (metrics, false)
+            (code, None, false)
         }
+    };
+    metrics.push(
+        Metric::gauge(
+            "tally_serve_run_exit_code",
+            Unit::Count,
+            "Exit code of the check's last run (128+N: killed by signal N, as a shell says).",
+        )
+        .with(label(), f64::from(code)),
+    );
+    for mut m in figures.unwrap_or_default() {
+        for s in &mut m.samples {
+            // The command is in the config; the check names it.
+            s.labels.retain(|(k, _)| k != "command");
+            s.labels
+                .insert(0, ("check".to_string(), check.name.clone()));
+        }
+        metrics.push(m);
     }
+    (metrics, ok)
 }
 
 /// `tally run`'s report of one run of `command`, measured by a `tally run`

@@ -120,3 +120,31 @@ pub fn tiny_static_command(dir: &Path) -> PathBuf {
     );
     exe
 }
+
+/// Runs `promtool check metrics` on `text`: its exit status and what it
+/// printed (nothing when the metrics pass).
+#[allow(dead_code)]
+pub fn promtool_check_metrics(promtool: &Path, text: &str) -> (std::process::ExitStatus, String) {
+    use std::io::Write as _;
+    use std::process::Stdio;
+    let mut child = Command::new(promtool)
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool starts");
+    child
+        .stdin
+        .take()
+        .expect("stdin piped")
+        .write_all(text.as_bytes())
+        .expect("promtool reads the metrics");
+    let out = child.wait_with_output().expect("promtool ends");
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status, said)
+}
