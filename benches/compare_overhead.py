@@ -11,7 +11,9 @@ Per tool it prints the medians over the repetitions of:
 - per run: the tool's own elapsed time divided by the runs it made —
   what a run costs, harness included.
 
-and the ratio tally / hyperfine (target: at most 1.0). Then tally's own
+and the ratio tally / hyperfine (target: at most 1.0), then the median and
+range of the same ratio taken repetition by repetition (the two tools ran
+back to back, on the same moment of a noisy machine). Then tally's own
 peak memory (ru_maxrss, from `/usr/bin/time -f %M`) for a comparison of
 100 and of 10,000 runs of each command.
 
@@ -95,6 +97,13 @@ def main():
         print(f"{name:<20} {rep:>13.1f} µs {per:>9.1f} µs")
     t, h = med["tally compare -N"], med["hyperfine -N"]
     print(f"{'tally / hyperfine':<20} {t[0] / h[0]:>16.2f} {t[1] / h[1]:>12.2f}   (target <= 1.0)")
+    # The same, repetition by repetition: the two tools ran back to back,
+    # so each ratio shares that moment's machine; their median and range.
+    pairs = list(zip(got["tally compare -N"], got["hyperfine -N"]))
+    for i, what in ((0, "reported"), (1, "per run")):
+        ratios = sorted(a[i] / b[i] for a, b in pairs)
+        print(f"paired {what:<9} ratio: median {statistics.median(ratios):.2f}, "
+              f"range {ratios[0]:.2f}-{ratios[-1]:.2f} over {len(ratios)} repetitions")
     if os.environ.get("SKIP_PEAK"):
         return
     small, big = peak_kib(tally, 100), peak_kib(tally, 10_000)

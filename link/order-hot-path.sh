@@ -11,6 +11,11 @@
 # whenever other code does (the release profile uses fat LTO, which has no
 # `.llvm.` names).
 #
+# First in the list: the loop of `tally compare`'s spawner (src/run/spawner.rs),
+# whose peak resident set is the 64 KiB windows of code it touches, so they
+# must be few. valgrind cannot follow its clone(CLONE_VM|CLONE_VFORK), so its
+# functions are named below as patterns, matched against the binary's symbols.
+#
 # Usage: link/order-hot-path.sh        (installs valgrind with apt-get if missing)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,10 +44,29 @@ sed -nE 's/^(__[a-z]+)_(sse2|ssse3|sse4_?[12]|sse42|avx|avx2|evex|avx512)[a-z0-9
     LC_ALL=C sort -u | while read -r base; do
         grep -E "^${base}(sse|ssse|avx|evex)" "$tmp/all" || true
     done | grep -vxFf "$tmp/hot" | LC_ALL=C sort -u > "$tmp/variants"
+spawner_rust='spawner14serve_requests|process15default_signals|shed15shed_file_pages|Inbox4take|Inbox7compact|10UnixStream.*2io4Read4read|process10open_io_of|Outbox4push|Outbox5flush|spawner3run17h|spawner6finish|spawner12next_request|spawner6encode|3run11read_all_at|process8recv_now|process14spawn_prepared|process17shared_child_main|process16wait_exited_keep|process5wait417h|process10usage_from|Spawned10exec_error|Forwarder6attach|Forwarder6detach|Forwarder7pending|13take_received|14take_escalated|shed8peak_kib|signals12restore_mask|Instant7elapsed|Timespec12sub_timespec|Timespec3now|FileExt7read_at|_ZN3std2io18default_read_exact|_ZN3std2io4Read10read_exact|_ZN3std2io5Write9write_all17h|units6micros'
+spawner_libc='__libc_recv recv __libc_send send __send __clock_gettime clock_gettime
+    __pthread_sigmask pthread_sigmask sigfillset sigemptyset __clone_internal __clone3 __clone
+    clone __libc_sigaction __sigaction sigaction __bsd_signal bsd_signal signal ssignal
+    __sigprocmask sigprocmask __prctl prctl __getppid getppid __libc_open64 __open64 open64
+    __open open execvp __execvpe __execvpex __execvpe_common __execve execve strchrnul
+    __errno_location __waitid waitid __wait4 wait4 __libc_pread __pread64 pread64 pread
+    __libc_read __read read __libc_write __write write __restore_rt __kill kill __getpid
+    getpid _exit strcmp strchr strlen memcpy memmove'
 {
-    echo "# Functions on the path of \`tally run\` (link/order-hot-path.sh); see build.rs."
-    cat "$tmp/hot"
+    grep -E "$spawner_rust" "$tmp/all" | grep -v drop_in_place
+    for f in $spawner_libc; do
+        grep -xF "$f" "$tmp/all" || true
+        # every CPU variant of a string function
+        grep -E "^__${f}_(sse|ssse|avx|evex)" "$tmp/all" || true
+    done
+} | awk '!seen[$0]++' > "$tmp/spawner"
+{
+    echo "# The loop of \`tally compare\`'s spawner, then the functions on the path of"
+    echo "# \`tally run\` (link/order-hot-path.sh); see build.rs."
+    cat "$tmp/spawner"
+    grep -vxFf "$tmp/spawner" "$tmp/hot" || true
     echo "# Every CPU variant of the glibc string functions above."
     cat "$tmp/variants"
 } > link/run-hot-path.order
-echo "link/run-hot-path.order: $(wc -l < "$tmp/hot") functions, $(wc -l < "$tmp/variants") string-function variants"
+echo "link/run-hot-path.order: $(wc -l < "$tmp/spawner") spawner functions, $(wc -l < "$tmp/hot") functions, $(wc -l < "$tmp/variants") string-function variants"

@@ -33,6 +33,14 @@ pub fn main() -> u8 {
     {
         return 0;
     }
+    // `tally compare` starts its runs from this binary re-executed.
+    if args.len() == 2
+        && args
+            .get(1)
+            .is_some_and(|a| a == tally::run::spawner::SERVE_ARG)
+    {
+        return tally::run::spawner::serve();
+    }
     let cli = match cli::parse(&args) {
         Ok(cli) => cli,
         Err(e) => {

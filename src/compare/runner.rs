@@ -9,7 +9,8 @@ use super::plan::{Config, PlanError};
 use super::report::{CommandResult, CompareReport};
 use crate::pagecache::evict;
 use crate::run::records::Records;
-use crate::run::report::RunRecord;
+use crate::run::report::{ColdReport, RunRecord};
+use crate::run::spawner::{Reply, Spawner};
 use crate::run::{self, Measurer, RunError};
 use crate::stats::Rng;
 
@@ -181,91 +182,142 @@ pub fn execute(
     let mut order: Vec<usize> = (0..k).collect();
     let mut sequence = 0u32;
     let mut interrupted_by: Option<String> = None;
+    // Runs whose peak memory was not above the spawner's own (see
+    // `run::spawner`), per command: how many, and the largest such peak (kB).
+    let mut at_floor: Vec<(u32, u64)> = vec![(0, 0); k];
 
     if let Some(setup) = &cfg.setup {
         hook("--setup", setup, cfg.show_output)?;
     }
-    // One run of instance `i`: prepare, cache state, measure, check.
-    let one = |i: usize, round: u32, warmup: bool| -> Result<Option<RunRecord>, CompareError> {
-        if let Some(prepare) = &cfg.prepare {
-            hook("--prepare", prepare, cfg.show_output)?;
+    // Work tally does itself right before each run; without it, runs are
+    // asked of the spawner ahead, so that it never waits for tally.
+    let per_run_work =
+        cfg.prepare.is_some() || !warm_list.is_empty() || !cfg.cold.is_empty() || cfg.drop_caches;
+    let argvs: Vec<_> = cfg.instances.iter().map(|i| i.argv.clone()).collect();
+    let mut backend = match Spawner::start(&argvs, cfg.show_output, !cfg.ignore_failure) {
+        Ok(s) => {
+            measurer.relay_signals_to(s.pid());
+            Backend::Spawner(s)
         }
-        warm_files(&warm_list)?;
-        let rec = measurer.measure(&configs[i])?;
-        if rec.forwarded_signal.is_none() && !cfg.ignore_failure {
-            if let Some(how) = failure(&rec) {
-                return Err(CompareError::Failed {
-                    index: i + 1,
-                    name: cfg.instances[i].name.clone(),
-                    stage: if warmup { "warm-up run" } else { "run" },
-                    run: round + 1,
-                    how,
-                });
-            }
-        }
-        Ok(Some(rec))
+        // Without a spawner (no /proc/self/exe?), tally forks the runs.
+        Err(_) => Backend::Here(std::collections::VecDeque::new()),
     };
     let result = (|| -> Result<(), CompareError> {
-        let total_warm = u64::from(cfg.warmup) * k as u64;
-        for w in 0..cfg.warmup {
-            rng.shuffle(&mut order);
-            for (j, &i) in order.iter().enumerate() {
-                progress(Progress {
-                    done: u64::from(w) * k as u64 + j as u64,
-                    of: Some(total_warm),
-                    warmup: true,
-                });
-                if let Some(sig) = measurer.pending_signal() {
-                    interrupted_by = Some(sig);
-                    return Ok(());
+        let mut upcoming: std::collections::VecDeque<Slot> = std::collections::VecDeque::new();
+        let mut in_flight: std::collections::VecDeque<(Slot, Option<ColdReport>)> =
+            std::collections::VecDeque::new();
+        // Rounds planned so far: warm-up ones first, then measured ones.
+        let mut planned = 0u32;
+        let mut rounds = cfg.runs;
+        let depth = if per_run_work {
+            1
+        } else {
+            run::spawner::AHEAD.max(k + 1)
+        };
+        loop {
+            // Keep `depth` runs asked for, planning rounds as they are needed.
+            while in_flight.len() < depth {
+                if upcoming.is_empty() {
+                    let Some(stage) = next_round(planned, cfg.warmup, rounds) else {
+                        break;
+                    };
+                    planned += 1;
+                    rng.shuffle(&mut order);
+                    upcoming.extend(order.iter().enumerate().map(|(pos, &i)| Slot {
+                        i,
+                        pos,
+                        stage,
+                    }));
                 }
-                if let Some(rec) = one(i, w, true)? {
-                    if let Some(sig) = rec.forwarded_signal {
+                let Some(slot) = upcoming.pop_front() else {
+                    break;
+                };
+                if let Some(sig) = measurer.pending_signal() {
+                    // Asked to stop: no new run; those asked for end first.
+                    if in_flight.is_empty() {
                         interrupted_by = Some(sig);
                         return Ok(());
                     }
+                    upcoming.push_front(slot);
+                    break;
                 }
+                if let Some(prepare) = &cfg.prepare {
+                    hook("--prepare", prepare, cfg.show_output)?;
+                }
+                warm_files(&warm_list)?;
+                let cold = measurer.evict(&base)?;
+                backend.submit(slot.i)?;
+                in_flight.push_back((slot, cold));
             }
-        }
-        let mut rounds = cfg.runs;
-        let mut round = 0u32;
-        while rounds.is_none_or(|r| round < r) {
-            rng.shuffle(&mut order);
-            for (j, &i) in order.iter().enumerate() {
-                progress(Progress {
-                    done: u64::from(round) * k as u64 + j as u64,
-                    of: rounds.map(|r| u64::from(r) * k as u64),
-                    warmup: false,
-                });
-                if let Some(sig) = measurer.pending_signal() {
-                    interrupted_by = Some(sig);
+            let Some((slot, cold)) = in_flight.pop_front() else {
+                return Ok(());
+            };
+            let (round, warmup) = match slot.stage {
+                Stage::Warmup(w) => (w, true),
+                Stage::Measured(r) => (r, false),
+            };
+            progress(Progress {
+                done: u64::from(round) * k as u64 + slot.pos as u64,
+                of: if warmup {
+                    Some(u64::from(cfg.warmup) * k as u64)
+                } else {
+                    rounds.map(|r| u64::from(r) * k as u64)
+                },
+                warmup,
+            });
+            let mut rec = match backend.collect(&measurer, &configs[slot.i])? {
+                Collected::Ran(rec, floor) => {
+                    if let Some(floor) = floor.filter(|f| rec.max_rss_bytes <= f * 1024) {
+                        let (n, most) = &mut at_floor[slot.i];
+                        *n += 1;
+                        *most = (*most).max(floor);
+                    }
+                    *rec
+                }
+                Collected::Skipped(signal) => {
+                    interrupted_by = signal.or_else(|| measurer.pending_signal());
                     return Ok(());
                 }
-                let Some(mut rec) = one(i, round, false)? else {
-                    continue;
-                };
-                let stop = rec.forwarded_signal.clone();
-                sequence += 1;
-                let r = &mut results[i];
-                if failure(&rec).is_some() {
-                    r.failed_runs += 1;
+            };
+            rec.cold = cold;
+            if rec.forwarded_signal.is_none() && !cfg.ignore_failure {
+                if let Some(how) = failure(&rec) {
+                    return Err(CompareError::Failed {
+                        index: slot.i + 1,
+                        name: cfg.instances[slot.i].name.clone(),
+                        stage: if warmup { "warm-up run" } else { "run" },
+                        run: round + 1,
+                        how,
+                    });
                 }
-                rec.counters = None;
-                first_wall[i].get_or_insert(rec.wall_ns);
-                // Only the last run keeps its eviction details: the
-                // records stay small however many runs there are.
-                if let Some(mut prev) = last[i].replace(rec) {
-                    prev.cold = None;
-                    stores[i].push(&prev).map_err(RunError::Records)?;
-                }
-                r.run_order.push(sequence);
+            }
+            let stop = rec.forwarded_signal.clone();
+            if warmup {
                 if let Some(sig) = stop {
                     interrupted_by = Some(sig);
                     return Ok(());
                 }
+                continue;
             }
-            round += 1;
-            if rounds.is_none() {
+            sequence += 1;
+            let r = &mut results[slot.i];
+            if failure(&rec).is_some() {
+                r.failed_runs += 1;
+            }
+            rec.counters = None;
+            first_wall[slot.i].get_or_insert(rec.wall_ns);
+            // Only the last run keeps its eviction details: the
+            // records stay small however many runs there are.
+            if let Some(mut prev) = last[slot.i].replace(rec) {
+                prev.cold = None;
+                stores[slot.i].push(&prev).map_err(RunError::Records)?;
+            }
+            r.run_order.push(sequence);
+            if let Some(sig) = stop {
+                interrupted_by = Some(sig);
+                return Ok(());
+            }
+            if rounds.is_none() && slot.pos + 1 == k {
                 // After the first round: as many rounds as the slowest
                 // command fits in the budget.
                 let slowest = first_wall
@@ -282,8 +334,8 @@ pub fn execute(
                 ));
             }
         }
-        Ok(())
     })();
+    drop(backend);
     // --cleanup runs whatever happened, as long as --setup ran.
     let cleaned = match &cfg.cleanup {
         Some(c) => hook("--cleanup", c, cfg.show_output),
@@ -303,5 +355,101 @@ pub fn execute(
         of: Some(runs * k as u64),
         warmup: false,
     });
-    Ok(CompareReport::build(cfg, results, interrupted_by))
+    let mut report = CompareReport::build(cfg, results, interrupted_by);
+    for (i, (n, floor)) in at_floor.into_iter().enumerate() {
+        if n > 0 {
+            report.warnings.push(format!(
+                "#{} {}: peak memory at most {floor} kB in {n} run{}, the peak of tally's own \
+                 spawner: those figures are upper bounds, not measurements",
+                i + 1,
+                cfg.instances[i].name,
+                if n == 1 { "" } else { "s" }
+            ));
+        }
+    }
+    Ok(report)
+}
+
+/// Which round a run belongs to.
+#[derive(Debug, Clone, Copy)]
+enum Stage {
+    Warmup(u32),
+    Measured(u32),
+}
+
+/// One run to make: command `i`, `pos`-th in its round.
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    i: usize,
+    pos: usize,
+    stage: Stage,
+}
+
+/// The round after `planned` rounds, or `None` when there is none (or it
+/// is not known yet: without `--runs`, only one measured round until it
+/// has ended).
+fn next_round(planned: u32, warmup: u32, rounds: Option<u32>) -> Option<Stage> {
+    if planned < warmup {
+        return Some(Stage::Warmup(planned));
+    }
+    let r = planned - warmup;
+    match rounds {
+        Some(n) if r < n => Some(Stage::Measured(r)),
+        None if r == 0 => Some(Stage::Measured(0)),
+        _ => None,
+    }
+}
+
+/// Where runs are made: by the spawner (see `run::spawner`), or here, by
+/// forking tally, when no spawner could start.
+enum Backend {
+    Spawner(Spawner),
+    /// The runs asked for, in order.
+    Here(std::collections::VecDeque<usize>),
+}
+
+/// A run's outcome.
+enum Collected {
+    /// The record, and the spawner's own peak at its exec (kB).
+    Ran(Box<RunRecord>, Option<u64>),
+    /// Not run: stopped, by the named signal when there was one.
+    Skipped(Option<String>),
+}
+
+impl Backend {
+    fn submit(&mut self, i: usize) -> Result<(), CompareError> {
+        match self {
+            Backend::Spawner(s) => s.submit(i).map_err(spawner_error),
+            Backend::Here(queue) => {
+                queue.push_back(i);
+                Ok(())
+            }
+        }
+    }
+
+    /// The oldest run asked for (`cfg` is its command's configuration).
+    fn collect(
+        &mut self,
+        measurer: &Measurer,
+        cfg: &run::Config,
+    ) -> Result<Collected, CompareError> {
+        match self {
+            Backend::Spawner(s) => match s.reply().map_err(spawner_error)? {
+                Reply::Ran(record, peak) => Ok(Collected::Ran(record, peak)),
+                Reply::Skipped { signal } => Ok(Collected::Skipped(signal)),
+                Reply::Error(e) => Err(e.into()),
+            },
+            Backend::Here(queue) => {
+                queue.pop_front();
+                if let Some(sig) = measurer.pending_signal() {
+                    return Ok(Collected::Skipped(Some(sig)));
+                }
+                Ok(Collected::Ran(Box::new(measurer.measure_as_is(cfg)?), None))
+            }
+        }
+    }
+}
+
+fn spawner_error(e: std::io::Error) -> CompareError {
+    RunError::Spawner(format!("tally's spawner process: {e}")).into()
 }

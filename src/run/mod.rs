@@ -13,6 +13,7 @@ mod human;
 pub mod records;
 mod render;
 pub mod report;
+pub mod spawner;
 mod tree;
 
 use std::ffi::OsString;
@@ -118,6 +119,9 @@ pub enum RunError {
     Signals(io::Error),
     #[error("cannot keep the records of the runs: {0}")]
     Records(io::Error),
+    /// A run made by `run::spawner`, which could not be made: its text.
+    #[error("{0}")]
+    Spawner(String),
 }
 
 impl RunError {
@@ -145,6 +149,9 @@ pub struct Measurer {
     forwarder: Forwarder,
     cold_files: Vec<PathBuf>,
     counters: Option<Result<bool, String>>,
+    /// Start commands by [`sys::process::spawn_shared`] rather than fork
+    /// (see [`Measurer::share_memory`]).
+    shared: bool,
 }
 
 impl Measurer {
@@ -162,17 +169,54 @@ impl Measurer {
             forwarder,
             cold_files,
             counters,
+            shared: false,
         })
+    }
+
+    /// From now on, start commands the way `posix_spawn` does, sharing
+    /// this process's memory until `exec` (see
+    /// [`sys::process::spawn_shared`]): for a process whose own peak is
+    /// smaller than what it measures, `run::spawner`'s. Counters, `--tree`
+    /// and `--quiet-command` need the fork path and keep it.
+    pub fn share_memory(&mut self) {
+        self.shared = true;
+    }
+
+    /// Starts relaying every signal to `pid` as it comes, without the
+    /// escalation to SIGKILL: for a measurer whose commands run in another
+    /// process (`run::spawner`), which forwards and escalates itself.
+    pub fn relay_signals_to(&self, pid: u32) {
+        self.forwarder.relay_to(pid);
+    }
+
+    /// The page-cache state the configuration asks for before a run:
+    /// `cfg.cold`'s files evicted (and checked) and, with
+    /// `cfg.drop_caches`, every clean cache dropped. `None` when it asks
+    /// for neither.
+    pub fn evict(&self, cfg: &Config) -> Result<Option<ColdReport>, RunError> {
+        if self.cold_files.is_empty() && !cfg.drop_caches {
+            return Ok(None);
+        }
+        evict_all(&self.cold_files, cfg.drop_caches).map(Some)
     }
 
     /// One measured run of `cfg.argv` (evicting first when the measurer's
     /// `cold` files or `cfg.drop_caches` say so).
     pub fn measure(&self, cfg: &Config) -> Result<RunRecord, RunError> {
+        let cold = self.evict(cfg)?;
+        let mut rec = self.measure_as_is(cfg)?;
+        rec.cold = cold;
+        Ok(rec)
+    }
+
+    /// One measured run of `cfg.argv` in the page-cache state it finds
+    /// (the caller evicts first when it should, see [`Measurer::evict`]).
+    pub fn measure_as_is(&self, cfg: &Config) -> Result<RunRecord, RunError> {
         run_once(&Ctx {
             cfg,
-            cold_files: &self.cold_files,
             counters: self.counters.as_ref(),
             forwarder: &self.forwarder,
+            shared: self.shared && !cfg.tree && !cfg.quiet_command && self.counters.is_none(),
         })
     }
 
@@ -248,10 +292,11 @@ pub fn execute(cfg: &Config, progress: &mut dyn FnMut(Progress)) -> Result<RunRe
 
 struct Ctx<'a> {
     cfg: &'a Config,
-    cold_files: &'a [PathBuf],
     /// `Ok(user_only)` when counters can be opened, else the reason.
     counters: Option<&'a Result<bool, String>>,
     forwarder: &'a Forwarder,
+    /// Spawn with [`sys::process::spawn_shared`].
+    shared: bool,
 }
 
 /// Checks once whether hardware counters can be opened, on this process.
@@ -326,11 +371,6 @@ fn evict_all(files: &[PathBuf], drop_caches: bool) -> Result<ColdReport, RunErro
 
 fn run_once(ctx: &Ctx) -> Result<RunRecord, RunError> {
     let cfg = ctx.cfg;
-    let cold = if !ctx.cold_files.is_empty() || cfg.drop_caches {
-        Some(evict_all(ctx.cold_files, cfg.drop_caches)?)
-    } else {
-        None
-    };
     // For messages: control characters and invalid UTF-8 escaped.
     let program = cfg
         .argv
@@ -357,8 +397,19 @@ fn run_once(ctx: &Ctx) -> Result<RunRecord, RunError> {
         // some other thread.
         die_with_parent: true,
     };
+    let spawn = if ctx.shared {
+        sys::process::spawn_shared
+    } else {
+        sys::process::spawn
+    };
+    let pre = if ctx.shared {
+        // The child opens its own /proc/PID/io and nothing holds it.
+        sys::process::PreExec { gate: false, ..pre }
+    } else {
+        pre
+    };
     let mut start = Instant::now();
-    let mut spawned = sys::process::spawn(&cfg.argv, pre).map_err(|source| RunError::Spawn {
+    let mut spawned = spawn(&cfg.argv, pre).map_err(|source| RunError::Spawn {
         program: program.clone(),
         source,
     })?;
@@ -393,26 +444,7 @@ fn run_once(ctx: &Ctx) -> Result<RunRecord, RunError> {
             let mut usage = t.finish();
             t.cleanup(&mut usage);
         }
-        return Err(match e.kind() {
-            io::ErrorKind::NotFound => {
-                match cfg.argv.first().and_then(|p| exec::missing_interpreter(p)) {
-                    Some(m) => RunError::InterpreterNotFound {
-                        program,
-                        file: crate::report::path::display(&m.file),
-                        interpreter: crate::report::path::display(&m.interpreter),
-                        named_by: m.named_by,
-                    },
-                    None => RunError::NotFound { program },
-                }
-            }
-            io::ErrorKind::PermissionDenied => RunError::NotExecutable { program, source: e },
-            _ if e.raw_os_error() == Some(libc::ENOEXEC)
-                || e.raw_os_error() == Some(libc::EISDIR) =>
-            {
-                RunError::NotExecutable { program, source: e }
-            }
-            _ => RunError::Spawn { program, source: e },
-        });
+        return Err(exec_failure(&cfg.argv, program, e));
     }
     let (io, io_source, io_unavailable) = read_io(pid, spawned.io.take());
     let counters = match ctx.counters {
@@ -435,6 +467,52 @@ fn run_once(ctx: &Ctx) -> Result<RunRecord, RunError> {
         }
         _ => None,
     };
+    let mut rec = plain_record(
+        wall,
+        exit,
+        &usage,
+        (io, io_source, io_unavailable),
+        forwarded_signal,
+        escalated_to_sigkill,
+    );
+    rec.counters = counters;
+    rec.tree = tree_usage;
+    Ok(rec)
+}
+
+/// The error of a command whose `exec` failed with `e`.
+pub(crate) fn exec_failure(argv: &[OsString], program: String, e: io::Error) -> RunError {
+    match e.kind() {
+        io::ErrorKind::NotFound => match argv.first().and_then(|p| exec::missing_interpreter(p)) {
+            Some(m) => RunError::InterpreterNotFound {
+                program,
+                file: crate::report::path::display(&m.file),
+                interpreter: crate::report::path::display(&m.interpreter),
+                named_by: m.named_by,
+            },
+            None => RunError::NotFound { program },
+        },
+        io::ErrorKind::PermissionDenied => RunError::NotExecutable { program, source: e },
+        _ if e.raw_os_error() == Some(libc::ENOEXEC) || e.raw_os_error() == Some(libc::EISDIR) => {
+            RunError::NotExecutable { program, source: e }
+        }
+        _ => RunError::Spawn { program, source: e },
+    }
+}
+
+/// The figures `/proc/PID/io` gave: the counters and where they came
+/// from, or why there are none.
+pub(crate) type IoFigures = (Option<IoCounters>, Option<IoSource>, Option<String>);
+
+/// The record of a run without counters, `--tree` or eviction.
+pub(crate) fn plain_record(
+    wall: std::time::Duration,
+    exit: Exit,
+    usage: &sys::process::ChildUsage,
+    io: IoFigures,
+    forwarded_signal: Option<String>,
+    escalated_to_sigkill: bool,
+) -> RunRecord {
     let exit = match exit {
         Exit::Code(code) => ExitInfo {
             code: Some(code),
@@ -452,7 +530,8 @@ fn run_once(ctx: &Ctx) -> Result<RunRecord, RunError> {
             core_dumped,
         },
     };
-    Ok(RunRecord {
+    let (io, io_source, io_unavailable) = io;
+    RunRecord {
         wall_ns: u64::try_from(wall.as_nanos()).unwrap_or(u64::MAX),
         user_us: crate::units::micros(usage.user),
         system_us: crate::units::micros(usage.system),
@@ -466,24 +545,42 @@ fn run_once(ctx: &Ctx) -> Result<RunRecord, RunError> {
         io,
         io_source,
         io_unavailable,
-        counters,
-        tree: tree_usage,
-        cold,
+        counters: None,
+        tree: None,
+        cold: None,
         exit,
         forwarded_signal,
         escalated_to_sigkill,
-    })
+    }
 }
 
 /// Reads `/proc/PID/io` of the exited, unreaped command: through the
 /// descriptor opened at the fork when there is one (see
 /// `sys::process::Spawned::io`), else by opening it now, which only root
 /// may do once the command has exited.
-fn read_io(
-    pid: u32,
-    early: Option<io::Result<File>>,
-) -> (Option<IoCounters>, Option<IoSource>, Option<String>) {
+fn read_io(pid: u32, early: Option<io::Result<File>>) -> IoFigures {
     let mut buf = [0u8; 1024];
+    let early = early.map(|opened| match opened {
+        Ok(file) => read_whole_at(&file, &mut buf).map_err(|e| (true, e)),
+        Err(e) => Err((false, e)),
+    });
+    let early = match early {
+        Some(Ok(text)) => Some(Ok(text.to_owned())),
+        Some(Err(e)) => Some(Err(e)),
+        None => None,
+    };
+    io_figures(pid, early, true)
+}
+
+/// The figures of a command's `/proc/PID/io`, from what its early
+/// descriptor gave (`Err((opened, error))`: the open, or the read after
+/// it, failed) and, when `late` and that did not give them, from opening
+/// the file now, which only root may do once the command has exited.
+pub(crate) fn io_figures(
+    pid: u32,
+    early: Option<Result<String, (bool, io::Error)>>,
+    late: bool,
+) -> IoFigures {
     let parsed = |text: &str, source| match procfs::io::parse(text) {
         Some(io) => (Some(io), Some(source), None),
         None => (
@@ -493,17 +590,21 @@ fn read_io(
         ),
     };
     let early_error = match early {
-        Some(Ok(file)) => match read_whole_at(&file, &mut buf) {
-            Ok(text) => return parsed(text, IoSource::ProcPidIoOpenedAtStart),
-            Err(e) => Some((true, e)),
-        },
-        Some(Err(e)) => Some((false, e)),
+        Some(Ok(text)) => return parsed(&text, IoSource::ProcPidIoOpenedAtStart),
+        Some(Err(e)) => Some(e),
         None => None,
     };
-    let root = ProcRoot::default();
-    let late = match procfs::read_small(&root.pid_file(pid, "io"), &mut buf) {
-        Ok(text) => return parsed(text, IoSource::ProcPidIoOpenedAtExit),
-        Err(e) => e,
+    let late = if late {
+        let mut buf = [0u8; 1024];
+        let root = ProcRoot::default();
+        match procfs::read_small(&root.pid_file(pid, "io"), &mut buf) {
+            Ok(text) => return parsed(text, IoSource::ProcPidIoOpenedAtExit),
+            Err(e) => e,
+        }
+    } else {
+        // Not tried: the early error stands for it.
+        let errno = early_error.as_ref().and_then(|(_, e)| e.raw_os_error());
+        io::Error::from_raw_os_error(errno.unwrap_or(libc::EACCES))
     };
     let missing = |e: &io::Error| e.kind() == io::ErrorKind::NotFound;
     let denied = |e: &io::Error| {
@@ -524,8 +625,9 @@ fn read_io(
     (None, None, Some(why))
 }
 
-/// One small /proc file read whole from offset 0 through an open descriptor.
-fn read_whole_at<'a>(file: &File, buf: &'a mut [u8]) -> io::Result<&'a str> {
+/// Reads a small file whole from offset 0 through an open descriptor, as
+/// much as `buf` holds; returns the length.
+pub(crate) fn read_all_at(file: &File, buf: &mut [u8]) -> io::Result<usize> {
     let mut len = 0;
     while len < buf.len() {
         match file.read_at(&mut buf[len..], len as u64) {
@@ -535,6 +637,12 @@ fn read_whole_at<'a>(file: &File, buf: &'a mut [u8]) -> io::Result<&'a str> {
             Err(e) => return Err(e),
         }
     }
+    Ok(len)
+}
+
+/// One small /proc file read whole from offset 0 through an open descriptor.
+fn read_whole_at<'a>(file: &File, buf: &'a mut [u8]) -> io::Result<&'a str> {
+    let len = read_all_at(file, buf)?;
     std::str::from_utf8(&buf[..len])
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "not text"))
 }

@@ -19,6 +19,7 @@ pub mod ops;
 pub mod perf;
 pub mod privilege;
 pub mod process;
+pub mod shed;
 pub mod sigbench;
 pub mod signals;
 pub mod spawn;

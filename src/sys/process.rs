@@ -63,12 +63,22 @@ pub struct PreExec {
     pub die_with_parent: bool,
 }
 
+/// How [`Spawned::exec_error`] learns whether `exec` failed.
+#[derive(Debug)]
+enum ExecStatus {
+    /// A close-on-exec pipe: the exec error, or EOF once exec succeeded.
+    Pipe(OwnedFd),
+    /// Known when the spawn returned (a [`spawn_shared`] child has
+    /// exec'd or exited by then): the errno of a failed exec.
+    Known(Option<i32>),
+}
+
 /// A started child, stopped at the gate if one was asked for.
 #[derive(Debug)]
 pub struct Spawned {
     pub pid: u32,
-    /// Reports the exec error, or EOF once exec succeeded.
-    status: OwnedFd,
+    /// How the error of `exec`, if any, is learnt.
+    status: ExecStatus,
     gate: Option<OwnedFd>,
     /// `/proc/PID/io` of the child, opened right after `fork` when
     /// [`PreExec::open_io`] asked for it, or why it could not be opened.
@@ -96,18 +106,16 @@ impl Spawned {
     /// its `exec`, if `exec` failed. Reading only once the child is gone
     /// never blocks and saves the parent a wake-up while the command runs.
     pub fn exec_error(&self) -> Option<io::Error> {
+        let status = match &self.status {
+            ExecStatus::Known(errno) => return errno.map(io::Error::from_raw_os_error),
+            ExecStatus::Pipe(fd) => fd,
+        };
         let mut errno_bytes = [0u8; 4];
         let mut got = 0usize;
         while got < errno_bytes.len() {
             let rest = &mut errno_bytes[got..];
             // SAFETY: reads into the unfilled tail of a live local buffer.
-            let n = unsafe {
-                libc::read(
-                    self.status.as_raw_fd(),
-                    rest.as_mut_ptr().cast(),
-                    rest.len(),
-                )
-            };
+            let n = unsafe { libc::read(status.as_raw_fd(), rest.as_mut_ptr().cast(), rest.len()) };
             if n == 0 {
                 break;
             }
@@ -130,22 +138,9 @@ impl Spawned {
 /// The child starts with the default signal mask and SIGPIPE restored to
 /// its default (the Rust runtime ignores it), stdin inherited.
 pub fn spawn(argv: &[OsString], pre: PreExec) -> io::Result<Spawned> {
-    let Some(program) = argv.first() else {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, "empty command"));
-    };
     // Everything the child needs is prepared here: it must not allocate.
-    let to_c = |s: &OsString| {
-        CString::new(s.as_bytes()).map_err(|_| {
-            io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("{s:?} contains a NUL byte"),
-            )
-        })
-    };
-    let program = to_c(program)?;
-    let args: Vec<CString> = argv.iter().map(to_c).collect::<io::Result<_>>()?;
-    let mut arg_ptrs: Vec<*const libc::c_char> = args.iter().map(|a| a.as_ptr()).collect();
-    arg_ptrs.push(std::ptr::null());
+    let cmd = Prepared::new(argv)?;
+    let (program, arg_ptrs) = (&cmd.program, &cmd.ptrs);
     let devnull = if pre.quiet {
         Some(std::fs::OpenOptions::new().write(true).open("/dev/null")?)
     } else {
@@ -181,7 +176,7 @@ pub fn spawn(argv: &[OsString], pre: PreExec) -> io::Result<Spawned> {
         // that lives in this address space until exec or _exit.
         unsafe {
             child_exec(
-                &program, &arg_ptrs, gate_fd, cgroup_fd, null_fd, status_fd, parent,
+                program, arg_ptrs, gate_fd, cgroup_fd, null_fd, status_fd, parent,
             )
         }
     }
@@ -203,10 +198,35 @@ pub fn spawn(argv: &[OsString], pre: PreExec) -> io::Result<Spawned> {
     drop(pre.cgroup_procs);
     Ok(Spawned {
         pid: pid as u32,
-        status: status_read,
+        status: ExecStatus::Pipe(status_read),
         gate: gate_write,
         io,
     })
+}
+
+/// In a child about to exec: signals tally handles get their default
+/// action back (exec would do it, but a signal could come before; ignored
+/// ones stay ignored), SIGPIPE its default (the Rust runtime ignores it),
+/// then the signal mask is emptied.
+///
+/// # Safety
+/// Only in a child before exec; async-signal-safe calls only.
+unsafe fn default_signals() {
+    // SAFETY: plain async-signal-safe calls on valid local arguments.
+    unsafe {
+        for sig in super::signals::FORWARDED {
+            let mut old: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(sig, std::ptr::null(), &mut old) == 0
+                && old.sa_sigaction != libc::SIG_IGN
+            {
+                libc::signal(sig, libc::SIG_DFL);
+            }
+        }
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        let mut empty: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut empty);
+        libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
+    }
 }
 
 /// The child side of [`spawn`]; never returns.
@@ -237,20 +257,7 @@ unsafe fn child_exec(
     };
     // SAFETY: plain async-signal-safe calls on valid arguments.
     unsafe {
-        // Signals tally handles get their default action back (exec would
-        // do it, but a signal could come before); ignored ones stay ignored.
-        for sig in super::signals::FORWARDED {
-            let mut old: libc::sigaction = std::mem::zeroed();
-            if libc::sigaction(sig, std::ptr::null(), &mut old) == 0
-                && old.sa_sigaction != libc::SIG_IGN
-            {
-                libc::signal(sig, libc::SIG_DFL);
-            }
-        }
-        let mut empty: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut empty);
-        libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        default_signals();
         if let Some(parent) = parent {
             libc::prctl(
                 libc::PR_SET_PDEATHSIG,
@@ -287,9 +294,327 @@ unsafe fn child_exec(
     }
 }
 
+/// What [`spawn_shared`] hands its child (which shares the parent's
+/// memory until `exec`): the prepared command in, the outcome out.
+#[repr(C)]
+struct SharedChild {
+    program: *const libc::c_char,
+    argv: *const *const libc::c_char,
+    io_path: *const libc::c_char,
+    /// The pid the child must see as its parent for `PR_SET_PDEATHSIG`
+    /// (0: not asked for).
+    parent: libc::pid_t,
+    open_io: bool,
+    /// Out: `/proc/self/io` opened by the child, or `-errno`.
+    io_fd: libc::c_int,
+    /// Out: the errno of a failed exec (0: exec succeeded).
+    exec_errno: libc::c_int,
+}
+
+/// The stack a [`spawn_shared`] child runs on until `exec`: one mapping
+/// for the life of the process (only the pages the child touches count),
+/// with an inaccessible guard page below it. Returns its top.
+fn shared_child_stack() -> io::Result<usize> {
+    use std::sync::OnceLock;
+    const SIZE: usize = 256 * 1024;
+    static TOP: OnceLock<usize> = OnceLock::new();
+    if let Some(top) = TOP.get() {
+        return Ok(*top);
+    }
+    let page = super::page_size() as usize;
+    // SAFETY: a fresh private anonymous mapping; no existing memory is touched.
+    let base = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            SIZE + page,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+            -1,
+            0,
+        )
+    };
+    if base == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: the first page of the mapping just made; a guard page.
+    cvt(unsafe { libc::mprotect(base, page, libc::PROT_NONE) })?;
+    let top = base as usize + SIZE + page;
+    Ok(*TOP.get_or_init(|| top))
+}
+
+/// Starts `argv` the way `posix_spawn` does: the child shares this
+/// process's memory and descriptor table (`clone` with `CLONE_VM`,
+/// `CLONE_VFORK` and `CLONE_FILES`) and this thread sleeps until the child
+/// has exec'd or exited. No page tables are copied and none torn down, so
+/// it costs a fraction of [`spawn`].
+///
+/// The price is memory: at `exec` the kernel carries the high-water mark
+/// of the address space being left, this process's own, into the child's
+/// `ru_maxrss`. Use it only from a process whose own peak is smaller than
+/// what it measures, and check (`run::spawner` does both).
+///
+/// The child opens its own `/proc/self/io` (close-on-exec, so only this
+/// process keeps it) when `pre.open_io` asks, so nothing has to hold it
+/// at a gate. `pre.gate`, `pre.cgroup_procs` and `pre.quiet` are not
+/// available here (a redirection would be this process's own): they are
+/// refused with `InvalidInput`.
+pub fn spawn_shared(argv: &[OsString], pre: PreExec) -> io::Result<Spawned> {
+    spawn_prepared(&Prepared::new(argv)?, pre)
+}
+
+/// A command ready for [`spawn_prepared`]: its arguments as C strings.
+#[derive(Debug)]
+pub struct Prepared {
+    program: CString,
+    args: Vec<CString>,
+    ptrs: Vec<*const libc::c_char>,
+    /// `/proc/self/io`, here rather than a constant so that the child
+    /// touches no page of constants (see `run::spawner`).
+    io_path: CString,
+}
+
+impl Prepared {
+    /// Fails on an empty command or an argument holding a NUL byte.
+    pub fn new(argv: &[OsString]) -> io::Result<Prepared> {
+        let Some(program) = argv.first() else {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "empty command"));
+        };
+        let to_c = |s: &OsString| {
+            CString::new(s.as_bytes()).map_err(|_| {
+                io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("{s:?} contains a NUL byte"),
+                )
+            })
+        };
+        let program = to_c(program)?;
+        let args: Vec<CString> = argv.iter().map(to_c).collect::<io::Result<_>>()?;
+        let mut ptrs: Vec<*const libc::c_char> = args.iter().map(|a| a.as_ptr()).collect();
+        ptrs.push(std::ptr::null());
+        Ok(Prepared {
+            program,
+            args,
+            ptrs,
+            io_path: CString::from(c"/proc/self/io"),
+        })
+    }
+
+    /// The number of arguments, the program included.
+    pub fn len(&self) -> usize {
+        self.args.len()
+    }
+
+    /// Never: a prepared command has its program.
+    pub fn is_empty(&self) -> bool {
+        self.args.is_empty()
+    }
+}
+
+/// Makes ready what [`spawn_shared`] needs once per process (the child's
+/// stack), so that the first spawn does no more than the others.
+pub fn prepare_shared_spawns() -> io::Result<()> {
+    shared_child_stack().map(|_| ())
+}
+
+/// [`spawn_shared`] of a command prepared before: allocates nothing.
+pub fn spawn_prepared(cmd: &Prepared, pre: PreExec) -> io::Result<Spawned> {
+    if pre.gate || pre.cgroup_procs.is_some() || pre.quiet {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "a shared-memory spawn has no gate, cgroup or redirection",
+        ));
+    }
+    let stack_top = shared_child_stack()?;
+    let mut child = SharedChild {
+        program: cmd.program.as_ptr(),
+        argv: cmd.ptrs.as_ptr(),
+        io_path: cmd.io_path.as_ptr(),
+        parent: if pre.die_with_parent {
+            std::process::id() as libc::pid_t
+        } else {
+            0
+        },
+        open_io: pre.open_io,
+        io_fd: -libc::ENOENT,
+        exec_errno: 0,
+    };
+    // Every signal is blocked across the clone: a handler of this process
+    // must never run in the child, which shares its memory. The child sets
+    // the handled ones back to their default before it unblocks them.
+    // SAFETY: sigset_t is plain data; sigfillset initialises it.
+    let mut all: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: plain data, valid pointers.
+    let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `all` and `old` are valid sigset_t for the calls.
+    unsafe {
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+    }
+    // SAFETY: the child runs `shared_child_main` on its own stack (the
+    // mapping above, unused by anyone else: this thread sleeps until the
+    // child has exec'd or exited, CLONE_VFORK) and only reads `child`'s
+    // prepared pointers, which live in this frame until clone returns, and
+    // writes its two out fields.
+    let ret = unsafe {
+        libc::clone(
+            shared_child_main,
+            stack_top as *mut libc::c_void,
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_FILES | libc::SIGCHLD,
+            (&raw mut child).cast(),
+        )
+    };
+    super::signals::restore_mask(&old);
+    let pid = cvt(ret)?;
+    // The child is gone from this memory now: its writes are visible.
+    let io = pre.open_io.then(|| {
+        if child.io_fd >= 0 {
+            use std::os::fd::FromRawFd;
+            // SAFETY: the child opened this descriptor in the table it
+            // shared with this process, which alone holds it now.
+            Ok(unsafe { std::fs::File::from_raw_fd(child.io_fd) })
+        } else {
+            Err(io::Error::from_raw_os_error(-child.io_fd))
+        }
+    });
+    let errno = child.exec_errno;
+    Ok(Spawned {
+        pid: pid as u32,
+        status: ExecStatus::Known((errno != 0).then_some(errno)),
+        gate: None,
+        io,
+    })
+}
+
+/// The child side of [`spawn_shared`]; never returns.
+extern "C" fn shared_child_main(arg: *mut libc::c_void) -> libc::c_int {
+    let child = arg.cast::<SharedChild>();
+    // SAFETY: `arg` is the SharedChild of the parent frame, alive and not
+    // touched by the parent until this child has exec'd or exited; only
+    // async-signal-safe calls follow.
+    unsafe {
+        default_signals();
+        let parent = (*child).parent;
+        if parent != 0 {
+            libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            );
+            if libc::getppid() != parent {
+                libc::kill(libc::getpid(), libc::SIGKILL);
+            }
+        }
+        if (*child).open_io {
+            let fd = libc::open((*child).io_path, libc::O_RDONLY | libc::O_CLOEXEC);
+            (*child).io_fd = if fd >= 0 {
+                fd
+            } else {
+                -*libc::__errno_location()
+            };
+        }
+        libc::execvp((*child).program, (*child).argv);
+        (*child).exec_errno = *libc::__errno_location();
+        libc::_exit(127)
+    }
+}
+
+/// Makes `cmd`'s child get `fd` (of this process) as descriptor `target`,
+/// without close-on-exec.
+pub fn pass_fd(
+    cmd: &mut std::process::Command,
+    fd: std::os::fd::RawFd,
+    target: std::os::fd::RawFd,
+) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure runs in the forked child before exec and makes
+    // only async-signal-safe calls (dup2, fcntl) on plain integers.
+    unsafe {
+        cmd.pre_exec(move || {
+            if fd == target {
+                let flags = cvt(libc::fcntl(fd, libc::F_GETFD))?;
+                cvt(libc::fcntl(fd, libc::F_SETFD, flags & !libc::FD_CLOEXEC))?;
+            } else {
+                cvt(libc::dup2(fd, target))?;
+            }
+            Ok(())
+        });
+    }
+}
+
+/// Opens `/proc/PID/io` with nothing but `open` (the path is built on
+/// the stack), for a loop whose every page of code counts (`run::spawner`).
+#[inline(never)]
+pub fn open_io_of(pid: u32) -> io::Result<std::fs::File> {
+    use std::os::fd::FromRawFd;
+    let mut path = [0u8; 32];
+    let mut len = 0;
+    for &b in b"/proc/" {
+        path[len] = b;
+        len += 1;
+    }
+    let mut digits = [0u8; 10];
+    let mut n = 0;
+    let mut rest = pid;
+    loop {
+        digits[n] = b'0' + (rest % 10) as u8;
+        n += 1;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    while n > 0 {
+        n -= 1;
+        path[len] = digits[n];
+        len += 1;
+    }
+    for &b in b"/io" {
+        path[len] = b;
+        len += 1;
+    }
+    // SAFETY: `path` is NUL-terminated (zeroed past `len`, at most 19 bytes used).
+    let fd = cvt(unsafe { libc::open(path.as_ptr().cast(), libc::O_RDONLY | libc::O_CLOEXEC) })?;
+    // SAFETY: open returned a new descriptor, ours alone.
+    Ok(unsafe { std::fs::File::from_raw_fd(fd) })
+}
+
+/// Names this thread (`ps`, `top`, `/proc/PID/comm`; 15 bytes at most).
+pub fn set_name(name: &std::ffi::CStr) -> io::Result<()> {
+    // SAFETY: PR_SET_NAME reads a NUL-terminated string of at most 16
+    // bytes, which `name` is (longer names are cut by the kernel).
+    cvt(unsafe { libc::prctl(libc::PR_SET_NAME, name.as_ptr(), 0, 0, 0) }).map(|_| ())
+}
+
+/// Takes descriptor `fd`, inherited from the parent, as a Unix stream
+/// socket of this process's own (close-on-exec from now on). Fails when
+/// `fd` is not open or not a socket.
+pub fn inherited_stream(fd: std::os::fd::RawFd) -> io::Result<std::os::unix::net::UnixStream> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: fcntl and fstat on a descriptor number are harmless; `st`
+    // is plain data written by fstat.
+    unsafe {
+        let flags = cvt(libc::fcntl(fd, libc::F_GETFD))?;
+        let mut st: libc::stat = std::mem::zeroed();
+        cvt(libc::fstat(fd, &mut st))?;
+        if st.st_mode & libc::S_IFMT != libc::S_IFSOCK {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("descriptor {fd} is not a socket"),
+            ));
+        }
+        cvt(libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC))?;
+        // SAFETY: `fd` is an open socket this process was given to own;
+        // nothing else in the process refers to it.
+        Ok(std::os::unix::net::UnixStream::from_raw_fd(fd))
+    }
+}
+
 /// Waits until child `pid` has exited, leaving it a zombie so its
-/// `/proc/PID` files can still be read (`waitid` with `WNOWAIT`).
-pub fn wait_exited_keep(pid: u32) -> io::Result<()> {
+/// `/proc/PID` files can still be read (`waitid` with `WNOWAIT`); returns
+/// how it ended.
+pub fn wait_exited_keep(pid: u32) -> io::Result<Exit> {
     loop {
         // SAFETY: siginfo_t is plain data; zeroed is a valid value.
         let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
@@ -303,9 +628,46 @@ pub fn wait_exited_keep(pid: u32) -> io::Result<()> {
             )
         };
         match cvt(ret) {
-            Ok(_) => return Ok(()),
+            Ok(_) => {}
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
+        }
+        // SAFETY: waitid filled `info` for an exited child (CLD_* codes).
+        let status = unsafe { info.si_status() };
+        return Ok(match info.si_code {
+            libc::CLD_EXITED => Exit::Code(status),
+            code => Exit::Signal {
+                signal: status,
+                core_dumped: code == libc::CLD_DUMPED,
+            },
+        });
+    }
+}
+
+/// Receives into `buf` what `sock` already holds, without waiting:
+/// `None` when nothing is there, `Some(0)` at its end.
+pub fn recv_now(
+    sock: &std::os::unix::net::UnixStream,
+    buf: &mut [u8],
+) -> io::Result<Option<usize>> {
+    loop {
+        // SAFETY: receives into a live buffer of the length given.
+        let n = unsafe {
+            libc::recv(
+                sock.as_raw_fd(),
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+                libc::MSG_DONTWAIT,
+            )
+        };
+        if n >= 0 {
+            return Ok(Some(n as usize));
+        }
+        let e = io::Error::last_os_error();
+        match e.kind() {
+            io::ErrorKind::WouldBlock => return Ok(None),
+            io::ErrorKind::Interrupted => continue,
+            _ => return Err(e),
         }
     }
 }

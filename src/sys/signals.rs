@@ -35,6 +35,9 @@ static RECEIVED: AtomicI32 = AtomicI32::new(0);
 static STOPS: AtomicU32 = AtomicU32::new(0);
 /// The current child was sent SIGKILL at a second SIGINT/SIGTERM.
 static ESCALATED: AtomicBool = AtomicBool::new(false);
+/// Relay every signal as it came, never escalating (the child forwards
+/// and escalates itself: `Forwarder::relay_to`).
+static RELAY: AtomicBool = AtomicBool::new(false);
 
 fn is_stop(sig: i32) -> bool {
     sig == libc::SIGINT || sig == libc::SIGTERM
@@ -48,7 +51,8 @@ extern "C" fn on_signal(sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut
     let child = CHILD.load(Ordering::SeqCst);
     if child > 0 {
         if !from_tty {
-            let send = if is_stop(sig) && STOPS.fetch_add(1, Ordering::SeqCst) >= 1 {
+            let relay = RELAY.load(Ordering::SeqCst);
+            let send = if !relay && is_stop(sig) && STOPS.fetch_add(1, Ordering::SeqCst) >= 1 {
                 ESCALATED.store(true, Ordering::SeqCst);
                 libc::SIGKILL
             } else {
@@ -136,6 +140,15 @@ impl Forwarder {
         }
     }
 
+    /// Relays every signal to `pid` from now on, as it comes and without
+    /// escalating: for a child that runs the commands and forwards (and
+    /// escalates) itself. A terminal's signal reached it already and is
+    /// only noted, as for any child.
+    pub fn relay_to(&self, pid: u32) {
+        RELAY.store(true, Ordering::SeqCst);
+        self.attach(pid);
+    }
+
     /// Whether the last child was sent SIGKILL at a second SIGINT/SIGTERM;
     /// clears it.
     pub fn take_escalated(&self) -> bool {
@@ -157,8 +170,15 @@ impl Forwarder {
 
     /// A signal received while no child ran, if any (the user asked to stop
     /// between runs).
+    ///
+    /// When relaying ([`Forwarder::relay_to`]), any signal received: the
+    /// child may be between runs, and no more should start.
     pub fn pending(&self) -> Option<i32> {
         match PENDING.load(Ordering::SeqCst) {
+            0 if RELAY.load(Ordering::SeqCst) => match RECEIVED.load(Ordering::SeqCst) {
+                0 => None,
+                sig => Some(sig),
+            },
             0 => None,
             sig => Some(sig),
         }
@@ -168,6 +188,7 @@ impl Forwarder {
 impl Drop for Forwarder {
     fn drop(&mut self) {
         CHILD.store(0, Ordering::SeqCst);
+        RELAY.store(false, Ordering::SeqCst);
         for (sig, old) in &self.previous {
             // SAFETY: `old` is the action sigaction returned for this signal.
             unsafe { libc::sigaction(*sig, old, std::ptr::null_mut()) };
