@@ -499,7 +499,8 @@ fn a_command_smaller_than_the_spawner_is_flagged_as_an_upper_bound() {
         .expect("cc runs");
     assert!(built.status.success(), "{built:?}");
     let exe = exe.to_str().expect("utf-8 path");
-    let (code, r) = compare_json(&["-N", "-n", "5", exe, exe]);
+    // Two warm-up runs each, not counted: they are not reported.
+    let (code, r) = compare_json(&["-N", "-w", "2", "-n", "5", exe, exe]);
     assert_eq!(code, 0, "{r}");
     let warnings = r["warnings"].as_array().expect("warnings");
     let flagged = warnings

@@ -267,7 +267,9 @@ pub fn execute(
             });
             let mut rec = match backend.collect(&measurer, &configs[slot.i])? {
                 Collected::Ran(rec, floor) => {
-                    if let Some(floor) = floor.filter(|f| rec.max_rss_bytes <= f * 1024) {
+                    // Measured runs only: warm-up runs are not reported.
+                    let floor = floor.filter(|f| !warmup && rec.max_rss_bytes <= f * 1024);
+                    if let Some(floor) = floor {
                         let (n, most) = &mut at_floor[slot.i];
                         *n += 1;
                         *most = (*most).max(floor);

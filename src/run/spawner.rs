@@ -41,9 +41,9 @@ use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 
-use serde::{Deserialize, Serialize};
-
 use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
 
 use super::RunError;
 use super::report::RunRecord;
@@ -96,9 +96,9 @@ fn read_frame<T: for<'de> Deserialize<'de>>(input: &mut impl Read) -> io::Result
 /// The spawner's answer to one request, as tally reads it.
 #[derive(Debug)]
 pub enum Reply {
-    /// The run, and the spawner's own peak resident set (kB) just after
-    /// the command's exec, when it could be read: the least the kernel
-    /// counted into the command's peak.
+    /// The run, and the spawner's own peak resident set (kB) read just
+    /// after the command's exec, when it could be: at least what the
+    /// kernel carried into the command's peak.
     Ran(Box<RunRecord>, Option<u64>),
     /// Not run: the spawner had stopped (see the module's text), or a
     /// signal (named) came before the run.
