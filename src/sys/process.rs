@@ -425,6 +425,11 @@ pub fn spawn_prepared(cmd: &Prepared, pre: PreExec) -> io::Result<Spawned> {
         ));
     }
     let stack_top = shared_child_stack()?;
+    // One child at a time on the one stack, whichever thread spawns.
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _turn = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let mut child = SharedChild {
         program: cmd.program.as_ptr(),
         argv: cmd.ptrs.as_ptr(),
