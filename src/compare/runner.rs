@@ -200,7 +200,7 @@ pub fn execute(
             Backend::Spawner(s)
         }
         // Without a spawner (no /proc/self/exe?), tally forks the runs.
-        Err(_) => Backend::Here(std::collections::VecDeque::new()),
+        Err(_) => Backend::Here,
     };
     let result = (|| -> Result<(), CompareError> {
         let mut upcoming: std::collections::VecDeque<Slot> = std::collections::VecDeque::new();
@@ -266,7 +266,7 @@ pub fn execute(
                 warmup,
             });
             let mut rec = match backend.collect(&measurer, &configs[slot.i])? {
-                Collected::Ran(rec, floor) => {
+                Reply::Ran(rec, floor) => {
                     // Measured runs only: warm-up runs are not reported.
                     let floor = floor.filter(|f| !warmup && rec.max_rss_bytes <= f * 1024);
                     if let Some(floor) = floor {
@@ -276,10 +276,12 @@ pub fn execute(
                     }
                     *rec
                 }
-                Collected::Skipped(signal) => {
+                Reply::Skipped { signal } => {
                     interrupted_by = signal.or_else(|| measurer.pending_signal());
                     return Ok(());
                 }
+                // `collect` returns a run that could not be made as its error.
+                Reply::Error(e) => return Err(e.into()),
             };
             rec.cold = cold;
             if rec.forwarded_signal.is_none() && !cfg.ignore_failure {
@@ -403,51 +405,33 @@ fn next_round(planned: u32, warmup: u32, rounds: Option<u32>) -> Option<Stage> {
 }
 
 /// Where runs are made: by the spawner (see `run::spawner`), or here, by
-/// forking tally, when no spawner could start.
+/// forking tally, when no spawner could start (each run then made when
+/// its answer is asked for).
 enum Backend {
     Spawner(Spawner),
-    /// The runs asked for, in order.
-    Here(std::collections::VecDeque<usize>),
-}
-
-/// A run's outcome.
-enum Collected {
-    /// The record, and the spawner's own peak at its exec (kB).
-    Ran(Box<RunRecord>, Option<u64>),
-    /// Not run: stopped, by the named signal when there was one.
-    Skipped(Option<String>),
+    Here,
 }
 
 impl Backend {
     fn submit(&mut self, i: usize) -> Result<(), CompareError> {
         match self {
             Backend::Spawner(s) => s.submit(i).map_err(spawner_error),
-            Backend::Here(queue) => {
-                queue.push_back(i);
-                Ok(())
-            }
+            Backend::Here => Ok(()),
         }
     }
 
-    /// The oldest run asked for (`cfg` is its command's configuration).
-    fn collect(
-        &mut self,
-        measurer: &Measurer,
-        cfg: &run::Config,
-    ) -> Result<Collected, CompareError> {
+    /// The oldest run asked for (`cfg` is its command's configuration):
+    /// made, or skipped; a run that could not be made is the error.
+    fn collect(&mut self, measurer: &Measurer, cfg: &run::Config) -> Result<Reply, CompareError> {
         match self {
             Backend::Spawner(s) => match s.reply().map_err(spawner_error)? {
-                Reply::Ran(record, peak) => Ok(Collected::Ran(record, peak)),
-                Reply::Skipped { signal } => Ok(Collected::Skipped(signal)),
                 Reply::Error(e) => Err(e.into()),
+                reply => Ok(reply),
             },
-            Backend::Here(queue) => {
-                queue.pop_front();
-                if let Some(sig) = measurer.pending_signal() {
-                    return Ok(Collected::Skipped(Some(sig)));
-                }
-                Ok(Collected::Ran(Box::new(measurer.measure_as_is(cfg)?), None))
-            }
+            Backend::Here => match measurer.pending_signal() {
+                Some(sig) => Ok(Reply::Skipped { signal: Some(sig) }),
+                None => Ok(Reply::Ran(Box::new(measurer.measure_as_is(cfg)?), None)),
+            },
         }
     }
 }

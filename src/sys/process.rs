@@ -366,7 +366,8 @@ pub fn spawn_shared(argv: &[OsString], pre: PreExec) -> io::Result<Spawned> {
 #[derive(Debug)]
 pub struct Prepared {
     program: CString,
-    args: Vec<CString>,
+    /// Owns the strings `ptrs` points to; never read otherwise.
+    _args: Vec<CString>,
     ptrs: Vec<*const libc::c_char>,
     /// `/proc/self/io`, here rather than a constant so that the child
     /// touches no page of constants (see `run::spawner`).
@@ -393,20 +394,10 @@ impl Prepared {
         ptrs.push(std::ptr::null());
         Ok(Prepared {
             program,
-            args,
+            _args: args,
             ptrs,
             io_path: CString::from(c"/proc/self/io"),
         })
-    }
-
-    /// The number of arguments, the program included.
-    pub fn len(&self) -> usize {
-        self.args.len()
-    }
-
-    /// Never: a prepared command has its program.
-    pub fn is_empty(&self) -> bool {
-        self.args.is_empty()
     }
 }
 
