@@ -455,7 +455,7 @@ fn runs_unprivileged() {
         return; // needs root to drop to nobody
     }
     let bin = common::tally_bin();
-    let out = std::process::Command::new("setpriv")
+    let out = common::command("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
         .arg(&bin)
         .args([
@@ -503,7 +503,7 @@ fn unsafe_free_euid() -> u32 {
 #[test]
 fn closed_stdout_ends_quietly() {
     let bin = common::tally_bin();
-    let mut child = std::process::Command::new(bin)
+    let mut child = common::command(bin)
         .args(["bench", "syscall", "--budget-ms", "2"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -603,8 +603,7 @@ fn membw_all_threads_never_exceeds_threads_times_one_thread() {
             checked += 1;
         }
         if checked == 0 {
-            eprintln!("skipped: one CPU allowed, no all-threads figures");
-            return;
+            common::skip!("one CPU allowed: no all-threads figures");
         }
     }
     assert!(
@@ -646,7 +645,7 @@ fn interrupted_fileread_leaves_no_scratch_file() {
         ("filecache", "INT", 2),
     ] {
         let dir = tempfile::tempdir().unwrap();
-        let child = common::tally_default_signals()
+        let child = common::tally_std()
             // A budget long enough that the benchmark is still running,
             // its file open, when the signal comes (with 9 ms a fast
             // machine finished first and exited 0).
@@ -674,7 +673,7 @@ fn interrupted_fileread_leaves_no_scratch_file() {
             seen,
             "SIG{sig}: fileread ended before its scratch file was seen"
         );
-        let killed = std::process::Command::new("kill")
+        let killed = common::command("kill")
             .args([format!("-{sig}"), pid.to_string()])
             .status()
             .unwrap();
@@ -695,7 +694,7 @@ fn with_full_stderr(args: &[&str]) -> std::process::Output {
         .write(true)
         .open("/dev/full")
         .unwrap();
-    std::process::Command::new(common::tally_bin())
+    common::tally_std()
         .args(args)
         .stderr(full)
         .output()
@@ -707,8 +706,7 @@ fn with_full_stderr(args: &[&str]) -> std::process::Output {
 #[test]
 fn unwritable_stderr_keeps_bench_exit_codes() {
     if !Path::new("/dev/full").exists() {
-        eprintln!("skipped: no /dev/full");
-        return;
+        common::skip!("no /dev/full");
     }
     // --full announces its plan on stderr before measuring.
     let out = with_full_stderr(&[

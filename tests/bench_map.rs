@@ -287,7 +287,7 @@ fn ipc_peer_killed_mid_run_gives_an_unavailable_figure() {
     let dir = tempfile::tempdir().unwrap();
     // JSON to a file: a pipe nobody reads while waiting would fill up.
     let json = dir.path().join("out.json");
-    let child = std::process::Command::new(common::tally_bin())
+    let child = common::tally_std()
         .args([
             "bench",
             "ipc",
@@ -312,7 +312,7 @@ fn ipc_peer_killed_mid_run_gives_an_unavailable_figure() {
             if !children(pid).contains(&peer) || exited(peer) {
                 continue;
             }
-            let ok = std::process::Command::new("kill")
+            let ok = common::command("kill")
                 .args(["-KILL", &peer.to_string()])
                 .status()
                 .unwrap()
@@ -366,7 +366,7 @@ fn ipc_peers_outlive_no_killed_tally() {
     // accept peer (the only peer with a single socket descriptor: the
     // listener).
     for udp in [true, false] {
-        let child = std::process::Command::new(common::tally_bin())
+        let child = common::tally_std()
             .args(["bench", "ipc", "--budget-ms", "100", "--dir"])
             .arg(dir.path())
             .stdout(std::process::Stdio::null())
@@ -422,7 +422,7 @@ fn interrupted_fsops_leaves_no_file() {
     use std::os::unix::process::ExitStatusExt;
     for sig in ["INT", "TERM"] {
         let dir = tempfile::tempdir().unwrap();
-        let child = common::tally_default_signals()
+        let child = common::tally_std()
             .args(["bench", "fsops", "--budget-ms", "2000", "--dir"])
             .arg(dir.path())
             .stdout(std::process::Stdio::null())
@@ -441,7 +441,7 @@ fn interrupted_fsops_leaves_no_file() {
         }
         assert!(seen, "SIG{sig}: no fsops file was seen");
         assert!(
-            std::process::Command::new("kill")
+            common::command("kill")
                 .args([format!("-{sig}"), pid.to_string()])
                 .status()
                 .unwrap()

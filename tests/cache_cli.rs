@@ -15,7 +15,7 @@ mod common;
 use common::on_tmpfs;
 
 fn tally() -> Command {
-    Command::new(common::tally_bin())
+    common::tally_std()
 }
 
 fn json_of(args: &[&str], paths: &[&Path]) -> (Value, i32) {
@@ -67,8 +67,7 @@ fn a_fresh_file_is_evicted_verified_and_warmed_again() {
     assert_eq!(v["files"].as_array().map(Vec::len), Some(1));
     assert_eq!(v["files"][0]["size_bytes"], 8 << 20);
     if on_tmpfs(dir.path()) {
-        eprintln!("skipped the eviction part: the temporary directory is on tmpfs");
-        return;
+        common::skip!("the eviction part: the temporary directory is on tmpfs");
     }
     // All but a few: this machine's proactive reclaim (DAMON pageout of
     // pages idle for a moment) may take one before the count.
@@ -115,8 +114,7 @@ fn a_sparse_file_warms_its_data_only() {
     file.set_len(64 << 30).expect("64 GiB sparse");
     drop(file);
     if on_tmpfs(dir.path()) {
-        eprintln!("skipped: the temporary directory is on tmpfs");
-        return;
+        common::skip!("the temporary directory is on tmpfs");
     }
     let (v, _) = json_of(&["--evict"], &[&f]);
     assert_eq!(v["files"][0]["size_bytes"], 64u64 << 30);
@@ -136,26 +134,14 @@ fn a_sparse_file_warms_its_data_only() {
 
 #[test]
 fn unreadable_residency_is_unknown_for_an_unprivileged_user() {
-    // SAFETY-free check of root: only root can switch users here.
-    let euid = std::fs::metadata("/proc/self").map(|m| {
-        use std::os::unix::fs::MetadataExt;
-        m.uid()
-    });
-    if euid.ok() != Some(0) {
-        eprintln!("skipped: needs root to run tally as an unprivileged user");
-        return;
-    }
-    if Command::new("setpriv").arg("--help").output().is_err() {
-        eprintln!("skipped: setpriv (util-linux) is not installed");
-        return;
-    }
+    common::require!(common::can_switch_users());
     let dir = tempfile::tempdir().expect("tempdir");
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
     let f = dir.path().join("roots");
     write_file(&f, 1 << 20);
     std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o644)).expect("chmod");
     let bin = common::tally_bin();
-    let out = Command::new("setpriv")
+    let out = common::command("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
         .arg(&bin)
         .args(["cache", "--format", "json"])
@@ -169,7 +155,7 @@ fn unreadable_residency_is_unknown_for_an_unprivileged_user() {
     assert_eq!(v["total"]["unknown_files"], 1);
     assert_eq!(v["total"]["cached_bytes"], 0);
 
-    let out = Command::new("setpriv")
+    let out = common::command("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
         .arg(&bin)
         .arg("cache")
@@ -270,7 +256,7 @@ fn lock_holds_the_file_until_interrupted() {
     let reason = v["files"][0]["stayed_reason"].as_str().unwrap_or("");
     assert!(reason.contains("locked (mlock) by process"), "{reason}");
     let pid = child.id().to_string();
-    Command::new("kill")
+    common::command("kill")
         .args(["-TERM", &pid])
         .status()
         .expect("kill");
@@ -278,23 +264,6 @@ fn lock_holds_the_file_until_interrupted() {
     assert_eq!(out.status.code(), Some(0));
     let v: Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(cached_pages(&v, 0), Some(512));
-}
-
-/// Whether this test runs as root and `tools` are installed; prints why
-/// not otherwise.
-fn root_with(tools: &[&str]) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    if std::fs::metadata("/proc/self").map(|m| m.uid()).ok() != Some(0) {
-        eprintln!("skipped: needs root to run tally as an unprivileged user");
-        return false;
-    }
-    for tool in tools {
-        if Command::new(tool).arg("--version").output().is_err() {
-            eprintln!("skipped: {tool} (util-linux) is not installed");
-            return false;
-        }
-    }
-    true
 }
 
 /// A temporary directory user nobody may enter.
@@ -369,14 +338,12 @@ fn cache_prints_skipped_paths_on_stderr_not_in_the_report() {
     );
 
     // An unreadable file, as an unprivileged user.
-    if !root_with(&["setpriv"]) {
-        return;
-    }
+    common::require!(common::can_switch_users());
     let dir = open_tempdir();
     let secret = dir.path().join("secret");
     write_file(&secret, 4096);
     std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).expect("chmod");
-    let out = Command::new("setpriv")
+    let out = common::command("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
         .arg(common::tally_bin())
         .arg("cache")
@@ -426,15 +393,14 @@ fn cache_with_nothing_to_list_says_so_instead_of_a_bare_header() {
 
 #[test]
 fn cache_lock_fails_when_the_locked_memory_limit_allows_nothing() {
-    if !root_with(&["setpriv", "prlimit"]) {
-        return;
-    }
+    common::require!(common::can_switch_users());
+    common::require!(common::tool("prlimit", "util-linux"));
     let dir = open_tempdir();
     let f = dir.path().join("model.bin");
     write_file(&f, 1 << 20);
     std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o644)).expect("chmod");
     // 64 KiB may be locked; the file needs 1 MiB.
-    let child = Command::new("prlimit")
+    let child = common::command("prlimit")
         .arg("--memlock=65536:65536")
         .args([
             "setpriv",
@@ -526,7 +492,7 @@ fn cache_keeps_its_exit_codes_when_stderr_is_unwritable() {
         let out = tally().arg("cache").stderr(full).output().expect("run");
         assert_eq!(out.status.code(), Some(2), "usage error, 2>/dev/full");
     } else {
-        eprintln!("skipped the /dev/full part: no /dev/full");
+        common::skip_part!("the /dev/full part: no /dev/full");
     }
     // A closed pipe: the reader of stderr went away before tally wrote.
     let mut child = tally()

@@ -97,15 +97,7 @@ fn a_slower_sleep_is_significantly_slower_and_the_faster_is_the_reference() {
 
 #[test]
 fn twice_the_memory_is_significantly_more_peak_memory() {
-    if std::process::Command::new("python3")
-        .arg("-c")
-        .arg("pass")
-        .status()
-        .is_err()
-    {
-        println!("skipped: python3 is not installed");
-        return;
-    }
+    common::require!(common::tool("python3", "python3"));
     let alloc = |mb: u32| {
         format!(
             "python3 -c 'b = bytearray({mb} * 1024 * 1024); b[::4096] = b\"x\" * len(b[::4096])'"
@@ -204,10 +196,10 @@ fn a_failing_command_stops_the_comparison_without_ignore_failure() {
 fn pid_written_to(pidfile: &Path) -> u32 {
     let start = Instant::now();
     loop {
-        if let Ok(text) = std::fs::read_to_string(pidfile) {
-            if let Ok(pid) = text.trim().parse::<u32>() {
-                return pid;
-            }
+        if let Ok(text) = std::fs::read_to_string(pidfile)
+            && let Ok(pid) = text.trim().parse::<u32>()
+        {
+            return pid;
         }
         assert!(
             start.elapsed() < Duration::from_secs(20),
@@ -222,7 +214,7 @@ fn sigint_stops_the_comparison_and_reaps_the_command() {
     let tmp = scratch("sigint");
     let pidfile = tmp.path().join("pid");
     let script = format!("echo $$ > {}; exec sleep 30", pidfile.display());
-    let child = common::tally_default_signals()
+    let child = common::tally_std()
         .args([
             "compare", "-n", "100", "--format", "json", &script, "sleep 30",
         ])
@@ -233,7 +225,7 @@ fn sigint_stops_the_comparison_and_reaps_the_command() {
     let guard = common::Reaper(Vec::new());
     let pid = pid_written_to(&pidfile);
     std::thread::sleep(Duration::from_millis(50));
-    let sent = std::process::Command::new("kill")
+    let sent = common::command("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
         .unwrap();
@@ -491,7 +483,7 @@ fn a_command_smaller_than_the_spawner_is_flagged_as_an_upper_bound() {
     )
     .unwrap();
     let exe = dir.path().join("exit");
-    let built = std::process::Command::new("cc")
+    let built = common::command("cc")
         .args(["-O2", "-static", "-nostdlib", "-o"])
         .arg(&exe)
         .arg(&src)
@@ -516,7 +508,7 @@ fn a_killed_compare_leaves_neither_its_spawner_nor_the_command() {
     let tmp = scratch("killed");
     let pidfile = tmp.path().join("pid");
     let script = format!("echo $$ > {}; exec sleep 30", pidfile.display());
-    let child = common::tally_default_signals()
+    let child = common::tally_std()
         .args([
             "compare", "-n", "3", "--format", "json", &script, "sleep 30",
         ])
@@ -539,7 +531,7 @@ fn a_killed_compare_leaves_neither_its_spawner_nor_the_command() {
     };
     let spawner = parent_of(pid).expect("the command's parent");
     assert_eq!(parent_of(spawner), Some(tally_pid), "spawner {spawner}");
-    let killed = std::process::Command::new("kill")
+    let killed = common::command("kill")
         .args(["-KILL", &tally_pid.to_string()])
         .status()
         .unwrap();
@@ -567,11 +559,8 @@ fn a_killed_compare_leaves_neither_its_spawner_nor_the_command() {
 fn as_nobody_every_run_has_its_io_figures() {
     // The command opens its own /proc/PID/io before exec: once it has
     // exited, only root could.
-    if tally::sys::geteuid() != 0 {
-        eprintln!("not root: the unprivileged check needs root to switch user");
-        return;
-    }
-    let out = std::process::Command::new("setpriv")
+    common::require!(common::can_switch_users());
+    let out = common::command("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
         .arg(common::tally_bin())
         .args([

@@ -12,7 +12,7 @@ mod common;
 use common::on_tmpfs;
 
 fn tally() -> Command {
-    Command::new(common::tally_bin())
+    common::tally_std()
 }
 
 fn cp(args: &[&str], paths: &[&Path]) -> Output {
@@ -54,10 +54,6 @@ fn write(path: &Path, data: &[u8]) {
     let mut f = std::fs::File::create(path).expect("create");
     f.write_all(data).expect("write");
     f.sync_all().expect("sync");
-}
-
-fn is_root() -> bool {
-    std::fs::metadata("/proc/self").map(|m| m.uid()).ok() == Some(0)
 }
 
 #[test]
@@ -165,15 +161,13 @@ fn a_large_copy_leaves_the_page_cache_as_it_found_it() {
     let f = &v["files"][0];
     assert!(std::fs::read(&src).expect("read") == std::fs::read(&dst).expect("read"));
     if on_tmpfs(dir.path()) {
-        eprintln!("skipped the cache part: the temporary directory is on tmpfs");
-        return;
+        common::skip!("the cache part: the temporary directory is on tmpfs");
     }
     if f["source_cached_before_pages"].is_null() {
-        eprintln!("skipped the cache part: no cachestat on this kernel");
-        return;
+        common::skip!("the cache part: no cachestat on this kernel (6.5+)");
     }
     if f["method"] == "reflink" {
-        return;
+        common::skip!("the cache part: the filesystem made a reflink, no data was copied");
     }
     assert_eq!(f["source_cached_before_pages"], 0);
     assert_eq!(f["source_cached_after_pages"], 0, "{f}");
@@ -233,8 +227,7 @@ fn across_filesystems_to_tmpfs() {
         .map(|m| m.lines().any(|l| l.contains(" /dev/shm tmpfs ")))
         .unwrap_or(false);
     if !is_tmpfs {
-        eprintln!("skipped: /dev/shm is not a tmpfs here");
-        return;
+        common::skip!("/dev/shm is not a tmpfs here");
     }
     let dir = tempfile::tempdir().expect("tempdir");
     let src = dir.path().join("to-tmpfs");
@@ -279,7 +272,7 @@ struct SmallTmpfs {
 impl SmallTmpfs {
     fn mount() -> Option<SmallTmpfs> {
         let dir = tempfile::tempdir().ok()?;
-        let ok = Command::new("mount")
+        let ok = common::command("mount")
             .args(["-t", "tmpfs", "-o", "size=1m", "tally-test"])
             .arg(dir.path())
             .status()
@@ -291,19 +284,17 @@ impl SmallTmpfs {
 
 impl Drop for SmallTmpfs {
     fn drop(&mut self) {
-        let _ = Command::new("umount").arg(self.dir.path()).status();
+        let _ = common::command("umount").arg(self.dir.path()).status();
     }
 }
 
 #[test]
 fn a_full_filesystem_leaves_no_partial_file_and_the_source_intact() {
-    if !is_root() {
-        eprintln!("skipped: mounting a small tmpfs needs root");
-        return;
+    if !common::is_root() {
+        common::skip!("mounting a small tmpfs needs root");
     }
     let Some(small) = SmallTmpfs::mount() else {
-        eprintln!("skipped: cannot mount a tmpfs here (a container without CAP_SYS_ADMIN?)");
-        return;
+        common::skip!("cannot mount a tmpfs here (a container without CAP_SYS_ADMIN?)");
     };
     let dir = tempfile::tempdir().expect("tempdir");
     let src = dir.path().join("big");
@@ -392,17 +383,14 @@ fn proc_files_are_copied_by_reading() {
 
 #[test]
 fn an_unwritable_destination_is_explained_and_left_clean() {
-    if !is_root() {
-        eprintln!("skipped: needs root to run tally as an unprivileged user");
-        return;
-    }
+    common::require!(common::can_switch_users());
     let dir = tempfile::tempdir().expect("tempdir");
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
     let src = dir.path().join("readable");
     write(&src, b"data");
     std::fs::set_permissions(&src, std::fs::Permissions::from_mode(0o644)).expect("chmod");
     let bin = common::tally_bin();
-    let out = Command::new("setpriv")
+    let out = common::command("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
         .arg(&bin)
         .arg("cp")
@@ -468,10 +456,10 @@ fn wait_for_output_in(pid: u32, dir: &Path) -> bool {
             return false;
         };
         for fd in fds.flatten() {
-            if let Ok(target) = std::fs::read_link(fd.path()) {
-                if target.parent() == Some(dir) {
-                    return true;
-                }
+            if let Ok(target) = std::fs::read_link(fd.path())
+                && target.parent() == Some(dir)
+            {
+                return true;
             }
         }
         std::thread::sleep(std::time::Duration::from_micros(200));
@@ -505,7 +493,7 @@ fn cp_interrupted_by_a_signal_leaves_no_temp_file() {
         (libc::SIGSEGV, true), // as a crash would
     ];
     for (sig, named) in runs {
-        let mut cmd = common::tally_default_signals();
+        let mut cmd = common::tally_std();
         cmd.arg("cp");
         if named {
             cmd.arg("--named-temp");
@@ -585,18 +573,18 @@ fn cp_of_a_file_that_shrinks_mid_copy_fails_and_leaves_nothing() {
 
     // sysfs files claim 4096 bytes and end sooner: copied as they read.
     let sys = Path::new("/sys/kernel/mm/transparent_hugepage/enabled");
-    if let (Ok(text), Ok(meta)) = (std::fs::read(sys), std::fs::metadata(sys)) {
-        if meta.len() as usize > text.len() {
-            let copy = out_dir.join("thp");
-            let out = cp(&[], &[sys, &copy]);
-            assert_eq!(
-                out.status.code(),
-                Some(0),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            assert_eq!(std::fs::read(&copy).expect("read"), text);
-        }
+    if let (Ok(text), Ok(meta)) = (std::fs::read(sys), std::fs::metadata(sys))
+        && meta.len() as usize > text.len()
+    {
+        let copy = out_dir.join("thp");
+        let out = cp(&[], &[sys, &copy]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(std::fs::read(&copy).expect("read"), text);
     }
 }
 
@@ -795,9 +783,8 @@ fn cp_with_unwritable_stderr_keeps_its_exit_codes() {
 /// root's; it now gives directories their source's owner and group too.
 #[test]
 fn cp_r_p_keeps_the_owner_of_directories() {
-    if !is_root() {
-        eprintln!("skipped: needs root to give files away");
-        return;
+    if !common::is_root() {
+        common::skip!("needs root to give files away");
     }
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
     let dir = tempfile::tempdir().expect("tempdir");

@@ -4,36 +4,14 @@
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 mod common;
 
 const NOBODY: [&str; 3] = ["--reuid=65534", "--regid=65534", "--clear-groups"];
 
-fn is_root() -> bool {
-    std::fs::metadata("/proc/self").map(|m| m.uid()).ok() == Some(0)
-}
-
-fn have_setpriv() -> bool {
-    Command::new("setpriv")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
-/// Root and setpriv, or the reason to skip.
-fn can_switch_users() -> Result<(), &'static str> {
-    if !is_root() {
-        return Err("needs root to act as another user");
-    }
-    if !have_setpriv() {
-        return Err("setpriv (util-linux) is not installed");
-    }
-    Ok(())
-}
-
 fn as_nobody(program: &Path, args: &[&std::ffi::OsStr]) -> Output {
-    Command::new("setpriv")
+    common::command("setpriv")
         .args(NOBODY)
         .arg(program)
         .args(args)
@@ -45,17 +23,6 @@ fn chmod(path: &Path, mode: u32) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod");
 }
 
-/// Turns `fs.protected_symlinks` on (most distributions' default) and
-/// leaves it on: turning it off again could open the hole for whatever
-/// else runs on the machine meanwhile.
-fn protect_symlinks() -> bool {
-    let path = "/proc/sys/fs/protected_symlinks";
-    if std::fs::read_to_string(path).is_ok_and(|s| s.trim() == "1") {
-        return true;
-    }
-    std::fs::write(path, "1").is_ok()
-}
-
 /// The attack: in a sticky world-writable directory (as /tmp), nobody
 /// plants `foo -> victim`; root copies to `DIR/foo`. GNU cp (coreutils
 /// 9.x) with `fs.protected_symlinks=1` says "cp: cannot stat 'DIR/foo':
@@ -65,14 +32,9 @@ fn protect_symlinks() -> bool {
 /// walk the kernel's check never sees, and replaced the victim.
 #[test]
 fn cp_refuses_symlink_planted_in_sticky_dir() {
-    if let Err(why) = can_switch_users() {
-        eprintln!("skipped: {why}");
-        return;
-    }
-    if !protect_symlinks() {
-        eprintln!("skipped: cannot turn fs.protected_symlinks on");
-        return;
-    }
+    common::require!(common::can_switch_users());
+    // Most distributions' default; restored when the test ends.
+    let _protected = common::require!(common::Sysctl::set("fs.protected_symlinks", "1"));
     let safe = tempfile::tempdir().expect("tempdir");
     let victim = safe.path().join("victim");
     std::fs::write(&victim, b"root's secret\n").expect("write");
@@ -117,7 +79,7 @@ fn cp_refuses_symlink_planted_in_sticky_dir() {
         ("a link to a directory", vec![&src, &to_dir]),
     ];
     for (what, paths) in runs {
-        let out = Command::new(&tally)
+        let out = common::command(&tally)
             .arg("cp")
             .args(&paths)
             .output()
@@ -151,7 +113,7 @@ fn cp_refuses_symlink_planted_in_sticky_dir() {
     std::fs::write(&mine, b"old").expect("write");
     let link = sticky.path().join("mine");
     std::os::unix::fs::symlink(&mine, &link).expect("symlink");
-    let out = Command::new(&tally)
+    let out = common::command(&tally)
         .arg("cp")
         .arg(&src)
         .arg(&link)
@@ -180,10 +142,7 @@ fn cp_refuses_symlink_planted_in_sticky_dir() {
 /// tally made a setuid-nobody copy of a setuid-root program.
 #[test]
 fn cp_p_as_nobody_clears_setuid_it_cannot_own() {
-    if let Err(why) = can_switch_users() {
-        eprintln!("skipped: {why}");
-        return;
-    }
+    common::require!(common::can_switch_users());
     let dir = tempfile::tempdir().expect("tempdir");
     chmod(dir.path(), 0o777);
     // A setuid and setgid root file, as /usr/bin/su (which may be missing).
@@ -219,7 +178,7 @@ fn cp_p_as_nobody_clears_setuid_it_cannot_own() {
 
     // Root keeps the owner, so the bits stay.
     let kept = dir.path().join("kept");
-    let out = Command::new(common::tally_bin())
+    let out = common::tally_std()
         .args(["cp", "-p"])
         .arg(&su)
         .arg(&kept)
@@ -234,10 +193,7 @@ fn cp_p_as_nobody_clears_setuid_it_cannot_own() {
 /// created each directory 555 first and then could not fill it.
 #[test]
 fn cp_r_of_read_only_tree_as_nobody_fills_it_then_sets_modes() {
-    if let Err(why) = can_switch_users() {
-        eprintln!("skipped: {why}");
-        return;
-    }
+    common::require!(common::can_switch_users());
     let dir = tempfile::tempdir().expect("tempdir");
     chmod(dir.path(), 0o755);
     let src = dir.path().join("tree");

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 fn tally() -> Command {
-    Command::new(common::tally_bin())
+    common::tally_std()
 }
 
 fn sample_file(dir: &std::path::Path) -> std::path::PathBuf {
@@ -38,7 +38,7 @@ fn checksums_agree_across_methods_cold_and_warm() {
     let file = sample_file(dir.path());
     let html = dir.path().join("plot.html");
     // tmpfs cannot evict: its page cache is the file.
-    let tmpfs = Command::new("stat")
+    let tmpfs = common::command("stat")
         .args(["-f", "-c", "%T"])
         .arg(dir.path())
         .output()
@@ -154,15 +154,6 @@ fn formats_without_a_form_are_refused_before_any_work() {
     assert!(!dst.exists(), "nothing copied");
 }
 
-/// Whether `tool` can be run; prints why the test is skipped otherwise.
-fn have(tool: &str) -> bool {
-    let ok = Command::new(tool).arg("--version").output().is_ok();
-    if !ok {
-        eprintln!("skipped: {tool} (util-linux) is not installed");
-    }
-    ok
-}
-
 fn meminfo_bytes(key: &str) -> Option<u64> {
     let text = std::fs::read_to_string("/proc/meminfo").ok()?;
     let line = text.lines().find(|l| l.starts_with(key))?;
@@ -182,9 +173,7 @@ fn sparse_file(dir: &Path, name: &str, size: u64) -> PathBuf {
 fn load_read_of_a_file_larger_than_memory_says_why_instead_of_sigabrt() {
     // An address-space limit keeps a broken build from really trying to
     // fill the machine's memory.
-    if !have("prlimit") {
-        return;
-    }
+    common::require!(common::tool("prlimit", "util-linux"));
     let dir = tempfile::tempdir().expect("tempdir");
     let total = meminfo_bytes("MemTotal:").expect("MemTotal");
     let huge = sparse_file(dir.path(), "huge.sparse", (64u64 << 30).max(2 * total));
@@ -195,7 +184,7 @@ fn load_read_of_a_file_larger_than_memory_says_why_instead_of_sigabrt() {
         // Fits in memory, but the allocation fails (here: ulimit -v).
         (&two, 1 << 30, "the allocation failed"),
     ] {
-        let out = Command::new("prlimit")
+        let out = common::command("prlimit")
             .arg(format!("--as={limit}"))
             .arg(common::tally_bin())
             .args(["load", "--methods", "read", "--warm", "--format", "json"])
@@ -217,7 +206,7 @@ fn load_read_of_a_file_larger_than_memory_says_why_instead_of_sigabrt() {
         assert!(error.contains("use mmap or read-chunks"), "{error}");
         assert!(v["checksums_agree"].is_null(), "nothing compared: {v}");
     }
-    let out = Command::new("prlimit")
+    let out = common::command("prlimit")
         .arg(format!("--as={}", 4u64 << 30))
         .arg(common::tally_bin())
         .args(["load", "--methods", "read", "--warm"])
@@ -326,7 +315,7 @@ fn load_keeps_its_exit_codes_when_stderr_is_unwritable() {
         assert_eq!(out.status.code(), Some(0), "success, 2>/dev/full");
         assert!(String::from_utf8_lossy(&out.stdout).contains("checksums agree"));
     } else {
-        eprintln!("skipped the /dev/full part: no /dev/full");
+        common::skip_part!("the /dev/full part: no /dev/full");
     }
     let mut child = tally()
         .arg("load")
@@ -348,7 +337,7 @@ fn load_interrupted_stops_reaps_its_load_and_starts_no_other() {
         std::fs::create_dir(&scratch).expect("mkdir");
         let file = sample_file(dir.path());
         // Far more loads than the test waits for.
-        let child = common::tally_default_signals()
+        let child = common::tally_std()
             .args(["load", "-n", "1000", "--methods", "read-chunks,mmap"])
             .arg(&file)
             .env("TMPDIR", &scratch)
@@ -367,7 +356,7 @@ fn load_interrupted_stops_reaps_its_load_and_starts_no_other() {
             assert!(start.elapsed() < Duration::from_secs(60), "no load started");
             std::thread::sleep(Duration::from_millis(5));
         };
-        Command::new("kill")
+        common::command("kill")
             .arg(format!("-{name}"))
             .arg(pid.to_string())
             .status()
@@ -416,11 +405,11 @@ fn killing_tally_load_kills_its_running_load() {
         let list = std::fs::read_to_string(&children).unwrap_or_default();
         if let Some(first) = list.split_whitespace().next() {
             let first = first.to_owned();
-            let stopped = Command::new("kill").args(["-STOP", &first]).status();
+            let stopped = common::command("kill").args(["-STOP", &first]).status();
             if is_load(&first) && stopped.is_ok_and(|s| s.success()) {
                 break first;
             }
-            let _ = Command::new("kill").args(["-CONT", &first]).status();
+            let _ = common::command("kill").args(["-CONT", &first]).status();
         }
         assert!(start.elapsed() < Duration::from_secs(60), "no load started");
         std::thread::sleep(Duration::from_millis(2));
@@ -430,7 +419,7 @@ fn killing_tally_load_kills_its_running_load() {
     let start = Instant::now();
     while is_load(&load) {
         if start.elapsed() > Duration::from_secs(10) {
-            let _ = Command::new("kill").args(["-KILL", &load]).status();
+            let _ = common::command("kill").args(["-KILL", &load]).status();
             panic!("load {load} outlived a killed tally");
         }
         std::thread::sleep(Duration::from_millis(10));

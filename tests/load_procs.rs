@@ -5,7 +5,7 @@ mod common;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -30,7 +30,7 @@ fn data_file(dir: &Path, bytes: usize) -> PathBuf {
 }
 
 fn json_of(args: &[&str], file: &Path) -> (Value, i32, String) {
-    let out = Command::new(common::tally_bin())
+    let out = common::tally_std()
         .arg("load")
         .args(args)
         .args(["--format", "json"])
@@ -122,7 +122,7 @@ fn checksums_agree_across_processes_and_methods_cold_and_warm() {
     assert!(sums.iter().all(|s| *s == sums[0]), "{sums:?}");
     assert_eq!(v["checksums_agree"], true);
     // Same names in CSV as in JSON.
-    let out = Command::new(common::tally_bin())
+    let out = common::tally_std()
         .args(["load", "--procs", "1", "--warm", "--methods", "mmap"])
         .args(["--format", "csv"])
         .arg(&file)
@@ -201,13 +201,12 @@ fn swap_total_kb() -> u64 {
 #[test]
 fn mem_limit_between_one_and_two_copies_read_fails_where_mmap_completes() {
     if euid() != 0 {
-        println!("skipped: --mem-limit needs root to create a cgroup");
-        return;
+        common::skip!("--mem-limit needs root to create a cgroup");
     }
     let dir = tempfile::tempdir().expect("tempdir");
     let size = 64u64 << 20;
     let file = data_file(dir.path(), size as usize);
-    let child = Command::new(common::tally_bin())
+    let child = common::tally_std()
         .args(["load", "--procs", "4", "--cold", "--mem-limit", "96M"])
         .args(["--format", "json"])
         .arg(&file)
@@ -228,12 +227,8 @@ fn mem_limit_between_one_and_two_copies_read_fails_where_mmap_completes() {
     let limit = &v["mem_limit"];
     assert_eq!(u(&limit["limit_bytes"]), 96 << 20);
     if limit["via"].is_null() {
-        println!(
-            "skipped: no memory-limited cgroup here: {}",
-            limit["unavailable"]
-        );
         assert!(limit["unavailable"].is_string());
-        return;
+        common::skip!("no memory-limited cgroup here: {}", limit["unavailable"]);
     }
     assert!(["cgroup-v1", "cgroup-v2"].contains(&limit["via"].as_str().unwrap_or("")));
     let mmap = run(&v, "mmap", "cold", 4);
@@ -302,7 +297,7 @@ fn interrupted_procs_load_kills_and_reaps_every_process() {
     let file = data_file(dir.path(), 32 << 20);
     let root = euid() == 0;
     for (name, number) in [("INT", 2), ("TERM", 15)] {
-        let mut cmd = common::tally_default_signals();
+        let mut cmd = common::tally_std();
         cmd.args(["load", "--procs", "4"]);
         cmd.args(["--methods", "read,mmap,read-chunks"]);
         if root {
@@ -332,7 +327,7 @@ fn interrupted_procs_load_kills_and_reaps_every_process() {
             );
             std::thread::sleep(Duration::from_millis(2));
         }
-        Command::new("kill")
+        common::command("kill")
             .arg(format!("-{name}"))
             .arg(pid.to_string())
             .status()
@@ -368,7 +363,7 @@ fn armed(pid: &str) -> bool {
 fn killing_tally_kills_its_held_processes() {
     let dir = tempfile::tempdir().expect("tempdir");
     let file = data_file(dir.path(), 8 << 20);
-    let mut child = Command::new(common::tally_bin())
+    let mut child = common::tally_std()
         .args(["load", "--procs-sweep", "--methods", "read,mmap"])
         .arg(&file)
         .stdout(Stdio::null())
@@ -379,11 +374,11 @@ fn killing_tally_kills_its_held_processes() {
     let start = Instant::now();
     let stopped = loop {
         if let Some(first) = held_children(pid).into_iter().next() {
-            let ok = Command::new("kill").args(["-STOP", &first]).status();
+            let ok = common::command("kill").args(["-STOP", &first]).status();
             if is_load_process(&first) && ok.is_ok_and(|s| s.success()) && armed(&first) {
                 break first;
             }
-            let _ = Command::new("kill").args(["-CONT", &first]).status();
+            let _ = common::command("kill").args(["-CONT", &first]).status();
         }
         assert!(
             start.elapsed() < Duration::from_secs(60),
@@ -396,7 +391,7 @@ fn killing_tally_kills_its_held_processes() {
     let start = Instant::now();
     while is_load_process(&stopped) {
         if start.elapsed() > Duration::from_secs(10) {
-            let _ = Command::new("kill").args(["-KILL", &stopped]).status();
+            let _ = common::command("kill").args(["-KILL", &stopped]).status();
             panic!("process {stopped} outlived a killed tally");
         }
         std::thread::sleep(Duration::from_millis(10));

@@ -620,11 +620,10 @@ fn a_procfs_path_with_odd_bytes_is_escaped_in_the_error() {
 fn unwritable_stderr_keeps_the_exit_codes() {
     let full = || std::fs::OpenOptions::new().write(true).open("/dev/full");
     let Ok(_) = full() else {
-        eprintln!("skipped: no /dev/full");
-        return;
+        common::skip!("no /dev/full");
     };
     let code = |args: &[&str]| {
-        std::process::Command::new(common::tally_bin())
+        common::tally_std()
             .args(args)
             .stdout(std::process::Stdio::null())
             .stderr(full().expect("/dev/full"))

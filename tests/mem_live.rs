@@ -5,8 +5,8 @@ mod common;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command as StdCommand, Stdio};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use common::Reaper;
@@ -14,21 +14,18 @@ use serde_json::Value;
 
 /// The tests here start and end processes; the exact PSS cross-check
 /// needs moments when no other process maps or unmaps shared pages, so
-/// the tests of this file run one at a time.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> MutexGuard<'static, ()> {
-    SERIAL
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
+/// the tests of this file run one at a time (and, under the suite's
+/// runner, alone: .config/nextest.toml).
+fn serial() -> std::fs::File {
+    common::exclusive("mem_live")
 }
 
 fn tally() -> StdCommand {
-    StdCommand::new(common::tally_bin())
+    common::tally_std()
 }
 
 fn sleeper(secs: &str) -> Child {
-    StdCommand::new("sleep")
+    common::command("sleep")
         .arg(secs)
         .spawn()
         .expect("sleep starts")
@@ -111,7 +108,7 @@ fn churn_200_runs_while_processes_come_and_go() {
             let mut started = 0u64;
             while !stop.load(Ordering::Relaxed) {
                 let secs = ["0", "0.01", "0.03"][(started % 3) as usize];
-                if let Ok(c) = StdCommand::new("sleep").arg(secs).spawn() {
+                if let Ok(c) = common::command("sleep").arg(secs).spawn() {
                     live.push(c);
                     started += 1;
                 }
@@ -194,7 +191,7 @@ fn watch_appends_on_a_pipe_and_stops_on_sigint() {
         }
     }
     let pid = child.id().to_string();
-    let killed = StdCommand::new("kill")
+    let killed = common::command("kill")
         .args(["-INT", &pid])
         .status()
         .expect("kill");
@@ -238,7 +235,7 @@ fn binary_copy(dir: &std::path::Path) -> std::path::PathBuf {
     let dst = dir.join("tally");
     // cp, not std::fs::copy: a write descriptor held here would leak into
     // children other tests fork meanwhile, and exec would fail with ETXTBSY.
-    let copied = std::process::Command::new("cp")
+    let copied = common::command("cp")
         .arg(&src)
         .arg(&dst)
         .status()
@@ -249,20 +246,13 @@ fn binary_copy(dir: &std::path::Path) -> std::path::PathBuf {
     dst
 }
 
-fn is_root() -> bool {
-    tally::sys::geteuid() == 0
-}
-
 #[test]
 fn an_ordinary_user_sees_its_own_processes_and_is_told_the_fix() {
     let _serial = serial();
-    if !is_root() {
-        eprintln!("skipped: needs root to become user 65534 with setpriv");
-        return;
-    }
+    common::require!(common::can_switch_users());
     let dir = tempfile::tempdir().expect("tempdir");
     let bin = binary_copy(dir.path());
-    let own_sleep = StdCommand::new("setpriv")
+    let own_sleep = common::command("setpriv")
         .args([
             "--reuid=65534",
             "--regid=65534",
@@ -282,7 +272,7 @@ fn an_ordinary_user_sees_its_own_processes_and_is_told_the_fix() {
         assert!(start.elapsed() < Duration::from_secs(10), "sleep never ran");
         std::thread::sleep(Duration::from_millis(5));
     }
-    let out = StdCommand::new("setpriv")
+    let out = common::command("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
         .arg(&bin)
         .args(["mem", "--format", "json", "--by", "user"])
@@ -316,14 +306,13 @@ fn watch_redraws_in_place_on_a_terminal() {
     // util-linux's script(1) gives tally a pseudo-terminal.
     let bin = common::tally_bin();
     let cmd = format!("{} mem --watch 0.1 --total-only", bin.display());
-    let Ok(mut child) = StdCommand::new("script")
+    let Ok(mut child) = common::command("script")
         .args(["-qfc", &cmd, "/dev/null"])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .spawn()
     else {
-        eprintln!("skipped: script(1) not found");
-        return;
+        common::skip_without_tool!("script", "Debian package bsdutils");
     };
     let mut stdout = child.stdout.take().expect("stdout");
     let _reaper = Reaper(vec![child]);
@@ -343,7 +332,7 @@ fn watch_redraws_in_place_on_a_terminal() {
 #[test]
 fn tally_leaves_itself_out() {
     let _serial = serial();
-    let child = StdCommand::new(common::tally_bin())
+    let child = common::tally_std()
         .args(["mem", "--by", "pid", "--format", "json"])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -370,11 +359,10 @@ fn program_started_through_a_link_is_named_as_started_live() {
     let dir = tempfile::tempdir().expect("tempdir");
     let link = dir.path().join("tally-test-server");
     let Ok(sleep) = which_sleep() else {
-        eprintln!("skipped: no sleep binary found");
-        return;
+        common::skip_without_tool!("sleep", "Debian package coreutils");
     };
     std::os::unix::fs::symlink(&sleep, &link).expect("symlink");
-    let child = StdCommand::new(&link).arg("30").spawn().expect("runs");
+    let child = common::command(&link).arg("30").spawn().expect("runs");
     let pid = child.id().to_string();
     let _reaper = Reaper(vec![child]);
     let start = Instant::now();

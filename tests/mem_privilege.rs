@@ -18,10 +18,6 @@ use std::time::{Duration, Instant};
 use common::Reaper;
 use serde_json::Value;
 
-fn is_root() -> bool {
-    tally::sys::geteuid() == 0
-}
-
 /// Why setuid and file capabilities cannot work here, if they cannot:
 /// no_new_privs (inherited, e.g. from a container runtime) or a nosuid
 /// mount under `dir`.
@@ -58,7 +54,7 @@ fn install(dir: &Path, name: &str) -> PathBuf {
     let dst = dir.join(name);
     // cp, not std::fs::copy: a write descriptor held here would leak into
     // children other tests fork meanwhile, and exec would fail with ETXTBSY.
-    let copied = std::process::Command::new("cp")
+    let copied = common::command("cp")
         .arg(common::tally_bin())
         .arg(&dst)
         .status()
@@ -79,7 +75,7 @@ fn setuid_install(dir: &Path) -> PathBuf {
 /// `setcap cap_sys_ptrace,cap_dac_read_search+ep`, or `None` without setcap.
 fn capability_install(dir: &Path) -> Option<PathBuf> {
     let bin = install(dir, "tally-caps");
-    let status = Command::new("setcap")
+    let status = common::command("setcap")
         .args(["cap_sys_ptrace,cap_dac_read_search+ep"])
         .arg(&bin)
         .status()
@@ -89,7 +85,7 @@ fn capability_install(dir: &Path) -> Option<PathBuf> {
 }
 
 fn as_nobody(bin: &Path) -> Command {
-    let mut cmd = Command::new("setpriv");
+    let mut cmd = common::command("setpriv");
     cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
         .arg(bin);
     cmd
@@ -106,7 +102,7 @@ fn json(out: &Output) -> Value {
 
 fn root_sleep() -> Reaper {
     Reaper(vec![
-        Command::new("sleep").arg("60").spawn().expect("sleep"),
+        common::command("sleep").arg("60").spawn().expect("sleep"),
     ])
 }
 
@@ -206,7 +202,7 @@ fn check_install(bin: &Path, plain: &Path) {
 /// is mounted with `options`; `None` when such a mount cannot be made here.
 fn as_nobody_with_proc(bin: &Path, options: &str, args: &[&str]) -> Option<Output> {
     let script = r#"mount -t proc -o "$1" proc /proc || exit 97; shift; exec setpriv --reuid=65534 --regid=65534 --clear-groups "$@""#;
-    let out = Command::new("unshare")
+    let out = common::command("unshare")
         .args([
             "-m",
             "--propagation",
@@ -229,12 +225,11 @@ fn as_nobody_with_proc(bin: &Path, options: &str, args: &[&str]) -> Option<Outpu
 /// with `hidepid=1` (`noaccess`) it counts them as denied and shows none.
 /// User 65534's own process stays visible, arguments and all.
 fn check_hidepid(bin: &Path) {
-    if Command::new("unshare").arg("--help").output().is_err() {
-        eprintln!("hidepid part skipped: unshare not found (util-linux)");
-        return;
+    if !common::have("unshare") {
+        common::skip_without_tool!("unshare", "the hidepid part (Debian package util-linux)");
     }
     // Root's process with a secret in its arguments, and one of nobody's.
-    let mut secret = Command::new("sh")
+    let mut secret = common::command("sh")
         .args([
             "-c",
             "sleep 60; :",
@@ -244,7 +239,7 @@ fn check_hidepid(bin: &Path) {
         .spawn()
         .expect("sh");
     let root_pid = secret.id();
-    let own = Command::new("setpriv")
+    let own = common::command("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
         .args(["sh", "-c", "sleep 60; :", "sh", "--own-visible-arg"])
         .spawn()
@@ -295,8 +290,7 @@ fn check_hidepid(bin: &Path) {
     for options in ["hidepid=2", "hidepid=invisible", "hidepid=1"] {
         for args in formats {
             let Some(out) = as_nobody_with_proc(bin, options, args) else {
-                eprintln!("hidepid part skipped: cannot mount proc in a private mount namespace");
-                return;
+                common::skip!("the hidepid part: cannot mount proc in a private mount namespace");
             };
             let text = format!(
                 "{}{}",
@@ -358,7 +352,7 @@ fn check_dropped_before_output(bin: &Path) {
     let dir = tempfile::tempdir().expect("tempdir");
     let fifo = dir.path().join("out");
     assert!(
-        Command::new("mkfifo")
+        common::command("mkfifo")
             .arg(&fifo)
             .status()
             .expect("mkfifo")
@@ -440,14 +434,10 @@ fn check_dropped_before_output(bin: &Path) {
 
 #[test]
 fn setuid_root_install() {
-    if !is_root() {
-        eprintln!("skipped: needs root to make a setuid-root copy");
-        return;
-    }
+    common::require!(common::can_switch_users());
     let dir = tempfile::tempdir().expect("tempdir");
     if let Some(why) = installs_cannot_work(dir.path()) {
-        eprintln!("skipped: {why}");
-        return;
+        common::skip!("{why}");
     }
     let plain = install(dir.path(), "tally");
     let bin = setuid_install(dir.path());
@@ -456,19 +446,15 @@ fn setuid_root_install() {
 
 #[test]
 fn file_capabilities_install() {
-    if !is_root() {
-        eprintln!("skipped: needs root to set file capabilities");
-        return;
-    }
+    common::require!(common::can_switch_users());
+    common::require!(common::tool("setcap", "libcap2-bin"));
     let dir = tempfile::tempdir().expect("tempdir");
     if let Some(why) = installs_cannot_work(dir.path()) {
-        eprintln!("skipped: {why}");
-        return;
+        common::skip!("{why}");
     }
     let plain = install(dir.path(), "tally");
     let Some(bin) = capability_install(dir.path()) else {
-        eprintln!("skipped: setcap not found (apt-get install libcap2-bin)");
-        return;
+        panic!("setcap does not run");
     };
     check_install(&bin, &plain);
 }

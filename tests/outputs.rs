@@ -373,15 +373,7 @@ fn bash_completes_commands_after_run_double_dash() {
     let case = &script[run..];
     let end = case.find(";;").expect("end of the case");
     assert!(case[..end].contains("compgen -c"), "{}", &case[..end]);
-    if std::process::Command::new("bash")
-        .arg("-c")
-        .arg("true")
-        .status()
-        .is_err()
-    {
-        eprintln!("skipped: bash is not installed");
-        return;
-    }
+    common::require!(common::tool("bash", "bash"));
     let dir = scratch("complete");
     let file = dir.path().join("script.bash");
     std::fs::write(&file, script.as_bytes()).expect("write script");
@@ -392,7 +384,7 @@ fn bash_completes_commands_after_run_double_dash() {
              _tally tally \"$cur\" \"$prev\"; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
             file.display()
         );
-        let out = std::process::Command::new("bash")
+        let out = common::command("bash")
             .arg("-c")
             .arg(probe)
             .output()

@@ -7,9 +7,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use assert_cmd::Command as Cmd;
-
-/// promtool, or `None` (with the reason printed) when it is missing.
+/// promtool, or `None` (the test's skip recorded) when it is missing.
 fn promtool() -> Option<PathBuf> {
     let found = std::env::var_os("PATH").and_then(|paths| {
         std::env::split_paths(&paths)
@@ -17,7 +15,10 @@ fn promtool() -> Option<PathBuf> {
             .find(|p| p.is_file())
     });
     if found.is_none() {
-        println!("skipped: promtool is not installed (Debian: apt-get install prometheus)");
+        common::record_unable(common::Unable::tool(
+            "promtool",
+            "tests/install-prometheus.sh installs it",
+        ));
     }
     found
 }
@@ -62,7 +63,7 @@ fn fixture(name: &str) -> String {
 fn run_metrics(extra: &[&str]) -> String {
     let dir = tempfile::tempdir().expect("temp dir");
     let file = dir.path().join("run.prom");
-    let mut cmd = Cmd::new(common::tally_bin());
+    let mut cmd = common::tally();
     cmd.arg("run")
         .args(extra)
         .args(["--format", "prometheus", "-o"])

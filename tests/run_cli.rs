@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use tally::run::report::{Counters, RunReport};
 
 fn tally() -> Command {
-    Command::new(common::tally_bin())
+    common::tally_std()
 }
 
 /// A scratch directory on a disk-backed filesystem (not tmpfs: its pages
@@ -56,7 +56,7 @@ fn every_exit_code_passes_through() {
         done
         echo checked-256
     "#;
-    let out = Command::new("sh")
+    let out = common::command("sh")
         .arg("-c")
         .arg(script)
         .arg(&tally)
@@ -249,7 +249,7 @@ fn sigterm_is_forwarded_and_the_run_still_reported() {
         .spawn()
         .unwrap();
     wait_for(&ready, "the command to install its trap");
-    let status = Command::new("kill")
+    let status = common::command("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()
         .unwrap();
@@ -282,7 +282,7 @@ fn sigint_stops_repeated_runs_with_a_report() {
         .unwrap();
     wait_for(&ready, "the first run");
     std::thread::sleep(Duration::from_millis(50));
-    let status = Command::new("kill")
+    let status = common::command("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
         .unwrap();
@@ -421,7 +421,7 @@ int main(int argc, char **argv) {
 "#,
     )
     .unwrap();
-    let status = Command::new("cc").args(["-O2", "-o"]).arg(&bin).arg(&src).status().expect(
+    let status = common::command("cc").args(["-O2", "-o"]).arg(&bin).arg(&src).status().expect(
         "cc (the C compiler every Rust toolchain links with) is needed to build the reference spawner",
     );
     assert!(status.success());
@@ -429,7 +429,7 @@ int main(int argc, char **argv) {
 }
 
 fn spawner_maxrss_kib(spawner: &Path, fat_mib: u32, argv: &[&str]) -> u64 {
-    let out = Command::new(spawner)
+    let out = common::command(spawner)
         .arg(fat_mib.to_string())
         .args(argv)
         .output()
@@ -584,12 +584,12 @@ fn completions_and_man_page() {
 
 /// `tally` run as user nobody through setpriv, when we are root.
 fn as_nobody(args: &[&str]) -> Option<std::process::Output> {
-    if tally::sys::geteuid() != 0 {
-        eprintln!("not root: the unprivileged checks need root to switch user");
+    if let Err(unable) = common::can_switch_users() {
+        common::record_unable(unable);
         return None;
     }
     let bin = common::tally_bin();
-    let out = Command::new("setpriv")
+    let out = common::command("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
         .arg(&bin)
         .args(args)
@@ -659,7 +659,7 @@ fn closed_standard_descriptors_are_reopened_on_dev_null() {
     // tally's descriptor 1, and the command's output would go astray.
     let dir = scratch("closed-fds");
     let report = dir.path().join("report.json");
-    let status = Command::new("sh")
+    let status = common::command("sh")
         .arg("-c")
         .arg(r#"exec "$0" run --format json -o "$1" -- echo hi >&-"#)
         .arg(common::tally_bin())
@@ -754,8 +754,7 @@ fn io_of_a_setuid_command_says_why_it_is_unavailable() {
         use std::os::unix::fs::MetadataExt;
         fs::metadata(p).is_ok_and(|m| m.mode() & 0o4000 != 0 && m.uid() == 0)
     }) else {
-        eprintln!("no setuid-root su here: skipped");
-        return;
+        common::skip!("no setuid-root su here");
     };
     let Some(out) = as_nobody(&["run", "--format", "json", "--", su, "--help"]) else {
         return;
@@ -911,7 +910,7 @@ fn a_second_sigterm_kills_a_command_that_ignores_the_first() {
     let pid = pid_in(&pidfile);
     let term = |who: u32| {
         assert!(
-            Command::new("kill")
+            common::command("kill")
                 .args(["-TERM", &who.to_string()])
                 .status()
                 .unwrap()
@@ -930,7 +929,7 @@ fn a_second_sigterm_kills_a_command_that_ignores_the_first() {
         }
         if start.elapsed() > Duration::from_secs(10) {
             let _ = child.kill();
-            let _ = Command::new("kill")
+            let _ = common::command("kill")
                 .args(["-KILL", &pid.to_string()])
                 .status();
             panic!("tally did not end at the second SIGTERM");
@@ -970,7 +969,7 @@ fn killing_tally_kills_the_command() {
     let start = Instant::now();
     while !ended(pid) {
         if start.elapsed() > Duration::from_secs(10) {
-            let _ = Command::new("kill")
+            let _ = common::command("kill")
                 .args(["-KILL", &pid.to_string()])
                 .status();
             panic!("the command outlived a SIGKILLed tally");

@@ -9,7 +9,7 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 /// A running `tally serve`, killed and reaped when dropped.
@@ -37,7 +37,7 @@ impl Served {
         let child = self.child.take().expect("running");
         let pid = child.id().to_string();
         let name = if sig == libc_sigint() { "INT" } else { "TERM" };
-        Command::new("kill")
+        common::command("kill")
             .args(["-s", name, &pid])
             .status()
             .expect("kill");
@@ -64,7 +64,7 @@ fn free_port() -> u16 {
 /// Starts `tally serve` with `config` (TOML) and waits for /healthz.
 fn serve(config: Option<&str>, dir: &Path) -> Served {
     let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
-    let mut cmd = common::tally_default_signals();
+    let mut cmd = common::tally_std();
     cmd.arg("serve").arg("--listen").arg(addr.to_string());
     if let Some(text) = config {
         let path = dir.join("serve.toml");
@@ -350,7 +350,7 @@ fn which(name: &str) -> Option<PathBuf> {
 /// would leak into children other tests fork meanwhile, and exec would
 /// fail with ETXTBSY.
 fn copy_exe(from: &Path, to: &Path) {
-    let copied = Command::new("cp")
+    let copied = common::command("cp")
         .arg(from)
         .arg(to)
         .status()
@@ -376,8 +376,7 @@ fn pids_of(name: &str) -> Vec<u32> {
 #[test]
 fn serve_metrics_pass_promtool_check_metrics() {
     let Some(promtool) = which("promtool") else {
-        println!("skipped: promtool is not installed (tests/install-prometheus.sh installs it)");
-        return;
+        common::skip_without_tool!("promtool", "tests/install-prometheus.sh installs it");
     };
     let dir = tempfile::tempdir().unwrap();
     let s = serve(
@@ -449,17 +448,17 @@ fn query(prom: SocketAddr, promql: &str) -> Vec<(serde_json::Value, f64)> {
 fn serve_is_scraped_by_a_real_prometheus() {
     let prometheus = Path::new("/usr/bin/prometheus");
     if !prometheus.is_file() {
-        println!(
-            "skipped: /usr/bin/prometheus is not installed (tests/install-prometheus.sh installs Debian's prometheus)"
+        common::skip_without_tool!(
+            "/usr/bin/prometheus",
+            "tests/install-prometheus.sh installs Debian's prometheus"
         );
-        return;
     }
     let dir = tempfile::tempdir().unwrap();
     // A process of our own with a name no other process has, and 64 MiB
     // of private memory, so PSS is its own memory: a small process's PSS
     // moves by pages as others map and unmap the libraries it shares.
     // The interpreter itself, not a wrapper script (pyenv) in front of it.
-    let python = Command::new("python3")
+    let python = common::command("python3")
         .args(["-c", "import sys; print(sys.executable)"])
         .output()
         .ok()
@@ -467,13 +466,12 @@ fn serve_is_scraped_by_a_real_prometheus() {
         .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()))
         .and_then(|p| p.canonicalize().ok());
     let Some(python) = python else {
-        println!("skipped: python3 is not installed (it holds the memory the test measures)");
-        return;
+        common::skip_without_tool!("python3", "it holds the memory the test measures");
     };
     let name = format!("tsl{}", std::process::id());
     let holder = dir.path().join(&name);
     copy_exe(&python, &holder);
-    let held = Command::new(&holder)
+    let held = common::command(&holder)
         .args(["-c", "import time; b = b'a' * (64 << 20); time.sleep(600)"])
         .spawn()
         .expect("the holder starts");
@@ -499,7 +497,7 @@ fn serve_is_scraped_by_a_real_prometheus() {
     )
     .unwrap();
     let _prom = Prometheus(
-        Command::new(prometheus)
+        common::command(prometheus)
             .arg(format!("--config.file={}", config.display()))
             .arg(format!(
                 "--storage.tsdb.path={}",
@@ -570,10 +568,7 @@ fn counted_and_denied(body: &str) -> (f64, f64) {
 /// them) it sees every process's memory.
 #[test]
 fn serve_exports_what_its_user_may_see_and_more_with_ambient_capabilities() {
-    if tally::sys::geteuid() != 0 || which("setpriv").is_none() {
-        println!("skipped: needs root and setpriv to run tally serve as user 65534");
-        return;
-    }
+    common::require!(common::can_switch_users());
     let dir = tempfile::tempdir().unwrap();
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let bin = dir.path().join("tally");
@@ -581,27 +576,27 @@ fn serve_exports_what_its_user_may_see_and_more_with_ambient_capabilities() {
     std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
     // A process of root's that user 65534 may not read.
     let _root_sleep = common::Reaper(vec![
-        Command::new("sleep").arg("60").spawn().expect("sleep"),
+        common::command("sleep").arg("60").spawn().expect("sleep"),
     ]);
     // A process of root's with a name of its own.
     let name = format!("tsh{}", std::process::id());
     let rooted = dir.path().join(&name);
     copy_exe(&sleep_binary(), &rooted);
     let _root_own = common::Reaper(vec![
-        Command::new(&rooted).arg("60").spawn().expect("sleep"),
+        common::command(&rooted).arg("60").spawn().expect("sleep"),
     ]);
     // With `hidepid`, in a private mount namespace whose /proc hides other
     // users' processes (the network is shared: the scrape reaches it).
     let scrape_as = |caps: &[&str], hidepid: bool| -> Option<((f64, f64), bool)> {
         let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
         let mut cmd = if hidepid {
-            let mut c = Command::new("unshare");
+            let mut c = common::command("unshare");
             c.args(["-m", "--propagation", "private", "sh", "-c"]);
             c.arg(r#"mount -t proc -o hidepid=2 proc /proc || exit 97; exec setpriv "$@""#);
             c.arg("sh");
             c
         } else {
-            Command::new("setpriv")
+            common::command("setpriv")
         };
         cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups"]);
         cmd.args(caps);
@@ -654,7 +649,7 @@ fn serve_exports_what_its_user_may_see_and_more_with_ambient_capabilities() {
     // what /proc shows the service's user.
     match scrape_as(&caps, true) {
         Some((_, seen)) => assert!(!seen, "hidepid=2 hid {name}, yet serve exported it"),
-        None => println!("hidepid part skipped: cannot mount /proc with hidepid here"),
+        None => common::skip_part!("the hidepid part: cannot mount /proc with hidepid here"),
     }
 }
 
@@ -711,7 +706,7 @@ fn mem_and_cache_textfile_write_the_prom_file_and_no_temporary_file_stays() {
 #[test]
 fn mem_textfile_every_rewrites_until_sigterm_and_exits_0() {
     let dir = tempfile::tempdir().unwrap();
-    let child = common::tally_default_signals()
+    let child = common::tally_std()
         .arg("mem")
         .arg("--textfile")
         .arg(dir.path())
@@ -732,7 +727,7 @@ fn mem_textfile_every_rewrites_until_sigterm_and_exits_0() {
         assert!(start.elapsed() < Duration::from_secs(30), "no rewrite");
         std::thread::sleep(Duration::from_millis(20));
     }
-    Command::new("kill")
+    common::command("kill")
         .args(["-s", "TERM", &child.id().to_string()])
         .status()
         .unwrap();
@@ -802,16 +797,14 @@ fn serve_scans_once_for_concurrent_scrapes_within_min_interval() {
 #[test]
 fn capability_install_refuses_serve_and_every_but_writes_one_textfile() {
     use std::os::unix::fs::MetadataExt;
-    if tally::sys::geteuid() != 0 || which("setcap").is_none() || which("setpriv").is_none() {
-        println!("skipped: needs root, setcap and setpriv");
-        return;
-    }
+    common::require!(common::can_switch_users());
+    common::require!(common::tool("setcap", "libcap2-bin"));
     let dir = tempfile::tempdir().unwrap();
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let bin = dir.path().join("tally");
     copy_exe(&common::tally_bin(), &bin);
     std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let set = Command::new("setcap")
+    let set = common::command("setcap")
         .arg("cap_sys_ptrace,cap_dac_read_search+ep")
         .arg(&bin)
         .status()
@@ -819,14 +812,14 @@ fn capability_install_refuses_serve_and_every_but_writes_one_textfile() {
     assert!(set.success(), "setcap failed");
     let out_dir = dir.path().join("textfile");
     std::fs::create_dir(&out_dir).unwrap();
-    let chown = Command::new("chown")
+    let chown = common::command("chown")
         .arg("65534:65534")
         .arg(&out_dir)
         .status()
         .unwrap();
     assert!(chown.success());
     let as_nobody = |args: &[&str]| {
-        Command::new("setpriv")
+        common::command("setpriv")
             .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
             .arg(&bin)
             .args(args)
@@ -840,8 +833,7 @@ fn capability_install_refuses_serve_and_every_but_writes_one_textfile() {
     // User 65534 owns no process here but this tally, which leaves itself
     // out: it counts processes only with the capabilities in effect.
     if report["total"]["processes"].as_u64().unwrap_or(0) == 0 {
-        println!("skipped: file capabilities do not take effect here");
-        return;
+        common::skip!("file capabilities do not take effect here (a nosuid mount or no_new_privs)");
     }
     let dir_arg = out_dir.to_str().unwrap();
     let out = as_nobody(&["mem", "--textfile", dir_arg]);
@@ -882,7 +874,7 @@ fn a_run_checks_peak_memory_is_its_own_not_the_servers() {
     // server's memory (782-918 kB for a static main(){} of 548 kB).
     let dir = tempfile::tempdir().unwrap();
     let tiny = common::tiny_static_command(dir.path());
-    let alone = Command::new(common::tally_bin())
+    let alone = common::tally_std()
         .args(["run", "--format", "json", "-o", "-", "--"])
         .arg(&tiny)
         .output()
@@ -907,11 +899,11 @@ fn a_run_checks_peak_memory_is_its_own_not_the_servers() {
             "tally_serve_run_last_run_timestamp_seconds{check=\"tiny\"}",
         );
         let rss = sample_of(&body, "tally_run_max_rss_bytes{check=\"tiny\"}");
-        if let (Some(when), Some(rss)) = (when, rss) {
-            if last_run != Some(when) {
-                last_run = Some(when);
-                seen.push(rss);
-            }
+        if let (Some(when), Some(rss)) = (when, rss)
+            && last_run != Some(when)
+        {
+            last_run = Some(when);
+            seen.push(rss);
         }
         std::thread::sleep(Duration::from_millis(500));
     }

@@ -211,8 +211,8 @@ fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
             continue;
         };
         for api in [Api::Select, Api::Poll, Api::Epoll] {
-            if api == Api::Select {
-                if let Some(why) = select_reason(n, &raw) {
+            if api == Api::Select
+                && let Some(why) = select_reason(n, &raw) {
                     for (_, key) in active_counts(n) {
                         out.push(
                             Figure::unavailable(
@@ -235,7 +235,6 @@ fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
                     );
                     continue;
                 }
-            }
             let mut waiter =
                 Waiter::new(api, set).map_err(step_err(format!("set up {}", api.name())))?;
             for (k, key) in active_counts(n) {

@@ -482,12 +482,11 @@ fn sender(end: &mut End, buf: &mut [u8], datagram: bool) -> i32 {
         let (count, size, round) = (u32_at(&req, 0), u32_at(&req, 4), u32_at(&req, 8));
         let size = (size as usize).min(buf.len()).max(8);
         for seq in 0..count {
-            if datagram {
-                if let Some(head) = buf.get_mut(0..8) {
+            if datagram
+                && let Some(head) = buf.get_mut(0..8) {
                     head[0..4].copy_from_slice(&round.to_le_bytes());
                     head[4..8].copy_from_slice(&seq.to_le_bytes());
                 }
-            }
             let Some(msg) = buf.get(..size) else { return 1 };
             let sent = if datagram {
                 end.tx.write(msg).map(|n| n == size)

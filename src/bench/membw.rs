@@ -166,15 +166,14 @@ pub(super) fn span_ns(spans: &[Option<(Instant, Instant)>]) -> f64 {
 fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
     let llc = llc_bytes(&ctx.machine.caches);
     let bytes = buffer_bytes(llc, ctx.cfg.max_mem_bytes, ctx.cfg.tiny());
-    if let Some(l) = llc {
-        if bytes < l.saturating_mul(4) && !ctx.cfg.tiny() {
+    if let Some(l) = llc
+        && bytes < l.saturating_mul(4) && !ctx.cfg.tiny() {
             out.notes.push(format!(
                 "the buffer ({}) is below 4× the LLC ({}) because of --max-mem: part of it may be served from cache",
                 human_bytes(bytes),
                 human_bytes(l)
             ));
         }
-    }
     ctx.step(format!("filling two {} buffers", human_bytes(bytes)));
     let mut src =
         AnonMap::new(bytes as usize, Pages::Huge).map_err(step_err("mmap the source buffer"))?;

@@ -169,15 +169,14 @@ fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
     let Some(&max) = sizes.last() else {
         return Ok(());
     };
-    if let Some(l) = llc {
-        if ctx.cfg.mode == Mode::Full && max < l.saturating_mul(4) {
+    if let Some(l) = llc
+        && ctx.cfg.mode == Mode::Full && max < l.saturating_mul(4) {
             out.notes.push(format!(
                 "--max-mem caps the sweep at {}, below 4× the LLC ({})",
                 human_bytes(max),
                 human_bytes(l.saturating_mul(4))
             ));
         }
-    }
     let mut curves: Vec<(String, Vec<(u64, f64)>)> = Vec::new();
     let mut huge_ok = false;
     for series in &SERIES {

@@ -267,11 +267,11 @@ impl Watchdog {
                         return;
                     }
                     let armed = seen.lock().map(|g| *g).unwrap_or(None);
-                    if let Some((name, start, limit)) = armed {
-                        if start.elapsed() > limit {
-                            on_hang(name, limit);
-                            return;
-                        }
+                    if let Some((name, start, limit)) = armed
+                        && start.elapsed() > limit
+                    {
+                        on_hang(name, limit);
+                        return;
                     }
                 }
             });

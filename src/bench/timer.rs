@@ -130,14 +130,13 @@ fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
             .iter()
             .find(|f| f.id == "timer.tsc_mhz")
             .and_then(|f| f.median());
-        if let (Some(tsc), Some(c)) = (tsc, f.median()) {
-            if (c / tsc - 1.0).abs() > 0.05 {
+        if let (Some(tsc), Some(c)) = (tsc, f.median())
+            && (c / tsc - 1.0).abs() > 0.05 {
                 f = f.note(format!(
                     "the TSC ticks at {tsc:.0} MHz while the core runs at {c:.0} MHz: TSC deltas are not core cycles (1 tick = {:.2} cycles)",
                     c / tsc
                 ));
             }
-        }
         out.push(f);
     }
     Ok(())

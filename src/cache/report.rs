@@ -269,10 +269,10 @@ impl Render for CacheReport {
             row.push(display(&f.path));
             table.row(row);
             // The map goes under its file's row.
-            if let Some(m) = &f.map_percent {
-                if !m.is_empty() {
-                    table.line(format!("  [{}]", map_line(m)));
-                }
+            if let Some(m) = &f.map_percent
+                && !m.is_empty()
+            {
+                table.line(format!("  [{}]", map_line(m)));
             }
         }
         if self.files.len() > 1 {

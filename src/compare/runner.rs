@@ -77,7 +77,7 @@ fn hook(option: &'static str, command: &str, show_output: bool) -> Result<(), Co
             Stdio::null()
         }
     };
-    let status = Command::new("sh")
+    let status = crate::sys::signals::start_with_inherited_dispositions(&mut Command::new("sh"))
         .arg("-c")
         .arg(command)
         .stdin(Stdio::null())
@@ -131,16 +131,16 @@ pub fn execute(
     if k == 0 {
         return Err(PlanError("no command to compare".into()).into());
     }
-    if let Some(r) = cfg.reference {
-        if r >= k {
-            return Err(PlanError(format!(
-                "--reference {}: there {} only {k} command{}",
-                r + 1,
-                if k == 1 { "is" } else { "are" },
-                if k == 1 { "" } else { "s" }
-            ))
-            .into());
-        }
+    if let Some(r) = cfg.reference
+        && r >= k
+    {
+        return Err(PlanError(format!(
+            "--reference {}: there {} only {k} command{}",
+            r + 1,
+            if k == 1 { "is" } else { "are" },
+            if k == 1 { "" } else { "s" }
+        ))
+        .into());
     }
     let base = run::Config {
         argv: Vec::new(),
@@ -284,16 +284,17 @@ pub fn execute(
                 Reply::Error(e) => return Err(e.into()),
             };
             rec.cold = cold;
-            if rec.forwarded_signal.is_none() && !cfg.ignore_failure {
-                if let Some(how) = failure(&rec) {
-                    return Err(CompareError::Failed {
-                        index: slot.i + 1,
-                        name: cfg.instances[slot.i].name.clone(),
-                        stage: if warmup { "warm-up run" } else { "run" },
-                        run: round + 1,
-                        how,
-                    });
-                }
+            if rec.forwarded_signal.is_none()
+                && !cfg.ignore_failure
+                && let Some(how) = failure(&rec)
+            {
+                return Err(CompareError::Failed {
+                    index: slot.i + 1,
+                    name: cfg.instances[slot.i].name.clone(),
+                    stage: if warmup { "warm-up run" } else { "run" },
+                    run: round + 1,
+                    how,
+                });
             }
             let stop = rec.forwarded_signal.clone();
             if warmup {

@@ -257,14 +257,13 @@ fn plan(cfg: &Config) -> Result<(Vec<Job>, Vec<Problem>), CopyError> {
         if let (Ok(s), Some(parent)) = (
             std::fs::canonicalize(src),
             target.parent().and_then(|p| std::fs::canonicalize(p).ok()),
-        ) {
-            if parent.starts_with(&s) {
-                problems.push(Problem::new(
-                    src,
-                    format!("cannot copy a directory into itself ({})", display(&target)),
-                ));
-                continue;
-            }
+        ) && parent.starts_with(&s)
+        {
+            problems.push(Problem::new(
+                src,
+                format!("cannot copy a directory into itself ({})", display(&target)),
+            ));
+            continue;
         }
         for entry in walkdir::WalkDir::new(src).follow_links(false) {
             let entry = match entry {
@@ -364,17 +363,17 @@ pub fn execute(cfg: &Config, progress: &mut dyn FnMut(Progress)) -> Result<CopyR
             }
         };
         let mut mode = *mode;
-        if cfg.preserve {
-            if let Ok(meta) = std::fs::metadata(src) {
-                if std::os::unix::fs::fchown(&dir, Some(meta.uid()), Some(meta.gid())).is_err() {
-                    // As cp -p (and tally's files): an owner a user may not
-                    // give is not an error; the group alone if allowed,
-                    // and no setuid/setgid bit for an owner the copy lacks.
-                    let _ = std::os::unix::fs::fchown(&dir, None, Some(meta.gid()));
-                    mode &= !(libc::S_ISUID | libc::S_ISGID);
-                }
-                let _ = set_times(&dir, &meta);
+        if cfg.preserve
+            && let Ok(meta) = std::fs::metadata(src)
+        {
+            if std::os::unix::fs::fchown(&dir, Some(meta.uid()), Some(meta.gid())).is_err() {
+                // As cp -p (and tally's files): an owner a user may not
+                // give is not an error; the group alone if allowed,
+                // and no setuid/setgid bit for an owner the copy lacks.
+                let _ = std::os::unix::fs::fchown(&dir, None, Some(meta.gid()));
+                mode &= !(libc::S_ISUID | libc::S_ISGID);
             }
+            let _ = set_times(&dir, &meta);
         }
         if let Err(e) = dir.set_permissions(std::fs::Permissions::from_mode(mode)) {
             problems.push(Problem::new(dst, format!("cannot set the mode: {e}")));

@@ -293,11 +293,11 @@ fn no_result_reason(exit: Option<&run::report::ExitInfo>) -> String {
 
 fn one_load(cfg: &Config, method: Method, mode: Mode, result: &Path) -> Result<Sample, LoadError> {
     let _ = std::fs::remove_file(result);
-    if mode == Mode::Warm {
-        if let Ok(f) = std::fs::File::open(&cfg.file) {
-            let size = f.metadata().map(|m| m.len()).unwrap_or(0);
-            let _ = crate::pagecache::warm::warm(&f, size);
-        }
+    if mode == Mode::Warm
+        && let Ok(f) = std::fs::File::open(&cfg.file)
+    {
+        let size = f.metadata().map(|m| m.len()).unwrap_or(0);
+        let _ = crate::pagecache::warm::warm(&f, size);
     }
     let touch = match cfg.touch {
         Touch::None => "none",

@@ -354,11 +354,11 @@ fn one(
     while results.iter().zip(&ended).any(|(r, e)| r.is_none() && !e) {
         match next(&rx, forwarder)? {
             Some(Msg::Line(i, l)) => {
-                if let Ok(r) = serde_json::from_str::<HoldResult>(&l) {
-                    if let Some(slot) = results.get_mut(i) {
-                        *slot = Some(r);
-                        last_loaded = Some(start.elapsed());
-                    }
+                if let Ok(r) = serde_json::from_str::<HoldResult>(&l)
+                    && let Some(slot) = results.get_mut(i)
+                {
+                    *slot = Some(r);
+                    last_loaded = Some(start.elapsed());
                 }
             }
             Some(Msg::Eof(i)) => {

@@ -67,11 +67,9 @@ pub fn program_name(
     .or_else(from_exe)
     .unwrap_or_else(|| "?".to_string());
     let mut name = base;
-    if split_args {
-        if let Some(rest) = s.cmdline.as_deref().and_then(arguments) {
-            name.push(' ');
-            name.push_str(&rest);
-        }
+    if split_args && let Some(rest) = s.cmdline.as_deref().and_then(arguments) {
+        name.push(' ');
+        name.push_str(&rest);
     }
     escape_controls(&name)
 }

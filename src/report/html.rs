@@ -677,8 +677,8 @@ pub fn ratio_table(reference: &str, rows: &[RatioRow]) -> String {
     for r in rows {
         let num = |v: Option<f64>| v.map(|v| format!("{v:.3}")).unwrap_or_else(|| "—".into());
         let mut bar = String::new();
-        if let (Some(x), Some(l), Some(h)) = (r.ratio, r.low, r.high) {
-            if x > 0.0 && l > 0.0 && h > 0.0 && x.is_finite() && h.is_finite() {
+        if let (Some(x), Some(l), Some(h)) = (r.ratio, r.low, r.high)
+            && x > 0.0 && l > 0.0 && h > 0.0 && x.is_finite() && h.is_finite() {
                 let _ = write!(
                     bar,
                     r##"<svg width="{w}" height="14"><line x1="{:.1}" x2="{:.1}" y1="0" y2="14" stroke="#999" stroke-dasharray="2 2"/><line x1="{:.1}" x2="{:.1}" y1="7" y2="7" stroke="#333" stroke-width="2"/><circle cx="{:.1}" cy="7" r="3.5" fill="#333"/></svg>"##,
@@ -689,7 +689,6 @@ pub fn ratio_table(reference: &str, rows: &[RatioRow]) -> String {
                     sx(x)
                 );
             }
-        }
         let _ = write!(
             s,
             "<tr class=\"{}\"><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">[{}, {}]</td><td>{bar}</td><td class=\"n\">{}</td><td class=\"{}\">{}</td></tr>",

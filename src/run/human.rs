@@ -196,14 +196,14 @@ fn human_counters(c: &Counters, out: &mut dyn Write) -> io::Result<()> {
                 )?;
             }
             let get = |name: &str| readings.iter().find(|r| r.event == name).map(|r| r.value);
-            if let (Some(cycles), Some(instructions)) = (get("cycles"), get("instructions")) {
-                if cycles > 0 {
-                    writeln!(
-                        out,
-                        "tally: {:.2} instructions per cycle",
-                        instructions as f64 / cycles as f64
-                    )?;
-                }
+            if let (Some(cycles), Some(instructions)) = (get("cycles"), get("instructions"))
+                && cycles > 0
+            {
+                writeln!(
+                    out,
+                    "tally: {:.2} instructions per cycle",
+                    instructions as f64 / cycles as f64
+                )?;
             }
             Ok(())
         }

@@ -655,6 +655,7 @@ impl Spawner {
             cmd.stdout(Stdio::null()).stderr(Stdio::null());
         }
         sys::process::pass_fd(&mut cmd, theirs.as_raw_fd(), FD);
+        sys::signals::start_with_inherited_dispositions(&mut cmd);
         let child = cmd.spawn()?;
         drop(theirs);
         let mut spawner = Spawner {

@@ -410,16 +410,16 @@ pub fn raise_to_command(usage: &mut TreeUsage, own: &sys::process::ChildUsage) {
         }
     }
     let own_rss = own.max_rss_kib.saturating_mul(1024);
-    if let Some(peak) = usage.peak_memory_bytes {
-        if peak < own_rss {
-            usage.peak_memory_bytes = Some(own_rss);
-            usage.raised_to_command.push("peak_memory_bytes".into());
-            usage.notes.push(format!(
+    if let Some(peak) = usage.peak_memory_bytes
+        && peak < own_rss
+    {
+        usage.peak_memory_bytes = Some(own_rss);
+        usage.raised_to_command.push("peak_memory_bytes".into());
+        usage.notes.push(format!(
                 "peak memory measured for the tree, {}kB, was below the command's own ru_maxrss, {}kB, which the tree contains: raised to it",
                 thousands(peak / 1024),
                 thousands(own_rss / 1024)
             ));
-        }
     }
 }
 

@@ -161,15 +161,13 @@ mod tests {
         let mut inside = false;
         let mut marked = false;
         for line in maps.lines() {
-            if let Some((range, _)) = line.split_once(' ') {
-                if let Some((lo, hi)) = range.split_once('-') {
-                    if let (Ok(lo), Ok(hi)) =
-                        (usize::from_str_radix(lo, 16), usize::from_str_radix(hi, 16))
-                    {
-                        inside = (lo..hi).contains(&addr);
-                        continue;
-                    }
-                }
+            if let Some((range, _)) = line.split_once(' ')
+                && let Some((lo, hi)) = range.split_once('-')
+                && let (Ok(lo), Ok(hi)) =
+                    (usize::from_str_radix(lo, 16), usize::from_str_radix(hi, 16))
+            {
+                inside = (lo..hi).contains(&addr);
+                continue;
             }
             if inside && line.starts_with("VmFlags:") {
                 marked = line.split_whitespace().any(|f| f == "dc");

@@ -204,10 +204,11 @@ pub fn spawn(argv: &[OsString], pre: PreExec) -> io::Result<Spawned> {
     })
 }
 
-/// In a child about to exec: signals tally handles get their default
-/// action back (exec would do it, but a signal could come before; ignored
-/// ones stay ignored), SIGPIPE its default (the Rust runtime ignores it),
-/// then the signal mask is emptied.
+/// In a child about to exec: the forwarded signals get the disposition
+/// tally's caller gave them (default, or ignored:
+/// [`super::signals::inherited_disposition`]; exec would reset a handled
+/// one, but a signal could come before), SIGPIPE its default (the Rust
+/// runtime ignores it), then the signal mask is emptied.
 ///
 /// # Safety
 /// Only in a child before exec; async-signal-safe calls only.
@@ -216,10 +217,10 @@ unsafe fn default_signals() {
     unsafe {
         for sig in super::signals::FORWARDED {
             let mut old: libc::sigaction = std::mem::zeroed();
-            if libc::sigaction(sig, std::ptr::null(), &mut old) == 0
-                && old.sa_sigaction != libc::SIG_IGN
-            {
-                libc::signal(sig, libc::SIG_DFL);
+            let ignored = libc::sigaction(sig, std::ptr::null(), &mut old) == 0
+                && old.sa_sigaction == libc::SIG_IGN;
+            if !ignored {
+                libc::signal(sig, super::signals::inherited_disposition(sig));
             }
         }
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
@@ -271,15 +272,15 @@ unsafe fn child_exec(
                 libc::kill(libc::getpid(), libc::SIGKILL);
             }
         }
-        if let Some(fd) = null {
-            if libc::dup2(fd, 1) < 0 || libc::dup2(fd, 2) < 0 {
-                fail(errno());
-            }
+        if let Some(fd) = null
+            && (libc::dup2(fd, 1) < 0 || libc::dup2(fd, 2) < 0)
+        {
+            fail(errno());
         }
-        if let Some(fd) = cgroup {
-            if libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
-                fail(errno());
-            }
+        if let Some(fd) = cgroup
+            && libc::write(fd, b"0".as_ptr().cast(), 1) != 1
+        {
+            fail(errno());
         }
         if let Some(fd) = gate {
             let mut byte = 0u8;

@@ -4,8 +4,17 @@
 //! told to stop; tally passes the signal on and still reports the run. A
 //! signal the terminal sent to the whole foreground process group
 //! (`si_code == SI_KERNEL`) already reached the child, so it is only noted,
-//! not sent twice. A signal that was ignored when tally started stays
-//! ignored, as the caller asked.
+//! not sent twice.
+//!
+//! Started with a signal ignored (`nohup`, `trap '' INT`, a shell's
+//! background job, many CI runners): tally still acts on SIGINT, SIGTERM
+//! and SIGQUIT sent to it — it forwards them and a repeated run stops, so
+//! the user's Ctrl-C or a runner's `kill` still ends the work with a
+//! report — while the measured command starts with the dispositions tally
+//! inherited, as it would without tally (an ignored SIGINT stays ignored
+//! in the command, so a forwarded SIGINT does not stop it; a second
+//! SIGINT or SIGTERM escalates as below). An ignored SIGHUP stays ignored
+//! by tally too: that is what `nohup` asks.
 //!
 //! Escalation: the second SIGINT or SIGTERM sent to tally (not the
 //! terminal's, which reached the command itself) while the same command
@@ -38,6 +47,22 @@ static ESCALATED: AtomicBool = AtomicBool::new(false);
 /// Relay every signal as it came, never escalating (the child forwards
 /// and escalates itself: `Forwarder::relay_to`).
 static RELAY: AtomicBool = AtomicBool::new(false);
+/// The forwarded signals that were ignored when tally started (bit
+/// `1 << sig`): handled by tally, but ignored again in the commands it
+/// starts ([`inherited_disposition`]).
+static INHERITED_IGNORED: AtomicU32 = AtomicU32::new(0);
+
+/// The disposition a command tally starts should get for forwarded signal
+/// `sig`: `SIG_IGN` when tally's caller had it ignored, else `SIG_DFL`.
+/// Async-signal-safe (an atomic load), for a child between fork and exec.
+pub fn inherited_disposition(sig: i32) -> libc::sighandler_t {
+    let bit = 1u32.checked_shl(sig as u32).unwrap_or(0);
+    if INHERITED_IGNORED.load(Ordering::Relaxed) & bit != 0 {
+        libc::SIG_IGN
+    } else {
+        libc::SIG_DFL
+    }
+}
 
 fn is_stop(sig: i32) -> bool {
     sig == libc::SIGINT || sig == libc::SIGTERM
@@ -97,8 +122,9 @@ pub struct Forwarder {
 }
 
 impl Forwarder {
-    /// Installs the forwarding handler for each signal in [`FORWARDED`] that
-    /// is not ignored.
+    /// Installs the forwarding handler for each signal in [`FORWARDED`],
+    /// ignored ones included but for SIGHUP (see the module comment); the
+    /// ignored ones are remembered for the commands tally starts.
     pub fn install() -> io::Result<Forwarder> {
         let mut previous = Vec::new();
         for sig in FORWARDED {
@@ -107,7 +133,10 @@ impl Forwarder {
             // SAFETY: a null new action only queries the current one.
             cvt(unsafe { libc::sigaction(sig, std::ptr::null(), &mut old) })?;
             if old.sa_sigaction == libc::SIG_IGN {
-                continue;
+                if sig == libc::SIGHUP {
+                    continue;
+                }
+                INHERITED_IGNORED.fetch_or(1 << sig, Ordering::SeqCst);
             }
             // SAFETY: sigaction is plain data; zeroed is a valid value.
             let mut new: libc::sigaction = unsafe { std::mem::zeroed() };
@@ -200,4 +229,62 @@ impl Drop for Forwarder {
 pub fn kill(pid: u32, sig: i32) -> io::Result<()> {
     // SAFETY: kill has no memory preconditions.
     cvt(unsafe { libc::kill(pid as libc::pid_t, sig) }).map(|_| ())
+}
+
+/// Makes `cmd` start its program with the forwarded signals ignored that
+/// tally's caller had ignored ([`inherited_disposition`]): exec would give
+/// it the default action of a signal tally handles. For the helpers tally
+/// starts with `std::process::Command` (compare's spawner, `--setup`
+/// hooks), so that they and the commands they start see what the user set.
+pub fn start_with_inherited_dispositions(
+    cmd: &mut std::process::Command,
+) -> &mut std::process::Command {
+    use std::os::unix::process::CommandExt;
+    if INHERITED_IGNORED.load(Ordering::SeqCst) == 0 {
+        return cmd;
+    }
+    // SAFETY: the closure runs in the child between fork and exec and makes
+    // only async-signal-safe calls (an atomic load, signal) with constant
+    // arguments; it allocates nothing and takes no lock.
+    unsafe {
+        cmd.pre_exec(|| {
+            for sig in FORWARDED {
+                if inherited_disposition(sig) == libc::SIG_IGN {
+                    libc::signal(sig, libc::SIG_IGN);
+                }
+            }
+            Ok(())
+        })
+    }
+}
+
+/// Makes `cmd` start its program with every signal at its default action
+/// and none blocked, whatever this process inherited (a job started by
+/// `nohup`, `trap '' INT` or a CI runner has SIGINT or SIGHUP ignored, and
+/// exec keeps an ignored signal ignored). The test suite starts every
+/// process this way, so a test that interrupts tally does not depend on
+/// how the suite itself was started.
+pub fn start_with_default_signals(cmd: &mut std::process::Command) -> &mut std::process::Command {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure runs in the child between fork and exec and makes
+    // only async-signal-safe calls (sigaction, sigemptyset, sigprocmask) on
+    // values on its own stack; it allocates nothing and takes no lock.
+    unsafe {
+        cmd.pre_exec(|| {
+            let mut dfl: libc::sigaction = std::mem::zeroed();
+            dfl.sa_sigaction = libc::SIG_DFL;
+            libc::sigemptyset(&mut dfl.sa_mask);
+            for sig in 1..=64 {
+                if sig != libc::SIGKILL && sig != libc::SIGSTOP {
+                    // The C library's own real-time signals refuse (EINVAL);
+                    // nothing else to do about them.
+                    libc::sigaction(sig, &dfl, std::ptr::null_mut());
+                }
+            }
+            let mut empty: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut empty);
+            libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
+            Ok(())
+        })
+    }
 }
