@@ -589,3 +589,52 @@ fn as_nobody_every_run_has_its_io_figures() {
         }
     }
 }
+
+/// The spawner sent its batch of 32 answers while the next command ran,
+/// and tally's work on them slowed that run: in 512 + 512 runs of
+/// `/bin/true`, the runs at places ≡ 1 (mod 32) took 1.31–1.36× the
+/// others' wall time. No period of 8, 16 or 32 and no phase may stand out
+/// now (Mann–Whitney of the phase's runs against the rest, Bonferroni over
+/// the 56 tests at a family level of 1%, and more than 3% off the rest's
+/// median, so that the test itself does not fail by chance on a busy
+/// machine; benches/compare_positions.py checks the 5% level). It runs
+/// alone (.config/nextest.toml): other tests' processes move its timings.
+#[test]
+fn the_place_of_a_run_in_the_order_does_not_change_its_wall_time() {
+    let (code, r) = compare_json(&["-N", "-n", "512", "/bin/true", "/bin/true"]);
+    assert_eq!(code, 0, "{r}");
+    let mut by_place: Vec<(u64, f64)> = Vec::new();
+    for c in r["commands"].as_array().expect("commands") {
+        let places = c["run_order"].as_array().expect("run_order");
+        let runs = c["runs"].as_array().expect("runs");
+        assert_eq!(places.len(), runs.len());
+        for (place, run) in places.iter().zip(runs) {
+            by_place.push((
+                place.as_u64().expect("place"),
+                run["wall_ns"].as_f64().expect("wall"),
+            ));
+        }
+    }
+    assert_eq!(by_place.len(), 1024);
+    let tests: u32 = 8 + 16 + 32;
+    let mut standing_out = Vec::new();
+    for period in [8u64, 16, 32] {
+        for phase in 0..period {
+            let (at, rest): (Vec<_>, Vec<_>) = by_place
+                .iter()
+                .partition(|(place, _)| place % period == phase);
+            let at: Vec<f64> = at.iter().map(|(_, w)| *w).collect();
+            let rest: Vec<f64> = rest.iter().map(|(_, w)| *w).collect();
+            let test = tally::stats::mann_whitney(&at, &rest).expect("a test");
+            let median = |v: &[f64]| tally::stats::summarize(v).map_or(0.0, |s| s.median);
+            let ratio = median(&at) / median(&rest);
+            if test.p * f64::from(tests) < 0.01 && (ratio - 1.0).abs() > 0.03 {
+                standing_out.push(format!(
+                    "period {period} phase {phase}: {ratio:.3}× the rest, p = {:.2e}",
+                    test.p
+                ));
+            }
+        }
+    }
+    assert!(standing_out.is_empty(), "{}", standing_out.join("\n"));
+}

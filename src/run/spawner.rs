@@ -25,9 +25,23 @@
 //! the command, and the spawner answers each request, in order, with
 //! `FIELDS` little-endian `u64` and the run's `/proc/PID/io` text, read
 //! as a [`Reply`]. Requests can be sent ahead ([`AHEAD`]): the spawner
-//! starts the next run as soon as one ends, finishing the previous one
-//! (reading its `/proc/PID/io`, reaping it) while the next runs, and sends
-//! its answers in batches. After a run that failed (unless failures are
+//! finishes a run (reading its `/proc/PID/io`, reaping it) while the next
+//! one runs, and answers between runs.
+//!
+//! No run may be measured differently for its place in the order, so
+//! tally's own work on an answer (decoding, storing, planning, asking for
+//! more) never overlaps a run, and every run is started the same way: each
+//! answer is sent between runs, flagged ([`ACK_WANTED`]), and the spawner
+//! starts nothing until tally, done with it and about to wait for the
+//! next, writes one byte on a second socket (descriptor 4). When answers
+//! went out in batches of 32 during the next run, the run right after each
+//! batch took 1.2–1.36× the others' wall time; with batches sent between
+//! runs and acknowledged, the first run after each still took 1.27× on a
+//! loaded machine (benches/compare_positions.py; tests/compare_cli.rs
+//! checks every period and phase). The round trip per run costs about
+//! 50 µs of elapsed time between runs, none of it inside a run.
+//!
+//! After a run that failed (unless failures are
 //! measured too), was interrupted, or could not start, it runs nothing
 //! more and answers [`Reply::Skipped`]. It exits at the end of the
 //! requests, and with tally (`PR_SET_PDEATHSIG`), taking a running command
@@ -63,6 +77,13 @@ const READY: u8 = 0x52;
 
 /// The spawner's descriptor of its socket.
 const FD: i32 = 3;
+
+/// The spawner's descriptor of the socket tally acknowledges batches on.
+const ACK_FD: i32 = 4;
+
+/// Set in `KIND` of the last answer of a batch: the spawner waits for
+/// tally's acknowledgement before it starts another run.
+const ACK_WANTED: u64 = 1 << 63;
 
 /// What the spawner is told once, first.
 #[derive(Debug, Serialize, Deserialize)]
@@ -150,6 +171,10 @@ const IO_MAX: usize = 1024;
 struct Outbox {
     buf: Vec<u8>,
     count: usize,
+    /// Where the last answer starts in `buf` (its `KIND`).
+    last: usize,
+    /// A batch was sent and tally has not acknowledged it yet.
+    awaiting_ack: bool,
     /// Where a run's `/proc/PID/io` text is read, before its answer.
     io_text: [u8; IO_MAX],
     /// `/proc/self/status`, for the spawner's own peak.
@@ -157,24 +182,52 @@ struct Outbox {
 }
 
 impl Outbox {
-    /// Answers sent together: tally wakes once for them, not once per run.
-    const BATCH: usize = 32;
+    /// Answers sent together. One: every run is then preceded by the same
+    /// exchange with tally (see the module's text).
+    const BATCH: usize = 1;
 
     /// Adds an answer: the fields, then `fields[IO_LEN]` bytes of `io`.
     fn push(&mut self, fields: &[u64; FIELDS], io: &[u8]) {
+        self.last = self.buf.len();
         encode(fields, io, &mut self.buf);
         self.count += 1;
     }
 
-    /// Sends what waits, when `all` or when a batch is full.
+    /// Sends what waits, when `all` or when a batch is full, its last
+    /// answer flagged for tally's acknowledgement.
     fn flush(&mut self, sock: &UnixStream, all: bool) -> io::Result<()> {
         if self.count == 0 || (!all && self.count < Self::BATCH) {
             return Ok(());
         }
+        if let Some(kind) = self.buf.get_mut(self.last..self.last + 8) {
+            let flagged = u64::from_le_bytes(kind.try_into().unwrap_or_default()) | ACK_WANTED;
+            kind.copy_from_slice(&flagged.to_le_bytes());
+        }
         (&*sock).write_all(&self.buf)?;
         self.buf.clear();
         self.count = 0;
+        self.awaiting_ack = true;
         Ok(())
+    }
+
+    /// Waits until tally has acknowledged the last batch sent, if it has
+    /// not yet: from then on tally waits, and a run has the machine to
+    /// itself. `false` when tally has gone.
+    fn acknowledged(&mut self, ack: &mut UnixStream) -> io::Result<bool> {
+        if !self.awaiting_ack {
+            return Ok(true);
+        }
+        let mut byte = [0u8];
+        loop {
+            match ack.read(&mut byte) {
+                Ok(0) => return Ok(false),
+                Ok(_) => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        self.awaiting_ack = false;
+        Ok(true)
     }
 }
 
@@ -219,7 +272,7 @@ fn decode(fields: &[u64; FIELDS], io: &[u8], argv: &[OsString]) -> Reply {
             .map(|p| crate::report::path::display(std::path::Path::new(p)))
             .unwrap_or_default()
     };
-    match fields[KIND] {
+    match fields[KIND] & !ACK_WANTED {
         SKIPPED => {
             return Reply::Skipped {
                 signal: signal_of(fields[FORWARDED]),
@@ -453,6 +506,7 @@ fn next_request(
 #[inline(never)]
 fn serve_requests() -> io::Result<()> {
     let mut input = sys::process::inherited_stream(FD)?;
+    let mut ack = sys::process::inherited_stream(ACK_FD)?;
     // Started as /proc/self/exe, it would be listed as "exe".
     let _ = sys::process::set_name(c"tally-spawner");
     let setup: Setup = read_frame(&mut input)?;
@@ -469,6 +523,8 @@ fn serve_requests() -> io::Result<()> {
     let mut outbox = Outbox {
         buf: Vec::with_capacity((FIELDS * 8 + IO_MAX) * (Outbox::BATCH + 1)),
         count: 0,
+        last: 0,
+        awaiting_ack: false,
         io_text: [0u8; IO_MAX],
         status: std::fs::File::open("/proc/self/status").ok(),
     };
@@ -523,16 +579,14 @@ fn serve_requests() -> io::Result<()> {
             outbox.push(&f, &[]);
             continue;
         }
+        // A full batch goes out now, between runs, and tally is done with
+        // it before the next starts (see the module's text).
+        outbox.flush(&input, false)?;
+        if !outbox.acknowledged(&mut ack)? {
+            break;
+        }
         let previous = ended.take();
-        let now = run(
-            cmd,
-            &forwarder,
-            previous,
-            as_root,
-            &mut f,
-            &mut outbox,
-            &input,
-        )?;
+        let now = run(cmd, &forwarder, previous, as_root, &mut f, &mut outbox)?;
         stopped = f[KIND] != RAN
             || f[EXEC_ERRNO] != 0
             || f[FORWARDED] != 0
@@ -545,9 +599,8 @@ fn serve_requests() -> io::Result<()> {
     outbox.flush(&input, true)
 }
 
-/// One run of `cmd`: starts it, finishes the `previous` run while it runs
-/// (sending a full batch of answers), and returns it ended (its figures
-/// so far in `f`).
+/// One run of `cmd`: starts it, finishes the `previous` run while it runs,
+/// and returns it ended (its figures so far in `f`).
 #[inline(never)]
 fn run(
     cmd: &Prepared,
@@ -556,7 +609,6 @@ fn run(
     as_root: bool,
     f: &mut [u64; FIELDS],
     outbox: &mut Outbox,
-    output: &UnixStream,
 ) -> io::Result<Ended> {
     let pre = PreExec {
         // Root reads /proc/PID/io of the zombie, after the clock has
@@ -581,7 +633,6 @@ fn run(
     if let Some(p) = previous {
         finish(p, outbox);
     }
-    outbox.flush(output, false)?;
     let spawned = match spawned {
         Ok(s) => s,
         Err(e) => {
@@ -636,6 +687,11 @@ pub struct Spawner {
     commands: Vec<Vec<OsString>>,
     /// The commands of the requests sent and not yet answered.
     in_flight: std::collections::VecDeque<usize>,
+    /// Where tally acknowledges a batch of answers.
+    ack: UnixStream,
+    /// The last answer read ended a batch: acknowledged when the next is
+    /// asked for, tally then being done with it (see the module's text).
+    ack_due: bool,
 }
 
 impl Spawner {
@@ -649,21 +705,26 @@ impl Spawner {
         stop_on_failure: bool,
     ) -> io::Result<Spawner> {
         let (ours, theirs) = UnixStream::pair()?;
+        let (ack, their_ack) = UnixStream::pair()?;
         let mut cmd = Command::new("/proc/self/exe");
         cmd.arg0("tally").arg(SERVE_ARG).stdin(Stdio::inherit());
         if !show_output {
             cmd.stdout(Stdio::null()).stderr(Stdio::null());
         }
         sys::process::pass_fd(&mut cmd, theirs.as_raw_fd(), FD);
+        sys::process::pass_fd(&mut cmd, their_ack.as_raw_fd(), ACK_FD);
         sys::signals::start_with_inherited_dispositions(&mut cmd);
         let child = cmd.spawn()?;
         drop(theirs);
+        drop(their_ack);
         let mut spawner = Spawner {
             child,
             reader: BufReader::new(ours.try_clone()?),
             writer: ours,
             commands: commands.to_vec(),
             in_flight: std::collections::VecDeque::new(),
+            ack,
+            ack_due: false,
         };
         let setup = Setup {
             commands: commands
@@ -697,6 +758,10 @@ impl Spawner {
 
     /// The answer to the oldest request not yet answered.
     pub fn reply(&mut self) -> io::Result<Reply> {
+        if self.ack_due {
+            self.ack.write_all(&[1])?;
+            self.ack_due = false;
+        }
         let (fields, io) = read_answer(&mut self.reader).map_err(|e| {
             if e.kind() == io::ErrorKind::UnexpectedEof {
                 io::Error::other("tally's spawner process ended before answering")
@@ -704,6 +769,7 @@ impl Spawner {
                 e
             }
         })?;
+        self.ack_due = fields[KIND] & ACK_WANTED != 0;
         let index = self.in_flight.pop_front().unwrap_or(0);
         let argv = self.commands.get(index).map(Vec::as_slice).unwrap_or(&[]);
         Ok(decode(&fields, &io, argv))
@@ -718,6 +784,7 @@ impl Drop for Spawner {
             let _ = self.child.kill();
         }
         let _ = self.writer.shutdown(std::net::Shutdown::Both);
+        let _ = self.ack.shutdown(std::net::Shutdown::Both);
         let _ = self.child.wait();
     }
 }
