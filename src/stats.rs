@@ -111,6 +111,55 @@ pub fn outliers(values: &[f64]) -> Vec<usize> {
         .collect()
 }
 
+/// Outliers (see [`outliers`]) that matter: those whose removal moves the
+/// median by more than the fraction `moved` (0.01 for 1%) and by more than
+/// the median's standard error (1.2533 · 1.4826 · MAD / √n): leaving out
+/// the k largest of n values moves it by about k/√n of that by itself, so
+/// a few stragglers of a skewed figure are not worth a warning. A
+/// spread of about zero makes any value off the median an outlier, and a
+/// warning about them would fire on nearly every run; what a reader needs
+/// to know is whether they changed the figure.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MovingOutliers {
+    /// Indices into the values.
+    pub indices: Vec<usize>,
+    pub median: f64,
+    /// The median of the other values.
+    pub median_without: f64,
+}
+
+/// The outliers of `values` when leaving them out moves the median by more
+/// than the fraction `moved`; `None` otherwise.
+pub fn outliers_moving_median(values: &[f64], moved: f64) -> Option<MovingOutliers> {
+    let indices = outliers(values);
+    if indices.is_empty() {
+        return None;
+    }
+    let all = summarize(values)?;
+    let median = all.median;
+    let standard_error = 1.2533 * 1.4826 * all.mad / (all.count as f64).sqrt();
+    let rest: Vec<f64> = values
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !indices.contains(i))
+        .map(|(_, v)| *v)
+        .collect();
+    let median_without = summarize(&rest)?.median;
+    let change = if median != 0.0 {
+        ((median_without - median) / median).abs()
+    } else if median_without != 0.0 {
+        f64::INFINITY
+    } else {
+        0.0
+    };
+    let beyond_chance = (median_without - median).abs() > standard_error;
+    (change > moved && beyond_chance).then_some(MovingOutliers {
+        indices,
+        median,
+        median_without,
+    })
+}
+
 fn ranks(values: &[f64]) -> Vec<f64> {
     let mut idx: Vec<usize> = (0..values.len()).collect();
     idx.sort_by(|a, b| values[*a].total_cmp(&values[*b]));
@@ -233,9 +282,16 @@ pub fn mann_whitney(a: &[f64], b: &[f64]) -> Option<MannWhitney> {
 }
 
 /// P(U >= u) under the null hypothesis for samples of `n1` and `n2`
-/// values without ties: the number of arrangements with U = k counted by
-/// the recurrence f(n1, n2, k) = f(n1 - 1, n2, k - n2) + f(n1, n2 - 1, k).
+/// values without ties, from [`exact_u_counts`] (computed once per pair of
+/// sizes and kept: a comparison tests a dozen figures of the same sizes).
 fn exact_u_sf(u: usize, n1: usize, n2: usize) -> f64 {
+    use std::cell::RefCell;
+    use std::collections::HashMap;
+    /// P(U >= k) for every k, per pair of sample sizes.
+    type Tails = HashMap<(usize, usize), std::rc::Rc<Vec<f64>>>;
+    thread_local! {
+        static TAILS: RefCell<Tails> = RefCell::new(HashMap::new());
+    }
     let max = n1 * n2;
     if u == 0 {
         return 1.0;
@@ -243,6 +299,29 @@ fn exact_u_sf(u: usize, n1: usize, n2: usize) -> f64 {
     if u > max {
         return 0.0;
     }
+    let tails = TAILS.with(|t| {
+        t.borrow_mut()
+            .entry((n1, n2))
+            .or_insert_with(|| {
+                // tails[k] = P(U >= k).
+                let counts = exact_u_counts(n1, n2);
+                let total: f64 = counts.iter().sum();
+                let mut tails = vec![0.0; counts.len() + 1];
+                for k in (0..counts.len()).rev() {
+                    tails[k] = tails[k + 1] + counts[k] / total;
+                }
+                std::rc::Rc::new(tails)
+            })
+            .clone()
+    });
+    tails.get(u).copied().unwrap_or(0.0)
+}
+
+/// The number of arrangements of `n1` and `n2` values with U = k, for
+/// every k in 0..=n1·n2, by the recurrence
+/// f(n1, n2, k) = f(n1 - 1, n2, k - n2) + f(n1, n2 - 1, k).
+fn exact_u_counts(n1: usize, n2: usize) -> Vec<f64> {
+    let max = n1 * n2;
     // counts[j][k]: arrangements of i values of the first sample and j of
     // the second with U = k, built up over i.
     let mut prev: Vec<Vec<f64>> = (0..=n2)
@@ -267,10 +346,138 @@ fn exact_u_sf(u: usize, n1: usize, n2: usize) -> f64 {
         }
         prev = cur;
     }
-    let counts = &prev[n2];
-    let total: f64 = counts.iter().sum();
-    let tail: f64 = counts.iter().skip(u).sum();
-    tail / total
+    prev.swap_remove(n2)
+}
+
+/// The smallest two-sided p-value [`mann_whitney`] can give for samples
+/// of `n1` and `n2` values (no ties, every value of one sample above every
+/// value of the other): below a significance level, a difference can be
+/// shown; above it, no outcome of these runs could show one.
+pub fn mann_whitney_min_p(n1: usize, n2: usize) -> f64 {
+    if n1 == 0 || n2 == 0 {
+        return 1.0;
+    }
+    if n1 <= 50 && n2 <= 50 {
+        // 2 / C(n1 + n2, n1), as a product to stay in range.
+        let mut arrangements = 1.0f64;
+        for i in 1..=n1.min(n2) {
+            arrangements *= (n1.max(n2) + i) as f64 / i as f64;
+        }
+        return (2.0 / arrangements).min(1.0);
+    }
+    let (f1, f2) = (n1 as f64, n2 as f64);
+    let var = f1 * f2 * (f1 + f2 + 1.0) / 12.0;
+    let z = (f1 * f2 / 2.0 - 0.5) / var.sqrt();
+    (2.0 * normal_sf(z)).min(1.0)
+}
+
+/// The fewest runs of each command (equal samples) with which
+/// [`mann_whitney`] can reach a p-value at or below `level` at all.
+pub fn runs_to_reach(level: f64) -> u32 {
+    (2..=10_000u32)
+        .find(|&n| mann_whitney_min_p(n as usize, n as usize) <= level)
+        .unwrap_or(10_000)
+}
+
+/// Holm's step-down adjustment of p-values for a family of tests, in the
+/// order given: the i-th smallest p is multiplied by (m − i + 1), and the
+/// adjusted values are made monotone. Rejecting where the adjusted p is
+/// below alpha keeps the chance of any false rejection in the family at
+/// most alpha, whatever the dependence between the tests.
+pub fn holm(p: &[f64]) -> Vec<f64> {
+    let m = p.len();
+    let mut order: Vec<usize> = (0..m).collect();
+    order.sort_by(|a, b| p[*a].total_cmp(&p[*b]));
+    let mut adjusted = vec![1.0; m];
+    let mut running = 0.0f64;
+    for (rank, &i) in order.iter().enumerate() {
+        let v = (p[i] * (m - rank) as f64).min(1.0);
+        running = running.max(v);
+        adjusted[i] = running;
+    }
+    adjusted
+}
+
+/// The standard normal quantile: z with P(Z <= z) = `p` (Acklam's
+/// rational approximation, relative error under 1.2e-9).
+pub fn normal_quantile(p: f64) -> f64 {
+    const A: [f64; 6] = [
+        -3.969683028665376e1,
+        2.209460984245205e2,
+        -2.759285104469687e2,
+        1.383_577_518_672_69e2,
+        -3.066479806614716e1,
+        2.506628277459239,
+    ];
+    const B: [f64; 5] = [
+        -5.447609879822406e1,
+        1.615858368580409e2,
+        -1.556989798598866e2,
+        6.680131188771972e1,
+        -1.328068155288572e1,
+    ];
+    const C: [f64; 6] = [
+        -7.784894002430293e-3,
+        -3.223964580411365e-1,
+        -2.400758277161838,
+        -2.549732539343734,
+        4.374664141464968,
+        2.938163982698783,
+    ];
+    const D: [f64; 4] = [
+        7.784695709041462e-3,
+        3.224671290700398e-1,
+        2.445134137142996,
+        3.754408661907416,
+    ];
+    if p <= 0.0 {
+        return f64::NEG_INFINITY;
+    }
+    if p >= 1.0 {
+        return f64::INFINITY;
+    }
+    let low = 0.02425;
+    if p < low {
+        let q = (-2.0 * p.ln()).sqrt();
+        (((((C[0] * q + C[1]) * q + C[2]) * q + C[3]) * q + C[4]) * q + C[5])
+            / ((((D[0] * q + D[1]) * q + D[2]) * q + D[3]) * q + 1.0)
+    } else if p <= 1.0 - low {
+        let q = p - 0.5;
+        let r = q * q;
+        (((((A[0] * r + A[1]) * r + A[2]) * r + A[3]) * r + A[4]) * r + A[5]) * q
+            / (((((B[0] * r + B[1]) * r + B[2]) * r + B[3]) * r + B[4]) * r + 1.0)
+    } else {
+        -normal_quantile(1.0 - p)
+    }
+}
+
+/// Runs of each of two commands with which a two-sided Mann–Whitney test
+/// at `level` finds, with probability `power`, a shift of the median by
+/// the fraction `shift` (0.05 for 5%) in a figure whose runs spread by the
+/// fraction `spread` (a robust standard deviation over the median): the
+/// normal approximation n = 2 (z₁₋ₗₑᵥₑₗ/₂ + z_power)² (spread/shift)²,
+/// divided by the test's efficiency against the t-test on normal data
+/// (3/π), and never fewer than [`runs_to_reach`] `level`.
+pub fn runs_for_power(spread: f64, shift: f64, level: f64, power: f64) -> u32 {
+    if !(spread.is_finite() && shift > 0.0 && level > 0.0 && level < 1.0) {
+        return runs_to_reach(level);
+    }
+    let z = normal_quantile(1.0 - level / 2.0) + normal_quantile(power);
+    let n = 2.0 * (z * spread / shift).powi(2) / (3.0 / std::f64::consts::PI);
+    let n = if n.is_finite() {
+        n.ceil().min(1e6) as u32
+    } else {
+        1_000_000
+    };
+    n.max(runs_to_reach(level))
+}
+
+/// The smallest shift of the median (a fraction) that `runs` runs of each
+/// command find with probability `power` at `level`, for a figure that
+/// spreads by `spread` (the inverse of [`runs_for_power`]).
+pub fn detectable_shift(spread: f64, runs: u32, level: f64, power: f64) -> f64 {
+    let z = normal_quantile(1.0 - level / 2.0) + normal_quantile(power);
+    z * spread * (2.0 / (f64::from(runs.max(1)) * 3.0 / std::f64::consts::PI)).sqrt()
 }
 
 /// The upper tail of the standard normal distribution, P(Z > z).
@@ -309,6 +516,19 @@ fn erfc(x: f64) -> f64 {
         f = x + (k as f64 / 2.0) / f;
     }
     (-x * x).exp() / sqrt_pi / f
+}
+
+/// A seed no earlier run is likely to have had: from the random keys the
+/// standard library draws for each process's hash maps, mixed with the
+/// time.
+pub fn fresh_seed() -> u64 {
+    use std::hash::{BuildHasher, RandomState};
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    // Below 2^53: exact in every JSON reader, and short enough to type.
+    RandomState::new().hash_one(now) >> 11
 }
 
 /// A small seeded generator (SplitMix64): the same seed, the same
@@ -382,7 +602,7 @@ pub struct RatioInterval {
 }
 
 /// Resamples each of [`ratio_of_medians`]'s bootstrap draws.
-pub const BOOTSTRAP_RESAMPLES: usize = 2000;
+pub const BOOTSTRAP_RESAMPLES: usize = 10_000;
 
 /// The ratio of the medians of `a` and `b` with a percentile bootstrap
 /// interval at `level`: each sample resampled with replacement on its own,

@@ -103,9 +103,11 @@ fn twice_the_memory_is_significantly_more_peak_memory() {
             "python3 -c 'b = bytearray({mb} * 1024 * 1024); b[::4096] = b\"x\" * len(b[::4096])'"
         )
     };
+    // Six runs of each at least: fewer cannot reach significance over the
+    // family of figures (too-few-runs says so).
     let (code, r) = compare_json(&[
         "-n",
-        "5",
+        "8",
         "--reference",
         "1",
         "--name",
@@ -216,7 +218,9 @@ fn sigint_stops_the_comparison_and_reaps_the_command() {
     let script = format!("echo $$ > {}; exec sleep 30", pidfile.display());
     let child = common::tally_std()
         .args([
-            "compare", "-n", "100", "--format", "json", &script, "sleep 30",
+            // The same command twice: whichever the order starts with
+            // writes its pid.
+            "compare", "-n", "100", "--format", "json", &script, &script,
         ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -510,7 +514,9 @@ fn a_killed_compare_leaves_neither_its_spawner_nor_the_command() {
     let script = format!("echo $$ > {}; exec sleep 30", pidfile.display());
     let child = common::tally_std()
         .args([
-            "compare", "-n", "3", "--format", "json", &script, "sleep 30",
+            // The same command twice: whichever the order starts with
+            // writes its pid.
+            "compare", "-n", "3", "--format", "json", &script, &script,
         ])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -637,4 +643,112 @@ fn the_place_of_a_run_in_the_order_does_not_change_its_wall_time() {
         }
     }
     assert!(standing_out.is_empty(), "{}", standing_out.join("\n"));
+}
+
+/// The seed was 1 in every comparison, so any effect of the order was
+/// repeated identically instead of averaged out. Now each comparison
+/// draws its own, prints it, and `--seed` replays the order.
+#[test]
+fn every_comparison_has_its_own_seed_and_seed_replays_the_order() {
+    let seeds: Vec<u64> = (0..3)
+        .map(|_| {
+            let (code, r) = compare_json(&["-N", "-n", "4", "/bin/true", "/bin/true"]);
+            assert_eq!(code, 0, "{r}");
+            r["seed"].as_u64().expect("a seed in the JSON")
+        })
+        .collect();
+    assert!(
+        seeds[0] != seeds[1] && seeds[1] != seeds[2] && seeds[0] != seeds[2],
+        "{seeds:?}"
+    );
+    let order = |seed: &str| {
+        let (code, r) = compare_json(&["-N", "-n", "12", "--seed", seed, "/bin/true", "/bin/echo"]);
+        assert_eq!(code, 0, "{r}");
+        assert_eq!(r["seed"].to_string(), seed);
+        r["commands"][0]["run_order"].clone()
+    };
+    let seed = seeds[0].to_string();
+    assert_eq!(
+        order(&seed),
+        order(&seed),
+        "--seed {seed} replays the order"
+    );
+    assert_ne!(order("1"), order("2"));
+    let human = tally()
+        .args([
+            "compare",
+            "-N",
+            "-n",
+            "3",
+            "--seed",
+            "77",
+            "/bin/true",
+            "/bin/true",
+        ])
+        .output()
+        .expect("tally runs");
+    let text = String::from_utf8_lossy(&human.stdout);
+    assert!(text.contains("seed 77 (--seed 77 replays it)"), "{text}");
+}
+
+/// `compare -n 3 'sleep 0.001' 'sleep 0.07'` printed a 73.6× ratio and
+/// "no significant difference": three runs of each cannot reach p < 0.05.
+/// Now it says too few runs, and how many would do.
+#[test]
+fn three_runs_each_say_too_few_runs_never_no_difference() {
+    let out = tally()
+        .args(["compare", "-n", "3", "sleep 0.001", "sleep 0.07"])
+        .output()
+        .expect("tally runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(!text.contains("no significant difference"), "{text}");
+    assert!(text.contains("too few runs (need "), "{text}");
+    assert!(text.contains("too few runs to tell"), "{text}");
+    let (_, r) = compare_json(&["-n", "3", "sleep 0.001", "sleep 0.07"]);
+    let wall = versus(&r, 1, "wall_ns");
+    assert_eq!(wall["verdict"], "too-few-runs", "{wall}");
+    let needed = wall["runs_needed"].as_u64().expect("runs_needed");
+    assert!(needed > 3, "{wall}");
+    // With that many runs the difference is found.
+    let (_, r) = compare_json(&["-n", &needed.to_string(), "sleep 0.001", "sleep 0.07"]);
+    assert_eq!(versus(&r, 1, "wall_ns")["verdict"], "higher");
+}
+
+/// Each figure was tested alone at 5%, so some figure of a command
+/// against itself came out "significant" in 9 of 40 comparisons. The
+/// family of figures is now Holm-adjusted, and the report says so.
+#[test]
+fn a_command_against_itself_reports_the_correction_and_its_headline() {
+    let (code, r) = compare_json(&["-N", "-n", "30", "/bin/true", "/bin/true"]);
+    assert_eq!(code, 0, "{r}");
+    assert_eq!(r["correction"], "holm");
+    let m = r["family_size"].as_u64().expect("family_size");
+    assert!(m >= 1, "{r}");
+    let level = r["interval_level"].as_f64().expect("interval_level");
+    assert!(
+        (level - (1.0 - 0.05 / m as f64)).abs() < 1e-9,
+        "{level} {m}"
+    );
+    assert!(
+        r["threshold"]
+            .as_f64()
+            .is_some_and(|t| (t - 0.01).abs() < 1e-12)
+    );
+    let other = 1 - r["reference"].as_u64().expect("reference") as usize;
+    let headline = r["commands"][other]["headline"].as_str().expect("headline");
+    assert!(
+        headline.starts_with(&format!("#{} /bin/true: ", other + 1)),
+        "{headline}"
+    );
+    for v in r["commands"][other]["versus_reference"]
+        .as_array()
+        .expect("versus")
+    {
+        let (p, adjusted) = (
+            v["p_value"].as_f64().expect("p"),
+            v["p_adjusted"].as_f64().expect("p_adjusted"),
+        );
+        assert!(adjusted >= p, "{v}");
+    }
 }

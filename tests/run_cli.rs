@@ -92,6 +92,31 @@ fn report_goes_to_stderr_with_prefixed_lines() {
     }
 }
 
+/// `tally run -- false` exited 1, but its report never said the command
+/// failed; now its first line does.
+#[test]
+fn a_failed_command_is_the_first_line_of_the_report() {
+    let out = tally().args(["run", "--", "false"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("tally: the command failed: exit status 1\n"),
+        "{err}"
+    );
+    let out = tally()
+        .args(["run", "-n", "3", "--", "sh", "-c", "exit 3"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("tally: 3 of 3 runs failed: exit status 3\n"),
+        "{err}"
+    );
+    let out = tally().args(["run", "--", "true"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("failed"), "{err}");
+}
+
 #[test]
 fn killed_by_sigkill_reports_and_exits_137() {
     let out = tally()
@@ -100,7 +125,10 @@ fn killed_by_sigkill_reports_and_exits_137() {
         .unwrap();
     assert_eq!(out.status.code(), Some(128 + 9));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("tally: killed by SIGKILL"), "{err}");
+    assert!(
+        err.starts_with("tally: the command was killed by SIGKILL\n"),
+        "the first line says so: {err}"
+    );
     assert!(
         err.contains("µs wall time"),
         "the report is still printed: {err}"

@@ -73,9 +73,10 @@ pub(super) fn compare_command(mut args: cli::compare::CompareArgs) -> u8 {
         warm: args.warm,
         reference: args.reference.map(|r| r.saturating_sub(1) as usize),
         alpha: args.alpha,
+        threshold: args.threshold,
         ignore_failure: args.ignore_failure,
         show_output: args.show_output,
-        seed: args.seed,
+        seed: args.seed.unwrap_or_else(tally::stats::fresh_seed),
     };
     let bar = io::stderr().is_terminal().then(|| {
         let bar = indicatif::ProgressBar::new(0);

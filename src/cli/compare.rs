@@ -19,8 +19,10 @@ use crate::report::Format;
         parameter range, an unknown {NAME}); 128+N when signal N stopped the \
         comparison.")]
 pub struct CompareArgs {
-    /// Measured runs of each command (default: as many as fit in 3 s per
-    /// command, at least --min-runs, at most --max-runs).
+    /// Measured runs of each command (default: enough to find a 5%
+    /// difference in wall time with 90% chance, judged from the spread of
+    /// the first --min-runs and again as runs come in; fewer when every
+    /// difference is already clear; at most --max-runs and 60 s of runs).
     #[arg(short = 'n', long, value_name = "N",
           value_parser = clap::value_parser!(u32).range(2..=1_000_000))]
     pub runs: Option<u32>,
@@ -30,7 +32,7 @@ pub struct CompareArgs {
           value_parser = clap::value_parser!(u32).range(2..=1_000_000))]
     pub min_runs: u32,
 
-    /// Without --runs: at most N runs of each command.
+    /// Without --runs: at most N runs of each command (default 10,000).
     #[arg(long, value_name = "N",
           value_parser = clap::value_parser!(u32).range(2..=1_000_000))]
     pub max_runs: Option<u32>,
@@ -100,9 +102,16 @@ pub struct CompareArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub reference: Option<u32>,
 
-    /// The significance level of the Mann–Whitney U test.
+    /// The family-wise significance level: the chance that a comparison
+    /// calls any figure of any command different when none differs
+    /// (Mann–Whitney U tests, Holm-adjusted over the figures).
     #[arg(long, value_name = "ALPHA", default_value_t = 0.05, value_parser = parse_alpha)]
     pub alpha: f64,
+
+    /// A significant difference smaller than PCT (`1%`, `0.5%`) is
+    /// reported as the same within PCT.
+    #[arg(long, value_name = "PCT", default_value = "1%", value_parser = parse_percent)]
+    pub threshold: f64,
 
     /// Keep measuring commands that exit non-zero (they are flagged).
     #[arg(short = 'i', long)]
@@ -113,9 +122,11 @@ pub struct CompareArgs {
     pub show_output: bool,
 
     /// The seed of the run order (shuffled within each round) and of the
-    /// bootstrap intervals.
-    #[arg(long, value_name = "SEED", default_value_t = 1)]
-    pub seed: u64,
+    /// bootstrap intervals (default: a fresh one for each comparison,
+    /// printed in the report; give it to replay that order and those
+    /// intervals).
+    #[arg(long, value_name = "SEED")]
+    pub seed: Option<u64>,
 
     /// Report format.
     #[arg(long, value_enum, default_value_t = Format::HUMAN)]
@@ -139,6 +150,17 @@ pub struct CompareArgs {
     #[arg(required = true, value_name = "COMMAND",
           value_hint = clap::ValueHint::CommandString)]
     pub commands: Vec<String>,
+}
+
+/// `1%`, `0.5%` or `1` (percent) as a fraction, from 0 up to 100%.
+pub fn parse_percent(s: &str) -> Result<f64, String> {
+    let number = s.trim().trim_end_matches('%').trim();
+    match number.parse::<f64>() {
+        Ok(p) if (0.0..100.0).contains(&p) => Ok(p / 100.0),
+        _ => Err(format!(
+            "{s:?} is not a percentage; give one from 0 up to 100, e.g. 1% or 0.5%"
+        )),
+    }
 }
 
 fn parse_alpha(s: &str) -> Result<f64, String> {

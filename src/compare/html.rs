@@ -35,6 +35,19 @@ pub fn render(r: &CompareReport) -> String {
         );
     }
     body.push_str("</table>");
+    let headlines: Vec<&str> = r
+        .commands
+        .iter()
+        .map(|c| c.headline.as_str())
+        .filter(|h| !h.is_empty())
+        .collect();
+    if !headlines.is_empty() {
+        body.push_str("<h2>Verdict</h2><ul>");
+        for h in headlines {
+            let _ = write!(body, "<li>{}</li>", esc(h));
+        }
+        body.push_str("</ul>");
+    }
     let reference = r
         .commands
         .get(r.reference)
@@ -73,7 +86,7 @@ pub fn render(r: &CompareReport) -> String {
                     ratio: v.ratio,
                     low: v.ratio_low,
                     high: v.ratio_high,
-                    p: Some(v.p_value),
+                    p: Some(v.p_adjusted),
                     verdict: direction(fig, v.verdict).into(),
                     class: match v.verdict {
                         Verdict::Lower => "lower",

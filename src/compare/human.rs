@@ -5,7 +5,7 @@
 
 use std::io::{self, Write};
 
-use super::report::{CompareReport, Verdict, direction, p_text, ratio_text};
+use super::report::{CompareReport, Verdict, direction, p_text, percent, ratio_text};
 use crate::report::Style;
 use crate::report::text::{Column, TextTable};
 use crate::run::report::FIGURES;
@@ -37,13 +37,18 @@ pub(super) fn write(r: &CompareReport, out: &mut dyn Write, style: Style) -> io:
     } else {
         String::new()
     };
-    writeln!(
+    wrapped(
         out,
-        "tally: {} commands, {} run{} each{warm}, interleaved (seed {})",
-        r.commands.len(),
-        thousands(u64::from(runs)),
-        if runs == 1 { "" } else { "s" },
-        r.seed
+        &format!(
+            "tally: {} commands, {} run{} each{warm}, interleaved in an order from seed {} \
+             (--seed {} replays it)",
+            r.commands.len(),
+            thousands(u64::from(runs)),
+            if runs == 1 { "" } else { "s" },
+            r.seed,
+            r.seed
+        ),
+        style.width.unwrap_or(100).min(100),
     )?;
     let mut cmds = TextTable::new(vec![
         Column::text(""),
@@ -76,15 +81,17 @@ pub(super) fn write(r: &CompareReport, out: &mut dyn Write, style: Style) -> io:
     cmds.write(out, style)?;
 
     let reference = r.reference + 1;
-    let level = ((1.0 - r.alpha) * 100.0).round();
+    let level = percent(r.interval_level);
     let mut table = TextTable::new(vec![
         Column::text("").cut_end(),
         Column::number("median ± MAD"),
-        Column::text(format!("vs #{reference} ({level}% CI)")),
+        Column::text(format!("vs #{reference} ({level} CI)")),
         Column::text("verdict"),
     ])
     .prefix("tally: ");
     let mut unchanged = Vec::new();
+    // A difference whose medians' interval still holds 1 (marked `*`).
+    let mut starred = false;
     for fig in FIGURES {
         let present: Vec<usize> = (0..r.commands.len())
             .filter(|i| r.commands[*i].summary_of(fig.key).is_some())
@@ -125,8 +132,21 @@ pub(super) fn write(r: &CompareReport, out: &mut dyn Write, style: Style) -> io:
                     let word = direction(fig, v.verdict);
                     let verdict = match v.verdict {
                         Verdict::Lower | Verdict::Higher => {
-                            format!("{word} ({})", p_text(v.p_value))
+                            let star = v.interval_holds_one();
+                            starred |= star;
+                            format!(
+                                "{word} ({}){}",
+                                p_text(v.p_adjusted),
+                                if star { "*" } else { "" }
+                            )
                         }
+                        Verdict::SameWithinThreshold => {
+                            format!("{word} {}", percent(r.threshold))
+                        }
+                        Verdict::TooFewRuns => match v.runs_needed {
+                            Some(n) => format!("{word} (need {n})"),
+                            None => word.to_string(),
+                        },
                         _ => word.to_string(),
                     };
                     (ratio_text(v), verdict)
@@ -175,12 +195,29 @@ pub(super) fn write(r: &CompareReport, out: &mut dyn Write, style: Style) -> io:
     wrapped(
         out,
         &format!(
-            "tally: ratios: median over #{reference}'s, {level}% bootstrap interval; \
-             verdict: Mann-Whitney U, alpha {}",
-            r.alpha
+            "tally: ratios: median over #{reference}'s, {level} bootstrap interval (all {} \
+             together at {}); verdict: Mann-Whitney U, Holm-adjusted over {} figure{} at \
+             alpha {}; a difference under {} is the same",
+            r.family_size.max(1),
+            percent(1.0 - r.alpha),
+            r.family_size,
+            if r.family_size == 1 { "" } else { "s" },
+            r.alpha,
+            percent(r.threshold)
         ),
         width,
     )?;
+    if starred {
+        wrapped(
+            out,
+            "tally: * the runs differ as a whole (Mann-Whitney), but the interval of the \
+             ratio of medians still holds 1: the medians differ less surely",
+            width,
+        )?;
+    }
+    for c in r.commands.iter().filter(|c| !c.headline.is_empty()) {
+        wrapped(out, &format!("tally: verdict {}", c.headline), width)?;
+    }
     for w in &r.warnings {
         if w.contains("runs failed") {
             continue;

@@ -5,7 +5,8 @@
 //!
 //! - [`plan`]: the [`Config`]; commands, names and parameter scans into the
 //!   instances run.
-//! - [`runner`]: warm-up, rounds, `--prepare`/`--setup`/`--cleanup`.
+//! - [`runner`]: warm-up, rounds, `--prepare`/`--setup`/`--cleanup`;
+//!   [`sizing`] how many rounds without `--runs`.
 //! - [`report`]: the model and its statistics; `render` the formats, with
 //!   `human` the terminal layout and [`html`] the page.
 
@@ -15,6 +16,7 @@ pub mod plan;
 mod render;
 pub mod report;
 pub mod runner;
+pub mod sizing;
 
 pub use plan::{Config, Instance, Parameter};
 pub use runner::{CompareError, Progress, execute};

@@ -22,7 +22,12 @@ pub struct Config {
     pub warm: Vec<PathBuf>,
     /// 0-based; `None`: the fastest by median wall time.
     pub reference: Option<usize>,
+    /// The family-wise error rate: the chance that a comparison flags any
+    /// figure of any command when nothing differs.
     pub alpha: f64,
+    /// A significant difference smaller than this fraction (0.01 for 1%)
+    /// is reported as the same within it.
+    pub threshold: f64,
     pub ignore_failure: bool,
     pub show_output: bool,
     pub seed: u64,

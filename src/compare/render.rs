@@ -31,7 +31,9 @@ impl Render for CompareReport {
             "ratio_low",
             "ratio_high",
             "p_value",
+            "p_adjusted",
             "verdict",
+            "runs_needed",
         ]
         .map(String::from)
         .to_vec();
@@ -58,6 +60,7 @@ impl Render for CompareReport {
                     num(v.and_then(|v| v.ratio_low)),
                     num(v.and_then(|v| v.ratio_high)),
                     num(v.map(|v| v.p_value)),
+                    num(v.map(|v| v.p_adjusted)),
                     match v {
                         Some(v) => serde_json::to_value(v.verdict)
                             .ok()
@@ -66,6 +69,9 @@ impl Render for CompareReport {
                         None if i == self.reference => "reference".into(),
                         None => String::new(),
                     },
+                    v.and_then(|v| v.runs_needed)
+                        .map(|n| n.to_string())
+                        .unwrap_or_default(),
                 ]);
             }
         }
@@ -100,7 +106,8 @@ impl Render for CompareReport {
                 &format!("tally_compare_{}_p_value", stem(fig.key)),
                 Unit::Count,
                 format!(
-                    "{}: two-sided Mann-Whitney U p-value against the reference",
+                    "{}: two-sided Mann-Whitney U p-value against the reference, \
+                     Holm-adjusted over the comparison's figures",
                     fig.label
                 ),
             );
@@ -112,7 +119,7 @@ impl Render for CompareReport {
                     if let Some(r) = v.ratio {
                         ratio.push(labels(i, c), r);
                     }
-                    p.push(labels(i, c), v.p_value);
+                    p.push(labels(i, c), v.p_adjusted);
                 }
             }
             for m in [median, ratio, p] {

@@ -23,14 +23,26 @@ use crate::stats::{self, BOOTSTRAP_RESAMPLES};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Verdict {
-    /// The same median and no significant difference (often: every run
-    /// of both gave the same count).
+    /// Every run of both gave the same value: nothing to test.
     Unchanged,
     NoSignificantDifference,
+    /// The runs taken cannot show a difference at the family's level,
+    /// whatever they measure (`runs_needed` says how many could).
+    TooFewRuns,
+    /// Either significant but smaller than the threshold, or its interval
+    /// within the threshold: the same within `threshold`.
+    SameWithinThreshold,
     /// Significantly lower than the reference.
     Lower,
     /// Significantly higher than the reference.
     Higher,
+}
+
+impl Verdict {
+    /// Whether the verdict claims a difference.
+    pub fn differs(self) -> bool {
+        matches!(self, Verdict::Lower | Verdict::Higher)
+    }
 }
 
 /// One figure of one command against the reference.
@@ -40,13 +52,29 @@ pub struct FigureComparison {
     /// This command's median over the reference's (absent when the
     /// reference's median is 0).
     pub ratio: Option<f64>,
+    /// The interval of the ratio at the report's `interval_level`.
     pub ratio_low: Option<f64>,
     pub ratio_high: Option<f64>,
+    /// The two-sided Mann–Whitney p-value of this figure alone.
     pub p_value: f64,
+    /// `p_value` adjusted for the family of tests (Holm): compared with
+    /// the report's `alpha`.
+    pub p_adjusted: f64,
     pub u: f64,
-    /// `exact` or `normal` (see `crate::stats::mann_whitney`).
+    /// `exact` or `normal` (see `crate::stats::mann_whitney`); `none` when
+    /// every run of both gave the same value.
     pub test: &'static str,
     pub verdict: Verdict,
+    /// With `too-few-runs`: the runs of each command with which the test
+    /// could reach the level it needs.
+    pub runs_needed: Option<u32>,
+}
+
+impl FigureComparison {
+    /// Whether the ratio's interval holds 1 (the medians may not differ).
+    pub fn interval_holds_one(&self) -> bool {
+        matches!((self.ratio_low, self.ratio_high), (Some(lo), Some(hi)) if lo <= 1.0 && hi >= 1.0)
+    }
 }
 
 /// One command's runs and figures.
@@ -63,6 +91,9 @@ pub struct CommandResult {
     pub summary: Vec<FigureSummary>,
     /// Empty for the reference itself.
     pub versus_reference: Vec<FigureComparison>,
+    /// What differs from the reference, by how much and how sure, in one
+    /// line (empty for the reference).
+    pub headline: String,
     /// How the runs ended, when not every run exited 0 (`exit 1`, `killed by SIGSEGV`).
     pub exits: Vec<String>,
 }
@@ -78,6 +109,7 @@ impl CommandResult {
             failed_runs: 0,
             summary: Vec::new(),
             versus_reference: Vec::new(),
+            headline: String::new(),
             exits: Vec::new(),
         }
     }
@@ -114,11 +146,25 @@ pub struct CompareReport {
     pub reference: usize,
     /// `fastest` (by median wall time) or `chosen` (`--reference`).
     pub reference_is: &'static str,
+    /// The family-wise error rate: the chance that the report calls any
+    /// figure of any command different when none differs.
     pub alpha: f64,
+    /// How the family's p-values are adjusted: `holm`.
+    pub correction: &'static str,
+    /// The tests in the family: every figure of every command against the
+    /// reference whose runs did not all give the same value.
+    pub family_size: u32,
+    /// The confidence level of each ratio interval: 1 − alpha / family
+    /// size (Bonferroni), so that all hold together at 1 − alpha.
+    pub interval_level: f64,
+    /// A significant difference below this fraction is `same-within-threshold`.
+    pub threshold: f64,
     /// How intervals and verdicts are computed, in words.
     pub method: String,
     pub runs_per_command: u32,
     pub warmup_runs: u32,
+    /// The seed of the run order and of the intervals: `--seed` replays
+    /// them.
     pub seed: u64,
     pub warnings: Vec<String>,
     pub interrupted_by: Option<String>,
@@ -132,9 +178,115 @@ fn exit_text(r: &RunRecord) -> String {
     }
 }
 
+/// What a figure's verdict is decided from.
+#[derive(Debug, Clone, Copy)]
+pub struct Evidence {
+    /// The p-value adjusted for the family (Holm).
+    pub p_adjusted: f64,
+    /// Whether these runs could show a difference at all at the level
+    /// the family needs.
+    pub reachable: bool,
+    /// The command's runs lie below the reference's.
+    pub lower: bool,
+    pub medians_equal: bool,
+    pub ratio: Option<f64>,
+    pub interval: Option<(f64, f64)>,
+}
+
+/// The verdict of one figure: significant when the adjusted p-value is
+/// below `alpha`, and then the same within `threshold` (a fraction) when
+/// the ratio is; not significant: unchanged (equal medians), the same
+/// within `threshold` when the whole interval is, too few runs when no
+/// outcome could have been significant, else no significant difference.
+pub fn decide(e: Evidence, alpha: f64, threshold: f64) -> Verdict {
+    let within = |r: f64| (r - 1.0).abs() < threshold;
+    if e.p_adjusted < alpha {
+        if e.ratio.is_some_and(within) {
+            Verdict::SameWithinThreshold
+        } else if e.lower {
+            Verdict::Lower
+        } else {
+            Verdict::Higher
+        }
+    } else if e.medians_equal {
+        Verdict::Unchanged
+    } else if e.interval.is_some_and(|(lo, hi)| within(lo) && within(hi)) {
+        Verdict::SameWithinThreshold
+    } else if !e.reachable {
+        Verdict::TooFewRuns
+    } else {
+        Verdict::NoSignificantDifference
+    }
+}
+
+/// One figure of one command tested against the reference, within its
+/// family ([`test_family`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Tested {
+    pub test: stats::MannWhitney,
+    /// Holm-adjusted over the family.
+    pub p_adjusted: f64,
+    /// The command's runs lie below the reference's (by median, or by
+    /// mean when the medians are equal).
+    pub lower: bool,
+    pub medians_equal: bool,
+    /// Whether these runs could reach the family's first-step level at all.
+    pub reachable: bool,
+}
+
+/// The family of tests of a comparison: for each pair of samples (a
+/// figure of a command, the same figure of the reference), a two-sided
+/// Mann–Whitney test, Holm-adjusted over the pairs whose values are not
+/// all one value (`None`: nothing to test). Also returns the family's size.
+pub fn test_family(pairs: &[(&[f64], &[f64])], alpha: f64) -> (Vec<Option<Tested>>, usize) {
+    /// A test before the adjustment: the test, lower, medians equal, sizes.
+    type Raw = (stats::MannWhitney, bool, bool, (usize, usize));
+    let median = |v: &[f64]| stats::summarize(v).map(|s| s.median);
+    let mut raw: Vec<Option<Raw>> = Vec::new();
+    for (a, b) in pairs {
+        let first = a.first().or(b.first()).copied().unwrap_or(0.0);
+        let one_value = a.iter().chain(b.iter()).all(|v| *v == first);
+        let test = if one_value {
+            None
+        } else {
+            stats::mann_whitney(a, b)
+        };
+        raw.push(test.map(|t| {
+            let (ma, mb) = (median(a), median(b));
+            let lower = match (ma, mb) {
+                (Some(x), Some(y)) if x != y => x < y,
+                // Medians equal but the distributions may differ.
+                _ => {
+                    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
+                    mean(a) < mean(b)
+                }
+            };
+            (t, lower, ma == mb, (a.len(), b.len()))
+        }));
+    }
+    let ps: Vec<f64> = raw.iter().flatten().map(|(t, ..)| t.p).collect();
+    let m = ps.len();
+    let first_step = alpha / m.max(1) as f64;
+    let mut adjusted = stats::holm(&ps).into_iter();
+    let tested = raw
+        .into_iter()
+        .map(|r| {
+            let (test, lower, medians_equal, n) = r?;
+            Some(Tested {
+                test,
+                p_adjusted: adjusted.next().unwrap_or(1.0),
+                lower,
+                medians_equal,
+                reachable: stats::mann_whitney_min_p(n.0, n.1) <= first_step,
+            })
+        })
+        .collect();
+    (tested, m)
+}
+
 impl CompareReport {
-    /// Whether figure `key` is unchanged (same median, not significant)
-    /// for every command against the reference.
+    /// Whether figure `key` is unchanged (every run of every command gave
+    /// the same value) for every command against the reference.
     pub fn unchanged(&self, key: &str) -> bool {
         self.commands
             .iter()
@@ -146,7 +298,8 @@ impl CompareReport {
             })
     }
 
-    /// Summaries, warnings, the reference and every comparison.
+    /// Summaries, warnings, the reference, every comparison and the
+    /// headlines.
     pub(super) fn build(
         cfg: &Config,
         mut commands: Vec<CommandResult>,
@@ -200,62 +353,96 @@ impl CompareReport {
                 (best, "fastest")
             }
         };
-        let level = 1.0 - cfg.alpha;
         let ref_values: Vec<Option<Vec<f64>>> = FIGURES
             .iter()
             .map(|f| commands.get(reference).and_then(|c| c.values(f)))
             .collect();
-        for (i, c) in commands.iter_mut().enumerate() {
+
+        // The family: every figure of every command against the reference.
+        let mut pairs: Vec<(usize, usize, Vec<f64>)> = Vec::new();
+        for (i, c) in commands.iter().enumerate() {
             if i == reference {
                 continue;
             }
             for (fi, fig) in FIGURES.iter().enumerate() {
-                let (Some(a), Some(Some(b))) = (c.values(fig), ref_values.get(fi)) else {
-                    continue;
-                };
-                let Some(test) = stats::mann_whitney(&a, b) else {
-                    continue;
-                };
-                let seed = cfg
-                    .seed
-                    .wrapping_mul(0x9e37_79b9)
-                    .wrapping_add((i * FIGURES.len() + fi) as u64);
-                let ci = stats::ratio_of_medians(&a, b, level, seed);
-                let (ma, mb) = (
-                    stats::summarize(&a).map(|s| s.median),
-                    stats::summarize(b).map(|s| s.median),
-                );
-                let verdict = if test.p < cfg.alpha {
-                    if ma < mb {
-                        Verdict::Lower
-                    } else if ma > mb {
-                        Verdict::Higher
-                    } else {
-                        // Medians equal but the distributions differ.
-                        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
-                        if mean(&a) < mean(b) {
-                            Verdict::Lower
-                        } else {
-                            Verdict::Higher
-                        }
-                    }
-                } else if ma == mb {
-                    Verdict::Unchanged
-                } else {
-                    Verdict::NoSignificantDifference
-                };
-                c.versus_reference.push(FigureComparison {
-                    figure: fig.key.into(),
-                    ratio: ci.map(|c| c.ratio),
-                    ratio_low: ci.map(|c| c.low),
-                    ratio_high: ci.map(|c| c.high),
-                    p_value: test.p,
-                    u: test.u,
-                    test: test.method,
-                    verdict,
-                });
+                if let (Some(a), Some(Some(_))) = (c.values(fig), ref_values.get(fi)) {
+                    pairs.push((i, fi, a));
+                }
             }
         }
+        let samples: Vec<(&[f64], &[f64])> = pairs
+            .iter()
+            .filter_map(|(_, fi, a)| Some((a.as_slice(), ref_values.get(*fi)?.as_deref()?)))
+            .collect();
+        let (tested, m) = test_family(&samples, cfg.alpha);
+        let level = 1.0 - cfg.alpha / m.max(1) as f64;
+        let first_step = cfg.alpha / m.max(1) as f64;
+        for ((i, fi, a), t) in pairs.iter().zip(tested) {
+            let (fig, Some(Some(b))) = (&FIGURES[*fi], ref_values.get(*fi)) else {
+                continue;
+            };
+            let Some(t) = t else {
+                let shown = (a.first().copied().unwrap_or(0.0) != 0.0).then_some(1.0);
+                commands[*i].versus_reference.push(FigureComparison {
+                    figure: fig.key.into(),
+                    ratio: shown,
+                    ratio_low: shown,
+                    ratio_high: shown,
+                    p_value: 1.0,
+                    p_adjusted: 1.0,
+                    u: (a.len() * b.len()) as f64 / 2.0,
+                    test: "none",
+                    verdict: Verdict::Unchanged,
+                    runs_needed: None,
+                });
+                continue;
+            };
+            let seed = cfg
+                .seed
+                .wrapping_mul(0x9e37_79b9)
+                .wrapping_add((i * FIGURES.len() + fi) as u64);
+            let ci = stats::ratio_of_medians(a, b, level, seed);
+            let verdict = decide(
+                Evidence {
+                    p_adjusted: t.p_adjusted,
+                    reachable: t.reachable,
+                    lower: t.lower,
+                    medians_equal: t.medians_equal,
+                    ratio: ci.map(|c| c.ratio),
+                    interval: ci.map(|c| (c.low, c.high)),
+                },
+                cfg.alpha,
+                cfg.threshold,
+            );
+            commands[*i].versus_reference.push(FigureComparison {
+                figure: fig.key.into(),
+                ratio: ci.map(|c| c.ratio),
+                ratio_low: ci.map(|c| c.low),
+                ratio_high: ci.map(|c| c.high),
+                p_value: t.test.p,
+                p_adjusted: t.p_adjusted,
+                u: t.test.u,
+                test: t.test.method,
+                verdict,
+                runs_needed: (verdict == Verdict::TooFewRuns)
+                    .then(|| stats::runs_to_reach(first_step)),
+            });
+        }
+        // In the order of FIGURES, whatever the order of the family.
+        for c in &mut commands {
+            c.versus_reference.sort_by_key(|v| {
+                FIGURES
+                    .iter()
+                    .position(|f| f.key == v.figure)
+                    .unwrap_or(usize::MAX)
+            });
+        }
+        warnings.extend(outliers_deciding_verdicts(
+            &commands,
+            reference,
+            &ref_values,
+            cfg.alpha,
+        ));
         for (i, c) in commands.iter().enumerate() {
             if c.failed_runs > 0 {
                 warnings.push(format!(
@@ -268,6 +455,12 @@ impl CompareReport {
                 ));
             }
         }
+        let threshold = cfg.threshold;
+        for (i, c) in commands.iter_mut().enumerate() {
+            if i != reference {
+                c.headline = headline(i, c, threshold);
+            }
+        }
         CompareReport {
             schema_version: crate::report::SCHEMA_VERSION,
             runs_per_command: commands.iter().map(|c| c.runs.len()).max().unwrap_or(0) as u32,
@@ -275,11 +468,22 @@ impl CompareReport {
             reference,
             reference_is,
             alpha: cfg.alpha,
+            correction: "holm",
+            family_size: m as u32,
+            interval_level: level,
+            threshold,
             method: format!(
-                "ratio: median over the reference's median, {:.0}% percentile bootstrap interval \
-                 ({BOOTSTRAP_RESAMPLES} resamples); verdict: two-sided Mann-Whitney U test at alpha {}",
-                level * 100.0,
-                cfg.alpha
+                "ratio: median over the reference's median, percentile bootstrap interval \
+                 ({BOOTSTRAP_RESAMPLES} resamples) at {} each, so that the {} intervals hold \
+                 together at {:.0}% (Bonferroni); verdict: two-sided Mann-Whitney U tests, \
+                 Holm-adjusted over the {} figures that varied, at a family-wise alpha of {}; \
+                 a significant difference under {} is the same within it",
+                percent(level),
+                m,
+                (1.0 - cfg.alpha) * 100.0,
+                m,
+                cfg.alpha,
+                percent(threshold)
             ),
             warmup_runs: cfg.warmup,
             seed: cfg.seed,
@@ -287,6 +491,143 @@ impl CompareReport {
             interrupted_by,
         }
     }
+}
+
+/// `99.7%`, `1%`, `0.5%`: a fraction as a percentage, no more digits than
+/// it needs.
+pub fn percent(fraction: f64) -> String {
+    let p = fraction * 100.0;
+    let mut text = format!("{p:.2}");
+    while text.contains('.') && (text.ends_with('0') || text.ends_with('.')) {
+        text.pop();
+    }
+    format!("{text}%")
+}
+
+/// Warnings about outliers that decide a verdict: a figure called
+/// different that would not be without the outliers of either command's
+/// runs (see `crate::stats::outliers`), its p-value adjusted by the same
+/// factor as before. Outliers that only move a median are warned about
+/// with the summaries (`tally run`'s rule).
+fn outliers_deciding_verdicts(
+    commands: &[CommandResult],
+    reference: usize,
+    ref_values: &[Option<Vec<f64>>],
+    alpha: f64,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, c) in commands.iter().enumerate() {
+        if i == reference {
+            continue;
+        }
+        for (fi, fig) in FIGURES.iter().enumerate() {
+            let (Some(a), Some(Some(b)), Some(v)) =
+                (c.values(fig), ref_values.get(fi), c.versus(fig.key))
+            else {
+                continue;
+            };
+            if !v.verdict.differs() || v.p_value <= 0.0 {
+                continue;
+            }
+            let (oa, ob) = (stats::outliers(&a), stats::outliers(b));
+            if oa.is_empty() && ob.is_empty() {
+                continue;
+            }
+            let keep = |v: &[f64], o: &[usize]| -> Vec<f64> {
+                v.iter()
+                    .enumerate()
+                    .filter(|(k, _)| !o.contains(k))
+                    .map(|(_, x)| *x)
+                    .collect()
+            };
+            let Some(without) = stats::mann_whitney(&keep(&a, &oa), &keep(b, &ob)) else {
+                continue;
+            };
+            let factor = v.p_adjusted / v.p_value;
+            if without.p * factor >= alpha {
+                let runs = |o: &[usize], who: usize| {
+                    o.iter()
+                        .take(5)
+                        .map(|k| format!("#{} run {}", who + 1, k + 1))
+                        .collect::<Vec<_>>()
+                };
+                let mut named = runs(&oa, i);
+                named.extend(runs(&ob, reference));
+                out.push(format!(
+                    "#{} {}: {}: the difference hangs on outliers ({}): without them it is \
+                     not significant (adjusted p {} instead of {})",
+                    i + 1,
+                    c.name,
+                    fig.label,
+                    named.join(", "),
+                    p_text((without.p * factor).min(1.0)),
+                    p_text(v.p_adjusted)
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// One line: what differs from the reference, by how much, how sure.
+/// `wall time 1.10× [1.07, 1.13] (p<0.001); peak memory 0.52×; no other
+/// figure differs`.
+fn headline(index: usize, c: &CommandResult, threshold: f64) -> String {
+    let mut parts = Vec::new();
+    for v in &c.versus_reference {
+        if !v.verdict.differs() {
+            continue;
+        }
+        let Some(fig) = FIGURES.iter().find(|f| f.key == v.figure) else {
+            continue;
+        };
+        if parts.is_empty() {
+            parts.push(format!(
+                "{} {} ({})",
+                fig.label,
+                ratio_text(v),
+                p_text(v.p_adjusted)
+            ));
+        } else {
+            let ratio = FigureComparison {
+                ratio_low: None,
+                ratio_high: None,
+                ..v.clone()
+            };
+            parts.push(format!("{} {}", fig.label, ratio_text(&ratio)));
+        }
+    }
+    let few: Vec<&FigureComparison> = c
+        .versus_reference
+        .iter()
+        .filter(|v| v.verdict == Verdict::TooFewRuns)
+        .collect();
+    if !few.is_empty() {
+        let needed = few.iter().filter_map(|v| v.runs_needed).max().unwrap_or(0);
+        let runs = c.runs.len();
+        let what = if parts.is_empty() {
+            "too few runs to tell"
+        } else {
+            "too few runs to tell the rest"
+        };
+        parts.push(format!(
+            "{what}: {runs} run{} of each cannot show a difference, at least {needed} can",
+            if runs == 1 { "" } else { "s" },
+        ));
+    } else if parts.is_empty() {
+        let same = c
+            .versus_reference
+            .iter()
+            .any(|v| v.verdict == Verdict::SameWithinThreshold);
+        parts.push(if same {
+            format!("no figure differs by {} or more", percent(threshold))
+        } else {
+            "no figure differs".to_string()
+        });
+    } else {
+        parts.push("no other figure differs".to_string());
+    }
+    format!("#{} {}: {}", index + 1, c.name, parts.join("; "))
 }
 
 /// How a figure's direction reads: times are faster or slower, the rest
@@ -300,6 +641,8 @@ pub fn direction(fig: &Figure, verdict: Verdict) -> &'static str {
         (Verdict::Higher, false) => "more",
         (Verdict::Unchanged, _) => "unchanged",
         (Verdict::NoSignificantDifference, _) => "no significant difference",
+        (Verdict::TooFewRuns, _) => "too few runs",
+        (Verdict::SameWithinThreshold, _) => "same within",
     }
 }
 
@@ -315,8 +658,12 @@ pub fn p_text(p: f64) -> String {
 /// `1.26× [1.24, 1.28]`; near 1, four decimals (`1.0006×`), so a
 /// significant difference never reads as `1.00×`.
 pub fn ratio_text(c: &FigureComparison) -> String {
+    // Near 1, four decimals: a bound of 1.003 must not read as 1.00.
+    let near_one = |v: f64| v != 1.0 && (v - 1.0).abs() < 0.005;
     let r = |v: f64| {
-        if v >= 100.0 {
+        if near_one(v) {
+            format!("{v:.4}")
+        } else if v >= 100.0 {
             format!("{v:.0}")
         } else if v >= 10.0 {
             format!("{v:.1}")
@@ -325,7 +672,6 @@ pub fn ratio_text(c: &FigureComparison) -> String {
         }
     };
     let x = match c.ratio {
-        Some(x) if x != 1.0 && (x - 1.0).abs() < 0.005 => format!("{x:.4}"),
         Some(x) => r(x),
         None => return "—".into(),
     };
@@ -430,6 +776,82 @@ mod tests {
         CompareReport::build(&cfg, commands, None)
     }
 
+    /// Two commands of `n` runs whose wall times are `base` and
+    /// `base · scale`, spreading by a fraction `spread`.
+    fn two(n: u64, base: u64, scale: f64, spread: f64, cfg: &Config) -> CompareReport {
+        let mut commands = Vec::new();
+        for (i, s) in [1.0, scale].into_iter().enumerate() {
+            let mut c = CommandResult::new(
+                &Instance {
+                    name: format!("c{i}"),
+                    command: format!("c{i}"),
+                    argv: Vec::new(),
+                    parameters: Vec::new(),
+                },
+                n as usize,
+            );
+            for r in 0..n {
+                let jitter = 1.0 + spread * ((r * 7919 + i as u64 * 104_729) % 101) as f64 / 100.0;
+                let mut rec = record((base as f64 * s * jitter) as u64, 1 << 20, 0);
+                rec.user_us = 1000;
+                rec.system_us = 1000;
+                c.runs.push(rec);
+                c.run_order.push((2 * r + i as u64 + 1) as u32);
+            }
+            commands.push(c);
+        }
+        CompareReport::build(cfg, commands, None)
+    }
+
+    #[test]
+    fn a_significant_difference_under_the_threshold_is_the_same_within_it() {
+        let cfg = |threshold: f64| Config {
+            alpha: 0.05,
+            threshold,
+            seed: 3,
+            reference: Some(0),
+            ..Config::default()
+        };
+        // 0.5% slower, every run: significant, but under 1%.
+        let r = two(30, 10_000_000, 1.005, 0.001, &cfg(0.01));
+        let v = r.commands[1].versus("wall_ns").unwrap();
+        assert!(v.p_adjusted < 0.05, "{v:?}");
+        assert_eq!(v.verdict, Verdict::SameWithinThreshold);
+        assert!(
+            r.commands[1]
+                .headline
+                .contains("no figure differs by 1% or more")
+        );
+        let r = two(30, 10_000_000, 1.005, 0.001, &cfg(0.001));
+        assert_eq!(
+            r.commands[1].versus("wall_ns").unwrap().verdict,
+            Verdict::Higher
+        );
+        let h = &r.commands[1].headline;
+        assert!(
+            h.starts_with("#2 c1: wall time 1.0") && h.contains("(p<0.001)"),
+            "{h}"
+        );
+    }
+
+    #[test]
+    fn the_same_seed_gives_the_same_intervals_and_another_seed_others() {
+        let cfg = |seed: u64| Config {
+            alpha: 0.05,
+            threshold: 0.01,
+            seed,
+            reference: Some(0),
+            ..Config::default()
+        };
+        let interval = |seed: u64| {
+            let r = two(25, 1_000_000, 1.1, 0.2, &cfg(seed));
+            let v = r.commands[1].versus("wall_ns").unwrap().clone();
+            (v.ratio_low, v.ratio_high)
+        };
+        assert_eq!(interval(5), interval(5));
+        assert_ne!(interval(5), interval(6));
+    }
+
     fn human(r: &CompareReport, width: Option<usize>) -> String {
         let mut out = Vec::new();
         r.human(
@@ -499,6 +921,150 @@ mod tests {
         assert_eq!(v.verdict, Verdict::Higher);
         assert!(
             v.ratio_low.unwrap() <= v.ratio.unwrap() && v.ratio.unwrap() <= v.ratio_high.unwrap()
+        );
+    }
+}
+
+#[cfg(test)]
+mod simulation {
+    //! Seeded simulations of whole comparisons, through the family's tests
+    //! and verdicts (`test_family`, `decide`) as `CompareReport::build`
+    //! makes them: how often a command is called different from itself
+    //! (the family-wise rate), and how often a real shift is found.
+    use super::*;
+    use crate::stats::Rng;
+
+    fn lognormal(rng: &mut Rng, median: f64, cv: f64) -> f64 {
+        let u = rng.unit().clamp(1e-12, 1.0 - 1e-12);
+        median * (cv * stats::normal_quantile(u)).exp()
+    }
+
+    fn poisson(rng: &mut Rng, lambda: f64) -> f64 {
+        let (mut k, mut p, target) = (0.0, 1.0, (-lambda).exp());
+        loop {
+            p *= rng.unit();
+            if p <= target {
+                return k;
+            }
+            k += 1.0;
+        }
+    }
+
+    /// One command's runs, as the figures of `/bin/true` or a small
+    /// program spread: times continuous, memory and counts with ties, the
+    /// I/O figures constant. `wall_shift` scales its wall and cpu times.
+    fn runs(rng: &mut Rng, n: usize, wall_shift: f64) -> Vec<Vec<f64>> {
+        let mut figures: Vec<Vec<f64>> = (0..10).map(|_| Vec::with_capacity(n)).collect();
+        for _ in 0..n {
+            let row = [
+                lognormal(rng, 18_000.0 * wall_shift, 0.08),
+                lognormal(rng, 17_500.0 * wall_shift, 0.10),
+                lognormal(rng, 17_000.0 * wall_shift, 0.10),
+                lognormal(rng, 500.0, 0.30),
+                548.0 + 4.0 * poisson(rng, 1.0),
+                27.0 + poisson(rng, 0.5),
+                1.0 + poisson(rng, 0.1),
+                poisson(rng, 0.3),
+                0.0,
+                816.0,
+            ];
+            for (f, v) in figures.iter_mut().zip(row) {
+                f.push(v);
+            }
+        }
+        figures
+    }
+
+    /// (any figure called different, wall called different, any figure
+    /// below alpha without a correction) for one comparison.
+    fn compare(rng: &mut Rng, n: usize, shift: f64) -> (bool, bool, bool) {
+        let a = runs(rng, n, shift);
+        let b = runs(rng, n, 1.0);
+        let pairs: Vec<(&[f64], &[f64])> = a
+            .iter()
+            .zip(&b)
+            .map(|(x, y)| (x.as_slice(), y.as_slice()))
+            .collect();
+        let (tested, _) = test_family(&pairs, 0.05);
+        let verdicts: Vec<Verdict> = tested
+            .iter()
+            .zip(&pairs)
+            .map(|(t, (x, y))| match t {
+                None => Verdict::Unchanged,
+                Some(t) => {
+                    let m = |v: &[f64]| stats::summarize(v).map_or(0.0, |s| s.median);
+                    decide(
+                        Evidence {
+                            p_adjusted: t.p_adjusted,
+                            reachable: t.reachable,
+                            lower: t.lower,
+                            medians_equal: t.medians_equal,
+                            ratio: (m(y) != 0.0).then(|| m(x) / m(y)),
+                            interval: None,
+                        },
+                        0.05,
+                        0.01,
+                    )
+                }
+            })
+            .collect();
+        let uncorrected = tested.iter().flatten().any(|t| t.test.p < 0.05);
+        (
+            verdicts.iter().any(|v| v.differs()),
+            verdicts.first().is_some_and(|v| v.differs()),
+            uncorrected,
+        )
+    }
+
+    #[test]
+    fn a_command_against_itself_is_called_different_in_at_most_5_percent_of_comparisons() {
+        let mut rng = Rng::new(2026);
+        let trials = 1000;
+        let (mut any, mut uncorrected) = (0, 0);
+        for _ in 0..trials {
+            let (flagged, _, raw) = compare(&mut rng, 40, 1.0);
+            any += usize::from(flagged);
+            uncorrected += usize::from(raw);
+        }
+        let rate = any as f64 / trials as f64;
+        eprintln!(
+            "{trials} comparisons of identical commands, 40 runs each: {any} flag a figure \
+             (family-wise rate {rate:.3}); without the correction {uncorrected} would"
+        );
+        assert!(rate <= 0.05, "family-wise rate {rate}");
+        // What the correction is for: tested one by one at 5%, some figure
+        // of many comparisons comes out below it.
+        assert!(uncorrected > 2 * any.max(10), "{uncorrected} vs {any}");
+    }
+
+    #[test]
+    fn a_ten_percent_shift_in_wall_time_is_found() {
+        let mut rng = Rng::new(2027);
+        let trials = 1000;
+        let (mut wall10, mut wall5) = (0, 0);
+        for _ in 0..trials {
+            wall10 += usize::from(compare(&mut rng, 40, 1.10).1);
+            wall5 += usize::from(compare(&mut rng, 40, 1.05).1);
+        }
+        eprintln!(
+            "40 runs each, wall times spreading 8%: a 10% shift found in {wall10} of {trials} \
+             comparisons, a 5% shift in {wall5}"
+        );
+        assert!(wall10 as f64 / trials as f64 >= 0.95, "{wall10}");
+        assert!(wall5 > 0 && wall5 < wall10, "{wall5} {wall10}");
+    }
+
+    #[test]
+    fn the_runs_sizing_chooses_find_a_five_percent_shift_nine_times_in_ten() {
+        // The rounds `sizing` asks for at 8% spread over this family.
+        let n = stats::runs_for_power(0.08, 0.05, 0.05 / 8.0, 0.9) as usize;
+        let mut rng = Rng::new(2028);
+        let trials = 400;
+        let found = (0..trials).filter(|_| compare(&mut rng, n, 1.05).1).count();
+        eprintln!("{n} runs each: a 5% shift found in {found} of {trials}");
+        assert!(
+            found as f64 / trials as f64 >= 0.85,
+            "{found} of {trials} with {n} runs"
         );
     }
 }

@@ -7,15 +7,13 @@ use std::process::{Command, Stdio};
 
 use super::plan::{Config, PlanError};
 use super::report::{CommandResult, CompareReport};
+use super::sizing::{self, Sizing};
 use crate::pagecache::evict;
 use crate::run::records::Records;
-use crate::run::report::{ColdReport, RunRecord};
+use crate::run::report::{ColdReport, FIGURES, RunRecord};
 use crate::run::spawner::{Reply, Spawner};
 use crate::run::{self, Measurer, RunError};
 use crate::stats::Rng;
-
-/// Without `--runs`: the time each command may take, as hyperfine's.
-const BUDGET_NS: u64 = 3_000_000_000;
 
 /// Why a comparison could not be made.
 #[derive(Debug, thiserror::Error)]
@@ -177,7 +175,11 @@ pub fn execute(
     // time, for the time budget.
     let mut stores: Vec<Records> = (0..k).map(|_| Records::new()).collect();
     let mut last: Vec<Option<RunRecord>> = vec![None; k];
-    let mut first_wall: Vec<Option<u64>> = vec![None; k];
+    // Each command's wall times, and which figures vary (over every run
+    // of every command), for the number of rounds without --runs.
+    let mut walls: Vec<Vec<f64>> = vec![Vec::new(); k];
+    let mut ranges: Vec<Option<(u64, u64)>> = vec![None; FIGURES.len()];
+    let mut sized: Option<Sizing> = None;
     let mut rng = Rng::new(cfg.seed);
     let mut order: Vec<usize> = (0..k).collect();
     let mut sequence = 0u32;
@@ -208,7 +210,9 @@ pub fn execute(
             std::collections::VecDeque::new();
         // Rounds planned so far: warm-up ones first, then measured ones.
         let mut planned = 0u32;
-        let mut rounds = cfg.runs;
+        // Without --runs, the pilot's rounds until its end decides (see
+        // `sizing`).
+        let mut rounds = cfg.runs.unwrap_or(cfg.min_runs);
         let depth = if per_run_work {
             1
         } else {
@@ -261,7 +265,7 @@ pub fn execute(
                 of: if warmup {
                     Some(u64::from(cfg.warmup) * k as u64)
                 } else {
-                    rounds.map(|r| u64::from(r) * k as u64)
+                    Some(u64::from(rounds) * k as u64)
                 },
                 warmup,
             });
@@ -310,7 +314,14 @@ pub fn execute(
                 r.failed_runs += 1;
             }
             rec.counters = None;
-            first_wall[slot.i].get_or_insert(rec.wall_ns);
+            walls[slot.i].push(rec.wall_ns as f64);
+            for (range, fig) in ranges.iter_mut().zip(FIGURES) {
+                if let Some(v) = (fig.get)(&rec) {
+                    let (lo, hi) = range.get_or_insert((v, v));
+                    *lo = (*lo).min(v);
+                    *hi = (*hi).max(v);
+                }
+            }
             // Only the last run keeps its eviction details: the
             // records stay small however many runs there are.
             if let Some(mut prev) = last[slot.i].replace(rec) {
@@ -322,21 +333,27 @@ pub fn execute(
                 interrupted_by = Some(sig);
                 return Ok(());
             }
-            if rounds.is_none() && slot.pos + 1 == k {
-                // After the first round: as many rounds as the slowest
-                // command fits in the budget.
-                let slowest = first_wall
+            let done = round + 1;
+            if cfg.runs.is_none() && slot.pos + 1 == k && sizing::is_checkpoint(done, cfg.min_runs)
+            {
+                let varying = ranges
                     .iter()
-                    .flatten()
-                    .copied()
-                    .max()
-                    .unwrap_or(1)
-                    .max(1);
-                let fit = u32::try_from(BUDGET_NS / slowest).unwrap_or(u32::MAX);
-                rounds = Some(fit.clamp(
-                    cfg.min_runs,
-                    cfg.max_runs.unwrap_or(u32::MAX).max(cfg.min_runs),
-                ));
+                    .filter(|r| r.is_some_and(|(lo, hi)| lo != hi))
+                    .count();
+                let s = sizing::checkpoint(
+                    &walls,
+                    done,
+                    sizing::Limits {
+                        alpha: cfg.alpha,
+                        min_rounds: cfg.min_runs,
+                        max_rounds: cfg.max_runs.unwrap_or(sizing::MAX_ROUNDS),
+                        budget: sizing::BUDGET,
+                        family: varying.max(1) * k.saturating_sub(1).max(1),
+                        reference: cfg.reference,
+                    },
+                );
+                rounds = s.rounds.max(done);
+                sized = Some(s);
             }
         }
     })();
@@ -361,6 +378,23 @@ pub fn execute(
         warmup: false,
     });
     let mut report = CompareReport::build(cfg, results, interrupted_by);
+    if let Some(Sizing {
+        rounds,
+        short_of: Some(needed),
+        detectable,
+        ..
+    }) = sized
+    {
+        report.warnings.push(format!(
+            "wall time: {rounds} runs of each (the limit of --max-runs or of {} s of runs) find \
+             a difference of {} with {}% chance; {} needs about {needed} runs of each \
+             (--runs {needed})",
+            sizing::BUDGET.as_secs(),
+            super::report::percent(detectable),
+            (sizing::POWER * 100.0).round(),
+            super::report::percent(sizing::DETECT),
+        ));
+    }
     for (i, (n, floor)) in at_floor.into_iter().enumerate() {
         if n > 0 {
             report.warnings.push(format!(
@@ -390,19 +424,14 @@ struct Slot {
     stage: Stage,
 }
 
-/// The round after `planned` rounds, or `None` when there is none (or it
-/// is not known yet: without `--runs`, only one measured round until it
-/// has ended).
-fn next_round(planned: u32, warmup: u32, rounds: Option<u32>) -> Option<Stage> {
+/// The round after `planned` rounds, or `None` when there is none (yet:
+/// without `--runs`, a checkpoint may add rounds).
+fn next_round(planned: u32, warmup: u32, rounds: u32) -> Option<Stage> {
     if planned < warmup {
         return Some(Stage::Warmup(planned));
     }
     let r = planned - warmup;
-    match rounds {
-        Some(n) if r < n => Some(Stage::Measured(r)),
-        None if r == 0 => Some(Stage::Measured(0)),
-        _ => None,
-    }
+    (r < rounds).then_some(Stage::Measured(r))
 }
 
 /// Where runs are made: by the spawner (see `run::spawner`), or here, by

@@ -10,6 +10,10 @@ use crate::units::{count, human_bytes, percent, thousands};
 
 /// `r` for people.
 pub fn write(r: &RunReport, out: &mut dyn Write, style: Style) -> io::Result<()> {
+    // A failed command says so first, before any figure.
+    if let Some(line) = failure(&r.runs) {
+        writeln!(out, "tally: {line}")?;
+    }
     if r.runs.len() == 1 {
         let r = &r.runs[0];
         if let Some(c) = &r.cold {
@@ -316,13 +320,49 @@ fn human_exit(r: &RunRecord, out: &mut dyn Write) -> io::Result<()> {
             "tally: the command still ran at a second SIGINT/SIGTERM: tally sent it SIGKILL"
         )?;
     }
-    if let Some(sig) = &r.exit.signal {
-        let core = if r.exit.core_dumped {
-            " (core dumped)"
-        } else {
-            ""
-        };
-        writeln!(out, "tally: killed by {sig}{core}")?;
-    }
     Ok(())
+}
+
+/// How a run ended, when it failed: `exit status 1`, `killed by SIGSEGV
+/// (core dumped)`.
+fn ended(r: &RunRecord) -> Option<String> {
+    match (&r.exit.signal, r.exit.code) {
+        (Some(sig), _) => Some(format!(
+            "killed by {sig}{}",
+            if r.exit.core_dumped {
+                " (core dumped)"
+            } else {
+                ""
+            }
+        )),
+        (None, Some(0)) => None,
+        (None, Some(code)) => Some(format!("exit status {code}")),
+        (None, None) => Some("ended in an unknown way".into()),
+    }
+}
+
+/// The first line of a report whose command failed: `the command failed:
+/// exit status 1`, `the command was killed by SIGSEGV (core dumped)`, or
+/// for repeated runs `3 of 10 runs failed: exit status 1`.
+fn failure(runs: &[RunRecord]) -> Option<String> {
+    let mut how: Vec<String> = runs.iter().filter_map(ended).collect();
+    if how.is_empty() {
+        return None;
+    }
+    let failed = how.len();
+    if let [r] = runs {
+        let text = ended(r)?;
+        return Some(if r.exit.signal.is_some() {
+            format!("the command was {text}")
+        } else {
+            format!("the command failed: {text}")
+        });
+    }
+    how.sort();
+    how.dedup();
+    Some(format!(
+        "{failed} of {} runs failed: {}",
+        runs.len(),
+        how.join(", ")
+    ))
 }

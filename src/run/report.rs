@@ -241,6 +241,51 @@ pub const FIGURES: &[Figure] = &[
     Figure { key: "write_call_bytes", label: "write() passed bytes", unit: Unit::Bytes, show: Unit::Bytes, headline: false, get: |r| r.io.map(|i| i.write_call_bytes) },
 ];
 
+/// Outliers move a median by more than this fraction before they are
+/// reported.
+pub const OUTLIERS_MOVE: f64 = 0.01;
+
+/// The warning about `fig`'s outliers among `values` (one per run), when
+/// leaving them out moves the median by more than [`OUTLIERS_MOVE`]: which
+/// runs, and the median with and without them.
+pub fn outlier_warning(fig: &Figure, values: &[f64]) -> Option<String> {
+    let moving = stats::outliers_moving_median(values, OUTLIERS_MOVE)?;
+    let n = moving.indices.len();
+    let mut list: Vec<String> = moving
+        .indices
+        .iter()
+        .take(5)
+        .map(|i| {
+            format!(
+                "{} ({})",
+                i + 1,
+                fig.human(values.get(*i).copied().unwrap_or(0.0))
+            )
+        })
+        .collect();
+    if n > 5 {
+        list.push(format!("{} more", n - 5));
+    }
+    let change = if moving.median != 0.0 {
+        format!(
+            " ({:+.1}%)",
+            (moving.median_without - moving.median) / moving.median * 100.0
+        )
+    } else {
+        String::new()
+    };
+    Some(format!(
+        "{}: {} outlier{} (run{} {}) move the median: {} with them, {} without{change}",
+        fig.label,
+        n,
+        if n == 1 { "" } else { "s" },
+        if n == 1 { "" } else { "s" },
+        list.join(", "),
+        fig.human(moving.median),
+        fig.human(moving.median_without),
+    ))
+}
+
 impl RunReport {
     /// Fills `summary` and `warnings` from `runs`.
     pub fn summarize(&mut self) {
@@ -267,20 +312,8 @@ impl RunReport {
             if !fig.headline {
                 continue;
             }
-            let outliers = stats::outliers(&values);
-            if !outliers.is_empty() {
-                let list: Vec<String> = outliers
-                    .iter()
-                    .take(5)
-                    .map(|i| format!("run {} ({})", i + 1, fig.human(values[*i])))
-                    .collect();
-                self.warnings.push(format!(
-                    "{}: {} outlier{} by median/MAD: {}",
-                    fig.label,
-                    outliers.len(),
-                    if outliers.len() == 1 { "" } else { "s" },
-                    list.join(", ")
-                ));
+            if let Some(w) = outlier_warning(fig, &values) {
+                self.warnings.push(w);
             }
             if let Some(rho) = stats::trend(&values) {
                 self.warnings.push(format!(
@@ -406,6 +439,29 @@ pub(crate) mod tests {
         assert!(narrow(200).lines().nth(1).expect("header").contains("min"));
     }
 
+    /// Outlier warnings fired whenever the spread was about zero (every
+    /// value off the median is then an outlier), so nearly every report
+    /// had them; now only outliers that move the median are reported,
+    /// with the median with and without them.
+    #[test]
+    fn outliers_are_reported_only_when_they_move_the_median() {
+        let same = report(
+            (0..10)
+                .map(|i| record(1000 + u64::from(i == 3), 1472))
+                .collect(),
+        );
+        assert!(same.warnings.is_empty(), "{:?}", same.warnings);
+        // Eight runs of twenty twice as slow: the median is theirs too.
+        let walls: Vec<u64> = (0..12).map(|i| 1000 + 6 * i).chain([2000; 8]).collect();
+        let r = report(walls.iter().map(|w| record(*w, 1472)).collect());
+        let w = r
+            .warnings
+            .iter()
+            .find(|w| w.contains("outlier"))
+            .unwrap_or_else(|| panic!("{:?}", r.warnings));
+        assert!(w.contains("8 outliers") && w.contains("without"), "{w}");
+    }
+
     #[test]
     fn one_run_in_every_format() {
         let r = report(vec![record(75_260_133, 8_272_800)]);
@@ -420,8 +476,10 @@ pub(crate) mod tests {
     fn repeated_runs_with_an_outlier_in_every_format() {
         let walls = [1000, 1010, 990, 1005, 995, 1002, 9000];
         let r = report(walls.iter().map(|w| record(*w, 1472)).collect());
+        // One straggler does not move the median: no warning to learn to
+        // ignore.
         assert!(
-            r.warnings.iter().any(|w| w.contains("outlier")),
+            !r.warnings.iter().any(|w| w.contains("outlier")),
             "{:?}",
             r.warnings
         );
@@ -464,7 +522,7 @@ pub(crate) mod tests {
         rec.io_unavailable = Some("this kernel has no /proc/PID/io".into());
         let text = rendered(&report(vec![rec]), Format::HUMAN);
         assert!(
-            text.contains("tally: killed by SIGSEGV (core dumped)\n"),
+            text.starts_with("tally: the command was killed by SIGSEGV (core dumped)\n"),
             "{text}"
         );
         assert!(text.contains("tally: storage I/O unavailable: this kernel has no /proc/PID/io\n"));

@@ -31,7 +31,7 @@
 //! No run may be measured differently for its place in the order, so
 //! tally's own work on an answer (decoding, storing, planning, asking for
 //! more) never overlaps a run, and every run is started the same way: each
-//! answer is sent between runs, flagged ([`ACK_WANTED`]), and the spawner
+//! answer is sent between runs, flagged (`ACK_WANTED`), and the spawner
 //! starts nothing until tally, done with it and about to wait for the
 //! next, writes one byte on a second socket (descriptor 4). When answers
 //! went out in batches of 32 during the next run, the run right after each
