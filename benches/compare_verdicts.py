@@ -62,6 +62,13 @@ def main():
     trials = int(sys.argv[2]) if len(sys.argv) > 2 else 10
     tally = build_tally()
 
+    if comparisons:
+        false_alarms(tally, comparisons)
+    if trials:
+        power(tally, trials)
+
+
+def false_alarms(tally, comparisons):
     print(f"1. {comparisons} comparisons: tally compare -N -n 40 /bin/true /bin/true")
     alarms = {}
     any_flag = 0
@@ -75,6 +82,8 @@ def main():
     print(f"   {any_flag} of {comparisons} flag some figure "
           f"({100 * any_flag / comparisons:.1f}%; aim: at most 5%): {detail}")
 
+
+def power(tally, trials):
     with tempfile.TemporaryDirectory() as tmp:
         src = os.path.join(tmp, "spin.c")
         exe = os.path.join(tmp, "spin")

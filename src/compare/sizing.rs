@@ -2,8 +2,9 @@
 //! difference of [`DETECT`] in wall time would be found, and no more.
 //!
 //! A pilot of `--min-runs` rounds measures how much each command's wall
-//! time spreads from run to run (1.4826 · MAD over the median, a robust
-//! standard deviation, with a margin for how roughly a few runs know it);
+//! time spreads from run to run (a standard deviation from the MAD and
+//! from the 10th to 90th percentiles, whichever is larger, over the
+//! median, with a margin for how roughly a few runs know it);
 //! the rounds needed follow from the power of the
 //! Mann–Whitney test at the level the family of figures needs (alpha over
 //! the figures that vary: the first step of Holm's), see
@@ -56,14 +57,22 @@ pub struct Limits {
     pub reference: Option<usize>,
 }
 
-/// The robust relative spread of `walls` (1.4826 · MAD / median), raised
-/// by 1 + 1.5/√n: the spread of a few runs is known only roughly (ten runs
+/// The relative spread of `walls`: the larger of 1.4826 · MAD and
+/// (p90 − p10) / 2.563 (both a standard deviation for normal data; the
+/// second sees the slow tail a loaded machine gives, which the test's
+/// power depends on and the MAD ignores), over the median, raised by
+/// 1 + 1.5/√n: the spread of a few runs is known only roughly (ten runs
 /// underestimate it by a third one time in ten), and too low an estimate
 /// stops a comparison before it could find anything.
 fn spread(walls: &[f64]) -> Option<f64> {
     let s = stats::summarize(walls)?;
+    let mut sorted = walls.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let p10 = stats::quantile_sorted(&sorted, 0.10)?;
+    let p90 = stats::quantile_sorted(&sorted, 0.90)?;
+    let sd = (1.4826 * s.mad).max((p90 - p10) / 2.563);
     let margin = 1.0 + 1.5 / (s.count.max(1) as f64).sqrt();
-    (s.median > 0.0).then(|| 1.4826 * s.mad / s.median * margin)
+    (s.median > 0.0).then(|| sd / s.median * margin)
 }
 
 /// The decision at a checkpoint, from each command's wall times so far
