@@ -14,6 +14,7 @@ pub mod diag;
 pub mod load;
 pub mod mem;
 pub mod pagecache;
+pub mod place;
 pub mod procfs;
 pub mod report;
 pub mod run;

@@ -50,14 +50,14 @@ fn versus<'a>(r: &'a Value, i: usize, figure: &str) -> &'a Value {
 
 #[test]
 fn a_slower_sleep_is_significantly_slower_and_the_faster_is_the_reference() {
-    let (code, r) = compare_json(&["-n", "10", "sleep 0.05", "sleep 0.01"]);
+    let (code, r) = compare_json(&["-n", "20", "sleep 0.05", "sleep 0.01"]);
     assert_eq!(code, 0);
     assert_eq!(r["commands"].as_array().unwrap().len(), 2);
     assert_eq!(r["reference"], 1, "the faster command is the reference");
     assert_eq!(r["reference_is"], "fastest");
     for c in r["commands"].as_array().unwrap() {
-        assert_eq!(c["runs"].as_array().unwrap().len(), 10);
-        assert_eq!(c["run_order"].as_array().unwrap().len(), 10);
+        assert_eq!(c["runs"].as_array().unwrap().len(), 20);
+        assert_eq!(c["run_order"].as_array().unwrap().len(), 20);
     }
     assert!(
         r["commands"][1]["versus_reference"]
@@ -84,7 +84,7 @@ fn a_slower_sleep_is_significantly_slower_and_the_faster_is_the_reference() {
         })
         .collect();
     order.sort_unstable();
-    assert_eq!(order, (1..=20).collect::<Vec<u64>>());
+    assert_eq!(order, (1..=40).collect::<Vec<u64>>());
 
     let human = tally()
         .args(["compare", "-n", "8", "sleep 0.05", "sleep 0.01"])
@@ -365,7 +365,7 @@ fn html_page_has_plots_for_every_figure_and_the_ratio_table() {
 
     let out = tally().args(["mem", "--format", "html"]).output().unwrap();
     assert_ne!(out.status.code(), Some(0));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("no html form"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("mem has no html report"));
 }
 
 /// `--cold PATH` takes one path, so the commands can follow it directly,

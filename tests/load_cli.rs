@@ -544,5 +544,8 @@ fn runs_with_procs_is_refused_and_an_html_path_error_names_html() {
         .expect("run");
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.starts_with("tally: --html: cannot create"), "{err}");
+    assert!(
+        err.starts_with("tally: --html ") && err.contains("page.html: cannot open the directory"),
+        "{err}"
+    );
 }

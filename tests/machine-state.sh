@@ -13,3 +13,7 @@ for key in fs.protected_symlinks fs.protected_hardlinks fs.protected_regular \
     fi
 done
 grep -c '^tally-test ' /proc/mounts | sed 's/^/mounts of tally-test = /'
+# Device files a test writes to (`-o /dev/full`) stay devices.
+for dev in /dev/null /dev/full /dev/zero; do
+    echo "$dev = $(stat -c '%F %t:%T' "$dev" 2>&1)"
+done

@@ -1057,15 +1057,15 @@ fn unwritable_stderr_keeps_the_commands_exit_code() {
             .unwrap();
         assert_eq!(status.code(), Some(7), "--format {format}");
     }
-    // A report file that cannot be written: said on stderr, the command's
-    // code kept.
+    // A report asked for that cannot be written: said on stderr, and
+    // tally's own failure (125), as the report is lost.
     let out = tally()
         .args(["run", "-o", "/dev/full", "--", "sh", "-c", "exit 7"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(7));
+    assert_eq!(out.status.code(), Some(125));
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("cannot write the report to /dev/full"),
+        String::from_utf8_lossy(&out.stderr).contains("cannot write the human report to /dev/full"),
         "{out:?}"
     );
 }

@@ -3,9 +3,9 @@
 use std::io::{self, IsTerminal};
 
 use tally::cli;
-use tally::report::{self, Style};
+use tally::report::{Output, Stream};
 
-use super::{Exports, quiet_pipe};
+use super::quiet_pipe;
 
 pub(super) fn bench_command(args: cli::bench::BenchArgs) -> u8 {
     use tally::bench;
@@ -54,18 +54,15 @@ pub(super) fn bench_command(args: cli::bench::BenchArgs) -> u8 {
         },
         None => None,
     };
-    // `--html FILE` is `--export html=FILE`.
-    let mut export = args.export.clone();
-    export.extend(args.html.iter().map(|path| cli::Export {
-        format: report::Format::HTML,
-        path: path.clone(),
-        flag: "--html",
-    }));
-    let exports = match Exports::open_with(&export, "bench", &|_| true) {
-        Ok(e) => e,
-        Err((msg, code)) => {
-            tally::diag!("tally: {msg}");
-            return code;
+    let output = match Output::open::<bench::BenchReport>(
+        &args.out.request(),
+        "bench",
+        Some(Stream::Stdout),
+    ) {
+        Ok(o) => o,
+        Err(e) => {
+            tally::diag!("tally: {e}");
+            return e.exit_code();
         }
     };
     let tty = io::stderr().is_terminal();
@@ -131,8 +128,5 @@ pub(super) fn bench_command(args: cli::bench::BenchArgs) -> u8 {
     if let Some((path, old)) = &old {
         report.baseline = Some(bench::baseline::compare(path, old, &report));
     }
-    let code = quiet_pipe(|out| {
-        report::render(&report, args.format, Style::stdout(), out).map_err(Into::into)
-    });
-    code.max(u8::from(!exports.write(&report)))
+    super::said(output.write(&report))
 }

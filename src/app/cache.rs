@@ -3,8 +3,7 @@
 use std::io;
 
 use tally::cli;
-
-use super::{Exports, quiet_pipe, render_to};
+use tally::report::{Output, Stream};
 
 pub(super) fn cache_command(args: cli::cache::CacheArgs) -> u8 {
     use tally::cache::{command, report::Action};
@@ -28,11 +27,16 @@ pub(super) fn cache_command(args: cli::cache::CacheArgs) -> u8 {
     if let Some(dir) = &args.textfile {
         return super::serve::cache_textfile(&cfg, dir, args.every);
     }
-    let exports = match Exports::open(&args.export, "cache", true) {
-        Ok(e) => e,
-        Err((msg, code)) => {
-            tally::diag!("tally: {msg}");
-            return code;
+    // Checked before any page is evicted, warmed or locked.
+    let output = match Output::open::<tally::cache::report::CacheReport>(
+        &args.out.request(),
+        "cache",
+        Some(Stream::Stdout),
+    ) {
+        Ok(o) => o,
+        Err(e) => {
+            tally::diag!("tally: {e}");
+            return e.exit_code();
         }
     };
     let (report, held) = match command::execute(&cfg, &mut io::stdin().lock()) {
@@ -47,8 +51,7 @@ pub(super) fn cache_command(args: cli::cache::CacheArgs) -> u8 {
     for line in report.diagnostics() {
         tally::diag!("tally: {line}");
     }
-    let code = quiet_pipe(|out| render_to(&report, args.format, out))
-        .max(u8::from(!exports.write(&report)));
+    let code = super::said(output.write(&report));
     if code != 0 {
         return code;
     }

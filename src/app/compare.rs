@@ -1,13 +1,11 @@
 //! `tally compare`: from arguments to the plan, the runs and the report
 //! (stdout, `-o`, `--export`, `--html`), and the exit code.
 
-use std::io::{self, IsTerminal, Write};
-
 use tally::cli;
-use tally::compare::{self, CompareError, plan};
-use tally::report::{self, Format, Style};
+use tally::compare::{self, plan};
+use tally::report::{Output, Stream};
 
-use super::{Exports, Sink};
+use super::progress;
 
 fn plan_of(args: &cli::compare::CompareArgs) -> Result<Vec<compare::Instance>, plan::PlanError> {
     let mut params = Vec::new();
@@ -27,7 +25,7 @@ fn plan_of(args: &cli::compare::CompareArgs) -> Result<Vec<compare::Instance>, p
     plan::expand(&args.commands, &args.names, &params, args.no_shell)
 }
 
-pub(super) fn compare_command(mut args: cli::compare::CompareArgs) -> u8 {
+pub(super) fn compare_command(args: cli::compare::CompareArgs) -> u8 {
     let instances = match plan_of(&args) {
         Ok(i) => i,
         Err(e) => {
@@ -35,30 +33,24 @@ pub(super) fn compare_command(mut args: cli::compare::CompareArgs) -> u8 {
             return 2;
         }
     };
-    let mut out = match &args.output {
-        Some(path) => match Sink::open(path) {
-            Ok(f) => f,
-            Err(e) => {
-                tally::diag!("tally: {e:#}");
-                return 1;
-            }
-        },
-        None => Sink::Stdout,
-    };
-    if let Some(path) = args.html.take() {
-        args.export.push(cli::Export {
-            format: Format::HTML,
-            path,
-            flag: "--html",
-        });
-    }
-    let exports = match Exports::open_with(&args.export, "compare", &|_| true) {
-        Ok(e) => e,
-        Err((msg, code)) => {
-            tally::diag!("tally: {msg}");
-            return code;
+    let output = match Output::open::<compare::report::CompareReport>(
+        &args.out.request(),
+        "compare",
+        Some(Stream::Stdout),
+    ) {
+        Ok(o) => o,
+        Err(e) => {
+            tally::diag!("tally: {e}");
+            return e.exit_code();
         }
     };
+    if output.uses_stdout() && args.show_output {
+        tally::diag!(
+            "tally: --show-output sends the commands' output to stdout, where the report goes: \
+             write the report to a file (-o FILE)"
+        );
+        return 2;
+    }
     let cfg = compare::Config {
         instances,
         runs: args.runs,
@@ -78,14 +70,7 @@ pub(super) fn compare_command(mut args: cli::compare::CompareArgs) -> u8 {
         show_output: args.show_output,
         seed: args.seed.unwrap_or_else(tally::stats::fresh_seed),
     };
-    let bar = io::stderr().is_terminal().then(|| {
-        let bar = indicatif::ProgressBar::new(0);
-        bar.set_style(
-            indicatif::ProgressStyle::with_template("tally: {msg} {bar:30} {pos}/{len} eta {eta}")
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-        );
-        bar
-    });
+    let bar = progress::bar(Some(0));
     let mut on_progress = |p: compare::Progress| {
         if let Some(bar) = &bar {
             bar.set_message(if p.warmup { "warm-up" } else { "runs" });
@@ -102,36 +87,11 @@ pub(super) fn compare_command(mut args: cli::compare::CompareArgs) -> u8 {
     let report = match result {
         Ok(r) => r,
         Err(e) => {
-            let code = e.exit_code();
-            match e {
-                CompareError::Plan(e) => tally::diag!("tally: compare: {e}"),
-                e => tally::diag!("tally: compare: {e}"),
-            }
-            return code;
+            tally::diag!("tally: compare: {e}");
+            return e.exit_code();
         }
     };
-    let style = match &args.output {
-        Some(p) if p.as_os_str() != "-" => Style::PLAIN,
-        _ => Style::stdout(),
-    };
-    let mut text = Vec::with_capacity(8192);
-    let written = report::render(&report, args.format, style, &mut text).and_then(|()| {
-        out.write_all(&text)
-            .and_then(|()| out.flush())
-            .map_err(report::RenderError::Io)
-    });
-    let mut code = 0;
-    match written {
-        Ok(()) => {}
-        Err(e) if e.is_broken_pipe() => {}
-        Err(e) => {
-            tally::diag!("tally: cannot write the report: {e}");
-            code = 1;
-        }
-    }
-    if !exports.write(&report) {
-        code = 1;
-    }
+    let code = super::said(output.write(&report));
     match report.interrupted_by.as_deref() {
         Some("SIGHUP") => 128 + libc::SIGHUP as u8,
         Some("SIGQUIT") => 128 + libc::SIGQUIT as u8,

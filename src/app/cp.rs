@@ -3,18 +3,25 @@
 use std::io::{self, IsTerminal};
 
 use tally::cli;
-use tally::report::{self, Format, Style};
-
-use super::{Exports, quiet_pipe, render_to};
+use tally::report::{self, Format, Output, Stream};
 
 pub(super) fn cp_command(args: cli::cp::CpArgs) -> u8 {
     use tally::copy;
-    if args.format == Format::PROMETHEUS {
-        tally::diag!(
-            "tally: cp has no Prometheus report; use --format human, json, csv or markdown"
-        );
-        return 2;
-    }
+    // Quiet by default, as cp: the human report only with -v, on stderr;
+    // another format on stdout. Checked before a byte is copied.
+    let default = match (args.out.format == Format::HUMAN, args.verbose) {
+        (true, true) => Some(Stream::Stderr),
+        (true, false) => None,
+        (false, _) => Some(Stream::Stdout),
+    };
+    let output = match Output::open::<copy::report::CopyReport>(&args.out.request(), "cp", default)
+    {
+        Ok(o) => o,
+        Err(e) => {
+            tally::diag!("tally: {e}");
+            return e.exit_code();
+        }
+    };
     let mut paths = args.paths;
     let Some(destination) = paths.pop() else {
         tally::diag!("tally: cp needs a source and a destination");
@@ -29,13 +36,6 @@ pub(super) fn cp_command(args: cli::cp::CpArgs) -> u8 {
         keep_cache: args.keep_cache,
         via: args.via,
         named_temp: args.named_temp,
-    };
-    let exports = match Exports::open(&args.export, "cp", false) {
-        Ok(e) => e,
-        Err((msg, code)) => {
-            tally::diag!("tally: {msg}");
-            return code;
-        }
     };
     let mut bar: Option<indicatif::ProgressBar> = None;
     let tty = io::stderr().is_terminal();
@@ -69,18 +69,9 @@ pub(super) fn cp_command(args: cli::cp::CpArgs) -> u8 {
     for p in &report.problems {
         tally::diag!("tally: cp: {}: {}", report::path::display(&p.path), p.error);
     }
-    if args.verbose {
-        let stderr = io::stderr();
-        let _ = report::render(&report, Format::HUMAN, Style::stderr(), &mut stderr.lock());
-    }
-    if args.format != Format::HUMAN {
-        let code = quiet_pipe(|out| render_to(&report, args.format, out));
-        if code != 0 {
-            return code;
-        }
-    }
-    if !exports.write(&report) {
-        return 1;
+    let code = super::said(output.write(&report));
+    if code != 0 {
+        return code;
     }
     u8::from(!report.problems.is_empty())
 }

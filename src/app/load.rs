@@ -3,18 +3,10 @@
 use std::io::{self, IsTerminal};
 
 use tally::cli;
-use tally::report::Format;
-
-use super::{Exports, quiet_pipe, render_to};
+use tally::report::{Output, Stream};
 
 pub(super) fn load_command(args: cli::load::LoadArgs) -> u8 {
     use tally::load::{self, Mode};
-    if args.format == Format::PROMETHEUS {
-        tally::diag!(
-            "tally: load has no Prometheus report; use --format human, json, csv, markdown or html"
-        );
-        return 2;
-    }
     if let (Some(method), true) = (args.child, args.hold) {
         // One of N processes of --procs: load at the barrier, hold.
         let Some(parent) = args.parent else {
@@ -98,12 +90,16 @@ pub(super) fn load_command(args: cli::load::LoadArgs) -> u8 {
         touch: args.touch,
         exe,
     };
-    // Bad output paths fail before the loads, not after.
-    let exports = match load_exports(&args) {
-        Ok(e) => e,
-        Err((msg, code)) => {
-            tally::diag!("tally: {msg}");
-            return code;
+    // Bad formats and output paths fail before the loads, not after.
+    let output = match Output::open::<load::report::LoadReport>(
+        &args.out.request(),
+        "load",
+        Some(Stream::Stdout),
+    ) {
+        Ok(o) => o,
+        Err(e) => {
+            tally::diag!("tally: {e}");
+            return e.exit_code();
         }
     };
     let bar = progress_bar();
@@ -123,8 +119,7 @@ pub(super) fn load_command(args: cli::load::LoadArgs) -> u8 {
             return e.exit_code();
         }
     };
-    let code = quiet_pipe(|out| render_to(&report, args.format, out))
-        .max(u8::from(!exports.write(&report)));
+    let code = super::said(output.write(&report));
     if code != 0 {
         return code;
     }
@@ -152,12 +147,16 @@ fn procs_command(
         mem_limit_bytes: args.mem_limit,
         exe,
     };
-    // Bad output paths fail before the loads, not after.
-    let exports = match load_exports(args) {
-        Ok(e) => e,
-        Err((msg, code)) => {
-            tally::diag!("tally: {msg}");
-            return code;
+    // Bad formats and output paths fail before the loads, not after.
+    let output = match Output::open::<load::procs_report::ProcsReport>(
+        &args.out.request(),
+        "load",
+        Some(Stream::Stdout),
+    ) {
+        Ok(o) => o,
+        Err(e) => {
+            tally::diag!("tally: {e}");
+            return e.exit_code();
         }
     };
     let bar = progress_bar();
@@ -177,8 +176,7 @@ fn procs_command(
             return e.exit_code();
         }
     };
-    let code = quiet_pipe(|out| render_to(&report, args.format, out))
-        .max(u8::from(!exports.write(&report)));
+    let code = super::said(output.write(&report));
     if code != 0 {
         return code;
     }
@@ -186,18 +184,6 @@ fn procs_command(
     // checksums, or no load completing anywhere, are.
     let none_worked = report.runs.iter().all(|r| r.completed == 0);
     u8::from(!report.ok() || none_worked)
-}
-
-/// The `--export` files, with `--html FILE` as `--export html=FILE`; load
-/// has every format but Prometheus.
-fn load_exports(args: &cli::load::LoadArgs) -> Result<Exports, (String, u8)> {
-    let mut export = args.export.clone();
-    export.extend(args.html.iter().map(|path| cli::Export {
-        format: Format::HTML,
-        path: path.clone(),
-        flag: "--html",
-    }));
-    Exports::open_with(&export, "load", &|f| f != Format::PROMETHEUS)
 }
 
 /// `--methods` in the order given, each once; `default` without it.

@@ -3,9 +3,7 @@
 use std::io::{self, IsTerminal};
 
 use tally::cli;
-use tally::report::{self, Format, Style};
-
-use super::Exports;
+use tally::report::{Format, Output, Stream, Style};
 
 pub(super) fn mem_command(
     args: cli::mem::MemArgs,
@@ -44,7 +42,8 @@ pub(super) fn mem_command(
         },
         _ => None,
     };
-    let machine = matches!(args.format, Format::CSV | Format::JSON | Format::PROMETHEUS);
+    let format = args.out.format;
+    let machine = matches!(format, Format::CSV | Format::JSON | Format::PROMETHEUS);
     let mut cfg = mem::Config {
         procfs: match &args.procfs {
             Some(path) if !elevated => tally::procfs::ProcRoot::new(path),
@@ -75,18 +74,31 @@ pub(super) fn mem_command(
         threads: args.threads,
         read_status: user.is_some(),
     };
-    // Export files are created with the caller's rights only: before the
+    // Report files are created with the caller's rights only: before the
     // scan when unprivileged, after the privilege is dropped otherwise.
-    let open_exports = || {
-        Exports::open(&args.export, "mem", true).map_err(|(msg, code)| {
-            note(&msg);
-            code
+    let request = args.out.request();
+    if args.watch.is_some()
+        && request
+            .output
+            .as_ref()
+            .is_some_and(|p| p.as_os_str() != "-")
+    {
+        note(
+            "--watch writes its frames to stdout: drop -o, or use --textfile DIR for a file \
+              kept current",
+        );
+        return 2;
+    }
+    let open_output = || {
+        Output::open::<mem::report::MemReport>(&request, "mem", Some(Stream::Stdout)).map_err(|e| {
+            note(&e.to_string());
+            e.exit_code()
         })
     };
-    let mut exports = None;
+    let mut output = None;
     if !elevated {
-        match open_exports() {
-            Ok(e) => exports = Some(e),
+        match open_output() {
+            Ok(o) => output = Some(o),
             Err(code) => return code,
         }
     }
@@ -116,7 +128,7 @@ pub(super) fn mem_command(
             mem::watch(
                 &cfg,
                 interval,
-                args.format,
+                format,
                 Style::stdout(),
                 terminal,
                 &mut out,
@@ -138,29 +150,29 @@ pub(super) fn mem_command(
                     Err(code) => return code,
                 }
             }
-            if exports.is_none() {
-                match open_exports() {
-                    Ok(e) => exports = Some(e),
+            if output.is_none() {
+                match open_output() {
+                    Ok(o) => output = Some(o),
                     Err(code) => return code,
                 }
             }
             cfg.grouping.check_replaced = true;
-            snap.and_then(|snap| {
-                let report = mem::summarize(&snap, &cfg);
-                let stdout = io::stdout();
-                let mut out = stdout.lock();
-                report::render(&report, args.format, Style::stdout(), &mut out)?;
-                Ok(report)
-            })
+            snap.map(|snap| mem::summarize(&snap, &cfg))
         }
     };
     match report {
         Ok(report) => {
+            let code = match output {
+                // With --watch, the frames went out; the exports hold the
+                // last snapshot.
+                Some(o) if args.watch.is_some() => super::said(o.write_exports(&report)),
+                Some(o) => super::said(o.write(&report)),
+                None => 0,
+            };
             for msg in mem::closing_notes(&report, elevated, tally::sys::geteuid() == 0) {
                 note(&msg);
             }
-            // With --watch, the exports hold the last snapshot.
-            u8::from(!exports.is_none_or(|e| e.write(&report)))
+            code
         }
         Err(e) if e.is_broken_pipe() => 0,
         Err(e) => {

@@ -220,6 +220,17 @@ fn writeback(r: &Residency) -> Option<u64> {
     }
 }
 
+/// The formats CacheReport renders (checked before the command works).
+impl crate::report::Report for CacheReport {
+    const FORMATS: &'static [crate::report::Format] = &[
+        crate::report::Format::HUMAN,
+        crate::report::Format::JSON,
+        crate::report::Format::CSV,
+        crate::report::Format::MARKDOWN,
+        crate::report::Format::PROMETHEUS,
+    ];
+}
+
 impl Render for CacheReport {
     fn human(&self, out: &mut dyn Write, style: Style) -> io::Result<()> {
         if self.files.is_empty() {

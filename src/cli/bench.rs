@@ -4,8 +4,6 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::report::Format;
-
 #[derive(Debug, Args)]
 #[command(after_help = after_help())]
 pub struct BenchArgs {
@@ -26,18 +24,9 @@ pub struct BenchArgs {
     #[arg(long)]
     pub list: bool,
 
-    /// Report format.
-    #[arg(long, value_enum, default_value_t = Format::HUMAN)]
-    pub format: Format,
-
-    #[arg(long, value_name = "FORMAT=FILE", value_parser = super::ExportParser,
-          action = clap::ArgAction::Append, help = super::EXPORT_HELP)]
-    pub export: Vec<super::Export>,
-
-    /// Also write a self-contained HTML page with SVG plots to FILE (the
-    /// same as `--export html=FILE`).
-    #[arg(long, value_name = "FILE")]
-    pub html: Option<PathBuf>,
+    /// Where the report goes.
+    #[command(flatten)]
+    pub out: super::OutputArgs,
 
     /// Compare with an earlier `--format json` report (ratios per figure).
     #[arg(long, value_name = "OLD.json")]

@@ -4,8 +4,6 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::report::Format;
-
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  \
         tally cache model.bin\n  \
@@ -47,18 +45,14 @@ pub struct CacheArgs {
     #[arg(short = '0', long = "null")]
     pub null: bool,
 
-    /// Report format.
-    #[arg(long, value_enum, default_value_t = Format::HUMAN)]
-    pub format: Format,
-
-    #[arg(long, value_name = "FORMAT=FILE", value_parser = super::ExportParser,
-          action = clap::ArgAction::Append, help = super::EXPORT_HELP)]
-    pub export: Vec<super::Export>,
+    /// Where the report goes.
+    #[command(flatten)]
+    pub out: super::OutputArgs,
 
     /// Write the Prometheus metrics to DIR/tally_cache.prom for
     /// node_exporter's textfile collector, atomically (a temporary file in
     /// DIR renamed into place), instead of printing the report.
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["evict", "warm", "lock", "format", "export", "verbose"])]
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["evict", "warm", "lock", "format", "export", "output", "html", "verbose"])]
     pub textfile: Option<PathBuf>,
 
     /// With --textfile: write again every SECS seconds until interrupted.

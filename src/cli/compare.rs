@@ -5,8 +5,6 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::report::Format;
-
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  \
         tally compare 'sleep 0.01' 'sleep 0.03'\n  \
@@ -128,22 +126,8 @@ pub struct CompareArgs {
     #[arg(long, value_name = "SEED")]
     pub seed: Option<u64>,
 
-    /// Report format.
-    #[arg(long, value_enum, default_value_t = Format::HUMAN)]
-    pub format: Format,
-
-    #[arg(long, value_name = "FORMAT=FILE", value_parser = super::ExportParser,
-          action = clap::ArgAction::Append, help = super::EXPORT_HELP)]
-    pub export: Vec<super::Export>,
-
-    /// Write the report to FILE instead of stdout (`-`: stdout).
-    #[arg(short = 'o', long, value_name = "FILE")]
-    pub output: Option<PathBuf>,
-
-    /// Also write a self-contained HTML page with the plots (the same as
-    /// `--export html=FILE`).
-    #[arg(long, value_name = "FILE")]
-    pub html: Option<PathBuf>,
+    #[command(flatten)]
+    pub out: super::OutputArgs,
 
     /// The commands to compare, each one string run by `sh -c` (or split
     /// on whitespace with -N).

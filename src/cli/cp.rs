@@ -4,8 +4,6 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::report::Format;
-
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  \
         tally cp big.iso /backup/            # the page cache stays as it was\n  \
@@ -46,13 +44,9 @@ pub struct CpArgs {
     #[arg(short = 'v', long)]
     pub verbose: bool,
 
-    /// Write a report on stdout in this format (human goes to stderr with -v).
-    #[arg(long, value_enum, default_value_t = Format::HUMAN)]
-    pub format: Format,
-
-    #[arg(long, value_name = "FORMAT=FILE", value_parser = super::ExportParser,
-          action = clap::ArgAction::Append, help = super::EXPORT_HELP)]
-    pub export: Vec<super::Export>,
+    /// Where the report goes.
+    #[command(flatten)]
+    pub out: super::OutputArgs,
 
     /// Sources, then the destination (a directory when there are several
     /// sources).

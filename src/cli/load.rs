@@ -5,7 +5,6 @@ use std::path::PathBuf;
 use clap::Args;
 
 use crate::load::{Method, Touch};
-use crate::report::Format;
 
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  \
@@ -49,18 +48,9 @@ pub struct LoadArgs {
     #[arg(long, value_enum, default_value_t = Touch::All)]
     pub touch: Touch,
 
-    /// Report format (on stdout).
-    #[arg(long, value_enum, default_value_t = Format::HUMAN)]
-    pub format: Format,
-
-    #[arg(long, value_name = "FORMAT=FILE", value_parser = super::ExportParser,
-          action = clap::ArgAction::Append, help = super::EXPORT_HELP)]
-    pub export: Vec<super::Export>,
-
-    /// Also write an HTML page plotting the results (the same as
-    /// --export html=FILE).
-    #[arg(long, value_name = "FILE")]
-    pub html: Option<PathBuf>,
+    /// Where the report goes.
+    #[command(flatten)]
+    pub out: super::OutputArgs,
 
     /// N processes load the file at once and hold it while tally measures
     /// Σ RSS, Σ PSS, the page cache and MemAvailable (default methods:

@@ -8,7 +8,6 @@ use clap::Args;
 use crate::mem::group::{GroupBy, SortKey};
 use crate::mem::name::NameMode;
 use crate::mem::report::Unit;
-use crate::report::Format;
 
 #[derive(Debug, Args)]
 #[command(
@@ -86,18 +85,14 @@ pub struct MemArgs {
     #[arg(long, value_name = "SECS", value_parser = parse_interval)]
     pub watch: Option<Duration>,
 
-    /// Report format.
-    #[arg(long, value_enum, default_value_t = Format::HUMAN)]
-    pub format: Format,
-
-    #[arg(long, value_name = "FORMAT=FILE", value_parser = super::ExportParser,
-          action = clap::ArgAction::Append, help = super::EXPORT_HELP)]
-    pub export: Vec<super::Export>,
+    /// Where the report goes.
+    #[command(flatten)]
+    pub out: super::OutputArgs,
 
     /// Write the Prometheus metrics to DIR/tally_mem.prom for
     /// node_exporter's textfile collector, atomically (a temporary file in
     /// DIR renamed into place), instead of printing the report.
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["watch", "format", "export"])]
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["watch", "format", "export", "output", "html"])]
     pub textfile: Option<PathBuf>,
 
     /// With --textfile: write again every SECS seconds until interrupted.

@@ -73,14 +73,47 @@ pub enum Command {
     },
 }
 
-/// One `--export FORMAT=FILE`: the same report, also rendered in `format`
-/// to `path` (`-`: stdout).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Export {
+pub use crate::report::Export;
+
+/// Where a report goes, the same on every command that reports
+/// (flattened into each): `--format`, `-o`, `--export`, `--html`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct OutputArgs {
+    /// Report format.
+    #[arg(long, value_enum, default_value_t = crate::report::Format::HUMAN)]
     pub format: crate::report::Format,
-    pub path: std::path::PathBuf,
-    /// The option that asked for it (`--export`, or `--html`), for errors.
-    pub flag: &'static str,
+
+    /// Write the report to FILE (`-`: stdout) instead of where it goes by
+    /// default (stdout; stderr for `run`). Put in place only when complete:
+    /// an earlier FILE survives a failed command.
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: Option<std::path::PathBuf>,
+
+    #[arg(long, value_name = "FORMAT=FILE", value_parser = ExportParser,
+          action = clap::ArgAction::Append, help = EXPORT_HELP)]
+    pub export: Vec<Export>,
+
+    /// Also write the self-contained HTML page to FILE (`--export
+    /// html=FILE`).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<std::path::PathBuf>,
+}
+
+impl OutputArgs {
+    /// What was asked for, `--html` as the export it stands for.
+    pub fn request(&self) -> crate::report::Request {
+        let mut exports = self.export.clone();
+        exports.extend(self.html.iter().map(|path| Export {
+            format: crate::report::Format::HTML,
+            path: path.clone(),
+            flag: "--html",
+        }));
+        crate::report::Request {
+            format: self.format,
+            output: self.output.clone(),
+            exports,
+        }
+    }
 }
 
 /// The help of `--export`, shared by every command that reports.

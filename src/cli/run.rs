@@ -2,7 +2,6 @@
 
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
-use std::path::PathBuf;
 
 use clap::Args;
 
@@ -15,9 +14,10 @@ use crate::run;
         tally run -n 10 --warmup 2 --quiet-command -- gzip -k -f big.file\n  \
         tally run --cold model.bin -- ./load model.bin\n  \
         tally run --tree --format json -o report.json -- make -j2\n\n\
-        Exit status: the command's own (kept even when the report cannot be \
-        written); 128+N if a signal N killed it; 127 if it was not found, 126 \
-        if it could not be executed, 125 if tally itself failed before it ran.\n\n\
+        Exit status: the command's own; 128+N if a signal N killed it; 127 if \
+        it was not found, 126 if it could not be executed, 125 if tally itself \
+        failed: before the command ran (a bad option, an unwritable -o), or \
+        writing the report.\n\n\
         Signals: SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to tally are passed \
         on to the command and the run is still reported. A second SIGINT or \
         SIGTERM while the command still runs sends it SIGKILL (a terminal's \
@@ -28,17 +28,9 @@ pub struct RunArgs {
     #[command(flatten)]
     pub config: run::Config,
 
-    /// Report format.
-    #[arg(long, value_enum, default_value_t = Format::HUMAN)]
-    pub format: Format,
-
-    #[arg(long, value_name = "FORMAT=FILE", value_parser = super::ExportParser,
-          action = clap::ArgAction::Append, help = super::EXPORT_HELP)]
-    pub export: Vec<super::Export>,
-
-    /// Write the report to FILE instead of stderr (`-`: stdout).
-    #[arg(short = 'o', long, value_name = "FILE")]
-    pub output: Option<PathBuf>,
+    /// Where the report goes (stderr by default: stdout is the command's).
+    #[command(flatten)]
+    pub out: super::OutputArgs,
 }
 
 impl Default for RunArgs {
@@ -46,9 +38,12 @@ impl Default for RunArgs {
     fn default() -> RunArgs {
         RunArgs {
             config: run::Config::default(),
-            format: Format::HUMAN,
-            export: Vec::new(),
-            output: None,
+            out: super::OutputArgs {
+                format: Format::HUMAN,
+                output: None,
+                export: Vec::new(),
+                html: None,
+            },
         }
     }
 }
@@ -58,8 +53,8 @@ impl Default for RunArgs {
 /// Whatever tally does before it forks is added to the measured command's
 /// wall time, and building clap's argument tree is most of it (its code and
 /// heap pages are faulted in on every run). So the plain forms (`--flag`,
-/// `--opt VALUE`, `-n N`, `-o FILE`, `--cold PATH…`, `--export F=FILE`
-/// (repeatable, as in clap), then `--` or the first
+/// `--opt VALUE`, `-n N`, `-o FILE`, `--html FILE`, `--cold PATH…`,
+/// `--export F=FILE` (repeatable, as in clap), then `--` or the first
 /// word not starting with `-`) are read here. Anything else, including
 /// `--opt=VALUE`, repeated options, help, and every error, returns `None`
 /// and is left to clap. A test checks that every `Some` equals clap's parse.
@@ -68,7 +63,7 @@ pub fn scan(args: &[OsString]) -> Option<RunArgs> {
         return None;
     }
     let mut out = RunArgs::default();
-    let mut seen = [false; 9];
+    let mut seen = [false; 10];
     let mut once = |i: usize| !std::mem::replace(&mut seen[i], true);
     let mut rest = args[2..].iter().peekable();
     // A value for an option: present, not empty, not flag-like.
@@ -98,12 +93,14 @@ pub fn scan(args: &[OsString]) -> Option<RunArgs> {
             b"--format" if once(6) => {
                 // The names clap accepts, from the clap definition itself.
                 let name = value(rest.next())?.to_str()?;
-                out.format = <Format as clap::ValueEnum>::from_str(name, false).ok()?;
+                out.out.format = <Format as clap::ValueEnum>::from_str(name, false).ok()?;
             }
             b"--export" => out
+                .out
                 .export
                 .push(super::parse_export(value(rest.next())?).ok()?),
-            b"-o" | b"--output" if once(7) => out.output = Some(value(rest.next())?.into()),
+            b"-o" | b"--output" if once(7) => out.out.output = Some(value(rest.next())?.into()),
+            b"--html" if once(9) => out.out.html = Some(value(rest.next())?.into()),
             b"--cold" if once(8) => {
                 out.config.cold.push(value(rest.next())?.into());
                 while let Some(p) = rest.next_if(|p| !p.as_bytes().starts_with(b"-")) {

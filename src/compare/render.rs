@@ -10,6 +10,18 @@ use crate::report::unit::Unit;
 use crate::report::{Metric, Render, Style, Table};
 use crate::run::report::FIGURES;
 
+/// The formats CompareReport renders (checked before the command works).
+impl crate::report::Report for CompareReport {
+    const FORMATS: &'static [crate::report::Format] = &[
+        crate::report::Format::HUMAN,
+        crate::report::Format::JSON,
+        crate::report::Format::CSV,
+        crate::report::Format::MARKDOWN,
+        crate::report::Format::PROMETHEUS,
+        crate::report::Format::HTML,
+    ];
+}
+
 impl Render for CompareReport {
     fn human(&self, out: &mut dyn Write, style: Style) -> io::Result<()> {
         super::human::write(self, out, style)

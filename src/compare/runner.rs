@@ -145,6 +145,7 @@ pub fn execute(
         runs: 1,
         warmup: 0,
         quiet_command: !cfg.show_output,
+        stdout_to_stderr: false,
         cold: cfg.cold.clone(),
         drop_caches: cfg.drop_caches,
         tree: false,

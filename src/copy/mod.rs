@@ -14,7 +14,6 @@
 //! (ENOSPC, EIO, a signal) never leaves a half-written file under the
 //! destination's name, and the temporary file is removed.
 
-pub mod dest;
 pub mod report;
 
 use std::fs::{File, OpenOptions};
@@ -25,6 +24,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use crate::pagecache::warm::data_segments;
+use crate::place::{self as dest, Existing, PlaceError, Temp};
 use crate::report::SCHEMA_VERSION;
 use crate::report::path::display;
 use crate::sys::{
@@ -32,7 +32,6 @@ use crate::sys::{
     cache::Advice,
     file::{SyncRange, copy_range, pread, pwrite},
 };
-use dest::{Existing, Temp};
 use report::{CopyReport, FileCopy, Method, Problem};
 
 /// Data moves in windows of this size; writeback and dropping follow them.
@@ -149,6 +148,28 @@ pub enum FileError {
     Changed { path: PathBuf, what: String },
     #[error("{}: {message}", display(path))]
     Other { path: PathBuf, message: String },
+}
+
+/// Where a copy could not be put, in cp's words.
+impl From<PlaceError> for FileError {
+    fn from(e: PlaceError) -> FileError {
+        match e {
+            PlaceError::DestinationIsDir(path) => FileError::DestinationIsDir(path),
+            PlaceError::DestinationDir { dir, source } => FileError::DestinationDir { dir, source },
+            PlaceError::ProtectedLink {
+                path,
+                link_uid,
+                dir_uid,
+            } => FileError::ProtectedLink {
+                path,
+                link_uid,
+                dir_uid,
+            },
+            PlaceError::Temp { dir, source } => FileError::Temp { dir, source },
+            PlaceError::Rename { path, source } => FileError::Rename { path, source },
+            PlaceError::Other { path, message } => FileError::Other { path, message },
+        }
+    }
 }
 
 fn write_error(path: &Path, source: io::Error) -> FileError {

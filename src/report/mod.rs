@@ -6,6 +6,7 @@
 //! serde, with a `schema_version` field, under the header of
 //! [`json::Header`] (tally version, timestamp, hostname, kernel). Renderers never measure.
 
+pub mod output;
 pub mod path;
 pub mod text;
 pub mod unit;
@@ -14,6 +15,7 @@ use std::io::{self, Write};
 
 use serde::Serialize;
 
+pub use output::{Export, Output, OutputError, Report, Request, Stream};
 pub use prometheus::{Metric, MetricKind, Sample};
 
 /// The version of every JSON schema tally writes; bumped on any change

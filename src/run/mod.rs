@@ -51,6 +51,11 @@ pub struct Config {
     #[arg(long)]
     pub quiet_command: bool,
 
+    /// Send the command's stdout to its stderr: set when the report takes
+    /// stdout, which carries one stream.
+    #[arg(skip)]
+    pub stdout_to_stderr: bool,
+
     /// Before every run, evict these files (directories recursively) from
     /// the page cache, without root, and verify they left. Takes several
     /// paths: end the list with `--` before the command.
@@ -82,6 +87,7 @@ impl Default for Config {
             runs: 1,
             warmup: 0,
             quiet_command: false,
+            stdout_to_stderr: false,
             cold: Vec::new(),
             drop_caches: false,
             tree: false,
@@ -216,7 +222,11 @@ impl Measurer {
             cfg,
             counters: self.counters.as_ref(),
             forwarder: &self.forwarder,
-            shared: self.shared && !cfg.tree && !cfg.quiet_command && self.counters.is_none(),
+            shared: self.shared
+                && !cfg.tree
+                && !cfg.quiet_command
+                && !cfg.stdout_to_stderr
+                && self.counters.is_none(),
         })
     }
 
@@ -391,6 +401,7 @@ fn run_once(ctx: &Ctx) -> Result<RunRecord, RunError> {
         gate: true,
         cgroup_procs: tree.as_mut().and_then(|t| t.take_procs_fd()),
         quiet: cfg.quiet_command,
+        stdout_to_stderr: cfg.stdout_to_stderr,
         open_io: true,
         // tally forks and waits on this same thread, which lives until the
         // command has been reaped: the command dies with tally, not with

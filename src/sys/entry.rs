@@ -47,6 +47,17 @@ pub fn run(f: fn() -> u8) -> c_int {
     code
 }
 
+/// Which of descriptors 0, 1 and 2 were closed when tally started (bit
+/// `1 << fd`), before [`open_standard_fds`] put /dev/null there.
+static CLOSED_AT_START: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
+/// Whether stdout was closed when tally started (`>&-`): what tally writes
+/// there goes nowhere, so a report meant for it is an error, and `--watch`
+/// has no reader.
+pub fn stdout_was_closed() -> bool {
+    CLOSED_AT_START.load(std::sync::atomic::Ordering::Relaxed) & (1 << 1) != 0
+}
+
 /// Opens /dev/null on any of descriptors 0, 1 and 2 that is closed, so that
 /// a file tally opens can never become its stdout (std does the same).
 fn open_standard_fds() {
@@ -67,6 +78,7 @@ fn open_standard_fds() {
             flags == -1
         };
         if closed {
+            CLOSED_AT_START.fetch_or(1 << pfd.fd, std::sync::atomic::Ordering::Relaxed);
             // SAFETY: the path is a NUL-terminated literal. The lowest
             // free descriptor is the closed one, since lower ones are open.
             let fd = unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDWR) };

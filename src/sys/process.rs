@@ -54,6 +54,8 @@ pub struct PreExec {
     pub cgroup_procs: Option<OwnedFd>,
     /// Send the command's stdout and stderr to /dev/null.
     pub quiet: bool,
+    /// Send the command's stdout to its stderr (the report takes stdout).
+    pub stdout_to_stderr: bool,
     /// Open the child's `/proc/PID/io` in the parent right after `fork`
     /// (see [`Spawned::io`]).
     pub open_io: bool,
@@ -175,8 +177,13 @@ pub fn spawn(argv: &[OsString], pre: PreExec) -> io::Result<Spawned> {
         // SAFETY: see the fork comment above; every pointer refers to data
         // that lives in this address space until exec or _exit.
         unsafe {
+            let redirect = match (null_fd, pre.stdout_to_stderr) {
+                (Some(fd), _) => Redirect::Null(fd),
+                (None, true) => Redirect::StdoutToStderr,
+                (None, false) => Redirect::None,
+            };
             child_exec(
-                program, arg_ptrs, gate_fd, cgroup_fd, null_fd, status_fd, parent,
+                program, arg_ptrs, gate_fd, cgroup_fd, redirect, status_fd, parent,
             )
         }
     }
@@ -230,6 +237,15 @@ unsafe fn default_signals() {
     }
 }
 
+/// Where the child's stdout and stderr go.
+#[derive(Clone, Copy)]
+enum Redirect {
+    None,
+    /// Both to this descriptor (/dev/null).
+    Null(i32),
+    StdoutToStderr,
+}
+
 /// The child side of [`spawn`]; never returns.
 ///
 /// # Safety
@@ -239,7 +255,7 @@ unsafe fn child_exec(
     argv: &[*const libc::c_char],
     gate: Option<i32>,
     cgroup: Option<i32>,
-    null: Option<i32>,
+    redirect: Redirect,
     status: i32,
     parent: Option<libc::pid_t>,
 ) -> ! {
@@ -272,9 +288,12 @@ unsafe fn child_exec(
                 libc::kill(libc::getpid(), libc::SIGKILL);
             }
         }
-        if let Some(fd) = null
-            && (libc::dup2(fd, 1) < 0 || libc::dup2(fd, 2) < 0)
-        {
+        let redirected = match redirect {
+            Redirect::None => true,
+            Redirect::Null(fd) => libc::dup2(fd, 1) >= 0 && libc::dup2(fd, 2) >= 0,
+            Redirect::StdoutToStderr => libc::dup2(2, 1) >= 0,
+        };
+        if !redirected {
             fail(errno());
         }
         if let Some(fd) = cgroup
@@ -410,7 +429,7 @@ pub fn prepare_shared_spawns() -> io::Result<()> {
 
 /// [`spawn_shared`] of a command prepared before: allocates nothing.
 pub fn spawn_prepared(cmd: &Prepared, pre: PreExec) -> io::Result<Spawned> {
-    if pre.gate || pre.cgroup_procs.is_some() || pre.quiet {
+    if pre.gate || pre.cgroup_procs.is_some() || pre.quiet || pre.stdout_to_stderr {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
             "a shared-memory spawn has no gate, cgroup or redirection",

@@ -1,4 +1,6 @@
-//! Where a copy lands, resolved once and held as a directory descriptor.
+//! Putting a file in place whole, where it was named: the way `tally cp`
+//! writes every copy and every command writes its reports, exports and
+//! pages.
 //!
 //! The destination's directory is opened (the kernel resolves its path,
 //! with its own link protections); the last component is looked at with
@@ -6,13 +8,15 @@
 //! does, only where the kernel's `fs.protected_symlinks` would follow it:
 //! in a sticky world-writable directory (`/tmp`) a link is followed only if
 //! its owner is the caller or the directory's owner. Otherwise another user
-//! could plant `/tmp/foo -> /etc/shadow` and have root's copy replace the
+//! could plant `/tmp/foo -> /etc/shadow` and have root's write replace the
 //! file the link names. Reading the link and walking its target by hand
 //! (as `canonicalize` does) bypasses the kernel's check, so it is mirrored
-//! here. The copy is then written to an unnamed file (`O_TMPFILE`), or a
-//! `O_CREAT|O_EXCL|O_NOFOLLOW` temporary name, in that directory and put in
-//! place with `linkat`/`renameat` on the same descriptor: no path is
-//! resolved again between the check and the rename.
+//! here. The content is then written to an unnamed file (`O_TMPFILE`), or
+//! a `O_CREAT|O_EXCL|O_NOFOLLOW` temporary name, in that directory and put
+//! in place with `linkat`/`renameat` on the same descriptor: no path is
+//! resolved again between the check and the rename, and until the rename
+//! the name holds what it held before (a failed or killed command leaves an
+//! earlier report as it was).
 
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
@@ -20,13 +24,14 @@ use std::io;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
-use super::FileError;
+use crate::report::path::display;
 use crate::sys::{self, cleanup::Guard, file::StatAt};
 
 /// Longest file name (`NAME_MAX`).
 const NAME_MAX: usize = 255;
 /// Links followed before giving up (the kernel's limit).
 const MAX_LINKS: usize = 40;
+/// The end of a temporary name (`.NAME.XXXXXX.tally-cp`).
 const TEMP_SUFFIX: &str = ".tally-cp";
 
 /// What the destination's name holds now.
@@ -50,6 +55,36 @@ pub struct Dest {
     pub path: PathBuf,
 }
 
+/// A destination that cannot be written, named with the fix.
+#[derive(Debug, thiserror::Error)]
+pub enum PlaceError {
+    #[error("{} is a directory: name a file", display(.0))]
+    DestinationIsDir(PathBuf),
+    #[error(
+        "cannot open the directory {}: {source} — create it first, or name an existing directory",
+        display(dir)
+    )]
+    DestinationDir { dir: PathBuf, source: io::Error },
+    #[error(
+        "{} is a symbolic link (owner uid {link_uid}) in a world-writable sticky directory of uid {dir_uid}: not followed, as the kernel's fs.protected_symlinks refuses to — another user may have planted it; remove the link or name another destination",
+        display(path)
+    )]
+    ProtectedLink {
+        path: PathBuf,
+        link_uid: u32,
+        dir_uid: u32,
+    },
+    #[error(
+        "cannot create a temporary file in {}: {source} — check the directory exists and is writable",
+        display(dir)
+    )]
+    Temp { dir: PathBuf, source: io::Error },
+    #[error("cannot put the finished file in place as {}: {source}", display(path))]
+    Rename { path: PathBuf, source: io::Error },
+    #[error("{}: {message}", display(path))]
+    Other { path: PathBuf, message: String },
+}
+
 /// Whether the kernel's `fs.protected_symlinks` is on (unknown counts as
 /// on). Read once: `cp -r` resolves a destination for every file.
 fn symlinks_protected() -> bool {
@@ -69,10 +104,10 @@ pub fn may_follow(dir: &StatAt, link: &StatAt, fsuid: u32) -> bool {
         || dir.uid == link.uid
 }
 
-fn split(path: &Path) -> Result<(PathBuf, OsString), FileError> {
+fn split(path: &Path) -> Result<(PathBuf, OsString), PlaceError> {
     let name = path
         .file_name()
-        .ok_or_else(|| FileError::DestinationIsDir(path.to_path_buf()))?;
+        .ok_or_else(|| PlaceError::DestinationIsDir(path.to_path_buf()))?;
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
@@ -83,7 +118,7 @@ fn split(path: &Path) -> Result<(PathBuf, OsString), FileError> {
 /// Resolves `path` as the module documentation says. Fails before any
 /// data moves when the directory is missing, or a link must not be
 /// followed.
-pub fn resolve(path: &Path) -> Result<Dest, FileError> {
+pub fn resolve(path: &Path) -> Result<Dest, PlaceError> {
     let (mut dir_path, mut name) = split(path)?;
     let protected = symlinks_protected();
     for hop in 0..MAX_LINKS {
@@ -94,7 +129,7 @@ pub fn resolve(path: &Path) -> Result<Dest, FileError> {
                 d.join(n)
             }
         };
-        let dangling = || FileError::Other {
+        let dangling = || PlaceError::Other {
             path: path.to_path_buf(),
             message: "is a symbolic link to nothing: remove it or name another destination".into(),
         };
@@ -102,7 +137,7 @@ pub fn resolve(path: &Path) -> Result<Dest, FileError> {
             Ok(d) => d,
             Err(e) if hop > 0 && e.raw_os_error() == Some(libc::ENOENT) => return Err(dangling()),
             Err(e) => {
-                return Err(FileError::DestinationDir {
+                return Err(PlaceError::DestinationDir {
                     dir: dir_path.clone(),
                     source: e,
                 });
@@ -122,7 +157,7 @@ pub fn resolve(path: &Path) -> Result<Dest, FileError> {
                 });
             }
             Err(e) => {
-                return Err(FileError::Other {
+                return Err(PlaceError::Other {
                     path: dir_path.join(&name),
                     message: format!("cannot look at the destination: {e}"),
                 });
@@ -130,18 +165,18 @@ pub fn resolve(path: &Path) -> Result<Dest, FileError> {
         };
         let existing = if st.is_symlink() {
             let here = landing(&dir_path, &name);
-            let dir_st = sys::file::stat_fd(&dir).map_err(|e| FileError::Other {
+            let dir_st = sys::file::stat_fd(&dir).map_err(|e| PlaceError::Other {
                 path: dir_path.clone(),
                 message: format!("cannot look at the directory: {e}"),
             })?;
             if protected && !may_follow(&dir_st, &st, sys::geteuid()) {
-                return Err(FileError::ProtectedLink {
+                return Err(PlaceError::ProtectedLink {
                     path: here,
                     link_uid: st.uid,
                     dir_uid: dir_st.uid,
                 });
             }
-            let target = sys::file::readlink_at(&dir, &name).map_err(|e| FileError::Other {
+            let target = sys::file::readlink_at(&dir, &name).map_err(|e| PlaceError::Other {
                 path: here.clone(),
                 message: format!("cannot read the link: {e}"),
             })?;
@@ -153,7 +188,7 @@ pub fn resolve(path: &Path) -> Result<Dest, FileError> {
                 dir_path.join(target)
             };
             let Ok((d, n)) = split(&next) else {
-                return Err(FileError::DestinationIsDir(here));
+                return Err(PlaceError::DestinationIsDir(here));
             };
             (dir_path, name) = (d, n);
             continue;
@@ -172,7 +207,7 @@ pub fn resolve(path: &Path) -> Result<Dest, FileError> {
             existing,
         });
     }
-    Err(FileError::Other {
+    Err(PlaceError::Other {
         path: path.to_path_buf(),
         message: "too many levels of symbolic links".into(),
     })
@@ -231,8 +266,8 @@ pub struct Temp {
 impl Temp {
     /// An unnamed file in `dest`'s directory where the filesystem has
     /// `O_TMPFILE` (and /proc can name it later), else a new temporary name.
-    pub fn create(dest: &Dest, unnamed: bool) -> Result<Temp, FileError> {
-        let temp_err = |e: io::Error| FileError::Temp {
+    pub fn create(dest: &Dest, unnamed: bool) -> Result<Temp, PlaceError> {
+        let temp_err = |e: io::Error| PlaceError::Temp {
             dir: dest.dir_path.clone(),
             source: e,
         };
@@ -274,8 +309,8 @@ impl Temp {
     }
 
     /// Puts the finished copy in place under `dest`'s name.
-    pub fn commit(mut self, dest: &Dest) -> Result<(), FileError> {
-        let rename_err = |e: io::Error| FileError::Rename {
+    pub fn commit(mut self, dest: &Dest) -> Result<(), PlaceError> {
+        let rename_err = |e: io::Error| PlaceError::Rename {
             path: dest.path.clone(),
             source: e,
         };

@@ -1,0 +1,385 @@
+//! The one output stage (src/report/output.rs): every command that
+//! reports takes `--format F -o FILE` the same way, refuses a format it
+//! does not have before any work, writes a file only when it is complete,
+//! keeps stdout to one document, and fails when its report cannot be
+//! written.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::tally;
+
+const FORMATS: [&str; 6] = ["human", "json", "csv", "markdown", "prometheus", "html"];
+
+/// A small file to cache, copy and load.
+fn data_file(dir: &Path) -> PathBuf {
+    let path = dir.join("data.bin");
+    std::fs::write(&path, vec![7u8; 256 << 10]).expect("write data");
+    path
+}
+
+/// The arguments of `command` reporting in `format` to `out`, on small
+/// inputs in `dir`.
+fn invocation(command: &str, format: &str, out: &Path, dir: &Path) -> Vec<String> {
+    let out = out.to_string_lossy().into_owned();
+    let data = data_file(dir).to_string_lossy().into_owned();
+    let base = ["--format".to_string(), format.to_string(), "-o".into(), out];
+    let mut args: Vec<String> = vec![command.into()];
+    args.extend(base);
+    match command {
+        "run" => args.extend(["--", "true"].map(String::from)),
+        "compare" => args.extend(["-N", "-n", "6", "/bin/true", "/bin/true"].map(String::from)),
+        "mem" => args.extend(["--pid".to_string(), std::process::id().to_string()]),
+        "cache" => args.push(data),
+        "cp" => {
+            args.push(data);
+            args.push(dir.join("copy.bin").to_string_lossy().into_owned());
+        }
+        "load" => {
+            args.extend(["--warm", "--runs", "1", "--methods", "read", &data].map(String::from))
+        }
+        "bench" => args.extend(["syscall", "--budget-ms", "2"].map(String::from)),
+        other => panic!("no invocation for {other}"),
+    }
+    args
+}
+
+fn promtool() -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join("promtool"))
+            .find(|p| p.is_file())
+    })
+}
+
+/// Whether `text` is a valid `format` document; the reason when not.
+fn valid(format: &str, text: &str) -> Result<(), String> {
+    match format {
+        "human" => (!text.trim().is_empty())
+            .then_some(())
+            .ok_or("empty".into()),
+        "json" => serde_json::from_str::<serde_json::Value>(text)
+            .map(|_| ())
+            .map_err(|e| e.to_string()),
+        "csv" => {
+            let mut reader = csv::ReaderBuilder::new()
+                .flexible(false)
+                .from_reader(text.as_bytes());
+            let rows = reader.records().count();
+            let width = reader.headers().map_err(|e| e.to_string())?.len();
+            let mut again = csv::ReaderBuilder::new()
+                .flexible(false)
+                .from_reader(text.as_bytes());
+            for r in again.records() {
+                r.map_err(|e| format!("not rectangular: {e}"))?;
+            }
+            (rows > 0 && width > 1)
+                .then_some(())
+                .ok_or(format!("{rows} rows of {width} columns"))
+        }
+        "markdown" => text
+            .lines()
+            .any(|l| l.starts_with("|") && l.contains("---"))
+            .then_some(())
+            .ok_or("no table".into()),
+        "prometheus" => match promtool() {
+            Some(p) => {
+                let (status, said) = common::promtool_check_metrics(&p, text);
+                (status.success() && said.trim().is_empty())
+                    .then_some(())
+                    .ok_or(said)
+            }
+            None => text
+                .contains("# TYPE")
+                .then_some(())
+                .ok_or("no # TYPE line".into()),
+        },
+        "html" => text.contains("<svg").then_some(()).ok_or("no <svg".into()),
+        _ => Err("unknown format".into()),
+    }
+}
+
+#[test]
+fn every_command_writes_every_format_it_has_and_refuses_the_rest_before_any_work() {
+    if promtool().is_none() {
+        common::skip_part!(
+            "promtool is not installed: Prometheus text checked by its # TYPE lines"
+        );
+    }
+    let mut refused = Vec::new();
+    for command in ["run", "compare", "mem", "cache", "cp", "load", "bench"] {
+        for format in FORMATS {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let out = dir.path().join(format!("report.{format}"));
+            let args = invocation(command, format, &out, dir.path());
+            let result = tally().args(&args).output().expect("tally runs");
+            let err = String::from_utf8_lossy(&result.stderr);
+            let code = result.status.code();
+            if code == Some(2) || (command == "run" && code == Some(125)) {
+                // Refused: named, and before any work.
+                assert!(
+                    err.contains(&format!("has no {format} report")),
+                    "{command} {format}: {err}"
+                );
+                assert!(!out.exists(), "{command} {format}: a report file was left");
+                assert!(
+                    !dir.path().join("copy.bin").exists(),
+                    "{command} {format}: cp copied before refusing"
+                );
+                refused.push(format!("{command} {format}"));
+                continue;
+            }
+            assert!(
+                matches!(code, Some(0) | Some(1)),
+                "{command} {format}: {code:?} {err}"
+            );
+            let text = std::fs::read_to_string(&out)
+                .unwrap_or_else(|e| panic!("{command} {format}: no report file ({e}): {err}"));
+            if let Err(why) = valid(format, &text) {
+                panic!("{command} {format}: not a valid {format} document: {why}\n{text}");
+            }
+            // Nothing but the report in the directory: no temporary left.
+            let left: Vec<_> = common::entries(dir.path())
+                .into_iter()
+                .filter(|p| {
+                    p.file_name()
+                        .is_some_and(|n| n.to_string_lossy().starts_with('.'))
+                })
+                .collect();
+            assert!(left.is_empty(), "{command} {format}: left {left:?}");
+        }
+    }
+    eprintln!("refused: {refused:?}");
+    assert!(refused.len() <= 7, "{} refused: {refused:?}", refused.len());
+    for format in ["human", "json", "csv", "markdown"] {
+        assert!(
+            !refused.iter().any(|r| r.ends_with(&format!(" {format}"))),
+            "{format} refused: {refused:?}"
+        );
+    }
+}
+
+/// `-o FILE` truncated FILE before anything was measured: `echo old >
+/// r.json; tally run --format json -o r.json -- typo` left it empty.
+#[test]
+fn an_earlier_report_survives_a_failed_command() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("r.json");
+    std::fs::write(&file, "old\n").expect("write");
+    let out = tally()
+        .args(["run", "--format", "json", "-o"])
+        .arg(&file)
+        .args(["--", "no-such-command-here"])
+        .output()
+        .expect("tally runs");
+    assert_eq!(out.status.code(), Some(127));
+    assert_eq!(std::fs::read_to_string(&file).expect("read"), "old\n");
+    // The same for compare.
+    let out = tally()
+        .args(["compare", "--format", "json", "-o"])
+        .arg(&file)
+        .args(["-N", "-n", "3", "no-such-command-here", "/bin/true"])
+        .output()
+        .expect("tally runs");
+    assert_ne!(out.status.code(), Some(0));
+    assert_eq!(std::fs::read_to_string(&file).expect("read"), "old\n");
+    assert_eq!(common::entries(dir.path()), [file], "no temporary left");
+}
+
+/// ... and a kill in the middle of `run -n 50 -o r.json`.
+#[test]
+fn an_earlier_report_survives_a_kill() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("r.json");
+    std::fs::write(&file, "old\n").expect("write");
+    let ready = dir.path().join("ready");
+    let script = format!("touch {}; sleep 0.1", ready.display());
+    let child = common::tally_std()
+        .args(["run", "-n", "50", "--format", "json", "-o"])
+        .arg(&file)
+        .args(["--", "sh", "-c", &script])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("tally starts");
+    let start = Instant::now();
+    while !ready.exists() {
+        assert!(start.elapsed() < Duration::from_secs(20), "never ran");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let pid = child.id();
+    let _reaper = common::Reaper(vec![child]);
+    let killed = common::command("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(std::fs::read_to_string(&file).expect("read"), "old\n");
+    let left: Vec<PathBuf> = common::entries(dir.path())
+        .into_iter()
+        .filter(|p| p != &file && p != &ready)
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+/// `run --format json -o - -- echo hello` wrote `hello` into the JSON
+/// stream; `compare --export json=-` wrote the human report and the JSON
+/// onto one stdout; two writers to stdout were accepted.
+#[test]
+fn stdout_carries_one_document() {
+    let out = tally()
+        .args(["run", "--format", "json", "-o", "-", "--", "echo", "hello"])
+        .output()
+        .expect("tally runs");
+    assert_eq!(out.status.code(), Some(0));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    assert_eq!(doc["runs"].as_array().map(Vec::len), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("hello"),
+        "the command's output went to stderr"
+    );
+    let out = tally()
+        .args(["compare", "-N", "-n", "3", "--export", "json=-"])
+        .args(["/bin/true", "/bin/true"])
+        .output()
+        .expect("tally runs");
+    assert_eq!(out.status.code(), Some(0));
+    serde_json::from_slice::<serde_json::Value>(&out.stdout).expect("stdout is pure JSON");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("median"),
+        "the human report went to stderr"
+    );
+    for two in [
+        &["-o", "-", "--export", "json=-"][..],
+        &["--export", "json=-", "--export", "csv=-"],
+        &["--format", "csv", "--export", "json=-"],
+    ] {
+        let out = tally()
+            .args(["compare", "-N", "-n", "3"])
+            .args(two)
+            .args(["/bin/true", "/bin/true"])
+            .output()
+            .expect("tally runs");
+        assert_eq!(out.status.code(), Some(2), "{two:?}");
+        assert!(out.stdout.is_empty(), "{two:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("both write to stdout"), "{two:?}: {err}");
+    }
+}
+
+/// Write failures passed silently: `tally --help >/dev/full` exited 0,
+/// and `mem --watch` with stdout closed ran forever.
+#[test]
+fn a_report_that_cannot_be_written_is_an_error() {
+    if !Path::new("/dev/full").exists() {
+        common::skip!("no /dev/full");
+    }
+    let full = || {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .expect("/dev/full")
+    };
+    for args in [&["--help"][..], &["mem"], &["cache", "/etc/hostname"]] {
+        let out = common::tally_std()
+            .args(args)
+            .stdout(full())
+            .output()
+            .expect("tally runs");
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("No space left"), "{args:?}: {err}");
+    }
+    // stdout closed: said at once, before any work.
+    let out = common::command("sh")
+        .arg("-c")
+        .arg(format!(
+            "exec {} mem --watch 0.1 >&-",
+            common::tally_bin().display()
+        ))
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("sh");
+    let out = common::wait_or_kill(out, Duration::from_secs(20));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("stdout is closed"));
+}
+
+/// `cp --format html` and `cache --format html` copied or evicted first,
+/// then exited 1.
+#[test]
+fn a_format_a_command_does_not_have_is_refused_before_any_work() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let src = data_file(dir.path());
+    let dst = dir.path().join("copy.bin");
+    let out = tally()
+        .args(["cp", "--format", "html"])
+        .arg(&src)
+        .arg(&dst)
+        .output()
+        .expect("tally runs");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(!dst.exists(), "cp copied before refusing");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("cp has no html report; --format takes"),
+        "{err}"
+    );
+    let out = tally()
+        .args(["cache", "--evict", "--format", "html"])
+        .arg(&src)
+        .output()
+        .expect("tally runs");
+    assert_eq!(out.status.code(), Some(2));
+    // An unwritable -o is said before the copy too.
+    let out = tally()
+        .args(["cp", "--format", "json", "-o", "/no/such/dir/r.json"])
+        .arg(&src)
+        .arg(&dst)
+        .output()
+        .expect("tally runs");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(!dst.exists(), "cp copied before failing on -o");
+}
+
+/// `-o /dev/full` was "put in place" like a regular file: the device node
+/// was replaced by a regular file holding the report. A device, a FIFO or
+/// a pipe named by `-o` is written as it is, never replaced.
+#[test]
+fn a_device_or_a_fifo_named_by_o_is_written_not_replaced() {
+    use std::os::unix::fs::FileTypeExt;
+    let out = tally()
+        .args(["run", "--format", "json", "-o", "/dev/null", "--", "true"])
+        .output()
+        .expect("tally runs");
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let null = std::fs::metadata("/dev/null").expect("/dev/null");
+    assert!(null.file_type().is_char_device(), "/dev/null was replaced");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fifo = dir.path().join("fifo");
+    let made = common::command("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo");
+    assert!(made.success());
+    let reader = common::command("cat")
+        .arg(&fifo)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("cat");
+    let out = tally()
+        .args(["run", "--format", "json", "-o"])
+        .arg(&fifo)
+        .args(["--", "true"])
+        .output()
+        .expect("tally runs");
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let read = common::wait_or_kill(reader, Duration::from_secs(20));
+    serde_json::from_slice::<serde_json::Value>(&read.stdout).expect("the report came through");
+    let kind = std::fs::symlink_metadata(&fifo).expect("fifo").file_type();
+    assert!(kind.is_fifo(), "the FIFO was replaced");
+}
