@@ -752,3 +752,18 @@ fn a_command_against_itself_reports_the_correction_and_its_headline() {
         assert!(adjusted >= p, "{v}");
     }
 }
+
+/// The help's `-P n` example read `xz -T` and a line break: clap turns
+/// `{n}` into one anywhere in help text.
+#[test]
+fn the_help_examples_print_as_written() {
+    let out = tally()
+        .args(["compare", "--help"])
+        .output()
+        .expect("tally runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("'xz -T{threads} -k -c big > /dev/null'"),
+        "{text}"
+    );
+}

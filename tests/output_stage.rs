@@ -383,3 +383,29 @@ fn a_device_or_a_fifo_named_by_o_is_written_not_replaced() {
     let kind = std::fs::symlink_metadata(&fifo).expect("fifo").file_type();
     assert!(kind.is_fifo(), "the FIFO was replaced");
 }
+
+/// `mem`'s human lines were 170 columns wide and `load`'s table 128: the
+/// human output of every command fits 100 columns off a terminal (a pipe,
+/// a file, a CI log), stdout and stderr alike.
+#[test]
+fn human_output_fits_100_columns() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = data_file(dir.path());
+    let data = data.to_str().expect("utf-8 path");
+    let cases: [&[&str]; 6] = [
+        &["run", "-n", "5", "--", "true"],
+        &["compare", "-N", "-n", "6", "/bin/true", "/bin/echo"],
+        &["mem"],
+        &["bench", "syscall", "--budget-ms", "2"],
+        &["cache", data, "/etc/hostname"],
+        &["load", "--runs", "1", data],
+    ];
+    for args in cases {
+        let out = tally().args(args).output().expect("tally runs");
+        for stream in [&out.stdout, &out.stderr] {
+            let text = String::from_utf8_lossy(stream);
+            let long: Vec<&str> = text.lines().filter(|l| l.chars().count() > 100).collect();
+            assert!(long.is_empty(), "{args:?}: {long:#?}");
+        }
+    }
+}

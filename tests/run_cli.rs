@@ -1113,3 +1113,24 @@ fn peak_memory_of_a_small_command_does_not_grow_with_the_runs() {
         "peak memory rose from {first} to {last} bytes over 1,500 runs"
     );
 }
+
+/// `run --cold f ls` took `ls` as a second path to evict and ran nothing:
+/// `--cold` takes one path, so the command can follow it directly.
+#[test]
+fn cold_takes_one_path_and_the_command_follows() {
+    let tmp = scratch("cold-one");
+    let file = tmp.path().join("data");
+    fs::write(&file, vec![1u8; 64 << 10]).unwrap();
+    let out = tally()
+        .arg("run")
+        .arg("--cold")
+        .arg(&file)
+        .args(["--format", "json", "sh", "-c", "exit 4"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(4), "{out:?}");
+    let report: RunReport = serde_json::from_slice(&out.stderr).expect("the JSON report");
+    assert_eq!(report.command, ["sh", "-c", "exit 4"]);
+    let cold = report.runs[0].cold.as_ref().expect("cold report");
+    assert_eq!(cold.files.len(), 1);
+}

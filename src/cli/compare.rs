@@ -10,7 +10,7 @@ use clap::Args;
         tally compare 'sleep 0.01' 'sleep 0.03'\n  \
         tally compare --cold model.bin 'python3 load.py --read model.bin' 'python3 load.py --mmap model.bin'\n  \
         tally compare -N -n 200 /bin/true '/bin/echo hi'\n  \
-        tally compare -P n 1 4 'xz -T{n} -k -c big > /dev/null' --html xz.html\n\n\
+        tally compare -P threads 1 4 'xz -T{threads} -k -c big > /dev/null' --html xz.html\n\n\
         Exit status: 0 when every run ran (and succeeded, without -i); 1 when a \
         command failed (exit status not 0, or killed) and -i was not given, or \
         a run could not be started; 2 for bad usage (no command, a bad \

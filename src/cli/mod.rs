@@ -310,7 +310,7 @@ mod tests {
                 "gzip",
                 "-k",
             ],
-            &["tally", "run", "--cold", "a", "b", "--", "./load", "a"],
+            &["tally", "run", "--cold", "a", "--cold", "b", "./load", "a"],
             &[
                 "tally", "run", "--tree", "--format", "json", "-o", "r.json", "--", "make",
             ],

@@ -53,8 +53,8 @@ impl Default for RunArgs {
 /// Whatever tally does before it forks is added to the measured command's
 /// wall time, and building clap's argument tree is most of it (its code and
 /// heap pages are faulted in on every run). So the plain forms (`--flag`,
-/// `--opt VALUE`, `-n N`, `-o FILE`, `--html FILE`, `--cold PATH…`,
-/// `--export F=FILE` (repeatable, as in clap), then `--` or the first
+/// `--opt VALUE`, `-n N`, `-o FILE`, `--html FILE`, `--cold PATH` and
+/// `--export F=FILE` (both repeatable, as in clap), then `--` or the first
 /// word not starting with `-`) are read here. Anything else, including
 /// `--opt=VALUE`, repeated options, help, and every error, returns `None`
 /// and is left to clap. A test checks that every `Some` equals clap's parse.
@@ -101,12 +101,7 @@ pub fn scan(args: &[OsString]) -> Option<RunArgs> {
                 .push(super::parse_export(value(rest.next())?).ok()?),
             b"-o" | b"--output" if once(7) => out.out.output = Some(value(rest.next())?.into()),
             b"--html" if once(9) => out.out.html = Some(value(rest.next())?.into()),
-            b"--cold" if once(8) => {
-                out.config.cold.push(value(rest.next())?.into());
-                while let Some(p) = rest.next_if(|p| !p.as_bytes().starts_with(b"-")) {
-                    out.config.cold.push(value(Some(p))?.into());
-                }
-            }
+            b"--cold" => out.config.cold.push(value(rest.next())?.into()),
             [b'-', ..] => return None,
             _ => {
                 out.config.argv = std::iter::once(arg).chain(rest).cloned().collect();

@@ -376,7 +376,6 @@ impl CompareReport {
             .collect();
         let (tested, m) = test_family(&samples, cfg.alpha);
         let level = 1.0 - cfg.alpha / m.max(1) as f64;
-        let first_step = cfg.alpha / m.max(1) as f64;
         for ((i, fi, a), t) in pairs.iter().zip(tested) {
             let (fig, Some(Some(b))) = (&FIGURES[*fi], ref_values.get(*fi)) else {
                 continue;
@@ -424,8 +423,10 @@ impl CompareReport {
                 u: t.test.u,
                 test: t.test.method,
                 verdict,
+                // Enough for the largest family these figures could make
+                // (every one varying), so that that many runs do reach.
                 runs_needed: (verdict == Verdict::TooFewRuns)
-                    .then(|| stats::runs_to_reach(first_step)),
+                    .then(|| stats::runs_to_reach(cfg.alpha / pairs.len().max(1) as f64)),
             });
         }
         // In the order of FIGURES, whatever the order of the family.

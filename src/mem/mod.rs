@@ -196,11 +196,13 @@ fn hides_processes(root: &std::path::Path) -> bool {
 pub fn closing_notes(report: &MemReport, privileged_install: bool, root: bool) -> Vec<String> {
     let mut notes = report.warnings.clone();
     let s = &report.skipped;
-    if s.denied > 0 {
-        let fix = if root {
-            "even root may not read such a process (one with capabilities tally lacks, or a \
-             security module)"
-        } else if privileged_install {
+    if s.denied > 0 && root {
+        notes.push(format!(
+            "{} not counted: unreadable even as root (a capability tally lacks, or an LSM)",
+            crate::units::count(s.denied, "process", "processes"),
+        ));
+    } else if s.denied > 0 {
+        let fix = if privileged_install {
             "this install shows what /proc shows you, with every memory figure: /proc mounted \
              with hidepid hides other users' processes from you and so from it; else a \
              security module stops tally"

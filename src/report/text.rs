@@ -9,8 +9,9 @@
 //!
 //! # Fitting the terminal
 //!
-//! [`Style::width`] is the room a line has (see [`Style::stdout`]): `None`
-//! means no limit. When a line would be wider:
+//! [`Style::width`] is the room a line has (see [`Style::stdout`]): the
+//! terminal's, `$COLUMNS`, or 100 without a terminal; `None` means no
+//! limit. When a line would be wider:
 //! 1. the column declared [`Column::cut_end`], [`Column::cut_start`] or
 //!    [`Column::cut_middle`] (a program name, a path) is cut to fit, with
 //!    an ellipsis `…` at the end, start or middle, down to [`MIN_CUT`]
@@ -35,6 +36,10 @@ use std::io::{self, IsTerminal, Write};
 
 use super::Style;
 
+/// The width of human output with no terminal (and no `$COLUMNS`) behind
+/// it: a pipe, a file, a CI log.
+pub const NO_TERMINAL_WIDTH: usize = 100;
+
 /// The narrowest a cut column becomes, ellipsis included.
 pub const MIN_CUT: usize = 20;
 
@@ -47,10 +52,10 @@ const RESET: &str = "\x1b[0m";
 
 impl Style {
     /// For human output with no terminal behind it (a file): no colour,
-    /// no width limit.
+    /// the width of [`NO_TERMINAL_WIDTH`].
     pub const PLAIN: Style = Style {
         color: false,
-        width: None,
+        width: Some(NO_TERMINAL_WIDTH),
     };
 
     /// For a report written to standard output.
@@ -99,7 +104,7 @@ impl Style {
             if terminal {
                 tty_columns.filter(|c| *c > 0).map(usize::from)
             } else {
-                None
+                Some(NO_TERMINAL_WIDTH)
             }
         });
         Style { color, width }
@@ -571,7 +576,8 @@ mod tests {
             Some(60)
         );
         assert_eq!(Style::decide(true, Some(100), None, None).width, Some(100));
-        // Not a number, or zero: the terminal's width, or none.
+        // Not a number, or zero: the terminal's width, or 100 off a
+        // terminal (a pipe, a file, a CI log).
         assert_eq!(
             Style::decide(true, Some(100), os("wide"), None).width,
             Some(100)
@@ -580,8 +586,14 @@ mod tests {
             Style::decide(true, Some(100), os("0"), None).width,
             Some(100)
         );
-        assert_eq!(Style::decide(false, Some(100), os(""), None).width, None);
-        assert_eq!(Style::decide(false, None, None, None).width, None);
+        assert_eq!(
+            Style::decide(false, Some(80), os(""), None).width,
+            Some(NO_TERMINAL_WIDTH)
+        );
+        assert_eq!(
+            Style::decide(false, None, None, None).width,
+            Some(NO_TERMINAL_WIDTH)
+        );
     }
 
     #[test]

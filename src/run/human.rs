@@ -119,7 +119,7 @@ fn human_single(r: &RunRecord, out: &mut dyn Write) -> io::Result<()> {
     )?;
     writeln!(
         out,
-        "tally: needed {}µs cpu ({} kernel)",
+        "tally: needed {}µs cpu (~{} kernel, from tick sampling)",
         thousands(r.cpu_us()),
         share(r.system_us, r.cpu_us())
     )?;
@@ -143,7 +143,7 @@ fn human_single(r: &RunRecord, out: &mut dyn Write) -> io::Result<()> {
     if r.block_input_ops > 0 || r.block_output_ops > 0 {
         writeln!(
             out,
-            "tally: performed {} block reads and {} block writes",
+            "tally: read {} and wrote {} blocks of 512 bytes (ru_inblock, ru_oublock)",
             thousands(r.block_input_ops),
             thousands(r.block_output_ops)
         )?;
@@ -221,7 +221,7 @@ fn human_tree(t: &TreeUsage, out: &mut dyn Write) -> io::Result<()> {
     };
     let cpu = match (t.user_us, t.system_us) {
         (Some(u), Some(s)) => format!(
-            "{}µs cpu ({} kernel)",
+            "{}µs cpu (~{} kernel)",
             thousands(u.saturating_add(s)),
             share(s, u.saturating_add(s))
         ),

@@ -56,10 +56,10 @@ pub struct Config {
     #[arg(skip)]
     pub stdout_to_stderr: bool,
 
-    /// Before every run, evict these files (directories recursively) from
-    /// the page cache, without root, and verify they left. Takes several
-    /// paths: end the list with `--` before the command.
-    #[arg(long, value_name = "PATH", num_args = 1.., action = clap::ArgAction::Append)]
+    /// Before every run, evict PATH (a directory recursively) from the
+    /// page cache, without root, and verify it left. One path per option
+    /// (repeat it), so the command can follow directly.
+    #[arg(long, value_name = "PATH", action = clap::ArgAction::Append)]
     pub cold: Vec<PathBuf>,
 
     /// Before every run, drop every clean page cache (needs root).
