@@ -344,6 +344,22 @@ pub fn linear_ticks(lo: f64, hi: f64, n: usize) -> Vec<f64> {
     t
 }
 
+/// [`linear_ticks`] for an axis of whole numbers (runs, counts): steps of
+/// at least 1, so a few runs do not get ticks 1, 1.5, 2 printed as 1, 1, 2.
+pub fn integer_ticks(lo: f64, hi: f64, n: usize) -> Vec<f64> {
+    let ticks = linear_ticks(lo, hi, n);
+    if ticks.windows(2).all(|w| w[1] - w[0] >= 1.0) {
+        return ticks;
+    }
+    let mut t = Vec::new();
+    let mut v = lo.ceil();
+    while v <= hi && t.len() < 50 {
+        t.push(v);
+        v += 1.0;
+    }
+    t
+}
+
 /// A linear axis `[lo, hi]` (padded, round ends) holding `values`.
 fn y_range(values: &[f64]) -> Option<(f64, f64)> {
     let finite = values.iter().copied().filter(|v| v.is_finite());
@@ -375,6 +391,7 @@ fn frame(
     width: f64,
     (lo, hi): (f64, f64),
     fmt_y: &dyn Fn(f64) -> String,
+    whole: bool,
 ) -> impl Fn(f64) -> f64 + use<> {
     let ph = H - MT - MB;
     let pw = width - ML - 20.0;
@@ -383,7 +400,12 @@ fn frame(
         r##"<rect x="{ML}" y="{MT}" width="{pw}" height="{ph}" fill="none" stroke="#999"/>"##
     );
     let sy = move |y: f64| MT + ph - (y - lo) / (hi - lo) * ph;
-    for t in linear_ticks(lo, hi, 6) {
+    let ticks = if whole {
+        integer_ticks(lo, hi, 6)
+    } else {
+        linear_ticks(lo, hi, 6)
+    };
+    for t in ticks {
         let y = sy(t);
         let _ = write!(
             svg,
@@ -403,6 +425,17 @@ fn open_svg(svg: &mut String, width: f64, title: &str) {
         r#"<svg xmlns="http://www.w3.org/2000/svg" class="plot" width="{width}" height="{H}" viewBox="0 0 {width} {H}" role="img"><title>{}</title><text x="{ML}" y="18" class="t">{}</text>"#,
         esc(title),
         esc(title)
+    );
+}
+
+/// The x axis's title, centred under the plot at `y`.
+fn x_axis_label(svg: &mut String, width: f64, y: f64, label: &str) {
+    let pw = width - ML - 20.0;
+    let _ = write!(
+        svg,
+        r#"<text x="{:.1}" y="{y}" class="ax">{}</text>"#,
+        ML + pw / 2.0,
+        esc(label)
     );
 }
 
@@ -439,7 +472,7 @@ pub fn distribution_plot(
         let _ = write!(svg, r#"<text x="{ML}" y="{}">no data</text></svg>"#, H / 2.0);
         return svg;
     };
-    let sy = frame(&mut svg, width, range, fmt_y);
+    let sy = frame(&mut svg, width, range, fmt_y, false);
     for (gi, g) in groups.iter().enumerate() {
         let c = color(gi);
         let cx = ML + slot * (gi as f64 + 0.5);
@@ -487,7 +520,7 @@ pub fn distribution_plot(
             svg,
             r#"<text x="{cx:.1}" y="{}" class="xl">{}</text>"#,
             H - MB + 16.0,
-            esc(&short(&g.name, 18))
+            esc(&short_middle(&g.name, 18))
         );
     }
     y_axis_label(&mut svg, y_label);
@@ -495,13 +528,21 @@ pub fn distribution_plot(
     svg
 }
 
-/// `s` in at most `n` characters.
-fn short(s: &str, n: usize) -> String {
-    if s.chars().count() <= n {
-        s.to_string()
-    } else {
-        s.chars().take(n.saturating_sub(1)).chain(['…']).collect()
+/// `s` in at most `n` characters, cut in the middle: names that differ
+/// only at the end (`./spin 49663675`, `./spin 52146858`) stay apart.
+fn short_middle(s: &str, n: usize) -> String {
+    let len = s.chars().count();
+    if len <= n {
+        return s.to_string();
     }
+    let keep = n.saturating_sub(1);
+    let head = keep / 2;
+    let tail = keep - head;
+    s.chars()
+        .take(head)
+        .chain(['…'])
+        .chain(s.chars().skip(len - tail))
+        .collect()
 }
 
 /// Values in the order they were measured: per series its (run number,
@@ -527,10 +568,10 @@ pub fn run_order_plot(
         let _ = write!(svg, r#"<text x="{ML}" y="{}">no data</text></svg>"#, H / 2.0);
         return svg;
     };
-    let sy = frame(&mut svg, width, range, fmt_y);
+    let sy = frame(&mut svg, width, range, fmt_y, false);
     let pw = width - ML - 20.0;
     let sx = |x: f64| ML + 6.0 + (x - 1.0) / (xmax - 1.0).max(1.0) * (pw - 12.0);
-    for t in linear_ticks(1.0, xmax, 8) {
+    for t in integer_ticks(1.0, xmax, 8) {
         let _ = write!(
             svg,
             r#"<text x="{:.1}" y="{}" class="xl">{}</text>"#,
@@ -539,6 +580,8 @@ pub fn run_order_plot(
             crate::units::thousands(t as u64)
         );
     }
+    // Above the legend, below the ticks.
+    x_axis_label(&mut svg, width, H - MB + 28.0, "run, in the order measured");
     for (i, s) in series.iter().enumerate() {
         let c = color(i);
         let pts: Vec<String> = s
@@ -564,7 +607,7 @@ pub fn run_order_plot(
             H - 20.0,
             ML + 24.0 + i as f64 * 130.0,
             H - 11.0,
-            esc(&short(&s.name, 16))
+            esc(&short_middle(&s.name, 16))
         );
     }
     y_axis_label(&mut svg, y_label);
@@ -605,9 +648,13 @@ pub fn histogram(
         }
     }
     let max = counts.iter().copied().max().unwrap_or(1).max(1) as f64;
-    let sy = frame(&mut svg, W, (0.0, max * 1.05), &|c| {
-        crate::units::thousands(c.round() as u64)
-    });
+    let sy = frame(
+        &mut svg,
+        W,
+        (0.0, max * 1.05),
+        &|c| crate::units::thousands(c.round() as u64),
+        true,
+    );
     let pw = W - ML - 20.0;
     let bw = pw / bins as f64;
     for (i, c) in counts.iter().enumerate() {
@@ -630,13 +677,7 @@ pub fn histogram(
             esc(&fmt_x(t))
         );
     }
-    let _ = write!(
-        svg,
-        r#"<text x="{:.1}" y="{}" class="ax">{}</text>"#,
-        ML + pw / 2.0,
-        H - 12.0,
-        esc(x_label)
-    );
+    x_axis_label(&mut svg, W, H - 12.0, x_label);
     y_axis_label(&mut svg, "runs");
     svg.push_str("</svg>");
     svg
@@ -671,7 +712,7 @@ pub fn ratio_table(reference: &str, rows: &[RatioRow]) -> String {
     let mut s = String::new();
     let _ = write!(
         s,
-        "<table class=\"ratios\"><tr><th>figure</th><th>command</th><th>ratio to {}</th><th>interval</th><th></th><th>p</th><th>verdict</th></tr>",
+        "<table class=\"ratios\"><tr><th>figure</th><th>command</th><th>ratio to {}</th><th>interval</th><th>interval, drawn around 1 (log scale)</th><th>p (adjusted)</th><th>verdict</th></tr>",
         esc(reference)
     );
     for r in rows {
@@ -720,6 +761,44 @@ mod tests {
     fn log_ticks_cover_the_range() {
         assert_eq!(log_ticks(1.0, 1000.0, 10.0).len(), 4);
         assert!(log_ticks(0.0, 10.0, 10.0).is_empty());
+    }
+
+    /// With fewer than five runs the run-order axis read 1, 1, 2, 2, 3
+    /// (ticks every half run, printed as whole numbers).
+    #[test]
+    fn run_and_count_axes_tick_whole_numbers_for_any_count() {
+        assert_eq!(integer_ticks(1.0, 3.0, 8), [1.0, 2.0, 3.0]);
+        assert_eq!(integer_ticks(1.0, 1.0, 8), [1.0]);
+        assert_eq!(integer_ticks(0.0, 2.1, 6), [0.0, 1.0, 2.0]);
+        assert_eq!(integer_ticks(1.0, 1000.0, 8).len(), linear_ticks(1.0, 1000.0, 8).len());
+        let svg = run_order_plot(
+            "wall time in run order",
+            "wall time (µs)",
+            &[Series {
+                spread: Vec::new(),
+                name: "x".into(),
+                points: vec![(1.0, 5.0), (2.0, 6.0), (3.0, 5.5)],
+            }],
+            &fmt,
+        );
+        let labels: Vec<&str> = svg
+            .split("class=\"xl\">")
+            .skip(1)
+            .filter_map(|p| p.split('<').next())
+            .collect();
+        assert_eq!(labels, ["1", "2", "3"], "{svg}");
+        assert!(svg.contains("run, in the order measured"), "an x axis title");
+    }
+
+    /// Legends cut at the end made `./spin 49663675` and `./spin 52146858`
+    /// one text; cut in the middle they stay apart.
+    #[test]
+    fn legends_of_commands_that_differ_at_the_end_stay_distinct() {
+        let a = short_middle("/tmp/tmpx/spin 49663675", 16);
+        let b = short_middle("/tmp/tmpx/spin 52146858", 16);
+        assert_ne!(a, b);
+        assert_eq!(a.chars().count(), 16);
+        assert_eq!(short_middle("short", 16), "short");
     }
 
     #[test]

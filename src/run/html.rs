@@ -8,6 +8,43 @@ use super::report::{FIGURES, RunReport};
 use crate::report::html::{Series, esc, histogram, page, run_order_plot};
 use crate::report::unit::Quantity;
 
+/// Every figure in a table: the run's value, or over repeated runs the
+/// min, median, mean and max, as the human report gives them.
+fn figures_table(r: &RunReport) -> String {
+    let mut t = String::from("<table class=\"figures\">");
+    let one = r.runs.len() == 1;
+    if one {
+        t.push_str("<tr><th>figure</th><th>value</th></tr>");
+    } else {
+        t.push_str("<tr><th>figure</th><th>min</th><th>median</th><th>mean</th><th>max</th></tr>");
+    }
+    for fig in FIGURES {
+        if one {
+            let Some(v) = r.runs.first().and_then(|run| (fig.get)(run)) else {
+                continue;
+            };
+            let _ = write!(
+                t,
+                "<tr><td>{}</td><td class=\"n\">{}</td></tr>",
+                esc(fig.label),
+                esc(&fig.human(v as f64))
+            );
+        } else if let Some(s) = r.summary_of(fig.key) {
+            let _ = write!(
+                t,
+                "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
+                esc(fig.label),
+                esc(&fig.human(s.min)),
+                esc(&fig.human(s.median)),
+                esc(&fig.human(s.mean)),
+                esc(&fig.human(s.max))
+            );
+        }
+    }
+    t.push_str("</table>");
+    t
+}
+
 /// The page.
 pub fn render(r: &RunReport) -> String {
     let mut body = String::new();
@@ -24,6 +61,7 @@ pub fn render(r: &RunReport) -> String {
             String::new()
         }
     );
+    body.push_str(&figures_table(r));
     for fig in FIGURES.iter().filter(|f| f.headline) {
         let values: Vec<f64> = r
             .runs
