@@ -179,6 +179,18 @@ fn kill(sig: &str, pid: u32) {
     assert!(sent.success());
 }
 
+/// A command that writes its `SigIgn` mask to `mask`, then touches
+/// `ready`, then sleeps 0.2 s: (the script, ready, mask).
+fn probe(dir: &Path) -> (String, PathBuf, PathBuf) {
+    let (ready, mask) = (dir.join("ready"), dir.join("mask"));
+    let script = format!(
+        "grep SigIgn /proc/self/status > {}; touch {}; sleep 0.2",
+        mask.display(),
+        ready.display()
+    );
+    (script, ready, mask)
+}
+
 /// The `SigIgn` mask a command wrote to `path` (`grep SigIgn /proc/self/status`).
 fn mask_in(path: &Path) -> u64 {
     let text = std::fs::read_to_string(path).expect("the command's SigIgn");
@@ -192,13 +204,7 @@ fn mask_in(path: &Path) -> u64 {
 #[test]
 fn tally_started_with_sigint_ignored_still_stops_a_repeated_run_on_sigint() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let ready = dir.path().join("ready");
-    let mask = dir.path().join("mask");
-    let script = format!(
-        "grep SigIgn /proc/self/status > {}; touch {}; sleep 0.2",
-        mask.display(),
-        ready.display()
-    );
+    let (script, ready, mask) = probe(dir.path());
     let child = common::command("env")
         .arg("--ignore-signal=INT")
         .arg(common::tally_bin())
@@ -230,13 +236,7 @@ fn tally_started_with_sigint_ignored_still_stops_a_repeated_run_on_sigint() {
 #[test]
 fn compare_started_with_sigint_ignored_still_stops_on_sigint() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let ready = dir.path().join("ready");
-    let mask = dir.path().join("mask");
-    let script = format!(
-        "grep SigIgn /proc/self/status > {}; touch {}; sleep 0.2",
-        mask.display(),
-        ready.display()
-    );
+    let (script, ready, mask) = probe(dir.path());
     let child = common::command("env")
         .arg("--ignore-signal=INT")
         .arg(common::tally_bin())

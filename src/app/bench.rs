@@ -3,7 +3,7 @@
 use std::io::{self, IsTerminal};
 
 use tally::cli;
-use tally::report::{Output, Stream};
+use tally::report::Stream;
 
 use super::quiet_pipe;
 
@@ -54,17 +54,11 @@ pub(super) fn bench_command(args: cli::bench::BenchArgs) -> u8 {
         },
         None => None,
     };
-    let output = match Output::open::<bench::BenchReport>(
-        &args.out.request(),
-        "bench",
-        Some(Stream::Stdout),
-    ) {
-        Ok(o) => o,
-        Err(e) => {
-            tally::diag!("tally: {e}");
-            return e.exit_code();
-        }
-    };
+    let output =
+        match super::open_output::<bench::BenchReport>(&args.out, "bench", Some(Stream::Stdout)) {
+            Ok(o) => o,
+            Err(code) => return code,
+        };
     let tty = io::stderr().is_terminal();
     let bar = tty.then(|| {
         let bar = indicatif::ProgressBar::new_spinner();

@@ -3,7 +3,7 @@
 use std::io;
 
 use tally::cli;
-use tally::report::{Output, Stream};
+use tally::report::Stream;
 
 pub(super) fn cache_command(args: cli::cache::CacheArgs) -> u8 {
     use tally::cache::{command, report::Action};
@@ -28,16 +28,13 @@ pub(super) fn cache_command(args: cli::cache::CacheArgs) -> u8 {
         return super::serve::cache_textfile(&cfg, dir, args.every);
     }
     // Checked before any page is evicted, warmed or locked.
-    let output = match Output::open::<tally::cache::report::CacheReport>(
-        &args.out.request(),
+    let output = match super::open_output::<tally::cache::report::CacheReport>(
+        &args.out,
         "cache",
         Some(Stream::Stdout),
     ) {
         Ok(o) => o,
-        Err(e) => {
-            tally::diag!("tally: {e}");
-            return e.exit_code();
-        }
+        Err(code) => return code,
     };
     let (report, held) = match command::execute(&cfg, &mut io::stdin().lock()) {
         Ok(r) => r,

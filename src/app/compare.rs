@@ -3,7 +3,7 @@
 
 use tally::cli;
 use tally::compare::{self, plan};
-use tally::report::{Output, Stream};
+use tally::report::Stream;
 
 use super::progress;
 
@@ -33,16 +33,13 @@ pub(super) fn compare_command(args: cli::compare::CompareArgs) -> u8 {
             return 2;
         }
     };
-    let output = match Output::open::<compare::report::CompareReport>(
-        &args.out.request(),
+    let output = match super::open_output::<compare::report::CompareReport>(
+        &args.out,
         "compare",
         Some(Stream::Stdout),
     ) {
         Ok(o) => o,
-        Err(e) => {
-            tally::diag!("tally: {e}");
-            return e.exit_code();
-        }
+        Err(code) => return code,
     };
     if output.uses_stdout() && args.show_output {
         tally::diag!(

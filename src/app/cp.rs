@@ -3,7 +3,7 @@
 use std::io::{self, IsTerminal};
 
 use tally::cli;
-use tally::report::{self, Format, Output, Stream};
+use tally::report::{self, Format, Stream};
 
 pub(super) fn cp_command(args: cli::cp::CpArgs) -> u8 {
     use tally::copy;
@@ -14,13 +14,9 @@ pub(super) fn cp_command(args: cli::cp::CpArgs) -> u8 {
         (true, false) => None,
         (false, _) => Some(Stream::Stdout),
     };
-    let output = match Output::open::<copy::report::CopyReport>(&args.out.request(), "cp", default)
-    {
+    let output = match super::open_output::<copy::report::CopyReport>(&args.out, "cp", default) {
         Ok(o) => o,
-        Err(e) => {
-            tally::diag!("tally: {e}");
-            return e.exit_code();
-        }
+        Err(code) => return code,
     };
     let mut paths = args.paths;
     let Some(destination) = paths.pop() else {

@@ -3,7 +3,7 @@
 use std::io::{self, IsTerminal};
 
 use tally::cli;
-use tally::report::{Output, Stream};
+use tally::report::Stream;
 
 pub(super) fn load_command(args: cli::load::LoadArgs) -> u8 {
     use tally::load::{self, Mode};
@@ -91,16 +91,13 @@ pub(super) fn load_command(args: cli::load::LoadArgs) -> u8 {
         exe,
     };
     // Bad formats and output paths fail before the loads, not after.
-    let output = match Output::open::<load::report::LoadReport>(
-        &args.out.request(),
+    let output = match super::open_output::<load::report::LoadReport>(
+        &args.out,
         "load",
         Some(Stream::Stdout),
     ) {
         Ok(o) => o,
-        Err(e) => {
-            tally::diag!("tally: {e}");
-            return e.exit_code();
-        }
+        Err(code) => return code,
     };
     let bar = progress_bar();
     let mut on_progress = |p: load::Progress| {
@@ -148,16 +145,13 @@ fn procs_command(
         exe,
     };
     // Bad formats and output paths fail before the loads, not after.
-    let output = match Output::open::<load::procs_report::ProcsReport>(
-        &args.out.request(),
+    let output = match super::open_output::<load::procs_report::ProcsReport>(
+        &args.out,
         "load",
         Some(Stream::Stdout),
     ) {
         Ok(o) => o,
-        Err(e) => {
-            tally::diag!("tally: {e}");
-            return e.exit_code();
-        }
+        Err(code) => return code,
     };
     let bar = progress_bar();
     let mut on_progress = |p: load::procs::ProcsProgress| {

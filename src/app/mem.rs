@@ -3,7 +3,7 @@
 use std::io::{self, IsTerminal};
 
 use tally::cli;
-use tally::report::{Format, Output, Stream, Style};
+use tally::report::{Format, Stream, Style};
 
 pub(super) fn mem_command(
     args: cli::mem::MemArgs,
@@ -89,12 +89,8 @@ pub(super) fn mem_command(
         );
         return 2;
     }
-    let open_output = || {
-        Output::open::<mem::report::MemReport>(&request, "mem", Some(Stream::Stdout)).map_err(|e| {
-            note(&e.to_string());
-            e.exit_code()
-        })
-    };
+    let open_output =
+        || super::open_output::<mem::report::MemReport>(&args.out, "mem", Some(Stream::Stdout));
     let mut output = None;
     if !elevated {
         match open_output() {

@@ -109,6 +109,19 @@ pub fn main() -> u8 {
     }
 }
 
+/// Opens where a command's report `R` goes (see `report::output`), before
+/// the command works; a failure is said on stderr and is the exit code.
+fn open_output<R: report::Report>(
+    out: &cli::OutputArgs,
+    command: &'static str,
+    default: Option<report::Stream>,
+) -> Result<report::Output, u8> {
+    report::Output::open::<R>(&out.request(), command, default).map_err(|e| {
+        tally::diag!("tally: {e}");
+        e.exit_code()
+    })
+}
+
 /// Says every output failure on stderr; returns the exit code they call
 /// for (0 when there were none).
 fn said(errors: Vec<report::OutputError>) -> u8 {

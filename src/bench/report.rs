@@ -450,17 +450,8 @@ fn write_sweep(
     Ok(())
 }
 
-/// The formats BenchReport renders (checked before the command works).
-impl crate::report::Report for BenchReport {
-    const FORMATS: &'static [crate::report::Format] = &[
-        crate::report::Format::HUMAN,
-        crate::report::Format::JSON,
-        crate::report::Format::CSV,
-        crate::report::Format::MARKDOWN,
-        crate::report::Format::PROMETHEUS,
-        crate::report::Format::HTML,
-    ];
-}
+// The formats BenchReport renders (checked before the command works).
+crate::formats_of!(BenchReport: HUMAN, JSON, CSV, MARKDOWN, PROMETHEUS, HTML, );
 
 impl Render for BenchReport {
     fn html(&self, out: &mut dyn Write) -> Option<io::Result<()>> {

@@ -220,16 +220,8 @@ fn writeback(r: &Residency) -> Option<u64> {
     }
 }
 
-/// The formats CacheReport renders (checked before the command works).
-impl crate::report::Report for CacheReport {
-    const FORMATS: &'static [crate::report::Format] = &[
-        crate::report::Format::HUMAN,
-        crate::report::Format::JSON,
-        crate::report::Format::CSV,
-        crate::report::Format::MARKDOWN,
-        crate::report::Format::PROMETHEUS,
-    ];
-}
+// The formats CacheReport renders (checked before the command works).
+crate::formats_of!(CacheReport: HUMAN, JSON, CSV, MARKDOWN, PROMETHEUS, );
 
 impl Render for CacheReport {
     fn human(&self, out: &mut dyn Write, style: Style) -> io::Result<()> {

@@ -10,17 +10,8 @@ use crate::report::unit::Unit;
 use crate::report::{Metric, Render, Style, Table};
 use crate::run::report::FIGURES;
 
-/// The formats CompareReport renders (checked before the command works).
-impl crate::report::Report for CompareReport {
-    const FORMATS: &'static [crate::report::Format] = &[
-        crate::report::Format::HUMAN,
-        crate::report::Format::JSON,
-        crate::report::Format::CSV,
-        crate::report::Format::MARKDOWN,
-        crate::report::Format::PROMETHEUS,
-        crate::report::Format::HTML,
-    ];
-}
+// The formats CompareReport renders (checked before the command works).
+crate::formats_of!(CompareReport: HUMAN, JSON, CSV, MARKDOWN, PROMETHEUS, HTML, );
 
 impl Render for CompareReport {
     fn human(&self, out: &mut dyn Write, style: Style) -> io::Result<()> {

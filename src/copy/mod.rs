@@ -117,20 +117,10 @@ pub enum FileError {
         display(dir)
     )]
     DestinationDir { dir: PathBuf, source: io::Error },
-    #[error(
-        "{} is a symbolic link (owner uid {link_uid}) in a world-writable sticky directory of uid {dir_uid}: not followed, as the kernel's fs.protected_symlinks refuses to — another user may have planted it; remove the link or name another destination",
-        display(path)
-    )]
-    ProtectedLink {
-        path: PathBuf,
-        link_uid: u32,
-        dir_uid: u32,
-    },
-    #[error(
-        "cannot create a temporary file in {}: {source} — check the directory exists and is writable",
-        display(dir)
-    )]
-    Temp { dir: PathBuf, source: io::Error },
+    /// A destination link the kernel's link protection would not follow, or
+    /// no temporary file in its directory (said by `crate::place`).
+    #[error(transparent)]
+    Place(PlaceError),
     #[error("cannot read {}: {source}", display(path))]
     Read { path: PathBuf, source: io::Error },
     #[error("cannot write {}: {source}{hint}", display(path))]
@@ -156,16 +146,8 @@ impl From<PlaceError> for FileError {
         match e {
             PlaceError::DestinationIsDir(path) => FileError::DestinationIsDir(path),
             PlaceError::DestinationDir { dir, source } => FileError::DestinationDir { dir, source },
-            PlaceError::ProtectedLink {
-                path,
-                link_uid,
-                dir_uid,
-            } => FileError::ProtectedLink {
-                path,
-                link_uid,
-                dir_uid,
-            },
-            PlaceError::Temp { dir, source } => FileError::Temp { dir, source },
+            e @ PlaceError::ProtectedLink { .. } => FileError::Place(e),
+            e @ PlaceError::Temp { .. } => FileError::Place(e),
             PlaceError::Rename { path, source } => FileError::Rename { path, source },
             PlaceError::Other { path, message } => FileError::Other { path, message },
         }

@@ -90,15 +90,8 @@ fn pages(p: Option<u64>) -> String {
     p.map(thousands).unwrap_or_else(|| "unknown".into())
 }
 
-/// The formats CopyReport renders (checked before the command works).
-impl crate::report::Report for CopyReport {
-    const FORMATS: &'static [crate::report::Format] = &[
-        crate::report::Format::HUMAN,
-        crate::report::Format::JSON,
-        crate::report::Format::CSV,
-        crate::report::Format::MARKDOWN,
-    ];
-}
+// The formats CopyReport renders (checked before the command works).
+crate::formats_of!(CopyReport: HUMAN, JSON, CSV, MARKDOWN, );
 
 impl Render for CopyReport {
     fn human(&self, out: &mut dyn Write, _style: Style) -> io::Result<()> {

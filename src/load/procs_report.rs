@@ -417,16 +417,8 @@ fn avail(before: Option<u64>, hold: Option<u64>) -> String {
     }
 }
 
-/// The formats ProcsReport renders (checked before the command works).
-impl crate::report::Report for ProcsReport {
-    const FORMATS: &'static [crate::report::Format] = &[
-        crate::report::Format::HUMAN,
-        crate::report::Format::JSON,
-        crate::report::Format::CSV,
-        crate::report::Format::MARKDOWN,
-        crate::report::Format::HTML,
-    ];
-}
+// The formats ProcsReport renders (checked before the command works).
+crate::formats_of!(ProcsReport: HUMAN, JSON, CSV, MARKDOWN, HTML, );
 
 impl Render for ProcsReport {
     fn html(&self, out: &mut dyn Write) -> Option<io::Result<()>> {

@@ -115,16 +115,8 @@ fn opt(v: Option<u64>) -> String {
     v.map(thousands).unwrap_or_else(|| "-".into())
 }
 
-/// The formats LoadReport renders (checked before the command works).
-impl crate::report::Report for LoadReport {
-    const FORMATS: &'static [crate::report::Format] = &[
-        crate::report::Format::HUMAN,
-        crate::report::Format::JSON,
-        crate::report::Format::CSV,
-        crate::report::Format::MARKDOWN,
-        crate::report::Format::HTML,
-    ];
-}
+// The formats LoadReport renders (checked before the command works).
+crate::formats_of!(LoadReport: HUMAN, JSON, CSV, MARKDOWN, HTML, );
 
 impl Render for LoadReport {
     fn html(&self, out: &mut dyn Write) -> Option<io::Result<()>> {

@@ -147,16 +147,8 @@ fn tenths(bytes: u64, unit: u64) -> String {
     format!("{}.{}", thousands(whole), t % 10)
 }
 
-/// The formats MemReport renders (checked before the command works).
-impl crate::report::Report for MemReport {
-    const FORMATS: &'static [crate::report::Format] = &[
-        crate::report::Format::HUMAN,
-        crate::report::Format::JSON,
-        crate::report::Format::CSV,
-        crate::report::Format::MARKDOWN,
-        crate::report::Format::PROMETHEUS,
-    ];
-}
+// The formats MemReport renders (checked before the command works).
+crate::formats_of!(MemReport: HUMAN, JSON, CSV, MARKDOWN, PROMETHEUS, );
 
 impl Render for MemReport {
     fn human(&self, out: &mut dyn Write, style: Style) -> io::Result<()> {

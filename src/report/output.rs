@@ -37,6 +37,18 @@ pub trait Report: Document {
     const FORMATS: &'static [Format];
 }
 
+/// Declares the formats of a report type, one line per report:
+/// `formats_of!(RunReport: HUMAN, JSON, CSV, MARKDOWN, PROMETHEUS, HTML);`.
+#[macro_export]
+macro_rules! formats_of {
+    ($report:ty: $($format:ident),+ $(,)?) => {
+        impl $crate::report::Report for $report {
+            const FORMATS: &'static [$crate::report::Format] =
+                &[$($crate::report::Format::$format),+];
+        }
+    };
+}
+
 /// One `--export FORMAT=FILE`: the same report, also rendered in `format`
 /// to `path` (`-`: stdout).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -8,17 +8,8 @@ use std::io::{self, Write};
 use super::report::{FIGURES, RunReport};
 use crate::report::{Metric, Render, Style, Table};
 
-/// The formats RunReport renders (checked before the command works).
-impl crate::report::Report for RunReport {
-    const FORMATS: &'static [crate::report::Format] = &[
-        crate::report::Format::HUMAN,
-        crate::report::Format::JSON,
-        crate::report::Format::CSV,
-        crate::report::Format::MARKDOWN,
-        crate::report::Format::PROMETHEUS,
-        crate::report::Format::HTML,
-    ];
-}
+// The formats RunReport renders (checked before the command works).
+crate::formats_of!(RunReport: HUMAN, JSON, CSV, MARKDOWN, PROMETHEUS, HTML, );
 
 impl Render for RunReport {
     fn human(&self, out: &mut dyn Write, style: Style) -> io::Result<()> {
