@@ -51,7 +51,11 @@ fn every_readme_example_runs_and_prints_what_the_readme_shows() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let readme = std::fs::read_to_string(root.join("README.md")).expect("README.md");
     let examples = examples(&readme);
-    assert!(examples.len() >= 8, "only {} examples found", examples.len());
+    assert!(
+        examples.len() >= 8,
+        "only {} examples found",
+        examples.len()
+    );
     let dir = tempfile::Builder::new()
         .prefix("readme-")
         .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
@@ -79,7 +83,12 @@ fn every_readme_example_runs_and_prints_what_the_readme_shows() {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
-        assert!(out.status.success(), "`{}`: {}\n{text}", e.command, out.status);
+        assert!(
+            out.status.success(),
+            "`{}`: {}\n{text}",
+            e.command,
+            out.status
+        );
         let printed: Vec<String> = text.lines().map(leading_words).collect();
         for line in &e.shown {
             let words = leading_words(line);

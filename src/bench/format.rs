@@ -128,35 +128,7 @@ pub fn format_in(x: f64, scale: Scale) -> String {
     }
 }
 
-/// `text` broken at spaces into lines of at most `width` characters, the
-/// first starting with `first`, the rest with `rest`. A word longer than a
-/// line stays whole.
-pub fn wrap(text: &str, first: &str, rest: &str, width: usize) -> Vec<String> {
-    // A line that fits keeps its own spacing (aligned columns).
-    if first.chars().count() + text.chars().count() <= width {
-        return vec![format!("{first}{text}")];
-    }
-    let mut lines = Vec::new();
-    let mut line = first.to_string();
-    let mut empty = true;
-    for word in text.split(' ').filter(|w| !w.is_empty()) {
-        let len = line.chars().count();
-        if !empty && len + 1 + word.chars().count() > width {
-            lines.push(line);
-            line = rest.to_string();
-            empty = true;
-        }
-        if !empty {
-            line.push(' ');
-        }
-        line.push_str(word);
-        empty = false;
-    }
-    if !empty || lines.is_empty() {
-        lines.push(line);
-    }
-    lines
-}
+pub use crate::report::text::wrap;
 
 #[cfg(test)]
 mod tests {

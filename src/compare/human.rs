@@ -230,18 +230,9 @@ pub(super) fn write(r: &CompareReport, out: &mut dyn Write, style: Style) -> io:
 /// `text` in lines of at most `width` characters, broken at spaces,
 /// continued under `tally:   `.
 fn wrapped(out: &mut dyn Write, text: &str, width: usize) -> io::Result<()> {
-    let mut line = String::new();
-    for word in text.split(' ') {
-        let len = line.chars().count();
-        if len > 0 && len + 1 + word.chars().count() > width {
-            writeln!(out, "{line}")?;
-            line = format!("tally:   {word}");
-        } else if line.is_empty() {
-            line = word.to_string();
-        } else {
-            line.push(' ');
-            line.push_str(word);
-        }
+    let text = text.strip_prefix("tally: ").unwrap_or(text);
+    for line in crate::report::text::wrap(text, "tally: ", "tally:   ", width) {
+        writeln!(out, "{line}")?;
     }
-    writeln!(out, "{line}")
+    Ok(())
 }
