@@ -22,7 +22,6 @@ pub mod spec;
 pub mod staircase;
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 pub use figure::{Figure, Value};
@@ -106,9 +105,19 @@ pub enum BenchError {
 /// Callbacks of a run: progress, and what to do when a benchmark hangs.
 pub struct Hooks<'a> {
     pub progress: &'a mut dyn FnMut(Progress),
-    /// Called from the watchdog thread when a benchmark overran its limit;
-    /// expected not to return (the binary reports and exits).
-    pub on_hang: fn(&str, Duration),
+    pub on_hang: OnHang,
+}
+
+/// What happens when a benchmark overruns its limit. No thread watches:
+/// a second thread would share the process's descriptor table and slow
+/// every descriptor lookup the benchmarks time. A timer signal
+/// ([`sys::alarm`]) writes `message(name, limit)`, prepared before the
+/// benchmark starts, to stderr, then does `then` (ends the process, or
+/// lets the work go on).
+#[derive(Debug, Clone, Copy)]
+pub struct OnHang {
+    pub message: fn(&str, Duration) -> String,
+    pub then: sys::alarm::Then,
 }
 
 /// The benchmarks a config selects, in registry order.
@@ -164,7 +173,6 @@ pub fn execute(cfg: &Config, hooks: Hooks<'_>) -> Result<BenchReport, BenchError
     let h = Harness::calibrate(harness::Timer::best_source(), calib_span, budget);
     let machine = Machine::describe(&h, cfg.tiny(), allowed.len().max(1));
 
-    let watch = Watchdog::start(hooks.on_hang);
     let mut results = Vec::new();
     let total = chosen.len();
     for (index, b) in chosen.iter().enumerate() {
@@ -173,11 +181,24 @@ pub fn execute(cfg: &Config, hooks: Hooks<'_>) -> Result<BenchReport, BenchError
             index,
             total,
         });
+        let mut result = BenchResult::new(b);
+        // A benchmark before this one may have joined its threads an
+        // instant ago: the kernel still counts them while it tears them
+        // down, and their share of the descriptor table with them.
+        result.threads_at_start = threads_settled(Duration::from_secs(1));
         let limit = (b.estimate)(cfg) * 10 + Duration::from_secs(60);
-        watch.arm(b.name, limit);
+        let deadline = sys::alarm::Deadline::arm(
+            limit,
+            (hooks.on_hang.message)(b.name, limit),
+            hooks.on_hang.then,
+        );
+        if let Err(e) = &deadline {
+            result
+                .notes
+                .push(format!("no time limit: the alarm timer failed ({e})"));
+        }
         let (_, invol0) = sys::cpu::thread_switches().unwrap_or((0, 0));
         let t0 = Instant::now();
-        let mut result = BenchResult::new(b);
         {
             let mut ctx = Ctx {
                 cfg,
@@ -196,7 +217,7 @@ pub fn execute(cfg: &Config, hooks: Hooks<'_>) -> Result<BenchReport, BenchError
         for f in &mut result.figures {
             plausible::check(f);
         }
-        watch.disarm();
+        drop(deadline);
         result.duration_ms = u64::try_from(t0.elapsed().as_millis()).unwrap_or(u64::MAX);
         let (_, invol1) = sys::cpu::thread_switches().unwrap_or((0, 0));
         result.involuntary_switches = invol1.saturating_sub(invol0);
@@ -246,47 +267,21 @@ fn check_dir(dir: &std::path::Path) -> Result<(), BenchError> {
         })
 }
 
-/// A thread that calls `on_hang` when an armed deadline passes.
-struct Watchdog {
-    state: Arc<Mutex<Armed>>,
-}
-
-/// The benchmark being watched, when it started, and its limit.
-type Armed = Option<(&'static str, Instant, Duration)>;
-
-impl Watchdog {
-    fn start(on_hang: fn(&str, Duration)) -> Watchdog {
-        let state: Arc<Mutex<Armed>> = Arc::new(Mutex::new(None));
-        let seen = Arc::clone(&state);
-        let _ = std::thread::Builder::new()
-            .name("tally-watchdog".into())
-            .spawn(move || {
-                loop {
-                    std::thread::sleep(Duration::from_millis(200));
-                    if Arc::strong_count(&seen) == 1 {
-                        return;
-                    }
-                    let armed = seen.lock().map(|g| *g).unwrap_or(None);
-                    if let Some((name, start, limit)) = armed
-                        && start.elapsed() > limit
-                    {
-                        on_hang(name, limit);
-                        return;
-                    }
-                }
-            });
-        Watchdog { state }
-    }
-
-    fn arm(&self, name: &'static str, limit: Duration) {
-        if let Ok(mut g) = self.state.lock() {
-            *g = Some((name, Instant::now(), limit));
-        }
-    }
-
-    fn disarm(&self) {
-        if let Ok(mut g) = self.state.lock() {
-            *g = None;
+/// The threads of this process, once those an earlier benchmark joined
+/// are gone (waiting at most `patience`); `None` when /proc does not say.
+fn threads_settled(patience: Duration) -> Option<u64> {
+    let proc = crate::procfs::ProcRoot::default();
+    let start = Instant::now();
+    loop {
+        let n = proc
+            .read("self/status")
+            .ok()
+            .and_then(|t| crate::procfs::status::threads(&t));
+        match n {
+            Some(more) if more > 1 && start.elapsed() < patience => {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            _ => return n,
         }
     }
 }

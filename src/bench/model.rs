@@ -13,7 +13,9 @@
 //! - `noise`: load averages, `steal_percent`, involuntary switches, `noisy`
 //!   and its `reasons[]`.
 //! - `benchmarks[]`: `name`, `section`, `about`, `duration_ms`,
-//!   `involuntary_switches`, `error` (the benchmark failed as a whole),
+//!   `involuntary_switches`, `threads_at_start` (threads of tally's
+//!   process as the benchmark started: 1, the measuring thread alone),
+//!   `error` (the benchmark failed as a whole),
 //!   `notes[]`, `memlat` (plateaus vs sysfs caches, memlat only) and
 //!   `figures[]`. A figure has `id` (stable key), `label`, `x`/`x_unit`
 //!   for sweeps, `definition`, then its value under a key naming the unit
@@ -102,6 +104,13 @@ pub struct BenchResult {
     pub about: String,
     pub duration_ms: u64,
     pub involuntary_switches: u64,
+    /// Threads of tally's process when the benchmark started (`Threads:`
+    /// of /proc/self/status): 1, or the benchmarks' timed system calls
+    /// would pay for a shared descriptor table. Benchmarks that start
+    /// threads of their own (ctxswitch, membw, stream, events, spawn) have
+    /// more while they run and join them before they end.
+    #[serde(default)]
+    pub threads_at_start: Option<u64>,
     /// Set when the benchmark failed as a whole.
     pub error: Option<String>,
     #[serde(default)]

@@ -20,7 +20,7 @@ pub struct Benchmark {
     /// Writes scratch files under `--dir`.
     pub uses_dir: bool,
     /// Expected duration under a config (for `--full`'s announcement and
-    /// the watchdog's limit).
+    /// the time limit of [`super::OnHang`]).
     pub estimate: fn(&Config) -> Duration,
     pub run: fn(&mut Ctx<'_>, &mut BenchResult) -> Result<(), StepError>,
     /// What the HTML page draws of its figures (none: the table only).
@@ -74,6 +74,7 @@ impl BenchResult {
             about: b.about.to_string(),
             duration_ms: 0,
             involuntary_switches: 0,
+            threads_at_start: None,
             error: None,
             notes: Vec::new(),
             memlat: None,
