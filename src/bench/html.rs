@@ -186,14 +186,14 @@ fn machine_table(r: &BenchReport) -> String {
                 "{:?} mode, {:.1} s, {}",
                 r.mode,
                 r.duration_ms as f64 / 1000.0,
-                if r.noise.noisy {
-                    format!("NOISY: {}", r.noise.reasons.join("; "))
-                } else {
-                    "quiet".into()
-                }
+                r.noise.describe()
             ),
         ),
     ];
+    let mut rows = rows;
+    if let Some(line) = r.noise.describe_reference() {
+        rows.push(("reference", line));
+    }
     let mut s = String::from(r#"<table class="machine">"#);
     for (k, v) in rows {
         let _ = write!(s, "<tr><th>{}</th><td>{}</td></tr>", esc(k), esc(&v));

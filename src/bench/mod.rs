@@ -163,7 +163,7 @@ pub fn execute(cfg: &Config, hooks: Hooks<'_>) -> Result<BenchReport, BenchError
         Err(e) => format!("unchanged (setpriority: {e})"),
     };
 
-    let noise_start = machine::NoiseProbe::start();
+    let mut noise = machine::NoiseProbe::start();
     let budget = harness::Budget::new(cfg.budget_per_figure());
     let calib_span = if cfg.tiny() {
         Duration::from_millis(5)
@@ -197,6 +197,7 @@ pub fn execute(cfg: &Config, hooks: Hooks<'_>) -> Result<BenchReport, BenchError
                 .notes
                 .push(format!("no time limit: the alarm timer failed ({e})"));
         }
+        let before = noise.reading();
         let (_, invol0) = sys::cpu::thread_switches().unwrap_or((0, 0));
         let t0 = Instant::now();
         {
@@ -221,13 +222,18 @@ pub fn execute(cfg: &Config, hooks: Hooks<'_>) -> Result<BenchReport, BenchError
         result.duration_ms = u64::try_from(t0.elapsed().as_millis()).unwrap_or(u64::MAX);
         let (_, invol1) = sys::cpu::thread_switches().unwrap_or((0, 0));
         result.involuntary_switches = invol1.saturating_sub(invol0);
+        result.other_cpu_ms = before.other_cpu_ms(&noise.reading());
         results.push(result);
     }
-    let involuntary = results
-        .iter()
-        .fold(0u64, |a, r| a.saturating_add(r.involuntary_switches));
-    let busy_s: f64 = results.iter().map(|r| r.duration_ms as f64 / 1000.0).sum();
-    let noise = noise_start.finish(involuntary, busy_s, machine.logical_cpus);
+    let mut switches = machine::Switches::default();
+    for (r, b) in results.iter().zip(&chosen) {
+        switches.all = switches.all.saturating_add(r.involuntary_switches);
+        if !b.switches_by_design {
+            switches.judged = switches.judged.saturating_add(r.involuntary_switches);
+            switches.judged_ms = switches.judged_ms.saturating_add(r.duration_ms);
+        }
+    }
+    let noise = noise.finish(switches);
     let mut machine = machine;
     // The timer benchmark samples the core clock far more than the quick
     // probe at start-up: prefer its median when it ran.

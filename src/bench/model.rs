@@ -10,11 +10,19 @@
 //!   `timer_overhead_ns`, `timer_resolution_ns`, `loop_overhead_ns`),
 //!   `budget_per_figure_ms`, warm-up and minimum samples, pinned CPU,
 //!   priority.
-//! - `noise`: load averages, `steal_percent`, involuntary switches, `noisy`
-//!   and its `reasons[]`.
+//! - `noise`: load averages, `steal_percent`, `involuntary_switches` of
+//!   the measuring thread (all), `involuntary_switches_judged` and
+//!   `judged_ms` (over the benchmarks that do not switch by design),
+//!   `other_cpu_ms` and `other_cpu_percent` (CPU time of everything but
+//!   tally and its reaped children; 100 = one CPU), `other_runnable_mean`
+//!   (other runnable tasks between benchmarks), `reference` (ns per raw
+//!   getpid between benchmarks: `readings`, `min_ns`, `median_ns`,
+//!   `max_ns`, `variation_percent`; see [`super::machine::Reference`]),
+//!   `noisy` and its `reasons[]`.
 //! - `benchmarks[]`: `name`, `section`, `about`, `duration_ms`,
 //!   `involuntary_switches`, `threads_at_start` (threads of tally's
 //!   process as the benchmark started: 1, the measuring thread alone),
+//!   `other_cpu_ms` (CPU time of everything else while it ran),
 //!   `error` (the benchmark failed as a whole),
 //!   `notes[]`, `memlat` (plateaus vs sysfs caches, memlat only) and
 //!   `figures[]`. A figure has `id` (stable key), `label`, `x`/`x_unit`
@@ -111,6 +119,11 @@ pub struct BenchResult {
     /// more while they run and join them before they end.
     #[serde(default)]
     pub threads_at_start: Option<u64>,
+    /// CPU time of everything but tally (and the children it reaped)
+    /// while the benchmark ran, ms: other processes, and kernel threads
+    /// (some doing the benchmark's work: loopback softirqs, writeback).
+    #[serde(default)]
+    pub other_cpu_ms: Option<u64>,
     /// Set when the benchmark failed as a whole.
     pub error: Option<String>,
     #[serde(default)]

@@ -113,29 +113,9 @@ fn machine_lines(r: &BenchReport, out: &mut dyn Write) -> io::Result<()> {
         "  ",
         "    ",
     )?;
-    if r.noise.noisy {
-        wrapped(
-            out,
-            &format!("NOISY RUN: {}", r.noise.reasons.join("; ")),
-            "  ",
-            "    ",
-        )?;
-    } else {
-        wrapped(
-            out,
-            &format!(
-                "quiet run: load {} at start, steal {}, {} involuntary switches",
-                r.noise
-                    .load_average_1m_start
-                    .map_or("unknown".into(), |l| format!("{l:.2}")),
-                r.noise
-                    .steal_percent
-                    .map_or("unknown".into(), |s| format!("{s:.1}%")),
-                r.noise.involuntary_switches
-            ),
-            "  ",
-            "    ",
-        )?;
+    wrapped(out, &r.noise.describe(), "  ", "    ")?;
+    if let Some(line) = r.noise.describe_reference() {
+        wrapped(out, &line, "  ", "    ")?;
     }
     Ok(())
 }
@@ -728,6 +708,12 @@ pub(crate) fn sample_report() -> BenchReport {
             load_average_1m_end: Some(0.5),
             steal_percent: Some(0.0),
             involuntary_switches: 3,
+            involuntary_switches_judged: 1,
+            judged_ms: 17_000,
+            other_cpu_ms: Some(120),
+            other_cpu_percent: Some(0.7),
+            other_runnable_mean: Some(0.0),
+            reference: None,
             noisy: false,
             reasons: vec![],
         },

@@ -19,6 +19,11 @@ pub struct Benchmark {
     pub heavy: bool,
     /// Writes scratch files under `--dir`.
     pub uses_dir: bool,
+    /// Its own peers preempt the measuring thread (a partner process or
+    /// thread on the same CPU): its involuntary switches are the
+    /// benchmark's doing, not other work's, and the noise verdict leaves
+    /// them out.
+    pub switches_by_design: bool,
     /// Expected duration under a config (for `--full`'s announcement and
     /// the time limit of [`super::OnHang`]).
     pub estimate: fn(&Config) -> Duration,
@@ -75,6 +80,7 @@ impl BenchResult {
             duration_ms: 0,
             involuntary_switches: 0,
             threads_at_start: None,
+            other_cpu_ms: None,
             error: None,
             notes: Vec::new(),
             memlat: None,
