@@ -15,6 +15,7 @@ pub mod html;
 pub(crate) mod layering;
 pub mod machine;
 pub mod model;
+pub mod passes;
 pub mod plausible;
 pub mod report;
 pub mod scratch;
@@ -164,7 +165,8 @@ pub fn execute(cfg: &Config, hooks: Hooks<'_>) -> Result<BenchReport, BenchError
     };
 
     let mut noise = machine::NoiseProbe::start();
-    let budget = harness::Budget::new(cfg.budget_per_figure());
+    // Each pass gets half of a figure's time (see `passes`).
+    let budget = harness::Budget::new(cfg.budget_per_figure() / passes::PASSES);
     let calib_span = if cfg.tiny() {
         Duration::from_millis(5)
     } else {
@@ -173,57 +175,70 @@ pub fn execute(cfg: &Config, hooks: Hooks<'_>) -> Result<BenchReport, BenchError
     let h = Harness::calibrate(harness::Timer::best_source(), calib_span, budget);
     let machine = Machine::describe(&h, cfg.tiny(), allowed.len().max(1));
 
-    let mut results = Vec::new();
     let total = chosen.len();
-    for (index, b) in chosen.iter().enumerate() {
-        (hooks.progress)(Progress::Start {
-            name: b.name.to_string(),
-            index,
-            total,
-        });
-        let mut result = BenchResult::new(b);
-        // A benchmark before this one may have joined its threads an
-        // instant ago: the kernel still counts them while it tears them
-        // down, and their share of the descriptor table with them.
-        result.threads_at_start = threads_settled(Duration::from_secs(1));
-        let limit = (b.estimate)(cfg) * 10 + Duration::from_secs(60);
-        let deadline = sys::alarm::Deadline::arm(
-            limit,
-            (hooks.on_hang.message)(b.name, limit),
-            hooks.on_hang.then,
-        );
-        if let Err(e) = &deadline {
-            result
-                .notes
-                .push(format!("no time limit: the alarm timer failed ({e})"));
-        }
-        let before = noise.reading();
-        let (_, invol0) = sys::cpu::thread_switches().unwrap_or((0, 0));
-        let t0 = Instant::now();
-        {
-            let mut ctx = Ctx {
-                cfg,
-                h: &h,
-                machine: &machine,
-                cpu,
-                other_cpu,
-                allowed_cpus: allowed.clone(),
-                progress: &mut *hooks.progress,
-                name: b.name,
-            };
-            if let Err(e) = (b.run)(&mut ctx, &mut result) {
-                result.error = Some(e.to_string());
+    let mut by_pass: Vec<Vec<BenchResult>> = Vec::new();
+    for pass in 0..passes::PASSES as usize {
+        let mut results = Vec::new();
+        for (index, b) in chosen.iter().enumerate() {
+            (hooks.progress)(Progress::Start {
+                name: b.name.to_string(),
+                index: pass * total + index,
+                total: total * passes::PASSES as usize,
+            });
+            let mut result = BenchResult::new(b);
+            // A benchmark before this one may have joined its threads an
+            // instant ago: the kernel still counts them while it tears them
+            // down, and their share of the descriptor table with them.
+            result.threads_at_start = threads_settled(Duration::from_secs(1));
+            let limit = (b.estimate)(cfg) * 10 + Duration::from_secs(60);
+            let deadline = sys::alarm::Deadline::arm(
+                limit,
+                (hooks.on_hang.message)(b.name, limit),
+                hooks.on_hang.then,
+            );
+            if let Err(e) = &deadline {
+                result
+                    .notes
+                    .push(format!("no time limit: the alarm timer failed ({e})"));
             }
+            let before = noise.reading();
+            let (_, invol0) = sys::cpu::thread_switches().unwrap_or((0, 0));
+            let t0 = Instant::now();
+            {
+                let mut ctx = Ctx {
+                    cfg,
+                    h: &h,
+                    machine: &machine,
+                    cpu,
+                    other_cpu,
+                    allowed_cpus: allowed.clone(),
+                    progress: &mut *hooks.progress,
+                    name: b.name,
+                };
+                if let Err(e) = (b.run)(&mut ctx, &mut result) {
+                    result.error = Some(e.to_string());
+                }
+            }
+            for f in &mut result.figures {
+                plausible::check(f);
+            }
+            drop(deadline);
+            result.duration_ms = u64::try_from(t0.elapsed().as_millis()).unwrap_or(u64::MAX);
+            let (_, invol1) = sys::cpu::thread_switches().unwrap_or((0, 0));
+            result.involuntary_switches = invol1.saturating_sub(invol0);
+            result.other_cpu_ms = before.other_cpu_ms(&noise.reading());
+            results.push(result);
         }
-        for f in &mut result.figures {
-            plausible::check(f);
-        }
-        drop(deadline);
-        result.duration_ms = u64::try_from(t0.elapsed().as_millis()).unwrap_or(u64::MAX);
-        let (_, invol1) = sys::cpu::thread_switches().unwrap_or((0, 0));
-        result.involuntary_switches = invol1.saturating_sub(invol0);
-        result.other_cpu_ms = before.other_cpu_ms(&noise.reading());
-        results.push(result);
+        by_pass.push(results);
+    }
+    let mut passes_left = by_pass.into_iter();
+    let mut results = passes_left.next().unwrap_or_default();
+    for later in passes_left {
+        results = results
+            .into_iter()
+            .zip(later)
+            .map(|(a, b)| passes::merge(a, b))
+            .collect();
     }
     let mut switches = machine::Switches::default();
     for (r, b) in results.iter().zip(&chosen) {
@@ -251,7 +266,8 @@ pub fn execute(cfg: &Config, hooks: Hooks<'_>) -> Result<BenchReport, BenchError
         machine,
         harness: model::HarnessInfo {
             calibration: h.calibration.clone(),
-            budget_per_figure_ms: u64::try_from(budget.per_figure.as_millis()).unwrap_or(0),
+            budget_per_figure_ms: u64::try_from(cfg.budget_per_figure().as_millis()).unwrap_or(0),
+            passes: passes::PASSES,
             warmup_samples: budget.warmup_samples,
             min_samples: budget.min_samples,
             pinned_cpu: cpu,

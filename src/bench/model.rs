@@ -8,8 +8,9 @@
 //!   `caches[]` (level, kind, `size_bytes`, `line_bytes`), `unavailable[]`.
 //! - `harness`: `calibration` (timer source, `timer_hz`,
 //!   `timer_overhead_ns`, `timer_resolution_ns`, `loop_overhead_ns`),
-//!   `budget_per_figure_ms`, warm-up and minimum samples, pinned CPU,
-//!   priority.
+//!   `budget_per_figure_ms` (both passes together), `passes` (2: every
+//!   benchmark runs twice, see [`super::passes`]), warm-up and minimum
+//!   samples (per pass), pinned CPU, priority.
 //! - `noise`: load averages, `steal_percent`, `involuntary_switches` of
 //!   the measuring thread (all), `involuntary_switches_judged` and
 //!   `judged_ms` (over the benchmarks that do not switch by design),
@@ -30,7 +31,12 @@
 //!   (`ns`, `gb_per_s`, `mhz`, `bytes`: a summary with `count`, `min`,
 //!   `median`, `mean`, `stddev`, `max`, `p95`, `mad`) or `unavailable`
 //!   with the reason; `cv`, `outliers` (modified z-score > 3.5, mostly
-//!   preempted samples) and `cv_without_outliers`, every kept sample in `samples[]` (same unit),
+//!   preempted samples) and `cv_without_outliers`, every kept sample in
+//!   `samples[]` (same unit; the first pass's, then the second's),
+//!   `stability` ([`super::figure::Stability`]: `spread_percent`,
+//!   `halves_percent`, `passes_percent`, and `unstable_percent`, set when
+//!   the figure may move by about that much between runs, with
+//!   `unstable_because` when derived from a second pass that disagreed),
 //!   `iters_per_sample`, `warmup_discarded`, `notes[]`, and `implausible`:
 //!   null, or why the figure failed a plausibility check
 //!   ([`super::plausible`]); such a figure keeps its summary and samples
@@ -97,11 +103,20 @@ impl Section {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HarnessInfo {
     pub calibration: Calibration,
+    /// Time for one figure, all passes together.
     pub budget_per_figure_ms: u64,
+    /// Passes over the benchmarks, each with its share of the budget (see
+    /// [`super::passes`]).
+    #[serde(default = "one_pass")]
+    pub passes: u32,
     pub warmup_samples: usize,
     pub min_samples: usize,
     pub pinned_cpu: Option<usize>,
     pub priority: String,
+}
+
+fn one_pass() -> u32 {
+    1
 }
 
 /// One benchmark's results.
