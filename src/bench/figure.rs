@@ -385,11 +385,6 @@ impl Figure {
         f.iters_per_sample = self.iters_per_sample;
         f.warmup_discarded = self.warmup_discarded;
         f.notes = self.notes;
-        for n in second.notes {
-            if !f.notes.contains(&n) {
-                f.notes.push(n);
-            }
-        }
         f.implausible = self.implausible.or(second.implausible);
         let mid = (a + b) / 2.0;
         if mid != 0.0 {

@@ -175,6 +175,7 @@ pub fn execute(cfg: &Config, hooks: Hooks<'_>) -> Result<BenchReport, BenchError
     let h = Harness::calibrate(harness::Timer::best_source(), calib_span, budget);
     let machine = Machine::describe(&h, cfg.tiny(), allowed.len().max(1));
 
+    let own_threads = threads_now().unwrap_or(1).max(1);
     let total = chosen.len();
     let mut by_pass: Vec<Vec<BenchResult>> = Vec::new();
     for pass in 0..passes::PASSES as usize {
@@ -189,7 +190,7 @@ pub fn execute(cfg: &Config, hooks: Hooks<'_>) -> Result<BenchReport, BenchError
             // A benchmark before this one may have joined its threads an
             // instant ago: the kernel still counts them while it tears them
             // down, and their share of the descriptor table with them.
-            result.threads_at_start = threads_settled(Duration::from_secs(1));
+            result.threads_at_start = threads_settled(own_threads, Duration::from_secs(1));
             let limit = (b.estimate)(cfg) * 10 + Duration::from_secs(60);
             let deadline = sys::alarm::Deadline::arm(
                 limit,
@@ -289,18 +290,23 @@ fn check_dir(dir: &std::path::Path) -> Result<(), BenchError> {
         })
 }
 
+/// The threads of this process now; `None` when /proc does not say.
+fn threads_now() -> Option<u64> {
+    crate::procfs::ProcRoot::default()
+        .read("self/status")
+        .ok()
+        .and_then(|t| crate::procfs::status::threads(&t))
+}
+
 /// The threads of this process, once those an earlier benchmark joined
-/// are gone (waiting at most `patience`); `None` when /proc does not say.
-fn threads_settled(patience: Duration) -> Option<u64> {
-    let proc = crate::procfs::ProcRoot::default();
+/// are gone: no more than `before` (the process's own before the run: 1
+/// for `tally bench`, more in `tally serve`), waiting at most `patience`.
+fn threads_settled(before: u64, patience: Duration) -> Option<u64> {
     let start = Instant::now();
     loop {
-        let n = proc
-            .read("self/status")
-            .ok()
-            .and_then(|t| crate::procfs::status::threads(&t));
+        let n = threads_now();
         match n {
-            Some(more) if more > 1 && start.elapsed() < patience => {
+            Some(more) if more > before && start.elapsed() < patience => {
                 std::thread::sleep(Duration::from_millis(1));
             }
             _ => return n,

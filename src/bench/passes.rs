@@ -43,11 +43,7 @@ pub fn merge(first: BenchResult, second: BenchResult) -> BenchResult {
         (a, b) => a.or(b),
     };
     out.error = out.error.or(second.error);
-    for n in second.notes {
-        if !out.notes.contains(&n) {
-            out.notes.push(n);
-        }
-    }
+    add_notes(&mut out.notes, second.notes);
     out.memlat = out.memlat.or(second.memlat);
     let mut seconds = second.figures;
     let firsts = std::mem::take(&mut out.figures);
@@ -60,6 +56,33 @@ pub fn merge(first: BenchResult, second: BenchResult) -> BenchResult {
     }
     out.figures.extend(seconds);
     out
+}
+
+/// A note with every number in it replaced by `#`: the same note of the
+/// other pass, with other numbers, has the same shape.
+fn shape(note: &str) -> String {
+    let mut out = String::with_capacity(note.len());
+    let mut in_number = false;
+    for c in note.chars() {
+        let numeric = c.is_ascii_digit() || (in_number && matches!(c, '.' | ','));
+        if numeric && !in_number {
+            out.push('#');
+        } else if !numeric {
+            out.push(c);
+        }
+        in_number = numeric;
+    }
+    out
+}
+
+/// Adds the second pass's notes that say something the first pass's do
+/// not (the same note with the second pass's own numbers is left out).
+fn add_notes(notes: &mut Vec<String>, second: Vec<String>) {
+    for n in second {
+        if !notes.iter().any(|m| shape(m) == shape(&n)) {
+            notes.push(n);
+        }
+    }
 }
 
 /// Two passes of one figure: their samples pooled when both passes took
@@ -83,7 +106,12 @@ pub fn merge_figure(first: Figure, second: Figure) -> Figure {
             };
             first.note(format!("second pass unavailable: {why}"))
         }
-        (a, b) if a >= MIN_SAMPLES_TO_POOL && b >= MIN_SAMPLES_TO_POOL => first.with_pass(second),
+        (a, b) if a >= MIN_SAMPLES_TO_POOL && b >= MIN_SAMPLES_TO_POOL => {
+            let notes = second.notes.clone();
+            let mut f = first.with_pass(second);
+            add_notes(&mut f.notes, notes);
+            f
+        }
         _ => {
             let (Some(x), Some(y)) = (
                 first.value.summary().map(|s| s.median),
@@ -173,6 +201,21 @@ mod tests {
         assert_eq!(m.duration_ms, 200);
         assert_eq!(m.involuntary_switches, 4);
         assert_eq!(m.notes, vec!["n".to_string()]);
+        let mut notes = vec!["parent resident set 4.3 MiB".to_string()];
+        add_notes(
+            &mut notes,
+            vec![
+                "parent resident set 12.7 MiB".into(),
+                "3 of 9 datagrams lost".into(),
+            ],
+        );
+        assert_eq!(
+            notes,
+            ["parent resident set 4.3 MiB", "3 of 9 datagrams lost"]
+        );
+        add_notes(&mut notes, vec!["12 of 1,024 datagrams lost".into()]);
+        assert_eq!(notes.len(), 2);
+        assert_eq!(shape("ran at 2.11 GB/s, 3 runs"), "ran at # GB/s, # runs");
         let ids: Vec<&str> = m.figures.iter().map(|f| f.id.as_str()).collect();
         assert_eq!(ids, ["s.a", "s.b", "s.c"]);
         assert_eq!(m.figures[0].samples.len(), 6);
