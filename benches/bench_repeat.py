@@ -80,8 +80,9 @@ def main():
     ap.add_argument("--wait-idle", action="store_true",
                     help="start each run only on an idle machine")
     ap.add_argument("--save", default=None, help="directory for each run's JSON")
+    ap.add_argument("--tries", type=int, default=10, help="runs tried per kept run with --idle-only")
     ap.add_argument("--idle-only", type=float, default=None, metavar="PERCENT",
-                    help="repeat (up to 10 times) a run during which other processes "
+                    help="repeat (up to --tries times) a run during which other processes "
                     "used more than PERCENT of a CPU by this script's count")
     a, extra = ap.parse_known_args()
     if a.tally is None:
@@ -90,10 +91,14 @@ def main():
         os.makedirs(a.save, exist_ok=True)
     runs, discarded = [], 0
     for i in range(a.runs):
-        for _ in range(10):
+        for _ in range(a.tries):
             busy = common.wait_idle() if a.wait_idle else None
             out, others = run_measured([a.tally, "bench", "--quick", "--format", "json", *extra])
             if a.idle_only is None or others <= a.idle_only:
+                break
+            if _ == a.tries - 1:
+                print(f"run {i + 1}: kept though other processes used {others:.0f}% of a CPU "
+                      f"meanwhile: {a.tries} tries found no idle machine")
                 break
             discarded += 1
             print(f"run {i + 1}: discarded: other processes used {others:.0f}% of a CPU "
@@ -130,7 +135,7 @@ def main():
     print()
     if discarded:
         print(f"{discarded} runs discarded: the machine was not idle")
-    print(f"{a.runs} runs of tally bench --quick {' '.join(extra)}: {noisy} flagged NOISY; "
+    print(f"{a.runs} runs of {' '.join(['tally bench --quick', *extra])}: {noisy} flagged NOISY; "
           f"{len(ids)} figures in every run, {len(moved)} moved more than {MOVE:.0%} "
           f"(largest / smallest median); of those, {len(unmarked_all)} were marked unstable "
           f"in no run and {len(unmarked_any)} were not marked in every run")

@@ -15,7 +15,10 @@ A ratio well above 1 means tally measures its own overhead (e.g. a
 second thread in its process, which makes every descriptor lookup take
 the shared-table path).
 
-Usage: benches/syscall_vs_c.py [--rounds N] [--tally PATH]
+With --wait-idle each round starts only once the machine is idle (under
+5% of all CPUs busy over 3 s; see benches/common.py).
+
+Usage: benches/syscall_vs_c.py [--rounds N] [--wait-idle] [--tally PATH]
 Not run by CI.
 """
 
@@ -147,11 +150,13 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--tally", default=None, help="tally binary (default: build it)")
+    ap.add_argument("--wait-idle", action="store_true",
+                    help="start each round only on an idle machine")
     a = ap.parse_args()
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import common
     if a.tally is None:
-        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-        from common import build_tally
-        a.tally = build_tally()
+        a.tally = common.build_tally()
     cc = shutil.which("cc") or shutil.which("gcc")
     if cc is None:
         sys.exit("no C compiler (apt-get install gcc)")
@@ -163,6 +168,8 @@ def main():
     cpu = last_allowed_cpu()
     tally_runs, c_runs, threads = [], [], set()
     for i in range(a.rounds):
+        if a.wait_idle:
+            common.wait_idle()
         order = [("tally", None), ("c", None)] if i % 2 == 0 else [("c", None), ("tally", None)]
         for side, _ in order:
             if side == "tally":
