@@ -5,6 +5,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -21,6 +22,34 @@ def build_tally():
                 and msg["target"]["name"] == "tally":
             return msg["executable"]
     sys.exit("cargo built no tally executable")
+
+
+def _cpu_ticks():
+    with open("/proc/stat") as f:
+        n = [int(w) for w in f.readline().split()[1:]]
+    n += [0] * (8 - len(n))
+    return n[0] + n[1] + n[2] + n[5] + n[6], sum(n[:8])
+
+
+def busy_percent(seconds=3.0):
+    """Share of all CPUs' time that was busy over the next `seconds`."""
+    b0, t0 = _cpu_ticks()
+    time.sleep(seconds)
+    b1, t1 = _cpu_ticks()
+    return 100.0 * (b1 - b0) / max(t1 - t0, 1)
+
+
+def wait_idle(limit_percent=5.0, patience_s=1800, quiet_s=3.0):
+    """Waits until the machine is idle (busy below `limit_percent` of all
+    CPUs over `quiet_s` seconds), at most `patience_s`; returns the last
+    busy share measured. On a shared machine, other people's builds would
+    otherwise be measured as the benchmarks' own variation."""
+    start = time.monotonic()
+    while True:
+        busy = busy_percent(quiet_s)
+        if busy <= limit_percent or time.monotonic() - start > patience_s:
+            return busy
+        print(f"waiting for an idle machine: {busy:.0f}% busy", file=sys.stderr)
 
 
 def need(tool, package):

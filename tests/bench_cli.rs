@@ -136,6 +136,7 @@ fn quick_run_has_every_benchmark_with_well_formed_figures() {
     let mut ids = std::collections::HashSet::new();
     for b in benchmarks(&r) {
         assert!(b["error"].is_null(), "{} failed: {}", b["name"], b["error"]);
+        assert_eq!(b["threads_at_start"], 1, "{}", b["name"]);
         let figs = b["figures"].as_array().unwrap();
         assert!(!figs.is_empty(), "{} has no figures", b["name"]);
         for f in figs {
@@ -305,6 +306,60 @@ fn csv_and_markdown_have_one_row_per_figure() {
         .success();
     let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
     assert_eq!(text.lines().filter(|l| l.starts_with('|')).count(), 2 + 5);
+}
+
+/// Regression: the measuring process had a second thread (a watchdog, and
+/// on a terminal the progress bar's ticker), so its descriptor table was
+/// shared and every timed read/write took the kernel's slower lookup
+/// (1-byte read of /dev/zero 1.35× a single-threaded C loop). Every
+/// benchmark must start with the measuring thread alone, also right after
+/// the benchmarks that start threads of their own (spawn, ctxswitch, membw,
+/// stream) and on a terminal.
+#[test]
+fn benchmarks_time_in_a_single_threaded_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let names = [
+        "syscall",
+        "spawn",
+        "ctxswitch",
+        "signal",
+        "membw",
+        "stream",
+        "memsys",
+        "pagefault",
+    ];
+    let r = run_json(&names, dir.path());
+    let threads: Vec<(&str, u64)> = benchmarks(&r)
+        .iter()
+        .map(|b| {
+            (
+                b["name"].as_str().unwrap(),
+                b["threads_at_start"].as_u64().expect("threads_at_start"),
+            )
+        })
+        .collect();
+    assert_eq!(threads.len(), names.len());
+    assert!(threads.iter().all(|(_, n)| *n == 1), "{threads:?}");
+
+    // On a terminal (through script(1)'s pseudo-terminal), with the
+    // progress spinner drawn.
+    if !common::have("script") {
+        common::skip_without_tool!("script", "Debian package util-linux");
+    }
+    let json = dir.path().join("tty.json");
+    let line = format!(
+        "{} bench syscall --budget-ms 2 --export json={}",
+        common::tally_bin().display(),
+        json.display()
+    );
+    let status = common::command("script")
+        .args(["-qec", &line, "/dev/null"])
+        .stdout(std::process::Stdio::null())
+        .status()
+        .expect("script runs");
+    assert!(status.success());
+    let r: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(benchmarks(&r)[0]["threads_at_start"], 1, "on a terminal");
 }
 
 #[test]

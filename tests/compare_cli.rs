@@ -499,10 +499,14 @@ fn a_command_smaller_than_the_spawner_is_flagged_as_an_upper_bound() {
     let (code, r) = compare_json(&["-N", "-w", "2", "-n", "5", exe, exe]);
     assert_eq!(code, 0, "{r}");
     let warnings = r["warnings"].as_array().expect("warnings");
+    // Each command is flagged. Not always in all five runs: the kernel
+    // carries an approximate reading of the spawner's resident set into
+    // the command (per-CPU counters), which can come out a few pages above
+    // the exact peak the spawner reads of itself (see README, Limits).
     let flagged = warnings
         .iter()
         .filter_map(Value::as_str)
-        .filter(|w| w.contains("upper bounds") && w.contains("in 5 runs"))
+        .filter(|w| w.contains("upper bounds"))
         .count();
     assert_eq!(flagged, 2, "{warnings:?}");
 }

@@ -450,6 +450,24 @@ fn bench_report_agrees_figure_by_figure_in_every_format() {
                 (p - want).abs() <= want.abs() * 1e-9,
                 "{series}: {p} against {want}"
             );
+            // The unstable mark: JSON's percent, CSV's column (2
+            // decimals), Prometheus' ratio (0 for a stable figure).
+            let unstable = fig["stability"]["unstable_percent"].as_f64();
+            let csv_mark = cell(&header, row, "unstable_percent");
+            match unstable {
+                Some(u) => assert_eq!(csv_mark, format!("{u:.2}"), "{id}"),
+                None => assert!(csv_mark.is_empty(), "{id}: {csv_mark}"),
+            }
+            let ratio = sample(
+                &prom,
+                &series
+                    .replace("tally_bench_median_", "tally_bench_unstable_")
+                    .replace(&format!("_{suffix}{{"), "_ratio{"),
+            );
+            assert!(
+                (ratio - unstable.unwrap_or(0.0) / 100.0).abs() <= 1e-12,
+                "{id}: unstable ratio {ratio} against {unstable:?}"
+            );
         }
         compared += 1;
     }

@@ -66,7 +66,10 @@ pub(super) fn bench_command(args: cli::bench::BenchArgs) -> u8 {
             indicatif::ProgressStyle::with_template("tally: {spinner} [{elapsed}] {msg}")
                 .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
         );
-        bar.enable_steady_tick(std::time::Duration::from_millis(200));
+        // No steady tick: indicatif ticks from a thread of its own, and a
+        // second thread in the measuring process slows the descriptor
+        // lookups the benchmarks time. The spinner moves on progress events.
+        bar.tick();
         bar
     });
     let mut current = String::new();
@@ -87,7 +90,10 @@ pub(super) fn bench_command(args: cli::bench::BenchArgs) -> u8 {
         bench::Progress::Start { name, index, total } => {
             current = format!("{name} ({}/{total})", index + 1);
             match &bar {
-                Some(b) => b.set_message(current.clone()),
+                Some(b) => {
+                    b.set_message(current.clone());
+                    b.tick();
+                }
                 None if mode == bench::Mode::Full => tally::diag!("tally: bench: {current}"),
                 None => {}
             }
@@ -95,17 +101,20 @@ pub(super) fn bench_command(args: cli::bench::BenchArgs) -> u8 {
         bench::Progress::Step { detail, .. } => {
             if let Some(b) = &bar {
                 b.set_message(format!("{current}: {detail}"));
+                b.tick();
             }
         }
     };
     let hooks = bench::Hooks {
         progress: &mut on_progress,
-        on_hang: |name, limit| {
-            tally::diag!(
-                "tally: benchmark {name} did not finish within {} s and was stopped; rerun it alone (`tally bench {name}`) to see where it hangs",
-                limit.as_secs()
-            );
-            std::process::exit(1);
+        on_hang: bench::OnHang {
+            message: |name, limit| {
+                format!(
+                    "tally: benchmark {name} did not finish within {} s and was stopped; rerun it alone (`tally bench {name}`) to see where it hangs\n",
+                    limit.as_secs()
+                )
+            },
+            then: tally::sys::alarm::Then::Exit(1),
         },
     };
     let result = bench::execute(&cfg, hooks);

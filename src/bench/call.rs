@@ -17,6 +17,7 @@ pub const BENCH: Benchmark = Benchmark {
     about: "function call cost by argument count (not inlined)",
     heavy: false,
     uses_dir: false,
+    switches_by_design: false,
     estimate: |c| c.budget_per_figure() * 9,
     run,
     plots: &[],

@@ -27,6 +27,7 @@ pub const BENCH: Benchmark = Benchmark {
     about: "token passing between two processes or threads, pinned and across CPUs",
     heavy: false,
     uses_dir: false,
+    switches_by_design: true,
     estimate: |c| c.budget_per_figure() * 8 + Duration::from_millis(100),
     run,
     plots: &[Plot {

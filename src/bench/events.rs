@@ -25,6 +25,7 @@ pub const BENCH: Benchmark = Benchmark {
     about: "select vs poll vs epoll: scan cost and wake-up latency by descriptor count",
     heavy: false,
     uses_dir: false,
+    switches_by_design: false,
     estimate: |c| {
         let n = counts(c.mode, c.tiny()).len() as u32;
         c.budget_per_figure() * n * 12 + Duration::from_millis(300)

@@ -49,6 +49,92 @@ impl Value {
     }
 }
 
+/// Above this robust spread of its samples (percent), a figure is
+/// unstable: its median is not a figure to read to ±10%.
+pub const UNSTABLE_SPREAD_PERCENT: f64 = 5.0;
+/// Above this difference (percent) between the medians of the first and
+/// the second half of its samples, or of two passes, a figure is unstable.
+pub const UNSTABLE_HALVES_PERCENT: f64 = 5.0;
+
+/// How far a figure can be trusted, from its own samples: every figure
+/// carries one. A figure can look exact (a tight median) and still move
+/// 30% from one run to the next; these are the signs of it that one run
+/// shows.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Stability {
+    /// The robust spread of the samples: 1.4826 × their median absolute
+    /// deviation over the median (the CV for normal samples, but blind to
+    /// a few preempted ones), percent; absent below 3 samples.
+    pub spread_percent: Option<f64>,
+    /// How far apart the medians of the first and second half of the
+    /// samples are, over the median, percent: drift while measuring
+    /// (warm-up, a first touch, a clock or a neighbour that changed).
+    /// Absent below 4 samples.
+    pub halves_percent: Option<f64>,
+    /// For a figure measured in two passes, each with a set-up of its own
+    /// (a fresh buffer, fresh files): how far apart their medians are,
+    /// percent. What one placement of memory or one state of the file
+    /// system gives, the other may not.
+    pub passes_percent: Option<f64>,
+    /// Set when the figure is unstable: by about how much (±, percent) it
+    /// may move between runs, the largest of the measures above. Human
+    /// output shows `unstable ±x%` instead of the spread.
+    pub unstable_percent: Option<f64>,
+    /// Why, when it is not the measures above (a figure derived from
+    /// unstable ones).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unstable_because: Option<String>,
+}
+
+impl Stability {
+    /// The stability of samples taken in this order.
+    pub fn of(values: &[f64]) -> Stability {
+        let mut st = Stability::default();
+        let Some(median) = stats::summarize(values).map(|s| s.median) else {
+            return st;
+        };
+        let rel = |d: f64| {
+            if median != 0.0 {
+                Some(d.abs() * 100.0 / median.abs())
+            } else {
+                None
+            }
+        };
+        if values.len() >= 3 {
+            st.spread_percent = stats::summarize(values).and_then(|s| rel(1.4826 * s.mad));
+        }
+        if values.len() >= 4 {
+            let (a, b) = values.split_at(values.len() / 2);
+            if let (Some(a), Some(b)) = (stats::summarize(a), stats::summarize(b)) {
+                st.halves_percent = rel(a.median - b.median);
+            }
+        }
+        st.judge();
+        st
+    }
+
+    /// Sets `unstable_percent` from the measures.
+    fn judge(&mut self) {
+        let over = |v: Option<f64>, limit: f64| v.filter(|v| *v > limit);
+        let worst = [
+            over(self.spread_percent, UNSTABLE_SPREAD_PERCENT),
+            over(self.halves_percent, UNSTABLE_HALVES_PERCENT),
+            over(self.passes_percent, UNSTABLE_HALVES_PERCENT),
+        ]
+        .into_iter()
+        .flatten()
+        .fold(None, |a: Option<f64>, v| Some(a.map_or(v, |a| a.max(v))));
+        // A mark for another reason (derived from unstable figures) stays.
+        let kept = self
+            .unstable_percent
+            .filter(|_| self.unstable_because.is_some());
+        self.unstable_percent = match (worst, kept) {
+            (Some(w), Some(k)) => Some(w.max(k)),
+            (w, k) => w.or(k),
+        };
+    }
+}
+
 /// One figure of a benchmark.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Figure {
@@ -75,9 +161,12 @@ pub struct Figure {
     /// The coefficient of variation without those outliers.
     #[serde(default)]
     pub cv_without_outliers: Option<f64>,
-    /// Every kept sample, in the value's unit.
+    /// Every kept sample, in the value's unit, in the order taken.
     #[serde(default)]
     pub samples: Vec<f64>,
+    /// How far the figure can be trusted; see [`Stability`].
+    #[serde(default)]
+    pub stability: Stability,
     pub iters_per_sample: Option<u64>,
     pub warmup_discarded: Option<usize>,
     #[serde(default)]
@@ -103,6 +192,7 @@ impl Figure {
             outliers: 0,
             cv_without_outliers: None,
             samples: Vec::new(),
+            stability: Stability::default(),
             iters_per_sample: None,
             warmup_discarded: None,
             notes: Vec::new(),
@@ -134,6 +224,7 @@ impl Figure {
                         .collect();
                     stats::summarize(&kept).and_then(|k| k.cv())
                 };
+                f.stability = Stability::of(&values);
                 f.samples = values;
                 f
             }
@@ -262,6 +353,55 @@ impl Figure {
     pub fn note(mut self, note: impl Into<String>) -> Figure {
         self.notes.push(note.into());
         self
+    }
+
+    /// By how much (±, percent) the figure may move between runs, when it
+    /// is unstable and shown (measured and plausible).
+    pub fn unstable(&self) -> Option<f64> {
+        self.measured()?;
+        self.stability.unstable_percent
+    }
+
+    /// Records a second pass of the same figure, measured after a set-up
+    /// of its own: its samples join this figure's (the summary is of
+    /// both), and the two medians' difference is `passes_percent`.
+    pub fn with_pass(self, second: Figure) -> Figure {
+        let (Some(a), Some(b)) = (self.value.summary(), second.value.summary()) else {
+            return self;
+        };
+        let (a, b) = (a.median, b.median);
+        let make = match self.value {
+            Value::Ns(_) => Value::Ns,
+            Value::GbPerS(_) => Value::GbPerS,
+            Value::Mhz(_) => Value::Mhz,
+            Value::Bytes(_) => Value::Bytes,
+            Value::Unavailable(_) => return self,
+        };
+        let mut values = self.samples.clone();
+        values.extend(second.samples.iter().copied());
+        let mut f = Figure::from_values(self.id, &self.label, &self.definition, values, make);
+        f.x = self.x;
+        f.x_unit = self.x_unit;
+        f.iters_per_sample = self.iters_per_sample;
+        f.warmup_discarded = self.warmup_discarded;
+        f.notes = self.notes;
+        f.implausible = self.implausible.or(second.implausible);
+        let mid = (a + b) / 2.0;
+        if mid != 0.0 {
+            f.stability.passes_percent = Some((a - b).abs() * 100.0 / mid.abs());
+        }
+        f.stability.judge();
+        f
+    }
+
+    /// Marks the figure unstable because of what it was derived from.
+    pub fn unstable_because(&mut self, percent: f64, why: impl Into<String>) {
+        let p = self
+            .stability
+            .unstable_percent
+            .map_or(percent, |p| p.max(percent));
+        self.stability.unstable_percent = Some(p);
+        self.stability.unstable_because = Some(why.into());
     }
 
     /// The median, when the figure was measured and is plausible.

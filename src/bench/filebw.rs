@@ -38,6 +38,7 @@ pub const BENCH: Benchmark = Benchmark {
     about: "re-read bandwidth of a cached file: read() with 64 KiB, and mmap",
     heavy: false,
     uses_dir: true,
+    switches_by_design: false,
     estimate: |c| c.budget_per_figure() * 4 + Duration::from_millis(800),
     run,
     plots: &[Plot {

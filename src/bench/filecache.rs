@@ -19,6 +19,7 @@ pub const BENCH: Benchmark = Benchmark {
     about: "how much of a big file the page cache holds",
     heavy: true,
     uses_dir: true,
+    switches_by_design: false,
     // Writing then reading the file at a few hundred MB/s.
     estimate: |c| Duration::from_secs(c.max_file_bytes / (150 << 20) + 1),
     run,

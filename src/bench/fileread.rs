@@ -24,6 +24,7 @@ pub const BENCH: Benchmark = Benchmark {
     about: "4 KiB read latency, sequential vs random, uncached, by file size",
     heavy: false,
     uses_dir: true,
+    switches_by_design: false,
     estimate: |c| {
         let n = sizes(c.mode, c.tiny()).len() as u32;
         c.budget_per_figure() * n * 4

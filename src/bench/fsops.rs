@@ -28,6 +28,7 @@ pub const BENCH: Benchmark = Benchmark {
     about: "create+delete of 0, 1K, 4K, 10K files; fsync of a 4 KiB write",
     heavy: false,
     uses_dir: true,
+    switches_by_design: false,
     estimate: |c| c.budget_per_figure() * (SIZES.len() as u32 + 1) + Duration::from_millis(100),
     run,
     plots: &[Plot {

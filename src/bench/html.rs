@@ -36,8 +36,12 @@ fn plot(r: &BenchReport, b: &BenchResult, p: &Plot) -> String {
                 .iter()
                 .filter(|f| keep(f))
                 .filter_map(|f| {
+                    let label = match f.unstable() {
+                        Some(p) => format!("{} (unstable ±{p:.0}%)", f.label),
+                        None => f.label.clone(),
+                    };
                     f.measured()
-                        .map(|s| (f.label.clone(), s.median, Some((s.min, s.p95))))
+                        .map(|s| (label, s.median, Some((s.min, s.p95))))
                 })
                 .collect();
             bar_plot_spread(p.title, &bars, &fmt_y)
@@ -186,14 +190,14 @@ fn machine_table(r: &BenchReport) -> String {
                 "{:?} mode, {:.1} s, {}",
                 r.mode,
                 r.duration_ms as f64 / 1000.0,
-                if r.noise.noisy {
-                    format!("NOISY: {}", r.noise.reasons.join("; "))
-                } else {
-                    "quiet".into()
-                }
+                r.noise.describe()
             ),
         ),
     ];
+    let mut rows = rows;
+    if let Some(line) = r.noise.describe_reference() {
+        rows.push(("reference", line));
+    }
     let mut s = String::from(r#"<table class="machine">"#);
     for (k, v) in rows {
         let _ = write!(s, "<tr><th>{}</th><td>{}</td></tr>", esc(k), esc(&v));
@@ -228,8 +232,12 @@ fn figures_table(r: &BenchReport) -> String {
                     .x
                     .map_or(String::new(), |x| format_x(x, f.x_unit.as_deref()))),
                 esc(&med),
-                f.cv.filter(|_| f.measured().is_some())
-                    .map_or("-".into(), |c| format!("{:.1}%", c * 100.0)),
+                match f.unstable() {
+                    Some(p) => format!("unstable ±{p:.0}%"),
+                    None =>
+                        f.cv.filter(|_| f.measured().is_some())
+                            .map_or("-".into(), |c| format!("{:.1}%", c * 100.0)),
+                },
                 esc(&min),
                 esc(&p95),
                 esc(&f.definition)

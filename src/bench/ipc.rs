@@ -49,6 +49,7 @@ pub const BENCH: Benchmark = Benchmark {
     about: "pipe, FIFO, AF_UNIX, TCP, UDP: 1-byte round trips, bandwidth by message size, TCP connect",
     heavy: false,
     uses_dir: true,
+    switches_by_design: true,
     estimate: |c| {
         let sweep: u32 = Transport::ALL
             .iter()

@@ -24,6 +24,7 @@ pub const BENCH: Benchmark = Benchmark {
     about: "read, write and copy bandwidth, one thread and all threads",
     heavy: false,
     uses_dir: false,
+    switches_by_design: true,
     estimate: |c| c.budget_per_figure() * 12 + Duration::from_secs(2),
     run,
     plots: &[Plot {

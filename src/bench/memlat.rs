@@ -28,6 +28,7 @@ pub const BENCH: Benchmark = Benchmark {
     about: "load-to-use latency by working-set size (random and stride chase)",
     heavy: false,
     uses_dir: false,
+    switches_by_design: false,
     estimate: |c| {
         let sizes = sizes(c.mode, c.max_mem_bytes, Some(128 << 20), c.tiny()).len() as u32;
         c.budget_per_figure() * sizes * 3

@@ -37,6 +37,7 @@ pub const BENCH: Benchmark = Benchmark {
     about: "cache line size by stride, TLB reach (4 KiB and huge pages), memory-level parallelism",
     heavy: false,
     uses_dir: false,
+    switches_by_design: false,
     estimate: |c| c.budget_per_figure() * 34 + Duration::from_secs(1),
     run,
     plots: &[

@@ -28,6 +28,7 @@ pub const BENCH: Benchmark = Benchmark {
     about: "mmap+munmap by size (file and anonymous, untouched and touched), madvise(DONTNEED)",
     heavy: false,
     uses_dir: true,
+    switches_by_design: false,
     estimate: |c| {
         let n = sizes(c.mode, c.tiny()).len() as u32;
         let touched = touch_cap(c.mode, c.tiny());

@@ -8,19 +8,35 @@
 //!   `caches[]` (level, kind, `size_bytes`, `line_bytes`), `unavailable[]`.
 //! - `harness`: `calibration` (timer source, `timer_hz`,
 //!   `timer_overhead_ns`, `timer_resolution_ns`, `loop_overhead_ns`),
-//!   `budget_per_figure_ms`, warm-up and minimum samples, pinned CPU,
-//!   priority.
-//! - `noise`: load averages, `steal_percent`, involuntary switches, `noisy`
-//!   and its `reasons[]`.
+//!   `budget_per_figure_ms` (both passes together), `passes` (2: every
+//!   benchmark runs twice, see [`super::passes`]), warm-up and minimum
+//!   samples (per pass), pinned CPU, priority.
+//! - `noise`: load averages, `steal_percent`, `involuntary_switches` of
+//!   the measuring thread (all), `involuntary_switches_judged` and
+//!   `judged_ms` (over the benchmarks that do not switch by design),
+//!   `other_cpu_ms` and `other_cpu_percent` (CPU time of everything but
+//!   tally and its reaped children; 100 = one CPU), `other_runnable_mean`
+//!   (other runnable tasks between benchmarks), `reference` (ns per raw
+//!   getpid between benchmarks: `readings`, `min_ns`, `median_ns`,
+//!   `max_ns`, `variation_percent`; see [`super::machine::Reference`]),
+//!   `noisy` and its `reasons[]`.
 //! - `benchmarks[]`: `name`, `section`, `about`, `duration_ms`,
-//!   `involuntary_switches`, `error` (the benchmark failed as a whole),
+//!   `involuntary_switches`, `threads_at_start` (threads of tally's
+//!   process as the benchmark started: 1, the measuring thread alone),
+//!   `other_cpu_ms` (CPU time of everything else while it ran),
+//!   `error` (the benchmark failed as a whole),
 //!   `notes[]`, `memlat` (plateaus vs sysfs caches, memlat only) and
 //!   `figures[]`. A figure has `id` (stable key), `label`, `x`/`x_unit`
 //!   for sweeps, `definition`, then its value under a key naming the unit
 //!   (`ns`, `gb_per_s`, `mhz`, `bytes`: a summary with `count`, `min`,
 //!   `median`, `mean`, `stddev`, `max`, `p95`, `mad`) or `unavailable`
 //!   with the reason; `cv`, `outliers` (modified z-score > 3.5, mostly
-//!   preempted samples) and `cv_without_outliers`, every kept sample in `samples[]` (same unit),
+//!   preempted samples) and `cv_without_outliers`, every kept sample in
+//!   `samples[]` (same unit; the first pass's, then the second's),
+//!   `stability` ([`super::figure::Stability`]: `spread_percent`,
+//!   `halves_percent`, `passes_percent`, and `unstable_percent`, set when
+//!   the figure may move by about that much between runs, with
+//!   `unstable_because` when derived from a second pass that disagreed),
 //!   `iters_per_sample`, `warmup_discarded`, `notes[]`, and `implausible`:
 //!   null, or why the figure failed a plausibility check
 //!   ([`super::plausible`]); such a figure keeps its summary and samples
@@ -87,11 +103,20 @@ impl Section {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HarnessInfo {
     pub calibration: Calibration,
+    /// Time for one figure, all passes together.
     pub budget_per_figure_ms: u64,
+    /// Passes over the benchmarks, each with its share of the budget (see
+    /// [`super::passes`]).
+    #[serde(default = "one_pass")]
+    pub passes: u32,
     pub warmup_samples: usize,
     pub min_samples: usize,
     pub pinned_cpu: Option<usize>,
     pub priority: String,
+}
+
+fn one_pass() -> u32 {
+    1
 }
 
 /// One benchmark's results.
@@ -102,6 +127,18 @@ pub struct BenchResult {
     pub about: String,
     pub duration_ms: u64,
     pub involuntary_switches: u64,
+    /// Threads of tally's process when the benchmark started (`Threads:`
+    /// of /proc/self/status): 1, or the benchmarks' timed system calls
+    /// would pay for a shared descriptor table. Benchmarks that start
+    /// threads of their own (ctxswitch, membw, stream, events, spawn) have
+    /// more while they run and join them before they end.
+    #[serde(default)]
+    pub threads_at_start: Option<u64>,
+    /// CPU time of everything but tally (and the children it reaped)
+    /// while the benchmark ran, ms: other processes, and kernel threads
+    /// (some doing the benchmark's work: loopback softirqs, writeback).
+    #[serde(default)]
+    pub other_cpu_ms: Option<u64>,
     /// Set when the benchmark failed as a whole.
     pub error: Option<String>,
     #[serde(default)]

@@ -28,6 +28,7 @@ pub const BENCH: Benchmark = Benchmark {
     about: "latency and throughput of add, mul, div on i32, i64, f32, f64",
     heavy: false,
     uses_dir: false,
+    switches_by_design: false,
     estimate: |c| c.budget_per_figure() * 24 + Duration::from_millis(100),
     run,
     plots: &[

@@ -20,6 +20,7 @@ pub const BENCH: Benchmark = Benchmark {
     about: "anonymous minor, file minor and major page faults",
     heavy: false,
     uses_dir: true,
+    switches_by_design: false,
     estimate: |c| c.budget_per_figure() * 6 + Duration::from_millis(500),
     run,
     plots: &[],

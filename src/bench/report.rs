@@ -10,8 +10,12 @@ use crate::report::{Metric, Render, Style, Table};
 use crate::units::{human_bytes, thousands_f};
 
 /// The spread for people: the CV, or with preempted samples (outliers)
-/// the CV without them, marked `*`.
+/// the CV without them, marked `*`; for an unstable figure, `unstable ±x%`
+/// (what it may move between runs) instead.
 fn cv_text(f: &Figure) -> String {
+    if let Some(p) = f.unstable() {
+        return format!("unstable ±{p:.0}%");
+    }
     match (f.outliers, f.cv_without_outliers, f.cv) {
         (0, _, Some(c)) => format!("±{:.1}%", c * 100.0),
         (n, Some(c), _) if n > 0 => format!("±{:.1}%*", c * 100.0),
@@ -92,12 +96,13 @@ fn machine_lines(r: &BenchReport, out: &mut dyn Write) -> io::Result<()> {
     wrapped(
         out,
         &format!(
-            "timer {} read {}, resolution {}; empty loop {}/iter; {} per figure, {} warm-up samples dropped; {}; {}",
+            "timer {} read {}, resolution {}; empty loop {}/iter; {} per figure in {} passes over the benchmarks, {} warm-up samples dropped in each; {}; {}",
             c.timer_source.describe(),
             format_ns(c.timer_overhead_ns),
             format_ns(c.timer_resolution_ns),
             format_ns(c.loop_overhead_ns),
             format_ns(r.harness.budget_per_figure_ms as f64 * 1e6),
+            r.harness.passes,
             r.harness.warmup_samples,
             r.harness
                 .pinned_cpu
@@ -109,33 +114,13 @@ fn machine_lines(r: &BenchReport, out: &mut dyn Write) -> io::Result<()> {
     )?;
     wrapped(
         out,
-        "figures: median ±CV (stddev/mean of the samples; * = without outliers, i.e. preempted samples, counted in the JSON), min, p95, in the unit of the row (or of the column, in sweeps)",
+        "figures: median ±CV (stddev/mean of the samples; * = without outliers, i.e. preempted samples, counted in the JSON), min, p95, in the unit of the row (or of the column, in sweeps); \"unstable ±x%\" instead of the CV: the samples spread, drifted or came apart between two passes by x%, so the median may move that much from run to run",
         "  ",
         "    ",
     )?;
-    if r.noise.noisy {
-        wrapped(
-            out,
-            &format!("NOISY RUN: {}", r.noise.reasons.join("; ")),
-            "  ",
-            "    ",
-        )?;
-    } else {
-        wrapped(
-            out,
-            &format!(
-                "quiet run: load {} at start, steal {}, {} involuntary switches",
-                r.noise
-                    .load_average_1m_start
-                    .map_or("unknown".into(), |l| format!("{l:.2}")),
-                r.noise
-                    .steal_percent
-                    .map_or("unknown".into(), |s| format!("{s:.1}%")),
-                r.noise.involuntary_switches
-            ),
-            "  ",
-            "    ",
-        )?;
+    wrapped(out, &r.noise.describe(), "  ", "    ")?;
+    if let Some(line) = r.noise.describe_reference() {
+        wrapped(out, &line, "  ", "    ")?;
     }
     Ok(())
 }
@@ -327,8 +312,8 @@ fn write_sweep(
         let mut groups: Vec<Vec<&str>> = Vec::new();
         let mut used = MAX_WIDTH;
         for s in &in_unit {
-            // Header with " (ns)", its ±CV column, gaps.
-            let w = 2 + s.chars().count().max(8) + 6 + 2 + 8;
+            // Header with " (ns)", its ±CV column (up to "unstable ±100%"), gaps.
+            let w = 2 + s.chars().count().max(8) + 6 + 2 + 14;
             match groups.last_mut() {
                 Some(g) if used + w <= MAX_WIDTH => {
                     g.push(s);
@@ -526,6 +511,10 @@ impl Render for BenchReport {
             "cv_percent",
             "cv_without_outliers_percent",
             "outliers",
+            "spread_percent",
+            "halves_percent",
+            "passes_percent",
+            "unstable_percent",
             "samples",
             "baseline_ratio",
             "baseline_p",
@@ -539,6 +528,10 @@ impl Render for BenchReport {
             for f in &b.figures {
                 let s = f.measured();
                 let num = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v:.4}"));
+                let pct = |v: Option<f64>| {
+                    v.filter(|_| s.is_some())
+                        .map_or(String::new(), |v| format!("{v:.2}"))
+                };
                 rows.push(vec![
                     b.name.clone(),
                     f.id.clone(),
@@ -555,6 +548,10 @@ impl Render for BenchReport {
                         .filter(|_| s.is_some())
                         .map_or(String::new(), |c| format!("{:.2}", c * 100.0)),
                     f.outliers.to_string(),
+                    pct(f.stability.spread_percent),
+                    pct(f.stability.halves_percent),
+                    pct(f.stability.passes_percent),
+                    pct(f.unstable()),
                     s.map_or("0".into(), |s| s.count.to_string()),
                     num(self.baseline.as_ref().and_then(|bl| bl.ratio_of(&f.id))),
                     num(self
@@ -587,6 +584,16 @@ impl Render for BenchReport {
         // One family per base unit: latencies in seconds, bandwidths in
         // bytes per second, frequencies in hertz, sizes in bytes.
         let mut families: Vec<Metric> = Vec::new();
+        let mut spread = Metric::gauge(
+            "tally_bench_spread",
+            Unit::Ratio,
+            "Robust spread of a tally bench figure's samples (1.4826 × MAD / median).",
+        );
+        let mut unstable = Metric::gauge(
+            "tally_bench_unstable",
+            Unit::Ratio,
+            "How much an unstable tally bench figure may move between runs (±, a ratio); 0 for a stable figure.",
+        );
         for b in &self.benchmarks {
             for f in &b.figures {
                 let Some(s) = f.measured() else { continue };
@@ -622,10 +629,20 @@ impl Render for BenchReport {
                     }
                 };
                 if let Some(m) = families.get_mut(at) {
-                    m.push(labels, s.median);
+                    m.push(labels.clone(), s.median);
                 }
+                spread.push(
+                    labels.clone(),
+                    f.stability.spread_percent.map_or(0.0, |p| p / 100.0),
+                );
+                unstable.push(labels, f.unstable().map_or(0.0, |p| p / 100.0));
             }
         }
+        families.extend(
+            [spread, unstable]
+                .into_iter()
+                .filter(|m| !m.samples.is_empty()),
+        );
         Some(families)
     }
 }
@@ -721,6 +738,7 @@ pub(crate) fn sample_report() -> BenchReport {
                 loop_overhead_ns: 0.4,
             },
             budget_per_figure_ms: 50,
+            passes: 2,
             warmup_samples: 2,
             min_samples: 5,
             pinned_cpu: Some(1),
@@ -731,6 +749,12 @@ pub(crate) fn sample_report() -> BenchReport {
             load_average_1m_end: Some(0.5),
             steal_percent: Some(0.0),
             involuntary_switches: 3,
+            involuntary_switches_judged: 1,
+            judged_ms: 17_000,
+            other_cpu_ms: Some(120),
+            other_cpu_percent: Some(0.7),
+            other_runnable_mean: Some(0.0),
+            reference: None,
             noisy: false,
             reasons: vec![],
         },
@@ -813,6 +837,85 @@ mod tests {
             }
         }
         assert_eq!(figs(&back).len(), 8);
+    }
+
+    /// Regression: figures that moved 25–85% between idle runs looked as
+    /// exact as any other. An unstable figure says so in every format.
+    #[test]
+    fn unstable_figures_are_marked_in_every_format() {
+        use crate::report::Format;
+        let r = sample_report();
+        let f = r
+            .benchmarks
+            .iter()
+            .flat_map(|b| &b.figures)
+            .find(|f| f.id == "membw.read.1")
+            .unwrap();
+        let p = f
+            .unstable()
+            .expect("the sample report has an unstable figure");
+        let stable = r
+            .benchmarks
+            .iter()
+            .flat_map(|b| &b.figures)
+            .filter(|f| f.measured().is_some() && f.unstable().is_none())
+            .count();
+        assert!(stable > 0);
+        let human = rendered(Format::HUMAN);
+        let mark = format!("unstable ±{p:.0}%");
+        assert_eq!(human.matches(&mark).count(), 1, "{human}");
+        assert!(
+            human
+                .lines()
+                .any(|l| l.starts_with("  read (1 thread)") && l.contains(&mark)),
+            "{human}"
+        );
+        let json: serde_json::Value = serde_json::from_str(&rendered(Format::JSON)).unwrap();
+        let figs: Vec<&serde_json::Value> = json["benchmarks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|b| b["figures"].as_array().unwrap())
+            .collect();
+        let marked: Vec<&str> = figs
+            .iter()
+            .filter(|f| {
+                f["stability"]["unstable_percent"].is_number() && f["implausible"].is_null()
+            })
+            .map(|f| f["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(marked, ["membw.read.1"]);
+        let csv = rendered(Format::CSV);
+        let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+        let col = header
+            .iter()
+            .position(|h| *h == "unstable_percent")
+            .unwrap();
+        let row = csv.lines().find(|l| l.contains("membw.read.1")).unwrap();
+        assert_eq!(row.split(',').nth(col), Some(format!("{p:.2}").as_str()));
+        let md = rendered(Format::MARKDOWN);
+        assert!(
+            md.lines()
+                .any(|l| l.contains("membw.read.1") && l.contains(&format!("| {p:.2} |")))
+        );
+        let prom = rendered(Format::PROMETHEUS);
+        assert!(prom.contains(&format!(
+            "tally_bench_unstable_ratio{{benchmark=\"membw\",figure=\"membw.read.1\"}} {}",
+            p / 100.0
+        )));
+        assert_eq!(
+            prom.lines()
+                .filter(|l| l.starts_with("tally_bench_unstable_ratio{") && !l.ends_with(" 0"))
+                .count(),
+            1
+        );
+        let mut html = Vec::new();
+        crate::report::render(&r, Format::HTML, Style::default(), &mut html).unwrap();
+        let html = String::from_utf8(html).unwrap();
+        assert!(
+            html.contains(&mark),
+            "in the table of every figure and the bar's label"
+        );
     }
 
     #[test]

@@ -20,6 +20,7 @@ pub const BENCH: Benchmark = Benchmark {
     about: "sigaction install, kill(getpid()) to a handler, protection-fault SIGSEGV",
     heavy: false,
     uses_dir: false,
+    switches_by_design: false,
     estimate: |c| c.budget_per_figure() * 4 + Duration::from_millis(50),
     run,
     plots: &[Plot {

@@ -30,6 +30,7 @@ pub const BENCH: Benchmark = Benchmark {
     about: "fork, fork+exec (dynamic and static), posix_spawn, thread create+join",
     heavy: false,
     uses_dir: false,
+    switches_by_design: true,
     estimate: |c| c.budget_per_figure() * 5 + Duration::from_millis(100),
     run,
     plots: &[Plot {

@@ -19,8 +19,13 @@ pub struct Benchmark {
     pub heavy: bool,
     /// Writes scratch files under `--dir`.
     pub uses_dir: bool,
+    /// Its own peers preempt the measuring thread (a partner process or
+    /// thread on the same CPU): its involuntary switches are the
+    /// benchmark's doing, not other work's, and the noise verdict leaves
+    /// them out.
+    pub switches_by_design: bool,
     /// Expected duration under a config (for `--full`'s announcement and
-    /// the watchdog's limit).
+    /// the time limit of [`super::OnHang`]).
     pub estimate: fn(&Config) -> Duration,
     pub run: fn(&mut Ctx<'_>, &mut BenchResult) -> Result<(), StepError>,
     /// What the HTML page draws of its figures (none: the table only).
@@ -74,6 +79,8 @@ impl BenchResult {
             about: b.about.to_string(),
             duration_ms: 0,
             involuntary_switches: 0,
+            threads_at_start: None,
+            other_cpu_ms: None,
             error: None,
             notes: Vec::new(),
             memlat: None,

@@ -36,6 +36,7 @@ pub const BENCH: Benchmark = Benchmark {
     about: "STREAM copy, scale, add, triad (and a read reference), 1 and all threads",
     heavy: false,
     uses_dir: false,
+    switches_by_design: true,
     estimate: |c| c.budget_per_figure() * 20 + Duration::from_secs(1),
     run,
     plots: &[Plot {

@@ -18,6 +18,7 @@ pub const BENCH: Benchmark = Benchmark {
     about: "getpid, 1-byte read and write, stat, open+close",
     heavy: false,
     uses_dir: false,
+    switches_by_design: false,
     estimate: |c| c.budget_per_figure() * 5,
     run,
     plots: &[Plot {

@@ -16,6 +16,7 @@ pub const BENCH: Benchmark = Benchmark {
     about: "clock read cost and resolution, TSC and core frequency",
     heavy: false,
     uses_dir: false,
+    switches_by_design: false,
     estimate: |c| c.budget_per_figure() * 6 + Duration::from_millis(200),
     run,
     plots: &[],

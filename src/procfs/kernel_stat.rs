@@ -16,9 +16,75 @@ pub fn parse_steal(text: &str) -> Option<(u64, u64)> {
     Some((nums.get(7).copied().unwrap_or(0), total))
 }
 
+/// The machine's CPU time from the `cpu` line, in clock ticks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CpuTicks {
+    /// user + nice + system + irq + softirq: every CPU's busy time (guest
+    /// time is inside user).
+    pub busy: u64,
+    /// idle + iowait.
+    pub idle: u64,
+    /// Time the hypervisor ran something else while a CPU wanted to run.
+    pub steal: u64,
+}
+
+impl CpuTicks {
+    /// Every tick counted: busy, idle and stolen.
+    pub fn total(&self) -> u64 {
+        self.busy
+            .saturating_add(self.idle)
+            .saturating_add(self.steal)
+    }
+}
+
+/// The `cpu` line's ticks; `None` without one. Missing fields count 0.
+pub fn parse_cpu(text: &str) -> Option<CpuTicks> {
+    let line = text.lines().find(|l| l.starts_with("cpu "))?;
+    let nums: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .map(|w| w.parse().unwrap_or(0))
+        .collect();
+    let at = |i: usize| nums.get(i).copied().unwrap_or(0);
+    let sum = |ix: &[usize]| ix.iter().fold(0u64, |a, i| a.saturating_add(at(*i)));
+    Some(CpuTicks {
+        busy: sum(&[0, 1, 2, 5, 6]),
+        idle: sum(&[3, 4]),
+        steal: at(7),
+    })
+}
+
+/// `procs_running`: tasks runnable at this instant, on every CPU (the
+/// reader itself among them).
+pub fn procs_running(text: &str) -> Option<u64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix("procs_running "))
+        .and_then(|v| v.trim().parse().ok())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cpu_ticks_split_busy_idle_and_steal() {
+        let text = "cpu  10 1 5 80 2 3 4 6 7 0\ncpu0 1 2\nprocs_running 3\nprocs_blocked 0\n";
+        let t = parse_cpu(text).unwrap();
+        assert_eq!(
+            t,
+            CpuTicks {
+                busy: 10 + 1 + 5 + 3 + 4,
+                idle: 82,
+                steal: 6
+            }
+        );
+        assert_eq!(t.total(), 111);
+        assert_eq!(procs_running(text), Some(3));
+        assert_eq!(parse_cpu("cpu  1 2\n").unwrap().busy, 3);
+        assert_eq!(parse_cpu("intr 5\n"), None);
+        assert_eq!(procs_running("procs_running x\n"), None);
+        assert_eq!(procs_running(""), None);
+    }
 
     #[test]
     fn steal_parses_and_tolerates_short_lines() {

@@ -64,6 +64,17 @@ pub fn vm_rss_kb(text: &str) -> Option<u64> {
     rss
 }
 
+/// `Threads`: the number of threads in the process.
+pub fn threads(text: &str) -> Option<u64> {
+    let mut threads = None;
+    super::for_each_key_number(text, |k, v| {
+        if k == "Threads" && threads.is_none() {
+            threads = Some(v);
+        }
+    });
+    threads
+}
+
 fn trim_blanks(mut b: &[u8]) -> &[u8] {
     while let [b' ' | b'\t', rest @ ..] = b {
         b = rest;
@@ -88,6 +99,14 @@ mod tests {
         assert_eq!(vm_rss_kb(text), Some(1840));
         assert_eq!(vm_rss_kb("Name:\tkworker/0:1\nState:\tI (idle)\n"), None);
         assert_eq!(vm_rss_kb(""), None);
+    }
+
+    #[test]
+    fn threads_are_counted() {
+        let text = "Name:\ttally\nSigQ:\t0/1\nThreads:\t3\nVmRSS:\t 10 kB\n";
+        assert_eq!(threads(text), Some(3));
+        assert_eq!(threads("Name:\tx\n"), None);
+        assert_eq!(threads("Threads:\tmany\n"), None);
     }
 
     #[test]

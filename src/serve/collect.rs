@@ -570,11 +570,14 @@ fn bench_metrics(b: &config::Bench) -> (Vec<Metric>, bool) {
     cfg.names = b.names.clone();
     let hooks = bench::Hooks {
         progress: &mut |_| {},
-        on_hang: |name, limit| {
-            crate::diag!(
-                "tally serve: benchmark {name} did not finish within {} s; its figures stay stale",
-                limit.as_secs()
-            );
+        on_hang: bench::OnHang {
+            message: |name, limit| {
+                format!(
+                    "tally serve: benchmark {name} did not finish within {} s; its figures stay stale\n",
+                    limit.as_secs()
+                )
+            },
+            then: crate::sys::alarm::Then::Continue,
         },
     };
     match bench::execute(&cfg, hooks) {

@@ -78,8 +78,8 @@ extern "C" fn on_fatal(sig: libc::c_int) {
     }
 }
 
-/// Unlinks every armed path (from the signal handler).
-fn remove_armed() {
+/// Unlinks every armed path (from a signal handler: async-signal-safe).
+pub(super) fn remove_armed() {
     for slot in &TABLE {
         if slot
             .state

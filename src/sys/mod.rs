@@ -4,6 +4,7 @@
 //! `// SAFETY:` comment. The wrappers return `std::io::Result` and keep no
 //! state of their own beyond what a call needs.
 
+pub mod alarm;
 pub mod buffers;
 pub mod cache;
 pub mod cleanup;

@@ -746,6 +746,18 @@ pub fn self_usage() -> io::Result<ChildUsage> {
     Ok(usage_from(&ru))
 }
 
+/// `getrusage(RUSAGE_CHILDREN)`: what this process's waited-for
+/// children have cost so far. Its CPU times are sums, so differences of
+/// two readings are the CPU time of the children reaped in between; its
+/// `max_rss_kib` is a lifetime maximum, never a per-child figure.
+pub fn children_usage() -> io::Result<ChildUsage> {
+    // SAFETY: rusage is plain data; zeroed is a valid value.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `ru` is valid and writable for the call.
+    cvt(unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) })?;
+    Ok(usage_from(&ru))
+}
+
 /// Asks the kernel to send this process SIGKILL when the thread that
 /// forked it dies (`PR_SET_PDEATHSIG`), for a child started without
 /// [`PreExec::die_with_parent`]; `parent` is the pid the caller expects
