@@ -7,6 +7,8 @@
   smallest median of the runs), and how many of them every run, some runs
   or no run marked "unstable" (a figure that moves without a mark is one a
   reader would take as exact);
+- the figures that moved without saying so: a run whose median lies more
+  than 10% from the median of all runs' and that did not mark it unstable;
 - per benchmark, how many figures have a run-to-run coefficient of
   variation (stddev / mean of the per-run medians) within 5%, and the worst.
 
@@ -119,7 +121,7 @@ def main():
     per_run = [figures_of(r) for r in runs]
     ids = [i for i in per_run[0] if all(i in p for p in per_run)]
     bench_of = {i: per_run[0][i][0] for i in ids}
-    moved, unmarked_any, unmarked_all = [], [], []
+    moved, unmarked_any, unmarked_all, silent = [], [], [], []
     for i in ids:
         meds = [p[i][1] for p in per_run]
         lo, hi = min(meds), max(meds)
@@ -127,6 +129,13 @@ def main():
             continue
         marks = [p[i][2] for p in per_run]
         moved.append(i)
+        # The runs that moved: those whose median lies more than MOVE
+        # from the median of every run's. A figure moved without saying
+        # so when one of them carried no mark.
+        mid = statistics.median(meds)
+        if any(m is None and max(v / mid, mid / v) - 1 > MOVE
+               for v, m in zip(meds, marks)):
+            silent.append(i)
         if not all(m is not None for m in marks):
             unmarked_any.append((i, hi / lo - 1, marks))
         if all(m is None for m in marks):
@@ -139,6 +148,8 @@ def main():
           f"{len(ids)} figures in every run, {len(moved)} moved more than {MOVE:.0%} "
           f"(largest / smallest median); of those, {len(unmarked_all)} were marked unstable "
           f"in no run and {len(unmarked_any)} were not marked in every run")
+    print(f"moved without saying so (a run more than {MOVE:.0%} from the median of the runs, "
+          f"unmarked): {len(silent)}" + (f": {', '.join(sorted(silent))}" if silent else ""))
     for i, move, marks in sorted(unmarked_any, key=lambda t: -t[1]):
         shown = ", ".join("-" if m is None else f"±{m:.0f}%" for m in marks)
         print(f"  moved {move:.0%}: {i} (marks per run: {shown})")
