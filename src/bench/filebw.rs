@@ -29,7 +29,7 @@ use super::machine::llc_bytes;
 use super::model::{BenchResult, Mode, Section};
 use super::spec::{Benchmark, Ctx, Plot, PlotKind, StepError, step_err};
 use crate::sys::buffers::{AnonMap, Pages};
-use crate::sys::maps::{Backing, Map};
+use crate::sys::maps::{Backing, Map, Slot};
 use crate::units::human_bytes;
 
 pub const BENCH: Benchmark = Benchmark {
@@ -242,11 +242,13 @@ fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
     );
 
     ctx.step("mmap");
+    // One address on a 2 MiB boundary for every mapping (see sys::maps).
+    let slot = Slot::aligned(len).map_err(step_err("find room for the mapping"))?;
     let s = h
         .measure_raw::<std::io::Error>(&mut |iters, t| {
             let s = t.now();
             for _ in 0..iters {
-                let m = Map::new(Backing::File(&file), len)?;
+                let m = Map::new_at(Backing::File(&file), slot)?;
                 std::hint::black_box(sum(m.words()));
                 m.unmap()?;
             }
@@ -261,7 +263,7 @@ fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
         bytes as f64,
     );
 
-    let premapped = match Map::new(Backing::File(&file), len) {
+    let premapped = match Map::new_at(Backing::File(&file), slot) {
         Ok(m) => {
             // Every page mapped before timing: no faults in the samples.
             std::hint::black_box(m.touch(4096));
