@@ -36,17 +36,23 @@ pub fn verdict(
     (Some(mw.p), verdict)
 }
 
+/// How much of a baseline is read: 64 MiB. A `--quick` report is about
+/// 1.3 MB and a `--full` one about 4 MB here (386 and ~600 figures); the
+/// schema keeps at most 2 × 2,000 samples per figure (two passes of the
+/// harness's most), each under 25 bytes of JSON, so 64 MiB holds over 600
+/// figures at that most and every report tally writes with room to spare.
+pub const BOUND: crate::input::Bound = crate::input::Bound {
+    what: "baseline",
+    cap_bytes: 64 << 20,
+    fix: "give a report written by `tally bench --format json > OLD.json` (at most 64 MiB)",
+};
+
 /// Why a baseline could not be used.
 #[derive(Debug, thiserror::Error)]
 pub enum BaselineError {
-    #[error(
-        "cannot read the baseline {}: {source}",
-        crate::report::path::display(path)
-    )]
-    Read {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    /// It names the file, the cap or type, and the fix.
+    #[error(transparent)]
+    Read(#[from] crate::input::InputError),
     #[error(
         "the baseline {} is not a `tally bench --format json` report ({source}); write one with `tally bench --format json > OLD.json`",
         crate::report::path::display(path)
@@ -68,18 +74,19 @@ pub enum BaselineError {
 
 /// Reads an earlier report.
 pub fn load(path: &Path) -> Result<BenchReport, BaselineError> {
-    let text = std::fs::read_to_string(path).map_err(|source| BaselineError::Read {
+    let text = crate::input::read_text(path, &BOUND)?;
+    // The version first, alone (the rest skipped unparsed), so that a
+    // report of another version says so rather than failing on a field.
+    #[derive(serde::Deserialize)]
+    struct Version {
+        schema_version: Option<u64>,
+    }
+    let v: Version = serde_json::from_str(&text).map_err(|source| BaselineError::Parse {
         path: path.to_path_buf(),
         source,
     })?;
-    let v: serde_json::Value =
-        serde_json::from_str(&text).map_err(|source| BaselineError::Parse {
-            path: path.to_path_buf(),
-            source,
-        })?;
     let found = v
-        .get("schema_version")
-        .and_then(|s| s.as_u64())
+        .schema_version
         .and_then(|s| u32::try_from(s).ok())
         .unwrap_or(0);
     if found != crate::report::SCHEMA_VERSION {
@@ -89,7 +96,7 @@ pub fn load(path: &Path) -> Result<BenchReport, BaselineError> {
             expected: crate::report::SCHEMA_VERSION,
         });
     }
-    serde_json::from_value(v).map_err(|source| BaselineError::Parse {
+    serde_json::from_str(&text).map_err(|source| BaselineError::Parse {
         path: path.to_path_buf(),
         source,
     })

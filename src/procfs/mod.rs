@@ -61,14 +61,16 @@ impl ProcRoot {
     /// The text of `<root>/<rel>` (`rel` such as `"cpuinfo"` or
     /// `"self/mountinfo"`): the one way readers here fetch a /proc file
     /// whose size they cannot bound beforehand (hot paths that can use
-    /// [`read_small`]).
+    /// [`read_small`]). Read up to the cap of its kind
+    /// ([`crate::input::read_proc`]); a FIFO or device in a fixture tree
+    /// is refused.
     pub fn read(&self, rel: impl AsRef<Path>) -> std::io::Result<String> {
-        std::fs::read_to_string(self.0.join(rel))
+        Ok(crate::input::read_proc_text(&self.0.join(rel))?)
     }
 
-    /// The text of `<root>/<pid>/<file>`.
+    /// The text of `<root>/<pid>/<file>`, as [`ProcRoot::read`].
     pub fn read_pid(&self, pid: u32, file: &str) -> std::io::Result<String> {
-        std::fs::read_to_string(self.pid_file(pid, file))
+        Ok(crate::input::read_proc_text(&self.pid_file(pid, file))?)
     }
 }
 
