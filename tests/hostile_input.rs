@@ -274,3 +274,76 @@ fn mem_procfs_tree_linking_to_dev_zero_a_fifo_or_a_huge_file_is_read_in_bounded_
         }
     }
 }
+
+#[test]
+fn mem_names_a_literal_backslash_and_a_raw_byte_apart() {
+    // A program named with the four characters `a\xffb` used to print as
+    // one whose name holds the byte 0xff: one user could disguise a
+    // program in another's view. Two copies of sleep, so named, run.
+    use std::os::unix::ffi::OsStrExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let sleep = common::command("sh")
+        .args(["-c", "command -v sleep"])
+        .output()
+        .expect("sh");
+    let sleep = PathBuf::from(String::from_utf8_lossy(&sleep.stdout).trim());
+    let literal = dir.path().join("a\\xffb");
+    let raw = dir.path().join(std::ffi::OsStr::from_bytes(b"a\xffb"));
+    let mut reaper = common::Reaper(Vec::new());
+    for exe in [&literal, &raw] {
+        std::fs::copy(&sleep, exe).expect("copy sleep");
+        reaper
+            .0
+            .push(common::command(exe).arg("60").spawn().expect("start"));
+    }
+    let pids: Vec<String> = reaper.0.iter().map(|c| c.id().to_string()).collect();
+    // Both must have exec'd (their exe link named) before the scan.
+    for pid in &pids {
+        let link = format!("/proc/{pid}/exe");
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while std::fs::read_link(&link).map_or(true, |t| !t.starts_with(dir.path())) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{link} never named the copy"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+    let mem = |format: &str| {
+        let mut cmd = common::tally();
+        cmd.args(["mem", "--format", format]);
+        for pid in &pids {
+            cmd.args(["--pid", pid]);
+        }
+        let out = cmd.output().expect("tally mem");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).expect("escaped output is UTF-8")
+    };
+    let human = mem("human");
+    let rows: Vec<&str> = human.lines().filter(|l| l.ends_with("b (1)")).collect();
+    assert_eq!(
+        rows.len(),
+        2,
+        "two programs, not one of two processes: {human}"
+    );
+    assert!(
+        human.lines().any(|l| l.ends_with("  a\\\\xffb (1)")),
+        "{human}"
+    );
+    assert!(
+        human.lines().any(|l| l.ends_with("  a\\xffb (1)")),
+        "{human}"
+    );
+    let csv = mem("csv");
+    let mut names: Vec<String> = csv
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split(',').find(|f| f.starts_with('a')).map(String::from))
+        .collect();
+    names.sort();
+    assert_eq!(names, ["a\\\\xffb", "a\\xffb"], "{csv}");
+}

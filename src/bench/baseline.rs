@@ -185,7 +185,7 @@ mod tests {
         let back: Baseline = serde_json::from_value(j).unwrap();
         assert_eq!(back.path, path);
         assert!(
-            b.describe().starts_with("/tmp/caf\\xe9\\n.json "),
+            b.describe().starts_with("/tmp/caf\\xe9\\x0a.json "),
             "{}",
             b.describe()
         );

@@ -403,7 +403,7 @@ mod tests {
         assert!(!out.contains(&0x1b));
         let text = String::from_utf8(out).expect("utf8");
         assert!(
-            text.starts_with("tally load: /w\\u{1b}[2J\\n\\xe9.bin (1.0 MiB)"),
+            text.starts_with("tally load: /w\\x1b[2J\\x0a\\xe9.bin (1.0 MiB)"),
             "{text}"
         );
         let json = serde_json::to_value(&r).expect("json");

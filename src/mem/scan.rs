@@ -583,7 +583,7 @@ fn read_one(r: &mut Reader, pid: u32, needs: Needs) -> Result<ProcSample, Outcom
         && match (
             &exe,
             comm.as_deref()
-                .or(status.as_ref().map(|s| s.name.as_bytes())),
+                .or(status.as_ref().map(|s| s.name.as_slice())),
         ) {
             (Some(exe), Some(comm)) => !super::exe::exe_starts_with_comm(exe, comm),
             _ => false,

@@ -93,22 +93,6 @@ pub fn read_small<'a>(path: &Path, buf: &'a mut [u8]) -> std::io::Result<&'a str
         .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
 }
 
-/// Text from /proc bytes that need not be UTF-8 (file names, command
-/// lines, cgroup paths): each byte of an invalid sequence is written as
-/// `\xNN`, so no byte is lost or merged into U+FFFD and the result is
-/// valid text for JSON. Control characters are left to the caller.
-pub fn text_of(bytes: &[u8]) -> String {
-    use std::fmt::Write as _;
-    let mut out = String::with_capacity(bytes.len());
-    for chunk in bytes.utf8_chunks() {
-        out.push_str(chunk.valid());
-        for b in chunk.invalid() {
-            let _ = write!(out, "\\x{b:02x}");
-        }
-    }
-    out
-}
-
 /// Parses the `key: value` lines shared by several /proc files, calling
 /// `each` with the key and the first number after it (units such as `kB`
 /// are ignored). Lines without a number are skipped.
