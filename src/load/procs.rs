@@ -89,11 +89,28 @@ pub fn execute(
     let total = (cfg.procs.len() * cfg.modes.len() * cfg.methods.len()) as u32;
     let mut done = 0;
     let mut runs = Vec::new();
+    let start = super::identity::Identity::of(&meta);
+    let mut changed: Option<String> = None;
     for &n in &cfg.procs {
         for &mode in &cfg.modes {
             for &method in &cfg.methods {
                 if let Some(sig) = forwarder.pending() {
                     return Err(interrupted(sig));
+                }
+                let not_run = match &changed {
+                    Some(_) => Some("not run: the file changed during an earlier load".into()),
+                    None => start.change(&cfg.file).map(|why| {
+                        let not_run = format!("not run: the file changed before this load: {why}");
+                        changed = Some(why);
+                        not_run
+                    }),
+                };
+                if let Some(why) = not_run {
+                    let mut run = ProcsRun::new(method, mode, n);
+                    run.outcome = super::procs_report::Outcome::Invalid;
+                    run.error = Some(why);
+                    runs.push(run);
+                    continue;
                 }
                 progress(ProcsProgress {
                     done,
@@ -106,7 +123,13 @@ pub fn execute(
                     .as_ref()
                     .filter(|m| m.via.is_some())
                     .map(|m| m.limit_bytes);
-                runs.push(one(cfg, method, mode, n, limited, &forwarder)?);
+                let mut run = one(cfg, method, mode, n, limited, &forwarder)?;
+                if let Some(why) = start.change(&cfg.file) {
+                    run.outcome = super::procs_report::Outcome::Invalid;
+                    run.error = Some(format!("the file changed during this load: {why}"));
+                    changed = Some(why);
+                }
+                runs.push(run);
                 done += 1;
             }
         }
@@ -120,6 +143,7 @@ pub fn execute(
         mem_limit,
         runs,
         checksums_agree: None,
+        file_changed: changed.map(|why| format!("the file changed: {why}")),
         warnings: Vec::new(),
     };
     report.check();

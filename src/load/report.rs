@@ -13,7 +13,12 @@
 //!   `storage_read_bytes` (/proc/PID/io), `resident_after_pages` (the
 //!   file's pages cached after the load), `cached_before_bytes` (cold: what
 //!   eviction could not remove), `bytes_loaded`; `checksums[]` (distinct
-//!   checksums seen: one when runs agree); `error` when no run worked.
+//!   checksums seen: one when runs agree); `error` when no run worked;
+//!   `invalid` when the file changed during one of its loads, or before
+//!   one (then not run): the figures are of the loads before the change
+//!   only, and the report as a whole failed.
+//! - `file_changed`: how the file changed (`null` when it did not): its
+//!   size, its modification time, or another file in its place.
 //!   Absent figures are `null`, never 0.
 
 use std::io::{self, Write};
@@ -45,9 +50,35 @@ pub struct MethodResult {
     pub bytes_loaded: Option<u64>,
     pub checksums: Vec<String>,
     pub error: Option<String>,
+    /// Why its loads do not count: the file changed (see [`super::identity`]).
+    #[serde(default)]
+    pub invalid: Option<String>,
 }
 
 impl MethodResult {
+    /// A method and mode not loaded, for `why` (the file changed).
+    pub fn invalid(method: Method, mode: Mode, why: String) -> MethodResult {
+        MethodResult {
+            method,
+            mode,
+            runs: 0,
+            wall_us: None,
+            user_us: None,
+            system_us: None,
+            max_rss_bytes: None,
+            minor_faults: None,
+            major_faults: None,
+            block_input_ops: None,
+            storage_read_bytes: None,
+            resident_after_pages: None,
+            cached_before_bytes: None,
+            bytes_loaded: None,
+            checksums: Vec::new(),
+            error: None,
+            invalid: Some(why),
+        }
+    }
+
     pub fn cpu_us(&self) -> Option<u64> {
         Some(self.user_us?.saturating_add(self.system_us?))
     }
@@ -65,6 +96,9 @@ pub struct LoadReport {
     pub results: Vec<MethodResult>,
     /// `None` when no checksum was taken, so there was nothing to compare.
     pub checksums_agree: Option<bool>,
+    /// How the file changed during the loads; `None` when it did not.
+    #[serde(default)]
+    pub file_changed: Option<String>,
     pub warnings: Vec<String>,
 }
 
@@ -86,9 +120,9 @@ impl LoadReport {
         self.warnings.extend(warnings);
     }
 
-    /// Whether no checksums differ.
+    /// Whether no checksums differ and the file did not change.
     pub fn ok(&self) -> bool {
-        self.checksums_agree != Some(false)
+        self.checksums_agree != Some(false) && self.file_changed.is_none()
     }
 
     /// Loads that took a checksum.
@@ -158,6 +192,13 @@ impl Render for LoadReport {
         let pages = self.size_bytes.div_ceil(page);
         for r in &self.results {
             let mode = r.mode.name();
+            if let Some(why) = &r.invalid {
+                table.span(
+                    vec![mode.into(), r.method.name().into()],
+                    format!("invalid: {why}"),
+                );
+                continue;
+            }
             if let Some(e) = &r.error {
                 table.span(
                     vec![mode.into(), r.method.name().into()],
@@ -206,6 +247,13 @@ impl Render for LoadReport {
         }
         table.write(out, style)?;
         writeln!(out, "{}", self.checksum_verdict())?;
+        if let Some(why) = &self.file_changed {
+            writeln!(
+                out,
+                "invalid: {why}; the loads from then on do not count: rerun on a file nothing \
+                 writes to"
+            )?;
+        }
         for w in &self.warnings {
             writeln!(out, "warning: {w}")?;
         }
@@ -228,6 +276,7 @@ impl Render for LoadReport {
             "resident_after_pages",
             "checksum",
             "error",
+            "invalid",
         ]
         .map(String::from)
         .to_vec();
@@ -251,6 +300,7 @@ impl Render for LoadReport {
                     o(r.resident_after_pages),
                     r.checksums.join("/"),
                     r.error.clone().unwrap_or_default(),
+                    r.invalid.clone().unwrap_or_default(),
                 ]
             })
             .collect();
@@ -269,6 +319,9 @@ pub fn write_html(r: &LoadReport, out: &mut dyn Write) -> io::Result<()> {
         r.runs_per_method,
         esc(&r.checksum_verdict())
     );
+    if let Some(why) = &r.file_changed {
+        body.push_str(&format!("<p><strong>invalid: {}</strong></p>", esc(why)));
+    }
     for mode in [Mode::Cold, Mode::Warm] {
         let bars: Vec<(String, f64)> = r
             .results
@@ -282,6 +335,7 @@ pub fn write_html(r: &LoadReport, out: &mut dyn Write) -> io::Result<()> {
                     },
                     w as f64 / 1e3,
                 ),
+                None if x.invalid.is_some() => (format!("{}: invalid", x.method.name()), 0.0),
                 None => (format!("{}: unavailable", x.method.name()), 0.0),
             })
             .collect();
@@ -322,6 +376,7 @@ mod tests {
             bytes_loaded: Some(1 << 20),
             checksums: vec![sum.into()],
             error: None,
+            invalid: None,
         }
     }
 
@@ -337,6 +392,7 @@ mod tests {
                 result(Method::Mmap, Mode::Warm, sums[1]),
             ],
             checksums_agree: None,
+            file_changed: None,
             warnings: vec![],
         };
         r.check();
