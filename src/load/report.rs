@@ -400,6 +400,51 @@ mod tests {
     }
 
     #[test]
+    fn a_changed_file_is_invalid_in_every_format() {
+        let mut r = report(["aa", "aa"]);
+        r.results[1] = MethodResult::invalid(
+            Method::Mmap,
+            Mode::Warm,
+            "not run: the file changed during an earlier load".into(),
+        );
+        r.results[0].invalid = Some("the file changed during this load: it shrank".into());
+        r.file_changed = Some("the file changed: it shrank".into());
+        assert!(!r.ok(), "a changed file fails the command");
+        let mut out = Vec::new();
+        r.human(&mut out, Style::default()).expect("render");
+        let text = String::from_utf8(out).expect("utf8");
+        assert!(
+            text.contains("cold  read    invalid: the file changed during this load"),
+            "{text}"
+        );
+        assert!(
+            text.contains("warm  mmap    invalid: not run: the file changed"),
+            "{text}"
+        );
+        assert!(
+            text.contains("\ninvalid: the file changed: it shrank;"),
+            "{text}"
+        );
+        let t = r.table();
+        let col = t
+            .headers
+            .iter()
+            .position(|h| h == "invalid")
+            .expect("column");
+        assert!(
+            t.rows
+                .iter()
+                .all(|row| row[col].contains("the file changed"))
+        );
+        let json = serde_json::to_value(&r).expect("json");
+        assert_eq!(json["file_changed"], "the file changed: it shrank");
+        assert_eq!(json["results"][1]["runs"], 0);
+        let mut html = Vec::new();
+        write_html(&r, &mut html).expect("html");
+        assert!(String::from_utf8_lossy(&html).contains("invalid: the file changed"));
+    }
+
+    #[test]
     fn differing_checksums_are_flagged() {
         assert!(report(["aa", "aa"]).ok());
         let bad = report(["aa", "bb"]);
