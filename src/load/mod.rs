@@ -152,8 +152,26 @@ pub enum LoadError {
         display(path)
     )]
     File { path: PathBuf, source: io::Error },
-    #[error("{} is not a regular file", display(.0))]
-    NotRegular(PathBuf),
+    #[error(
+        "{} is {kind}, not a regular file: name a regular file to load",
+        display(path)
+    )]
+    NotRegular { path: PathBuf, kind: &'static str },
+    #[error(
+        "{what} needs about {} of memory ({detail}), more than the {} available \
+         (MemAvailable): lower --procs, choose methods that share the page cache (mmap), or \
+         add --mem-limit SIZE to run each load in a memory-limited group",
+        crate::units::human_bytes(*.needed_bytes),
+        crate::units::human_bytes(*.available_bytes)
+    )]
+    NotEnoughMemory {
+        /// `--procs 256 with read of a 4.0 GiB file`
+        what: String,
+        needed_bytes: u64,
+        available_bytes: u64,
+        /// How the figure is made up.
+        detail: String,
+    },
     #[error("cannot create a result file: {0}")]
     Temp(io::Error),
     #[error("cannot run a load: {0}")]
@@ -197,7 +215,10 @@ fn check_file(file: &Path) -> Result<std::fs::Metadata, LoadError> {
     };
     let meta = std::fs::metadata(file).map_err(error)?;
     if !meta.is_file() {
-        return Err(LoadError::NotRegular(file.to_path_buf()));
+        return Err(LoadError::NotRegular {
+            path: file.to_path_buf(),
+            kind: crate::input::kind_of(meta.file_type()),
+        });
     }
     std::fs::File::open(file).map_err(error)?;
     Ok(meta)
@@ -454,7 +475,15 @@ mod tests {
     fn an_interrupt_exits_as_the_shell_reports_the_signal() {
         assert_eq!(interrupted(libc::SIGINT).exit_code(), 130);
         assert_eq!(interrupted(libc::SIGTERM).exit_code(), 143);
-        assert_eq!(LoadError::NotRegular("/dev/null".into()).exit_code(), 1);
+        let e = LoadError::NotRegular {
+            path: "/dev/null".into(),
+            kind: "a character device",
+        };
+        assert_eq!(e.exit_code(), 1);
+        assert_eq!(
+            e.to_string(),
+            "/dev/null is a character device, not a regular file: name a regular file to load"
+        );
         assert_eq!(signal_number("SIGHUP"), Some(libc::SIGHUP));
         assert_eq!(signal_number("SIGKILL"), None);
     }
