@@ -126,7 +126,10 @@ pub fn collect(paths: &[PathBuf], recursive: bool) -> (Vec<PathBuf>, Vec<PathPro
         } else {
             problems.push(PathProblem::new(
                 path,
-                "not a regular file (device, FIFO or socket): skipped".into(),
+                format!(
+                    "{}, not a regular file: name regular files, or directories with -r",
+                    crate::input::kind_of(meta.file_type())
+                ),
             ));
         }
     }

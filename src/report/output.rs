@@ -128,7 +128,10 @@ pub enum OutputError {
         path: PathBuf,
         source: PlaceError,
     },
-    #[error("cannot write the {format} report to {to}: {source}")]
+    #[error(
+        "cannot write the {format} report to {to}: {source} — {}",
+        crate::place::write_fix(source)
+    )]
     Write {
         format: Format,
         to: String,
