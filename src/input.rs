@@ -16,26 +16,46 @@
 //!
 //! - [`Bound`]: what a file is (for messages), the most bytes it may hold,
 //!   and what to give instead. [`CONFIG`] (1 MiB) is the bound of a
-//!   configuration file; a command defines its own for its files (the
-//!   bench baseline's is `tally::bench::baseline::BOUND`).
+//!   configuration file; a command defines its own for its files beside
+//!   the code that parses them (the bench baseline's `BOUND`: 64 MiB; the
+//!   serve configuration's: [`CONFIG`], named for its messages).
 //! - [`read_file`] / [`read_text`]: a regular file, whole. Anything else
 //!   (FIFO, device, socket, directory) is refused before a byte is read;
 //!   a file over the cap is refused by its size before it is read, and a
 //!   file that grows past the cap while read stops at the cap.
-//! - [`read_proc`] / [`proc_bound`]: a /proc or /sys file, whose size the
-//!   kernel reports as 0: read up to the cap of its kind (a page, or the
-//!   kernel's maximum for that file), refused when it is not a regular
-//!   file (a fixture tree's link to /dev/zero). [`read_capped`] is the
-//!   same read into a reused buffer, for hot loops.
+//! - [`read_proc`] / [`read_proc_text`] / [`proc_cap_bytes`]: a /proc or
+//!   /sys file, whose size the kernel reports as 0: read up to the cap of
+//!   its kind (a page, or the kernel's maximum for that file), refused
+//!   when it is not a regular file (a fixture tree's link to /dev/zero).
+//!   [`read_capped`] is the same read into a reused buffer, for hot loops.
 //! - [`Stdin`] and [`read_paths`]: a list of paths on standard input,
 //!   which may be a file, a pipe, a terminal or a device: a pipe or socket
 //!   that sends nothing for [`STDIN_IDLE`] ends the read, every path is at
-//!   most `PATH_MAX` bytes and the list at most [`PATH_LIST`]'s cap.
+//!   most [`PATH_MAX_BYTES`] and the list at most [`PATH_LIST`]'s cap.
+//! - [`InputError`]: every refusal, naming the file, the cap or the file
+//!   type, and the fix; it converts into an `io::Error` (a failed read
+//!   keeps its OS error; a refusal is `InvalidData`, `TimedOut` or `Other`
+//!   with the `InputError` inside, see [`InputError::of`]).
 //!
-//! An `InputError` converts into an `io::Error` (kind `NotFound`,
-//! `PermissionDenied` and the OS error kept for failed reads,
-//! `InvalidData` or `FileTooLarge`-like `Other` for refusals) for callers
-//! that report I/O errors as they are.
+//! A new kind of input (a saved comparison, a YAML configuration) takes
+//! one constant and one call:
+//!
+//! ```no_run
+//! use tally::input::{Bound, InputError, read_text};
+//!
+//! /// A saved `tally compare` report: its schema's bound.
+//! const SAVED: Bound = Bound {
+//!     what: "saved comparison",
+//!     cap_bytes: 64 << 20,
+//!     fix: "give a report written by `tally compare --format json` (at most 64 MiB)",
+//! };
+//!
+//! fn load(path: &std::path::Path) -> Result<String, InputError> {
+//!     // "the saved comparison /dev/zero is a character device, not a
+//!     // regular file: give a report written by ..."
+//!     read_text(path, &SAVED)
+//! }
+//! ```
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read};

@@ -36,11 +36,12 @@ pub fn verdict(
     (Some(mw.p), verdict)
 }
 
-/// How much of a baseline is read: 64 MiB. A `--quick` report is about
-/// 1.3 MB and a `--full` one about 4 MB here (386 and ~600 figures); the
-/// schema keeps at most 2 × 2,000 samples per figure (two passes of the
-/// harness's most), each under 25 bytes of JSON, so 64 MiB holds over 600
-/// figures at that most and every report tally writes with room to spare.
+/// How much of a baseline is read: 64 MiB, the bound of the report's
+/// schema with room to spare. A `--quick` report is 1.3 MB here (386
+/// figures; the largest holds 2,029 samples); the harness keeps at most
+/// 2,000 samples per figure and pass, two passes, under 25 bytes of JSON
+/// each: 64 MiB holds 670 figures all at that most, more than any map
+/// runs.
 pub const BOUND: crate::input::Bound = crate::input::Bound {
     what: "baseline",
     cap_bytes: 64 << 20,
