@@ -543,7 +543,7 @@ pub fn read_paths(
             Err(source) => {
                 return Err(InputError::Io {
                     what: bound.what,
-                    name: name.to_string(),
+                    name: format!("on {name}"),
                     source,
                 });
             }

@@ -91,6 +91,7 @@ fn assert_refused(what: &str, e: &Ended, words: &str) {
 
 #[test]
 fn bench_baseline_of_dev_zero_a_fifo_or_a_huge_file_is_refused_unread() {
+    common::require!(common::tool("prlimit", "util-linux"));
     let dir = tempfile::tempdir().expect("tempdir");
     for (file, words) in hostile_files(dir.path()) {
         let mut args = os(&["bench", "timer", "--baseline"]);
@@ -111,6 +112,7 @@ fn bench_baseline_of_dev_zero_a_fifo_or_a_huge_file_is_refused_unread() {
 
 #[test]
 fn serve_config_of_dev_zero_a_fifo_or_a_huge_file_is_refused_unread() {
+    common::require!(common::tool("prlimit", "util-linux"));
     let dir = tempfile::tempdir().expect("tempdir");
     for (file, words) in hostile_files(dir.path()) {
         let mut args = os(&["serve", "--listen", "127.0.0.1:0", "--config"]);
@@ -131,6 +133,7 @@ fn serve_config_of_dev_zero_a_fifo_or_a_huge_file_is_refused_unread() {
 
 #[test]
 fn cache_path_list_from_dev_zero_or_a_huge_file_ends_at_its_cap() {
+    common::require!(common::tool("prlimit", "util-linux"));
     let dir = tempfile::tempdir().expect("tempdir");
     let sparse = dir.path().join("sparse");
     std::fs::File::create(&sparse)
@@ -236,6 +239,7 @@ fn proc_tree(dir: &Path, name: &str, target: Option<&Path>) -> PathBuf {
 
 #[test]
 fn mem_procfs_tree_linking_to_dev_zero_a_fifo_or_a_huge_file_is_read_in_bounded_memory() {
+    common::require!(common::tool("prlimit", "util-linux"));
     let dir = tempfile::tempdir().expect("tempdir");
     let sparse = dir.path().join("sparse");
     std::fs::File::create(&sparse)
