@@ -75,14 +75,30 @@ pub enum PlaceError {
         dir_uid: u32,
     },
     #[error(
-        "cannot create a temporary file in {}: {source} — check the directory exists and is writable",
-        display(dir)
+        "cannot create a temporary file in {}: {source} — {}",
+        display(dir),
+        write_fix(source)
     )]
     Temp { dir: PathBuf, source: io::Error },
     #[error("cannot put the finished file in place as {}: {source}", display(path))]
     Rename { path: PathBuf, source: io::Error },
     #[error("{}: {message}", display(path))]
     Other { path: PathBuf, message: String },
+}
+
+/// What to do when a file cannot be created or written for `e`: the fix,
+/// said once (a full filesystem is not a permission problem).
+pub fn write_fix(e: &io::Error) -> &'static str {
+    match e.raw_os_error() {
+        Some(libc::ENOSPC) => "its filesystem is full: free space there, or write elsewhere",
+        Some(libc::EDQUOT) => "your disk quota there is used up: free space, or write elsewhere",
+        Some(libc::EROFS) => "its filesystem is mounted read-only: write elsewhere",
+        Some(libc::EIO) => {
+            "the storage reported an I/O error: check the device, or write elsewhere"
+        }
+        Some(libc::EFBIG) => "its filesystem cannot hold a file this large: write elsewhere",
+        _ => "check the directory exists and is writable",
+    }
 }
 
 /// Whether the kernel's `fs.protected_symlinks` is on (unknown counts as

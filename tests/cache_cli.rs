@@ -309,13 +309,13 @@ fn cache_escapes_escape_sequences_and_newlines_in_file_names() {
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 2, "a header and one row: {text}");
     assert!(
-        lines[1].ends_with("evil\\u{1b}[31mred\\nsecond line"),
+        lines[1].ends_with("evil\\x1b[31mred\\x0asecond line"),
         "{text}"
     );
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err.lines().count(), 1, "one message: {err}");
     assert!(
-        err.contains("gone\\u{1b}]0;title\\u{7}\\n: skipped"),
+        err.contains("gone\\x1b]0;title\\x07\\x0a: skipped"),
         "{err}"
     );
 }

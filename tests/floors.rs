@@ -1,5 +1,6 @@
-//! The lower floors (sys, procfs, pagecache, report, units, stats, diag)
-//! import no command folder: commands build on floors, never the reverse.
+//! The lower floors (sys, procfs, pagecache, report, input, units, stats,
+//! diag) import no command folder: commands build on floors, never the
+//! reverse.
 
 use std::path::{Path, PathBuf};
 
@@ -8,6 +9,7 @@ const FLOORS: &[&str] = &[
     "src/procfs",
     "src/pagecache",
     "src/report",
+    "src/input.rs",
     "src/units.rs",
     "src/stats.rs",
     "src/diag.rs",

@@ -282,7 +282,7 @@ fn load_json_keeps_a_non_utf8_file_name_whole() {
         .expect("run");
     assert!(!out.stdout.contains(&0x1b));
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("w\\xe9\\u{1b}[31m.bin"), "{text}");
+    assert!(text.contains("w\\xe9\\x1b[31m.bin"), "{text}");
 }
 
 #[test]
@@ -547,5 +547,92 @@ fn runs_with_procs_is_refused_and_an_html_path_error_names_html() {
     assert!(
         err.starts_with("tally: --html ") && err.contains("page.html: cannot open the directory"),
         "{err}"
+    );
+}
+
+/// Starts `tally load ARGS FILE` on a 1 GiB sparse file, truncates it to
+/// 4 KiB after half a second (during the loads), and returns the exit
+/// status and the JSON report.
+fn truncated_during(args: &[&str]) -> (Option<i32>, Value) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = sparse_file(dir.path(), "weights.bin", 1 << 30);
+    let child = tally()
+        .args(["load", "--format", "json"])
+        .args(args)
+        .arg(&file)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("tally load");
+    std::thread::sleep(Duration::from_millis(500));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&file)
+        .and_then(|f| f.set_len(4096))
+        .expect("truncate");
+    let out = common::wait_or_kill(child, Duration::from_secs(240));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!("{e}: {}", String::from_utf8_lossy(&out.stderr));
+    });
+    (out.status.code(), v)
+}
+
+#[test]
+fn load_of_a_file_truncated_during_the_loads_is_invalid_not_timed_as_whole() {
+    // Truncated from 1 GiB to 4 KiB mid-run, the 4 KiB loads were timed as
+    // full ones, "checksums agree", exit 0.
+    let (code, v) = truncated_during(&["--methods", "mmap,mmap-populate,read", "--runs", "20"]);
+    assert_eq!(code, Some(1), "a changed file fails the command: {v}");
+    let changed = v["file_changed"].as_str().expect("file_changed");
+    assert_eq!(
+        changed,
+        "the file changed: its size went from 1.0 GiB to 4.0 KiB (1,073,741,824 to 4,096 bytes)"
+    );
+    assert_eq!(v["size_bytes"], 1u64 << 30, "the size it started with");
+    let results = v["results"].as_array().expect("results");
+    let first = results
+        .iter()
+        .position(|r| !r["invalid"].is_null())
+        .expect("an invalid load");
+    assert!(
+        results[first]["invalid"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("the file changed")),
+        "{}",
+        results[first]
+    );
+    for r in &results[first + 1..] {
+        assert_eq!(
+            r["invalid"], "not run: the file changed during an earlier load",
+            "{r}"
+        );
+        assert_eq!(r["runs"], 0, "{r}");
+    }
+    // No load counted in the medians loaded less than the whole file.
+    for r in results {
+        if let Some(bytes) = r["bytes_loaded"].as_u64() {
+            assert_eq!(bytes, 1 << 30, "{r}");
+        }
+    }
+}
+
+#[test]
+fn load_procs_of_a_file_truncated_during_the_loads_is_invalid() {
+    let (code, v) = truncated_during(&["--procs-sweep", "--both", "--methods", "mmap,read-chunks"]);
+    assert_eq!(code, Some(1), "{v}");
+    assert!(
+        v["file_changed"]
+            .as_str()
+            .is_some_and(|s| s.contains("to 4.0 KiB")),
+        "{v}"
+    );
+    let runs = v["runs"].as_array().expect("runs");
+    let first = runs
+        .iter()
+        .position(|r| r["outcome"] == "invalid")
+        .expect("an invalid load");
+    assert!(
+        runs[first + 1..].iter().all(|r| r["outcome"] == "invalid"),
+        "{v}"
     );
 }

@@ -397,3 +397,44 @@ fn killing_tally_kills_its_held_processes() {
         std::thread::sleep(Duration::from_millis(10));
     }
 }
+
+#[test]
+fn load_procs_beyond_available_memory_is_refused_before_any_load() {
+    // `--procs 256` of a large file with `read` went ahead and exhausted
+    // the machine's memory. A file a quarter of MemAvailable, 64 copies:
+    // 16 times what there is. An address-space limit keeps a broken build
+    // from really trying.
+    common::require!(common::tool("prlimit", "util-linux"));
+    let text = std::fs::read_to_string("/proc/meminfo").expect("meminfo");
+    let available: u64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("MemAvailable:"))
+        .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+        .expect("MemAvailable")
+        * 1024;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("huge.sparse");
+    std::fs::File::create(&file)
+        .and_then(|f| f.set_len(available / 4))
+        .expect("sparse file");
+    let child = common::command("prlimit")
+        .arg("--as=4000000000")
+        .arg(common::tally_bin())
+        .args(["load", "--procs", "64", "--methods", "mmap,read", "--warm"])
+        .arg(&file)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("prlimit");
+    let out = common::wait_or_kill(child, Duration::from_secs(60));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(out.stdout.is_empty(), "no report: nothing ran");
+    assert!(
+        err.contains("tally: load: --procs 64 with read of a"),
+        "{err}"
+    );
+    assert!(err.contains("64 × "), "the figure's make-up: {err}");
+    assert!(err.contains("(MemAvailable)"), "{err}");
+    assert!(err.contains("--mem-limit SIZE"), "the fix: {err}");
+}

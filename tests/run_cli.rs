@@ -1081,7 +1081,7 @@ fn command_not_found_escapes_control_characters_in_the_name() {
     assert_eq!(out.status.code(), Some(127));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains('\x1b'), "{err:?}");
-    assert!(err.contains("tally-no-such\\u{1b}[31m-command"), "{err}");
+    assert!(err.contains("tally-no-such\\x1b[31m-command"), "{err}");
 }
 
 /// The median of the first and of the last `k` values.

@@ -1,7 +1,5 @@
 //! `tally cache`: residency, evict, warm, lock.
 
-use std::io;
-
 use tally::cli;
 use tally::report::Stream;
 
@@ -36,7 +34,15 @@ pub(super) fn cache_command(args: cli::cache::CacheArgs) -> u8 {
         Ok(o) => o,
         Err(code) => return code,
     };
-    let (report, held) = match command::execute(&cfg, &mut io::stdin().lock()) {
+    // A pipe that sends nothing for a minute ends the list of `-`.
+    let mut stdin = match tally::input::Stdin::new(tally::input::STDIN_IDLE) {
+        Ok(s) => s,
+        Err(e) => {
+            tally::diag!("tally: cannot read stdin: {e}");
+            return 1;
+        }
+    };
+    let (report, held) = match command::execute(&cfg, &mut stdin) {
         Ok(r) => r,
         Err(e) => {
             tally::diag!("tally: {e}");

@@ -63,11 +63,31 @@ pub(super) fn cp_command(args: cli::cp::CpArgs) -> u8 {
         }
     };
     for p in &report.problems {
-        tally::diag!("tally: cp: {}: {}", report::path::display(&p.path), p.error);
+        // Most errors name their file themselves: the name once.
+        let path = report::path::display(&p.path);
+        if names(&p.error, &path) {
+            tally::diag!("tally: cp: {}", p.error);
+        } else {
+            tally::diag!("tally: cp: {path}: {}", p.error);
+        }
     }
     let code = super::said(output.write(&report));
     if code != 0 {
         return code;
     }
     u8::from(!report.problems.is_empty())
+}
+
+/// Whether `message` names `path` as a whole word (`cannot open d: …`, not
+/// the `d` of `directory`).
+fn names(message: &str, path: &str) -> bool {
+    !path.is_empty()
+        && message.match_indices(path).any(|(at, _)| {
+            let before = message.get(..at).and_then(|s| s.chars().next_back());
+            let after = message
+                .get(at + path.len()..)
+                .and_then(|s| s.chars().next());
+            matches!(before, None | Some(' ' | '('))
+                && matches!(after, None | Some(' ' | ':' | ')' | ',' | ';'))
+        })
 }

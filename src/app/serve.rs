@@ -246,12 +246,10 @@ pub(super) fn cache_textfile(
         // `-` (paths on stdin) is read once, then the same paths are
         // measured every time.
         if !stdin_read {
-            paths = tally::cache::command::expand_stdin(
-                &cfg.paths,
-                cfg.null_separated,
-                &mut std::io::stdin().lock(),
-            )
-            .map_err(|e| e.to_string())?;
+            let mut stdin = tally::input::Stdin::new(tally::input::STDIN_IDLE)
+                .map_err(|e| format!("cannot read stdin: {e}"))?;
+            paths = tally::cache::command::expand_stdin(&cfg.paths, cfg.null_separated, &mut stdin)
+                .map_err(|e| e.to_string())?;
             stdin_read = true;
         }
         let run = tally::cache::command::Config {

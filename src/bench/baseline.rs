@@ -36,17 +36,24 @@ pub fn verdict(
     (Some(mw.p), verdict)
 }
 
+/// How much of a baseline is read: 64 MiB, the bound of the report's
+/// schema with room to spare. A `--quick` report is 1.3 MB here (386
+/// figures; the largest holds 2,029 samples); the harness keeps at most
+/// 2,000 samples per figure and pass, two passes, under 25 bytes of JSON
+/// each: 64 MiB holds 670 figures all at that most, more than any map
+/// runs.
+pub const BOUND: crate::input::Bound = crate::input::Bound {
+    what: "baseline",
+    cap_bytes: 64 << 20,
+    fix: "give a report written by `tally bench --format json > OLD.json` (at most 64 MiB)",
+};
+
 /// Why a baseline could not be used.
 #[derive(Debug, thiserror::Error)]
 pub enum BaselineError {
-    #[error(
-        "cannot read the baseline {}: {source}",
-        crate::report::path::display(path)
-    )]
-    Read {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    /// It names the file, the cap or type, and the fix.
+    #[error(transparent)]
+    Read(#[from] crate::input::InputError),
     #[error(
         "the baseline {} is not a `tally bench --format json` report ({source}); write one with `tally bench --format json > OLD.json`",
         crate::report::path::display(path)
@@ -68,18 +75,19 @@ pub enum BaselineError {
 
 /// Reads an earlier report.
 pub fn load(path: &Path) -> Result<BenchReport, BaselineError> {
-    let text = std::fs::read_to_string(path).map_err(|source| BaselineError::Read {
+    let text = crate::input::read_text(path, &BOUND)?;
+    // The version first, alone (the rest skipped unparsed), so that a
+    // report of another version says so rather than failing on a field.
+    #[derive(serde::Deserialize)]
+    struct Version {
+        schema_version: Option<u64>,
+    }
+    let v: Version = serde_json::from_str(&text).map_err(|source| BaselineError::Parse {
         path: path.to_path_buf(),
         source,
     })?;
-    let v: serde_json::Value =
-        serde_json::from_str(&text).map_err(|source| BaselineError::Parse {
-            path: path.to_path_buf(),
-            source,
-        })?;
     let found = v
-        .get("schema_version")
-        .and_then(|s| s.as_u64())
+        .schema_version
         .and_then(|s| u32::try_from(s).ok())
         .unwrap_or(0);
     if found != crate::report::SCHEMA_VERSION {
@@ -89,7 +97,7 @@ pub fn load(path: &Path) -> Result<BenchReport, BaselineError> {
             expected: crate::report::SCHEMA_VERSION,
         });
     }
-    serde_json::from_value(v).map_err(|source| BaselineError::Parse {
+    serde_json::from_str(&text).map_err(|source| BaselineError::Parse {
         path: path.to_path_buf(),
         source,
     })
@@ -178,7 +186,7 @@ mod tests {
         let back: Baseline = serde_json::from_value(j).unwrap();
         assert_eq!(back.path, path);
         assert!(
-            b.describe().starts_with("/tmp/caf\\xe9\\n.json "),
+            b.describe().starts_with("/tmp/caf\\xe9\\x0a.json "),
             "{}",
             b.describe()
         );

@@ -47,7 +47,7 @@ pub struct Machine {
 }
 
 fn read_trim(path: impl AsRef<Path>) -> Option<String> {
-    std::fs::read_to_string(path)
+    crate::input::read_proc_text(path.as_ref())
         .ok()
         .map(|s| s.trim().to_string())
         .filter(|s| !s.is_empty())

@@ -47,13 +47,15 @@ pub struct Held {
 /// Why `tally cache` could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum CacheError {
-    #[error("cannot read paths from stdin: {0}")]
-    Stdin(io::Error),
+    /// It names stdin, the cap or what is wrong, and the fix.
+    #[error(transparent)]
+    Stdin(#[from] crate::input::InputError),
     #[error("no paths given: name files or directories, or `-` to read them from stdin")]
     NoPaths,
 }
 
-/// Expands `-` into the paths read from `stdin`.
+/// Expands `-` into the paths read from `stdin`, bounded
+/// ([`crate::input::read_paths`]).
 pub fn expand_stdin(
     paths: &[PathBuf],
     null_separated: bool,
@@ -67,20 +69,7 @@ pub fn expand_stdin(
                 continue;
             }
             read = true;
-            let mut bytes = Vec::new();
-            stdin.read_to_end(&mut bytes).map_err(CacheError::Stdin)?;
-            let sep = if null_separated { b'\0' } else { b'\n' };
-            for part in bytes.split(|b| *b == sep) {
-                let part = if null_separated {
-                    part
-                } else {
-                    part.strip_suffix(b"\r").unwrap_or(part)
-                };
-                if !part.is_empty() {
-                    use std::os::unix::ffi::OsStrExt;
-                    out.push(PathBuf::from(std::ffi::OsStr::from_bytes(part)));
-                }
-            }
+            out.extend(crate::input::read_paths(stdin, "stdin", null_separated)?);
         } else {
             out.push(p.clone());
         }
@@ -137,7 +126,10 @@ pub fn collect(paths: &[PathBuf], recursive: bool) -> (Vec<PathBuf>, Vec<PathPro
         } else {
             problems.push(PathProblem::new(
                 path,
-                "not a regular file (device, FIFO or socket): skipped".into(),
+                format!(
+                    "{}, not a regular file: name regular files, or directories with -r",
+                    crate::input::kind_of(meta.file_type())
+                ),
             ));
         }
     }

@@ -15,9 +15,10 @@
 //!
 //! A path that is not valid UTF-8 is written as `{"lossy", "bytes_hex"}`
 //! (see [`crate::report::path`]). In human text, CSV, Markdown and
-//! Prometheus labels, control characters and invalid bytes of a path are
-//! escaped (`\n`, `\u{1b}`, `\xe9`), so a file name can neither break a
-//! line nor reach the terminal as an escape sequence.
+//! Prometheus labels, a path is escaped as every name
+//! ([`crate::report::escape_name`]: `\\`, `\x0a`, `\x1b`, `\xe9`), so a
+//! file name can neither break a line, nor reach the terminal as an escape
+//! sequence, nor pass for another name.
 //!
 //! Skipped paths and files that could not be locked are errors: the human
 //! report leaves them out, and [`CacheReport::diagnostics`] gives the lines
@@ -509,7 +510,7 @@ mod tests {
         r.human(&mut out, Style::default()).expect("render");
         assert!(!out.contains(&0x1b), "raw escape in the report");
         let text = String::from_utf8(out).expect("utf8");
-        assert!(text.contains("/a\\u{1b}[31mred\\nline\\xe9"), "{text}");
+        assert!(text.contains("/a\\x1b[31mred\\x0aline\\xe9"), "{text}");
         // Header, two files, total, the unknown note: no line was split.
         assert_eq!(text.lines().count(), 6, "{text}");
         let diag = r.diagnostics().join("\n");

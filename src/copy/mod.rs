@@ -100,10 +100,11 @@ pub enum FileError {
     #[error("cannot open {}: {source}", display(path))]
     OpenSource { path: PathBuf, source: io::Error },
     #[error(
-        "{}: not a regular file (device, FIFO or socket); not copied",
+        "{} is {kind}, not a regular file: not copied; cp copies regular files, links and \
+         directories (-r)",
         display(path)
     )]
-    NotRegular { path: PathBuf },
+    NotRegular { path: PathBuf, kind: &'static str },
     #[error(
         "{} and {} are the same file; nothing copied",
         display(src),
@@ -439,6 +440,7 @@ pub fn copy_file(
     if !meta.is_file() {
         return Err(FileError::NotRegular {
             path: src.to_path_buf(),
+            kind: crate::input::kind_of(meta.file_type()),
         });
     }
     // The destination's directory is opened, and a link at its name judged,

@@ -64,14 +64,14 @@ pub fn create(limit_bytes: u64) -> Result<Group, String> {
     ) {
         (Some(mount), Some(path)) => {
             let parent = mount.join(path.trim_start_matches('/'));
-            let enabled = fs::read_to_string(parent.join("cgroup.subtree_control"))
+            let enabled = crate::input::read_proc_text(&parent.join("cgroup.subtree_control"))
                 .map(|t| t.split_whitespace().any(|c| c == "memory"))
                 .unwrap_or(false);
             if enabled {
                 make(&parent.join(&name), Via::V2, "memory.max", limit_bytes)
             } else {
-                let controllers =
-                    fs::read_to_string(mount.join("cgroup.controllers")).unwrap_or_default();
+                let controllers = crate::input::read_proc_text(&mount.join("cgroup.controllers"))
+                    .unwrap_or_default();
                 Err(format!(
                     "the v2 memory controller is not enabled below {} (v2 controllers: {})",
                     display(&parent),
@@ -161,7 +161,10 @@ impl Group {
             Via::V2 => "memory.events",
             Via::V1 => "memory.oom_control",
         };
-        keyed(&fs::read_to_string(self.dir.join(file)).ok()?, "oom_kill")
+        keyed(
+            &crate::input::read_proc_text(&self.dir.join(file)).ok()?,
+            "oom_kill",
+        )
     }
 
     /// The most memory the group used (v2 `memory.peak`, v1
@@ -171,7 +174,7 @@ impl Group {
             Via::V2 => "memory.peak",
             Via::V1 => "memory.max_usage_in_bytes",
         };
-        fs::read_to_string(self.dir.join(file))
+        crate::input::read_proc_text(&self.dir.join(file))
             .ok()?
             .trim()
             .parse()
@@ -183,7 +186,7 @@ impl Drop for Group {
     fn drop(&mut self) {
         // Whatever is still inside (nothing, once the children are
         // reaped) is killed first: a populated group cannot be removed.
-        if let Ok(text) = fs::read_to_string(self.dir.join("cgroup.procs")) {
+        if let Ok(text) = crate::input::read_proc_text(&self.dir.join("cgroup.procs")) {
             for pid in text
                 .split_whitespace()
                 .filter_map(|p| p.parse::<u32>().ok())

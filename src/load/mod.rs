@@ -8,6 +8,11 @@
 //! uses the data — a checksum over every byte by default — and the
 //! checksums must agree.
 //!
+//! The file's identity (device, inode, size, modification time) is
+//! checked before and after every load ([`identity`]): a load during which
+//! it changed is invalid ("the file changed"), no later load runs, and the
+//! command fails.
+//!
 //! SIGINT, SIGTERM, SIGHUP and SIGQUIT stop the comparison: a load that is
 //! running gets the signal (and is reaped), no further load starts, the
 //! result directory is removed, and [`execute`] returns
@@ -16,6 +21,7 @@
 pub mod checksum;
 pub mod child;
 pub mod hold;
+pub mod identity;
 pub mod memlimit;
 pub mod procs;
 pub mod procs_report;
@@ -146,8 +152,26 @@ pub enum LoadError {
         display(path)
     )]
     File { path: PathBuf, source: io::Error },
-    #[error("{} is not a regular file", display(.0))]
-    NotRegular(PathBuf),
+    #[error(
+        "{} is {kind}, not a regular file: name a regular file to load",
+        display(path)
+    )]
+    NotRegular { path: PathBuf, kind: &'static str },
+    #[error(
+        "{what} needs about {} of memory ({detail}), more than the {} available \
+         (MemAvailable): lower --procs, choose methods that share the page cache (mmap), or \
+         add --mem-limit SIZE to run each load in a memory-limited group",
+        crate::units::human_bytes(*.needed_bytes),
+        crate::units::human_bytes(*.available_bytes)
+    )]
+    NotEnoughMemory {
+        /// `--procs 256 with read of a 4.0 GiB file`
+        what: String,
+        needed_bytes: u64,
+        available_bytes: u64,
+        /// How the figure is made up.
+        detail: String,
+    },
     #[error("cannot create a result file: {0}")]
     Temp(io::Error),
     #[error("cannot run a load: {0}")]
@@ -191,7 +215,10 @@ fn check_file(file: &Path) -> Result<std::fs::Metadata, LoadError> {
     };
     let meta = std::fs::metadata(file).map_err(error)?;
     if !meta.is_file() {
-        return Err(LoadError::NotRegular(file.to_path_buf()));
+        return Err(LoadError::NotRegular {
+            path: file.to_path_buf(),
+            kind: crate::input::kind_of(meta.file_type()),
+        });
     }
     std::fs::File::open(file).map_err(error)?;
     Ok(meta)
@@ -210,12 +237,27 @@ pub fn execute(cfg: &Config, progress: &mut dyn FnMut(Progress)) -> Result<LoadR
     let total = (cfg.methods.len() * cfg.modes.len()) as u32 * runs;
     let mut done = 0u32;
     let mut results = Vec::new();
+    let start = identity::Identity::of(&meta);
+    // Why the file is not the one the command started with, once it is not.
+    let mut changed: Option<String> = None;
     for &mode in &cfg.modes {
         for &method in &cfg.methods {
+            if changed.is_some() {
+                results.push(MethodResult::invalid(
+                    method,
+                    mode,
+                    "not run: the file changed during an earlier load".into(),
+                ));
+                continue;
+            }
             let mut samples = Vec::new();
             for _ in 0..runs {
                 if let Some(sig) = forwarder.pending() {
                     return Err(interrupted(sig));
+                }
+                if let Some(why) = start.change(&cfg.file) {
+                    changed = Some(why);
+                    break;
                 }
                 progress(Progress {
                     done,
@@ -223,14 +265,28 @@ pub fn execute(cfg: &Config, progress: &mut dyn FnMut(Progress)) -> Result<LoadR
                     method,
                     mode,
                 });
-                let sample = one_load(cfg, method, mode, &result_path)?;
+                let mut sample = one_load(cfg, method, mode, &result_path)?;
                 if let Some(sig) = sample.interrupted.or_else(|| forwarder.pending()) {
                     return Err(interrupted(sig));
                 }
+                if let Some(why) = start.change(&cfg.file) {
+                    sample.invalid = Some(format!("the file changed during this load: {why}"));
+                    changed = Some(why);
+                }
                 samples.push(sample);
                 done += 1;
+                if changed.is_some() {
+                    break;
+                }
             }
-            results.push(summarize(method, mode, &samples));
+            let mut result = summarize(method, mode, &samples);
+            if result.invalid.is_none()
+                && let Some(why) = &changed
+            {
+                // Changed between two of its loads: none of its next ran.
+                result.invalid = Some(format!("the file changed before its next load: {why}"));
+            }
+            results.push(result);
         }
     }
     let mut report = LoadReport {
@@ -241,6 +297,7 @@ pub fn execute(cfg: &Config, progress: &mut dyn FnMut(Progress)) -> Result<LoadR
         runs_per_method: runs,
         results,
         checksums_agree: None,
+        file_changed: changed.map(|why| format!("the file changed: {why}")),
         warnings: Vec::new(),
     };
     report.check();
@@ -263,6 +320,8 @@ struct Sample {
     cold_left_bytes: Option<u64>,
     /// The signal that stopped this load, if one did.
     interrupted: Option<i32>,
+    /// Why the load does not count: the file changed while it ran.
+    invalid: Option<String>,
 }
 
 /// The number of a forwarded signal from its name.
@@ -357,6 +416,7 @@ fn one_load(cfg: &Config, method: Method, mode: Mode, result: &Path) -> Result<S
         resident_after_pages,
         cold_left_bytes,
         interrupted,
+        invalid: None,
     })
 }
 
@@ -368,8 +428,9 @@ fn median(values: impl Iterator<Item = u64>) -> Option<u64> {
 fn summarize(method: Method, mode: Mode, samples: &[Sample]) -> MethodResult {
     let ok: Vec<&Sample> = samples
         .iter()
-        .filter(|s| s.child.error.is_none() && s.record.is_some())
+        .filter(|s| s.child.error.is_none() && s.record.is_some() && s.invalid.is_none())
         .collect();
+    let invalid = samples.iter().find_map(|s| s.invalid.clone());
     let error = samples.iter().find_map(|s| s.child.error.clone());
     let rec = |f: fn(&run::report::RunRecord) -> u64| {
         median(ok.iter().filter_map(|s| s.record.as_ref().map(f)))
@@ -397,7 +458,12 @@ fn summarize(method: Method, mode: Mode, samples: &[Sample]) -> MethodResult {
         cached_before_bytes: median(ok.iter().filter_map(|s| s.cold_left_bytes)),
         bytes_loaded: median(ok.iter().map(|s| s.child.bytes_loaded)),
         checksums,
-        error: if ok.is_empty() { error } else { None },
+        error: if ok.is_empty() && invalid.is_none() {
+            error
+        } else {
+            None
+        },
+        invalid,
     }
 }
 
@@ -409,7 +475,15 @@ mod tests {
     fn an_interrupt_exits_as_the_shell_reports_the_signal() {
         assert_eq!(interrupted(libc::SIGINT).exit_code(), 130);
         assert_eq!(interrupted(libc::SIGTERM).exit_code(), 143);
-        assert_eq!(LoadError::NotRegular("/dev/null".into()).exit_code(), 1);
+        let e = LoadError::NotRegular {
+            path: "/dev/null".into(),
+            kind: "a character device",
+        };
+        assert_eq!(e.exit_code(), 1);
+        assert_eq!(
+            e.to_string(),
+            "/dev/null is a character device, not a regular file: name a regular file to load"
+        );
         assert_eq!(signal_number("SIGHUP"), Some(libc::SIGHUP));
         assert_eq!(signal_number("SIGKILL"), None);
     }

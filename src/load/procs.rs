@@ -86,14 +86,40 @@ pub fn execute(
             },
         });
     }
+    // Before any load: a plan that cannot fit in memory would make the
+    // OOM killer end somebody else's work.
+    if let Some(available) = mem_available() {
+        let limit = mem_limit
+            .as_ref()
+            .filter(|m| m.via.is_some())
+            .map(|m| m.limit_bytes);
+        check_memory(cfg, meta.len(), available, limit)?;
+    }
     let total = (cfg.procs.len() * cfg.modes.len() * cfg.methods.len()) as u32;
     let mut done = 0;
     let mut runs = Vec::new();
+    let start = super::identity::Identity::of(&meta);
+    let mut changed: Option<String> = None;
     for &n in &cfg.procs {
         for &mode in &cfg.modes {
             for &method in &cfg.methods {
                 if let Some(sig) = forwarder.pending() {
                     return Err(interrupted(sig));
+                }
+                let not_run = match &changed {
+                    Some(_) => Some("not run: the file changed during an earlier load".into()),
+                    None => start.change(&cfg.file).map(|why| {
+                        let not_run = format!("not run: the file changed before this load: {why}");
+                        changed = Some(why);
+                        not_run
+                    }),
+                };
+                if let Some(why) = not_run {
+                    let mut run = ProcsRun::new(method, mode, n);
+                    run.outcome = super::procs_report::Outcome::Invalid;
+                    run.error = Some(why);
+                    runs.push(run);
+                    continue;
                 }
                 progress(ProcsProgress {
                     done,
@@ -106,7 +132,13 @@ pub fn execute(
                     .as_ref()
                     .filter(|m| m.via.is_some())
                     .map(|m| m.limit_bytes);
-                runs.push(one(cfg, method, mode, n, limited, &forwarder)?);
+                let mut run = one(cfg, method, mode, n, limited, &forwarder)?;
+                if let Some(why) = start.change(&cfg.file) {
+                    run.outcome = super::procs_report::Outcome::Invalid;
+                    run.error = Some(format!("the file changed during this load: {why}"));
+                    changed = Some(why);
+                }
+                runs.push(run);
                 done += 1;
             }
         }
@@ -120,11 +152,100 @@ pub fn execute(
         mem_limit,
         runs,
         checksums_agree: None,
+        file_changed: changed.map(|why| format!("the file changed: {why}")),
         warnings: Vec::new(),
     };
     report.check();
     drop(forwarder);
     Ok(report)
+}
+
+/// What one process of a `--procs` load holds of its own, besides the
+/// file's data: its stack, heap and page tables (tally's children hold
+/// under 1 MiB of anonymous memory each; 4 MiB leaves room).
+pub const PROCESS_BASE_BYTES: u64 = 4 << 20;
+
+/// The memory `n` processes loading a file of `size_bytes` by `method`
+/// need at once, and how that figure is made up: each process's own
+/// (its base, plus the whole file for `read`, its buffers for the
+/// streaming methods, page tables for the mmap methods) times `n`, plus
+/// the file's pages in the page cache once (none for O_DIRECT).
+pub fn memory_needed(method: Method, size_bytes: u64, n: u32) -> (u64, String) {
+    use super::child::{BIG_CHUNK_BYTES, CHUNK_BYTES, URING_DEPTH};
+    use crate::units::human_bytes;
+    let page = sys::page_size().max(1);
+    let own = match method {
+        Method::Read => size_bytes,
+        Method::ReadChunks | Method::FadviseRead => CHUNK_BYTES as u64,
+        Method::Direct => BIG_CHUNK_BYTES as u64,
+        Method::Uring | Method::UringDirect => (BIG_CHUNK_BYTES * URING_DEPTH) as u64,
+        // One 8-byte page table entry per page mapped.
+        Method::Mmap
+        | Method::MmapSequential
+        | Method::MmapWillneed
+        | Method::MmapPopulate
+        | Method::PopulateRead => size_bytes.div_ceil(page).saturating_mul(8),
+    };
+    let per_process = own.saturating_add(PROCESS_BASE_BYTES);
+    let cache = match method {
+        Method::Direct | Method::UringDirect => 0,
+        _ => size_bytes,
+    };
+    let needed = per_process
+        .saturating_mul(u64::from(n))
+        .saturating_add(cache);
+    let detail = format!(
+        "{n} × {} per process{}",
+        human_bytes(per_process),
+        if cache > 0 {
+            format!(" + {} of page cache", human_bytes(cache))
+        } else {
+            String::new()
+        }
+    );
+    (needed, detail)
+}
+
+/// Refuses a plan that needs more memory than the machine has available,
+/// before any load: `available_bytes` is MemAvailable, `limit_bytes` the
+/// memory-limited group each load runs in (`None`: none), which bounds
+/// what the loads can take.
+pub fn check_memory(
+    cfg: &ProcsConfig,
+    size_bytes: u64,
+    available_bytes: u64,
+    limit_bytes: Option<u64>,
+) -> Result<(), LoadError> {
+    use crate::units::human_bytes;
+    let Some(&n) = cfg.procs.iter().max() else {
+        return Ok(());
+    };
+    for &method in &cfg.methods {
+        let (needed, detail) = memory_needed(method, size_bytes, n);
+        let (needed, detail) = match limit_bytes {
+            Some(limit) if limit < needed => (
+                limit,
+                format!(
+                    "its --mem-limit; {} without it: {detail}",
+                    human_bytes(needed)
+                ),
+            ),
+            _ => (needed, detail),
+        };
+        if needed > available_bytes {
+            return Err(LoadError::NotEnoughMemory {
+                what: format!(
+                    "--procs {n} with {} of a {} file",
+                    method.name(),
+                    human_bytes(size_bytes)
+                ),
+                needed_bytes: needed,
+                available_bytes,
+                detail,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Children that are killed and reaped when dropped unless already reaped.
@@ -426,4 +547,66 @@ fn one(
     drop(kids);
     drop(group);
     Ok(run)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(methods: &[Method], procs: &[u32]) -> ProcsConfig {
+        ProcsConfig {
+            file: "/f".into(),
+            methods: methods.to_vec(),
+            modes: vec![Mode::Warm],
+            procs: procs.to_vec(),
+            touch: Touch::All,
+            mem_limit_bytes: None,
+            exe: "/tally".into(),
+        }
+    }
+
+    #[test]
+    fn read_needs_a_copy_per_process_and_mmap_one_in_the_cache() {
+        let gib = 1u64 << 30;
+        let (read, detail) = memory_needed(Method::Read, gib, 256);
+        assert_eq!(read, 256 * (gib + PROCESS_BASE_BYTES) + gib);
+        assert_eq!(detail, "256 × 1.0 GiB per process + 1.0 GiB of page cache");
+        let (mmap, _) = memory_needed(Method::Mmap, gib, 256);
+        assert!(
+            mmap < 3 * gib,
+            "page tables and bases beside one cached copy: {mmap}"
+        );
+        let (direct, detail) = memory_needed(Method::Direct, gib, 2);
+        assert_eq!(direct, 2 * (PROCESS_BASE_BYTES + (4 << 20)));
+        assert!(!detail.contains("page cache"), "{detail}");
+    }
+
+    #[test]
+    fn a_plan_beyond_available_memory_is_refused_with_the_figure_and_the_fix() {
+        let gib = 1u64 << 30;
+        let c = cfg(&[Method::Mmap, Method::Read], &[1, 2, 256]);
+        let e = check_memory(&c, 4 * gib, 16 * gib, None).expect_err("refused");
+        let msg = e.to_string();
+        assert!(
+            msg.starts_with("--procs 256 with read of a 4.0 GiB file needs about 1.0 TiB"),
+            "{msg}"
+        );
+        assert!(
+            msg.contains("256 × 4.0 GiB per process + 4.0 GiB of page cache"),
+            "{msg}"
+        );
+        assert!(msg.contains("more than the 16.0 GiB available"), "{msg}");
+        assert!(msg.contains("--mem-limit SIZE"), "{msg}");
+        // Fits: mmap alone, or fewer processes.
+        assert!(check_memory(&cfg(&[Method::Mmap], &[256]), 4 * gib, 16 * gib, None).is_ok());
+        assert!(check_memory(&cfg(&[Method::Read], &[2]), 4 * gib, 16 * gib, None).is_ok());
+        // A memory-limited group bounds the loads: the limit is what counts.
+        assert!(check_memory(&c, 4 * gib, 16 * gib, Some(8 * gib)).is_ok());
+        let e = check_memory(&c, 4 * gib, 16 * gib, Some(32 * gib)).expect_err("limit too high");
+        assert!(
+            e.to_string()
+                .contains("needs about 32.0 GiB of memory (its --mem-limit"),
+            "{e}"
+        );
+    }
 }

@@ -5,10 +5,12 @@
 //! - `file`, `size_bytes`, `touch`, `procs[]` (the N values run),
 //!   `mem_limit` (`null` without `--mem-limit`, else `limit_bytes`, `via`
 //!   (`cgroup-v2`, `cgroup-v1` or `null`) and `unavailable` (why no group
-//!   could be made, else `null`)), `checksums_agree`, `warnings[]`.
+//!   could be made, else `null`)), `checksums_agree`, `file_changed` (how
+//!   the file changed during the loads, else `null`), `warnings[]`.
 //! - `runs[]`, one per N, mode and method: `procs`, `mode`, `method`,
 //!   `outcome` (`completed`, `thrashed`, `oom-killed`, `failed`,
-//!   `unavailable`), `completed`, `oom_killed`, `killed`, `failed`
+//!   `unavailable`, `invalid`: the file changed during the load or before
+//!   it, said in `error`), `completed`, `oom_killed`, `killed`, `failed`
 //!   (processes), `all_loaded_us` (barrier to the last process loaded),
 //!   at the hold point `sum_rss_bytes`, `sum_pss_bytes`,
 //!   `sum_pss_anon_bytes`, `sum_pss_file_bytes`, `sum_file_map_pss_bytes`
@@ -52,6 +54,9 @@ pub enum Outcome {
     Failed,
     /// Not run (no memory-limited group could be made).
     Unavailable,
+    /// The file changed during the load, or before it (then not run):
+    /// its figures do not count.
+    Invalid,
 }
 
 impl Outcome {
@@ -62,6 +67,7 @@ impl Outcome {
             Outcome::OomKilled => "oom-killed",
             Outcome::Failed => "failed",
             Outcome::Unavailable => "unavailable",
+            Outcome::Invalid => "invalid",
         }
     }
 }
@@ -285,6 +291,9 @@ pub struct ProcsReport {
     pub mem_limit: Option<MemLimit>,
     pub runs: Vec<ProcsRun>,
     pub checksums_agree: Option<bool>,
+    /// How the file changed during the loads; `None` when it did not.
+    #[serde(default)]
+    pub file_changed: Option<String>,
     pub warnings: Vec<String>,
 }
 
@@ -311,6 +320,7 @@ impl ProcsReport {
         let loads: Vec<super::checksum::Checked> = self
             .runs
             .iter()
+            .filter(|r| r.outcome != Outcome::Invalid)
             .map(|r| super::checksum::Checked {
                 label: format!("{} {} ×{}", r.method.name(), r.mode.name(), r.procs),
                 checksums: &r.checksums,
@@ -323,9 +333,9 @@ impl ProcsReport {
         self.warnings.extend(warnings);
     }
 
-    /// Whether no checksums differ.
+    /// Whether no checksums differ and the file did not change.
     pub fn ok(&self) -> bool {
-        self.checksums_agree != Some(false)
+        self.checksums_agree != Some(false) && self.file_changed.is_none()
     }
 
     /// Processes whose checksum was taken.
@@ -503,10 +513,14 @@ impl Render for ProcsReport {
                 r.method.name().to_string(),
                 r.procs.to_string(),
             ];
-            if r.outcome == Outcome::Unavailable {
+            if matches!(r.outcome, Outcome::Unavailable | Outcome::Invalid) {
                 table.span(
                     lead,
-                    format!("unavailable: {}", r.error.as_deref().unwrap_or("not run")),
+                    format!(
+                        "{}: {}",
+                        r.outcome.name(),
+                        r.error.as_deref().unwrap_or("not run")
+                    ),
                 );
                 continue;
             }
@@ -549,7 +563,9 @@ impl Render for ProcsReport {
             writeln!(out, "{line}")?;
         }
         for r in self.runs.iter().filter(|r| {
-            r.outcome != Outcome::Unavailable && (r.completed < r.procs) && r.error.is_some()
+            !matches!(r.outcome, Outcome::Unavailable | Outcome::Invalid)
+                && (r.completed < r.procs)
+                && r.error.is_some()
         }) {
             writeln!(
                 out,
@@ -561,6 +577,13 @@ impl Render for ProcsReport {
             )?;
         }
         writeln!(out, "{}", self.checksum_verdict())?;
+        if let Some(why) = &self.file_changed {
+            writeln!(
+                out,
+                "invalid: {why}; the loads from then on do not count: rerun on a file nothing \
+                 writes to"
+            )?;
+        }
         for w in &self.warnings {
             writeln!(out, "warning: {w}")?;
         }
@@ -749,6 +772,7 @@ mod tests {
                 run(Method::Mmap, 1 << 18, "aa"),
             ],
             checksums_agree: None,
+            file_changed: None,
             warnings: vec![],
         };
         r.check();

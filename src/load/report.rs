@@ -13,7 +13,12 @@
 //!   `storage_read_bytes` (/proc/PID/io), `resident_after_pages` (the
 //!   file's pages cached after the load), `cached_before_bytes` (cold: what
 //!   eviction could not remove), `bytes_loaded`; `checksums[]` (distinct
-//!   checksums seen: one when runs agree); `error` when no run worked.
+//!   checksums seen: one when runs agree); `error` when no run worked;
+//!   `invalid` when the file changed during one of its loads, or before
+//!   one (then not run): the figures are of the loads before the change
+//!   only, and the report as a whole failed.
+//! - `file_changed`: how the file changed (`null` when it did not): its
+//!   size, its modification time, or another file in its place.
 //!   Absent figures are `null`, never 0.
 
 use std::io::{self, Write};
@@ -45,9 +50,35 @@ pub struct MethodResult {
     pub bytes_loaded: Option<u64>,
     pub checksums: Vec<String>,
     pub error: Option<String>,
+    /// Why its loads do not count: the file changed (see [`super::identity`]).
+    #[serde(default)]
+    pub invalid: Option<String>,
 }
 
 impl MethodResult {
+    /// A method and mode not loaded, for `why` (the file changed).
+    pub fn invalid(method: Method, mode: Mode, why: String) -> MethodResult {
+        MethodResult {
+            method,
+            mode,
+            runs: 0,
+            wall_us: None,
+            user_us: None,
+            system_us: None,
+            max_rss_bytes: None,
+            minor_faults: None,
+            major_faults: None,
+            block_input_ops: None,
+            storage_read_bytes: None,
+            resident_after_pages: None,
+            cached_before_bytes: None,
+            bytes_loaded: None,
+            checksums: Vec::new(),
+            error: None,
+            invalid: Some(why),
+        }
+    }
+
     pub fn cpu_us(&self) -> Option<u64> {
         Some(self.user_us?.saturating_add(self.system_us?))
     }
@@ -65,6 +96,9 @@ pub struct LoadReport {
     pub results: Vec<MethodResult>,
     /// `None` when no checksum was taken, so there was nothing to compare.
     pub checksums_agree: Option<bool>,
+    /// How the file changed during the loads; `None` when it did not.
+    #[serde(default)]
+    pub file_changed: Option<String>,
     pub warnings: Vec<String>,
 }
 
@@ -86,9 +120,9 @@ impl LoadReport {
         self.warnings.extend(warnings);
     }
 
-    /// Whether no checksums differ.
+    /// Whether no checksums differ and the file did not change.
     pub fn ok(&self) -> bool {
-        self.checksums_agree != Some(false)
+        self.checksums_agree != Some(false) && self.file_changed.is_none()
     }
 
     /// Loads that took a checksum.
@@ -158,6 +192,13 @@ impl Render for LoadReport {
         let pages = self.size_bytes.div_ceil(page);
         for r in &self.results {
             let mode = r.mode.name();
+            if let Some(why) = &r.invalid {
+                table.span(
+                    vec![mode.into(), r.method.name().into()],
+                    format!("invalid: {why}"),
+                );
+                continue;
+            }
             if let Some(e) = &r.error {
                 table.span(
                     vec![mode.into(), r.method.name().into()],
@@ -206,6 +247,13 @@ impl Render for LoadReport {
         }
         table.write(out, style)?;
         writeln!(out, "{}", self.checksum_verdict())?;
+        if let Some(why) = &self.file_changed {
+            writeln!(
+                out,
+                "invalid: {why}; the loads from then on do not count: rerun on a file nothing \
+                 writes to"
+            )?;
+        }
         for w in &self.warnings {
             writeln!(out, "warning: {w}")?;
         }
@@ -228,6 +276,7 @@ impl Render for LoadReport {
             "resident_after_pages",
             "checksum",
             "error",
+            "invalid",
         ]
         .map(String::from)
         .to_vec();
@@ -251,6 +300,7 @@ impl Render for LoadReport {
                     o(r.resident_after_pages),
                     r.checksums.join("/"),
                     r.error.clone().unwrap_or_default(),
+                    r.invalid.clone().unwrap_or_default(),
                 ]
             })
             .collect();
@@ -269,6 +319,9 @@ pub fn write_html(r: &LoadReport, out: &mut dyn Write) -> io::Result<()> {
         r.runs_per_method,
         esc(&r.checksum_verdict())
     );
+    if let Some(why) = &r.file_changed {
+        body.push_str(&format!("<p><strong>invalid: {}</strong></p>", esc(why)));
+    }
     for mode in [Mode::Cold, Mode::Warm] {
         let bars: Vec<(String, f64)> = r
             .results
@@ -282,6 +335,7 @@ pub fn write_html(r: &LoadReport, out: &mut dyn Write) -> io::Result<()> {
                     },
                     w as f64 / 1e3,
                 ),
+                None if x.invalid.is_some() => (format!("{}: invalid", x.method.name()), 0.0),
                 None => (format!("{}: unavailable", x.method.name()), 0.0),
             })
             .collect();
@@ -322,6 +376,7 @@ mod tests {
             bytes_loaded: Some(1 << 20),
             checksums: vec![sum.into()],
             error: None,
+            invalid: None,
         }
     }
 
@@ -337,10 +392,56 @@ mod tests {
                 result(Method::Mmap, Mode::Warm, sums[1]),
             ],
             checksums_agree: None,
+            file_changed: None,
             warnings: vec![],
         };
         r.check();
         r
+    }
+
+    #[test]
+    fn a_changed_file_is_invalid_in_every_format() {
+        let mut r = report(["aa", "aa"]);
+        r.results[1] = MethodResult::invalid(
+            Method::Mmap,
+            Mode::Warm,
+            "not run: the file changed during an earlier load".into(),
+        );
+        r.results[0].invalid = Some("the file changed during this load: it shrank".into());
+        r.file_changed = Some("the file changed: it shrank".into());
+        assert!(!r.ok(), "a changed file fails the command");
+        let mut out = Vec::new();
+        r.human(&mut out, Style::default()).expect("render");
+        let text = String::from_utf8(out).expect("utf8");
+        assert!(
+            text.contains("cold  read    invalid: the file changed during this load"),
+            "{text}"
+        );
+        assert!(
+            text.contains("warm  mmap    invalid: not run: the file changed"),
+            "{text}"
+        );
+        assert!(
+            text.contains("\ninvalid: the file changed: it shrank;"),
+            "{text}"
+        );
+        let t = r.table();
+        let col = t
+            .headers
+            .iter()
+            .position(|h| h == "invalid")
+            .expect("column");
+        assert!(
+            t.rows
+                .iter()
+                .all(|row| row[col].contains("the file changed"))
+        );
+        let json = serde_json::to_value(&r).expect("json");
+        assert_eq!(json["file_changed"], "the file changed: it shrank");
+        assert_eq!(json["results"][1]["runs"], 0);
+        let mut html = Vec::new();
+        write_html(&r, &mut html).expect("html");
+        assert!(String::from_utf8_lossy(&html).contains("invalid: the file changed"));
     }
 
     #[test]
@@ -403,7 +504,7 @@ mod tests {
         assert!(!out.contains(&0x1b));
         let text = String::from_utf8(out).expect("utf8");
         assert!(
-            text.starts_with("tally load: /w\\u{1b}[2J\\n\\xe9.bin (1.0 MiB)"),
+            text.starts_with("tally load: /w\\x1b[2J\\x0a\\xe9.bin (1.0 MiB)"),
             "{text}"
         );
         let json = serde_json::to_value(&r).expect("json");

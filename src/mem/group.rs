@@ -6,7 +6,7 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 
 pub use super::columns::SortKey;
-use super::name::{NameMode, escape_controls, program_name};
+use super::name::{NameMode, program_name};
 pub use super::rows::{Group, SwapRest, Totals};
 use super::scan::ProcSample;
 
@@ -71,11 +71,7 @@ pub fn group(samples: &[ProcSample], g: &Grouping) -> (Vec<Group>, Totals, u64) 
                     .clone(),
                 None => "?".to_string(),
             },
-            GroupBy::Cgroup => s
-                .cgroup
-                .as_deref()
-                .map(escape_controls)
-                .unwrap_or_else(|| "?".to_string()),
+            GroupBy::Cgroup => s.cgroup.clone().unwrap_or_else(|| "?".to_string()),
         };
         let slot = *index.entry(key.clone()).or_insert_with(|| {
             rows.push(Group {
@@ -144,7 +140,7 @@ mod tests {
             source: Source::SmapsRollup,
             exe: Some(exe.as_bytes().to_vec()),
             status: Some(Status {
-                name: "c".into(),
+                name: b"c".to_vec(),
                 real_uid: Some(uid),
                 ..Status::default()
             }),

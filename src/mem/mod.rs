@@ -122,10 +122,14 @@ pub fn summarize(snap: &Snapshot, cfg: &Config) -> MemReport {
 /// after any privilege is dropped.
 fn swap_rest(snap: &Snapshot, cfg: &Config, every_swap_pss: bool) -> report::SwapRest {
     let path = cfg.procfs.path().join("meminfo");
-    let swap = std::fs::read_to_string(&path)
-        .map_err(|e| match e.kind() {
-            io::ErrorKind::NotFound => "the proc tree has no meminfo".to_string(),
-            _ => format!("cannot read meminfo: {e}"),
+    let swap = crate::input::read_proc_text(&path)
+        .map_err(|e| match e {
+            crate::input::InputError::Io { source, .. }
+                if source.kind() == io::ErrorKind::NotFound =>
+            {
+                "the proc tree has no meminfo".to_string()
+            }
+            e => e.to_string(),
         })
         .and_then(|text| {
             crate::procfs::meminfo::parse_swap(&text)
@@ -185,7 +189,8 @@ fn swap_rest(snap: &Snapshot, cfg: &Config, every_swap_pss: bool) -> report::Swa
 /// processes (`hidepid=1`, `2`, `noaccess`, `invisible`), from this
 /// process's mountinfo. A tree that is not a mount hides nothing.
 fn hides_processes(root: &std::path::Path) -> bool {
-    let Ok(mountinfo) = std::fs::read_to_string("/proc/self/mountinfo") else {
+    let Ok(mountinfo) = crate::input::read_proc_text(std::path::Path::new("/proc/self/mountinfo"))
+    else {
         return false;
     };
     let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());

@@ -13,15 +13,17 @@
 //! Where the chosen source is missing (a zombie has no exe; a kernel
 //! thread no cmdline) the name falls back to comm, then to the exe.
 //! `--split-args` appends the arguments, so `python3 app.py` and
-//! `python3 other.py` are apart. Control characters are escaped (`\n`,
-//! `\x1b`), so a name always fits on one line and cannot drive a terminal;
-//! bytes that are not UTF-8 are written `\xNN` (none is lost).
+//! `python3 other.py` are apart. Names are escaped as every name tally
+//! prints ([`crate::report::escape_name`]): a backslash as `\\`, control
+//! characters and bytes that are not UTF-8 as `\xNN`, so a name always
+//! fits on one line, cannot drive a terminal, and two programs with
+//! different names never print (or group) as one.
 
 use serde::{Deserialize, Serialize};
 
 use super::exe::{basename, exe_path, exe_starts_with_comm, is_memfd};
 use super::scan::ProcSample;
-use crate::procfs::text_of;
+use crate::report::escape_name;
 
 /// Which name of a process is the program name.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
@@ -45,25 +47,26 @@ pub fn program_name(
     split_args: bool,
     check_replaced: bool,
 ) -> String {
-    let comm = s.status.as_ref().map(|st| st.name.as_str());
-    let raw_comm = s
-        .comm
-        .as_deref()
-        .or(comm.map(str::as_bytes))
+    let comm = s
+        .status
+        .as_ref()
+        .map(|st| st.name.as_slice())
         .filter(|c| !c.is_empty());
+    let raw_comm = s.comm.as_deref().or(comm).filter(|c| !c.is_empty());
     let argv0 = s.cmdline.as_deref().and_then(argv0_base);
     let from_exe = || {
         s.exe
             .as_deref()
             .and_then(|e| exe_name(e, started_as(e, raw_comm, argv0), check_replaced))
     };
-    let from_argv0 = || argv0.map(text_of);
+    let from_argv0 = || argv0.map(escape_name);
+    let from_comm = || comm.map(escape_name);
     let base = match mode {
         NameMode::Exe => from_exe(),
-        NameMode::Comm => comm.filter(|c| !c.is_empty()).map(String::from),
+        NameMode::Comm => from_comm(),
         NameMode::Argv0 => from_argv0(),
     }
-    .or_else(|| comm.filter(|c| !c.is_empty()).map(String::from))
+    .or_else(from_comm)
     .or_else(from_exe)
     .unwrap_or_else(|| "?".to_string());
     let mut name = base;
@@ -71,7 +74,7 @@ pub fn program_name(
         name.push(' ');
         name.push_str(&rest);
     }
-    escape_controls(&name)
+    name
 }
 
 /// The name a program was started as, where it differs from its
@@ -104,7 +107,7 @@ fn exe_name(target: &[u8], started_as: Option<&[u8]>, check_replaced: bool) -> O
     if base.is_empty() {
         return None;
     }
-    let mut name = text_of(base);
+    let mut name = escape_name(base);
     if deleted {
         let replaced = check_replaced && {
             use std::os::unix::ffi::OsStrExt;
@@ -144,27 +147,18 @@ fn arguments(cmdline: &[u8]) -> Option<String> {
         .iter()
         .map(|&b| if b == 0 { b' ' } else { b })
         .collect();
-    let text = text_of(&joined);
-    let text = text.trim();
-    (!text.is_empty()).then(|| text.to_string())
-}
-
-/// Replaces control characters with escapes (`\n`, `\t`, `\x1b`).
-pub fn escape_controls(name: &str) -> String {
-    if !name.chars().any(char::is_control) {
-        return name.to_string();
-    }
-    let mut out = String::with_capacity(name.len() + 8);
-    for c in name.chars() {
-        match c {
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            c if c.is_control() => out.push_str(&format!("\\x{:02x}", u32::from(c))),
-            c => out.push(c),
-        }
-    }
-    out
+    // The spaces that stood for NULs at either end; every other byte is
+    // the name's own.
+    let start = joined
+        .iter()
+        .position(|&b| b != b' ')
+        .unwrap_or(joined.len());
+    let end = joined
+        .iter()
+        .rposition(|&b| b != b' ')
+        .map_or(start, |i| i + 1);
+    let joined = joined.get(start..end).unwrap_or_default();
+    (!joined.is_empty()).then(|| escape_name(joined))
 }
 
 #[cfg(test)]
@@ -180,7 +174,7 @@ mod tests {
             source: super::super::scan::Source::SmapsRollup,
             exe: exe.map(|e| e.as_bytes().to_vec()),
             status: comm.map(|c| Status {
-                name: c.to_string(),
+                name: c.as_bytes().to_vec(),
                 ..Status::default()
             }),
             comm: None,
@@ -342,13 +336,39 @@ mod tests {
 
     #[test]
     fn odd_names_stay_on_one_line() {
-        let s = sample(Some("/tmp/my prog (1)\nx\x1b[2J"), Some("a\\nb"), None);
+        let s = sample(Some("/tmp/my prog (1)\nx\x1b[2J"), Some("a\nb"), None);
         assert_eq!(
             program_name(&s, NameMode::Exe, false, false),
-            "my prog (1)\\nx\\x1b[2J"
+            "my prog (1)\\x0ax\\x1b[2J"
         );
-        // The kernel already escaped comm's newline: kept as it is.
-        assert_eq!(program_name(&s, NameMode::Comm, false, false), "a\\nb");
+        // A comm's newline (status's `\n`, undone by its parser) too.
+        assert_eq!(program_name(&s, NameMode::Comm, false, false), "a\\x0ab");
+    }
+
+    #[test]
+    fn a_literal_backslash_name_and_a_raw_byte_name_are_two_programs() {
+        // The spoof of issue 26: `a\xffb` typed as four characters, and
+        // `a`, the byte 0xff, `b`.
+        let literal = sample(Some("/tmp/a\\xffb"), None, Some(b"/tmp/a\\xffb\0x\\n\0"));
+        let mut raw = sample(None, None, Some(b"/tmp/a\xffb\0x\n\0"));
+        raw.exe = Some(b"/tmp/a\xffb".to_vec());
+        for mode in [NameMode::Exe, NameMode::Argv0] {
+            for split in [false, true] {
+                let (l, r) = (
+                    program_name(&literal, mode, split, false),
+                    program_name(&raw, mode, split, false),
+                );
+                assert_ne!(l, r, "{mode:?} split {split}");
+            }
+        }
+        assert_eq!(
+            program_name(&literal, NameMode::Exe, true, false),
+            "a\\\\xffb x\\\\n"
+        );
+        assert_eq!(
+            program_name(&raw, NameMode::Exe, true, false),
+            "a\\xffb x\\x0a"
+        );
     }
 
     proptest::proptest! {

@@ -12,7 +12,7 @@
 
 use std::ffi::CStr;
 use std::fs::File;
-use std::io::{self, Read};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -355,38 +355,121 @@ impl Reader {
         PathBuf::from(std::ffi::OsStr::from_bytes(&self.path))
     }
 
+    /// Opens `<root>/<pid>/<file>` without waiting: a fixture tree's FIFO
+    /// opens at once (and is refused by [`Reader::read_from`]).
+    fn open(&mut self, file: &str) -> io::Result<File> {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+            .open(self.file(file))
+    }
+
+    /// Opens `file` under an open process directory; the path (for
+    /// messages) names it too.
+    fn open_in(&mut self, dir: &File, file: &CStr) -> io::Result<File> {
+        self.file(&file.to_string_lossy());
+        crate::sys::file::open_read_at(dir, file)
+    }
+
     /// Reads `<root>/<pid>/<file>` into the buffer.
     fn read(&mut self, file: &str) -> io::Result<&[u8]> {
-        let f = File::open(self.file(file))?;
-        self.read_from(f)
+        let f = self.open(file)?;
+        self.read_from(f, file)
     }
 
-    /// Reads `file` under an open process directory into the buffer; the
-    /// path (for messages) names it too.
+    /// Reads `file` under an open process directory into the buffer.
     fn read_in(&mut self, dir: &File, file: &CStr) -> io::Result<&[u8]> {
-        self.file(&file.to_string_lossy());
-        let f = crate::sys::file::open_read_at(dir, file)?;
-        self.read_from(f)
+        let f = self.open_in(dir, file)?;
+        self.read_from(f, &file.to_string_lossy())
     }
 
-    /// A plain read loop: `File::read_to_end` first asks for the size and
-    /// position (statx, lseek), two wasted calls on a /proc file.
-    fn read_from(&mut self, mut f: File) -> io::Result<&[u8]> {
-        let mut len = 0;
+    /// The memory figures of a whole `smaps` (kernels before 4.14), read a
+    /// buffer at a time: its size, up to a block per mapping, does not
+    /// matter. Refused unread unless it is a regular file.
+    fn sum_smaps(&mut self, mut f: File) -> io::Result<Option<MemFigures>> {
+        use std::io::Read;
+        self.check_regular(&f, "smaps")?;
+        let mut sum = smaps_rollup::Summer::default();
+        if self.buf.len() < 8192 {
+            self.buf.resize(8192, 0);
+        }
         loop {
-            if self.buf.len() - len < 4096 {
-                self.buf.resize(self.buf.len().max(4096) * 2, 0);
-            }
-            let spare = self.buf.get_mut(len..).unwrap_or_default();
-            match f.read(spare) {
+            let n = match f.read(&mut self.buf) {
                 Ok(0) => break,
-                Ok(n) => len += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(e),
+            };
+            let piece = self.buf.get(..n).unwrap_or_default();
+            // No smaps line is longer than a mapping's header: its path
+            // (PATH_MAX, escaped) and 70-odd bytes before it.
+            if sum.feed(piece, 4 * crate::input::PATH_MAX_BYTES).is_err() {
+                let bound = crate::input::proc_bound(Path::new("smaps"));
+                return Err(crate::input::InputError::TooLarge {
+                    what: "line of the kernel file",
+                    name: crate::report::path::display(&self.path()),
+                    size_bytes: None,
+                    cap_bytes: 4 * crate::input::PATH_MAX_BYTES as u64,
+                    fix: bound.fix,
+                }
+                .into());
             }
         }
-        self.len = len;
-        Ok(self.buf.get(..len).unwrap_or_default())
+        Ok(sum.finish())
+    }
+
+    /// `Ok` when `f` (the file `name` of this process) is a regular file;
+    /// a FIFO or device in its place is refused by its type.
+    fn check_regular(&self, f: &File, name: &str) -> io::Result<()> {
+        use crate::input::{self, InputError};
+        let ft = f.metadata()?.file_type();
+        if ft.is_file() {
+            return Ok(());
+        }
+        let bound = input::proc_bound(Path::new(name));
+        Err(InputError::NotRegular {
+            what: bound.what,
+            name: crate::report::path::display(&self.path()),
+            kind: input::kind_of(ft),
+            fix: bound.fix,
+        }
+        .into())
+    }
+
+    /// A plain read loop up to the cap of `name`'s kind
+    /// ([`crate::input::proc_cap_bytes`]): `File::read_to_end` first asks
+    /// for the size and position (statx, lseek), two wasted calls on a
+    /// /proc file. Whether the file is a regular one is asked only when
+    /// something is odd (no byte, a read that would block, the cap
+    /// reached), so a kernel's /proc costs no extra call, while a fixture
+    /// tree's FIFO or link to /dev/zero is refused by its type.
+    fn read_from(&mut self, mut f: File, name: &str) -> io::Result<&[u8]> {
+        use crate::input::{self, InputError};
+        let cap_bytes = input::proc_cap_bytes(name);
+        let read = input::read_capped(&mut f, &mut self.buf, cap_bytes);
+        let odd = match &read {
+            Ok(Some(0)) | Ok(None) => true,
+            Err(e) => e.kind() == io::ErrorKind::WouldBlock,
+            Ok(Some(_)) => false,
+        };
+        if odd {
+            self.check_regular(&f, name)?;
+        }
+        match read? {
+            Some(len) => {
+                self.len = len;
+                Ok(self.buf.get(..len).unwrap_or_default())
+            }
+            None => Err(InputError::TooLarge {
+                what: "kernel file",
+                name: crate::report::path::display(&self.path()),
+                size_bytes: None,
+                cap_bytes,
+                fix: input::proc_bound(Path::new(name)).fix,
+            }
+            .into()),
+        }
     }
 
     fn read_link(&mut self, file: &str) -> io::Result<Vec<u8>> {
@@ -410,6 +493,10 @@ enum Outcome {
 }
 
 fn classify(e: &io::Error, what: &str, reader: &Reader) -> Outcome {
+    if let Some(refused) = crate::input::InputError::of(e) {
+        // It names the file already.
+        return Outcome::Failed(format!("{refused} ({what})"));
+    }
     match e.raw_os_error() {
         Some(libc::ENOENT) | Some(libc::ENOTDIR) => Outcome::Ended,
         Some(libc::ESRCH) => Outcome::NoMemory,
@@ -421,19 +508,20 @@ fn classify(e: &io::Error, what: &str, reader: &Reader) -> Outcome {
     }
 }
 
-/// The memory figures of the process whose directory `read` reads in:
-/// `smaps_rollup`, or `smaps` on kernels before 4.14.
+/// The memory figures of the process whose directory `open` opens files
+/// in: `smaps_rollup`, or `smaps` on kernels before 4.14.
 fn read_memory(
     r: &mut Reader,
-    read: &mut dyn FnMut(&mut Reader, &str) -> io::Result<()>,
+    open: &mut dyn FnMut(&mut Reader, &CStr) -> io::Result<File>,
 ) -> Result<(MemFigures, Source), Outcome> {
-    let (mem, source) = match read(r, "smaps_rollup") {
+    let rollup = open(r, c"smaps_rollup").and_then(|f| r.read_from(f, "smaps_rollup").map(|_| ()));
+    let (mem, source) = match rollup {
         Ok(()) => (smaps_rollup::parse(r.text()), Source::SmapsRollup),
         Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
             // Kernels before 4.14 have no rollup; a process that ended has
             // neither file.
-            match read(r, "smaps") {
-                Ok(()) => (smaps_rollup::parse(r.text()), Source::Smaps),
+            match open(r, c"smaps").and_then(|f| r.sum_smaps(f)) {
+                Ok(mem) => (mem, Source::Smaps),
                 Err(e) => return Err(classify(&e, "memory figures", r)),
             }
         }
@@ -464,8 +552,8 @@ fn comm_of(text: &[u8]) -> Vec<u8> {
 }
 
 fn read_one(r: &mut Reader, pid: u32, needs: Needs) -> Result<ProcSample, Outcome> {
-    let mut read = |r: &mut Reader, file: &str| r.read(file).map(|_| ());
-    let (mem, source) = read_memory(r, &mut read)?;
+    let mut open = |r: &mut Reader, file: &CStr| r.open(&file.to_string_lossy());
+    let (mem, source) = read_memory(r, &mut open)?;
     let link = r.read_link("exe");
     let exe = exe_of(r, link)?;
     let status = if needs.status || exe.is_none() {
@@ -495,7 +583,7 @@ fn read_one(r: &mut Reader, pid: u32, needs: Needs) -> Result<ProcSample, Outcom
         && match (
             &exe,
             comm.as_deref()
-                .or(status.as_ref().map(|s| s.name.as_bytes())),
+                .or(status.as_ref().map(|s| s.name.as_slice())),
         ) {
             (Some(exe), Some(comm)) => !super::exe::exe_starts_with_comm(exe, comm),
             _ => false,
@@ -592,14 +680,8 @@ fn open_as_caller(r: &mut Reader, pid: u32, needs: Needs) -> Result<Opened, Outc
 /// The memory figures and `exe` link of a process opened by
 /// [`open_as_caller`], read with the rights in force.
 fn read_opened(r: &mut Reader, o: &Opened) -> Result<ProcSample, Outcome> {
-    let mut read = |r: &mut Reader, file: &str| {
-        let name = match file {
-            "smaps_rollup" => c"smaps_rollup",
-            _ => c"smaps",
-        };
-        r.read_in(&o.dir, name).map(|_| ())
-    };
-    let (mem, source) = read_memory(r, &mut read)?;
+    let mut open = |r: &mut Reader, file: &CStr| r.open_in(&o.dir, file);
+    let (mem, source) = read_memory(r, &mut open)?;
     r.file("exe");
     let link = crate::sys::file::readlink_at(&o.dir, std::ffi::OsStr::new("exe"))
         .map(|p| std::os::unix::ffi::OsStringExt::into_vec(p.into_os_string()));

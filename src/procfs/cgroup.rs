@@ -5,8 +5,9 @@
 //! `0::/path` is the answer where it exists; on v1-only machines the
 //! `name=systemd` line names the unit; else the first line's path.
 
-/// The cgroup path of a process (`/system.slice/ssh.service`), or `None`
-/// for text without any cgroup line.
+/// The cgroup path of a process (`/system.slice/ssh.service`), escaped as
+/// every name tally prints ([`crate::report::escape_name`]), or `None` for
+/// text without any cgroup line.
 pub fn parse(text: &[u8]) -> Option<String> {
     let mut systemd = None;
     let mut first = None;
@@ -17,7 +18,7 @@ pub fn parse(text: &[u8]) -> Option<String> {
             continue;
         };
         if id == b"0" && controllers.is_empty() {
-            return Some(super::text_of(path));
+            return Some(crate::report::escape_name(path));
         }
         if controllers == b"name=systemd" && systemd.is_none() {
             systemd = Some(path);
@@ -26,7 +27,7 @@ pub fn parse(text: &[u8]) -> Option<String> {
             first = Some(path);
         }
     }
-    systemd.or(first).map(super::text_of)
+    systemd.or(first).map(crate::report::escape_name)
 }
 
 /// The cgroup v2 path alone (the `0::` line), `None` on a v1-only

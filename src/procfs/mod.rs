@@ -61,14 +61,16 @@ impl ProcRoot {
     /// The text of `<root>/<rel>` (`rel` such as `"cpuinfo"` or
     /// `"self/mountinfo"`): the one way readers here fetch a /proc file
     /// whose size they cannot bound beforehand (hot paths that can use
-    /// [`read_small`]).
+    /// [`read_small`]). Read up to the cap of its kind
+    /// ([`crate::input::read_proc`]); a FIFO or device in a fixture tree
+    /// is refused.
     pub fn read(&self, rel: impl AsRef<Path>) -> std::io::Result<String> {
-        std::fs::read_to_string(self.0.join(rel))
+        Ok(crate::input::read_proc_text(&self.0.join(rel))?)
     }
 
-    /// The text of `<root>/<pid>/<file>`.
+    /// The text of `<root>/<pid>/<file>`, as [`ProcRoot::read`].
     pub fn read_pid(&self, pid: u32, file: &str) -> std::io::Result<String> {
-        std::fs::read_to_string(self.pid_file(pid, file))
+        Ok(crate::input::read_proc_text(&self.pid_file(pid, file))?)
     }
 }
 
@@ -89,22 +91,6 @@ pub fn read_small<'a>(path: &Path, buf: &'a mut [u8]) -> std::io::Result<&'a str
     }
     std::str::from_utf8(&buf[..len])
         .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
-}
-
-/// Text from /proc bytes that need not be UTF-8 (file names, command
-/// lines, cgroup paths): each byte of an invalid sequence is written as
-/// `\xNN`, so no byte is lost or merged into U+FFFD and the result is
-/// valid text for JSON. Control characters are left to the caller.
-pub fn text_of(bytes: &[u8]) -> String {
-    use std::fmt::Write as _;
-    let mut out = String::with_capacity(bytes.len());
-    for chunk in bytes.utf8_chunks() {
-        out.push_str(chunk.valid());
-        for b in chunk.invalid() {
-            let _ = write!(out, "\\x{b:02x}");
-        }
-    }
-    out
 }
 
 /// Parses the `key: value` lines shared by several /proc files, calling

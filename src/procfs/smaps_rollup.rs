@@ -45,6 +45,12 @@ impl MemFigures {
 pub fn parse(text: &[u8]) -> Option<MemFigures> {
     let mut m = MemFigures::default();
     let mut seen_pss = false;
+    sum_into(text, &mut m, &mut seen_pss);
+    seen_pss.then_some(m)
+}
+
+/// Adds every figure of `text` to `m`; sets `seen_pss` on a `Pss` line.
+fn sum_into(text: &[u8], m: &mut MemFigures, seen_pss: &mut bool) {
     for line in text.split(|&b| b == b'\n') {
         let Some(colon) = line.iter().position(|&b| b == b':') else {
             continue;
@@ -53,7 +59,7 @@ pub fn parse(text: &[u8]) -> Option<MemFigures> {
         let slot = match key {
             b"Rss" => &mut m.rss_kb,
             b"Pss" => {
-                seen_pss = true;
+                *seen_pss = true;
                 &mut m.pss_kb
             }
             b"Private_Clean" => &mut m.private_clean_kb,
@@ -66,7 +72,60 @@ pub fn parse(text: &[u8]) -> Option<MemFigures> {
             *slot = slot.saturating_add(n);
         }
     }
-    seen_pss.then_some(m)
+}
+
+/// A line of an smaps text longer than any the kernel writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("a line longer than any smaps line")]
+pub struct LineTooLong;
+
+/// [`parse`] of text that comes in pieces (a full `smaps`, read a buffer
+/// at a time so that its size does not matter): feed the pieces in order,
+/// then [`Summer::finish`]. A line split between two pieces is kept until
+/// its end arrives; a line longer than `max_line_bytes` is an error (no
+/// smaps line is longer than a mapping's path, PATH_MAX).
+#[derive(Debug, Default)]
+pub struct Summer {
+    sum: MemFigures,
+    seen_pss: bool,
+    partial: Vec<u8>,
+}
+
+impl Summer {
+    /// Adds the complete lines of `piece` (and of the line left over from
+    /// the piece before); `Err(LineTooLong)` when a line grows past
+    /// `max_line_bytes`.
+    pub fn feed(&mut self, piece: &[u8], max_line_bytes: usize) -> Result<(), LineTooLong> {
+        let (whole, rest) = match piece.iter().rposition(|&b| b == b'\n') {
+            Some(at) => piece.split_at(at + 1),
+            None => (&piece[..0], piece),
+        };
+        if !whole.is_empty() {
+            if self.partial.is_empty() {
+                self.add(whole);
+            } else {
+                let mut line = std::mem::take(&mut self.partial);
+                line.extend_from_slice(whole);
+                self.add(&line);
+            }
+        }
+        self.partial.extend_from_slice(rest);
+        if self.partial.len() > max_line_bytes {
+            return Err(LineTooLong);
+        }
+        Ok(())
+    }
+
+    fn add(&mut self, text: &[u8]) {
+        sum_into(text, &mut self.sum, &mut self.seen_pss);
+    }
+
+    /// The sums, as [`parse`] of the whole text would give them.
+    pub fn finish(mut self) -> Option<MemFigures> {
+        let rest = std::mem::take(&mut self.partial);
+        self.add(&rest);
+        self.seen_pss.then_some(self.sum)
+    }
 }
 
 /// `AnonHugePages` of a `smaps_rollup` text, in bytes: anonymous memory
@@ -134,6 +193,25 @@ Swap:                  8 kB
 SwapPss:               5 kB
 Locked:                0 kB
 ";
+
+    #[test]
+    fn pieces_sum_as_the_whole_text_wherever_it_is_cut() {
+        let text = format!("{ROLLUP}{ROLLUP}7f00-7f01 r--p 0 00:00 0 /x\nRss: 3 kB\nPss: 1 kB\n");
+        let whole = parse(text.as_bytes());
+        for cut in [1usize, 2, 7, 64, 100, 4096] {
+            let mut s = Summer::default();
+            for piece in text.as_bytes().chunks(cut) {
+                s.feed(piece, 4096).expect("short lines");
+            }
+            assert_eq!(s.finish(), whole, "pieces of {cut}");
+        }
+        let mut s = Summer::default();
+        assert!(
+            s.feed(&[b'0'; 100], 64).is_err(),
+            "a line longer than the limit"
+        );
+        assert_eq!(Summer::default().finish(), None);
+    }
 
     #[test]
     fn reads_a_real_rollup() {

@@ -1,13 +1,14 @@
 //! `/proc/PID/status`: the few fields naming and grouping need.
 //!
 //! `Name` is the kernel's `comm` (15 bytes at most), printed with newlines
-//! and backslashes escaped (`a\nb`), so one line always holds it.
+//! and backslashes escaped (`a\nb`), so one line always holds it; the
+//! parser undoes that escaping, so the name is the comm's exact bytes.
 
 /// Fields of a status file.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Status {
-    /// `Name`: the comm, as escaped by the kernel.
-    pub name: String,
+    /// `Name`: the comm's bytes (the kernel's escaping undone).
+    pub name: Vec<u8>,
     /// `Tgid`: the process a thread belongs to (its own PID for a process).
     pub tgid: Option<u32>,
     /// `State` letter (`S`, `R`, `Z`...).
@@ -32,7 +33,9 @@ pub fn parse(text: &[u8]) -> Option<Status> {
         let value = trim_blanks(rest.get(1..).unwrap_or_default());
         match key {
             b"Name" => {
-                status.name = String::from_utf8_lossy(value).into_owned();
+                // The name starts after the one tab: blanks are its own.
+                let raw = rest.get(1..).unwrap_or_default();
+                status.name = unescape_name(raw.strip_prefix(b"\t").unwrap_or(raw));
                 named = true;
             }
             b"Tgid" => status.tgid = parse_u32(value),
@@ -50,6 +53,30 @@ pub fn parse(text: &[u8]) -> Option<Status> {
         }
     }
     named.then_some(status)
+}
+
+/// A `Name` as the kernel escapes it (`\\` a backslash, `\n` a newline;
+/// every other byte as it is) back to the comm's bytes.
+fn unescape_name(text: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(text.len());
+    let mut rest = text;
+    while let Some((&b, tail)) = rest.split_first() {
+        match (b, tail) {
+            (b'\\', [b'\\', more @ ..]) => {
+                out.push(b'\\');
+                rest = more;
+            }
+            (b'\\', [b'n', more @ ..]) => {
+                out.push(b'\n');
+                rest = more;
+            }
+            _ => {
+                out.push(b);
+                rest = tail;
+            }
+        }
+    }
+    out
 }
 
 /// `VmRSS` in kB: the resident set of a process (absent for kernel
@@ -113,7 +140,7 @@ mod tests {
     fn reads_a_real_status() {
         let text = "Name:\tprocess_api\nUmask:\t0022\nState:\tS (sleeping)\nTgid:\t1\nNgid:\t0\nPid:\t1\nPPid:\t0\nTracerPid:\t0\nUid:\t1000\t1001\t1002\t1003\nGid:\t0\t0\t0\t0\n";
         let s = parse(text.as_bytes()).expect("status");
-        assert_eq!(s.name, "process_api");
+        assert_eq!(s.name, b"process_api");
         assert_eq!(s.state, Some('S'));
         assert_eq!(s.tgid, Some(1));
         assert_eq!(s.real_uid, Some(1000));
@@ -122,13 +149,17 @@ mod tests {
     }
 
     #[test]
-    fn keeps_escaped_names_and_spaces() {
+    fn undoes_the_kernels_escaping_and_keeps_spaces() {
         let text = "Name:\tmy prog (x)\\nevil\nKthread:\t1\nState:\tZ (zombie)\n";
         let s = parse(text.as_bytes()).expect("status");
-        assert_eq!(s.name, "my prog (x)\\nevil");
+        assert_eq!(s.name, b"my prog (x)\nevil");
         assert_eq!(s.kernel_thread, Some(true));
         assert_eq!(s.state, Some('Z'));
         assert_eq!(s.real_uid, None);
+        // As the kernel writes a comm of `a\b`, a newline, 0xff, a tab and
+        // a leading space.
+        let s = parse(b"Name:\t a\\\\b\\nc\xff\td\n").expect("status");
+        assert_eq!(s.name, b" a\\b\nc\xff\td");
     }
 
     #[test]

@@ -13,7 +13,7 @@ pub fn path(root: &ProcRoot, name: &str) -> PathBuf {
 /// The trimmed text of the setting; `None` when it is missing, unreadable
 /// or empty.
 pub fn read(root: &ProcRoot, name: &str) -> Option<String> {
-    std::fs::read_to_string(path(root, name))
+    crate::input::read_proc_text(&path(root, name))
         .ok()
         .as_deref()
         .and_then(parse_text)

@@ -6,6 +6,7 @@
 //! serde, with a `schema_version` field, under the header of
 //! [`json::Header`] (tally version, timestamp, hostname, kernel). Renderers never measure.
 
+pub mod escape;
 pub mod output;
 pub mod path;
 pub mod text;
@@ -15,6 +16,7 @@ use std::io::{self, Write};
 
 use serde::Serialize;
 
+pub use escape::escape_name;
 pub use output::{Export, Output, OutputError, Report, Request, Stream};
 pub use prometheus::{Metric, MetricKind, Sample};
 

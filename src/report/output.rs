@@ -128,7 +128,10 @@ pub enum OutputError {
         path: PathBuf,
         source: PlaceError,
     },
-    #[error("cannot write the {format} report to {to}: {source}")]
+    #[error(
+        "cannot write the {format} report to {to}: {source} — {}",
+        crate::place::write_fix(source)
+    )]
     Write {
         format: Format,
         to: String,
@@ -401,7 +404,7 @@ impl Target {
 /// The process's umask, from `/proc/self/status` (setting it to read it
 /// would race with any thread creating a file); 022 when unreadable.
 fn umask() -> u32 {
-    std::fs::read_to_string("/proc/self/status")
+    crate::input::read_proc_text(Path::new("/proc/self/status"))
         .ok()
         .and_then(|s| {
             s.lines()

@@ -106,34 +106,12 @@ impl Serialize for Json<'_> {
     }
 }
 
-/// A path for a one-line message or a human table: control characters and
-/// invalid UTF-8 are escaped (`\n`, `\x1b`, `\xe9`), so a file name can
-/// neither break a line nor send the terminal an escape sequence.
+/// A path for a one-line message, a human table or a CSV cell: a
+/// backslash, control characters and invalid UTF-8 escaped
+/// ([`super::escape_name`]), so a file name can neither break a line, nor
+/// send the terminal an escape sequence, nor pass for another name.
 pub fn display(path: &Path) -> String {
-    escape_bytes(path.as_os_str().as_bytes())
-}
-
-/// Escapes control characters and invalid UTF-8 in `bytes` as `display`.
-pub fn escape_bytes(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(bytes.len());
-    for chunk in bytes.utf8_chunks() {
-        for c in chunk.valid().chars() {
-            match c {
-                '\n' => out.push_str("\\n"),
-                '\t' => out.push_str("\\t"),
-                '\r' => out.push_str("\\r"),
-                '\\' => out.push_str("\\\\"),
-                c if c.is_control() => {
-                    let _ = write!(out, "\\u{{{:x}}}", c as u32);
-                }
-                c => out.push(c),
-            }
-        }
-        for b in chunk.invalid() {
-            let _ = write!(out, "\\x{b:02x}");
-        }
-    }
-    out
+    super::escape_name(path.as_os_str().as_bytes())
 }
 
 #[cfg(test)]
@@ -178,6 +156,6 @@ mod tests {
     #[test]
     fn display_escapes_controls_and_invalid_bytes() {
         let p = Path::new(OsStr::from_bytes(b"a\x1b[31mb\nc\xff"));
-        assert_eq!(display(p), "a\\u{1b}[31mb\\nc\\xff");
+        assert_eq!(display(p), "a\\x1b[31mb\\x0ac\\xff");
     }
 }

@@ -173,18 +173,18 @@ impl Tree {
             notes: std::mem::take(&mut self.notes),
         };
         if let Some(cg) = &self.cgroup {
-            if let Ok(text) = fs::read_to_string(cg.path.join("cpu.stat")) {
+            if let Ok(text) = crate::input::read_proc_text(&cg.path.join("cpu.stat")) {
                 for_each_key_number(&text.replace(' ', ":"), |k, v| match k {
                     "user_usec" => usage.user_us = Some(v),
                     "system_usec" => usage.system_us = Some(v),
                     _ => {}
                 });
             }
-            if let Ok(text) = fs::read_to_string(cg.path.join("memory.peak")) {
+            if let Ok(text) = crate::input::read_proc_text(&cg.path.join("memory.peak")) {
                 usage.peak_memory_bytes = text.trim().parse().ok();
                 usage.memory_method = "memory.peak of the cgroup".into();
             }
-            if let Ok(text) = fs::read_to_string(cg.path.join("io.stat")) {
+            if let Ok(text) = crate::input::read_proc_text(&cg.path.join("io.stat")) {
                 let (mut r, mut w) = (0u64, 0u64);
                 for word in text.split_whitespace() {
                     if let Some(v) = word.strip_prefix("rbytes=") {
@@ -274,7 +274,7 @@ impl Tree {
 }
 
 fn pids_in(procs: &Path) -> Vec<u32> {
-    fs::read_to_string(procs)
+    crate::input::read_proc_text(procs)
         .map(|t| t.lines().filter_map(|l| l.trim().parse().ok()).collect())
         .unwrap_or_default()
 }

@@ -430,7 +430,7 @@ impl RunWatch {
         let Some(path) = lock(&self.children).clone() else {
             return false;
         };
-        let Ok(list) = std::fs::read_to_string(&path) else {
+        let Ok(list) = crate::input::read_proc_text(&path) else {
             return false;
         };
         let mut sent = false;
@@ -442,8 +442,10 @@ impl RunWatch {
             // killed so that `tally run` reaps it and reports it killed
             // (and at shutdown the server waits for that). Before it has
             // started the command, `tally run` itself goes.
-            let commands = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
-                .unwrap_or_default();
+            let commands = crate::input::read_proc_text(std::path::Path::new(&format!(
+                "/proc/{pid}/task/{pid}/children"
+            )))
+            .unwrap_or_default();
             let mut any = false;
             for c in commands
                 .split_whitespace()

@@ -101,17 +101,19 @@ impl Default for Config {
     }
 }
 
+/// How much of a configuration is read: [`crate::input::CONFIG`]'s 1 MiB.
+pub const BOUND: crate::input::Bound = crate::input::Bound {
+    what: "serve configuration",
+    fix: "give a TOML file of at most 1 MiB (see docs/fleet.md)",
+    ..crate::input::CONFIG
+};
+
 /// A configuration that cannot be used: where, and what is wrong.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    #[error(
-        "cannot read the config file {}: {source}",
-        crate::report::path::display(path)
-    )]
-    Read {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    /// It names the file, the cap or type, and the fix.
+    #[error(transparent)]
+    Read(#[from] crate::input::InputError),
     #[error("{}:{line}: {message}", crate::report::path::display(path))]
     Invalid {
         path: PathBuf,
@@ -168,10 +170,7 @@ struct BenchFile {
 
 /// Reads and checks the file at `path`.
 pub fn load(path: &Path) -> Result<Config, ConfigError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let text = crate::input::read_text(path, &BOUND)?;
     parse(&text).map_err(|(line, message)| ConfigError::Invalid {
         path: path.to_path_buf(),
         line,
