@@ -154,7 +154,7 @@ fn serve_answers_its_three_endpoints_and_404_for_any_other_path() {
         "tally_mem_total_pss_bytes",
         "tally_mem_processes",
         "tally_serve_collector_duration_seconds{collector=\"mem\"}",
-        "tally_serve_processes_skipped{reason=\"denied\"}",
+        "tally_mem_skipped_processes{reason=\"denied\"}",
     ] {
         assert!(body.contains(family), "no {family} in\n{body}");
     }
@@ -559,7 +559,7 @@ fn counted_and_denied(body: &str) -> (f64, f64) {
     };
     (
         value("tally_mem_total_processes "),
-        value("tally_serve_processes_skipped{reason=\"denied\"} "),
+        value("tally_mem_skipped_processes{reason=\"denied\"} "),
     )
 }
 
