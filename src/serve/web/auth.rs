@@ -237,6 +237,37 @@ mod tests {
         assert!(msg.contains("`:`"), "{msg}");
     }
 
+    /// An unknown user name costs a bcrypt check at the configured cost,
+    /// as a known one does: the answer time does not tell them apart.
+    #[test]
+    fn an_unknown_user_is_checked_against_a_hash_of_the_same_cost() {
+        let hash = bcrypt::hash("secret", 5).unwrap();
+        let u = users(&[("p", &hash)]).unwrap();
+        let stand_in: bcrypt::HashParts = u.stand_in.parse().unwrap();
+        assert_eq!(stand_in.get_cost(), 5);
+        assert!(!u.check(Some(&basic("q", "secret"))));
+        // The check ran (its outcome is remembered like any other).
+        assert_eq!(lock(&u.cache).len(), 1);
+        let mut notes = Vec::new();
+        let text = format!(
+            "basic_auth_users:\n  a: '{}'\n  b: '{}'\n",
+            bcrypt::hash("x", 4).unwrap(),
+            bcrypt::hash("x", 5).unwrap()
+        );
+        #[derive(serde::Deserialize)]
+        struct F {
+            basic_auth_users: BTreeMap<String, Spanned<String>>,
+        }
+        let f: F = serde_saphyr::from_str(&text).unwrap();
+        Users::new(&f.basic_auth_users, &mut notes).unwrap();
+        assert!(
+            notes
+                .iter()
+                .any(|n| n.contains("different bcrypt costs (4, 5)")),
+            "{notes:?}"
+        );
+    }
+
     #[test]
     fn the_cache_stays_bounded() {
         let hash = bcrypt::hash("secret", 4).unwrap();
