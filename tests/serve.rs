@@ -1731,3 +1731,57 @@ fn serve_is_scraped_over_https_with_basic_auth_by_a_real_prometheus() {
     let down = query(prom2_addr, "up{job=\"wrong\"} == 0");
     assert_eq!(down.len(), 1, "a wrong password was let in: {down:?}");
 }
+
+/// contrib/: the dashboard's top-k panels rank the programs of each host
+/// (`topk by (instance)`), it has the periodic checks, and the Prometheus
+/// scrape example passes `promtool check config`.
+#[test]
+fn contrib_dashboard_ranks_per_host_and_the_scrape_example_is_valid() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib");
+    let dash: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join("grafana-tally.json")).unwrap())
+            .unwrap();
+    let exprs: Vec<String> = dash["panels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| p["targets"].as_array().cloned().unwrap_or_default())
+        .filter_map(|t| t["expr"].as_str().map(str::to_string))
+        .collect();
+    let topk: Vec<&String> = exprs.iter().filter(|e| e.contains("topk")).collect();
+    assert!(topk.len() >= 3, "{exprs:?}");
+    for e in topk {
+        assert!(e.starts_with("topk by (instance) ("), "{e}");
+    }
+    assert!(
+        exprs
+            .iter()
+            .any(|e| e.contains("tally_serve_run_exit_code")),
+        "{exprs:?}"
+    );
+    let Some(promtool) = which("promtool") else {
+        common::skip_without_tool!("promtool", "tests/install-prometheus.sh installs it");
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let pki = pki(dir.path());
+    let password = dir.path().join("tally.password");
+    std::fs::write(&password, "change-me\n").unwrap();
+    let text = std::fs::read_to_string(root.join("prometheus-scrape.yml"))
+        .unwrap()
+        .replace("/etc/prometheus/tally-ca.crt", pki.ca.to_str().unwrap())
+        .replace("/etc/prometheus/tally.password", password.to_str().unwrap());
+    assert!(text.contains("scheme: https") && text.contains("basic_auth:"));
+    let config = dir.path().join("prometheus.yml");
+    std::fs::write(&config, text).unwrap();
+    let out = common::command(&promtool)
+        .args(["check", "config"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -354,6 +354,24 @@ mod tests {
         }
     }
 
+    /// contrib/web-config.yml, with a certificate and key where it names
+    /// them, is a valid web config: TLS and one user.
+    #[test]
+    fn the_shipped_example_web_config_parses() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = rcgen::CertificateParams::new(vec!["localhost".to_string()])
+            .unwrap()
+            .self_signed(&key)
+            .unwrap();
+        std::fs::write(dir.path().join("tally.crt"), cert.pem()).unwrap();
+        std::fs::write(dir.path().join("tally.key"), key.serialize_pem()).unwrap();
+        let w = parse(include_str!("../../../contrib/web-config.yml"), dir.path()).unwrap();
+        assert!(w.tls.is_some() && w.users.is_some() && w.authenticates());
+        assert_eq!(w.headers.len(), 2);
+        assert!(w.notes.is_empty(), "{:?}", w.notes);
+    }
+
     #[test]
     fn headers_and_rate_limits_are_kept() {
         let w = parse(
