@@ -1222,6 +1222,125 @@ fn serve_over_tls_answers_401_without_the_right_password_and_200_with_it() {
     assert_eq!(status, 200);
 }
 
+/// Hostile or odd requests, each with the status it must get; sent in
+/// plain HTTP and in TLS, the answers must be the same.
+fn hostile_requests() -> Vec<(&'static str, Vec<u8>, u16)> {
+    let r = |s: &str| s.as_bytes().to_vec();
+    let many: String = (0..100).map(|i| format!("X-{i}: y\r\n")).collect();
+    vec![
+        (
+            "a plain scrape",
+            r("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"),
+            200,
+        ),
+        ("HTTP/1.0", r("GET /metrics HTTP/1.0\r\n\r\n"), 200),
+        (
+            "a query",
+            r("GET /metrics?debug=1&x=%00 HTTP/1.1\r\n\r\n"),
+            200,
+        ),
+        ("HEAD", r("HEAD /metrics HTTP/1.1\r\n\r\n"), 200),
+        (
+            "bare LF line ends",
+            r("GET /healthz HTTP/1.1\nHost: x\n\n"),
+            200,
+        ),
+        (
+            "a header over max_header_bytes",
+            r(&format!(
+                "GET / HTTP/1.1\r\nX-Big: {}\r\n\r\n",
+                "a".repeat(4096)
+            )),
+            431,
+        ),
+        (
+            "a URI over max_header_bytes",
+            r(&format!("GET /{} HTTP/1.1\r\n\r\n", "m".repeat(4096))),
+            431,
+        ),
+        (
+            "100 headers",
+            r(&format!("GET / HTTP/1.1\r\n{many}\r\n")),
+            431,
+        ),
+        (
+            "binary garbage",
+            b"\x00\x01\x02 nonsense\r\n\r\n".to_vec(),
+            400,
+        ),
+        (
+            "a header without a colon",
+            r("GET / HTTP/1.1\r\nNoColon\r\n\r\n"),
+            400,
+        ),
+        (
+            "a space in a header name",
+            r("GET / HTTP/1.1\r\nBad Name: x\r\n\r\n"),
+            400,
+        ),
+        (
+            "a NUL in the path",
+            b"GET /met\x00rics HTTP/1.1\r\n\r\n".to_vec(),
+            400,
+        ),
+        ("HTTP/9.9", r("GET / HTTP/9.9\r\n\r\n"), 400),
+        ("HTTP/0.9", r("GET /metrics\r\n\r\n"), 400),
+        (
+            "two Authorization headers",
+            r("GET / HTTP/1.1\r\nAuthorization: Basic a\r\nAuthorization: Basic b\r\n\r\n"),
+            400,
+        ),
+        (
+            "POST",
+            r("POST /metrics HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello"),
+            405,
+        ),
+        (
+            "PUT",
+            r("PUT /metrics HTTP/1.1\r\nContent-Length: 0\r\n\r\n"),
+            405,
+        ),
+        ("DELETE", r("DELETE /metrics HTTP/1.1\r\n\r\n"), 405),
+        ("OPTIONS *", r("OPTIONS * HTTP/1.1\r\n\r\n"), 405),
+        ("TRACE", r("TRACE / HTTP/1.1\r\n\r\n"), 405),
+        (
+            "CONNECT",
+            r("CONNECT example.com:443 HTTP/1.1\r\n\r\n"),
+            405,
+        ),
+        (
+            "a lowercase method",
+            r("get /metrics HTTP/1.1\r\n\r\n"),
+            405,
+        ),
+        (
+            "chunked GET (smuggling)",
+            r(
+                "GET /metrics HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /x HTTP/1.1\r\n\r\n",
+            ),
+            200,
+        ),
+        (
+            "a path outside",
+            r("GET /../../etc/passwd HTTP/1.1\r\n\r\n"),
+            404,
+        ),
+        ("an encoded path", r("GET /%6Detrics HTTP/1.1\r\n\r\n"), 404),
+        ("a trailing slash", r("GET /metrics/ HTTP/1.1\r\n\r\n"), 404),
+        ("a double slash", r("GET //metrics HTTP/1.1\r\n\r\n"), 404),
+        (
+            "an absolute URI",
+            r("GET http://evil.example/metrics HTTP/1.1\r\n\r\n"),
+            404,
+        ),
+        (
+            "a head never finished",
+            r("GET /metrics HTTP/1.1\r\nHost: x\r\n"),
+            408,
+        ),
+    ]
+}
+
 #[test]
 fn serve_over_tls_answers_hostile_requests_as_in_plain_http() {
     let dir = tempfile::tempdir().unwrap();
@@ -1234,36 +1353,23 @@ fn serve_over_tls_answers_hostile_requests_as_in_plain_http() {
             pki.key.display()
         ),
     );
-    let s = serve_with(
-        Some("[limits]\nheader_timeout = 1\nmax_header_bytes = 2048\n"),
+    let limits = "min_interval = 600\n[limits]\nheader_timeout = 1\nmax_header_bytes = 2048\n";
+    let plain = serve(Some(limits), dir.path());
+    let tls = serve_with(
+        Some(limits),
         &["--web-config", web.to_str().unwrap()],
         dir.path(),
     );
     let client = tls_client(&pki.ca, None);
-    let huge = format!(
-        "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Big: {}\r\n\r\n",
-        "a".repeat(4096)
-    );
-    let cases: [(&str, &[u8], u16); 5] = [
-        ("a header over max_header_bytes", huge.as_bytes(), 431),
-        ("garbage", b"\x00\x01\x02 nonsense\r\n\r\n", 400),
-        (
-            "a POST",
-            b"POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n",
-            405,
-        ),
-        (
-            "a head never finished",
-            b"GET /metrics HTTP/1.1\r\nHost: x\r\n",
-            408,
-        ),
-        ("an unknown path", b"GET /etc/passwd HTTP/1.1\r\n\r\n", 404),
-    ];
-    for (what, request, status) in cases {
-        let got = tls_exchange(s.addr, &client, request).map(|r| r.0);
-        assert_eq!(got, Ok(status), "{what}");
+    let cases = hostile_requests();
+    assert!(cases.len() >= 27);
+    for (what, request, status) in &cases {
+        let over_tls = tls_exchange(tls.addr, &client, request).map(|r| r.0);
+        let in_plain = raw_status(plain.addr, request, 30);
+        assert_eq!(in_plain, Some(*status), "plain HTTP, {what}");
+        assert_eq!(over_tls, Ok(*status), "TLS, {what}");
     }
-    let (status, _, body) = https_get(s.addr, &client, "/metrics", &[]).unwrap();
+    let (status, _, body) = https_get(tls.addr, &client, "/metrics", &[]).unwrap();
     assert_eq!(status, 200);
     assert!(body.contains("tally_mem_pss_bytes"));
 }
