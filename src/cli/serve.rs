@@ -30,8 +30,8 @@ pub struct ServeArgs {
     pub listen: SocketAddr,
 
     /// Configuration file (TOML): collectors, mem grouping and top, cache
-    /// paths, periodic commands, benchmarks. Without one: memory per
-    /// program, the 30 biggest.
+    /// paths, periodic commands, benchmarks, limits on clients. Without
+    /// one: memory per program, the 30 biggest.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
 
