@@ -15,6 +15,7 @@ use std::path::Path;
 use std::process::Command;
 
 fn main() {
+    build_info();
     let order = Path::new("link/run-hot-path.order");
     println!("cargo:rerun-if-changed={}", order.display());
     println!("cargo:rerun-if-changed=build.rs");
@@ -51,4 +52,52 @@ fn rustc_minor() -> Option<u32> {
     let text = String::from_utf8(out.stdout).ok()?;
     let release = text.lines().find_map(|l| l.strip_prefix("release: "))?;
     release.split('.').nth(1)?.parse().ok()
+}
+
+/// `TALLY_GIT_REVISION` and `TALLY_RUSTC_VERSION` for `tally serve`'s
+/// `tally_build_info`: the commit checked out and the compiler's version;
+/// unset where git or the compiler cannot say (a source tarball), and
+/// tally says "unknown". Uncommitted changes are not marked: watching for
+/// them would rebuild tally after every `git add`.
+fn build_info() {
+    let run = |cmd: &mut Command| {
+        cmd.output()
+            .ok()
+            .filter(|o| o.status.success())
+            .and_then(|o| String::from_utf8(o.stdout).ok())
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+    };
+    if let Some(rev) = run(Command::new("git").args(["rev-parse", "--short=12", "HEAD"])) {
+        println!("cargo:rustc-env=TALLY_GIT_REVISION={rev}");
+        // A new commit, or a checkout: HEAD or the branch's ref moves.
+        if let Some(git_dir) = run(Command::new("git").args(["rev-parse", "--absolute-git-dir"])) {
+            println!("cargo:rerun-if-changed={git_dir}/HEAD");
+            if let Some(head_ref) = run(Command::new("git").args(["symbolic-ref", "-q", "HEAD"]))
+                && let Some(ref_path) =
+                    run(Command::new("git").args(["rev-parse", "--git-path", &head_ref]))
+            {
+                // A packed ref has no file of its own: watch packed-refs. A
+                // missing file would rerun this script on every build.
+                let packed =
+                    run(Command::new("git").args(["rev-parse", "--git-path", "packed-refs"]));
+                for path in std::iter::once(ref_path).chain(packed) {
+                    if Path::new(&path).exists() {
+                        println!("cargo:rerun-if-changed={path}");
+                    }
+                }
+            }
+        }
+    }
+    if let Some(rustc) = env::var_os("RUSTC")
+        && let Some(version) = run(Command::new(rustc).arg("--version"))
+    {
+        // "rustc 1.95.0 (59807616e 2026-04-14)" -> "1.95.0"
+        let v = version
+            .split_whitespace()
+            .nth(1)
+            .unwrap_or(&version)
+            .to_string();
+        println!("cargo:rustc-env=TALLY_RUSTC_VERSION={v}");
+    }
 }

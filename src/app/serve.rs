@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use tally::cli;
 use tally::mem::privilege::Privilege;
 use tally::report::{Render, prometheus};
-use tally::serve::{self, collect, config, http, textfile};
+use tally::serve::{self, collect, config, http, textfile, web};
 
 fn note(msg: &str) {
     tally::diag!("tally: {msg}");
@@ -49,6 +49,22 @@ pub(super) fn serve_command(args: cli::serve::ServeArgs) -> u8 {
         },
         None => config::Config::default(),
     };
+    let web = match &args.web_config {
+        Some(path) => match web::load(path) {
+            Ok(w) => w,
+            Err(e) => {
+                note(&e.to_string());
+                return 1;
+            }
+        },
+        None => web::WebConfig::plain(),
+    };
+    for n in &web.notes {
+        note(n);
+    }
+    if let Some(warning) = exposure_warning(args.listen, &web) {
+        note(&warning);
+    }
     let privilege = serve_privilege();
     if privilege.is_elevated() && !cfg.run.is_empty() {
         note(
@@ -72,6 +88,7 @@ pub(super) fn serve_command(args: cli::serve::ServeArgs) -> u8 {
         }
     };
     let local = listener.local_addr().unwrap_or(args.listen);
+    let limits = cfg.limits;
     let collectors = Arc::new(collect::Collectors::new(cfg, privilege));
     let stop = Arc::new(AtomicBool::new(false));
     let watch = Arc::new(collect::RunWatch::default());
@@ -98,19 +115,20 @@ pub(super) fn serve_command(args: cli::serve::ServeArgs) -> u8 {
             .name("tally-bench".into())
             .spawn(move || c.bench_loop(&s));
     }
-    let handler = serve::handler(Arc::clone(&collectors));
+    let scheme = if web.tls.is_some() { "https" } else { "http" };
+    let exporter = Arc::new(serve::Exporter::new(Arc::clone(&collectors), web));
+    let site: Arc<dyn http::Site> = Arc::clone(&exporter) as Arc<dyn http::Site>;
     let s = Arc::clone(&stop);
-    let server = thread::spawn(move || {
-        http::serve(
-            &listener,
-            handler,
-            http::Limits::default(),
-            &s,
-            Duration::from_secs(5),
-        )
-    });
-    note(&format!("serving http://{local}/metrics"));
-    let signal = tally::sys::mem::wait_for_stop_signal();
+    let server =
+        thread::spawn(move || http::serve(&listener, site, limits, &s, Duration::from_secs(5)));
+    note(&format!("serving {scheme}://{local}/metrics"));
+    // SIGHUP re-reads the web config; SIGINT and SIGTERM stop.
+    let signal = loop {
+        match tally::sys::mem::wait_for_stop_signal() {
+            Ok(sig) if sig == libc::SIGHUP => reload(&exporter, args.web_config.as_deref()),
+            other => break other,
+        }
+    };
     stop.store(true, Ordering::SeqCst);
     // Wake the accept with a connection of our own.
     let _ = TcpStream::connect_timeout(&wake_address(local), Duration::from_secs(1));
@@ -132,6 +150,54 @@ pub(super) fn serve_command(args: cli::serve::ServeArgs) -> u8 {
         }
     }
     code
+}
+
+/// The one-line warning for a server others can reach without TLS or
+/// without authentication; `None` on loopback or with both.
+fn exposure_warning(listen: SocketAddr, web: &web::WebConfig) -> Option<String> {
+    if listen.ip().is_loopback() {
+        return None;
+    }
+    let what = match (web.tls.is_some(), web.authenticates()) {
+        (true, true) => return None,
+        (false, false) => {
+            "in plain HTTP without authentication: anyone who reaches the port reads every \
+             program's name and memory; give --web-config with tls_server_config and \
+             basic_auth_users"
+        }
+        (false, true) => {
+            "in plain HTTP: passwords cross the network in clear; add tls_server_config to the \
+             web config"
+        }
+        (true, false) => {
+            "without authentication: anyone who reaches the port reads every program's name and \
+             memory; add basic_auth_users (or client_auth_type: RequireAndVerifyClientCert) \
+             to the web config"
+        }
+    };
+    Some(format!("warning: {listen} is served {what}"))
+}
+
+/// SIGHUP: puts the web config re-read from `path` in force, or keeps
+/// the one in force and says why.
+fn reload(exporter: &serve::Exporter, path: Option<&Path>) {
+    let Some(path) = path else {
+        note("SIGHUP: no --web-config to re-read; nothing changed");
+        return;
+    };
+    let shown = tally::report::path::display(path);
+    match web::load(path) {
+        Ok(w) => {
+            for n in &w.notes {
+                note(n);
+            }
+            exporter.replace_web(w);
+            note(&format!("SIGHUP: re-read the web config {shown}"));
+        }
+        Err(e) => note(&format!(
+            "SIGHUP: {e}; the web config read before stays in force"
+        )),
+    }
 }
 
 /// Where to connect to reach `local`: loopback for an unspecified address.

@@ -12,13 +12,16 @@ use clap::Args;
         else is 404.\n\n\
         Examples:\n  \
         tally serve                                   # 127.0.0.1:9643, memory per program\n  \
-        tally serve --listen 0.0.0.0:9643 --config /etc/tally/serve.toml\n\n\
+        tally serve --listen 0.0.0.0:9643 --config /etc/tally/serve.toml \\\n      \
+        --web-config /etc/tally/web-config.yml     # HTTPS and a password, for a fleet\n\n\
         The scan runs when scraped, at most once per min_interval (5 s; a scrape \
         sooner gets the last result) and never twice at once. Run as an ordinary \
         user it exports what that user may see; contrib/tally-serve.service runs it \
         with the least privilege that shows every process's memory.\n\
+        SIGHUP re-reads the web config (certificates rotate); a bad new file keeps \
+        the one in force and says why. \
         Exit status: 0 after SIGTERM or SIGINT, 1 if it cannot start (the config \
-        file's errors name their line), 2 bad usage."
+        files' errors name their line), 2 bad usage."
 )]
 pub struct ServeArgs {
     /// Address and port to listen on (default 127.0.0.1:9643; any other
@@ -27,8 +30,16 @@ pub struct ServeArgs {
     pub listen: SocketAddr,
 
     /// Configuration file (TOML): collectors, mem grouping and top, cache
-    /// paths, periodic commands, benchmarks. Without one: memory per
-    /// program, the 30 biggest.
+    /// paths, periodic commands, benchmarks, limits on clients. Without
+    /// one: memory per program, the 30 biggest.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+
+    /// The exporters' web configuration file (YAML, node_exporter's
+    /// --web.config.file): tls_server_config (cert_file, key_file,
+    /// client_auth_type, client_ca_file, min_version…), basic_auth_users
+    /// (bcrypt), http_server_config.headers, rate_limit. Relative paths
+    /// in it are relative to its directory.
+    #[arg(long, value_name = "FILE")]
+    pub web_config: Option<PathBuf>,
 }

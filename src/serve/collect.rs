@@ -3,10 +3,15 @@
 //! - mem and cache run on scrape, at most once per `min_interval` (a
 //!   scrape within it gets the cached result) and never two at once (one
 //!   lock holds the scan);
-//! - run and bench run in their own threads at their own intervals; a
-//!   scrape exports their last result;
-//! - self: how long each collector took, its errors and the processes the
-//!   mem scan skipped.
+//! - run runs in its own thread at each check's interval; a scrape
+//!   exports the last result;
+//! - bench runs lazily: a scrape that finds no result younger than the
+//!   bench interval wakes the bench thread and exports the last result
+//!   (none before the first run ends); nothing is benchmarked while
+//!   nobody scrapes;
+//! - self: how long each collector took and its errors, the build
+//!   (`tally_build_info`) and `process_start_time_seconds`. The processes
+//!   the mem scan skipped are mem's own `tally_mem_skipped_processes`.
 //!
 //! Every figure is made by the commands' own code: the mem collector's
 //! families are `tally mem --format prometheus`'s (the `MemReport`'s
@@ -16,7 +21,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime};
 
 use super::config::{self, Config};
@@ -51,7 +56,53 @@ pub struct Collectors {
     stats: Mutex<BTreeMap<String, Stats>>,
     /// Scrapes answered from the cached result.
     cached_scrapes: Mutex<u64>,
-    skipped: Mutex<BTreeMap<&'static str, u64>>,
+    bench: BenchState,
+    /// When this process started (Unix time), if /proc tells.
+    started_unix_s: Option<f64>,
+}
+
+/// The lazy bench collector: a scrape sets `wanted` when the last run is
+/// older than the interval; the bench thread waits for it.
+#[derive(Default)]
+struct BenchState {
+    wanted: Mutex<bool>,
+    wake: Condvar,
+    /// When the last run started.
+    last: Mutex<Option<Instant>>,
+    running: AtomicBool,
+}
+
+/// The version, git revision and compiler of this build.
+pub fn build_info() -> [(&'static str, &'static str); 3] {
+    [
+        ("version", env!("CARGO_PKG_VERSION")),
+        (
+            "revision",
+            option_env!("TALLY_GIT_REVISION").unwrap_or("unknown"),
+        ),
+        (
+            "rustc",
+            option_env!("TALLY_RUSTC_VERSION").unwrap_or("unknown"),
+        ),
+    ]
+}
+
+/// When this process started, in Unix seconds: its start in clock ticks
+/// after boot (/proc/self/stat, field 22) plus the boot time (/proc/stat
+/// `btime`).
+fn process_start_unix_s() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let after_name = stat.get(stat.rfind(')')? + 1..)?;
+    let ticks: u64 = after_name.split_whitespace().nth(19)?.parse().ok()?;
+    let kernel = std::fs::read_to_string("/proc/stat").ok()?;
+    let btime: u64 = kernel
+        .lines()
+        .find_map(|l| l.strip_prefix("btime "))?
+        .trim()
+        .parse()
+        .ok()?;
+    let hz = crate::sys::clock_ticks_per_sec().max(1);
+    Some(btime as f64 + ticks as f64 / hz as f64)
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -69,7 +120,8 @@ impl Collectors {
             background: Mutex::new(BTreeMap::new()),
             stats: Mutex::new(BTreeMap::new()),
             cached_scrapes: Mutex::new(0),
-            skipped: Mutex::new(BTreeMap::new()),
+            bench: BenchState::default(),
+            started_unix_s: process_start_unix_s(),
         }
     }
 
@@ -90,6 +142,7 @@ impl Collectors {
 
     /// Everything a scrape exports, in exposition order.
     pub fn scrape(&self) -> Vec<Metric> {
+        self.want_bench();
         let fresh = self.on_scrape();
         let mut out: Vec<Metric> = fresh.as_ref().clone();
         merge(&mut out, lock(&self.background).values().flatten().cloned());
@@ -113,10 +166,7 @@ impl Collectors {
             let got = mem_metrics(mem, self.privilege);
             let ok = got.is_ok();
             match got {
-                Ok((m, skipped)) => {
-                    metrics.extend(m);
-                    *lock(&self.skipped) = skipped;
-                }
+                Ok(m) => metrics.extend(m),
                 Err(e) => crate::diag!("tally serve: mem: {e}"),
             }
             self.record("mem", t0.elapsed(), ok);
@@ -163,15 +213,18 @@ impl Collectors {
             runs.push(label(name), s.runs as f64);
             success.push(label(name), f64::from(u8::from(s.last_ok)));
         }
-        let mut skipped = Metric::gauge(
-            "tally_serve_processes_skipped",
+        let build = Metric::gauge(
+            "tally_build_info",
             Unit::Count,
-            "Processes the last mem scan could not count: vanished (ended mid-scan), \
-             denied (no permission), failed (other errors).",
+            "1, labelled with the version, git revision and compiler of this tally.",
+        )
+        .with(
+            build_info()
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            1.0,
         );
-        for (reason, n) in lock(&self.skipped).iter() {
-            skipped.push(vec![("reason".to_string(), reason.to_string())], *n as f64);
-        }
         let cached = Metric::new(
             "tally_serve_cached_scrapes",
             Unit::Count,
@@ -179,7 +232,18 @@ impl Collectors {
             "Scrapes answered with the last scan's result (within min_interval of it).",
         )
         .with(Vec::new(), *lock(&self.cached_scrapes) as f64);
-        vec![duration, errors, runs, success, skipped, cached]
+        let mut out = vec![duration, errors, runs, success, cached, build];
+        if let Some(at) = self.started_unix_s {
+            out.push(
+                Metric::gauge(
+                    "process_start_time",
+                    Unit::Seconds,
+                    "Start time of the process since unix epoch in seconds.",
+                )
+                .with(Vec::new(), at),
+            );
+        }
+        out
     }
 
     /// The run and bench collectors' loop: runs each job when due until
@@ -232,11 +296,46 @@ impl Collectors {
         });
     }
 
-    /// Runs the configured benchmarks every interval until `stop`.
+    /// Asks the bench thread for a run when the last one is older than
+    /// the bench interval (or there was none) and none is under way.
+    fn want_bench(&self) {
+        let Some(bench) = &self.cfg.bench else { return };
+        if self.bench.running.load(Ordering::SeqCst) {
+            return;
+        }
+        let due = lock(&self.bench.last).is_none_or(|at| at.elapsed() >= bench.interval);
+        if due {
+            *lock(&self.bench.wanted) = true;
+            self.bench.wake.notify_one();
+        }
+    }
+
+    /// The bench thread: runs the configured benchmarks each time a
+    /// scrape asks (see `want_bench`), until `stop`.
     pub fn bench_loop(&self, stop: &AtomicBool) {
         let Some(bench) = &self.cfg.bench else { return };
-        let jobs = vec![("bench:".to_string(), bench.interval)];
-        self.background_loop(&jobs, stop, &mut |_| bench_metrics(bench));
+        loop {
+            let mut wanted = lock(&self.bench.wanted);
+            while !*wanted {
+                if stop.load(Ordering::SeqCst) {
+                    return;
+                }
+                wanted = self
+                    .bench
+                    .wake
+                    .wait_timeout(wanted, Duration::from_millis(200))
+                    .map_or_else(|e| e.into_inner().0, |(g, _)| g);
+            }
+            *wanted = false;
+            self.bench.running.store(true, Ordering::SeqCst);
+            drop(wanted);
+            let t0 = Instant::now();
+            let (metrics, ok) = bench_metrics(bench);
+            self.record("bench", t0.elapsed(), ok);
+            lock(&self.background).insert("bench:".to_string(), metrics);
+            *lock(&self.bench.last) = Some(t0);
+            self.bench.running.store(false, Ordering::SeqCst);
+        }
     }
 }
 
@@ -251,12 +350,10 @@ fn merge(out: &mut Vec<Metric>, more: impl Iterator<Item = Metric>) {
     }
 }
 
-/// One mem scan as configured: `tally mem`'s metrics, with the rows past
-/// `top` summed into one `other` row; and the skipped processes by reason.
-fn mem_metrics(
-    m: &config::Mem,
-    privilege: Privilege,
-) -> Result<(Vec<Metric>, BTreeMap<&'static str, u64>), crate::mem::MemError> {
+/// One mem scan as configured: `tally mem`'s metrics (the skipped
+/// processes by reason among them), with the rows past `top` summed into
+/// one `other` row.
+fn mem_metrics(m: &config::Mem, privilege: Privilege) -> Result<Vec<Metric>, crate::mem::MemError> {
     use crate::mem::{self, group, report};
     let cfg = mem::Config {
         procfs: crate::procfs::ProcRoot::default(),
@@ -296,13 +393,7 @@ fn mem_metrics(
         label,
         if taken { "other (not in top)" } else { "other" },
     );
-    let s = &report.skipped;
-    let skipped = BTreeMap::from([
-        ("vanished", s.ended),
-        ("denied", s.denied),
-        ("failed", s.failed),
-    ]);
-    Ok((metrics, skipped))
+    Ok(metrics)
 }
 
 /// For every row family `tally_mem_X` that has a total

@@ -24,6 +24,13 @@
 //! enabled = true
 //! names = ["syscall", "ctxswitch", "memlat"]
 //! interval = 3600
+//!
+//! [limits]                # what a client may take (the defaults shown)
+//! max_connections = 64    # open at once; the oldest idle one makes room
+//! handshake_timeout = 10  # seconds to finish the TLS handshake
+//! header_timeout = 10     # seconds to send the request head
+//! max_header_bytes = 8192 # the request line and headers
+//! write_timeout = 30      # seconds to take the answer
 //! ```
 
 use std::ops::Range;
@@ -47,6 +54,8 @@ pub struct Config {
     pub run: Vec<RunCheck>,
     /// `None`: the bench collector is switched off (the default).
     pub bench: Option<Bench>,
+    /// What a client may take of the server.
+    pub limits: crate::serve::http::Limits,
 }
 
 /// The mem collector.
@@ -97,6 +106,7 @@ impl Default for Config {
             cache: Vec::new(),
             run: Vec::new(),
             bench: None,
+            limits: crate::serve::http::Limits::default(),
         }
     }
 }
@@ -131,6 +141,17 @@ struct File {
     #[serde(default)]
     run: Vec<Spanned<RunFile>>,
     bench: Option<Spanned<BenchFile>>,
+    limits: Option<LimitsFile>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LimitsFile {
+    max_connections: Option<Spanned<i64>>,
+    handshake_timeout: Option<Spanned<f64>>,
+    header_timeout: Option<Spanned<f64>>,
+    max_header_bytes: Option<Spanned<i64>>,
+    write_timeout: Option<Spanned<f64>>,
 }
 
 #[derive(Deserialize)]
@@ -361,6 +382,35 @@ pub fn parse(text: &str) -> Result<Config, (usize, String)> {
             cfg.bench = Some(Bench { names, interval });
         }
     }
+    if let Some(l) = &file.limits {
+        let count = |value: &Spanned<i64>, what: &str, min: usize, max: usize| {
+            let v = *value.get_ref();
+            usize::try_from(v)
+                .ok()
+                .filter(|n| (min..=max).contains(n))
+                .ok_or_else(|| {
+                    at(
+                        value.span(),
+                        format!("{what} must be between {min} and {max}, not {v}"),
+                    )
+                })
+        };
+        if let Some(v) = &l.max_connections {
+            cfg.limits.max_connections = count(v, "limits.max_connections", 2, 10_000)?;
+        }
+        if let Some(v) = &l.max_header_bytes {
+            cfg.limits.max_head = count(v, "limits.max_header_bytes", 1024, 1 << 20)?;
+        }
+        if let Some(v) = &l.handshake_timeout {
+            cfg.limits.handshake_timeout = seconds(v, "limits.handshake_timeout", 0.1, 600.0)?;
+        }
+        if let Some(v) = &l.header_timeout {
+            cfg.limits.head_timeout = seconds(v, "limits.header_timeout", 0.1, 600.0)?;
+        }
+        if let Some(v) = &l.write_timeout {
+            cfg.limits.write_timeout = seconds(v, "limits.write_timeout", 0.1, 3600.0)?;
+        }
+    }
     Ok(cfg)
 }
 
@@ -391,6 +441,23 @@ mod tests {
     }
 
     #[test]
+    fn limits_are_read_and_default_sanely() {
+        let l = parse("").unwrap().limits;
+        assert_eq!(l, crate::serve::http::Limits::default());
+        let l = parse(
+            "[limits]\nmax_connections = 8\nhandshake_timeout = 2.5\nheader_timeout = 3\n\
+             max_header_bytes = 4096\nwrite_timeout = 7\n",
+        )
+        .unwrap()
+        .limits;
+        assert_eq!(l.max_connections, 8);
+        assert_eq!(l.handshake_timeout, Duration::from_millis(2500));
+        assert_eq!(l.head_timeout, Duration::from_secs(3));
+        assert_eq!(l.max_head, 4096);
+        assert_eq!(l.write_timeout, Duration::from_secs(7));
+    }
+
+    #[test]
     fn config_errors_name_their_line() {
         let cases = [
             (
@@ -414,6 +481,22 @@ mod tests {
                 "letters",
             ),
             ("[[run]]\nname = \"a\"\ncommand = []\n", 3, "program"),
+            (
+                "[limits]\nmax_connections = 1\n",
+                2,
+                "limits.max_connections",
+            ),
+            (
+                "[limits]\n\nhandshake_timeout = 0\n",
+                3,
+                "limits.handshake_timeout",
+            ),
+            (
+                "[limits]\nmax_header_bytes = 10\n",
+                2,
+                "limits.max_header_bytes",
+            ),
+            ("[limits]\nslowloris = 1\n", 2, "unknown field"),
         ];
         for (text, line, words) in cases {
             let (l, msg) = parse(text).unwrap_err();

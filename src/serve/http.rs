@@ -1,15 +1,21 @@
 //! The HTTP side of `tally serve`: one request per connection, parsed by
-//! `httparse`, answered and closed.
+//! `httparse`, answered and closed; in TLS (rustls) when the web config
+//! asks for it.
 //!
-//! Bounded under load: a request head larger than [`Limits::max_head`]
-//! gets 431, one that has not arrived within [`Limits::head_timeout`]
-//! gets 408, and at most [`Limits::max_connections`] connections are
-//! open at once, each on its own small thread. When they are all taken,
-//! a new connection closes the oldest one still sending its request
-//! (the slowest client), so clients that open connections and send
-//! nothing cannot keep a scrape out; if every connection is being
-//! answered, the new one gets 503. Memory is at most
-//! `max_connections × (max_head + a thread's stack)` beyond the scrape.
+//! Bounded under load: a TLS handshake not done within
+//! [`Limits::handshake_timeout`] is dropped; a request head larger than
+//! [`Limits::max_head`] gets 431, one that has not arrived within
+//! [`Limits::head_timeout`] gets 408; at most [`Limits::max_connections`]
+//! connections are open at once, each on its own small thread. When they
+//! are all taken, a new connection closes the oldest one still shaking
+//! hands or sending its request (the slowest client), so clients that
+//! open connections and send nothing, in TCP or in TLS, cannot keep a
+//! scrape out; if every connection is being answered, the new one gets
+//! 503. Memory is at most `max_connections × (max_head + a thread's
+//! stack + a TLS session)` beyond the scrape.
+//!
+//! With TLS on, a client that speaks plain HTTP to the port gets a 400 in
+//! plain text saying so, and nothing else.
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -17,14 +23,18 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use rustls::{ServerConfig, ServerConnection};
+
 /// The bounds of the server.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     /// Bytes of the request line and headers.
     pub max_head: usize,
     /// Headers in a request.
     pub max_headers: usize,
-    /// Time a client has to send its request head.
+    /// Time a client has to finish the TLS handshake.
+    pub handshake_timeout: Duration,
+    /// Time a client has to send its request head (after the handshake).
     pub head_timeout: Duration,
     /// Time a client has to take the response.
     pub write_timeout: Duration,
@@ -37,6 +47,7 @@ impl Default for Limits {
         Limits {
             max_head: 8 * 1024,
             max_headers: 64,
+            handshake_timeout: Duration::from_secs(10),
             head_timeout: Duration::from_secs(10),
             write_timeout: Duration::from_secs(30),
             max_connections: 64,
@@ -45,13 +56,15 @@ impl Default for Limits {
 }
 
 /// A request, as far as the server looks at it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Request {
     pub method: String,
     /// The path without its query.
     pub path: String,
     /// The `Accept` header, if any.
     pub accept: Option<String>,
+    /// The `Authorization` header, if any.
+    pub authorization: Option<String>,
 }
 
 /// A response; the server adds `Content-Length` and `Connection: close`.
@@ -59,6 +72,8 @@ pub struct Request {
 pub struct Response {
     pub status: u16,
     pub content_type: &'static str,
+    /// More headers (`WWW-Authenticate`, the web config's).
+    pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
 }
 
@@ -67,18 +82,22 @@ impl Response {
         Response {
             status,
             content_type: "text/plain; charset=utf-8",
+            headers: Vec::new(),
             body: body.as_bytes().to_vec(),
         }
     }
 }
 
-fn reason(status: u16) -> &'static str {
+/// The reason phrase of a status.
+pub fn reason(status: u16) -> &'static str {
     match status {
         200 => "OK",
         400 => "Bad Request",
+        401 => "Unauthorized",
         404 => "Not Found",
         405 => "Method Not Allowed",
         408 => "Request Timeout",
+        429 => "Too Many Requests",
         431 => "Request Header Fields Too Large",
         500 => "Internal Server Error",
         503 => "Service Unavailable",
@@ -86,8 +105,13 @@ fn reason(status: u16) -> &'static str {
     }
 }
 
-/// The handler of requests.
-pub type Handler = dyn Fn(&Request) -> Response + Send + Sync;
+/// What the server serves.
+pub trait Site: Send + Sync {
+    /// The TLS configuration a new connection gets; `None`: plain HTTP.
+    fn tls(&self) -> Option<Arc<ServerConfig>>;
+    /// The answer to a request.
+    fn answer(&self, req: &Request) -> Response;
+}
 
 struct Conn {
     id: u64,
@@ -117,12 +141,12 @@ impl Open {
 }
 
 /// Accepts connections on `listener` until `stop` is set (the caller
-/// then connects once to wake the accept), answering each with
-/// `handler`; then closes the connections still reading and waits up to
-/// `drain` for those being answered.
+/// then connects once to wake the accept), answering each from `site`;
+/// then closes the connections still reading and waits up to `drain` for
+/// those being answered.
 pub fn serve(
     listener: &TcpListener,
-    handler: Arc<Handler>,
+    site: Arc<dyn Site>,
     limits: Limits,
     stop: &AtomicBool,
     drain: Duration,
@@ -143,13 +167,19 @@ pub fn serve(
             }
         };
         let id = ids.fetch_add(1, Ordering::Relaxed);
+        // The configuration in force when the connection came (a reload
+        // changes it for the connections after).
+        let tls = site.tls();
         if !make_room(&open, limits.max_connections) {
-            let _ = stream.set_write_timeout(Some(Duration::from_secs(1)));
-            let _ = respond(
-                &stream,
-                &Response::text(503, "too many connections; try again\n"),
-                false,
-            );
+            // In plain HTTP only: a TLS client would not read it.
+            if tls.is_none() {
+                let _ = stream.set_write_timeout(Some(Duration::from_secs(1)));
+                let _ = respond(
+                    &mut &stream,
+                    &Response::text(503, "too many connections; try again\n"),
+                    false,
+                );
+            }
             continue;
         }
         let Ok(copy) = stream.try_clone() else {
@@ -161,12 +191,12 @@ pub fn serve(
             stream: copy,
             answering: false,
         });
-        let (open2, handler) = (Arc::clone(&open), Arc::clone(&handler));
+        let (open2, site) = (Arc::clone(&open), Arc::clone(&site));
         let spawned = std::thread::Builder::new()
             .name("tally-http".into())
             .stack_size(256 * 1024)
             .spawn(move || {
-                connection(&stream, id, &open2, &*handler, limits);
+                connection(&stream, id, &open2, &*site, tls, limits);
                 let _ = stream.shutdown(Shutdown::Both);
                 open2.remove(id);
             });
@@ -187,8 +217,8 @@ pub fn serve(
 }
 
 /// Makes room for one more connection: closes the oldest one still
-/// reading its request when all are taken. False when every connection
-/// is being answered.
+/// shaking hands or reading its request when all are taken. False when
+/// every connection is being answered.
 fn make_room(open: &Open, max: usize) -> bool {
     let mut conns = open.lock();
     if conns.len() < max {
@@ -221,14 +251,62 @@ enum Head {
     Gone,
 }
 
-fn connection(stream: &TcpStream, id: u64, open: &Open, handler: &Handler, limits: Limits) {
-    let head = read_head(stream, limits);
+/// What Go's servers answer to plain HTTP on a TLS port.
+const PLAIN_ON_TLS: &[u8] =
+    b"HTTP/1.0 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\n\
+Connection: close\r\n\r\nClient sent an HTTP request to an HTTPS server.\n";
+
+fn connection(
+    tcp: &TcpStream,
+    id: u64,
+    open: &Open,
+    site: &dyn Site,
+    tls: Option<Arc<ServerConfig>>,
+    limits: Limits,
+) {
+    let mut sock = tcp;
+    let Some(config) = tls else {
+        exchange(&mut sock, tcp, id, open, site, limits);
+        return;
+    };
+    let mut conn = match handshake(tcp, config, limits.handshake_timeout) {
+        Handshake::Done(conn) => conn,
+        Handshake::PlainHttp => {
+            let _ = tcp.set_write_timeout(Some(Duration::from_secs(1)));
+            let _ = sock.write_all(PLAIN_ON_TLS);
+            return;
+        }
+        Handshake::Failed => return,
+    };
+    {
+        let mut stream = rustls::Stream::new(&mut *conn, &mut sock);
+        exchange(&mut stream, tcp, id, open, site, limits);
+    }
+    conn.send_close_notify();
+    while conn.wants_write() {
+        if conn.write_tls(&mut sock).is_err() {
+            break;
+        }
+    }
+}
+
+/// Reads one request from `stream` (over `tcp`, whose timeouts bound it)
+/// and writes its answer.
+fn exchange(
+    stream: &mut dyn ReadWrite,
+    tcp: &TcpStream,
+    id: u64,
+    open: &Open,
+    site: &dyn Site,
+    limits: Limits,
+) {
+    let head = read_head(stream, tcp, limits);
     open.answering(id);
-    let _ = stream.set_write_timeout(Some(limits.write_timeout));
+    let _ = tcp.set_write_timeout(Some(limits.write_timeout));
     match head {
         Head::Request(req) => {
             let head_only = req.method == "HEAD";
-            let resp = handler(&req);
+            let resp = site.answer(&req);
             let _ = respond(stream, &resp, head_only);
         }
         Head::Error(status) => {
@@ -238,7 +316,59 @@ fn connection(stream: &TcpStream, id: u64, open: &Open, handler: &Handler, limit
     }
 }
 
-fn read_head(mut stream: &TcpStream, limits: Limits) -> Head {
+/// A byte stream both ways: a TCP stream, or TLS over one.
+trait ReadWrite: Read + Write {}
+impl<T: Read + Write + ?Sized> ReadWrite for T {}
+
+enum Handshake {
+    Done(Box<ServerConnection>),
+    /// The client spoke plain HTTP.
+    PlainHttp,
+    /// Timed out, refused or gone.
+    Failed,
+}
+
+fn handshake(tcp: &TcpStream, config: Arc<ServerConfig>, timeout: Duration) -> Handshake {
+    let deadline = Instant::now() + timeout;
+    let left = || deadline.saturating_duration_since(Instant::now());
+    // A TLS client starts with a handshake record (byte 22); a plain HTTP
+    // client with a method's letters.
+    if tcp.set_read_timeout(Some(timeout)).is_err() {
+        return Handshake::Failed;
+    }
+    let mut first = [0u8; 1];
+    match tcp.peek(&mut first) {
+        Ok(1) if first[0].is_ascii_alphabetic() => return Handshake::PlainHttp,
+        Ok(1) => {}
+        _ => return Handshake::Failed,
+    }
+    let Ok(mut conn) = ServerConnection::new(config) else {
+        return Handshake::Failed;
+    };
+    let mut sock = tcp;
+    while conn.is_handshaking() {
+        let left = left();
+        if left.is_zero()
+            || tcp.set_read_timeout(Some(left)).is_err()
+            || tcp.set_write_timeout(Some(left)).is_err()
+        {
+            return Handshake::Failed;
+        }
+        match conn.complete_io(&mut sock) {
+            Ok((0, 0)) => return Handshake::Failed,
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => {
+                // Tell the client why (an alert), if it listens.
+                let _ = conn.write_tls(&mut sock);
+                return Handshake::Failed;
+            }
+        }
+    }
+    Handshake::Done(Box::new(conn))
+}
+
+fn read_head(stream: &mut dyn ReadWrite, tcp: &TcpStream, limits: Limits) -> Head {
     let deadline = Instant::now() + limits.head_timeout;
     let mut buf: Vec<u8> = Vec::with_capacity(1024);
     let mut chunk = [0u8; 1024];
@@ -247,7 +377,7 @@ fn read_head(mut stream: &TcpStream, limits: Limits) -> Head {
         if left.is_zero() {
             return Head::Error(408);
         }
-        if stream.set_read_timeout(Some(left)).is_err() {
+        if tcp.set_read_timeout(Some(left)).is_err() {
             return Head::Gone;
         }
         let n = match stream.read(&mut chunk) {
@@ -291,10 +421,23 @@ fn parse_head(buf: &[u8], limits: Limits) -> Option<Head> {
                 .filter_map(|h| std::str::from_utf8(h.value).ok())
                 .collect::<Vec<_>>();
             let accept = (!accept.is_empty()).then(|| accept.join(","));
+            let mut authorization = req
+                .headers
+                .iter()
+                .filter(|h| h.name.eq_ignore_ascii_case("authorization"));
+            let first = authorization.next();
+            if authorization.next().is_some() {
+                // Two sets of credentials: which one counts is ambiguous.
+                return Some(Head::Error(400));
+            }
+            let authorization = first
+                .and_then(|h| std::str::from_utf8(h.value).ok())
+                .map(str::to_string);
             Some(Head::Request(Request {
                 method,
                 path,
                 accept,
+                authorization,
             }))
         }
         Ok(httparse::Status::Partial) => None,
@@ -303,16 +446,20 @@ fn parse_head(buf: &[u8], limits: Limits) -> Option<Head> {
     }
 }
 
-fn respond(mut stream: &TcpStream, resp: &Response, head_only: bool) -> io::Result<()> {
-    let mut out = Vec::with_capacity(resp.body.len() + 160);
+fn respond(stream: &mut dyn ReadWrite, resp: &Response, head_only: bool) -> io::Result<()> {
+    let mut out = Vec::with_capacity(resp.body.len() + 256);
     write!(
         out,
-        "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n",
         resp.status,
         reason(resp.status),
         resp.content_type,
         resp.body.len()
     )?;
+    for (name, value) in &resp.headers {
+        write!(out, "{name}: {value}\r\n")?;
+    }
+    out.extend_from_slice(b"\r\n");
     if !head_only {
         out.extend_from_slice(&resp.body);
     }
@@ -337,6 +484,7 @@ mod tests {
                 method: "GET".into(),
                 path: "/metrics".into(),
                 accept: Some("a/b,c/d".into()),
+                authorization: None,
             }))
         );
         assert_eq!(

@@ -2,22 +2,25 @@
 //! program, page-cache residency of configured paths, periodic commands,
 //! light benchmarks) and the textfile writer of `tally mem --textfile`.
 //!
-//! [`config`] reads the configuration file (once, at start-up),
-//! [`collect`] makes the figures, [`http`] answers the scrapes. The HTTP
-//! side looks at a request's method, path and `Accept` header only, to
-//! choose among the endpoints: nothing a client sends names a file, a
-//! process or a setting.
+//! [`config`] reads the configuration file (once, at start-up), [`web`]
+//! the exporters' web configuration (TLS, basic authentication, headers,
+//! rate limit; at start-up and on SIGHUP), [`collect`] makes the figures,
+//! [`http`] answers the scrapes. The HTTP side looks at a request's
+//! method, path, `Accept` and `Authorization` headers only: nothing a
+//! client sends names a file, a process or a setting.
 
 pub mod collect;
 pub mod config;
 pub mod http;
 pub mod textfile;
+pub mod web;
 
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use crate::report::prometheus;
 use collect::Collectors;
 use http::{Request, Response};
+use web::WebConfig;
 
 /// The default listen address: loopback, and a port of the exporters'
 /// range (9100–9999). The Prometheus wiki's "Default port allocations"
@@ -63,6 +66,7 @@ pub fn handle(collectors: &Collectors, req: &Request) -> Response {
         "/" => Response {
             status: 200,
             content_type: "text/html; charset=utf-8",
+            headers: Vec::new(),
             body: INDEX.as_bytes().to_vec(),
         },
         "/healthz" => Response::text(200, "ok\n"),
@@ -84,6 +88,7 @@ pub fn handle(collectors: &Collectors, req: &Request) -> Response {
                 Ok(()) => Response {
                     status: 200,
                     content_type,
+                    headers: Vec::new(),
                     body,
                 },
                 Err(e) => Response::text(500, &format!("cannot render the metrics: {e}\n")),
@@ -93,9 +98,56 @@ pub fn handle(collectors: &Collectors, req: &Request) -> Response {
     }
 }
 
-/// The handler for [`http::serve`].
-pub fn handler(collectors: Arc<Collectors>) -> Arc<http::Handler> {
-    Arc::new(move |req: &Request| handle(&collectors, req))
+/// What [`http::serve`] serves: the collectors' figures behind the web
+/// configuration in force (replaced whole on a reload).
+pub struct Exporter {
+    collectors: Arc<Collectors>,
+    web: RwLock<Arc<WebConfig>>,
+}
+
+impl Exporter {
+    pub fn new(collectors: Arc<Collectors>, web: WebConfig) -> Exporter {
+        Exporter {
+            collectors,
+            web: RwLock::new(Arc::new(web)),
+        }
+    }
+
+    /// The web configuration in force.
+    pub fn web(&self) -> Arc<WebConfig> {
+        Arc::clone(&self.web.read().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Puts `web` in force for the requests and connections after.
+    pub fn replace_web(&self, web: WebConfig) {
+        *self.web.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(web);
+    }
+}
+
+impl http::Site for Exporter {
+    fn tls(&self) -> Option<Arc<rustls::ServerConfig>> {
+        self.web().tls.as_ref().map(|t| Arc::clone(&t.config))
+    }
+
+    fn answer(&self, req: &Request) -> Response {
+        let web = self.web();
+        let mut resp = if web.rate_limit.as_ref().is_some_and(|r| !r.allow()) {
+            Response::text(429, "too many requests; try again later\n")
+        } else if web
+            .users
+            .as_ref()
+            .is_some_and(|u| !u.check(req.authorization.as_deref()))
+        {
+            let mut r = Response::text(401, "Unauthorized\n");
+            r.headers
+                .push(("WWW-Authenticate".to_string(), "Basic".to_string()));
+            r
+        } else {
+            handle(&self.collectors, req)
+        };
+        resp.headers.extend(web.headers.iter().cloned());
+        resp
+    }
 }
 
 #[cfg(test)]
@@ -127,7 +179,7 @@ mod tests {
         let req = |method: &str, path: &str| Request {
             method: method.into(),
             path: path.into(),
-            accept: None,
+            ..Default::default()
         };
         assert_eq!(handle(&c, &req("GET", "/etc/passwd")).status, 404);
         assert_eq!(handle(&c, &req("GET", "/metrics/../x")).status, 404);
