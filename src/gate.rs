@@ -14,7 +14,7 @@
 //! themselves (tests, corrections, intervals) are the comparison's; this
 //! module only reads them.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The exit status of a gate that found a regression (not 1, a command
 /// that failed, nor 2, bad usage).
@@ -28,7 +28,7 @@ pub const EXIT_INCONCLUSIVE: u8 = 4;
 pub const MAX_LIMIT_PERCENT: f64 = 1000.0;
 
 /// What a gate concluded for one figure.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Outcome {
     Pass,
@@ -162,6 +162,56 @@ pub fn runs_to_decide(
         n * factor * factor
     };
     Ok(needed.ceil().clamp(n + 1.0, 1_000_000.0) as u32)
+}
+
+/// Why a baseline file could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    /// A directory, FIFO, socket or device: what kind.
+    #[error("is {0}, not a regular file")]
+    NotRegular(&'static str),
+    /// Larger than the bound, in bytes.
+    #[error("is larger than any baseline ({0} bytes)")]
+    TooLarge(u64),
+}
+
+/// The bytes of a baseline file at `path`, at most `cap`, refusing
+/// anything but a regular file (a FIFO would block, a device never end).
+/// One small function, so that a shared bounded reader can take its place.
+pub fn read_baseline(path: &std::path::Path, cap: u64) -> Result<Vec<u8>, ReadError> {
+    use std::io::Read;
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    // Non-blocking: opening a FIFO must not wait for a writer.
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)?;
+    let meta = file.metadata()?;
+    let t = meta.file_type();
+    if !t.is_file() {
+        return Err(ReadError::NotRegular(if t.is_dir() {
+            "a directory"
+        } else if t.is_fifo() {
+            "a FIFO"
+        } else if t.is_socket() {
+            "a socket"
+        } else if t.is_char_device() || t.is_block_device() {
+            "a device"
+        } else {
+            "not a file"
+        }));
+    }
+    if meta.len() > cap {
+        return Err(ReadError::TooLarge(meta.len()));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    file.take(cap.saturating_add(1)).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > cap {
+        return Err(ReadError::TooLarge(bytes.len() as u64));
+    }
+    Ok(bytes)
 }
 
 /// `5%`, `0.5%` or `5` (percent) as a fraction, from 0 up to
@@ -311,6 +361,39 @@ mod tests {
                 .unwrap_err()
                 .contains("not a percentage")
         );
+    }
+
+    #[test]
+    fn a_baseline_larger_than_its_bound_or_not_a_file_is_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let big = dir.path().join("big.json");
+        std::fs::write(&big, vec![b' '; 2048]).unwrap();
+        assert!(matches!(
+            read_baseline(&big, 1024),
+            Err(ReadError::TooLarge(2048))
+        ));
+        assert_eq!(read_baseline(&big, 4096).unwrap().len(), 2048);
+        assert!(matches!(
+            read_baseline(dir.path(), 1024),
+            Err(ReadError::NotRegular("a directory"))
+        ));
+        assert!(matches!(
+            read_baseline(std::path::Path::new("/dev/zero"), 1024),
+            Err(ReadError::NotRegular("a device"))
+        ));
+        let fifo = dir.path().join("fifo");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        if made.is_ok_and(|s| s.success()) {
+            // Refused at once, not waited on for a writer.
+            assert!(matches!(
+                read_baseline(&fifo, 1024),
+                Err(ReadError::NotRegular("a FIFO"))
+            ));
+        }
+        assert!(matches!(
+            read_baseline(&dir.path().join("none"), 1024),
+            Err(ReadError::Io(_))
+        ));
     }
 
     #[test]

@@ -22,7 +22,6 @@
 //! runs by the comparison's own statistics, the stored runs as reference.
 
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -408,57 +407,24 @@ impl BaselineError {
     }
 }
 
-/// The bytes of `path`, at most `cap`, refusing anything but a regular
-/// file (a FIFO would block, a device never end). One small function, so
-/// that a shared bounded reader can take its place.
-pub fn read_bounded(path: &Path, cap: u64) -> Result<Vec<u8>, BaselineError> {
-    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
-    let read_err = |source| BaselineError::Read {
-        path: path.to_path_buf(),
-        source,
-    };
-    // Non-blocking: opening a FIFO must not wait for a writer.
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)
-        .map_err(read_err)?;
-    let meta = file.metadata().map_err(read_err)?;
-    let t = meta.file_type();
-    if !t.is_file() {
-        let kind = if t.is_dir() {
-            "a directory"
-        } else if t.is_fifo() {
-            "a FIFO"
-        } else if t.is_socket() {
-            "a socket"
-        } else if t.is_char_device() || t.is_block_device() {
-            "a device"
-        } else {
-            "not a file"
-        };
-        return Err(BaselineError::NotRegular {
+/// The bytes of a baseline file, bounded by [`MAX_FILE_BYTES`] (see
+/// [`crate::gate::read_baseline`]).
+fn read(path: &Path) -> Result<Vec<u8>, BaselineError> {
+    use crate::gate::ReadError;
+    crate::gate::read_baseline(path, MAX_FILE_BYTES).map_err(|e| match e {
+        ReadError::Io(source) => BaselineError::Read {
+            path: path.to_path_buf(),
+            source,
+        },
+        ReadError::NotRegular(kind) => BaselineError::NotRegular {
             path: path.to_path_buf(),
             kind,
-        });
-    }
-    if meta.len() > cap {
-        return Err(BaselineError::TooLarge {
+        },
+        ReadError::TooLarge(size) => BaselineError::TooLarge {
             path: path.to_path_buf(),
-            size: meta.len(),
-        });
-    }
-    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-    file.take(cap.saturating_add(1))
-        .read_to_end(&mut bytes)
-        .map_err(read_err)?;
-    if bytes.len() as u64 > cap {
-        return Err(BaselineError::TooLarge {
-            path: path.to_path_buf(),
-            size: bytes.len() as u64,
-        });
-    }
-    Ok(bytes)
+            size,
+        },
+    })
 }
 
 /// The fields read first, to tell what kind of document a file is.
@@ -492,7 +458,7 @@ fn kind_of(p: &Probe) -> String {
 
 /// Reads and checks a baseline file.
 pub fn load(path: &Path) -> Result<BaselineFile, BaselineError> {
-    let bytes = read_bounded(path, MAX_FILE_BYTES)?;
+    let bytes = read(path)?;
     parse(path, &bytes)
 }
 
@@ -817,31 +783,15 @@ mod tests {
     }
 
     #[test]
-    fn a_baseline_larger_than_any_baseline_or_not_a_file_is_not_read() {
+    fn a_missing_baseline_says_how_to_make_one() {
         let dir = tempfile::tempdir().unwrap();
-        let big = dir.path().join("big.json");
-        std::fs::write(&big, vec![b' '; 2048]).unwrap();
-        assert!(matches!(
-            read_bounded(&big, 1024),
-            Err(BaselineError::TooLarge { size: 2048, .. })
-        ));
-        assert_eq!(read_bounded(&big, 4096).unwrap().len(), 2048);
-        assert!(matches!(
-            read_bounded(dir.path(), 1024),
-            Err(BaselineError::NotRegular {
-                kind: "a directory",
-                ..
-            })
-        ));
-        assert!(matches!(
-            read_bounded(Path::new("/dev/zero"), 1024),
-            Err(BaselineError::NotRegular {
-                kind: "a device",
-                ..
-            })
-        ));
-        let e = read_bounded(&dir.path().join("none"), 1024).unwrap_err();
+        let e = load(&dir.path().join("none")).unwrap_err();
         assert!(e.to_string().contains("--save-baseline FILE"), "{e}");
+        let e = load(dir.path()).unwrap_err();
+        assert!(
+            e.to_string().contains("a directory, not a regular file"),
+            "{e}"
+        );
         // The bound follows from the limits of the format.
         const {
             assert!(MAX_FILE_BYTES > (MAX_RUNS * FIGURES.len() * 20) as u64);

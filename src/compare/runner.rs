@@ -138,13 +138,25 @@ fn streams(cfg: &Config) -> Result<Streams, CompareError> {
         None => (Stdio::null(), false),
         Some(path) => {
             use std::io::Seek;
-            let mut file = std::fs::File::open(path)
+            use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+            // Non-blocking, so that a FIFO is refused rather than waited on.
+            let mut file = std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+                .open(path)
                 .map_err(|e| fail("--input", path, format!("cannot be read: {e}")))?;
-            let meta = file
+            let kind = file
                 .metadata()
-                .map_err(|e| fail("--input", path, e.to_string()))?;
-            if meta.is_dir() {
-                return Err(fail("--input", path, "is a directory; give a file".into()));
+                .map_err(|e| fail("--input", path, e.to_string()))?
+                .file_type();
+            if !(kind.is_file() || kind.is_char_device() || kind.is_block_device()) {
+                return Err(fail(
+                    "--input",
+                    path,
+                    "is not a file (a directory, FIFO or socket): every run reads it from its \
+                     start, so give a file"
+                        .into(),
+                ));
             }
             // Every run reads it from its start: it must be seekable.
             file.seek(std::io::SeekFrom::Start(0)).map_err(|e| {
