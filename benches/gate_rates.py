@@ -3,8 +3,9 @@
 change that made nothing slower, and how often does it catch one that did?
 
 A C spin loop of about 10 ms (compiled here, `work N [MB]`) is saved as a
-baseline (`--save-baseline`, tally choosing the runs) and then compared
-with it (`--baseline ... --fail-on wall=5%`, the same `--name`):
+baseline (`--save-baseline`, tally choosing the runs, at most MAX_RUNS of
+each) and then compared with it (`--baseline ... --fail-on wall=5%`, the
+same `--name`):
 
 1. False alarms: TRIES times, a fresh baseline of the loop and the same
    loop against it. Exit 0 (pass or inconclusive) is right; exit 3
@@ -17,7 +18,7 @@ with it (`--baseline ... --fail-on wall=5%`, the same `--name`):
 Prints every exit status, the rates, and the outcome lines of the last
 comparison of each kind.
 
-Usage: benches/gate_rates.py [TRIES]   (20)
+Usage: benches/gate_rates.py [TRIES] [MAX_RUNS]   (20 300)
 """
 
 import os
@@ -63,6 +64,7 @@ def tally_run(tally, args, cwd):
 
 def main():
     tries = int(sys.argv[1]) if len(sys.argv) > 1 else 20
+    max_runs = sys.argv[2] if len(sys.argv) > 2 else "300"
     tally = build_tally()
     with tempfile.TemporaryDirectory() as d:
         src = os.path.join(d, "work.c")
@@ -76,13 +78,13 @@ def main():
 
         def save():
             code, first, p = tally_run(
-                tally, ["-N", "--save-baseline", "b.json", "--name", "work",
+                tally, ["-N", "--max-runs", max_runs, "--save-baseline", "b.json", "--name", "work",
                         f"{exe} {n}", "-o", "/dev/null"], d)
             if code != 0:
                 sys.exit(f"--save-baseline failed ({code}): {p.stderr}")
 
         def gate(cmd, limit="wall=5%"):
-            return tally_run(tally, ["-N", "--baseline", "b.json", "--fail-on", limit,
+            return tally_run(tally, ["-N", "--max-runs", max_runs, "--baseline", "b.json", "--fail-on", limit,
                                      "--name", "work", cmd], d)
 
         for label, work, limit, right in [
@@ -110,6 +112,10 @@ def main():
             tally, ["-N", "--fail-on", "maxrss=10%", "--name", "20MB", "--name", "60MB",
                     f"{exe} 1000 20", f"{exe} 1000 60"], d)
         print(f"\n20 MB vs 60 MB, maxrss=10%: exit {code}\n  {first}")
+        code, first, p = tally_run(
+            tally, ["-N", "--max-runs", max_runs, "--fail-on", "wall=5%", "--name", "same",
+                    "--name", "same-again", f"{exe} {n}", f"{exe} {n}"], d)
+        print(f"\ninterleaved, the loop against itself, wall=5%: exit {code}\n  {first}")
         print(f"\nmachine {busy_percent(2):.0f}% busy after the runs")
 
 

@@ -9,6 +9,8 @@
 //!   format, [`SCHEMA_VERSION`]); a newer one is refused;
 //! - `machine`: the fingerprint ([`Fingerprint`]: CPU model, logical CPUs,
 //!   kernel, memory), compared with the machine of a later comparison;
+//!   `other_cpu_percent`: other work on the machine while the runs ran
+//!   (percent of one CPU), likewise;
 //! - `options`: what shapes a run ([`RunShape`]: the shell, warm-up runs,
 //!   the hooks, `--cold`, `--warm`, `--drop-caches`, `--input`,
 //!   `--command-output`), likewise compared;
@@ -184,6 +186,9 @@ pub struct BaselineFile {
     pub format: String,
     pub schema_version: u32,
     pub machine: Fingerprint,
+    /// Other work on the machine while the runs ran, percent of one CPU.
+    #[serde(default)]
+    pub other_cpu_percent: Option<f64>,
     pub options: RunShape,
     pub seed: u64,
     pub commands: Vec<StoredCommand>,
@@ -225,6 +230,7 @@ impl BaselineFile {
             format: FORMAT.into(),
             schema_version: SCHEMA_VERSION,
             machine: fingerprint(),
+            other_cpu_percent: report.other_cpu_percent,
             options: RunShape::of(cfg),
             seed: report.seed,
             commands,
@@ -635,6 +641,7 @@ pub fn matched(path: &Path, file: &BaselineFile, cfg: &Config) -> Result<Baselin
             saved_at: file.timestamp.clone(),
             tally_version: file.tally_version.clone(),
             machine: file.machine.clone(),
+            other_cpu_percent: file.other_cpu_percent,
             differences,
         },
     })
@@ -720,6 +727,7 @@ mod tests {
             format: FORMAT.into(),
             schema_version: SCHEMA_VERSION,
             machine: Fingerprint::default(),
+            other_cpu_percent: Some(3.0),
             options: RunShape::default(),
             seed: 7,
             commands: vec![stored(c)],

@@ -199,6 +199,43 @@ fn significant_worse(v: &FigureComparison, alpha: f64) -> bool {
     }
 }
 
+/// Without `--runs`, at a checkpoint: the rounds that would decide every
+/// gated figure not yet decided, from the runs so far (`pairs`: each
+/// figure's limit, this command's values, its reference's), the intervals
+/// at the level a family of `family` tests needs (see
+/// [`gate::runs_to_decide`]). 0 when every figure is decided or none can
+/// be by more runs; the caller caps it by the time budget.
+pub fn rounds_to_decide(
+    pairs: &[(f64, &[f64], &[f64])],
+    family: usize,
+    alpha: f64,
+    reference_fixed: bool,
+    seed: u64,
+) -> u32 {
+    let level = 1.0 - alpha / family.max(1) as f64;
+    let mut needed = 0u32;
+    for (k, &(limit, now, reference)) in pairs.iter().enumerate() {
+        let Some(ci) = crate::stats::ratio_of_medians(now, reference, level, seed ^ k as u64)
+        else {
+            continue;
+        };
+        let b = gate::bound(limit, false);
+        if ci.high <= b || ci.low > b {
+            continue;
+        }
+        if let Ok(n) = gate::runs_to_decide(
+            Some((ci.ratio, ci.low, ci.high)),
+            b,
+            now.len(),
+            reference.len(),
+            reference_fixed,
+        ) {
+            needed = needed.max(n);
+        }
+    }
+    needed
+}
+
 /// The gate of `rules` over every command that has a reference.
 pub fn evaluate(r: &CompareReport, rules: &[Rule], strict: bool) -> Gate {
     let mut results = Vec::new();

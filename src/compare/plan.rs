@@ -137,8 +137,11 @@ pub struct BaselineUse {
     pub saved_at: Option<String>,
     pub tally_version: Option<String>,
     pub machine: Fingerprint,
+    /// Other work on the machine while the baseline's runs ran, percent of
+    /// one CPU.
+    pub other_cpu_percent: Option<f64>,
     /// How this comparison differs from the one that saved it (machine,
-    /// tally's version, options): warned about, not failed.
+    /// tally's version, options, other work): warned about, not failed.
     pub differences: Vec<String>,
 }
 

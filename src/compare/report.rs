@@ -16,7 +16,8 @@
 //! - `reference` (0-based; with a baseline, the first stored command),
 //!   `reference_is` (`fastest`, `chosen` or `baseline`), `alpha`,
 //!   `correction`, `family_size`, `interval_level`, `threshold`, `method`,
-//!   `seed`, `warnings`, `interrupted_by`.
+//!   `seed`, `warnings`, `interrupted_by`, `other_cpu_percent` (other
+//!   work on the machine while the runs ran, percent of one CPU).
 //! - `baseline`: with `--baseline`, see [`BaselineUse`]; `gate`: with
 //!   `--fail-on`, see [`Gate`].
 
@@ -184,6 +185,10 @@ pub struct CompareReport {
     pub seed: u64,
     pub warnings: Vec<String>,
     pub interrupted_by: Option<String>,
+    /// CPU time of everything but this comparison while its runs ran, in
+    /// percent of one CPU (other work that can slow wall times); absent
+    /// when /proc/stat could not be read.
+    pub other_cpu_percent: Option<f64>,
     /// With `--baseline`: the file the reference runs came from, and how
     /// it differs from this comparison.
     pub baseline: Option<BaselineUse>,
@@ -605,6 +610,7 @@ impl CompareReport {
             seed: cfg.seed,
             warnings,
             interrupted_by,
+            other_cpu_percent: None,
             baseline: cfg.baseline.as_ref().map(|b| b.about.clone()),
             gate: None,
             view: cfg.view,

@@ -311,6 +311,31 @@ pub fn execute(
     // Each command's wall times, and which figures vary (over every run
     // of every command), for the number of rounds without --runs.
     let mut walls: Vec<Vec<f64>> = vec![Vec::new(); k];
+    // Each gated figure's values of each command, to take the runs that
+    // decide the gate without --runs.
+    let gated_figures: Vec<(&run::report::Figure, f64)> = cfg
+        .gate
+        .iter()
+        .filter_map(|r| Some((FIGURES.iter().find(|f| f.key == r.figure)?, r.limit)))
+        .collect();
+    let mut gated: Vec<Vec<Vec<f64>>> = vec![vec![Vec::new(); k]; gated_figures.len()];
+    let gated_reference: Vec<Vec<Vec<f64>>> = gated_figures
+        .iter()
+        .map(|(fig, _)| match &cfg.baseline {
+            Some(b) => b
+                .commands
+                .iter()
+                .map(|c| {
+                    c.runs
+                        .iter()
+                        .filter_map(|r| (fig.get)(r))
+                        .map(|v| v as f64)
+                        .collect()
+                })
+                .collect(),
+            None => Vec::new(),
+        })
+        .collect();
     let mut ranges: Vec<Option<(u64, u64)>> = vec![None; FIGURES.len()];
     let mut sized: Option<Sizing> = None;
     let mut rng = Rng::new(cfg.seed);
@@ -334,6 +359,12 @@ pub fn execute(
             cfg.command_output,
             CommandOutput::Null | CommandOutput::Inherit
         );
+    // Other work on the machine while the runs run: what tally and its
+    // children (the spawner, the commands, the hooks) did not use.
+    let started = (
+        std::time::Instant::now(),
+        crate::bench::machine::Reading::now(),
+    );
     if let Some(setup) = &cfg.setup {
         hook("--setup", setup, cfg)?;
     }
@@ -484,6 +515,11 @@ pub fn execute(
             }
             rec.counters = None;
             walls[slot.i].push(rec.wall_ns as f64);
+            for ((fig, _), values) in gated_figures.iter().zip(gated.iter_mut()) {
+                if let (Some(v), Some(of)) = ((fig.get)(&rec), values.get_mut(slot.i)) {
+                    of.push(v as f64);
+                }
+            }
             for (range, fig) in ranges.iter_mut().zip(FIGURES) {
                 if let Some(v) = (fig.get)(&rec) {
                     let (lo, hi) = range.get_or_insert((v, v));
@@ -509,30 +545,58 @@ pub fn execute(
                     .iter()
                     .filter(|r| r.is_some_and(|(lo, hi)| lo != hi))
                     .count();
-                let s = sizing::checkpoint_against(
-                    &walls,
-                    baseline_walls.as_deref(),
-                    done,
-                    sizing::Limits {
-                        alpha: cfg.alpha,
-                        min_rounds: cfg.min_runs,
-                        max_rounds: cfg.max_runs.unwrap_or(sizing::MAX_ROUNDS),
-                        budget: sizing::BUDGET,
-                        family: varying.max(1)
-                            * if cfg.baseline.is_some() {
-                                k
-                            } else {
-                                k.saturating_sub(1).max(1)
-                            },
-                        reference: cfg.reference,
-                    },
-                );
+                let limits = sizing::Limits {
+                    alpha: cfg.alpha,
+                    min_rounds: cfg.min_runs,
+                    max_rounds: cfg.max_runs.unwrap_or(sizing::MAX_ROUNDS),
+                    budget: sizing::BUDGET,
+                    family: varying.max(1)
+                        * if cfg.baseline.is_some() {
+                            k
+                        } else {
+                            k.saturating_sub(1).max(1)
+                        },
+                    reference: cfg.reference,
+                };
+                let s = sizing::checkpoint_against(&walls, baseline_walls.as_deref(), done, limits);
                 rounds = s.rounds.max(done);
+                // A gate takes the runs that decide it, within the limits.
+                if !gated_figures.is_empty() {
+                    let reference = cfg.reference.unwrap_or(0);
+                    let mut pairs: Vec<(f64, &[f64], &[f64])> = Vec::new();
+                    for (g, (_, limit)) in gated_figures.iter().enumerate() {
+                        for i in 0..k {
+                            let now = gated.get(g).and_then(|v| v.get(i));
+                            let against = match &cfg.baseline {
+                                Some(_) => gated_reference.get(g).and_then(|v| v.get(i)),
+                                None if i != reference => {
+                                    gated.get(g).and_then(|v| v.get(reference))
+                                }
+                                None => None,
+                            };
+                            if let (Some(a), Some(b)) = (now, against) {
+                                pairs.push((*limit, a, b));
+                            }
+                        }
+                    }
+                    let needed = super::gate::rounds_to_decide(
+                        &pairs,
+                        limits.family,
+                        cfg.alpha,
+                        cfg.baseline.is_some(),
+                        cfg.seed,
+                    );
+                    rounds = rounds.max(needed.min(sizing::cap(&walls, limits)));
+                }
                 sized = Some(s);
             }
         }
     })();
     drop(backend);
+    let other_cpu_percent = started
+        .1
+        .other_cpu_ms(&crate::bench::machine::Reading::now())
+        .map(|ms| ms as f64 * 100.0 / (started.0.elapsed().as_secs_f64() * 1000.0).max(1.0));
     // --cleanup runs whatever happened, as long as --setup ran.
     let cleaned = match &cfg.cleanup {
         Some(c) => hook("--cleanup", c, cfg),
@@ -571,6 +635,22 @@ pub fn execute(
         }
     }
     let mut report = CompareReport::build(cfg, results, interrupted_by);
+    report.other_cpu_percent = other_cpu_percent;
+    if let (Some(b), Some(now)) = (&mut report.baseline, other_cpu_percent)
+        && let Some(then) = b.other_cpu_percent
+        && (now - then).abs() > OTHER_WORK_DIFFERS
+    {
+        let said = format!(
+            "other work on the machine took {now:.0}% of a CPU while these runs ran, {then:.0}% \
+             while the baseline's did: wall times may differ for that; gate cpu time, or both \
+             versions interleaved in one comparison"
+        );
+        report.warnings.insert(
+            0,
+            format!("baseline {}: {said}", crate::report::path::display(&b.path)),
+        );
+        b.differences.push(said);
+    }
     if let Some(Sizing {
         rounds,
         short_of: Some(needed),
@@ -604,6 +684,11 @@ pub fn execute(
     }
     Ok(report)
 }
+
+/// Points (percent of one CPU) by which other work on the machine may
+/// differ between a baseline's runs and a comparison's before it is
+/// warned about.
+const OTHER_WORK_DIFFERS: f64 = 20.0;
 
 /// Which round a run belongs to.
 #[derive(Debug, Clone, Copy)]

@@ -125,13 +125,7 @@ pub fn checkpoint_against(
                 })
         }
     };
-    let per_round_ns: f64 = medians.iter().filter(|m| m.is_finite()).sum();
-    let fit = if per_round_ns > 0.0 {
-        (limits.budget.as_nanos() as f64 / per_round_ns).floor() as u32
-    } else {
-        u32::MAX
-    };
-    let cap = limits.max_rounds.min(fit).max(limits.min_rounds);
+    let cap = cap(walls, limits);
     let rounds = if clear {
         done.max(limits.min_rounds)
     } else {
@@ -143,6 +137,22 @@ pub fn checkpoint_against(
         detectable: stats::detectable_shift(widest, rounds, level, POWER),
         clear,
     }
+}
+
+/// The most rounds the limits allow: `max_rounds`, and what fits in the
+/// budget at the wall times so far; at least `min_rounds`.
+pub fn cap(walls: &[Vec<f64>], limits: Limits) -> u32 {
+    let per_round_ns: f64 = walls
+        .iter()
+        .filter_map(|w| stats::summarize(w).map(|s| s.median))
+        .filter(|m| m.is_finite())
+        .sum();
+    let fit = if per_round_ns > 0.0 {
+        (limits.budget.as_nanos() as f64 / per_round_ns).floor() as u32
+    } else {
+        u32::MAX
+    };
+    limits.max_rounds.min(fit).max(limits.min_rounds)
 }
 
 /// Whether `done` rounds is a checkpoint: the end of the pilot, then every
