@@ -21,6 +21,7 @@ comparison of each kind.
 Usage: benches/gate_rates.py [TRIES] [MAX_RUNS]   (20 300)
 """
 
+import json
 import os
 import subprocess
 import sys
@@ -82,26 +83,37 @@ def main():
                         f"{exe} {n}", "-o", "/dev/null"], d)
             if code != 0:
                 sys.exit(f"--save-baseline failed ({code}): {p.stderr}")
+            with open(os.path.join(d, "b.json")) as f:
+                return json.load(f).get("other_cpu_percent")
 
         def gate(cmd, limit="wall=5%"):
             return tally_run(tally, ["-N", "--max-runs", max_runs, "--baseline", "b.json", "--fail-on", limit,
-                                     "--name", "work", cmd], d)
+                                     "--name", "work", cmd, "--export", "json=g.json"], d)
+
+        def other_now():
+            with open(os.path.join(d, "g.json")) as f:
+                return json.load(f).get("other_cpu_percent")
 
         for label, work, limit, right in [
             ("same loop against its own baseline, wall=5%", n, "wall=5%", 0),
             ("20% more work, wall=5%", n * 12 // 10, "wall=5%", 3),
         ]:
-            codes, firsts = [], []
+            codes, firsts, others = [], [], []
             for _ in range(tries):
-                save()
+                then = save()
                 code, first, _ = gate(f"{exe} {work}", limit)
                 codes.append(code)
                 firsts.append(first)
+                others.append(f"{then or 0:.0f}->{other_now() or 0:.0f}")
             rate = sum(1 for c in codes if c == 3) / len(codes)
             ok = sum(1 for c in codes if c == right)
             print(f"\n{label}: exit statuses {codes}")
             print(f"  {ok} of {tries} as they should be ({'exit 0' if right == 0 else 'exit 3'}); "
                   f"regression called in {rate:.0%}")
+            print(f"  other work on the machine (% of a CPU, baseline->gate): {' '.join(others)}")
+            outcomes = [f[len("tally: gate: "):].split(":")[0]
+                        if f.startswith("tally: gate: ") else "?" for f in firsts]
+            print(f"  outcomes: {', '.join(outcomes)}")
             print(f"  last: {firsts[-1]}")
 
         save()

@@ -152,6 +152,31 @@ fn judge(
     result.ratio_high = v.ratio_high.or(zero);
     result.p_adjusted = Some(v.p_adjusted);
     result.outcome = gate::judge(&evidence, rule.limit);
+    // Times measured against a stored baseline while the machine did far
+    // more other work can regress for that; while it did far less, a
+    // regression can hide: those outcomes are not the command's alone.
+    let time = FIGURES
+        .iter()
+        .any(|f| f.key == rule.figure && f.unit.base() == crate::report::unit::Unit::Seconds);
+    let limit = super::report::OTHER_WORK_DIFFERS;
+    let shaken = match other_work(r) {
+        Some((now, then)) if time && ref_cmd.from_baseline => match result.outcome {
+            Outcome::Regression => now > then + limit,
+            Outcome::Pass => now < then - limit,
+            Outcome::Inconclusive => false,
+        }
+        .then_some((now, then)),
+        _ => None,
+    };
+    if let Some((now, then)) = shaken {
+        result.outcome = Outcome::Inconclusive;
+        result.reason = Some(Reason::OtherWork);
+        result.note = Some(format!(
+            "other work on the machine took {now:.0}% of a CPU during these runs and \
+             {then:.0}% during the baseline's: a change of this size may be the machine's"
+        ));
+        return result;
+    }
     if result.outcome == Outcome::Inconclusive {
         if v.verdict == Verdict::TooFewRuns {
             result.runs_needed = v.runs_needed;
@@ -188,6 +213,15 @@ fn judge(
         }
     }
     result
+}
+
+/// Other work on the machine during these runs and during the baseline's,
+/// percent of one CPU.
+fn other_work(r: &CompareReport) -> Option<(f64, f64)> {
+    Some((
+        r.other_cpu_percent?,
+        r.baseline.as_ref()?.other_cpu_percent?,
+    ))
 }
 
 /// Whether the comparison calls the figure different, upwards.
@@ -313,6 +347,7 @@ pub fn outcome_text(g: &GateResult) -> String {
             (Some(Reason::AtLimit), _) => format!("at {limit}"),
             (Some(Reason::BaselineTooSmall), _) => "baseline too small".into(),
             (Some(Reason::ZeroReference), _) => "reference 0".into(),
+            (Some(Reason::OtherWork), _) => "machine busier or idler".into(),
             (_, Some(n)) => format!("across {limit}, ~{n} runs"),
             (_, None) => format!("across {limit}"),
         },
@@ -377,6 +412,112 @@ mod tests {
             }
         }
         assert_eq!(NAMES.len(), FIGURES.len());
+    }
+
+    /// `n` runs of a command taking `wall_ns` (±1%), measured now or
+    /// read from a baseline.
+    fn runs(name: &str, wall_ns: u64, n: u64, from_baseline: bool) -> CommandResult {
+        use crate::compare::plan::Instance;
+        use crate::run::report::{ExitInfo, RunRecord};
+        let mut c = CommandResult::new(
+            &Instance {
+                name: name.into(),
+                command: name.into(),
+                argv: Vec::new(),
+                parameters: Vec::new(),
+            },
+            n as usize,
+        );
+        for i in 0..n {
+            c.runs.push(RunRecord {
+                wall_ns: wall_ns + wall_ns * (i % 7) / 300,
+                user_us: 1000,
+                system_us: 100,
+                max_rss_bytes: 1 << 20,
+                minor_faults: 10,
+                major_faults: 0,
+                voluntary_switches: 1,
+                involuntary_switches: 0,
+                block_input_ops: 0,
+                block_output_ops: 0,
+                io: None,
+                io_source: None,
+                io_unavailable: Some("test".into()),
+                counters: None,
+                tree: None,
+                cold: None,
+                exit: ExitInfo {
+                    code: Some(0),
+                    signal: None,
+                    signal_number: None,
+                    core_dumped: false,
+                },
+                forwarded_signal: None,
+                escalated_to_sigkill: false,
+            });
+        }
+        c.from_baseline = from_baseline;
+        c
+    }
+
+    /// Against a stored baseline, a time that regressed while the machine
+    /// did far more other work than for the baseline is not called a
+    /// regression; a pass while it did far less is not called a pass.
+    #[test]
+    fn a_change_of_the_machines_other_work_makes_times_inconclusive() {
+        use crate::compare::plan::{Baseline, BaselineUse, Config, Fingerprint};
+        let cfg = Config {
+            alpha: 0.05,
+            threshold: 0.01,
+            seed: 9,
+            baseline: Some(Baseline {
+                commands: Vec::new(),
+                about: BaselineUse {
+                    path: "b.json".into(),
+                    saved_at: None,
+                    tally_version: None,
+                    machine: Fingerprint::default(),
+                    other_cpu_percent: Some(30.0),
+                    differences: Vec::new(),
+                },
+            }),
+            ..Config::default()
+        };
+        let rules = [
+            parse_rule("wall=5%").unwrap(),
+            parse_rule("maxrss=5%").unwrap(),
+        ];
+        let outcome = |scale: u64, other_now: f64| {
+            let commands = vec![
+                runs("app", 10_000_000 * scale / 100, 30, false),
+                runs("app", 10_000_000, 30, true),
+            ];
+            let mut r = CompareReport::build(&cfg, commands, None);
+            r.other_cpu_percent = Some(other_now);
+            let g = evaluate(&r, &rules, false);
+            (
+                g.results[0].outcome,
+                g.results[0].reason,
+                g.results[1].outcome,
+            )
+        };
+        // As busy as then: a 20% slower command regresses.
+        assert_eq!(
+            outcome(120, 35.0),
+            (Outcome::Regression, None, Outcome::Pass)
+        );
+        // Far busier now: the same is inconclusive; memory still passes.
+        assert_eq!(
+            outcome(120, 90.0),
+            (
+                Outcome::Inconclusive,
+                Some(Reason::OtherWork),
+                Outcome::Pass
+            )
+        );
+        // Far idler now: a pass of the time is not trusted either.
+        assert_eq!(outcome(100, 0.0).0, Outcome::Inconclusive);
+        assert_eq!(outcome(100, 25.0).0, Outcome::Pass);
     }
 
     #[test]

@@ -241,7 +241,16 @@ pub enum Reason {
     BaselineTooSmall,
     /// The reference's median is 0 and the difference is not significant.
     ZeroReference,
+    /// A time regressed against a stored baseline, but other work on the
+    /// machine differed between the baseline's runs and these by more
+    /// than [`OTHER_WORK_DIFFERS`]: the change may be the machine's.
+    OtherWork,
 }
+
+/// Points (percent of one CPU) by which other work on the machine may
+/// differ between a baseline's runs and a comparison's before times
+/// measured in the two are not compared as like for like.
+pub const OTHER_WORK_DIFFERS: f64 = 20.0;
 
 /// The gate over a whole comparison.
 #[derive(Debug, Clone, PartialEq, Serialize)]

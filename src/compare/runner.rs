@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use super::plan::{CommandOutput, Config, PlanError};
-use super::report::{CommandResult, CompareReport};
+use super::report::{CommandResult, CompareReport, OTHER_WORK_DIFFERS};
 use super::sizing::{self, Sizing};
 use crate::pagecache::evict;
 use crate::run::records::Records;
@@ -684,11 +684,6 @@ pub fn execute(
     }
     Ok(report)
 }
-
-/// Points (percent of one CPU) by which other work on the machine may
-/// differ between a baseline's runs and a comparison's before it is
-/// warned about.
-const OTHER_WORK_DIFFERS: f64 = 20.0;
 
 /// Which round a run belongs to.
 #[derive(Debug, Clone, Copy)]
