@@ -4,7 +4,7 @@
 //! (faster) for bandwidth; `higher_is_better` says which reading applies.
 //!
 //! `--fail-on ID_GLOB=PCT`: the regression gate of `tally compare` for
-//! machine benchmarks ([`gate`]): the figures whose ids match form a
+//! machine benchmarks ([`gate()`]): the figures whose ids match form a
 //! family, each tested on both runs' samples (Mann–Whitney U,
 //! Holm-adjusted over the family), each ratio's interval a bootstrap at
 //! 1 − alpha / the family's size, widened by how much the figure may move

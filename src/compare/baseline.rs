@@ -58,8 +58,9 @@ const MAX_VALUE_BYTES: usize = 40;
 /// Numbers per run: every figure, and the exit code.
 const VALUES_PER_RUN: usize = FIGURES.len() + 1;
 
-/// The largest baseline file read: [`MAX_RUNS`] runs of [`VALUES_PER_RUN`]
-/// numbers of [`MAX_VALUE_BYTES`], and per command its texts (name,
+/// The largest baseline file read: [`MAX_RUNS`] runs of a number per
+/// figure and the exit code, each at most 40 bytes of pretty JSON, and per
+/// command its texts (name,
 /// command, parameters, the I/O note) and keys. Anything larger is not a
 /// baseline this tally wrote.
 pub const MAX_FILE_BYTES: u64 = (MAX_RUNS * VALUES_PER_RUN * MAX_VALUE_BYTES
