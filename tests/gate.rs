@@ -470,6 +470,11 @@ fn bad_gates_and_baselines_are_refused_before_any_command_runs() {
         ),
         (vec!["--strict"], 2, "--fail-on"),
         (
+            vec!["--fail-on", "wall=5%"],
+            2,
+            "--fail-on needs a reference",
+        ),
+        (
             vec!["--baseline", "missing.json"],
             1,
             "cannot read the baseline",

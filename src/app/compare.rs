@@ -64,6 +64,14 @@ fn config_of(args: &CompareArgs) -> Result<compare::Config, Refused> {
         _ => plan_of(args)?,
     };
     gate::check_rules(&args.fail_on).map_err(|e| Refused(e, 2))?;
+    if !args.fail_on.is_empty() && stored.is_none() && instances.len() < 2 {
+        return Err(Refused(
+            "--fail-on needs a reference: give two commands (the first is the reference), or \
+             --baseline FILE"
+                .into(),
+            2,
+        ));
+    }
     let command_output = match (&args.command_output, args.show_output) {
         (Some(w), _) => plan::CommandOutput::parse(w),
         (None, true) => plan::CommandOutput::Inherit,
