@@ -118,6 +118,15 @@ pub enum InputError {
         name: String,
         source: io::Error,
     },
+    /// A file a user named that cannot be opened or read (missing, no
+    /// permission): with the fix, since the user chose the name.
+    #[error("cannot read the {what} {name}: {source}; {fix}")]
+    Unreadable {
+        what: &'static str,
+        name: String,
+        source: io::Error,
+        fix: &'static str,
+    },
     #[error("the {what} {name} is {kind}, not a regular file: {fix}")]
     NotRegular {
         what: &'static str,
@@ -198,7 +207,7 @@ impl From<InputError> for io::Error {
     /// whose inner error is the `InputError` (see [`InputError::of`]).
     fn from(e: InputError) -> io::Error {
         match e {
-            InputError::Io { source, .. } => source,
+            InputError::Io { source, .. } | InputError::Unreadable { source, .. } => source,
             InputError::Idle { .. } => io::Error::new(io::ErrorKind::TimedOut, e),
             InputError::NotText { .. } | InputError::Nul { .. } => {
                 io::Error::new(io::ErrorKind::InvalidData, e)
@@ -249,10 +258,11 @@ fn open_nonblocking(path: &Path) -> io::Result<File> {
 /// A regular file, whole, as `bound` allows; see the module's text.
 pub fn read_file(path: &Path, bound: &Bound) -> Result<Vec<u8>, InputError> {
     let name = || display(path);
-    let io_err = |source| InputError::Io {
+    let io_err = |source| InputError::Unreadable {
         what: bound.what,
         name: name(),
         source,
+        fix: bound.fix,
     };
     let not_regular = |ft: std::fs::FileType| InputError::NotRegular {
         what: bound.what,

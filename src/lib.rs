@@ -11,6 +11,7 @@ pub mod cli;
 pub mod compare;
 pub mod copy;
 pub mod diag;
+pub mod gate;
 pub mod input;
 pub mod load;
 pub mod mem;

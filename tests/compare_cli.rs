@@ -771,3 +771,282 @@ fn the_help_examples_print_as_written() {
         "{text}"
     );
 }
+
+/// The options CI scripts take from hyperfine are there, under its names.
+#[test]
+fn help_lists_the_options_named_as_hyperfine_names_them() {
+    let out = tally()
+        .args(["compare", "--help"])
+        .output()
+        .expect("tally runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    for option in [
+        "--input <FILE>",
+        "--command-output <WHERE>",
+        "--shell <SHELL>",
+        "--conclude <CMD>",
+        "--sort <METHOD>",
+        "--time-unit <UNIT>",
+        "--parameter-step-size <STEP>",
+        "--fail-on <FIGURE=PCT>",
+        "--baseline <FILE>",
+        "--save-baseline <FILE>",
+    ] {
+        assert!(text.contains(option), "{option}: {text}");
+    }
+    assert!(
+        text.contains("3 when --fail-on found a regression"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_decimal_parameter_scan_runs_each_value_exactly() {
+    let (code, r) = compare_json(&[
+        "-n",
+        "2",
+        "-P",
+        "d",
+        "0.001",
+        "0.003",
+        "-D",
+        "0.001",
+        "sleep {d}",
+    ]);
+    assert_eq!(code, 0, "{r}");
+    let commands: Vec<&str> = r["commands"]
+        .as_array()
+        .expect("commands")
+        .iter()
+        .map(|c| c["command"].as_str().expect("command"))
+        .collect();
+    assert_eq!(commands, ["sleep 0.001", "sleep 0.002", "sleep 0.003"]);
+    let out = tally()
+        .args(["compare", "-n", "2", "-P", "d", "0.1", "0.3", "sleep {d}"])
+        .output()
+        .expect("tally runs");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("needs its step"));
+}
+
+/// Every run reads `--input` from its start (the spawner rewinds it
+/// between runs), and `--command-output FILE` holds the last run's output.
+#[test]
+fn every_run_reads_the_whole_input_and_the_output_file_holds_the_last_run() {
+    let dir = scratch("input");
+    let input = dir.path().join("in.txt");
+    std::fs::write(&input, b"x\n".repeat(50_000)).unwrap();
+    let output = dir.path().join("out.txt");
+    let (code, r) = compare_json(&[
+        "-N",
+        "-n",
+        "5",
+        "--input",
+        input.to_str().unwrap(),
+        "--command-output",
+        output.to_str().unwrap(),
+        "wc -l",
+    ]);
+    assert_eq!(code, 0, "{r}");
+    let read: Vec<u64> = r["commands"][0]["runs"]
+        .as_array()
+        .expect("runs")
+        .iter()
+        .map(|run| run["io"]["read_call_bytes"].as_u64().expect("rchar"))
+        .collect();
+    assert_eq!(read.len(), 5);
+    assert!(read.iter().all(|b| *b >= 100_000), "{read:?}");
+    assert_eq!(std::fs::read_to_string(&output).unwrap(), "50000\n");
+    // Not a file to read again: refused before any run.
+    let fifo = dir.path().join("fifo");
+    assert!(
+        common::command("mkfifo")
+            .arg(&fifo)
+            .status()
+            .is_ok_and(|s| s.success())
+    );
+    let marker = dir.path().join("ran");
+    let out = tally()
+        .args(["compare", "-n", "2", "--input"])
+        .arg(&fifo)
+        .arg(format!("touch {}", marker.display()))
+        .output()
+        .expect("tally runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("--input") && err.contains("give a file"),
+        "{err}"
+    );
+    assert!(!marker.exists());
+}
+
+/// Commands read /dev/null, not tally's stdin: `cat` ends though tally's
+/// stdin stays open.
+#[test]
+fn a_command_reads_dev_null_by_default_not_tallys_stdin() {
+    let child = common::tally_std()
+        .args(["compare", "-n", "2", "cat", "-o", "/dev/null"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("tally starts");
+    let out = common::wait_or_kill(child, Duration::from_secs(60));
+    assert!(out.status.success(), "{out:?}");
+}
+
+/// `pipe`: tally reads and discards what the commands write, so one that
+/// writes more than a pipe holds still ends.
+#[test]
+fn a_piped_commands_output_is_read_so_it_never_blocks() {
+    let child = common::tally_std()
+        .args([
+            "compare",
+            "-n",
+            "3",
+            "--command-output",
+            "pipe",
+            "head -c 1000000 /dev/zero",
+            "--format",
+            "json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("tally starts");
+    let out = common::wait_or_kill(child, Duration::from_secs(60));
+    assert!(out.status.success(), "{out:?}");
+    let r: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    for run in r["commands"][0]["runs"].as_array().expect("runs") {
+        assert!(run["io"]["write_call_bytes"].as_u64().expect("wchar") >= 1_000_000);
+    }
+}
+
+/// `--prepare` before and `--conclude` after every run, warm-up ones too.
+#[test]
+fn conclude_runs_after_every_run_and_prepare_before() {
+    let dir = scratch("conclude");
+    let log = dir.path().join("log");
+    let log = log.to_str().unwrap();
+    let (code, r) = compare_json(&[
+        "-w",
+        "1",
+        "-n",
+        "3",
+        "--prepare",
+        &format!("echo p >> {log}"),
+        "--conclude",
+        &format!("echo z >> {log}"),
+        &format!("echo c >> {log}"),
+    ]);
+    assert_eq!(code, 0, "{r}");
+    let text = std::fs::read_to_string(log).unwrap();
+    assert_eq!(text, "p\nc\nz\n".repeat(4), "{text}");
+    // A failing --conclude stops the comparison, as --prepare does.
+    let out = tally()
+        .args(["compare", "-n", "2", "--conclude", "exit 3", "true"])
+        .output()
+        .expect("tally runs");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--conclude"));
+}
+
+#[test]
+fn the_shell_option_runs_each_command_string_with_that_shell() {
+    let dir = scratch("shell");
+    let out_file = dir.path().join("out");
+    let out = tally()
+        .args([
+            "compare",
+            "-n",
+            "2",
+            "--shell",
+            "bash --norc",
+            "--command-output",
+        ])
+        .arg(&out_file)
+        .args(["echo ${BASH_VERSION:-none}", "-o", "/dev/null"])
+        .output()
+        .expect("tally runs");
+    assert!(out.status.success(), "{out:?}");
+    let said = std::fs::read_to_string(&out_file).unwrap();
+    assert!(!said.trim().is_empty() && said.trim() != "none", "{said}");
+    // `none` is -N: no shell, so `$X` reaches echo as it is.
+    let out = tally()
+        .args(["compare", "-n", "2", "--shell", "none", "--command-output"])
+        .arg(&out_file)
+        .args(["/bin/echo $X", "-o", "/dev/null"])
+        .output()
+        .expect("tally runs");
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(std::fs::read_to_string(&out_file).unwrap(), "$X\n");
+    let out = tally()
+        .args(["compare", "-N", "--shell", "bash", "true"])
+        .output()
+        .expect("tally runs");
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn sort_and_time_unit_lay_out_the_human_table() {
+    let out = tally()
+        .args([
+            "compare",
+            "-n",
+            "3",
+            "--sort",
+            "median-time",
+            "-u",
+            "millisecond",
+            "sleep 0.08",
+            "sleep 0.01",
+        ])
+        .output()
+        .expect("tally runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    let rows: Vec<&str> = text
+        .lines()
+        .skip_while(|l| *l != "tally: wall time")
+        .skip(1)
+        .take(2)
+        .collect();
+    assert_eq!(rows.len(), 2, "{text}");
+    assert!(rows[0].starts_with("tally:   #2 "), "fastest first: {text}");
+    assert!(rows.iter().all(|r| r.contains("ms ±")), "{text}");
+}
+
+/// `--input` and `--command-output FILE` are set up in tally and reset by
+/// the spawner between runs: the command's peak memory stays its own.
+#[test]
+fn a_commands_peak_memory_stays_its_own_with_input_and_output_files() {
+    let dir = scratch("peak-streams");
+    let tiny = common::tiny_static_command(dir.path());
+    let tiny = tiny.to_str().expect("utf-8 path");
+    let input = dir.path().join("in");
+    std::fs::write(&input, b"data\n").unwrap();
+    let output = dir.path().join("out");
+    let (code, plain) = compare_json(&["-N", "-n", "30", tiny, tiny]);
+    assert_eq!(code, 0, "{plain}");
+    let (code, with) = compare_json(&[
+        "-N",
+        "-n",
+        "30",
+        "--input",
+        input.to_str().unwrap(),
+        "--command-output",
+        output.to_str().unwrap(),
+        tiny,
+        tiny,
+    ]);
+    assert_eq!(code, 0, "{with}");
+    for i in 0..2 {
+        let (a, b) = (median(&peaks(&plain, i)), median(&peaks(&with, i)));
+        assert!(
+            a.abs_diff(b) <= 192 * 1024,
+            "peak memory {a} bytes without the streams, {b} with"
+        );
+    }
+    assert!(!with["warnings"].to_string().contains("upper bound"));
+}

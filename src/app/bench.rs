@@ -45,11 +45,13 @@ pub(super) fn bench_command(args: cli::bench::BenchArgs) -> u8 {
     cfg.budget = args.budget_ms.map(std::time::Duration::from_millis);
     // Bad inputs fail before minutes of measuring, not after.
     let old = match &args.baseline {
-        Some(path) => match bench::baseline::load(path) {
+        Some(path) => match bench::baseline::load(path)
+            .and_then(|r| bench::baseline::check_rules(path, &r, &args.fail_on).map(|()| r))
+        {
             Ok(r) => Some((path.clone(), r)),
             Err(e) => {
                 tally::diag!("tally: {e}");
-                return 1;
+                return e.exit_code();
             }
         },
         None => None,
@@ -129,7 +131,21 @@ pub(super) fn bench_command(args: cli::bench::BenchArgs) -> u8 {
         }
     };
     if let Some((path, old)) = &old {
-        report.baseline = Some(bench::baseline::compare(path, old, &report));
+        let mut base = bench::baseline::compare(path, old, &report);
+        if !args.fail_on.is_empty() {
+            base.gate = Some(bench::baseline::gate(
+                old,
+                &report,
+                &args.fail_on,
+                args.strict,
+            ));
+        }
+        report.baseline = Some(base);
     }
-    super::said(output.write(&report))
+    let code = super::said(output.write(&report));
+    // A report that could not be written fails first; then the gate.
+    match report.baseline.as_ref().and_then(|b| b.gate.as_ref()) {
+        Some(g) if code == 0 => g.exit_status,
+        _ => code,
+    }
 }

@@ -75,7 +75,7 @@ pub fn main() -> u8 {
     };
     match cli.command {
         Command::Run(args) => run::run_command(args),
-        Command::Compare(args) => compare::compare_command(args),
+        Command::Compare(args) => compare::compare_command(*args),
         Command::Bench(args) => bench::bench_command(args),
         Command::Mem(args) => mem::mem_command(args, privilege),
         Command::Cache(args) => cache::cache_command(args),

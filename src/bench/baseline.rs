@@ -2,11 +2,20 @@
 //! (another kernel, another machine). A ratio is new / old for every unit,
 //! so above 1 means "more ns" (slower) for latencies and "more GB/s"
 //! (faster) for bandwidth; `higher_is_better` says which reading applies.
+//!
+//! `--fail-on ID_GLOB=PCT`: the regression gate of `tally compare` for
+//! machine benchmarks ([`gate()`]): the figures whose ids match form a
+//! family, each tested on both runs' samples (Mann–Whitney U,
+//! Holm-adjusted over the family), each ratio's interval a bootstrap at
+//! 1 − alpha / the family's size, widened by how much the figure may move
+//! between runs (`unstable ±x%`, see `super::figure::Stability`); then
+//! [`crate::gate::judge`] in the figure's worse direction.
 
 use std::path::{Path, PathBuf};
 
 use super::model::BenchReport;
-pub use super::model::{Baseline, Comparison, Verdict};
+pub use super::model::{Baseline, BenchGate, BenchGateResult, BenchRule, Comparison, Verdict};
+use crate::gate::{self, Evidence, Outcome};
 
 /// The significance level of the verdicts.
 pub const ALPHA: f64 = 0.05;
@@ -71,9 +80,29 @@ pub enum BaselineError {
         found: u32,
         expected: u32,
     },
+    #[error(
+        "--fail-on {glob:?}: matches no figure of the baseline {} (figure ids look like {examples}; the JSON's benchmarks[].figures[].id)",
+        crate::report::path::display(path)
+    )]
+    NoFigure {
+        path: PathBuf,
+        glob: String,
+        examples: String,
+    },
 }
 
-/// Reads an earlier report.
+impl BaselineError {
+    /// 2 for a `--fail-on` that names nothing (bad usage), 1 for a file
+    /// that cannot be used.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            BaselineError::NoFigure { .. } => 2,
+            _ => 1,
+        }
+    }
+}
+
+/// Reads an earlier report (see [`BOUND`]).
 pub fn load(path: &Path) -> Result<BenchReport, BaselineError> {
     let text = crate::input::read_text(path, &BOUND)?;
     // The version first, alone (the rest skipped unparsed), so that a
@@ -142,7 +171,311 @@ pub fn compare(path: &Path, old: &BenchReport, new: &BenchReport) -> Baseline {
         old_mode: old.mode,
         comparisons,
         missing_in_baseline: missing,
+        gate: None,
     }
+}
+
+/// `ID_GLOB=PCT`.
+pub fn parse_rule(s: &str) -> Result<BenchRule, String> {
+    let (glob, limit) = gate::split_rule(s)?;
+    Ok(BenchRule {
+        glob: glob.to_string(),
+        limit,
+    })
+}
+
+/// A glob (`*` any run of characters, `?` one) as an anchored regex.
+fn glob_regex(glob: &str) -> Option<regex::Regex> {
+    let mut re = String::from("^");
+    let mut literal = String::new();
+    for c in glob.chars() {
+        match c {
+            '*' | '?' => {
+                re.push_str(&regex::escape(&literal));
+                literal.clear();
+                re.push_str(if c == '*' { ".*" } else { "." });
+            }
+            c => literal.push(c),
+        }
+    }
+    re.push_str(&regex::escape(&literal));
+    re.push('$');
+    regex::Regex::new(&re).ok()
+}
+
+/// The rule that gates figure `id`: the first whose glob matches.
+fn rule_for<'a>(rules: &'a [(regex::Regex, &'a BenchRule)], id: &str) -> Option<&'a BenchRule> {
+    rules
+        .iter()
+        .find(|(re, _)| re.is_match(id))
+        .map(|(_, r)| *r)
+}
+
+/// Checks, before any benchmark runs, that every glob names some figure
+/// of the baseline.
+pub fn check_rules(
+    path: &Path,
+    old: &BenchReport,
+    rules: &[BenchRule],
+) -> Result<(), BaselineError> {
+    let ids: Vec<&str> = old
+        .benchmarks
+        .iter()
+        .flat_map(|b| &b.figures)
+        .map(|f| f.id.as_str())
+        .collect();
+    for r in rules {
+        let matches = glob_regex(&r.glob).is_some_and(|re| ids.iter().any(|id| re.is_match(id)));
+        if !matches {
+            let mut examples: Vec<&str> = ids.clone();
+            examples.dedup_by(|a, b| a.split('.').next() == b.split('.').next());
+            return Err(BaselineError::NoFigure {
+                path: path.to_path_buf(),
+                glob: r.glob.clone(),
+                examples: examples.into_iter().take(5).collect::<Vec<_>>().join(", "),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The significance level of the gate's family.
+pub const GATE_ALPHA: f64 = 0.05;
+
+/// The gate of `rules` on `new` against `old` (see the module's text).
+pub fn gate(old: &BenchReport, new: &BenchReport, rules: &[BenchRule], strict: bool) -> BenchGate {
+    let compiled: Vec<(regex::Regex, &BenchRule)> = rules
+        .iter()
+        .filter_map(|r| Some((glob_regex(&r.glob)?, r)))
+        .collect();
+    let old_figures: Vec<&super::figure::Figure> =
+        old.benchmarks.iter().flat_map(|b| &b.figures).collect();
+    // The gated figures of this run, each with its baseline figure when
+    // that has the same unit.
+    type Pair<'a> = (
+        &'a super::figure::Figure,
+        Option<&'a super::figure::Figure>,
+        &'a BenchRule,
+    );
+    let pairs: Vec<Pair> = new
+        .benchmarks
+        .iter()
+        .flat_map(|b| &b.figures)
+        .filter_map(|f| {
+            let rule = rule_for(&compiled, &f.id)?;
+            let o = old_figures
+                .iter()
+                .find(|o| o.id == f.id && o.value.unit_key() == f.value.unit_key())
+                .copied();
+            Some((f, o, rule))
+        })
+        .collect();
+    // Figures gated in the baseline and missing now are not passes.
+    let mut results: Vec<BenchGateResult> = old_figures
+        .iter()
+        .filter(|o| rule_for(&compiled, &o.id).is_some() && o.measured().is_some())
+        .filter(|o| {
+            !pairs
+                .iter()
+                .any(|(f, _, _)| f.id == o.id && f.measured().is_some())
+        })
+        .map(|o| BenchGateResult {
+            id: o.id.clone(),
+            unit: o.value.unit_key().to_string(),
+            higher_is_better: o.value.higher_is_better(),
+            limit: rule_for(&compiled, &o.id).map_or(0.0, |r| r.limit),
+            ratio: None,
+            ratio_low: None,
+            ratio_high: None,
+            p_adjusted: None,
+            unstable_percent: None,
+            outcome: Outcome::Inconclusive,
+            note: Some("not measured in this run".into()),
+        })
+        .collect();
+    let tested: Vec<(&Pair, crate::stats::MannWhitney)> = pairs
+        .iter()
+        .filter_map(|p| {
+            let (f, Some(o), _) = p else {
+                return None;
+            };
+            f.measured()?;
+            o.measured()?;
+            Some((p, crate::stats::mann_whitney(&f.samples, &o.samples)?))
+        })
+        .collect();
+    let m = tested.len();
+    let level = 1.0 - GATE_ALPHA / m.max(1) as f64;
+    let first_step = GATE_ALPHA / m.max(1) as f64;
+    let adjusted = crate::stats::holm(&tested.iter().map(|(_, t)| t.p).collect::<Vec<_>>());
+    for ((f, o, rule), p_adj) in tested.iter().map(|(p, _)| *p).zip(adjusted) {
+        let Some(o) = o else {
+            continue;
+        };
+        let higher_is_better = f.value.higher_is_better();
+        let seed = f.id.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x1000_0000_01b3)
+        });
+        let ci = crate::stats::ratio_of_medians(&f.samples, &o.samples, level, seed);
+        let unstable = match (f.unstable(), o.unstable()) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+        let widen = 1.0 + unstable.unwrap_or(0.0) / 100.0;
+        let interval = ci.map(|c| (c.ratio, c.low / widen, c.high * widen));
+        let worse = ci.is_some_and(|c| (c.ratio < 1.0) == higher_is_better && c.ratio != 1.0);
+        let evidence = Evidence {
+            interval,
+            significant_worse: p_adj < GATE_ALPHA && worse,
+            too_few_runs: crate::stats::mann_whitney_min_p(f.samples.len(), o.samples.len())
+                > first_step,
+            higher_is_better,
+            both_zero: f.median() == Some(0.0) && o.median() == Some(0.0),
+        };
+        let outcome = gate::judge(&evidence, rule.limit);
+        let note = match (outcome, unstable) {
+            (Outcome::Inconclusive, Some(u)) => Some(format!(
+                "unstable ±{u:.0}% between runs: the interval is widened by it"
+            )),
+            (Outcome::Inconclusive, None) if evidence.too_few_runs => {
+                Some("too few samples to show a difference".into())
+            }
+            _ => None,
+        };
+        results.push(BenchGateResult {
+            id: f.id.clone(),
+            unit: f.value.unit_key().to_string(),
+            higher_is_better,
+            limit: rule.limit,
+            ratio: interval.map(|i| i.0),
+            ratio_low: interval.map(|i| i.1),
+            ratio_high: interval.map(|i| i.2),
+            p_adjusted: Some(p_adj),
+            unstable_percent: unstable,
+            outcome,
+            note,
+        });
+    }
+    // Gated now but absent from the baseline, or unmeasured in either.
+    for (f, o, rule) in &pairs {
+        if results.iter().any(|r| r.id == f.id) {
+            continue;
+        }
+        let why = match (f.measured(), o) {
+            (None, _) => "not measured in this run",
+            (Some(_), None) => "not in the baseline",
+            (Some(_), Some(_)) => "not measured in the baseline",
+        };
+        results.push(BenchGateResult {
+            id: f.id.clone(),
+            unit: f.value.unit_key().to_string(),
+            higher_is_better: f.value.higher_is_better(),
+            limit: rule.limit,
+            ratio: None,
+            ratio_low: None,
+            ratio_high: None,
+            p_adjusted: None,
+            unstable_percent: None,
+            outcome: Outcome::Inconclusive,
+            note: Some(why.into()),
+        });
+    }
+    let worst = results.iter().map(|r| r.outcome).max();
+    BenchGate {
+        rules: rules.to_vec(),
+        strict,
+        alpha: GATE_ALPHA,
+        family_size: m as u32,
+        interval_level: level,
+        outcome: worst.unwrap_or(Outcome::Pass),
+        exit_status: gate::exit_status(worst, strict),
+        headline: gate_headline(&results),
+        results,
+    }
+}
+
+/// `worse by more than 5%`, `within 5%`, in the figure's worse direction.
+pub fn gate_phrase(r: &BenchGateResult) -> String {
+    let limit = gate::limit_text(r.limit);
+    let sign = if r.higher_is_better { "-" } else { "+" };
+    match r.outcome {
+        Outcome::Regression => format!(
+            "beyond {sign}{limit}{}",
+            r.p_adjusted.map_or(String::new(), |p| if p < 0.001 {
+                ", p<0.001".to_string()
+            } else {
+                format!(", p={p:.3}")
+            })
+        ),
+        Outcome::Pass => format!("within {sign}{limit}"),
+        Outcome::Inconclusive => match &r.note {
+            Some(n) if r.ratio_low.is_some() => format!("across {sign}{limit}: {n}"),
+            Some(n) => n.clone(),
+            None => format!("across {sign}{limit}"),
+        },
+    }
+}
+
+/// `+20.3% [+18.1, +22.4]`.
+pub fn gate_change(r: &BenchGateResult) -> String {
+    match (r.ratio, r.ratio_low, r.ratio_high) {
+        (Some(x), Some(lo), Some(hi)) if lo != hi => {
+            format!("{} {}", gate::change(x), gate::change_interval(lo, hi))
+        }
+        (Some(x), ..) => gate::change(x),
+        _ => "—".into(),
+    }
+}
+
+fn gate_headline(results: &[BenchGateResult]) -> String {
+    let count = |o: Outcome| results.iter().filter(|r| r.outcome == o).count();
+    let (bad, unsure, good) = (
+        count(Outcome::Regression),
+        count(Outcome::Inconclusive),
+        count(Outcome::Pass),
+    );
+    let mut summary = Vec::new();
+    if bad > 0 {
+        summary.push(format!(
+            "{bad} regression{}",
+            if bad == 1 { "" } else { "s" }
+        ));
+    }
+    if unsure > 0 {
+        summary.push(format!("{unsure} inconclusive"));
+    }
+    if summary.is_empty() {
+        summary.push("pass".into());
+    }
+    let mut shown: Vec<&BenchGateResult> = results
+        .iter()
+        .filter(|r| r.outcome != Outcome::Pass)
+        .collect();
+    shown.sort_by_key(|r| std::cmp::Reverse(r.outcome));
+    let mut parts: Vec<String> = shown
+        .iter()
+        .take(5)
+        .map(|r| format!("{} {} {}", r.id, gate_change(r), gate_phrase(r)))
+        .collect();
+    if shown.len() > 5 {
+        parts.push(format!("{} more", shown.len() - 5));
+    }
+    if good > 0 {
+        parts.push(format!(
+            "{good} figure{} within {}",
+            if good == 1 { "" } else { "s" },
+            match results.first() {
+                Some(first) if results.iter().all(|r| r.limit == first.limit) => {
+                    gate::limit_text(first.limit)
+                }
+                _ => "their limits".into(),
+            }
+        ));
+    }
+    if parts.is_empty() {
+        return format!("{}: no figure gated", summary.join(", "));
+    }
+    format!("{}: {}", summary.join(", "), parts.join("; "))
 }
 
 #[cfg(test)]
@@ -180,6 +513,7 @@ mod tests {
             old_mode: super::super::Mode::Quick,
             comparisons: vec![],
             missing_in_baseline: 0,
+            gate: None,
         };
         let j = serde_json::to_value(&b).unwrap();
         assert_eq!(j["path"]["bytes_hex"], "2f746d702f636166e90a2e6a736f6e");

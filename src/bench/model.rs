@@ -238,6 +238,56 @@ pub struct Baseline {
     pub comparisons: Vec<Comparison>,
     /// Figures of this run the baseline lacks (or had unavailable).
     pub missing_in_baseline: usize,
+    /// With `--fail-on`: the gate's outcome per gated figure.
+    #[serde(default)]
+    pub gate: Option<BenchGate>,
+}
+
+/// One `--fail-on ID_GLOB=PCT` of `tally bench`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchRule {
+    /// A glob over figure ids (`*` any run of characters, `?` one).
+    pub glob: String,
+    /// How much worse a figure may get, a fraction (0.05 for 5%).
+    pub limit: f64,
+}
+
+/// The gate over the figures `--fail-on` names.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchGate {
+    pub rules: Vec<BenchRule>,
+    pub strict: bool,
+    /// The family: the gated figures found in both runs; the tests are
+    /// Holm-adjusted over it and each interval is at 1 − alpha / its size.
+    pub alpha: f64,
+    pub family_size: u32,
+    pub interval_level: f64,
+    /// The worst outcome; `pass` when no figure was gated.
+    pub outcome: crate::gate::Outcome,
+    pub exit_status: u8,
+    pub headline: String,
+    pub results: Vec<BenchGateResult>,
+}
+
+/// The gate's outcome for one figure.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchGateResult {
+    pub id: String,
+    pub unit: String,
+    pub higher_is_better: bool,
+    pub limit: f64,
+    /// This run's median over the baseline's, and its interval (widened by
+    /// `unstable_percent`).
+    pub ratio: Option<f64>,
+    pub ratio_low: Option<f64>,
+    pub ratio_high: Option<f64>,
+    /// Mann–Whitney U over both runs' samples, Holm-adjusted.
+    pub p_adjusted: Option<f64>,
+    /// How much the figure may move between runs (the larger of the two
+    /// runs'), by which the interval was widened.
+    pub unstable_percent: Option<f64>,
+    pub outcome: crate::gate::Outcome,
+    pub note: Option<String>,
 }
 
 impl Baseline {

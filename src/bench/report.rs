@@ -444,6 +444,24 @@ impl Render for BenchReport {
     }
 
     fn human(&self, out: &mut dyn Write, style: Style) -> io::Result<()> {
+        // A gate says first what it found, then each gated figure.
+        if let Some(g) = self.baseline.as_ref().and_then(|b| b.gate.as_ref()) {
+            wrapped(out, &format!("gate: {}", g.headline), "", "    ")?;
+            for r in &g.results {
+                wrapped(
+                    out,
+                    &format!(
+                        "  {} {}: {} ({})",
+                        r.id,
+                        r.unit,
+                        super::baseline::gate_change(r),
+                        super::baseline::gate_phrase(r)
+                    ),
+                    "",
+                    "      ",
+                )?;
+            }
+        }
         machine_lines(self, out)?;
         if let Some(b) = &self.baseline {
             wrapped(out, &format!("baseline: {}", b.describe()), "  ", "    ")?;
@@ -524,6 +542,16 @@ impl Render for BenchReport {
             "implausible",
         ];
         let mut rows = Vec::new();
+        let has_gate = self.baseline.as_ref().and_then(|b| b.gate.as_ref());
+        let gated = |id: &str| {
+            self.baseline
+                .as_ref()?
+                .gate
+                .as_ref()?
+                .results
+                .iter()
+                .find(|g| g.id == id)
+        };
         for b in &self.benchmarks {
             for f in &b.figures {
                 let s = f.measured();
@@ -571,12 +599,18 @@ impl Render for BenchReport {
                         .as_deref()
                         .map_or(String::new(), |w| format!("{w}; excluded")),
                 ]);
+                if let (Some(_), Some(row)) = (has_gate, rows.last_mut()) {
+                    row.push(gated(&f.id).map_or(String::new(), |g| g.limit.to_string()));
+                    row.push(gated(&f.id).map_or(String::new(), |g| g.outcome.name().to_string()));
+                }
             }
         }
-        Table {
-            headers: headers.iter().map(|h| h.to_string()).collect(),
-            rows,
+        let mut headers: Vec<String> = headers.iter().map(|h| h.to_string()).collect();
+        // The gate's columns only with a gate, after the others.
+        if has_gate.is_some() {
+            headers.extend(["gate_limit".to_string(), "gate_outcome".to_string()]);
         }
+        Table { headers, rows }
     }
 
     fn metrics(&self) -> Option<Vec<Metric>> {

@@ -32,6 +32,21 @@ pub struct BenchArgs {
     #[arg(long, value_name = "OLD.json")]
     pub baseline: Option<PathBuf>,
 
+    /// With --baseline: fail (exit 3) when a figure whose id matches
+    /// ID_GLOB (`syscall.*`, `memlat.random.*`; `*` any characters, `?`
+    /// one) got worse by more than PCT: the whole interval of its ratio to
+    /// the baseline, from both runs' samples (family-wise corrected over
+    /// the gated figures, widened by the figure's instability), lies beyond
+    /// it in the figure's worse direction (slower, or less bandwidth).
+    /// Repeatable; the first glob that matches a figure sets its limit.
+    #[arg(long = "fail-on", value_name = "ID_GLOB=PCT", requires = "baseline",
+          value_parser = crate::bench::baseline::parse_rule, action = clap::ArgAction::Append)]
+    pub fail_on: Vec<crate::bench::baseline::BenchRule>,
+
+    /// With --fail-on: a figure the gate cannot decide fails too (exit 4).
+    #[arg(long, requires = "fail_on")]
+    pub strict: bool,
+
     /// Directory for the file benchmarks' scratch files.
     #[arg(long, value_name = "PATH")]
     pub dir: Option<PathBuf>,
@@ -63,7 +78,13 @@ fn after_help() -> String {
         tally bench memlat membw --format json > run.json\n  \
         tally bench --quick --html bench.html\n  \
         tally bench --baseline old.json\n  \
+        tally bench syscall --baseline old.json --fail-on 'syscall.*=10%'\n  \
         tally bench fileread --dir /mnt/nfs\n\n\
+        Exit status: 0 when every benchmark ran (and no gated figure regressed); \
+        1 when a benchmark failed or hung, or the baseline is unusable; 2 for bad \
+        usage (a --fail-on glob that matches no figure of the baseline); 3 when \
+        --fail-on found a regression; 4 when --strict and a gated figure was \
+        inconclusive.\n\n\
         Benchmarks: ",
     );
     s.push_str(&crate::bench::registry::names().join(" "));

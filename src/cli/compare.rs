@@ -1,21 +1,31 @@
 //! `tally compare` arguments (named as hyperfine names them, where it has
 //! them).
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 
 use clap::Args;
+
+use crate::compare::gate::Rule;
+use crate::compare::plan::{Shell, Sort, TimeUnit};
 
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  \
         tally compare 'sleep 0.01' 'sleep 0.03'\n  \
         tally compare --cold model.bin 'python3 load.py --read model.bin' 'python3 load.py --mmap model.bin'\n  \
         tally compare -N -n 200 /bin/true '/bin/echo hi'\n  \
-        tally compare -P threads 1 4 'xz -T{threads} -k -c big > /dev/null' --html xz.html\n\n\
-        Exit status: 0 when every run ran (and succeeded, without -i); 1 when a \
-        command failed (exit status not 0, or killed) and -i was not given, or \
-        a run could not be started; 2 for bad usage (no command, a bad \
-        parameter range, an unknown {NAME}); 128+N when signal N stopped the \
-        comparison.")]
+        tally compare -P threads 1 4 'xz -T{threads} -k -c big > /dev/null' --html xz.html\n  \
+        tally compare -N --fail-on wall=3% --fail-on maxrss=10% ./old ./new\n  \
+        tally compare -N --save-baseline main.json --name app ./app\n  \
+        tally compare -N --baseline main.json --fail-on wall=5% --name app ./app\n\n\
+        Exit status: 0 when every run ran (and succeeded, without -i) and no \
+        gated figure regressed; 1 when a command failed (exit status not 0, or \
+        killed) and -i was not given, a run could not be started, or a file \
+        (a baseline, a report) could not be read or written; 2 for bad usage (no \
+        command, a bad parameter range, an unknown {NAME}, an unknown --fail-on \
+        figure, commands the baseline does not hold); 3 when --fail-on found a \
+        regression; 4 when --strict and a gated figure was inconclusive; 128+N \
+        when signal N stopped the comparison.")]
 pub struct CompareArgs {
     /// Measured runs of each command (default: enough to find a 5%
     /// difference in wall time with 90% chance, judged from the spread of
@@ -40,9 +50,15 @@ pub struct CompareArgs {
           value_parser = clap::value_parser!(u32).range(0..=1_000_000))]
     pub warmup: u32,
 
-    /// Run CMD (with `sh -c`) before every run, warm-up or measured, unmeasured.
+    /// Run CMD (with `sh -c`, or --shell) before every run, warm-up or
+    /// measured, unmeasured.
     #[arg(long, value_name = "CMD")]
     pub prepare: Option<String>,
+
+    /// Run CMD (with `sh -c`, or --shell) after every run, warm-up or
+    /// measured, unmeasured (e.g. to stop a server --prepare started).
+    #[arg(long, value_name = "CMD")]
+    pub conclude: Option<String>,
 
     /// Run CMD (with `sh -c`) once before the first run of the comparison.
     #[arg(long, value_name = "CMD")]
@@ -57,9 +73,28 @@ pub struct CompareArgs {
     pub names: Vec<String>,
 
     /// Split each command on whitespace and run it without a shell (the
-    /// shell's own start-up is then not measured).
-    #[arg(short = 'N', long)]
+    /// shell's own start-up is then not measured); the same as --shell none.
+    #[arg(short = 'N', long, conflicts_with = "shell")]
     pub no_shell: bool,
+
+    /// The shell that runs each command string (`SHELL -c COMMAND`): a
+    /// name, a path or a command line (`bash --norc`); `none` for no shell
+    /// (-N), `default` for sh.
+    #[arg(short = 'S', long, value_name = "SHELL", value_parser = Shell::parse)]
+    pub shell: Option<Shell>,
+
+    /// Every run reads FILE as its stdin, from its start (default:
+    /// /dev/null). Opened once and rewound between runs, outside the
+    /// measured time.
+    #[arg(long, value_name = "FILE")]
+    pub input: Option<PathBuf>,
+
+    /// Where the commands' stdout and stderr go: `null` (default), `pipe`
+    /// (read and discarded by tally, as in a pipeline), `inherit` (tally's
+    /// own), or a FILE, emptied before every run (it holds the last run's
+    /// output; `./pipe` for a file so named). -o is the report's place.
+    #[arg(long, value_name = "WHERE", conflicts_with = "show_output")]
+    pub command_output: Option<OsString>,
 
     /// Before every run, evict PATH (a directory recursively) from the
     /// page cache, without root, and verify it left. One path per option
@@ -77,16 +112,16 @@ pub struct CompareArgs {
           conflicts_with_all = ["cold", "drop_caches"])]
     pub warm: Vec<PathBuf>,
 
-    /// Run each command once per value from LO to HI (integers), with
-    /// `{NAME}` in the commands replaced by the value.
+    /// Run each command once per value from LO to HI (integers, or
+    /// decimals with -D: `-P d 0.001 0.003 -D 0.001`), with `{NAME}` in
+    /// the commands replaced by the value.
     #[arg(short = 'P', long, num_args = 3, value_names = ["NAME", "LO", "HI"],
-          conflicts_with = "parameter_list")]
+          conflicts_with = "parameter_list", allow_negative_numbers = true)]
     pub parameter_scan: Vec<String>,
 
-    /// The step of --parameter-scan.
-    #[arg(short = 'D', long, value_name = "STEP", requires = "parameter_scan",
-          value_parser = clap::value_parser!(u64).range(1..))]
-    pub parameter_step_size: Option<u64>,
+    /// The step of --parameter-scan (1 by default; needed for decimals).
+    #[arg(short = 'D', long, value_name = "STEP", requires = "parameter_scan")]
+    pub parameter_step_size: Option<String>,
 
     /// Run each command once per value of a comma-separated list, with
     /// `{NAME}` in the commands replaced by the value. Repeatable: every
@@ -96,9 +131,49 @@ pub struct CompareArgs {
     pub parameter_list: Vec<String>,
 
     /// Compare against command N (1-based) instead of the fastest by
-    /// median wall time.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    /// median wall time (with --fail-on: instead of the first).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..),
+          conflicts_with = "baseline")]
     pub reference: Option<u32>,
+
+    /// Also write every run of every command to FILE (JSON), with the
+    /// options that shape a run, tally's version and the machine's
+    /// fingerprint, for a later --baseline FILE. Written whole, or not at
+    /// all.
+    #[arg(long, value_name = "FILE")]
+    pub save_baseline: Option<PathBuf>,
+
+    /// Compare each command with its runs stored in FILE (by
+    /// --save-baseline), matched by --name, else by command string; with no
+    /// COMMAND, run every command FILE holds. Warns when the machine, tally
+    /// or the options differ.
+    #[arg(long, value_name = "FILE")]
+    pub baseline: Option<PathBuf>,
+
+    /// Fail (exit 3) when FIGURE regressed by more than PCT: the whole
+    /// interval of its ratio to the reference (family-wise corrected) lies
+    /// beyond 1 + PCT. Pass when it lies within; inconclusive otherwise,
+    /// with about how many runs would decide. FIGURE as the JSON names it
+    /// (`wall`, `cpu`, `user`, `system`, `maxrss`, `minor_faults`,
+    /// `read_bytes`, … or `wall_ns`, `max_rss_bytes`, …). Repeatable. The
+    /// reference is the first command (or --reference N, or --baseline).
+    #[arg(long = "fail-on", value_name = "FIGURE=PCT", value_parser = crate::compare::gate::parse_rule,
+          action = clap::ArgAction::Append)]
+    pub fail_on: Vec<Rule>,
+
+    /// With --fail-on: an inconclusive figure fails too (exit 4).
+    #[arg(long, requires = "fail_on")]
+    pub strict: bool,
+
+    /// The order of the commands in the human table: `auto` (as given; with
+    /// --baseline each after its stored runs), `command`, `mean-time` or
+    /// `median-time` (fastest first).
+    #[arg(long, value_enum, value_name = "METHOD", default_value_t = Sort::Auto)]
+    pub sort: Sort,
+
+    /// The unit of times in the human table (default: µs).
+    #[arg(short = 'u', long, value_enum, value_name = "UNIT")]
+    pub time_unit: Option<TimeUnit>,
 
     /// The family-wise significance level: the chance that a comparison
     /// calls any figure of any command different when none differs
@@ -115,7 +190,8 @@ pub struct CompareArgs {
     #[arg(short = 'i', long)]
     pub ignore_failure: bool,
 
-    /// Show the commands' output instead of sending it to /dev/null.
+    /// Show the commands' output instead of sending it to /dev/null (the
+    /// same as --command-output inherit).
     #[arg(long)]
     pub show_output: bool,
 
@@ -130,8 +206,8 @@ pub struct CompareArgs {
     pub out: super::OutputArgs,
 
     /// The commands to compare, each one string run by `sh -c` (or split
-    /// on whitespace with -N).
-    #[arg(required = true, value_name = "COMMAND",
+    /// on whitespace with -N); with --baseline, none runs every stored one.
+    #[arg(required_unless_present = "baseline", value_name = "COMMAND",
           value_hint = clap::ValueHint::CommandString)]
     pub commands: Vec<String>,
 }

@@ -27,6 +27,11 @@ pub const PAGES: &[Extra] = &[
             ("0", "success."),
             ("1", "the command failed; each subcommand's page says how."),
             USAGE,
+            (
+                "3",
+                "a regression gate failed (compare and bench --fail-on).",
+            ),
+            ("4", "a --strict regression gate could not decide a figure."),
         ],
         examples: &[
             ("tally run -- make -j2", "what a build cost."),
@@ -80,16 +85,32 @@ pub const PAGES: &[Extra] = &[
     Extra {
         name: "compare",
         exit_status: &[
-            ("0", "every run ran, and with no -i every command exited 0."),
+            (
+                "0",
+                "every run ran, with no -i every command exited 0, and no --fail-on figure \
+                 regressed (an inconclusive one passes without --strict).",
+            ),
             (
                 "1",
                 "a command failed (exit status not 0, or killed) without -i; a run, --prepare, \
-                 --setup or --cleanup could not be run; a report could not be written.",
+                 --conclude, --setup or --cleanup could not be run; a baseline could not be \
+                 read (missing, truncated, not a baseline, a newer format) or written; a \
+                 report could not be written.",
             ),
             (
                 "2",
                 "bad usage: no command, a bad -P range, an unknown {NAME}, --reference past \
-                 the last command, a --cold or --warm path that does not exist.",
+                 the last command, a --cold or --warm path that does not exist, an unknown \
+                 --fail-on figure or a malformed PCT, commands the --baseline does not hold.",
+            ),
+            (
+                "3",
+                "--fail-on found a regression: the whole interval of a gated figure's ratio \
+                 lies beyond its limit; the report's first line says which.",
+            ),
+            (
+                "4",
+                "with --strict, no regression but a gated figure the runs could not decide.",
             ),
             (
                 "128+N",
@@ -117,17 +138,47 @@ pub const PAGES: &[Extra] = &[
                 "tally compare -n 30 --format json -o c.json --export csv=c.csv 'a' 'b'",
                 "the same comparison as JSON and CSV.",
             ),
+            (
+                "tally compare -N --fail-on wall=3% --fail-on maxrss=10% ./old ./new",
+                "a regression gate in one interleaved run: exit 3 when ./new is slower by \
+                 more than 3% or fatter by more than 10%.",
+            ),
+            (
+                "tally compare -N --save-baseline main.json --name app ./app",
+                "keep every run for a later gate.",
+            ),
+            (
+                "tally compare -N --baseline main.json --fail-on wall=5% --name app ./app \
+                 --export markdown=summary.md",
+                "gate against the stored runs, with a Markdown summary for a pull request.",
+            ),
         ],
     },
     Extra {
         name: "bench",
         exit_status: &[
-            ("0", "every benchmark ran."),
+            (
+                "0",
+                "every benchmark ran (and no --fail-on figure regressed).",
+            ),
             (
                 "1",
                 "a benchmark failed or hung, or the baseline or HTML file is unusable.",
             ),
-            USAGE,
+            (
+                "2",
+                "bad usage: an unknown option, a --fail-on glob that matches no figure of the \
+                 baseline.",
+            ),
+            (
+                "3",
+                "--fail-on found a regression: a gated figure's whole interval lies beyond its \
+                 limit in its worse direction.",
+            ),
+            (
+                "4",
+                "with --strict, no regression but a gated figure the runs could not decide.",
+            ),
         ],
         examples: &[
             (
@@ -145,6 +196,10 @@ pub const PAGES: &[Extra] = &[
             (
                 "tally bench --baseline old.json",
                 "ratios against an earlier run.",
+            ),
+            (
+                "tally bench syscall --baseline old.json --fail-on 'syscall.*=10%'",
+                "fail (exit 3) when a syscall figure got more than 10% slower.",
             ),
         ],
     },

@@ -41,7 +41,7 @@ pub enum Command {
     Run(run::RunArgs),
     /// Compare commands: every figure of `run`, interleaved runs, ratios
     /// with intervals and a significance test.
-    Compare(compare::CompareArgs),
+    Compare(Box<compare::CompareArgs>),
     /// Measure the machine: timer, calls, syscalls, spawn, context switches,
     /// memory latency and bandwidth, page faults, file reads, select/poll/epoll.
     Bench(bench::BenchArgs),

@@ -5,7 +5,9 @@
 
 use std::io::{self, Write};
 
+use super::plan::Sort;
 use super::report::{CompareReport, Verdict, direction, p_text, percent, ratio_text};
+use super::summary;
 use crate::report::Style;
 use crate::report::text::{Column, TextTable};
 use crate::run::report::FIGURES;
@@ -17,6 +19,9 @@ use crate::units::thousands;
 fn label(r: &CompareReport, i: usize) -> String {
     let c = &r.commands[i];
     let flag = if c.failed_runs > 0 { " ✗" } else { "" };
+    if c.from_baseline {
+        return format!("#{}{flag} baseline", i + 1);
+    }
     // The flag goes before the name, which a narrow table may cut.
     if c.name == c.command && c.name.chars().count() > 16 {
         format!("#{}{flag}", i + 1)
@@ -25,30 +30,76 @@ fn label(r: &CompareReport, i: usize) -> String {
     }
 }
 
+/// The order of the commands in each figure's rows (`--sort`).
+fn row_order(r: &CompareReport) -> Vec<usize> {
+    let n = r.commands.len();
+    let wall = |i: &usize, mean: bool| {
+        r.commands
+            .get(*i)
+            .and_then(|c| c.summary_of(FIGURES[0].key))
+            .map_or(f64::INFINITY, |s| if mean { s.mean } else { s.median })
+    };
+    let mut order: Vec<usize> = (0..n).collect();
+    match r.view.sort {
+        Sort::Command => {}
+        Sort::Auto => {
+            // With a baseline, each command after its stored runs.
+            if r.baseline.is_some() {
+                order = r
+                    .commands
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, c)| !c.from_baseline)
+                    .flat_map(|(i, c)| c.compared_with.into_iter().chain([i]))
+                    .collect();
+            }
+        }
+        Sort::MeanTime => order.sort_by(|a, b| wall(a, true).total_cmp(&wall(b, true))),
+        Sort::MedianTime => order.sort_by(|a, b| wall(a, false).total_cmp(&wall(b, false))),
+    }
+    order
+}
+
 pub(super) fn write(r: &CompareReport, out: &mut dyn Write, style: Style) -> io::Result<()> {
     // At most 100 columns, narrower on a narrower terminal.
     let style = Style {
         width: Some(style.width.unwrap_or(100).min(100)),
         ..style
     };
+    let width = style.width.unwrap_or(100).min(100);
+    // A gate says first what it found.
+    if let Some(g) = &r.gate {
+        wrapped(out, &format!("tally: gate: {}", g.headline), width)?;
+    }
     let runs = r.runs_per_command;
     let warm = if r.warmup_runs > 0 {
         format!(" after {} warm-up", r.warmup_runs)
     } else {
         String::new()
     };
+    let measured = r.commands.iter().filter(|c| !c.from_baseline).count();
+    let against = match &r.baseline {
+        Some(b) => format!(
+            ", against the baseline {}{}",
+            crate::report::path::display(&b.path),
+            b.saved_at
+                .as_deref()
+                .map_or(String::new(), |t| format!(" (saved {t})"))
+        ),
+        None => String::new(),
+    };
     wrapped(
         out,
         &format!(
-            "tally: {} commands, {} run{} each{warm}, interleaved in an order from seed {} \
-             (--seed {} replays it)",
-            r.commands.len(),
+            "tally: {measured} command{}, {} run{} each{warm}{against}, interleaved in an order \
+             from seed {} (--seed {} replays it)",
+            if measured == 1 { "" } else { "s" },
             thousands(u64::from(runs)),
             if runs == 1 { "" } else { "s" },
             r.seed,
             r.seed
         ),
-        style.width.unwrap_or(100).min(100),
+        width,
     )?;
     let mut cmds = TextTable::new(vec![
         Column::text(""),
@@ -58,7 +109,9 @@ pub(super) fn write(r: &CompareReport, out: &mut dyn Write, style: Style) -> io:
     .prefix("tally:   ")
     .without_header();
     for (i, c) in r.commands.iter().enumerate() {
-        let note = if i == r.reference {
+        let note = if c.from_baseline {
+            " (baseline)".to_string()
+        } else if i == r.reference {
             match r.reference_is {
                 "fastest" => " (reference: the fastest)".to_string(),
                 _ => " (reference)".to_string(),
@@ -79,21 +132,80 @@ pub(super) fn write(r: &CompareReport, out: &mut dyn Write, style: Style) -> io:
         ]);
     }
     cmds.write(out, style)?;
+    if r.gate.is_some() {
+        gate_tables(r, out, style)?;
+    } else {
+        figure_table(r, out, style)?;
+    }
+    footer(r, out, width)
+}
 
+/// With a gate: per command its gated figures, the headline figures and
+/// every figure that differs (see [`summary::tables`]).
+fn gate_tables(r: &CompareReport, out: &mut dyn Write, style: Style) -> io::Result<()> {
+    for t in summary::tables(r) {
+        writeln!(
+            out,
+            "tally: {} against {}",
+            summary::who(r, t.index),
+            summary::who(r, t.reference)
+        )?;
+        let mut table = TextTable::new(vec![
+            Column::text("figure").cut_end(),
+            Column::number("reference"),
+            Column::number("now"),
+            Column::number("ratio"),
+            Column::text("interval"),
+            Column::text("verdict"),
+        ])
+        .prefix("tally:   ");
+        for row in &t.rows {
+            table.row(vec![
+                row.figure.clone(),
+                row.reference.clone(),
+                row.now.clone(),
+                row.ratio.clone(),
+                row.interval.clone(),
+                row.verdict.clone(),
+            ]);
+        }
+        table.write(out, style)?;
+        if t.others > 0 {
+            writeln!(
+                out,
+                "tally:   {} other figure{} not different",
+                t.others,
+                if t.others == 1 { "" } else { "s" }
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// Without a gate: a block per figure, a row per command.
+fn figure_table(r: &CompareReport, out: &mut dyn Write, style: Style) -> io::Result<()> {
     let reference = r.reference + 1;
     let level = percent(r.interval_level);
+    let versus = if r.baseline.is_some() {
+        format!("vs baseline ({level} CI)")
+    } else {
+        format!("vs #{reference} ({level} CI)")
+    };
     let mut table = TextTable::new(vec![
         Column::text("").cut_end(),
         Column::number("median ± MAD"),
-        Column::text(format!("vs #{reference} ({level} CI)")),
+        Column::text(versus),
         Column::text("verdict"),
     ])
     .prefix("tally: ");
+    let order = row_order(r);
     let mut unchanged = Vec::new();
     // A difference whose medians' interval still holds 1 (marked `*`).
     let mut starred = false;
     for fig in FIGURES {
-        let present: Vec<usize> = (0..r.commands.len())
+        let present: Vec<usize> = order
+            .iter()
+            .copied()
             .filter(|i| r.commands[*i].summary_of(fig.key).is_some())
             .collect();
         if present.is_empty() {
@@ -110,7 +222,7 @@ pub(super) fn write(r: &CompareReport, out: &mut dyn Write, style: Style) -> io:
                 .commands
                 .get(r.reference)
                 .and_then(|c| c.summary_of(fig.key))
-                .map(|s| fig.human(s.median))
+                .map(|s| summary::value(fig, s.median, &r.view))
                 .unwrap_or_default();
             unchanged.push(format!("{} ({median})", fig.label));
             continue;
@@ -126,7 +238,7 @@ pub(super) fn write(r: &CompareReport, out: &mut dyn Write, style: Style) -> io:
             } else {
                 String::new()
             };
-            let median = format!("{}{spread}", fig.human(s.median));
+            let median = format!("{}{spread}", summary::value(fig, s.median, &r.view));
             let (ratio, verdict) = match c.versus(fig.key) {
                 Some(v) => {
                     let word = direction(fig, v.verdict);
@@ -151,7 +263,9 @@ pub(super) fn write(r: &CompareReport, out: &mut dyn Write, style: Style) -> io:
                     };
                     (ratio_text(v), verdict)
                 }
-                None if i == r.reference => ("reference".to_string(), String::new()),
+                None if i == r.reference || c.from_baseline => {
+                    ("reference".to_string(), String::new())
+                }
                 None => ("—".to_string(), String::new()),
             };
             table.row(vec![format!("  {}", label(r, i)), median, ratio, verdict]);
@@ -176,6 +290,20 @@ pub(super) fn write(r: &CompareReport, out: &mut dyn Write, style: Style) -> io:
         }
         writeln!(out, "{line}")?;
     }
+    if starred {
+        wrapped(
+            out,
+            "tally: * the runs differ as a whole (Mann-Whitney), but the interval of the \
+             ratio of medians still holds 1: the medians differ less surely",
+            style.width.unwrap_or(100).min(100),
+        )?;
+    }
+    Ok(())
+}
+
+/// Failed runs, the method, the headlines and the warnings.
+fn footer(r: &CompareReport, out: &mut dyn Write, width: usize) -> io::Result<()> {
+    let level = percent(r.interval_level);
     for (i, c) in r.commands.iter().enumerate() {
         if c.failed_runs > 0 {
             writeln!(
@@ -191,11 +319,15 @@ pub(super) fn write(r: &CompareReport, out: &mut dyn Write, style: Style) -> io:
     if let Some(sig) = &r.interrupted_by {
         writeln!(out, "tally: interrupted by {sig}")?;
     }
-    let width = style.width.unwrap_or(100).min(100);
+    let over = if r.baseline.is_some() {
+        "the baseline's".to_string()
+    } else {
+        format!("#{}'s", r.reference + 1)
+    };
     wrapped(
         out,
         &format!(
-            "tally: ratios: median over #{reference}'s, {level} bootstrap interval (all {} \
+            "tally: ratios: median over {over}, {level} bootstrap interval (all {} \
              together at {}); verdict: Mann-Whitney U, Holm-adjusted over {} figure{} at \
              alpha {}; a difference under {} is the same",
             r.family_size.max(1),
@@ -207,14 +339,6 @@ pub(super) fn write(r: &CompareReport, out: &mut dyn Write, style: Style) -> io:
         ),
         width,
     )?;
-    if starred {
-        wrapped(
-            out,
-            "tally: * the runs differ as a whole (Mann-Whitney), but the interval of the \
-             ratio of medians still holds 1: the medians differ less surely",
-            width,
-        )?;
-    }
     for c in r.commands.iter().filter(|c| !c.headline.is_empty()) {
         wrapped(out, &format!("tally: verdict {}", c.headline), width)?;
     }

@@ -9,7 +9,12 @@
 //!   [`sizing`] how many rounds without `--runs`.
 //! - [`report`]: the model and its statistics; `render` the formats, with
 //!   `human` the terminal layout and [`html`] the page.
+//! - [`baseline`]: `--save-baseline` and `--baseline`, the runs kept for a
+//!   later comparison; [`gate`]: `--fail-on`, the regression gate read off
+//!   the report's statistics.
 
+pub mod baseline;
+pub mod gate;
 pub mod html;
 mod human;
 pub mod plan;
@@ -17,6 +22,7 @@ mod render;
 pub mod report;
 pub mod runner;
 pub mod sizing;
+mod summary;
 
 pub use plan::{Config, Instance, Parameter};
 pub use runner::{CompareError, Progress, execute};

@@ -2,8 +2,12 @@
 //! instances a comparison runs: each command once per combination of
 //! parameter values, `{NAME}` replaced.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::run::report::RunRecord;
 
 /// What to compare and how.
 #[derive(Debug, Clone, Default)]
@@ -15,8 +19,17 @@ pub struct Config {
     pub max_runs: Option<u32>,
     pub warmup: u32,
     pub prepare: Option<String>,
+    /// After every run, warm-up or measured, unmeasured (`--conclude`).
+    pub conclude: Option<String>,
     pub setup: Option<String>,
     pub cleanup: Option<String>,
+    /// What the hooks (`--prepare`, `--conclude`, `--setup`, `--cleanup`)
+    /// run with (the commands' argv come from [`expand`]).
+    pub shell: Shell,
+    /// Every run's stdin (`--input`); `None`: /dev/null.
+    pub input: Option<PathBuf>,
+    /// Where the commands' stdout and stderr go (`--command-output`).
+    pub command_output: CommandOutput,
     pub cold: Vec<PathBuf>,
     pub drop_caches: bool,
     pub warm: Vec<PathBuf>,
@@ -29,8 +42,225 @@ pub struct Config {
     /// is reported as the same within it.
     pub threshold: f64,
     pub ignore_failure: bool,
-    pub show_output: bool,
     pub seed: u64,
+    /// `--baseline`: the stored runs each instance is compared with, in
+    /// the instances' order.
+    pub baseline: Option<Baseline>,
+    /// `--fail-on`: the gate's rules (none: no gate).
+    pub gate: Vec<Rule>,
+    /// `--strict`: an inconclusive figure fails the gate too.
+    pub strict: bool,
+    pub view: View,
+}
+
+/// One `--fail-on FIGURE=PCT`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Rule {
+    /// The figure's JSON key.
+    pub figure: &'static str,
+    /// The largest increase that passes, a fraction (0.05 for 5%).
+    pub limit: f64,
+}
+
+/// The runs of one command kept in a baseline.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredRuns {
+    /// The command as it was saved.
+    pub name: String,
+    pub command: String,
+    pub parameters: Vec<(String, String)>,
+    pub runs: Vec<RunRecord>,
+    pub failed_runs: u32,
+}
+
+/// `--baseline`: the stored runs matched to the instances, and about them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Baseline {
+    /// One per instance, in the instances' order: their references.
+    pub commands: Vec<StoredRuns>,
+    pub about: BaselineUse,
+}
+
+/// The machine a baseline was measured on.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fingerprint {
+    pub cpu_model: Option<String>,
+    /// Logical CPUs this process may run on.
+    pub cpus: Option<u32>,
+    /// The kernel release.
+    pub kernel: Option<String>,
+    /// `MemTotal`.
+    pub memory_bytes: Option<u64>,
+}
+
+impl Fingerprint {
+    /// What differs from `now`, one phrase each (`kernel 6.1 then, 6.8 now`).
+    pub fn differences(&self, now: &Fingerprint) -> Vec<String> {
+        let text = |v: &Option<String>| v.clone().unwrap_or_else(|| "unknown".into());
+        let mut out = Vec::new();
+        if self.cpu_model != now.cpu_model {
+            out.push(format!(
+                "CPU {:?} then, {:?} now",
+                text(&self.cpu_model),
+                text(&now.cpu_model)
+            ));
+        }
+        if self.cpus != now.cpus {
+            let n = |v: Option<u32>| v.map_or("unknown".into(), |n| n.to_string());
+            out.push(format!("{} CPUs then, {} now", n(self.cpus), n(now.cpus)));
+        }
+        if self.kernel != now.kernel {
+            out.push(format!(
+                "kernel {} then, {} now",
+                text(&self.kernel),
+                text(&now.kernel)
+            ));
+        }
+        if self.memory_bytes != now.memory_bytes {
+            let mib = |v: Option<u64>| v.map_or("unknown".into(), |b| format!("{} MiB", b >> 20));
+            out.push(format!(
+                "memory {} then, {} now",
+                mib(self.memory_bytes),
+                mib(now.memory_bytes)
+            ));
+        }
+        out
+    }
+}
+
+/// What a comparison records about the baseline it used.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BaselineUse {
+    #[serde(serialize_with = "crate::report::path::serialize")]
+    pub path: PathBuf,
+    /// When it was written, and by which tally.
+    pub saved_at: Option<String>,
+    pub tally_version: Option<String>,
+    pub machine: Fingerprint,
+    /// Other work on the machine while the baseline's runs ran, percent of
+    /// one CPU.
+    pub other_cpu_percent: Option<f64>,
+    /// How this comparison differs from the one that saved it (machine,
+    /// tally's version, options, other work): warned about, not failed.
+    pub differences: Vec<String>,
+}
+
+/// How the human table is laid out.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct View {
+    pub sort: Sort,
+    /// Times in this unit (`--time-unit`); `None`: µs.
+    pub time_unit: Option<TimeUnit>,
+}
+
+/// `--sort`: the order of the commands in each figure's rows (hyperfine's
+/// names).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Sort {
+    /// As given (with a baseline, each command after its stored runs).
+    #[default]
+    Auto,
+    /// As given on the command line.
+    Command,
+    /// By mean wall time, fastest first.
+    MeanTime,
+    /// By median wall time, fastest first.
+    MedianTime,
+}
+
+/// `--time-unit`: the unit of the human table's times (hyperfine's names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TimeUnit {
+    Nanosecond,
+    Microsecond,
+    Millisecond,
+    Second,
+}
+
+/// Where the commands' stdout and stderr go (`--command-output`, as
+/// hyperfine's `--output`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum CommandOutput {
+    /// /dev/null.
+    #[default]
+    Null,
+    /// A pipe that tally reads and discards (the command pays for writing
+    /// to a pipe, as in a shell pipeline).
+    Pipe,
+    /// tally's own stdout and stderr.
+    Inherit,
+    /// This file, truncated before every run: it holds the last run's
+    /// output.
+    File(PathBuf),
+}
+
+impl CommandOutput {
+    /// `null`, `pipe`, `inherit`, else a file name (`./pipe` for a file
+    /// called `pipe`).
+    pub fn parse(s: &OsStr) -> CommandOutput {
+        match s.to_str() {
+            Some("null") => CommandOutput::Null,
+            Some("pipe") => CommandOutput::Pipe,
+            Some("inherit") => CommandOutput::Inherit,
+            _ => CommandOutput::File(PathBuf::from(s)),
+        }
+    }
+}
+
+/// What runs a command string (`--shell`, hyperfine's `-S`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Shell {
+    /// `sh -c COMMAND`.
+    #[default]
+    Default,
+    /// No shell: the command split on whitespace (`-N`, `--shell none`).
+    None,
+    /// A shell's own command line (`bash`, `bash --norc`), then `-c COMMAND`.
+    Command(Vec<String>),
+}
+
+impl Shell {
+    /// `none`, `default`, or a shell's command line.
+    pub fn parse(s: &str) -> Result<Shell, String> {
+        match s.trim() {
+            "none" => Ok(Shell::None),
+            "default" => Ok(Shell::Default),
+            "" => Err("--shell: an empty shell; give e.g. bash, 'bash --norc' or none".into()),
+            words => Ok(Shell::Command(
+                words.split_whitespace().map(String::from).collect(),
+            )),
+        }
+    }
+
+    /// The argv that runs `command`.
+    pub fn argv(&self, command: &str) -> Vec<OsString> {
+        match self {
+            Shell::None => command.split_whitespace().map(OsString::from).collect(),
+            Shell::Default => vec!["sh".into(), "-c".into(), command.into()],
+            Shell::Command(words) => words
+                .iter()
+                .map(OsString::from)
+                .chain(["-c".into(), command.into()])
+                .collect(),
+        }
+    }
+
+    /// The argv that runs a hook: as the commands, but `sh` without a shell.
+    pub fn hook_argv(&self, command: &str) -> Vec<OsString> {
+        match self {
+            Shell::None => Shell::Default.argv(command),
+            shell => shell.argv(command),
+        }
+    }
+
+    /// How it reads in a baseline and in warnings.
+    pub fn describe(&self) -> String {
+        match self {
+            Shell::Default => "sh".into(),
+            Shell::None => "none".into(),
+            Shell::Command(words) => words.join(" "),
+        }
+    }
 }
 
 /// A parameter of `-P/--parameter-scan` or `-L/--parameter-list`.
@@ -58,31 +288,99 @@ pub struct Instance {
 #[error("{0}")]
 pub struct PlanError(pub String);
 
-/// `-P NAME LO HI [-D STEP]`: the integers from LO to HI.
-pub fn scan(name: &str, lo: &str, hi: &str, step: Option<u64>) -> Result<Parameter, PlanError> {
+/// The most values a parameter scan takes.
+const MAX_SCAN_VALUES: u128 = 10_000;
+
+/// A decimal number as an integer mantissa and its digits after the point
+/// (`-0.25` is `(-25, 2)`); no exponent.
+fn decimal(s: &str) -> Option<(i128, u32)> {
+    let t = s.trim();
+    let (negative, digits) = match t.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, t.strip_prefix('+').unwrap_or(t)),
+    };
+    let (whole, fraction) = digits.split_once('.').unwrap_or((digits, ""));
+    if whole.is_empty() && fraction.is_empty()
+        || !whole
+            .chars()
+            .chain(fraction.chars())
+            .all(|c| c.is_ascii_digit())
+        || fraction.len() > 18
+        || whole.len() > 18
+    {
+        return None;
+    }
+    let scale = fraction.len() as u32;
+    let mut m: i128 = 0;
+    for c in whole.chars().chain(fraction.chars()) {
+        m = m * 10 + i128::from(c.to_digit(10)?);
+    }
+    Some((if negative { -m } else { m }, scale))
+}
+
+/// `m` with `scale` digits after the point.
+fn decimal_text(m: i128, scale: u32) -> String {
+    if scale == 0 {
+        return m.to_string();
+    }
+    let unit = 10i128.pow(scale);
+    let sign = if m < 0 { "-" } else { "" };
+    let a = m.unsigned_abs();
+    let unit = unit.unsigned_abs();
+    format!(
+        "{sign}{}.{:0width$}",
+        a / unit,
+        a % unit,
+        width = scale as usize
+    )
+}
+
+/// `-P NAME LO HI [-D STEP]`: the numbers from LO to HI by STEP (1 by
+/// default); decimal ones (`-P d 0.001 0.003 -D 0.001`) need STEP, and are
+/// written with as many decimals as the most precise of the three.
+pub fn scan(name: &str, lo: &str, hi: &str, step: Option<&str>) -> Result<Parameter, PlanError> {
     check_name(name, "-P/--parameter-scan")?;
     let parse = |s: &str, what: &str| {
-        s.trim().parse::<i64>().map_err(|_| {
+        decimal(s).ok_or_else(|| {
             PlanError(format!(
-                "-P/--parameter-scan {name}: {what} {s:?} is not an integer; give e.g. -P {name} 1 8"
+                "-P/--parameter-scan {name}: {what} {s:?} is not an integer or a decimal number; \
+                 give e.g. -P {name} 1 8, or -P {name} 0.1 0.5 -D 0.1"
             ))
         })
     };
-    let (lo_n, hi_n) = (parse(lo, "LO")?, parse(hi, "HI")?);
-    if lo_n > hi_n {
+    let (lo_d, hi_d) = (parse(lo, "LO")?, parse(hi, "HI")?);
+    let step_d = match step {
+        Some(s) => Some(decimal(s).filter(|(m, _)| *m > 0).ok_or_else(|| {
+            PlanError(format!(
+                "-D/--parameter-step-size {s:?} is not a number above 0; give e.g. -D 2 or -D 0.1"
+            ))
+        })?),
+        None => None,
+    };
+    let scale = lo_d.1.max(hi_d.1).max(step_d.map_or(0, |d| d.1));
+    if scale > 0 && step_d.is_none() {
         return Err(PlanError(format!(
-            "-P/--parameter-scan {name}: LO {lo_n} is above HI {hi_n}; give the range low to high"
+            "-P/--parameter-scan {name} {lo} {hi}: a decimal range needs its step, e.g. -D 0.1"
         )));
     }
-    let step = step.unwrap_or(1).max(1);
-    let count = (hi_n.abs_diff(lo_n)) / step + 1;
-    if count > 10_000 {
+    let at = |(m, s): (i128, u32)| m * 10i128.pow(scale - s);
+    let (lo_n, hi_n) = (at(lo_d), at(hi_d));
+    let step_n = step_d.map_or(1, at);
+    if lo_n > hi_n {
+        return Err(PlanError(format!(
+            "-P/--parameter-scan {name}: LO {} is above HI {}; give the range low to high",
+            decimal_text(lo_n, scale),
+            decimal_text(hi_n, scale)
+        )));
+    }
+    let count = (hi_n - lo_n).unsigned_abs() / step_n.unsigned_abs() + 1;
+    if count > MAX_SCAN_VALUES {
         return Err(PlanError(format!(
             "-P/--parameter-scan {name}: {count} values; at most 10,000 (a larger -D STEP?)"
         )));
     }
-    let values = (0..count)
-        .map(|i| (i128::from(lo_n) + i128::from(i) * i128::from(step)).to_string())
+    let values = (0..count as i128)
+        .map(|i| decimal_text(lo_n + i * step_n, scale))
         .collect();
     Ok(Parameter {
         name: name.into(),
@@ -141,7 +439,7 @@ pub fn expand(
     commands: &[String],
     names: &[String],
     params: &[Parameter],
-    no_shell: bool,
+    shell: &Shell,
 ) -> Result<Vec<Instance>, PlanError> {
     if commands.is_empty() {
         return Err(PlanError(
@@ -215,11 +513,7 @@ pub fn expand(
                     command.clone()
                 }
             };
-            let argv = if no_shell {
-                command.split_whitespace().map(OsString::from).collect()
-            } else {
-                vec!["sh".into(), "-c".into(), command.clone().into()]
-            };
+            let argv = shell.argv(&command);
             out.push(Instance {
                 name,
                 command,
@@ -242,15 +536,15 @@ mod tests {
     #[test]
     fn scans_and_lists_expand_every_combination() {
         let p = vec![
-            scan("n", "1", "5", Some(2)).unwrap(),
+            scan("n", "1", "5", Some("2")).unwrap(),
             list("mode", "read,mmap").unwrap(),
         ];
         assert_eq!(p[0].values, s(&["1", "3", "5"]));
-        let got = expand(&s(&["load -t{n} --{mode}"]), &[], &p, true).unwrap();
+        let got = expand(&s(&["load -t{n} --{mode}"]), &[], &p, &Shell::None).unwrap();
         assert_eq!(got.len(), 6);
         assert_eq!(got[0].command, "load -t1 --read");
         assert_eq!(got[5].argv, ["load", "-t5", "--mmap"]);
-        let named = expand(&s(&["x {n}"]), &s(&["x"]), &p[..1], false).unwrap();
+        let named = expand(&s(&["x {n}"]), &s(&["x"]), &p[..1], &Shell::Default).unwrap();
         assert_eq!(named[1].name, "x (n=3)");
         assert_eq!(named[1].argv, ["sh", "-c", "x 3"]);
     }
@@ -266,17 +560,79 @@ mod tests {
         );
         assert!(scan("n-1", "1", "2", None).is_err());
         let p = vec![scan("n", "1", "2", None).unwrap()];
-        let e = expand(&s(&["x {m}"]), &[], &p, false).unwrap_err();
+        let sh = Shell::Default;
+        let e = expand(&s(&["x {m}"]), &[], &p, &sh).unwrap_err();
         assert!(e.0.contains("unknown {m}"), "{e}");
         assert!(
-            expand(&s(&["x"]), &[], &p, false)
+            expand(&s(&["x"]), &[], &p, &sh)
                 .unwrap_err()
                 .0
                 .contains("not used")
         );
-        assert!(expand(&[], &[], &[], false).is_err());
-        assert!(expand(&s(&["a", "b"]), &s(&["x"]), &[], false).is_err());
+        assert!(expand(&[], &[], &[], &sh).is_err());
+        assert!(expand(&s(&["a", "b"]), &s(&["x"]), &[], &sh).is_err());
         // Without parameters, braces are the command's own business.
-        assert!(expand(&s(&["awk '{print}'"]), &[], &[], false).is_ok());
+        assert!(expand(&s(&["awk '{print}'"]), &[], &[], &sh).is_ok());
+    }
+
+    #[test]
+    fn decimal_scans_step_exactly_and_need_a_step() {
+        let p = scan("d", "0.001", "0.003", Some("0.001")).unwrap();
+        assert_eq!(p.values, s(&["0.001", "0.002", "0.003"]));
+        // No drift from binary fractions: 0.1 + 0.2 is 0.3 here.
+        let p = scan("x", "0", "1", Some("0.1")).unwrap();
+        assert_eq!(p.values.len(), 11);
+        assert_eq!(p.values[3], "0.3");
+        assert_eq!(p.values[10], "1.0");
+        let p = scan("t", "-0.5", "0.5", Some("0.25")).unwrap();
+        assert_eq!(p.values, s(&["-0.50", "-0.25", "0.00", "0.25", "0.50"]));
+        // A HI off the grid stops below it.
+        assert_eq!(
+            scan("n", "1", "6", Some("2")).unwrap().values,
+            s(&["1", "3", "5"])
+        );
+        assert!(
+            scan("d", "0.1", "0.3", None)
+                .unwrap_err()
+                .0
+                .contains("needs its step")
+        );
+        for bad in ["0", "-1", "x", ""] {
+            assert!(scan("n", "1", "2", Some(bad)).is_err(), "{bad}");
+        }
+        for bad in ["1e3", ".", "1.2.3", "--1"] {
+            assert!(scan("n", bad, "2000", Some("1")).is_err(), "{bad}");
+        }
+        assert!(
+            scan("n", "0", "100000", None)
+                .unwrap_err()
+                .0
+                .contains("10,000")
+        );
+    }
+
+    #[test]
+    fn a_shell_runs_the_command_string() {
+        let argv = |sh: &Shell| -> Vec<String> {
+            sh.argv("echo a  b")
+                .into_iter()
+                .map(|a| a.into_string().unwrap())
+                .collect()
+        };
+        assert_eq!(argv(&Shell::Default), ["sh", "-c", "echo a  b"]);
+        assert_eq!(argv(&Shell::None), ["echo", "a", "b"]);
+        let bash = Shell::parse("bash --norc").unwrap();
+        assert_eq!(argv(&bash), ["bash", "--norc", "-c", "echo a  b"]);
+        assert_eq!(Shell::parse("none").unwrap(), Shell::None);
+        assert!(Shell::parse(" ").is_err());
+        assert_eq!(Shell::None.hook_argv("x")[0], "sh");
+        assert_eq!(
+            CommandOutput::parse(OsStr::new("pipe")),
+            CommandOutput::Pipe
+        );
+        assert_eq!(
+            CommandOutput::parse(OsStr::new("out.txt")),
+            CommandOutput::File("out.txt".into())
+        );
     }
 }

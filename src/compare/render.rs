@@ -6,6 +6,8 @@
 use std::io::{self, Write};
 
 use super::report::CompareReport;
+use super::summary;
+use crate::report::markdown::escape_text;
 use crate::report::unit::Unit;
 use crate::report::{Metric, Render, Style, Table};
 use crate::run::report::FIGURES;
@@ -40,6 +42,10 @@ impl Render for CompareReport {
         ]
         .map(String::from)
         .to_vec();
+        let mut headers = headers;
+        if self.gate.is_some() {
+            headers.extend(["gate_limit".to_string(), "gate_outcome".to_string()]);
+        }
         let num = |v: Option<f64>| v.map(|v| format!("{v}")).unwrap_or_default();
         let mut rows = Vec::new();
         for (i, c) in self.commands.iter().enumerate() {
@@ -69,13 +75,25 @@ impl Render for CompareReport {
                             .ok()
                             .and_then(|v| v.as_str().map(String::from))
                             .unwrap_or_default(),
-                        None if i == self.reference => "reference".into(),
+                        None if i == self.reference || c.from_baseline => "reference".into(),
                         None => String::new(),
                     },
                     v.and_then(|v| v.runs_needed)
                         .map(|n| n.to_string())
                         .unwrap_or_default(),
                 ]);
+                if let (Some(g), Some(row)) = (&self.gate, rows.last_mut()) {
+                    let result = g
+                        .results
+                        .iter()
+                        .find(|r| r.command == i && r.figure == fig.key);
+                    row.push(result.map(|r| format!("{}", r.limit)).unwrap_or_default());
+                    row.push(
+                        result
+                            .map(|r| r.outcome.name().to_string())
+                            .unwrap_or_default(),
+                    );
+                }
             }
         }
         Table { headers, rows }
@@ -137,4 +155,120 @@ impl Render for CompareReport {
     fn html(&self, out: &mut dyn Write) -> Option<io::Result<()>> {
         Some(out.write_all(super::html::render(self).as_bytes()))
     }
+
+    /// With a gate: its headline, then a table per command (for a job
+    /// summary or a pull-request comment); without, the one table.
+    fn markdown(&self, out: &mut dyn Write) -> Option<io::Result<()>> {
+        self.gate.as_ref()?;
+        Some(gate_markdown(self, out))
+    }
+}
+
+/// A name in a code span (a backtick in it would end the span).
+fn code(name: &str) -> String {
+    format!("`{}`", name.replace('`', "'").replace(['\n', '\r'], " "))
+}
+
+fn gate_markdown(r: &CompareReport, out: &mut dyn Write) -> io::Result<()> {
+    let Some(g) = &r.gate else {
+        return Ok(());
+    };
+    let word = g
+        .headline
+        .split_once(':')
+        .map_or(g.outcome.name(), |(w, _)| w);
+    let mut ordered: Vec<&super::gate::GateResult> = g.results.iter().collect();
+    ordered.sort_by_key(|x| std::cmp::Reverse(x.outcome));
+    let parts: Vec<String> = ordered
+        .iter()
+        .map(|x| {
+            let label = FIGURES
+                .iter()
+                .find(|f| f.key == x.figure)
+                .map_or(x.figure, |f| f.label);
+            format!(
+                "{} {} {} {}",
+                code(&x.name),
+                escape_text(label),
+                escape_text(&super::gate::change_text(x)),
+                escape_text(&super::gate::phrase(x))
+            )
+        })
+        .collect();
+    writeln!(
+        out,
+        "**tally gate: {}**: {}\n",
+        escape_text(word),
+        parts.join("; ")
+    )?;
+    for t in summary::tables(r) {
+        let name = |i: usize| r.commands.get(i).map_or(String::new(), |c| code(&c.name));
+        let reference = match r.commands.get(t.reference) {
+            Some(c) if c.from_baseline => format!("{} (baseline)", name(t.reference)),
+            _ => name(t.reference),
+        };
+        writeln!(out, "#### {} against {reference}\n", name(t.index))?;
+        let rows = t
+            .rows
+            .iter()
+            .map(|row| {
+                let verdict = match row.outcome {
+                    Some(o) if o != crate::gate::Outcome::Pass => {
+                        row.verdict
+                            .replacen(o.name(), &format!("**{}**", o.name()), 1)
+                    }
+                    _ => row.verdict.clone(),
+                };
+                vec![
+                    row.figure.clone(),
+                    row.reference.clone(),
+                    row.now.clone(),
+                    row.ratio.clone(),
+                    row.interval.clone(),
+                    verdict,
+                ]
+            })
+            .collect();
+        crate::report::markdown::write(
+            &Table {
+                headers: ["figure", "reference", "now", "ratio", "interval", "verdict"]
+                    .map(String::from)
+                    .to_vec(),
+                rows,
+            },
+            out,
+        )?;
+        if t.others > 0 {
+            writeln!(
+                out,
+                "\n{} other figure{} not different.",
+                t.others,
+                if t.others == 1 { "" } else { "s" }
+            )?;
+        }
+        writeln!(out)?;
+    }
+    for w in &r.warnings {
+        writeln!(out, "> warning: {}\n", escape_text(w))?;
+    }
+    let against = match &r.baseline {
+        Some(b) => format!(
+            "against the baseline {}",
+            code(&crate::report::path::display(&b.path))
+        ),
+        None => "interleaved".into(),
+    };
+    writeln!(
+        out,
+        "<sub>{} runs of each, {against}, seed {}. Ratio: median over the reference's, \
+         interval {} each (all together {}); verdicts: Mann–Whitney U, Holm-adjusted over {} \
+         figures at alpha {}. A gated figure regresses when its whole interval lies beyond \
+         its limit.</sub>",
+        r.runs_per_command,
+        r.seed,
+        super::report::percent(r.interval_level),
+        super::report::percent(1.0 - r.alpha),
+        r.family_size,
+        r.alpha
+    )
 }

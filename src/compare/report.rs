@@ -5,16 +5,26 @@
 //! JSON schema (`schema_version` 2), keys carry their unit:
 //! - `commands[]`: `name`, `command`, `parameters`, `runs[]` (the records of
 //!   `tally run`), `run_order[]` (each run's place in the whole session),
-//!   `failed_runs`, `summary[]` (per figure key) and `versus_reference[]`:
-//!   per figure `ratio` (median over the reference's median), `ratio_low`
-//!   and `ratio_high` (the interval), `p_value`, `u` and `verdict`
-//!   (`unchanged`, `no-significant-difference`, `lower`, `higher`).
-//! - `reference` (0-based), `reference_is`, `alpha`, `method`, `seed`.
+//!   `failed_runs`, `summary[]` (per figure key), `compared_with` (the
+//!   command it is compared with, 0-based; null for a reference),
+//!   `from_baseline` (its runs were read from `--baseline`), `headline` and
+//!   `versus_reference[]`: per figure `ratio` (median over the reference's
+//!   median), `ratio_low` and `ratio_high` (the interval), `p_value`,
+//!   `p_adjusted`, `u`, `test`, `verdict` (`unchanged`,
+//!   `no-significant-difference`, `too-few-runs`, `same-within-threshold`,
+//!   `lower`, `higher`) and `runs_needed`.
+//! - `reference` (0-based; with a baseline, the first stored command),
+//!   `reference_is` (`fastest`, `chosen` or `baseline`), `alpha`,
+//!   `correction`, `family_size`, `interval_level`, `threshold`, `method`,
+//!   `seed`, `warnings`, `interrupted_by`, `other_cpu_percent` (other
+//!   work on the machine while the runs ran, percent of one CPU).
+//! - `baseline`: with `--baseline`, see [`BaselineUse`]; `gate`: with
+//!   `--fail-on`, see [`Gate`].
 
 use serde::Serialize;
 
-use super::plan::Config;
-use super::plan::Instance;
+use super::plan::{BaselineUse, Config, Instance, Rule, View};
+use crate::gate::Outcome;
 use crate::report::unit::Unit;
 use crate::run::report::{FIGURES, Figure, FigureSummary, RunRecord, RunReport};
 use crate::stats::{self, BOOTSTRAP_RESAMPLES};
@@ -96,6 +106,11 @@ pub struct CommandResult {
     pub headline: String,
     /// How the runs ended, when not every run exited 0 (`exit 1`, `killed by SIGSEGV`).
     pub exits: Vec<String>,
+    /// The command (0-based) this one is compared with; `None` for a
+    /// reference.
+    pub compared_with: Option<usize>,
+    /// The runs were read from the `--baseline` file, not measured now.
+    pub from_baseline: bool,
 }
 
 impl CommandResult {
@@ -111,6 +126,8 @@ impl CommandResult {
             versus_reference: Vec::new(),
             headline: String::new(),
             exits: Vec::new(),
+            compared_with: None,
+            from_baseline: false,
         }
     }
 
@@ -168,6 +185,87 @@ pub struct CompareReport {
     pub seed: u64,
     pub warnings: Vec<String>,
     pub interrupted_by: Option<String>,
+    /// CPU time of everything but this comparison while its runs ran, in
+    /// percent of one CPU (other work that can slow wall times); absent
+    /// when /proc/stat could not be read.
+    pub other_cpu_percent: Option<f64>,
+    /// With `--baseline`: the file the reference runs came from, and how
+    /// it differs from this comparison.
+    pub baseline: Option<BaselineUse>,
+    /// With `--fail-on`: the gate's outcome per figure and command.
+    pub gate: Option<Gate>,
+    /// How the human table is laid out (`--sort`, `--time-unit`).
+    #[serde(skip)]
+    pub view: View,
+}
+
+/// The gate's outcome for one figure of one command.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GateResult {
+    /// The command (0-based, as in `commands[]`) and its name.
+    pub command: usize,
+    pub name: String,
+    /// The command it was compared with (0-based).
+    pub reference: usize,
+    /// The figure's JSON key.
+    pub figure: &'static str,
+    pub limit: f64,
+    pub ratio: Option<f64>,
+    /// The ratio's interval at the report's `interval_level`.
+    pub ratio_low: Option<f64>,
+    pub ratio_high: Option<f64>,
+    /// The comparison's Holm-adjusted p-value (absent when the figure was
+    /// not measured).
+    pub p_adjusted: Option<f64>,
+    pub outcome: Outcome,
+    /// With `inconclusive`: about how many runs of each command would
+    /// decide it.
+    pub runs_needed: Option<u32>,
+    /// Why it is inconclusive beyond the interval lying across the limit.
+    pub reason: Option<Reason>,
+    /// The reason in words.
+    pub note: Option<String>,
+}
+
+/// Why a figure is inconclusive, when its interval alone does not say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Reason {
+    /// Not measured in every run (I/O figures unavailable).
+    NotMeasured,
+    /// The runs cannot show a difference at the family's level at all.
+    TooFewRuns,
+    /// The ratio sits on the limit.
+    AtLimit,
+    /// The baseline's runs are too few to decide it.
+    BaselineTooSmall,
+    /// The reference's median is 0 and the difference is not significant.
+    ZeroReference,
+    /// A time regressed against a stored baseline, but other work on the
+    /// machine differed between the baseline's runs and these by more
+    /// than [`OTHER_WORK_DIFFERS`]: the change may be the machine's.
+    OtherWork,
+}
+
+/// Points (percent of one CPU) by which other work on the machine may
+/// differ between a baseline's runs and a comparison's before times
+/// measured in the two are not compared as like for like.
+pub const OTHER_WORK_DIFFERS: f64 = 20.0;
+
+/// The gate over a whole comparison.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Gate {
+    pub rules: Vec<Rule>,
+    /// An inconclusive figure fails the gate too.
+    pub strict: bool,
+    /// The worst outcome over every result.
+    pub outcome: Outcome,
+    /// The exit status it calls for: 0, 3 (regression) or 4 (inconclusive
+    /// with `strict`).
+    pub exit_status: u8,
+    /// One line: what regressed, by how much, how sure; what passed.
+    pub headline: String,
+    pub results: Vec<GateResult>,
 }
 
 fn exit_text(r: &RunRecord) -> String {
@@ -290,9 +388,8 @@ impl CompareReport {
     pub fn unchanged(&self, key: &str) -> bool {
         self.commands
             .iter()
-            .enumerate()
-            .filter(|(i, _)| *i != self.reference)
-            .all(|(_, c)| {
+            .filter(|c| c.compared_with.is_some())
+            .all(|c| {
                 c.versus(key)
                     .is_some_and(|v| v.verdict == Verdict::Unchanged)
             })
@@ -305,7 +402,18 @@ impl CompareReport {
         mut commands: Vec<CommandResult>,
         interrupted_by: Option<String>,
     ) -> CompareReport {
-        let mut warnings = Vec::new();
+        let mut warnings: Vec<String> = cfg
+            .baseline
+            .iter()
+            .flat_map(|b| {
+                b.about.differences.iter().map(|d| {
+                    format!(
+                        "baseline {}: {d}",
+                        crate::report::path::display(&b.about.path)
+                    )
+                })
+            })
+            .collect();
         for (i, c) in commands.iter_mut().enumerate() {
             // The summary and the outlier and trend warnings of `tally run -n`.
             let mut rr = RunReport {
@@ -334,55 +442,76 @@ impl CompareReport {
             exits.dedup();
             c.exits = exits;
         }
-        let median_wall = |c: &CommandResult| {
-            c.values(&FIGURES[0])
-                .and_then(|v| stats::summarize(&v))
-                .map(|s| s.median)
-                .unwrap_or(f64::INFINITY)
-        };
-        let (reference, reference_is) = match cfg.reference {
-            Some(r) => (r.min(commands.len().saturating_sub(1)), "chosen"),
-            None => {
-                let mut best = 0;
-                for (i, c) in commands.iter().enumerate() {
-                    if median_wall(c) < commands.get(best).map(median_wall).unwrap_or(f64::INFINITY)
-                    {
-                        best = i;
+        let k = commands.len();
+        // Whom each command is compared with: with a baseline, each command
+        // measured now with its stored runs (appended after the commands
+        // measured now, in the same order); else every command with the
+        // one reference.
+        let measured = commands.iter().filter(|c| !c.from_baseline).count();
+        let (reference, reference_is, compared_with) = if measured < k {
+            let with: Vec<Option<usize>> = (0..k)
+                .map(|i| (i < measured && measured + i < k).then_some(measured + i))
+                .collect();
+            (measured, "baseline", with)
+        } else {
+            let median_wall = |c: &CommandResult| {
+                c.values(&FIGURES[0])
+                    .and_then(|v| stats::summarize(&v))
+                    .map(|s| s.median)
+                    .unwrap_or(f64::INFINITY)
+            };
+            let (reference, is) = match cfg.reference {
+                Some(r) => (r.min(k.saturating_sub(1)), "chosen"),
+                None => {
+                    let mut best = 0;
+                    for (i, c) in commands.iter().enumerate() {
+                        if median_wall(c)
+                            < commands.get(best).map(median_wall).unwrap_or(f64::INFINITY)
+                        {
+                            best = i;
+                        }
                     }
+                    (best, "fastest")
                 }
-                (best, "fastest")
-            }
+            };
+            let with = (0..k).map(|i| (i != reference).then_some(reference));
+            (reference, is, with.collect())
         };
-        let ref_values: Vec<Option<Vec<f64>>> = FIGURES
+        for (c, with) in commands.iter_mut().zip(&compared_with) {
+            c.compared_with = *with;
+        }
+        // Each figure's values over each command's runs, when every run has it.
+        let values: Vec<Vec<Option<Vec<f64>>>> = commands
             .iter()
-            .map(|f| commands.get(reference).and_then(|c| c.values(f)))
+            .map(|c| FIGURES.iter().map(|f| c.values(f)).collect())
             .collect();
+        let of = |i: usize, fi: usize| values.get(i).and_then(|v| v.get(fi)?.as_deref());
 
-        // The family: every figure of every command against the reference.
-        let mut pairs: Vec<(usize, usize, Vec<f64>)> = Vec::new();
-        for (i, c) in commands.iter().enumerate() {
-            if i == reference {
+        // The family: every figure of every command against its reference.
+        let mut pairs: Vec<(usize, usize, usize)> = Vec::new();
+        for (i, with) in compared_with.iter().enumerate() {
+            let Some(j) = *with else {
                 continue;
-            }
-            for (fi, fig) in FIGURES.iter().enumerate() {
-                if let (Some(a), Some(Some(_))) = (c.values(fig), ref_values.get(fi)) {
-                    pairs.push((i, fi, a));
+            };
+            for fi in 0..FIGURES.len() {
+                if of(i, fi).is_some() && of(j, fi).is_some() {
+                    pairs.push((i, j, fi));
                 }
             }
         }
         let samples: Vec<(&[f64], &[f64])> = pairs
             .iter()
-            .filter_map(|(_, fi, a)| Some((a.as_slice(), ref_values.get(*fi)?.as_deref()?)))
+            .filter_map(|&(i, j, fi)| Some((of(i, fi)?, of(j, fi)?)))
             .collect();
         let (tested, m) = test_family(&samples, cfg.alpha);
         let level = 1.0 - cfg.alpha / m.max(1) as f64;
-        for ((i, fi, a), t) in pairs.iter().zip(tested) {
-            let (fig, Some(Some(b))) = (&FIGURES[*fi], ref_values.get(*fi)) else {
+        for (&(i, j, fi), t) in pairs.iter().zip(tested) {
+            let (Some(fig), Some(a), Some(b)) = (FIGURES.get(fi), of(i, fi), of(j, fi)) else {
                 continue;
             };
             let Some(t) = t else {
                 let shown = (a.first().copied().unwrap_or(0.0) != 0.0).then_some(1.0);
-                commands[*i].versus_reference.push(FigureComparison {
+                commands[i].versus_reference.push(FigureComparison {
                     figure: fig.key.into(),
                     ratio: shown,
                     ratio_low: shown,
@@ -413,7 +542,7 @@ impl CompareReport {
                 cfg.alpha,
                 cfg.threshold,
             );
-            commands[*i].versus_reference.push(FigureComparison {
+            commands[i].versus_reference.push(FigureComparison {
                 figure: fig.key.into(),
                 ratio: ci.map(|c| c.ratio),
                 ratio_low: ci.map(|c| c.low),
@@ -438,12 +567,7 @@ impl CompareReport {
                     .unwrap_or(usize::MAX)
             });
         }
-        warnings.extend(outliers_deciding_verdicts(
-            &commands,
-            reference,
-            &ref_values,
-            cfg.alpha,
-        ));
+        warnings.extend(outliers_deciding_verdicts(&commands, &values, cfg.alpha));
         for (i, c) in commands.iter().enumerate() {
             if c.failed_runs > 0 {
                 warnings.push(format!(
@@ -458,13 +582,18 @@ impl CompareReport {
         }
         let threshold = cfg.threshold;
         for (i, c) in commands.iter_mut().enumerate() {
-            if i != reference {
+            if c.compared_with.is_some() {
                 c.headline = headline(i, c, threshold);
             }
         }
         CompareReport {
             schema_version: crate::report::SCHEMA_VERSION,
-            runs_per_command: commands.iter().map(|c| c.runs.len()).max().unwrap_or(0) as u32,
+            runs_per_command: commands
+                .iter()
+                .filter(|c| !c.from_baseline)
+                .map(|c| c.runs.len())
+                .max()
+                .unwrap_or(0) as u32,
             commands,
             reference,
             reference_is,
@@ -490,6 +619,10 @@ impl CompareReport {
             seed: cfg.seed,
             warnings,
             interrupted_by,
+            other_cpu_percent: None,
+            baseline: cfg.baseline.as_ref().map(|b| b.about.clone()),
+            gate: None,
+            view: cfg.view,
         }
     }
 }
@@ -512,25 +645,24 @@ pub fn percent(fraction: f64) -> String {
 /// with the summaries (`tally run`'s rule).
 fn outliers_deciding_verdicts(
     commands: &[CommandResult],
-    reference: usize,
-    ref_values: &[Option<Vec<f64>>],
+    values: &[Vec<Option<Vec<f64>>>],
     alpha: f64,
 ) -> Vec<String> {
     let mut out = Vec::new();
+    let of = |i: usize, fi: usize| values.get(i).and_then(|v| v.get(fi)?.as_deref());
     for (i, c) in commands.iter().enumerate() {
-        if i == reference {
+        let Some(reference) = c.compared_with else {
             continue;
-        }
+        };
         for (fi, fig) in FIGURES.iter().enumerate() {
-            let (Some(a), Some(Some(b)), Some(v)) =
-                (c.values(fig), ref_values.get(fi), c.versus(fig.key))
+            let (Some(a), Some(b), Some(v)) = (of(i, fi), of(reference, fi), c.versus(fig.key))
             else {
                 continue;
             };
             if !v.verdict.differs() || v.p_value <= 0.0 {
                 continue;
             }
-            let (oa, ob) = (stats::outliers(&a), stats::outliers(b));
+            let (oa, ob) = (stats::outliers(a), stats::outliers(b));
             if oa.is_empty() && ob.is_empty() {
                 continue;
             }
@@ -541,7 +673,7 @@ fn outliers_deciding_verdicts(
                     .map(|(_, x)| *x)
                     .collect()
             };
-            let Some(without) = stats::mann_whitney(&keep(&a, &oa), &keep(b, &ob)) else {
+            let Some(without) = stats::mann_whitney(&keep(a, &oa), &keep(b, &ob)) else {
                 continue;
             };
             let factor = v.p_adjusted / v.p_value;

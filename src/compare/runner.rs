@@ -2,16 +2,16 @@
 //! command once per round, in an order shuffled from the seed), with
 //! `--prepare` and the page-cache state before every run, then `--cleanup`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use super::plan::{Config, PlanError};
-use super::report::{CommandResult, CompareReport};
+use super::plan::{CommandOutput, Config, PlanError};
+use super::report::{CommandResult, CompareReport, OTHER_WORK_DIFFERS};
 use super::sizing::{self, Sizing};
 use crate::pagecache::evict;
 use crate::run::records::Records;
 use crate::run::report::{ColdReport, FIGURES, RunRecord};
-use crate::run::spawner::{Reply, Spawner};
+use crate::run::spawner::{Reply, Spawner, Streams};
 use crate::run::{self, Measurer, RunError};
 use crate::stats::Rng;
 
@@ -43,6 +43,13 @@ pub enum CompareError {
         path: String,
         source: std::io::Error,
     },
+    /// `--input` or `--command-output` cannot be set up.
+    #[error("{option} {path}: {how}")]
+    Stream {
+        option: &'static str,
+        path: String,
+        how: String,
+    },
 }
 
 impl CompareError {
@@ -66,18 +73,24 @@ pub struct Progress {
     pub warmup: bool,
 }
 
-/// Runs `sh -c command` for `--prepare`, `--setup` or `--cleanup`.
-fn hook(option: &'static str, command: &str, show_output: bool) -> Result<(), CompareError> {
+/// Runs `--prepare`, `--conclude`, `--setup` or `--cleanup` with the
+/// comparison's shell (`sh -c` without one).
+fn hook(option: &'static str, command: &str, cfg: &Config) -> Result<(), CompareError> {
     let out = || {
-        if show_output {
+        if cfg.command_output == CommandOutput::Inherit {
             Stdio::inherit()
         } else {
             Stdio::null()
         }
     };
-    let status = crate::sys::signals::start_with_inherited_dispositions(&mut Command::new("sh"))
-        .arg("-c")
-        .arg(command)
+    let argv = cfg.shell.hook_argv(command);
+    let (program, args) = argv.split_first().ok_or_else(|| CompareError::Hook {
+        option,
+        command: command.into(),
+        how: "is empty".into(),
+    })?;
+    let status = crate::sys::signals::start_with_inherited_dispositions(&mut Command::new(program))
+        .args(args)
         .stdin(Stdio::null())
         .stdout(out())
         .stderr(out())
@@ -109,6 +122,125 @@ fn warm_files(files: &[PathBuf]) -> Result<(), CompareError> {
         crate::pagecache::warm::warm(&f, size).map_err(err)?;
     }
     Ok(())
+}
+
+/// The commands' standard streams (`--input`, `--command-output`), set up
+/// before any run: a file is opened once and reset by the spawner between
+/// runs, outside the measured interval; a pipe is read by a thread of
+/// tally's.
+fn streams(cfg: &Config) -> Result<Streams, CompareError> {
+    let fail = |option: &'static str, path: &Path, how: String| CompareError::Stream {
+        option,
+        path: crate::report::path::display(path),
+        how,
+    };
+    let (stdin, rewind_stdin) = match &cfg.input {
+        None => (Stdio::null(), false),
+        Some(path) => {
+            use std::io::Seek;
+            use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+            // Non-blocking, so that a FIFO is refused rather than waited on.
+            let mut file = std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+                .open(path)
+                .map_err(|e| fail("--input", path, format!("cannot be read: {e}")))?;
+            let kind = file
+                .metadata()
+                .map_err(|e| fail("--input", path, e.to_string()))?
+                .file_type();
+            if !(kind.is_file() || kind.is_char_device() || kind.is_block_device()) {
+                return Err(fail(
+                    "--input",
+                    path,
+                    "is not a file (a directory, FIFO or socket): every run reads it from its \
+                     start, so give a file"
+                        .into(),
+                ));
+            }
+            // Every run reads it from its start: it must be seekable.
+            file.seek(std::io::SeekFrom::Start(0)).map_err(|e| {
+                fail(
+                    "--input",
+                    path,
+                    format!(
+                        "cannot be read again for every run ({e}); save it to a file and give that"
+                    ),
+                )
+            })?;
+            (Stdio::from(file), true)
+        }
+    };
+    let (stdout, stderr, truncate_stdout) = match &cfg.command_output {
+        CommandOutput::Null => (Stdio::null(), Stdio::null(), false),
+        CommandOutput::Inherit => (Stdio::inherit(), Stdio::inherit(), false),
+        CommandOutput::Pipe => {
+            let (read, write) = crate::sys::process::pipe().map_err(|e| CompareError::Stream {
+                option: "--command-output",
+                path: "pipe".into(),
+                how: format!("cannot make a pipe: {e}"),
+            })?;
+            let second = write.try_clone().map_err(|e| CompareError::Stream {
+                option: "--command-output",
+                path: "pipe".into(),
+                how: format!("cannot make a pipe: {e}"),
+            })?;
+            drain(read);
+            (Stdio::from(write), Stdio::from(second), false)
+        }
+        CommandOutput::File(path) => {
+            // Appending: emptied before each run, the next write lands at
+            // its start whoever of stdout and stderr makes it.
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .map_err(|e| fail("--command-output", path, format!("cannot be written: {e}")))?;
+            let meta = file
+                .metadata()
+                .map_err(|e| fail("--command-output", path, e.to_string()))?;
+            let regular = meta.is_file();
+            if regular {
+                file.set_len(0)
+                    .map_err(|e| fail("--command-output", path, e.to_string()))?;
+            }
+            let second = file
+                .try_clone()
+                .map_err(|e| fail("--command-output", path, e.to_string()))?;
+            (Stdio::from(file), Stdio::from(second), regular)
+        }
+    };
+    Ok(Streams {
+        stdin,
+        stdout,
+        stderr,
+        rewind_stdin,
+        truncate_stdout,
+    })
+}
+
+/// Reads and discards what the commands write to their pipe
+/// (`--command-output pipe`), on a thread of its own that ends when the
+/// last writer has gone (the thread is not joined: a command's leftover
+/// child may hold the pipe open).
+fn drain(read: std::os::fd::OwnedFd) {
+    use std::io::Read;
+    let mut pipe = std::fs::File::from(read);
+    let _ = std::thread::Builder::new()
+        .name("tally-drain".into())
+        .spawn(move || {
+            // tally's signals are handled by the thread that measures.
+            let _mask = crate::sys::signals::block_forwarded();
+            let mut buf = vec![0u8; 64 * 1024];
+            loop {
+                match pipe.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(_) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(_) => break,
+                }
+            }
+        });
 }
 
 fn failure(rec: &RunRecord) -> Option<String> {
@@ -144,7 +276,7 @@ pub fn execute(
         argv: Vec::new(),
         runs: 1,
         warmup: 0,
-        quiet_command: !cfg.show_output,
+        quiet_command: cfg.command_output != CommandOutput::Inherit,
         stdout_to_stderr: false,
         cold: cfg.cold.clone(),
         drop_caches: cfg.drop_caches,
@@ -179,6 +311,31 @@ pub fn execute(
     // Each command's wall times, and which figures vary (over every run
     // of every command), for the number of rounds without --runs.
     let mut walls: Vec<Vec<f64>> = vec![Vec::new(); k];
+    // Each gated figure's values of each command, to take the runs that
+    // decide the gate without --runs.
+    let gated_figures: Vec<(&run::report::Figure, f64)> = cfg
+        .gate
+        .iter()
+        .filter_map(|r| Some((FIGURES.iter().find(|f| f.key == r.figure)?, r.limit)))
+        .collect();
+    let mut gated: Vec<Vec<Vec<f64>>> = vec![vec![Vec::new(); k]; gated_figures.len()];
+    let gated_reference: Vec<Vec<Vec<f64>>> = gated_figures
+        .iter()
+        .map(|(fig, _)| match &cfg.baseline {
+            Some(b) => b
+                .commands
+                .iter()
+                .map(|c| {
+                    c.runs
+                        .iter()
+                        .filter_map(|r| (fig.get)(r))
+                        .map(|v| v as f64)
+                        .collect()
+                })
+                .collect(),
+            None => Vec::new(),
+        })
+        .collect();
     let mut ranges: Vec<Option<(u64, u64)>> = vec![None; FIGURES.len()];
     let mut sized: Option<Sizing> = None;
     let mut rng = Rng::new(cfg.seed);
@@ -189,21 +346,59 @@ pub fn execute(
     // `run::spawner`), per command: how many, and the largest such peak (kB).
     let mut at_floor: Vec<(u32, u64)> = vec![(0, 0); k];
 
+    // The stored runs of each command, for the number of rounds.
+    let baseline_walls: Option<Vec<Vec<f64>>> = cfg.baseline.as_ref().map(|b| {
+        b.commands
+            .iter()
+            .map(|c| c.runs.iter().map(|r| r.wall_ns as f64).collect())
+            .collect()
+    });
+    let streams = streams(cfg)?;
+    let plain = cfg.input.is_none()
+        && matches!(
+            cfg.command_output,
+            CommandOutput::Null | CommandOutput::Inherit
+        );
+    // Other work on the machine while the runs run: what tally and its
+    // children (the spawner, the commands, the hooks) did not use.
+    let started = (
+        std::time::Instant::now(),
+        crate::bench::machine::Reading::now(),
+    );
     if let Some(setup) = &cfg.setup {
-        hook("--setup", setup, cfg.show_output)?;
+        hook("--setup", setup, cfg)?;
     }
-    // Work tally does itself right before each run; without it, runs are
-    // asked of the spawner ahead, so that it never waits for tally.
-    let per_run_work =
-        cfg.prepare.is_some() || !warm_list.is_empty() || !cfg.cold.is_empty() || cfg.drop_caches;
+    // Work tally does itself right before or after each run; without it,
+    // runs are asked of the spawner ahead, so that it never waits for tally.
+    let per_run_work = cfg.prepare.is_some()
+        || cfg.conclude.is_some()
+        || !warm_list.is_empty()
+        || !cfg.cold.is_empty()
+        || cfg.drop_caches;
     let argvs: Vec<_> = cfg.instances.iter().map(|i| i.argv.clone()).collect();
-    let mut backend = match Spawner::start(&argvs, cfg.show_output, !cfg.ignore_failure) {
+    let mut backend = match Spawner::start(&argvs, streams, !cfg.ignore_failure) {
         Ok(s) => {
             measurer.relay_signals_to(s.pid());
             Backend::Spawner(s)
         }
-        // Without a spawner (no /proc/self/exe?), tally forks the runs.
-        Err(_) => Backend::Here,
+        // Without a spawner (no /proc/self/exe?), tally forks the runs;
+        // they get tally's stdin, so --input and an output file or pipe
+        // cannot be given to them.
+        Err(e) if plain => {
+            let _ = e;
+            Backend::Here
+        }
+        Err(e) => {
+            return Err(CompareError::Stream {
+                option: if cfg.input.is_some() {
+                    "--input"
+                } else {
+                    "--command-output"
+                },
+                path: String::new(),
+                how: format!("needs tally's spawner process, which could not start: {e}"),
+            });
+        }
     };
     let result = (|| -> Result<(), CompareError> {
         let mut upcoming: std::collections::VecDeque<Slot> = std::collections::VecDeque::new();
@@ -247,7 +442,7 @@ pub fn execute(
                     break;
                 }
                 if let Some(prepare) = &cfg.prepare {
-                    hook("--prepare", prepare, cfg.show_output)?;
+                    hook("--prepare", prepare, cfg)?;
                 }
                 warm_files(&warm_list)?;
                 let cold = measurer.evict(&base)?;
@@ -288,6 +483,10 @@ pub fn execute(
                 // `collect` returns a run that could not be made as its error.
                 Reply::Error(e) => return Err(e.into()),
             };
+            // The run has ended and been reaped: nothing else is running.
+            if let Some(conclude) = &cfg.conclude {
+                hook("--conclude", conclude, cfg)?;
+            }
             rec.cold = cold;
             if rec.forwarded_signal.is_none()
                 && !cfg.ignore_failure
@@ -316,6 +515,11 @@ pub fn execute(
             }
             rec.counters = None;
             walls[slot.i].push(rec.wall_ns as f64);
+            for ((fig, _), values) in gated_figures.iter().zip(gated.iter_mut()) {
+                if let (Some(v), Some(of)) = ((fig.get)(&rec), values.get_mut(slot.i)) {
+                    of.push(v as f64);
+                }
+            }
             for (range, fig) in ranges.iter_mut().zip(FIGURES) {
                 if let Some(v) = (fig.get)(&rec) {
                     let (lo, hi) = range.get_or_insert((v, v));
@@ -341,27 +545,61 @@ pub fn execute(
                     .iter()
                     .filter(|r| r.is_some_and(|(lo, hi)| lo != hi))
                     .count();
-                let s = sizing::checkpoint(
-                    &walls,
-                    done,
-                    sizing::Limits {
-                        alpha: cfg.alpha,
-                        min_rounds: cfg.min_runs,
-                        max_rounds: cfg.max_runs.unwrap_or(sizing::MAX_ROUNDS),
-                        budget: sizing::BUDGET,
-                        family: varying.max(1) * k.saturating_sub(1).max(1),
-                        reference: cfg.reference,
-                    },
-                );
+                let limits = sizing::Limits {
+                    alpha: cfg.alpha,
+                    min_rounds: cfg.min_runs,
+                    max_rounds: cfg.max_runs.unwrap_or(sizing::MAX_ROUNDS),
+                    budget: sizing::BUDGET,
+                    family: varying.max(1)
+                        * if cfg.baseline.is_some() {
+                            k
+                        } else {
+                            k.saturating_sub(1).max(1)
+                        },
+                    reference: cfg.reference,
+                };
+                let s = sizing::checkpoint_against(&walls, baseline_walls.as_deref(), done, limits);
                 rounds = s.rounds.max(done);
+                // A gate takes the runs that decide it, within the limits.
+                if !gated_figures.is_empty() {
+                    let reference = cfg.reference.unwrap_or(0);
+                    let mut pairs: Vec<(f64, &[f64], &[f64])> = Vec::new();
+                    for (g, (_, limit)) in gated_figures.iter().enumerate() {
+                        for i in 0..k {
+                            let now = gated.get(g).and_then(|v| v.get(i));
+                            let against = match &cfg.baseline {
+                                Some(_) => gated_reference.get(g).and_then(|v| v.get(i)),
+                                None if i != reference => {
+                                    gated.get(g).and_then(|v| v.get(reference))
+                                }
+                                None => None,
+                            };
+                            if let (Some(a), Some(b)) = (now, against) {
+                                pairs.push((*limit, a, b));
+                            }
+                        }
+                    }
+                    let needed = super::gate::rounds_to_decide(
+                        &pairs,
+                        limits.family,
+                        cfg.alpha,
+                        cfg.baseline.is_some(),
+                        cfg.seed,
+                    );
+                    rounds = rounds.max(needed.min(sizing::cap(&walls, limits)));
+                }
                 sized = Some(s);
             }
         }
     })();
     drop(backend);
+    let other_cpu_percent = started
+        .1
+        .other_cpu_ms(&crate::bench::machine::Reading::now())
+        .map(|ms| ms as f64 * 100.0 / (started.0.elapsed().as_secs_f64() * 1000.0).max(1.0));
     // --cleanup runs whatever happened, as long as --setup ran.
     let cleaned = match &cfg.cleanup {
-        Some(c) => hook("--cleanup", c, cfg.show_output),
+        Some(c) => hook("--cleanup", c, cfg),
         None => Ok(()),
     };
     result?;
@@ -378,7 +616,41 @@ pub fn execute(
         of: Some(runs * k as u64),
         warmup: false,
     });
+    // With a baseline, its stored runs follow, one per command, each the
+    // reference of the command measured now in its place.
+    if let Some(b) = &cfg.baseline {
+        for stored in &b.commands {
+            let saved = super::plan::Instance {
+                name: stored.name.clone(),
+                command: stored.command.clone(),
+                argv: Vec::new(),
+                parameters: stored.parameters.clone(),
+            };
+            let mut c = CommandResult::new(&saved, stored.runs.len());
+            c.runs.clone_from(&stored.runs);
+            c.run_order = (1..=c.runs.len() as u32).collect();
+            c.failed_runs = stored.failed_runs;
+            c.from_baseline = true;
+            results.push(c);
+        }
+    }
     let mut report = CompareReport::build(cfg, results, interrupted_by);
+    report.other_cpu_percent = other_cpu_percent;
+    if let (Some(b), Some(now)) = (&mut report.baseline, other_cpu_percent)
+        && let Some(then) = b.other_cpu_percent
+        && (now - then).abs() > OTHER_WORK_DIFFERS
+    {
+        let said = format!(
+            "other work on the machine took {now:.0}% of a CPU while these runs ran, {then:.0}% \
+             while the baseline's did: wall times may differ for that; gate cpu time, or both \
+             versions interleaved in one comparison"
+        );
+        report.warnings.insert(
+            0,
+            format!("baseline {}: {said}", crate::report::path::display(&b.path)),
+        );
+        b.differences.push(said);
+    }
     if let Some(Sizing {
         rounds,
         short_of: Some(needed),
@@ -395,6 +667,9 @@ pub fn execute(
             (sizing::POWER * 100.0).round(),
             super::report::percent(sizing::DETECT),
         ));
+    }
+    if !cfg.gate.is_empty() {
+        report.gate = Some(super::gate::evaluate(&report, &cfg.gate, cfg.strict));
     }
     for (i, (n, floor)) in at_floor.into_iter().enumerate() {
         if n > 0 {

@@ -78,9 +78,22 @@ fn spread(walls: &[f64]) -> Option<f64> {
 /// The decision at a checkpoint, from each command's wall times so far
 /// (`done` rounds of each).
 pub fn checkpoint(walls: &[Vec<f64>], done: u32, limits: Limits) -> Sizing {
+    checkpoint_against(walls, None, done, limits)
+}
+
+/// [`checkpoint`], each command compared with its own stored runs
+/// (`references[i]` for `walls[i]`, from a baseline) when they are given:
+/// their spread counts, and a difference is clear against them.
+pub fn checkpoint_against(
+    walls: &[Vec<f64>],
+    references: Option<&[Vec<f64>]>,
+    done: u32,
+    limits: Limits,
+) -> Sizing {
     let level = limits.alpha / limits.family.max(1) as f64;
     let widest = walls
         .iter()
+        .chain(references.unwrap_or_default())
         .filter_map(|w| spread(w))
         .fold(0.0f64, f64::max);
     let needed = stats::runs_for_power(widest, DETECT, level, POWER);
@@ -93,23 +106,26 @@ pub fn checkpoint(walls: &[Vec<f64>], done: u32, limits: Limits) -> Sizing {
             .min_by(|a, b| medians[*a].total_cmp(&medians[*b]))
             .unwrap_or(0)
     });
-    // Clear: every command's wall time differs from the reference's
-    // beyond doubt already.
-    let clear = walls.len() > 1
-        && walls.iter().enumerate().all(|(i, w)| {
-            i == reference
-                || walls
-                    .get(reference)
-                    .and_then(|r| stats::mann_whitney(w, r))
-                    .is_some_and(|t| t.p * (limits.family.max(1) as f64) < limits.alpha / 100.0)
-        });
-    let per_round_ns: f64 = medians.iter().filter(|m| m.is_finite()).sum();
-    let fit = if per_round_ns > 0.0 {
-        (limits.budget.as_nanos() as f64 / per_round_ns).floor() as u32
-    } else {
-        u32::MAX
+    let beyond_doubt = |w: &Vec<f64>, r: &Vec<f64>| {
+        stats::mann_whitney(w, r)
+            .is_some_and(|t| t.p * (limits.family.max(1) as f64) < limits.alpha / 100.0)
     };
-    let cap = limits.max_rounds.min(fit).max(limits.min_rounds);
+    // Clear: every command's wall time differs from its reference's
+    // beyond doubt already.
+    let clear = match references {
+        Some(refs) => {
+            !walls.is_empty()
+                && walls.len() == refs.len()
+                && walls.iter().zip(refs).all(|(w, r)| beyond_doubt(w, r))
+        }
+        None => {
+            walls.len() > 1
+                && walls.iter().enumerate().all(|(i, w)| {
+                    i == reference || walls.get(reference).is_some_and(|r| beyond_doubt(w, r))
+                })
+        }
+    };
+    let cap = cap(walls, limits);
     let rounds = if clear {
         done.max(limits.min_rounds)
     } else {
@@ -121,6 +137,22 @@ pub fn checkpoint(walls: &[Vec<f64>], done: u32, limits: Limits) -> Sizing {
         detectable: stats::detectable_shift(widest, rounds, level, POWER),
         clear,
     }
+}
+
+/// The most rounds the limits allow: `max_rounds`, and what fits in the
+/// budget at the wall times so far; at least `min_rounds`.
+pub fn cap(walls: &[Vec<f64>], limits: Limits) -> u32 {
+    let per_round_ns: f64 = walls
+        .iter()
+        .filter_map(|w| stats::summarize(w).map(|s| s.median))
+        .filter(|m| m.is_finite())
+        .sum();
+    let fit = if per_round_ns > 0.0 {
+        (limits.budget.as_nanos() as f64 / per_round_ns).floor() as u32
+    } else {
+        u32::MAX
+    };
+    limits.max_rounds.min(fit).max(limits.min_rounds)
 }
 
 /// Whether `done` rounds is a checkpoint: the end of the pilot, then every
@@ -199,6 +231,20 @@ mod tests {
         );
         assert!(s.clear, "{s:?}");
         assert_eq!(s.rounds, 20);
+    }
+
+    #[test]
+    fn against_a_baseline_its_spread_counts_and_a_clear_difference_stops() {
+        let now = [walls(10, 18e6, 0.01, 1)];
+        let quiet = [walls(10, 18e6, 0.01, 2)];
+        let noisy = [walls(10, 18e6, 0.08, 2)];
+        let a = checkpoint_against(&now, Some(&quiet), 10, limits());
+        let b = checkpoint_against(&now, Some(&noisy), 10, limits());
+        assert!(b.rounds > 3 * a.rounds, "{a:?} {b:?}");
+        let slower = [walls(20, 36e6, 0.01, 3)];
+        let c = checkpoint_against(&slower, Some(&[walls(20, 18e6, 0.01, 4)]), 20, limits());
+        assert!(c.clear, "{c:?}");
+        assert!(!checkpoint(&now, 10, limits()).clear, "one command alone");
     }
 
     #[test]

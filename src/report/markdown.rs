@@ -39,11 +39,33 @@ pub fn write(table: &Table, out: &mut dyn Write) -> io::Result<()> {
     Ok(())
 }
 
-/// `--format markdown`: the report's table.
+/// Text for a Markdown paragraph: what would start markup (`*`, `_`,
+/// `[`, `<`, `|`, a backslash) escaped, line breaks made spaces; code
+/// spans are the caller's (a backtick becomes a quote).
+pub fn escape_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\\' | '*' | '_' | '[' | ']' | '<' | '>' | '|' | '#' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '`' => out.push('\''),
+            '\n' | '\r' => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// `--format markdown`: the report's own Markdown, else its table.
 pub const FORMAT: super::FormatSpec = super::FormatSpec {
     name: "markdown",
     help: "A GitHub-flavoured Markdown table",
-    render: |r, _, out| Ok(write(&r.forms().table(), out)?),
+    render: |r, _, out| match r.forms().markdown(out) {
+        Some(written) => Ok(written?),
+        None => Ok(write(&r.forms().table(), out)?),
+    },
 };
 
 #[cfg(test)]
@@ -60,5 +82,10 @@ mod tests {
         write(&t, &mut out).unwrap();
         let s = String::from_utf8(out).unwrap();
         assert_eq!(s, "| name | bytes |\n|---|---:|\n| a\\|b | 1,024 |\n");
+    }
+
+    #[test]
+    fn text_escapes_markup_and_keeps_one_line() {
+        assert_eq!(escape_text("a*b_`c`\n<x>"), "a\\*b\\_'c' \\<x\\>");
     }
 }

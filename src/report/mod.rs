@@ -197,6 +197,12 @@ pub trait Render {
         let _ = out;
         None
     }
+    /// Writes the report as Markdown of its own (a summary with headings
+    /// and several tables); `None`: [`Render::table`] as one table.
+    fn markdown(&self, out: &mut dyn Write) -> Option<io::Result<()>> {
+        let _ = out;
+        None
+    }
 }
 
 /// A format the report cannot be rendered in.

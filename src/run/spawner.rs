@@ -94,6 +94,15 @@ struct Setup {
     stop_on_failure: bool,
     /// tally's pid: the spawner dies with it.
     parent: u32,
+    /// Before every run, move stdin (a file) back to its start, so that
+    /// each run reads it whole (`--input`).
+    #[serde(default)]
+    rewind_stdin: bool,
+    /// Before every run, empty stdout (a file opened for appending, shared
+    /// with stderr), so that it holds the last run's output
+    /// (`--command-output FILE`).
+    #[serde(default)]
+    truncate_stdout: bool,
 }
 
 /// The [`Setup`] frame: a `u32` length, then JSON.
@@ -585,6 +594,14 @@ fn serve_requests() -> io::Result<()> {
         if !outbox.acknowledged(&mut ack)? {
             break;
         }
+        // The previous command has exited: its streams are free to reset,
+        // before the clock starts.
+        if setup.rewind_stdin {
+            sys::process::rewind(0)?;
+        }
+        if setup.truncate_stdout {
+            sys::process::truncate_to_empty(1)?;
+        }
         let previous = ended.take();
         let now = run(cmd, &forwarder, previous, as_root, &mut f, &mut outbox)?;
         stopped = f[KIND] != RAN
@@ -694,23 +711,57 @@ pub struct Spawner {
     ack_due: bool,
 }
 
+/// The standard streams of the commands a spawner starts (they are the
+/// spawner's own, which its commands share), and what it resets between
+/// runs.
+#[derive(Debug)]
+pub struct Streams {
+    pub stdin: Stdio,
+    pub stdout: Stdio,
+    pub stderr: Stdio,
+    /// stdin is a file, rewound before every run.
+    pub rewind_stdin: bool,
+    /// stdout is a file opened for appending, emptied before every run.
+    pub truncate_stdout: bool,
+}
+
+impl Streams {
+    /// tally's stdin; its stdout and stderr with `show_output`, else /dev/null.
+    pub fn plain(show_output: bool) -> Streams {
+        let out = || {
+            if show_output {
+                Stdio::inherit()
+            } else {
+                Stdio::null()
+            }
+        };
+        Streams {
+            stdin: Stdio::inherit(),
+            stdout: out(),
+            stderr: out(),
+            rewind_stdin: false,
+            truncate_stdout: false,
+        }
+    }
+}
+
 impl Spawner {
-    /// Starts a spawner for `commands` (this binary, `/proc/self/exe`).
-    /// The commands get tally's stdin, and its stdout and stderr when
-    /// `show_output`, else /dev/null. With `stop_on_failure`, a failed run
+    /// Starts a spawner for `commands` (this binary, `/proc/self/exe`),
+    /// whose commands get `streams`. With `stop_on_failure`, a failed run
     /// stops it.
     pub fn start(
         commands: &[Vec<OsString>],
-        show_output: bool,
+        streams: Streams,
         stop_on_failure: bool,
     ) -> io::Result<Spawner> {
         let (ours, theirs) = UnixStream::pair()?;
         let (ack, their_ack) = UnixStream::pair()?;
         let mut cmd = Command::new("/proc/self/exe");
-        cmd.arg0("tally").arg(SERVE_ARG).stdin(Stdio::inherit());
-        if !show_output {
-            cmd.stdout(Stdio::null()).stderr(Stdio::null());
-        }
+        cmd.arg0("tally")
+            .arg(SERVE_ARG)
+            .stdin(streams.stdin)
+            .stdout(streams.stdout)
+            .stderr(streams.stderr);
         sys::process::pass_fd(&mut cmd, theirs.as_raw_fd(), FD);
         sys::process::pass_fd(&mut cmd, their_ack.as_raw_fd(), ACK_FD);
         sys::signals::start_with_inherited_dispositions(&mut cmd);
@@ -733,6 +784,8 @@ impl Spawner {
                 .collect(),
             stop_on_failure,
             parent: std::process::id(),
+            rewind_stdin: streams.rewind_stdin,
+            truncate_stdout: streams.truncate_stdout,
         };
         write_frame(&mut spawner.writer, &setup, &mut Vec::new())?;
         let mut ready = [0u8];

@@ -782,6 +782,26 @@ pub fn die_with_parent(parent: u32) -> io::Result<()> {
     Ok(())
 }
 
+/// Moves descriptor `fd` back to the start of its file: a command's stdin
+/// read anew by every run.
+#[inline]
+pub fn rewind(fd: std::os::fd::RawFd) -> io::Result<()> {
+    // SAFETY: lseek takes plain integers and touches no memory of ours.
+    let at = unsafe { libc::lseek(fd, 0, libc::SEEK_SET) };
+    if at < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Empties the file behind descriptor `fd` (opened for appending, the next
+/// write lands at its start): a command's output file, before each run.
+#[inline]
+pub fn truncate_to_empty(fd: std::os::fd::RawFd) -> io::Result<()> {
+    // SAFETY: ftruncate takes plain integers and touches no memory of ours.
+    cvt(unsafe { libc::ftruncate(fd, 0) }).map(|_| ())
+}
+
 /// A pipe whose ends are close-on-exec: `(read, write)`.
 pub fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     use std::os::fd::FromRawFd;

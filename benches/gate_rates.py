@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""How often does the regression gate (`tally compare --fail-on`) fail a
+change that made nothing slower, and how often does it catch one that did?
+
+A C spin loop of about 10 ms (compiled here, `work N [MB]`) is saved as a
+baseline (`--save-baseline`, tally choosing the runs, at most MAX_RUNS of
+each) and then compared with it (`--baseline ... --fail-on wall=5%`, the
+same `--name`):
+
+1. False alarms: TRIES times, a fresh baseline of the loop and the same
+   loop against it. Exit 0 (pass or inconclusive) is right; exit 3
+   (regression) is a false alarm.
+2. Power: TRIES times, a fresh baseline and the loop doing 20% more work
+   against it. Exit 3 is right.
+3. 10% more work against a 30% gate (should pass), and two commands in one
+   run touching 20 MB and 60 MB against `--fail-on maxrss=10%` (should fail).
+
+Prints every exit status, the rates, and the outcome lines of the last
+comparison of each kind.
+
+Usage: benches/gate_rates.py [TRIES] [MAX_RUNS]   (20 300)
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+from common import build_tally, busy_percent
+
+WORK = r"""
+#include <stdlib.h>
+#include <string.h>
+int main(int argc, char **argv) {
+    unsigned long n = strtoul(argv[1], 0, 10);
+    long mb = argc > 2 ? atol(argv[2]) : 0;
+    if (mb > 0) { volatile char *p = malloc(mb << 20);
+                  for (long i = 0; i < (mb << 20); i += 4096) p[i] = 1; }
+    volatile unsigned long x = 0;
+    for (unsigned long i = 0; i < n; i++) x += i;
+    return 0;
+}
+"""
+
+
+def iterations(exe, target_ms):
+    """Iterations of the loop that take about `target_ms`."""
+    n = 1_000_000
+    while True:
+        t = time.perf_counter()
+        subprocess.run([exe, str(n)], check=True)
+        ms = (time.perf_counter() - t) * 1000
+        if ms > target_ms / 4:
+            return int(n * target_ms / ms)
+        n *= 4
+
+
+def tally_run(tally, args, cwd):
+    p = subprocess.run([tally, "compare", *args], cwd=cwd, capture_output=True, text=True)
+    first = p.stdout.splitlines()[0] if p.stdout else p.stderr.strip()
+    return p.returncode, first, p
+
+
+def main():
+    tries = int(sys.argv[1]) if len(sys.argv) > 1 else 20
+    max_runs = sys.argv[2] if len(sys.argv) > 2 else "300"
+    tally = build_tally()
+    with tempfile.TemporaryDirectory() as d:
+        src = os.path.join(d, "work.c")
+        exe = os.path.join(d, "work")
+        with open(src, "w") as f:
+            f.write(WORK)
+        subprocess.run(["cc", "-O2", "-o", exe, src], check=True)
+        n = iterations(exe, 10)
+        print(f"loop: {n} iterations (about 10 ms); machine {busy_percent(2):.0f}% busy "
+              f"before the runs", flush=True)
+
+        def save():
+            code, first, p = tally_run(
+                tally, ["-N", "--max-runs", max_runs, "--save-baseline", "b.json", "--name", "work",
+                        f"{exe} {n}", "-o", "/dev/null"], d)
+            if code != 0:
+                sys.exit(f"--save-baseline failed ({code}): {p.stderr}")
+            with open(os.path.join(d, "b.json")) as f:
+                return json.load(f).get("other_cpu_percent")
+
+        def gate(cmd, limit="wall=5%"):
+            return tally_run(tally, ["-N", "--max-runs", max_runs, "--baseline", "b.json", "--fail-on", limit,
+                                     "--name", "work", cmd, "--export", "json=g.json"], d)
+
+        def other_now():
+            with open(os.path.join(d, "g.json")) as f:
+                return json.load(f).get("other_cpu_percent")
+
+        for label, work, limit, right in [
+            ("same loop against its own baseline, wall=5%", n, "wall=5%", 0),
+            ("20% more work, wall=5%", n * 12 // 10, "wall=5%", 3),
+        ]:
+            codes, firsts, others = [], [], []
+            for _ in range(tries):
+                then = save()
+                code, first, _ = gate(f"{exe} {work}", limit)
+                codes.append(code)
+                firsts.append(first)
+                others.append(f"{then or 0:.0f}->{other_now() or 0:.0f}")
+            rate = sum(1 for c in codes if c == 3) / len(codes)
+            ok = sum(1 for c in codes if c == right)
+            print(f"\n{label}: exit statuses {codes}")
+            print(f"  {ok} of {tries} as they should be ({'exit 0' if right == 0 else 'exit 3'}); "
+                  f"regression called in {rate:.0%}")
+            print(f"  other work on the machine (% of a CPU, baseline->gate): {' '.join(others)}")
+            outcomes = [f[len("tally: gate: "):].split(":")[0]
+                        if f.startswith("tally: gate: ") else "?" for f in firsts]
+            print(f"  outcomes: {', '.join(outcomes)}")
+            print(f"  last: {firsts[-1]}")
+
+        save()
+        code, first, _ = gate(f"{exe} {n * 11 // 10}", "wall=30%")
+        print(f"\n10% more work, wall=30%: exit {code}\n  {first}")
+
+        code, first, p = tally_run(
+            tally, ["-N", "--fail-on", "maxrss=10%", "--name", "20MB", "--name", "60MB",
+                    f"{exe} 1000 20", f"{exe} 1000 60"], d)
+        print(f"\n20 MB vs 60 MB, maxrss=10%: exit {code}\n  {first}")
+        code, first, p = tally_run(
+            tally, ["-N", "--max-runs", max_runs, "--fail-on", "wall=5%", "--name", "same",
+                    "--name", "same-again", f"{exe} {n}", f"{exe} {n}"], d)
+        print(f"\ninterleaved, the loop against itself, wall=5%: exit {code}\n  {first}")
+        print(f"\nmachine {busy_percent(2):.0f}% busy after the runs")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,548 @@
+//! `tally compare --fail-on FIGURE=PCT`: the regression gate on a
+//! comparison. It reads the comparison's own statistics (the Holm-adjusted
+//! tests and the intervals at 1 − alpha/m of [`super::report`]) and judges
+//! each gated figure of each command against its reference with
+//! [`crate::gate::judge`]: regression, pass or inconclusive.
+
+pub use super::plan::Rule;
+use super::report::{CommandResult, CompareReport, FigureComparison, Verdict, p_text};
+pub use super::report::{Gate, GateResult, Reason};
+use crate::gate::{self, Evidence, Outcome, Undecidable};
+use crate::run::report::{FIGURES, Figure};
+
+/// The names `--fail-on` takes for each figure besides its JSON key: the
+/// key without its unit, and the names GNU time, hyperfine and
+/// `/proc/PID/io` give it. A test checks that every figure has a line and
+/// that no name is taken twice.
+#[rustfmt::skip]
+const NAMES: &[(&str, &[&str])] = &[
+    ("wall_ns", &["wall"]),
+    ("cpu_us", &["cpu"]),
+    ("user_us", &["user"]),
+    ("system_us", &["system", "sys"]),
+    ("max_rss_bytes", &["maxrss", "max_rss"]),
+    ("minor_faults", &[]),
+    ("major_faults", &[]),
+    ("voluntary_switches", &[]),
+    ("involuntary_switches", &[]),
+    ("block_input_ops", &["block_input"]),
+    ("block_output_ops", &["block_output"]),
+    ("storage_read_bytes", &["read_bytes", "storage_read"]),
+    ("storage_write_bytes", &["write_bytes", "storage_write"]),
+    ("read_call_bytes", &["rchar", "read_call"]),
+    ("write_call_bytes", &["wchar", "write_call"]),
+];
+
+/// The figure (its JSON key) `name` stands for.
+pub fn figure_of(name: &str) -> Option<&'static Figure> {
+    let key = NAMES
+        .iter()
+        .find(|(key, aliases)| *key == name || aliases.contains(&name))
+        .map(|(key, _)| *key)?;
+    FIGURES.iter().find(|f| f.key == key)
+}
+
+/// `wall (wall_ns), cpu (cpu_us), …`: the names, for an error.
+pub fn names() -> String {
+    NAMES
+        .iter()
+        .map(|(key, aliases)| match aliases.first() {
+            Some(short) => format!("{short} ({key})"),
+            None => (*key).to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Parses `FIGURE=PCT`; an unknown figure is named, with the names there are.
+pub fn parse_rule(s: &str) -> Result<Rule, String> {
+    let (name, limit) = gate::split_rule(s)?;
+    match figure_of(name) {
+        Some(fig) => Ok(Rule {
+            figure: fig.key,
+            limit,
+        }),
+        None => Err(format!(
+            "unknown figure {name:?}; the figures are: {}",
+            names()
+        )),
+    }
+}
+
+/// Checks that no figure is gated twice (`wall=5% wall_ns=3%`).
+pub fn check_rules(rules: &[Rule]) -> Result<(), String> {
+    for (i, r) in rules.iter().enumerate() {
+        if rules.iter().skip(i + 1).any(|o| o.figure == r.figure) {
+            return Err(format!(
+                "--fail-on names {} twice; give one limit per figure",
+                r.figure
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn label(key: &str) -> &'static str {
+    FIGURES
+        .iter()
+        .find(|f| f.key == key)
+        .map_or("figure", |f| f.label)
+}
+
+/// Why a figure has no comparison: every run's reason, when they give one.
+fn unmeasured(c: &CommandResult, reference: &CommandResult, key: &str) -> String {
+    let io = key.starts_with("storage_") || key.ends_with("_call_bytes");
+    let why = [c, reference]
+        .iter()
+        .flat_map(|c| c.runs.iter())
+        .find_map(|r| r.io_unavailable.clone());
+    match (io, why) {
+        (true, Some(why)) => format!("not measured: {why}"),
+        _ => "not measured in every run".into(),
+    }
+}
+
+/// One figure of command `i` against its reference.
+fn judge(
+    r: &CompareReport,
+    i: usize,
+    c: &CommandResult,
+    reference: usize,
+    rule: &Rule,
+) -> GateResult {
+    let mut result = GateResult {
+        command: i,
+        name: c.name.clone(),
+        reference,
+        figure: rule.figure,
+        limit: rule.limit,
+        ratio: None,
+        ratio_low: None,
+        ratio_high: None,
+        p_adjusted: None,
+        outcome: Outcome::Inconclusive,
+        runs_needed: None,
+        reason: None,
+        note: None,
+    };
+    let Some(ref_cmd) = r.commands.get(reference) else {
+        return result;
+    };
+    let Some(v) = c.versus(rule.figure) else {
+        result.reason = Some(Reason::NotMeasured);
+        result.note = Some(unmeasured(c, ref_cmd, rule.figure));
+        return result;
+    };
+    let median = |c: &CommandResult| c.summary_of(rule.figure).map(|s| s.median);
+    let interval = match (v.ratio, v.ratio_low, v.ratio_high) {
+        (Some(x), Some(lo), Some(hi)) => Some((x, lo, hi)),
+        _ => None,
+    };
+    let evidence = Evidence {
+        interval,
+        significant_worse: significant_worse(v, r.alpha),
+        too_few_runs: v.verdict == Verdict::TooFewRuns,
+        higher_is_better: false,
+        both_zero: median(c) == Some(0.0) && median(ref_cmd) == Some(0.0),
+    };
+    // 0 then and 0 now: no change.
+    let zero = evidence.both_zero.then_some(1.0);
+    result.ratio = v.ratio.or(zero);
+    result.ratio_low = v.ratio_low.or(zero);
+    result.ratio_high = v.ratio_high.or(zero);
+    result.p_adjusted = Some(v.p_adjusted);
+    result.outcome = gate::judge(&evidence, rule.limit);
+    // Times measured against a stored baseline while the machine did far
+    // more other work can regress for that; while it did far less, a
+    // regression can hide: those outcomes are not the command's alone.
+    let time = FIGURES
+        .iter()
+        .any(|f| f.key == rule.figure && f.unit.base() == crate::report::unit::Unit::Seconds);
+    let limit = super::report::OTHER_WORK_DIFFERS;
+    let shaken = match other_work(r) {
+        Some((now, then)) if time && ref_cmd.from_baseline => match result.outcome {
+            Outcome::Regression => now > then + limit,
+            Outcome::Pass => now < then - limit,
+            Outcome::Inconclusive => false,
+        }
+        .then_some((now, then)),
+        _ => None,
+    };
+    if let Some((now, then)) = shaken {
+        result.outcome = Outcome::Inconclusive;
+        result.reason = Some(Reason::OtherWork);
+        result.note = Some(format!(
+            "other work on the machine took {now:.0}% of a CPU during these runs and \
+             {then:.0}% during the baseline's: a change of this size may be the machine's"
+        ));
+        return result;
+    }
+    if result.outcome == Outcome::Inconclusive {
+        if v.verdict == Verdict::TooFewRuns {
+            result.runs_needed = v.runs_needed;
+            result.reason = Some(Reason::TooFewRuns);
+            result.note = Some("too few runs to show a difference at all".into());
+        } else {
+            match gate::runs_to_decide(
+                interval,
+                gate::bound(rule.limit, false),
+                c.runs.len(),
+                ref_cmd.runs.len(),
+                ref_cmd.from_baseline,
+            ) {
+                Ok(n) => result.runs_needed = Some(n),
+                Err(Undecidable::AtLimit) => {
+                    result.reason = Some(Reason::AtLimit);
+                    result.note = Some("the ratio sits on the limit".into());
+                }
+                Err(Undecidable::BaselineTooSmall) => {
+                    result.reason = Some(Reason::BaselineTooSmall);
+                    result.note = Some(format!(
+                        "the baseline's {} runs are too few to decide it however many run \
+                         now: save a baseline with more runs",
+                        ref_cmd.runs.len()
+                    ));
+                }
+                Err(Undecidable::NoInterval) => {
+                    result.reason = Some(Reason::ZeroReference);
+                    result.note = Some(
+                        "the reference's median is 0 and the difference is not significant".into(),
+                    );
+                }
+            }
+        }
+    }
+    result
+}
+
+/// Other work on the machine during these runs and during the baseline's,
+/// percent of one CPU.
+fn other_work(r: &CompareReport) -> Option<(f64, f64)> {
+    Some((
+        r.other_cpu_percent?,
+        r.baseline.as_ref()?.other_cpu_percent?,
+    ))
+}
+
+/// Whether the comparison calls the figure different, upwards.
+fn significant_worse(v: &FigureComparison, alpha: f64) -> bool {
+    match v.verdict {
+        Verdict::Higher => true,
+        Verdict::SameWithinThreshold => v.p_adjusted < alpha && v.ratio.is_some_and(|x| x > 1.0),
+        _ => false,
+    }
+}
+
+/// Without `--runs`, at a checkpoint: the rounds that would decide every
+/// gated figure not yet decided, from the runs so far (`pairs`: each
+/// figure's limit, this command's values, its reference's), the intervals
+/// at the level a family of `family` tests needs (see
+/// [`gate::runs_to_decide`]). 0 when every figure is decided or none can
+/// be by more runs; the caller caps it by the time budget.
+pub fn rounds_to_decide(
+    pairs: &[(f64, &[f64], &[f64])],
+    family: usize,
+    alpha: f64,
+    reference_fixed: bool,
+    seed: u64,
+) -> u32 {
+    let level = 1.0 - alpha / family.max(1) as f64;
+    let mut needed = 0u32;
+    for (k, &(limit, now, reference)) in pairs.iter().enumerate() {
+        let Some(ci) = crate::stats::ratio_of_medians(now, reference, level, seed ^ k as u64)
+        else {
+            continue;
+        };
+        let b = gate::bound(limit, false);
+        if ci.high <= b || ci.low > b {
+            continue;
+        }
+        if let Ok(n) = gate::runs_to_decide(
+            Some((ci.ratio, ci.low, ci.high)),
+            b,
+            now.len(),
+            reference.len(),
+            reference_fixed,
+        ) {
+            needed = needed.max(n);
+        }
+    }
+    needed
+}
+
+/// The gate of `rules` over every command that has a reference.
+pub fn evaluate(r: &CompareReport, rules: &[Rule], strict: bool) -> Gate {
+    let mut results = Vec::new();
+    for (i, c) in r.commands.iter().enumerate() {
+        let Some(reference) = c.compared_with else {
+            continue;
+        };
+        for rule in rules {
+            results.push(judge(r, i, c, reference, rule));
+        }
+    }
+    let worst = results.iter().map(|g| g.outcome).max();
+    Gate {
+        rules: rules.to_vec(),
+        strict,
+        outcome: worst.unwrap_or(Outcome::Pass),
+        exit_status: gate::exit_status(worst, strict),
+        headline: headline(&results),
+        results,
+    }
+}
+
+/// `+20.3% [+18.1, +22.4]`, or what stands for it.
+pub fn change_text(g: &GateResult) -> String {
+    match (g.ratio, g.ratio_low, g.ratio_high) {
+        (Some(x), Some(lo), Some(hi)) if lo != hi => {
+            format!("{} {}", gate::change(x), gate::change_interval(lo, hi))
+        }
+        (Some(x), ..) => gate::change(x),
+        (None, ..) if g.p_adjusted.is_some() => "from 0".into(),
+        (None, ..) => "not measured".into(),
+    }
+}
+
+/// Why a result came out as it did, in a few words: `beyond +5%,
+/// p<0.001`, `within +5%`, `across +5%: about 80 runs of each would
+/// decide`.
+pub fn phrase(g: &GateResult) -> String {
+    let limit = format!("+{}", gate::limit_text(g.limit));
+    match g.outcome {
+        Outcome::Regression => match g.p_adjusted {
+            Some(p) => format!("beyond {limit}, {}", p_text(p)),
+            None => format!("beyond {limit}"),
+        },
+        Outcome::Pass => format!("within {limit}"),
+        Outcome::Inconclusive => {
+            let why = match (&g.note, g.runs_needed) {
+                (Some(note), Some(n)) => format!("{note}; about {n} runs of each would decide"),
+                (None, Some(n)) => format!("about {n} runs of each would decide"),
+                (Some(note), None) => note.clone(),
+                (None, None) => String::new(),
+            };
+            match (g.ratio_low.is_some(), why.is_empty()) {
+                (true, true) => format!("across {limit}"),
+                (true, false) => format!("across {limit}: {why}"),
+                (false, _) => why,
+            }
+        }
+    }
+}
+
+/// The outcome in a table's few words: `regression (> +5%, p<0.001)`,
+/// `pass (≤ +5%)`, `inconclusive (~80 runs)`.
+pub fn outcome_text(g: &GateResult) -> String {
+    let limit = format!("+{}", gate::limit_text(g.limit));
+    let why = match g.outcome {
+        Outcome::Regression => match g.p_adjusted {
+            Some(p) => format!("> {limit}, {}", p_text(p)),
+            None => format!("> {limit}"),
+        },
+        Outcome::Pass => format!("≤ {limit}"),
+        Outcome::Inconclusive => match (g.reason, g.runs_needed) {
+            (Some(Reason::TooFewRuns), Some(n)) => format!("too few runs, need {n}"),
+            (Some(Reason::NotMeasured), _) => "not measured".into(),
+            (Some(Reason::AtLimit), _) => format!("at {limit}"),
+            (Some(Reason::BaselineTooSmall), _) => "baseline too small".into(),
+            (Some(Reason::ZeroReference), _) => "reference 0".into(),
+            (Some(Reason::OtherWork), _) => "machine busier or idler".into(),
+            (_, Some(n)) => format!("across {limit}, ~{n} runs"),
+            (_, None) => format!("across {limit}"),
+        },
+    };
+    format!("{} ({why})", g.outcome.name())
+}
+
+/// `1 regression: `new` wall time +20.3% [+18.1, +22.4] beyond +5%,
+/// p<0.001; `new` peak memory +0.2% [-0.4, +0.8] within +10%`.
+fn headline(results: &[GateResult]) -> String {
+    let count = |o: Outcome| results.iter().filter(|g| g.outcome == o).count();
+    let (bad, unsure) = (count(Outcome::Regression), count(Outcome::Inconclusive));
+    let mut summary = Vec::new();
+    if bad > 0 {
+        summary.push(format!(
+            "{bad} regression{}",
+            if bad == 1 { "" } else { "s" }
+        ));
+    }
+    if unsure > 0 {
+        summary.push(format!("{unsure} inconclusive"));
+    }
+    if summary.is_empty() {
+        summary.push("pass".into());
+    }
+    let mut ordered: Vec<&GateResult> = results.iter().collect();
+    ordered.sort_by_key(|g| std::cmp::Reverse(g.outcome));
+    let parts: Vec<String> = ordered
+        .iter()
+        .map(|g| {
+            format!(
+                "`{}` {} {} {}",
+                g.name,
+                label(g.figure),
+                change_text(g),
+                phrase(g)
+            )
+        })
+        .collect();
+    if parts.is_empty() {
+        return format!("{}: no command has a reference", summary.join(", "));
+    }
+    format!("{}: {}", summary.join(", "), parts.join("; "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_figure_has_names_and_no_name_is_taken_twice() {
+        let mut seen: Vec<&str> = Vec::new();
+        for fig in FIGURES {
+            let (key, aliases) = NAMES
+                .iter()
+                .find(|(k, _)| *k == fig.key)
+                .unwrap_or_else(|| panic!("{} has no line in NAMES", fig.key));
+            assert_eq!(figure_of(key).map(|f| f.key), Some(fig.key));
+            for name in std::iter::once(key).chain(aliases.iter()) {
+                assert!(!seen.contains(name), "{name} is taken twice");
+                seen.push(name);
+            }
+        }
+        assert_eq!(NAMES.len(), FIGURES.len());
+    }
+
+    /// `n` runs of a command taking `wall_ns` (±1%), measured now or
+    /// read from a baseline.
+    fn runs(name: &str, wall_ns: u64, n: u64, from_baseline: bool) -> CommandResult {
+        use crate::compare::plan::Instance;
+        use crate::run::report::{ExitInfo, RunRecord};
+        let mut c = CommandResult::new(
+            &Instance {
+                name: name.into(),
+                command: name.into(),
+                argv: Vec::new(),
+                parameters: Vec::new(),
+            },
+            n as usize,
+        );
+        for i in 0..n {
+            c.runs.push(RunRecord {
+                wall_ns: wall_ns + wall_ns * (i % 7) / 300,
+                user_us: 1000,
+                system_us: 100,
+                max_rss_bytes: 1 << 20,
+                minor_faults: 10,
+                major_faults: 0,
+                voluntary_switches: 1,
+                involuntary_switches: 0,
+                block_input_ops: 0,
+                block_output_ops: 0,
+                io: None,
+                io_source: None,
+                io_unavailable: Some("test".into()),
+                counters: None,
+                tree: None,
+                cold: None,
+                exit: ExitInfo {
+                    code: Some(0),
+                    signal: None,
+                    signal_number: None,
+                    core_dumped: false,
+                },
+                forwarded_signal: None,
+                escalated_to_sigkill: false,
+            });
+        }
+        c.from_baseline = from_baseline;
+        c
+    }
+
+    /// Against a stored baseline, a time that regressed while the machine
+    /// did far more other work than for the baseline is not called a
+    /// regression; a pass while it did far less is not called a pass.
+    #[test]
+    fn a_change_of_the_machines_other_work_makes_times_inconclusive() {
+        use crate::compare::plan::{Baseline, BaselineUse, Config, Fingerprint};
+        let cfg = Config {
+            alpha: 0.05,
+            threshold: 0.01,
+            seed: 9,
+            baseline: Some(Baseline {
+                commands: Vec::new(),
+                about: BaselineUse {
+                    path: "b.json".into(),
+                    saved_at: None,
+                    tally_version: None,
+                    machine: Fingerprint::default(),
+                    other_cpu_percent: Some(30.0),
+                    differences: Vec::new(),
+                },
+            }),
+            ..Config::default()
+        };
+        let rules = [
+            parse_rule("wall=5%").unwrap(),
+            parse_rule("maxrss=5%").unwrap(),
+        ];
+        let outcome = |scale: u64, other_now: f64| {
+            let commands = vec![
+                runs("app", 10_000_000 * scale / 100, 30, false),
+                runs("app", 10_000_000, 30, true),
+            ];
+            let mut r = CompareReport::build(&cfg, commands, None);
+            r.other_cpu_percent = Some(other_now);
+            let g = evaluate(&r, &rules, false);
+            (
+                g.results[0].outcome,
+                g.results[0].reason,
+                g.results[1].outcome,
+            )
+        };
+        // As busy as then: a 20% slower command regresses.
+        assert_eq!(
+            outcome(120, 35.0),
+            (Outcome::Regression, None, Outcome::Pass)
+        );
+        // Far busier now: the same is inconclusive; memory still passes.
+        assert_eq!(
+            outcome(120, 90.0),
+            (
+                Outcome::Inconclusive,
+                Some(Reason::OtherWork),
+                Outcome::Pass
+            )
+        );
+        // Far idler now: a pass of the time is not trusted either.
+        assert_eq!(outcome(100, 0.0).0, Outcome::Inconclusive);
+        assert_eq!(outcome(100, 25.0).0, Outcome::Pass);
+    }
+
+    #[test]
+    fn rules_take_json_keys_and_short_names_and_refuse_the_rest() {
+        assert_eq!(
+            parse_rule("wall=5%"),
+            Ok(Rule {
+                figure: "wall_ns",
+                limit: 0.05
+            })
+        );
+        assert_eq!(parse_rule("maxrss=10%").unwrap().figure, "max_rss_bytes");
+        assert_eq!(parse_rule("max_rss_bytes=10").unwrap().limit, 0.10);
+        assert_eq!(
+            parse_rule("read_bytes=1%").unwrap().figure,
+            "storage_read_bytes"
+        );
+        let e = parse_rule("nosuchfigure=5%").unwrap_err();
+        assert!(e.contains("\"nosuchfigure\""), "{e}");
+        assert!(e.contains("wall (wall_ns)") && e.contains("maxrss"), "{e}");
+        assert!(parse_rule("wall=abc").unwrap_err().contains("percentage"));
+        let twice = [
+            parse_rule("wall=5%").unwrap(),
+            parse_rule("wall_ns=3%").unwrap(),
+        ];
+        assert!(check_rules(&twice).unwrap_err().contains("twice"));
+    }
+}

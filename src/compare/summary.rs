@@ -1,0 +1,188 @@
+//! The gate's summary of a comparison, as the human layout and Markdown
+//! both show it: per command a table of figure, reference, now, ratio,
+//! interval and verdict, with the gated figures' outcomes. Kept apart from
+//! the model (it imports the model, the model imports no layout).
+
+use super::gate::{self, GateResult};
+use super::plan::{TimeUnit, View};
+use super::report::{CommandResult, CompareReport, FigureComparison, Verdict, direction, p_text};
+use crate::gate::Outcome;
+use crate::report::unit::{Quantity, Unit};
+use crate::run::report::{FIGURES, Figure};
+use crate::units::thousands_f;
+
+/// `value` of `fig` for people, times in the view's unit.
+pub(super) fn value(fig: &Figure, value: f64, view: &View) -> String {
+    let unit = match view.time_unit {
+        Some(TimeUnit::Nanosecond) => Unit::Nanoseconds,
+        Some(TimeUnit::Microsecond) => Unit::Microseconds,
+        Some(TimeUnit::Millisecond) => Unit::Milliseconds,
+        Some(TimeUnit::Second) => Unit::Seconds,
+        None => return fig.human(value),
+    };
+    if fig.unit.base() != Unit::Seconds {
+        return fig.human(value);
+    }
+    let q = Quantity::new(value, fig.unit).to(unit).value;
+    // About four significant digits, and at least a whole.
+    let digits = match q.abs() {
+        x if x >= 1000.0 || x == 0.0 => 0,
+        x if x >= 100.0 => 1,
+        x if x >= 10.0 => 2,
+        x if x >= 1.0 => 3,
+        _ => 4,
+    };
+    if digits == 0 {
+        format!("{}{}", thousands_f(q), unit.symbol())
+    } else {
+        format!("{q:.digits$}{}", unit.symbol())
+    }
+}
+
+/// The verdict of a figure that is not gated, in words:
+/// `slower (p<0.001)`, `same within 1%`, `too few runs (need 12)`.
+pub(super) fn verdict_text(fig: &Figure, v: &FigureComparison, threshold: f64) -> String {
+    let word = direction(fig, v.verdict);
+    match v.verdict {
+        Verdict::Lower | Verdict::Higher => format!("{word} ({})", p_text(v.p_adjusted)),
+        Verdict::SameWithinThreshold => format!("{word} {}", super::report::percent(threshold)),
+        Verdict::TooFewRuns => match v.runs_needed {
+            Some(n) => format!("{word} (need {n})"),
+            None => word.to_string(),
+        },
+        _ => word.to_string(),
+    }
+}
+
+/// One row of a command's table.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Row {
+    pub figure: String,
+    pub reference: String,
+    pub now: String,
+    pub ratio: String,
+    pub interval: String,
+    pub verdict: String,
+    /// The gate's outcome, for a gated figure.
+    pub outcome: Option<Outcome>,
+}
+
+/// A command's table: its gated figures, the headline figures and every
+/// figure that differs; the rest counted.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct CommandTable {
+    pub index: usize,
+    pub reference: usize,
+    pub rows: Vec<Row>,
+    /// Figures left out: they did not differ.
+    pub others: usize,
+}
+
+fn median(c: &CommandResult, key: &str) -> Option<f64> {
+    c.summary_of(key).map(|s| s.median)
+}
+
+/// A table per command that has a reference.
+pub(super) fn tables(r: &CompareReport) -> Vec<CommandTable> {
+    let mut out = Vec::new();
+    for (i, c) in r.commands.iter().enumerate() {
+        let Some(j) = c.compared_with else {
+            continue;
+        };
+        let Some(reference) = r.commands.get(j) else {
+            continue;
+        };
+        let gated = |key: &str| -> Option<&GateResult> {
+            r.gate
+                .as_ref()?
+                .results
+                .iter()
+                .find(|g| g.command == i && g.figure == key)
+        };
+        let mut rows = Vec::new();
+        let mut others = 0;
+        for fig in FIGURES {
+            let g = gated(fig.key);
+            let v = c.versus(fig.key);
+            let shown = g.is_some() || fig.headline || v.is_some_and(|v| v.verdict.differs());
+            if !shown {
+                others += usize::from(v.is_some());
+                continue;
+            }
+            let cell = |c: &CommandResult| {
+                median(c, fig.key).map_or("—".to_string(), |m| value(fig, m, &r.view))
+            };
+            let (ratio, interval) = match v {
+                Some(v) => (
+                    v.ratio.map_or("—".into(), crate::gate::change),
+                    match (v.ratio_low, v.ratio_high) {
+                        (Some(lo), Some(hi)) if lo != hi => crate::gate::change_interval(lo, hi),
+                        _ => String::new(),
+                    },
+                ),
+                None => ("—".into(), String::new()),
+            };
+            let verdict = match (g, v) {
+                (Some(g), _) => gate::outcome_text(g),
+                (None, Some(v)) => verdict_text(fig, v, r.threshold),
+                (None, None) => "not measured".into(),
+            };
+            rows.push(Row {
+                figure: fig.label.to_string(),
+                reference: cell(reference),
+                now: cell(c),
+                ratio,
+                interval,
+                verdict,
+                outcome: g.map(|g| g.outcome),
+            });
+        }
+        out.push(CommandTable {
+            index: i,
+            reference: j,
+            rows,
+            others,
+        });
+    }
+    out
+}
+
+/// `#2 new`, `#3 new (baseline)`.
+pub(super) fn who(r: &CompareReport, i: usize) -> String {
+    match r.commands.get(i) {
+        Some(c) if c.from_baseline => format!("#{} {} (baseline)", i + 1, c.name),
+        Some(c) => format!("#{} {}", i + 1, c.name),
+        None => format!("#{}", i + 1),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_read_in_the_unit_asked_for() {
+        let wall = &FIGURES[0];
+        let rss = FIGURES.iter().find(|f| f.key == "max_rss_bytes").unwrap();
+        let view = |u| View {
+            time_unit: Some(u),
+            ..View::default()
+        };
+        assert_eq!(value(wall, 1_186_000.0, &View::default()), "1,186µs");
+        assert_eq!(
+            value(wall, 1_186_000.0, &view(TimeUnit::Millisecond)),
+            "1.186ms"
+        );
+        assert_eq!(value(wall, 1_186_000.0, &view(TimeUnit::Second)), "0.0012s");
+        assert_eq!(
+            value(wall, 21_680_000.0, &view(TimeUnit::Millisecond)),
+            "21.68ms"
+        );
+        assert_eq!(value(wall, 1_186.0, &view(TimeUnit::Nanosecond)), "1,186ns");
+        // Other figures keep their unit.
+        assert_eq!(
+            value(rss, 2_048_000.0, &view(TimeUnit::Second)),
+            value(rss, 2_048_000.0, &View::default())
+        );
+    }
+}

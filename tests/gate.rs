@@ -1,0 +1,927 @@
+//! The regression gate end to end: `tally compare --fail-on` interleaved
+//! and against a stored baseline (`--save-baseline`, `--baseline`), the
+//! baseline file's round trip and its refusal of bad input before any
+//! command runs, `tally bench --fail-on`, and the example CI workflow in
+//! contrib/, whose commands run here as they would on a runner. Commands
+//! that differ by construction (sleeps, memory) decide the outcomes;
+//! counts, structure and exit statuses only, no durations.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use common::tally;
+use serde_json::Value;
+
+fn scratch(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("gate-{name}-"))
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .expect("create scratch dir")
+}
+
+fn run(dir: &Path, args: &[&str]) -> Output {
+    tally()
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("tally runs")
+}
+
+fn text(out: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A program that spins N iterations and touches MB megabytes:
+/// `work N MB`.
+fn work_program(dir: &Path) -> PathBuf {
+    let src = dir.join("work.c");
+    std::fs::write(
+        &src,
+        "#include <stdlib.h>\n#include <string.h>\n\
+         int main(int argc, char **argv) {\n\
+           long n = argc > 1 ? atol(argv[1]) : 0, mb = argc > 2 ? atol(argv[2]) : 0;\n\
+           if (mb > 0) { char *p = malloc(mb << 20); memset(p, 1, mb << 20); if (!p[1]) return 2; }\n\
+           volatile unsigned long x = 0;\n\
+           for (long i = 0; i < n; i++) x += i * 2654435761u;\n\
+           return 0;\n\
+         }\n",
+    )
+    .expect("write work.c");
+    let exe = dir.join("work");
+    let out = common::command("cc")
+        .args(["-O2", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .output()
+        .expect("cc runs");
+    assert!(out.status.success(), "{out:?}");
+    exe
+}
+
+fn json(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        let (o, err) = text(out);
+        panic!("no JSON ({e}): {o}\n{err}")
+    })
+}
+
+fn gate_results(r: &Value) -> &Vec<Value> {
+    r["gate"]["results"].as_array().expect("gate.results")
+}
+
+#[test]
+fn three_times_the_peak_memory_fails_a_ten_percent_gate() {
+    let dir = scratch("maxrss");
+    let work = work_program(dir.path());
+    let w = work.to_str().expect("utf-8");
+    let (a, b) = (format!("{w} 1000 20"), format!("{w} 1000 60"));
+    let md = dir.path().join("gate.md");
+    let out = run(
+        dir.path(),
+        &[
+            "compare",
+            "-N",
+            "-n",
+            "10",
+            "--fail-on",
+            "maxrss=10%",
+            "--name",
+            "lean",
+            "--name",
+            "fat",
+            &a,
+            &b,
+            "--export",
+            &format!("markdown={}", md.display()),
+        ],
+    );
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(3), "{stdout}\n{stderr}");
+    let first = stdout.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with("tally: gate: 1 regression: `fat` peak memory +"),
+        "{stdout}"
+    );
+    let summary = std::fs::read_to_string(&md).expect("markdown written");
+    assert!(
+        summary.starts_with("**tally gate: 1 regression**"),
+        "{summary}"
+    );
+    let row = summary
+        .lines()
+        .find(|l| l.starts_with("| peak memory |"))
+        .unwrap_or_else(|| panic!("no peak memory row: {summary}"));
+    assert!(row.contains("**regression**"), "{row}");
+}
+
+#[test]
+fn a_longer_sleep_regresses_an_equal_one_passes_and_the_first_is_the_reference() {
+    let dir = scratch("sleep");
+    // The second is the faster: with a gate the reference is still the first.
+    let out = run(
+        dir.path(),
+        &[
+            "compare",
+            "-n",
+            "12",
+            "--fail-on",
+            "wall=5%",
+            "sleep 0.03",
+            "sleep 0.02",
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out).1);
+    let r = json(&out);
+    assert_eq!(r["reference"], 0);
+    assert_ne!(r["gate"]["outcome"], "regression", "{}", r["gate"]);
+
+    // Five times the sleep: far beyond any noise of a shared machine.
+    let md = dir.path().join("m.md");
+    let out = run(
+        dir.path(),
+        &[
+            "compare",
+            "-n",
+            "16",
+            "--fail-on",
+            "wall=5%",
+            "--name",
+            "old",
+            "--name",
+            "new",
+            "sleep 0.02",
+            "sleep 0.1",
+            "--export",
+            &format!("markdown={}", md.display()),
+            "--export",
+            "json=g.json",
+        ],
+    );
+    let (stdout, stderr) = text(&out);
+    let code = out.status.code().expect("exit code");
+    assert!(code != 0 && code != 1 && code != 2, "{code}: {stderr}");
+    assert_eq!(code, 3, "{stdout}");
+    assert!(
+        stdout.starts_with("tally: gate: 1 regression: `new` wall time +"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("regression"), "{stdout}");
+    let summary = std::fs::read_to_string(&md).expect("markdown");
+    assert!(
+        summary
+            .lines()
+            .any(|l| l.starts_with("| wall time |") && l.contains("**regression**")),
+        "{summary}"
+    );
+    let r: Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("g.json")).expect("json export"))
+            .expect("JSON");
+    let wall = gate_results(&r)
+        .iter()
+        .find(|g| g["figure"] == "wall_ns")
+        .expect("wall result");
+    assert_eq!(wall["outcome"], "regression");
+    assert_eq!(wall["command"], 1);
+    assert_eq!(wall["reference"], 0);
+    assert!(wall["ratio_low"].as_f64().expect("low") > 1.05, "{wall}");
+    assert_eq!(r["gate"]["exit_status"], 3);
+
+    // The same sleep against a 30% gate does not fail; its peak memory,
+    // the same in every run, passes a 10% gate.
+    let out = run(
+        dir.path(),
+        &[
+            "compare",
+            "-n",
+            "12",
+            "--fail-on",
+            "wall=30%",
+            "--fail-on",
+            "maxrss=10%",
+            "sleep 0.02",
+            "sleep 0.02",
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out).1);
+    let r = json(&out);
+    let outcome = |figure: &str| {
+        gate_results(&r)
+            .iter()
+            .find(|g| g["figure"] == figure)
+            .map(|g| g["outcome"].clone())
+    };
+    assert_ne!(
+        outcome("wall_ns"),
+        Some("regression".into()),
+        "{}",
+        r["gate"]
+    );
+    assert_eq!(
+        outcome("max_rss_bytes"),
+        Some("pass".into()),
+        "{}",
+        r["gate"]
+    );
+}
+
+#[test]
+fn too_few_runs_are_inconclusive_and_fail_only_with_strict() {
+    let dir = scratch("strict");
+    let args = [
+        "compare",
+        "-n",
+        "3",
+        "--fail-on",
+        "wall=5%",
+        "sleep 0.01",
+        "sleep 0.05",
+    ];
+    let out = run(dir.path(), &args);
+    let (stdout, _) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.starts_with("tally: gate: 1 inconclusive"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("too few runs"), "{stdout}");
+    let mut strict = args.to_vec();
+    strict.push("--strict");
+    strict.extend(["--format", "json"]);
+    let out = run(dir.path(), &strict);
+    assert_eq!(out.status.code(), Some(4));
+    let r = json(&out);
+    let g = &gate_results(&r)[0];
+    assert_eq!(g["outcome"], "inconclusive");
+    assert_eq!(g["reason"], "too-few-runs");
+    assert!(g["runs_needed"].as_u64().expect("runs_needed") > 3, "{g}");
+}
+
+fn save(dir: &Path, file: &str, command: &str) -> Output {
+    run(
+        dir,
+        &[
+            "compare",
+            "-N",
+            "-n",
+            "12",
+            "--save-baseline",
+            file,
+            "--name",
+            "nap",
+            command,
+            "-o",
+            "/dev/null",
+        ],
+    )
+}
+
+#[test]
+fn a_baseline_keeps_every_run_and_a_later_comparison_uses_it_as_reference() {
+    let dir = scratch("baseline");
+    let out = save(dir.path(), "b.json", "sleep 0.02");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out).1);
+    let b: Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("b.json")).expect("saved"))
+            .expect("JSON");
+    assert_eq!(b["format"], "tally-compare-baseline");
+    assert_eq!(b["schema_version"], 1);
+    assert_eq!(b["tally_version"], env!("CARGO_PKG_VERSION"));
+    for key in ["cpu_model", "cpus", "kernel", "memory_bytes"] {
+        assert!(b["machine"].get(key).is_some(), "machine.{key}: {b}");
+    }
+    assert_eq!(b["options"]["shell"], "none");
+    let c = &b["commands"][0];
+    assert_eq!(
+        (c["name"].as_str(), c["runs"].as_u64()),
+        (Some("nap"), Some(12))
+    );
+    assert_eq!(c["command"], "sleep 0.02");
+    for key in [
+        "wall_ns",
+        "user_us",
+        "system_us",
+        "max_rss_bytes",
+        "minor_faults",
+    ] {
+        assert_eq!(
+            c["samples"][key].as_array().map(Vec::len),
+            Some(12),
+            "{key}"
+        );
+    }
+    assert_eq!(c["exit_codes"].as_array().map(Vec::len), Some(12));
+
+    // The same command against its own baseline: never a regression.
+    let out = run(
+        dir.path(),
+        &[
+            "compare",
+            "-N",
+            "-n",
+            "12",
+            "--baseline",
+            "b.json",
+            "--fail-on",
+            "wall=30%",
+            "--name",
+            "nap",
+            "sleep 0.02",
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out).1);
+    let r = json(&out);
+    assert_eq!(r["reference_is"], "baseline");
+    assert_eq!(r["commands"].as_array().map(Vec::len), Some(2));
+    assert_eq!(r["commands"][0]["compared_with"], 1);
+    assert_eq!(r["commands"][1]["from_baseline"], true);
+    assert_eq!(r["commands"][1]["runs"].as_array().map(Vec::len), Some(12));
+    assert_eq!(r["baseline"]["path"], "b.json");
+    assert_ne!(gate_results(&r)[0]["outcome"], "regression");
+
+    // Twice the sleep, same name: a regression of the command run now.
+    let out = run(
+        dir.path(),
+        &[
+            "compare",
+            "-N",
+            "-n",
+            "12",
+            "--baseline",
+            "b.json",
+            "--fail-on",
+            "wall=5%",
+            "--name",
+            "nap",
+            "sleep 0.04",
+        ],
+    );
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(3), "{stdout}\n{stderr}");
+    assert!(
+        stdout.starts_with("tally: gate: 1 regression: `nap` wall time +"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("against the baseline b.json"), "{stdout}");
+
+    // No command: every command the baseline holds, as it was saved.
+    let out = run(
+        dir.path(),
+        &[
+            "compare",
+            "-n",
+            "4",
+            "--baseline",
+            "b.json",
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out).1);
+    let r = json(&out);
+    assert_eq!(r["commands"][0]["command"], "sleep 0.02");
+    assert_eq!(r["commands"][0]["runs"].as_array().map(Vec::len), Some(4));
+}
+
+#[test]
+fn another_machine_another_tally_or_other_options_are_warned_not_failed() {
+    let dir = scratch("differs");
+    assert!(save(dir.path(), "b.json", "sleep 0.01").status.success());
+    let path = dir.path().join("b.json");
+    let mut b: Value = serde_json::from_slice(&std::fs::read(&path).expect("saved")).unwrap();
+    b["machine"]["cpu_model"] = "Another CPU 9000".into();
+    b["tally_version"] = "0.0.1".into();
+    std::fs::write(&path, serde_json::to_vec_pretty(&b).unwrap()).unwrap();
+    // Saved with -N; run now through sh.
+    let out = run(
+        dir.path(),
+        &[
+            "compare",
+            "-n",
+            "4",
+            "--baseline",
+            "b.json",
+            "--name",
+            "nap",
+            "sleep 0.01",
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out).1);
+    let r = json(&out);
+    let warnings = r["warnings"].to_string();
+    assert!(warnings.contains("another machine"), "{warnings}");
+    assert!(warnings.contains("Another CPU 9000"), "{warnings}");
+    assert!(warnings.contains("saved by tally 0.0.1"), "{warnings}");
+    assert!(warnings.contains("--shell none then, sh now"), "{warnings}");
+    let differences = r["baseline"]["differences"]
+        .as_array()
+        .expect("differences");
+    // The three made above; other work on this shared machine, when it
+    // changed between the two sessions, is warned of too, and counted apart.
+    let others = differences
+        .iter()
+        .filter(|d| !d.to_string().contains("other work on the machine"))
+        .count();
+    assert_eq!(others, 3, "{differences:?}");
+}
+
+/// Each bad input is one line on stderr naming the thing and the fix,
+/// and no command runs (the command would create a file).
+#[test]
+fn bad_gates_and_baselines_are_refused_before_any_command_runs() {
+    let dir = scratch("bad");
+    let d = dir.path();
+    assert!(save(d, "good.json", "sleep 0.01").status.success());
+    let good = std::fs::read(d.join("good.json")).unwrap();
+    std::fs::write(d.join("cut.json"), &good[..good.len() / 2]).unwrap();
+    let newer = String::from_utf8(good.clone()).unwrap().replacen(
+        "\"schema_version\": 1",
+        "\"schema_version\": 7",
+        1,
+    );
+    std::fs::write(d.join("newer.json"), newer).unwrap();
+    let report = run(d, &["compare", "-n", "2", "true", "--format", "json"]);
+    std::fs::write(d.join("report.json"), &report.stdout).unwrap();
+    let bench = br#"{"schema_version": 2, "benchmarks": []}"#;
+    std::fs::write(d.join("bench.json"), bench).unwrap();
+    std::fs::write(d.join("garbage.json"), b"\x00\x01 not json").unwrap();
+    let fifo = d.join("fifo.json");
+    let made = common::command("mkfifo").arg(&fifo).status();
+    assert!(made.is_ok_and(|s| s.success()), "mkfifo");
+
+    let marker = d.join("ran");
+    let touch = format!("touch {}", marker.display());
+    let cases: Vec<(Vec<&str>, i32, &str)> = vec![
+        (vec!["--fail-on", "nosuchfigure=5%"], 2, "\"nosuchfigure\""),
+        (vec!["--fail-on", "nosuchfigure=5%"], 2, "wall (wall_ns)"),
+        (vec!["--fail-on", "wall=5x"], 2, "not a percentage"),
+        (vec!["--fail-on", "wall"], 2, "FIGURE=PCT"),
+        (vec!["--fail-on", "wall=-3%"], 2, "not a percentage"),
+        (
+            vec!["--fail-on", "wall=5%", "--fail-on", "wall_ns=3%"],
+            2,
+            "twice",
+        ),
+        (vec!["--strict"], 2, "--fail-on"),
+        (
+            vec!["--fail-on", "wall=5%"],
+            2,
+            "--fail-on needs a reference",
+        ),
+        (
+            vec!["--baseline", "missing.json"],
+            1,
+            "cannot read the baseline",
+        ),
+        (vec!["--baseline", "cut.json"], 1, "truncated"),
+        (vec!["--baseline", "newer.json"], 1, "newer than this tally"),
+        (
+            vec!["--baseline", "report.json"],
+            1,
+            "`tally compare` report",
+        ),
+        (vec!["--baseline", "bench.json"], 1, "`tally bench` report"),
+        (vec!["--baseline", "garbage.json"], 1, "not JSON"),
+        (
+            vec!["--baseline", "fifo.json"],
+            1,
+            "a FIFO, not a regular file",
+        ),
+        (vec!["--baseline", "."], 1, "a directory"),
+        (
+            vec!["--baseline", "good.json"],
+            2,
+            "matches nothing in the baseline",
+        ),
+        (
+            vec!["--save-baseline", "no/such/dir/b.json"],
+            1,
+            "--save-baseline",
+        ),
+    ];
+    for (extra, code, needle) in cases {
+        let mut args = vec!["compare", "-n", "2"];
+        args.extend(&extra);
+        args.push(&touch);
+        let out = run(d, &args);
+        let (stdout, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(code), "{extra:?}: {stderr}");
+        assert!(stderr.contains(needle), "{extra:?}: {stderr}");
+        assert!(stdout.is_empty(), "{extra:?}: {stdout}");
+        assert!(!marker.exists(), "{extra:?}: a command ran");
+        if code != 2 || extra.iter().any(|a| a.starts_with("--baseline")) {
+            // One line, naming the thing.
+            assert_eq!(stderr.trim_end().lines().count(), 1, "{extra:?}: {stderr}");
+        }
+    }
+}
+
+#[test]
+fn an_interrupted_comparison_leaves_the_earlier_baseline_whole() {
+    let dir = scratch("atomic");
+    let d = dir.path();
+    assert!(save(d, "b.json", "sleep 0.01").status.success());
+    let before = std::fs::read(d.join("b.json")).unwrap();
+    let child = common::tally_std()
+        .current_dir(d)
+        .args([
+            "compare",
+            "-n",
+            "100",
+            "--save-baseline",
+            "b.json",
+            "sleep 0.2",
+            "-o",
+            "/dev/null",
+        ])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("tally starts");
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    common::command("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    let out = common::wait_or_kill(child, std::time::Duration::from_secs(60));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("not written"), "{stderr}");
+    assert_eq!(std::fs::read(d.join("b.json")).unwrap(), before);
+    let names: Vec<String> = common::entries(d)
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["b.json"], "a temporary file was left");
+}
+
+/// The attack of tests/cp_security.rs on the files compare writes: in a
+/// sticky world-writable directory another user plants `out -> victim`;
+/// with `fs.protected_symlinks=1` the kernel refuses to follow it for
+/// someone else, and tally says so rather than writing the victim.
+#[test]
+fn compare_writes_no_file_through_a_link_planted_in_a_sticky_dir() {
+    use std::os::unix::fs::PermissionsExt;
+    common::require!(common::can_switch_users());
+    let _protected = common::require!(common::Sysctl::set("fs.protected_symlinks", "1"));
+    let safe = tempfile::tempdir().expect("tempdir");
+    let victim = safe.path().join("victim");
+    std::fs::write(&victim, b"root's file\n").unwrap();
+    let sticky = tempfile::tempdir().expect("tempdir");
+    std::fs::set_permissions(sticky.path(), std::fs::Permissions::from_mode(0o1777)).unwrap();
+    for name in ["out", "b.json"] {
+        let planted = common::command("setpriv")
+            .args([
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                "ln",
+                "-s",
+            ])
+            .arg(&victim)
+            .arg(sticky.path().join(name))
+            .status()
+            .expect("setpriv");
+        assert!(planted.success());
+    }
+    let out_link = sticky.path().join("out");
+    let base_link = sticky.path().join("b.json");
+    for (args, what) in [
+        (
+            vec![
+                "--command-output".to_string(),
+                out_link.display().to_string(),
+            ],
+            "--command-output",
+        ),
+        (
+            vec![
+                "--save-baseline".to_string(),
+                base_link.display().to_string(),
+            ],
+            "--save-baseline",
+        ),
+    ] {
+        let out = tally()
+            .args(["compare", "-n", "2"])
+            .args(&args)
+            .args(["echo attacker-chosen", "-o", "/dev/null"])
+            .output()
+            .expect("tally runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{what}: {stderr}");
+        assert!(stderr.contains(what), "{what}: {stderr}");
+        assert_eq!(std::fs::read(&victim).unwrap(), b"root's file\n", "{what}");
+    }
+}
+
+/// Halves every sample of a bench report's figures matching `prefix`, so
+/// that this machine now reads twice as slow against it.
+fn halve(report: &mut Value, prefix: &str) {
+    for b in report["benchmarks"].as_array_mut().expect("benchmarks") {
+        for f in b["figures"].as_array_mut().expect("figures") {
+            if !f["id"].as_str().is_some_and(|id| id.starts_with(prefix)) {
+                continue;
+            }
+            for s in f["samples"].as_array_mut().expect("samples") {
+                *s = (s.as_f64().expect("sample") / 2.0).into();
+            }
+            if let Some(ns) = f.get_mut("ns").and_then(Value::as_object_mut) {
+                for (k, v) in ns.iter_mut() {
+                    if k != "count"
+                        && let Some(x) = v.as_f64()
+                    {
+                        *v = (x / 2.0).into();
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn bench_gates_figures_by_glob_against_a_baseline() {
+    let dir = scratch("bench");
+    let d = dir.path();
+    let out = run(
+        d,
+        &[
+            "bench",
+            "syscall",
+            "--budget-ms",
+            "20",
+            "--format",
+            "json",
+            "-o",
+            "old.json",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out).1);
+    // A glob that names nothing is refused before any benchmark runs.
+    let out = run(
+        d,
+        &[
+            "bench",
+            "syscall",
+            "--budget-ms",
+            "20",
+            "--baseline",
+            "old.json",
+            "--fail-on",
+            "sycall.*=5%",
+        ],
+    );
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("\"sycall.*\": matches no figure"),
+        "{stderr}"
+    );
+    assert!(stdout.is_empty());
+    // Twice as slow as a doctored baseline: a regression, named first.
+    let mut old: Value =
+        serde_json::from_slice(&std::fs::read(d.join("old.json")).unwrap()).unwrap();
+    halve(&mut old, "syscall.read_dev_zero");
+    std::fs::write(d.join("fast.json"), serde_json::to_vec(&old).unwrap()).unwrap();
+    let out = run(
+        d,
+        &[
+            "bench",
+            "syscall",
+            "--budget-ms",
+            "20",
+            "--baseline",
+            "fast.json",
+            "--fail-on",
+            "syscall.read_*=10%",
+            "--format",
+            "json",
+            "--export",
+            "human=gate.txt",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out).1);
+    let r = json(&out);
+    let g = &r["baseline"]["gate"];
+    assert_eq!(g["outcome"], "regression");
+    assert_eq!(g["family_size"], 1, "{g}");
+    let result = &g["results"][0];
+    assert_eq!(result["id"], "syscall.read_dev_zero");
+    assert!(result["ratio_low"].as_f64().expect("low") > 1.1, "{result}");
+    let human = std::fs::read_to_string(d.join("gate.txt")).unwrap();
+    assert!(
+        human.starts_with("gate: 1 regression: syscall.read_dev_zero +"),
+        "{human}"
+    );
+    // Against its own run, a generous gate passes.
+    let out = run(
+        d,
+        &[
+            "bench",
+            "syscall",
+            "--budget-ms",
+            "20",
+            "--baseline",
+            "old.json",
+            "--fail-on",
+            "syscall.*=1000%",
+            "--format",
+            "csv",
+        ],
+    );
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let header = stdout.lines().next().unwrap_or_default();
+    assert!(header.ends_with("gate_limit,gate_outcome"), "{header}");
+}
+
+/// The `run: |` block of the step with `id: ID` in a workflow, and the
+/// workflow's top-level `env:`.
+fn workflow_step(yaml: &str, id: &str) -> String {
+    let lines: Vec<&str> = yaml.lines().collect();
+    let start = lines
+        .iter()
+        .position(|l| l.trim() == format!("id: {id}"))
+        .unwrap_or_else(|| panic!("no step with id {id}"));
+    let run_at = lines[start..]
+        .iter()
+        .position(|l| l.trim() == "run: |")
+        .map(|i| i + start)
+        .unwrap_or_else(|| panic!("step {id} has no run block"));
+    let indent = |l: &str| l.len() - l.trim_start().len();
+    let body_indent = indent(lines[run_at + 1]);
+    lines[run_at + 1..]
+        .iter()
+        .take_while(|l| l.trim().is_empty() || indent(l) >= body_indent)
+        .map(|l| l.get(body_indent..).unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn workflow_env(yaml: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut inside = false;
+    for l in yaml.lines() {
+        if l == "env:" {
+            inside = true;
+            continue;
+        }
+        if inside {
+            if !l.starts_with("  ") {
+                if l.trim().is_empty() || l.trim_start().starts_with('#') {
+                    continue;
+                }
+                break;
+            }
+            let t = l.trim();
+            if t.starts_with('#') || t.is_empty() {
+                continue;
+            }
+            if let Some((k, v)) = t.split_once(':') {
+                let v = v.trim();
+                let v = v
+                    .strip_prefix('\'')
+                    .and_then(|v| v.strip_suffix('\''))
+                    .unwrap_or(v);
+                out.push((k.trim().to_string(), v.to_string()));
+            }
+        }
+    }
+    out
+}
+
+/// A project of one C program, committed twice: the base, and a head that
+/// does `more` times the work in `mem` MB.
+fn project(root: &Path, more: u32, mem: u32) -> (PathBuf, String) {
+    let repo = root.join("origin");
+    std::fs::create_dir(&repo).unwrap();
+    let git = |args: &[&str]| {
+        let out = common::command("git")
+            .current_dir(&repo)
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+            .args(args)
+            .output()
+            .expect("git runs");
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    let source = |work: u32, mb: u32| {
+        format!(
+            "#include <stdlib.h>\nint main(void) {{\n\
+             volatile char *p = malloc({mb}L << 20);\n\
+             for (long i = 0; i < ({mb}L << 20); i += 4096) p[i] = 1;\n\
+             volatile unsigned long x = 0;\n\
+             for (long i = 0; i < {work}L * 1000000L; i++) x += i;\n\
+             return p[4096] == 1 ? 0 : 1;\n}}\n"
+        )
+    };
+    git(&["init", "-q", "-b", "main"]);
+    std::fs::write(repo.join("app.c"), source(4, 8)).unwrap();
+    git(&["add", "app.c"]);
+    git(&["commit", "-q", "-m", "base"]);
+    let base = git(&["rev-parse", "HEAD"]);
+    std::fs::write(repo.join("app.c"), source(4 * more, 8 * mem)).unwrap();
+    git(&["commit", "-q", "--allow-empty", "-am", "head"]);
+    (repo, base)
+}
+
+/// The steps of contrib/tally-gate.yml that build and gate, run as a
+/// runner would: the head checked out in `head`, `$BASE_SHA` set, tally
+/// on PATH, the job summary a file.
+fn run_workflow(more: u32, mem: u32) -> (Option<i32>, String, String) {
+    let yaml = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib/tally-gate.yml"),
+    )
+    .expect("contrib/tally-gate.yml");
+    let dir = scratch("workflow");
+    let (repo, base) = project(dir.path(), more, mem);
+    let workspace = dir.path().join("workspace");
+    std::fs::create_dir(&workspace).unwrap();
+    let cloned = common::command("git")
+        .args(["clone", "-q"])
+        .arg(&repo)
+        .arg(workspace.join("head"))
+        .status()
+        .expect("git clone");
+    assert!(cloned.success());
+    let summary = dir.path().join("summary.md");
+    std::fs::write(&summary, "").unwrap();
+    let bin_dir = common::tally_bin()
+        .parent()
+        .expect("tally's directory")
+        .to_path_buf();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut log = String::new();
+    let mut code = Some(0);
+    for id in ["build", "gate"] {
+        let script = workflow_step(&yaml, id);
+        let mut cmd = common::command("bash");
+        cmd.arg("-e")
+            .arg("-c")
+            .arg(&script)
+            .current_dir(&workspace)
+            .env("PATH", &path)
+            .env("GITHUB_WORKSPACE", &workspace)
+            .env("GITHUB_STEP_SUMMARY", &summary)
+            .env("BASE_SHA", &base)
+            .env_remove("COLUMNS");
+        for (k, v) in workflow_env(&yaml) {
+            cmd.env(k, v);
+        }
+        // The project's own build and program.
+        cmd.env("BUILD", "cc -O2 -o app app.c")
+            .env("PROGRAM", "app");
+        let out = cmd.output().expect("bash runs");
+        log.push_str(&String::from_utf8_lossy(&out.stdout));
+        log.push_str(&String::from_utf8_lossy(&out.stderr));
+        code = out.status.code();
+        if code != Some(0) {
+            break;
+        }
+    }
+    (
+        code,
+        log,
+        std::fs::read_to_string(&summary).unwrap_or_default(),
+    )
+}
+
+#[test]
+fn the_example_workflow_fails_a_pull_request_that_regressed() {
+    common::require!(common::tool("git", "git"));
+    let (code, log, summary) = run_workflow(3, 4);
+    assert_eq!(code, Some(3), "{log}");
+    assert!(summary.starts_with("**tally gate: "), "{summary}");
+    for figure in ["| wall time |", "| peak memory |"] {
+        assert!(
+            summary
+                .lines()
+                .any(|l| l.starts_with(figure) && l.contains("**regression**")),
+            "{figure}: {summary}"
+        );
+    }
+}
+
+#[test]
+fn the_example_workflow_passes_a_pull_request_that_changed_nothing() {
+    common::require!(common::tool("git", "git"));
+    let (code, log, summary) = run_workflow(1, 1);
+    assert_eq!(code, Some(0), "{log}\n{summary}");
+    assert!(summary.starts_with("**tally gate: "), "{summary}");
+    assert!(!summary.contains("**regression**"), "{summary}");
+}
