@@ -28,6 +28,7 @@ pub(super) fn bench_command(args: cli::bench::BenchArgs) -> u8 {
             Ok(())
         });
     }
+    fix_layout();
     let mode = if args.full {
         bench::Mode::Full
     } else if args.quick {
@@ -148,4 +149,23 @@ pub(super) fn bench_command(args: cli::bench::BenchArgs) -> u8 {
         Some(g) if code == 0 => g.exit_status,
         _ => code,
     }
+}
+
+/// Runs tally again with address-space randomisation off (as `setarch
+/// -R`), so that every run lays memory out alike (see
+/// `tally::sys::personality`); returns only where that cannot be done, and
+/// the report's machine line then says the layout is randomised.
+fn fix_layout() {
+    use std::os::unix::process::CommandExt;
+    use tally::sys::personality;
+    if personality::layout_fixed() || personality::fix_layout_at_exec().is_err() {
+        return;
+    }
+    let mut args = std::env::args_os();
+    let argv0 = args.next().unwrap_or_else(|| "tally".into());
+    // Replaces this process; returns only on failure (no /proc/self/exe).
+    let _ = std::process::Command::new("/proc/self/exe")
+        .arg0(argv0)
+        .args(args)
+        .exec();
 }

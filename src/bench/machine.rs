@@ -42,6 +42,10 @@ pub struct Machine {
     /// benchmark's median when it ran, else a short probe at start-up).
     pub core_mhz: Option<f64>,
     pub caches: Vec<CacheInfo>,
+    /// Whether the address space was laid out without randomisation (as
+    /// `setarch -R`; `tally bench` arranges it), so that runs compare.
+    #[serde(default)]
+    pub layout_fixed: bool,
     /// Why a field is absent, per field name.
     pub unavailable: Vec<String>,
 }
@@ -190,6 +194,7 @@ impl Machine {
             tsc_hz,
             core_mhz,
             caches: read_caches(Path::new("/sys/devices/system/cpu/cpu0/cache")),
+            layout_fixed: crate::sys::personality::layout_fixed(),
             unavailable,
         }
     }

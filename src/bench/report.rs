@@ -71,7 +71,7 @@ fn machine_lines(r: &BenchReport, out: &mut dyn Write) -> io::Result<()> {
     wrapped(
         out,
         &format!(
-            "TSC {}, core {} (measured), clocksource {}, governor {}, THP {}, caches (sysfs): {}",
+            "TSC {}, core {} (measured), clocksource {}, governor {}, THP {}, address layout {}, caches (sysfs): {}",
             m.tsc_hz.map_or("unavailable".into(), |hz| format!(
                 "{} MHz",
                 thousands_f(hz / 1e6)
@@ -83,6 +83,11 @@ fn machine_lines(r: &BenchReport, out: &mut dyn Write) -> io::Result<()> {
             m.clocksource.as_deref().unwrap_or("unknown"),
             m.governor.as_deref().unwrap_or("unavailable (no cpufreq)"),
             m.thp_enabled.as_deref().unwrap_or("unknown"),
+            if m.layout_fixed {
+                "fixed (setarch -R)"
+            } else {
+                "randomised (could not be fixed: runs may differ)"
+            },
             if caches.is_empty() {
                 "unavailable".to_string()
             } else {
@@ -761,6 +766,7 @@ pub(crate) fn sample_report() -> BenchReport {
                 line_bytes: Some(64),
                 shared_cpu_list: None,
             }],
+            layout_fixed: true,
             unavailable: vec![],
         },
         harness: HarnessInfo {

@@ -18,6 +18,7 @@ pub mod maps;
 pub mod mem;
 pub mod ops;
 pub mod perf;
+pub mod personality;
 pub mod privilege;
 pub mod process;
 pub mod shed;
