@@ -168,6 +168,26 @@ pub struct CompareReport {
     pub seed: u64,
     pub warnings: Vec<String>,
     pub interrupted_by: Option<String>,
+    /// The page cache made cold or warm before each run (`--cold`,
+    /// `--warm`, `--drop-caches`); absent without them.
+    pub page_cache: Option<PreparedCache>,
+}
+
+/// What preparing the page cache before each run cost: not part of any
+/// run's figures, but part of what the comparison took.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PreparedCache {
+    /// Runs it was made before (warm-up runs included).
+    pub runs: u64,
+    /// Files evicted before a run (`--cold`; the last run's count).
+    pub evicted_files: Option<u64>,
+    /// Time spent evicting, over every run, and its median per run.
+    pub evict_ns_total: u64,
+    pub evict_ns_median: Option<u64>,
+    /// Files warmed before a run (`--warm`; the last run's count).
+    pub warmed_files: Option<u64>,
+    pub warm_ns_total: u64,
+    pub warm_ns_median: Option<u64>,
 }
 
 fn exit_text(r: &RunRecord) -> String {
@@ -490,6 +510,7 @@ impl CompareReport {
             seed: cfg.seed,
             warnings,
             interrupted_by,
+            page_cache: None,
         }
     }
 }
