@@ -412,7 +412,7 @@ impl Target {
             Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(()),
             Err(e) => return Err(self.failed(e)),
         }
-        if let To::File { dest, temp, .. } = self.to {
+        if let To::File { dest, mut temp, .. } = self.to {
             use std::os::unix::fs::PermissionsExt;
             // The mode `File::create` would give (the umask applied to
             // 0666): the temporary file was made private.
