@@ -137,11 +137,16 @@ pub fn open_dir_guarded(path: &Path) -> Result<File, PlaceError> {
     }
     match sys::file::open_dir_no_links(None, path, false) {
         Ok(dir) => return Ok(dir),
-        // A link on the way, or no openat2: walk.
+        // A link on the way (EACCES: the kernel refused a link as the
+        // last component), or no openat2: walk, and say which link.
         Err(e)
             if matches!(
                 e.raw_os_error(),
-                Some(libc::ELOOP) | Some(libc::ENOSYS) | Some(libc::EPERM) | Some(libc::EINVAL)
+                Some(libc::ELOOP)
+                    | Some(libc::EACCES)
+                    | Some(libc::ENOSYS)
+                    | Some(libc::EPERM)
+                    | Some(libc::EINVAL)
             ) => {}
         Err(e) => return Err(failed(e)),
     }
