@@ -2,7 +2,7 @@
 """The page-cache commands at 100,000 files: tally against vmtouch, fincore
 and coreutils on a tree of 100 directories x 1,000 files of 4 KiB, in one
 run, interleaved round by round, medians and ratios, with each command's
-peak resident memory (ru_maxrss) and user CPU time.
+peak resident memory (ru_maxrss) and CPU time (user + system).
 
   residency   tally cache -r TREE          vmtouch TREE;
               find | tally cache -0 -      find | xargs fincore
@@ -24,7 +24,6 @@ Usage: benches/scale_tree.py [DIR] [ROUNDS] [CP_ROUNDS]
   for the machine to be idle first (the machine is shared)."""
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -39,22 +38,27 @@ DIRS, FILES, SIZE = 100, 1000, 4096
 
 
 def timed(argv, shell=False, keep_stdout=False):
-    """Runs argv; returns (wall ns, peak RSS bytes, user CPU ns, stdout if
-    kept). RSS and CPU from wait4: for a shell pipeline, the largest peak
-    of its processes and their summed user time."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+    """Runs argv under GNU time; returns (wall ns, peak RSS bytes, CPU ns
+    (user + system), stdout if kept). GNU time starts the command from its
+    own small process: a command started by this (large) Python process
+    would report Python's peak as its own (the kernel carries the peak RSS
+    across exec). For a shell pipeline: the largest peak of its processes,
+    their summed CPU time."""
+    if shell:
+        argv = ["sh", "-c", argv]
+    with tempfile.NamedTemporaryFile() as rep, tempfile.TemporaryFile() as out, \
+            tempfile.TemporaryFile() as err:
         t0 = time.perf_counter_ns()
-        p = subprocess.Popen(argv, shell=shell, stdout=out if keep_stdout else subprocess.DEVNULL,
-                             stderr=err)
-        _, status, ru = os.wait4(p.pid, 0)
+        p = subprocess.run(["/usr/bin/time", "-f", "%M %U %S", "-o", rep.name, *argv],
+                           stdout=out if keep_stdout else subprocess.DEVNULL, stderr=err)
         t1 = time.perf_counter_ns()
-        p.returncode = os.waitstatus_to_exitcode(status)
         if p.returncode != 0:
             err.seek(0)
             sys.exit(f"{argv} failed ({p.returncode}): {err.read().decode(errors='replace')}")
+        kb, user, system = open(rep.name).read().split()[-3:]
         out.seek(0)
         text = out.read().decode() if keep_stdout else None
-    return t1 - t0, ru.ru_maxrss * 1024, int(ru.ru_utime * 1e9), text
+    return t1 - t0, int(kb) * 1024, int((float(user) + float(system)) * 1e9), text
 
 
 def run(argv, shell=False):
@@ -118,7 +122,6 @@ def main():
     f = Figures()
     with tempfile.TemporaryDirectory(dir=base) as work:
         tree = make_tree(work)
-        dst = os.path.join(work, "copy")
         files_cmd = f"find {tree} -type f -print0"
         for r in range(rounds):
             print(f"round {r + 1}/{rounds}: residency, eviction, --cold", file=sys.stderr)
@@ -152,14 +155,23 @@ def main():
             f.add("--cold left", cold["cached_after_bytes"], 0, 0)
             w, rss, u, _ = timed([TALLY, "run", "--", "true"])
             f.add("tally run -- true", w, rss, u)
+        # Every copy goes to a directory of its own, all removed at the end:
+        # on ext4 a removed inode is not reused for 60 s (360 s while its
+        # table block is dirty), and each new file's allocation then scans
+        # past every one of them (ext4's recently_deleted(), most of the
+        # kernel's time in a profile), so a copy made right after the
+        # previous one was removed measures the removal, not the copy.
+        copies = os.path.join(work, "copies")
+        os.mkdir(copies)
         for r in range(cp_rounds):
             print(f"round {r + 1}/{cp_rounds}: cp -r", file=sys.stderr)
-            for name, argv in [
-                ("tally cp -r", [TALLY, "cp", "-r", tree, dst]),
-                ("cp -r && sync", f"cp -r {tree} {dst} && sync"),
-                ("nocache cp -r && sync", f"nocache cp -r {tree} {dst} && sync"),
-            ]:
-                shutil.rmtree(dst, ignore_errors=True)
+            for i, (name, make) in enumerate([
+                ("tally cp -r", lambda d: [TALLY, "cp", "-r", tree, d]),
+                ("cp -r && sync", lambda d: f"cp -r {tree} {d} && sync"),
+                ("nocache cp -r && sync", lambda d: f"nocache cp -r {tree} {d} && sync"),
+            ]):
+                dst = os.path.join(copies, f"{r}-{i}")
+                argv = make(dst)
                 run(["sync"])
                 run([TALLY, "cache", "-r", "--evict", tree])
                 time.sleep(1)
@@ -177,7 +189,6 @@ def main():
                     diff = subprocess.run(["diff", "-r", tree, dst], capture_output=True)
                     if diff.returncode != 0:
                         sys.exit("tally cp -r: the copy differs")
-        shutil.rmtree(dst, ignore_errors=True)
         # strace -c of the residency command.
         run(["vmtouch", "-q", "-t", tree])
         log = os.path.join(work, "strace")
@@ -195,19 +206,20 @@ def main():
     def row(work, tally, peer, target=None):
         tw, tr, tu = f.med(tally)
         pw, pr, pu = f.med(peer)
+        # CPU: user + system.
         ratio = tw / pw
         verdict = ""
         if target is not None:
             verdict = "met" if ratio <= target else "NOT met"
             verdict = f"≤ {target}×: {verdict}"
-        print(f"| {work} | `{tally}` {ms(tw)}, {mb(tr)}, user {ms(tu)} "
-              f"| `{peer}` {ms(pw)}, {mb(pr)}, user {ms(pu)} | {ratio:.2f}× | {verdict} |")
+        print(f"| {work} | `{tally}` {ms(tw)}, {mb(tr)}, cpu {ms(tu)} "
+              f"| `{peer}` {ms(pw)}, {mb(pr)}, cpu {ms(pu)} | {ratio:.2f}× | {verdict} |")
 
     print(f"Tree: {DIRS} x {FILES} files of {SIZE} B ({total / 2**20:.0f} MiB) on {base}; "
           f"{rounds} rounds ({cp_rounds} for cp -r), interleaved; medians.")
     print(f"Machine: {os.cpu_count()} CPUs, load before {os.getloadavg()[0]:.2f}.")
     print()
-    print("| work | tally: wall, peak RSS, user | peer: wall, peak RSS, user | ratio | target |")
+    print("| work | tally: wall, peak RSS, CPU | peer: wall, peak RSS, CPU | ratio | target |")
     print("|---|---|---|---:|---|")
     row("residency", "tally cache -r", "vmtouch", 0.8)
     row("residency of listed files", "find | tally cache -0 -", "find | xargs fincore")

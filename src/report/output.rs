@@ -369,12 +369,9 @@ impl Target {
     /// The buffered writer of this rendering (see [`Sink`]).
     fn sink(&self) -> io::Result<Sink> {
         match &self.to {
-            To::Stream(Stream::Stdout) => {
-                // What std holds for stdout goes first: the sink writes
-                // to the descriptor itself, past std's line buffer.
-                io::stdout().lock().flush()?;
-                Sink::new(File::from(io::stdout().as_fd().try_clone_to_owned()?))
-            }
+            // What std holds for stdout goes first: the sink writes to the
+            // descriptor itself, past std's line buffer.
+            To::Stream(Stream::Stdout) => Sink::stdout(),
             To::Stream(Stream::Stderr) => {
                 Sink::new(File::from(io::stderr().as_fd().try_clone_to_owned()?))
             }
@@ -459,6 +456,24 @@ impl Sink {
             SinkInner::Block(io::BufWriter::with_capacity(SINK_BYTES, file))
         };
         Ok(Sink { inner })
+    }
+
+    /// A sink over stdout (what std holds for it is written first): line
+    /// by line on a terminal, in blocks elsewhere.
+    pub fn stdout() -> io::Result<Sink> {
+        io::stdout().lock().flush()?;
+        Sink::new(File::from(io::stdout().as_fd().try_clone_to_owned()?))
+    }
+
+    /// A sink over stdout that writes only when flushed (or full), on a
+    /// terminal too: for output drawn a screen at a time (`tally mem
+    /// --watch`), flushed after each.
+    pub fn stdout_by_screen() -> io::Result<Sink> {
+        io::stdout().lock().flush()?;
+        let file = File::from(io::stdout().as_fd().try_clone_to_owned()?);
+        Ok(Sink {
+            inner: SinkInner::Block(io::BufWriter::with_capacity(SINK_BYTES, file)),
+        })
     }
 
     /// Writes what is held.
