@@ -527,6 +527,11 @@ pub(crate) struct Deferred {
 }
 
 impl Deferred {
+    /// Starts the copy's writeback, without waiting for it.
+    pub fn start(&self) {
+        let _ = sys::file::sync_range(&self.temp.file, 0, 0, SyncRange::Start);
+    }
+
     /// Waits for the copy's writeback, drops its pages and completes its
     /// row with what stayed cached.
     pub fn finish(self, mut f: FileCopy) -> FileCopy {
@@ -783,7 +788,7 @@ fn copy_data(
     } else {
         data_segments(source, size)
     };
-    let mut cache = CacheKeeper::new(cfg.keep_cache, source, &segments, before);
+    let mut cache = CacheKeeper::new(cfg.keep_cache, source, &segments, before, size);
     for (start, end) in segments {
         let mut off = start;
         while off < end {
@@ -918,6 +923,8 @@ struct CacheKeeper {
     uncached: std::collections::BTreeSet<u64>,
     /// Destination windows whose writeback was started, oldest first.
     pending: std::collections::VecDeque<(u64, u64)>,
+    /// The source's size.
+    size: u64,
 }
 
 impl CacheKeeper {
@@ -927,8 +934,10 @@ impl CacheKeeper {
         source: &File,
         segments: &[(u64, u64)],
         before: Option<sys::cache::CacheStat>,
+        size: u64,
     ) -> Self {
         let mut k = CacheKeeper {
+            size,
             keep,
             all_uncached: false,
             uncached: Default::default(),
@@ -977,6 +986,12 @@ impl CacheKeeper {
             }
         }
         if !dest {
+            return;
+        }
+        if off == 0 && len >= self.size {
+            // The whole file in one window: its writeback is started with
+            // other files' by the caller (`Deferred::start`), which the
+            // disk takes better than a small write at a time.
             return;
         }
         let _ = sys::file::sync_range(out, off, len, SyncRange::Start);

@@ -41,11 +41,17 @@ use crate::sys;
 
 /// Rows a thread hands the calling thread at once.
 const BATCH: usize = 128;
-/// Copies whose destination pages a thread leaves to the kernel's
-/// writeback before it waits for the oldest and drops them...
+/// Copies a thread gathers before it starts their writeback together,
+/// at most (fewer where the open-files limit is low: each holds its
+/// destination open until its pages are dropped)...
 const DROP_FILES: usize = 256;
 /// ...or bytes of them.
-const DROP_BYTES: u64 = 64 << 20;
+const DROP_BYTES: u64 = 32 << 20;
+/// Walking threads per core: a copy waits on the disk as much as it
+/// works, so more threads than cores keep both busy.
+const THREADS_PER_CORE: usize = 4;
+/// Walking threads at most.
+const MAX_THREADS: usize = 16;
 
 /// What a walking thread tells the calling thread.
 enum Message {
@@ -214,12 +220,18 @@ struct Worker<'a> {
     drops: Drops,
 }
 
-/// Copies whose destination pages wait to be written back and dropped, in
-/// the order they were made.
+/// Copies whose destination pages wait to be written back and dropped:
+/// a group gathers (`fresh`) until it is full, then its writeback is
+/// started as one and it waits (`started`) while the next group gathers;
+/// the group before it is then waited for and dropped. The disk gets
+/// many writes at once, and the copy rarely waits for them.
 #[derive(Default)]
 struct Drops {
-    waiting: std::collections::VecDeque<(FileCopy, Deferred)>,
-    bytes: u64,
+    fresh: Vec<(FileCopy, Deferred)>,
+    fresh_bytes: u64,
+    started: Vec<(FileCopy, Deferred)>,
+    /// Files a group holds at most (see [`DROP_FILES`]).
+    files: usize,
 }
 
 impl<'a> Worker<'a> {
@@ -236,18 +248,29 @@ impl<'a> Worker<'a> {
         self.tx.send(batch).is_ok()
     }
 
-    /// Drops the pages of the oldest copies while too many wait (all of
-    /// them with `all`), sending their rows.
-    fn drain(&mut self, all: bool) -> bool {
-        let mut ok = true;
-        while all || self.drops.waiting.len() > DROP_FILES || self.drops.bytes > DROP_BYTES {
-            let Some((f, d)) = self.drops.waiting.pop_front() else {
-                break;
-            };
-            self.drops.bytes = self.drops.bytes.saturating_sub(f.size_bytes);
-            let f = d.finish(f);
-            ok &= self.send(Message::Copied(f));
+    /// Gathers a copy whose pages are to be dropped; a full group is
+    /// started, and the group started before it dropped.
+    fn defer(&mut self, f: FileCopy, d: Deferred) -> bool {
+        self.drops.fresh_bytes = self.drops.fresh_bytes.saturating_add(f.size_bytes);
+        self.drops.fresh.push((f, d));
+        if self.drops.fresh.len() >= self.drops.files || self.drops.fresh_bytes >= DROP_BYTES {
+            return self.turn();
         }
+        true
+    }
+
+    /// Drops the started group (waiting for its writeback) and starts the
+    /// fresh one.
+    fn turn(&mut self) -> bool {
+        let mut ok = true;
+        for (f, d) in std::mem::take(&mut self.drops.started) {
+            ok &= self.send(Message::Copied(d.finish(f)));
+        }
+        for (_, d) in &self.drops.fresh {
+            d.start();
+        }
+        self.drops.started = std::mem::take(&mut self.drops.fresh);
+        self.drops.fresh_bytes = 0;
         ok
     }
 
@@ -392,11 +415,7 @@ impl<'a> Worker<'a> {
                     .done_bytes
                     .fetch_add(f.size_bytes, Ordering::Relaxed);
                 match deferred {
-                    Some(d) => {
-                        self.drops.bytes = self.drops.bytes.saturating_add(f.size_bytes);
-                        self.drops.waiting.push_back((f, d));
-                        self.drain(false)
-                    }
+                    Some(d) => self.defer(f, d),
                     None => self.send(Message::Copied(f)),
                 }
             }
@@ -408,7 +427,9 @@ impl<'a> Worker<'a> {
 
 impl Drop for Worker<'_> {
     fn drop(&mut self) {
-        self.drain(true);
+        // The last two groups.
+        self.turn();
+        self.turn();
         self.flush();
     }
 }
@@ -436,11 +457,23 @@ fn walk(
     made: &Mutex<Vec<Made>>,
     tx: SyncSender<Vec<Message>>,
 ) {
+    let cores = crate::pagecache::walk::threads(0);
+    let threads = cores
+        .saturating_mul(THREADS_PER_CORE)
+        .clamp(cores, MAX_THREADS);
+    // Each thread holds up to two groups of destinations open: within the
+    // open-files limit, with room for everything else.
+    let nofile = crate::procfs::ProcRoot::default()
+        .read("self/limits")
+        .ok()
+        .and_then(|t| crate::procfs::limits::nofile_soft(&t))
+        .map_or(1024, |l| l.unwrap_or(u64::MAX));
+    let files = (nofile.saturating_sub(128) / (threads as u64 * 2)).clamp(4, DROP_FILES as u64);
     let mut builder = ignore::WalkBuilder::new(src);
     builder
         .standard_filters(false)
         .follow_links(false)
-        .threads(crate::pagecache::walk::threads(0));
+        .threads(threads);
     builder.build_parallel().run(|| {
         let mut worker = Worker {
             shared,
@@ -451,7 +484,10 @@ fn walk(
             dir: None,
             rows: Vec::with_capacity(BATCH),
             tx: tx.clone(),
-            drops: Drops::default(),
+            drops: Drops {
+                files: files as usize,
+                ..Drops::default()
+            },
         };
         Box::new(move |entry| {
             let go = match entry {
