@@ -22,6 +22,11 @@
 //! Skipped paths and files that could not be locked are errors: the human
 //! report leaves them out, and [`CacheReport::diagnostics`] gives the lines
 //! that belong on standard error.
+//!
+//! `tally cache` itself writes the report as the files are measured
+//! ([`CacheStream`]): the same text in every format as [`CacheReport`]
+//! rendered whole, except that human text lists at most `--top N` files
+//! (those with the most cached) unless `--all`.
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
