@@ -343,7 +343,7 @@ pub(crate) fn stopping() -> bool {
 /// Copies as configured, giving each copied file's row to `row` as it is
 /// made (memory does not grow with the files). Files that fail are listed
 /// in the outcome's problems; the others are copied. A directory named as
-/// a source is copied on every core ([`tree`]).
+/// a source is copied on every core (the `tree` module).
 pub fn execute_streaming(
     cfg: &Config,
     progress: &mut dyn FnMut(Progress),

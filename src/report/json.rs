@@ -114,7 +114,7 @@ fn to_io(e: serde_json::Error) -> io::Error {
 /// Starts a document written row by row (see
 /// [`super::output::Streamed`]): the header, the fields of `head` (an
 /// object), and the opening of the array `key`. With [`write_row`] and
-/// [`end_rows`] the text is what [`write`] gives for the whole report.
+/// [`end_rows`] the text is what [`write()`] gives for the whole report.
 pub fn begin_rows(
     head: &dyn super::output::erased::Serialize,
     key: &str,
