@@ -22,7 +22,8 @@ use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 
 use crate::report::path::display;
 use crate::sys::{self, cleanup::Guard, file::StatAt};
@@ -47,7 +48,8 @@ pub enum Existing {
 /// A resolved destination: the directory it lands in (open) and its name.
 #[derive(Debug)]
 pub struct Dest {
-    pub dir: File,
+    /// Shared: the files a recursive copy puts in one directory share it.
+    pub dir: Arc<File>,
     pub dir_path: PathBuf,
     pub name: OsString,
     pub existing: Existing,
@@ -131,6 +133,112 @@ fn split(path: &Path) -> Result<(PathBuf, OsString), PlaceError> {
     Ok((dir, name.to_os_string()))
 }
 
+/// Opens the directory `path` as the kernel would, except that a
+/// symbolic link on the way is followed only where `fs.protected_symlinks`
+/// would let the kernel follow it as a path's last component. The kernel
+/// checks only the last component, so without this a link another user
+/// planted in a sticky directory and named as a directory of the path
+/// (`/tmp/theirlink/x`) would lead the write wherever it points. With no
+/// link on the way (the common case) this is one `openat2(2)`
+/// (`RESOLVE_NO_SYMLINKS`); with links, or without `openat2`, the path is
+/// walked a component at a time, each opened `O_NOFOLLOW` relative to the
+/// one before, and each link judged before it is followed.
+pub fn open_dir_guarded(path: &Path) -> Result<File, PlaceError> {
+    let failed = |source: io::Error| PlaceError::DestinationDir {
+        dir: path.to_path_buf(),
+        source,
+    };
+    if !symlinks_protected() {
+        return sys::file::open_dir(path).map_err(failed);
+    }
+    match sys::file::open_dir_no_links(None, path, false) {
+        Ok(dir) => return Ok(dir),
+        // A link on the way (EACCES: the kernel refused a link as the
+        // last component), or no openat2: walk, and say which link.
+        Err(e)
+            if matches!(
+                e.raw_os_error(),
+                Some(libc::ELOOP)
+                    | Some(libc::EACCES)
+                    | Some(libc::ENOSYS)
+                    | Some(libc::EPERM)
+                    | Some(libc::EINVAL)
+            ) => {}
+        Err(e) => return Err(failed(e)),
+    }
+    let mut todo: std::collections::VecDeque<OsString> = std::collections::VecDeque::new();
+    let mut cur: Option<File> = None;
+    let push_front = |todo: &mut std::collections::VecDeque<OsString>, p: &Path| {
+        let parts: Vec<OsString> = p
+            .components()
+            .filter_map(|c| match c {
+                Component::Normal(n) => Some(n.to_os_string()),
+                Component::ParentDir => Some(OsString::from("..")),
+                _ => None,
+            })
+            .collect();
+        for part in parts.into_iter().rev() {
+            todo.push_front(part);
+        }
+    };
+    if path.is_absolute() {
+        cur = Some(sys::file::open_dir(Path::new("/")).map_err(failed)?);
+    }
+    push_front(&mut todo, path);
+    // The path as walked so far, links as named, for messages.
+    let mut walked = if path.is_absolute() {
+        PathBuf::from("/")
+    } else {
+        PathBuf::new()
+    };
+    let mut hops = 0;
+    while let Some(name) = todo.pop_front() {
+        let here = walked.join(&name);
+        match sys::file::open_dir_at(cur.as_ref(), &name) {
+            Ok(d) => {
+                cur = Some(d);
+                walked = here;
+                continue;
+            }
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ELOOP) | Some(libc::ENOTDIR)) => {
+                let parent = match cur.take() {
+                    Some(d) => d,
+                    None => sys::file::open_dir(Path::new(".")).map_err(failed)?,
+                };
+                let st = sys::file::stat_at(&parent, &name).map_err(failed)?;
+                if !st.is_symlink() {
+                    return Err(failed(e));
+                }
+                let dir_st = sys::file::stat_fd(&parent).map_err(failed)?;
+                if !may_follow(&dir_st, &st, sys::geteuid()) {
+                    return Err(PlaceError::ProtectedLink {
+                        path: here,
+                        link_uid: st.uid,
+                        dir_uid: dir_st.uid,
+                    });
+                }
+                hops += 1;
+                if hops > MAX_LINKS {
+                    return Err(failed(io::Error::from_raw_os_error(libc::ELOOP)));
+                }
+                let target = sys::file::readlink_at(&parent, &name).map_err(failed)?;
+                if target.is_absolute() {
+                    cur = Some(sys::file::open_dir(Path::new("/")).map_err(failed)?);
+                } else {
+                    cur = Some(parent);
+                }
+                push_front(&mut todo, &target);
+                walked = here;
+            }
+            Err(e) => return Err(failed(e)),
+        }
+    }
+    match cur {
+        Some(d) => Ok(d),
+        None => sys::file::open_dir(Path::new(".")).map_err(failed),
+    }
+}
+
 /// Resolves `path` as the module documentation says. Fails before any
 /// data moves when the directory is missing, or a link must not be
 /// followed.
@@ -149,15 +257,14 @@ pub fn resolve(path: &Path) -> Result<Dest, PlaceError> {
             path: path.to_path_buf(),
             message: "is a symbolic link to nothing: remove it or name another destination".into(),
         };
-        let dir = match sys::file::open_dir(&dir_path) {
-            Ok(d) => d,
-            Err(e) if hop > 0 && e.raw_os_error() == Some(libc::ENOENT) => return Err(dangling()),
-            Err(e) => {
-                return Err(PlaceError::DestinationDir {
-                    dir: dir_path.clone(),
-                    source: e,
-                });
+        let dir = match open_dir_guarded(&dir_path) {
+            Ok(d) => Arc::new(d),
+            Err(PlaceError::DestinationDir { source, .. })
+                if hop > 0 && source.raw_os_error() == Some(libc::ENOENT) =>
+            {
+                return Err(dangling());
             }
+            Err(e) => return Err(e),
         };
         let st = match sys::file::stat_at(&dir, &name) {
             Ok(st) => st,
@@ -255,6 +362,13 @@ pub fn temp_name(name: &OsStr, salt: u64) -> OsString {
     OsString::from_vec(out)
 }
 
+/// Whether /proc/self/fd is there (an unnamed file is named through it
+/// without CAP_DAC_READ_SEARCH); looked at once, not once per file.
+fn proc_fd_present() -> bool {
+    static PRESENT: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *PRESENT.get_or_init(|| Path::new("/proc/self/fd").is_dir())
+}
+
 /// Some randomness for temporary names (collisions are retried).
 fn salt(attempt: u64) -> u64 {
     use std::hash::{BuildHasher, Hasher};
@@ -275,7 +389,7 @@ fn salt(attempt: u64) -> u64 {
 pub struct Temp {
     pub file: File,
     /// The destination's directory, for the unlink on drop.
-    dir: File,
+    dir: Arc<File>,
     named: Option<(OsString, Option<Guard>)>,
 }
 
@@ -287,8 +401,8 @@ impl Temp {
             dir: dest.dir_path.clone(),
             source: e,
         };
-        let dir = dest.dir.try_clone().map_err(temp_err)?;
-        if unnamed && Path::new("/proc/self/fd").is_dir() {
+        let dir = Arc::clone(&dest.dir);
+        if unnamed && proc_fd_present() {
             match sys::file::open_unnamed(&dest.dir, 0o600) {
                 Ok(file) => {
                     return Ok(Temp {
@@ -324,8 +438,9 @@ impl Temp {
         Err(temp_err(io::Error::from_raw_os_error(libc::EEXIST)))
     }
 
-    /// Puts the finished copy in place under `dest`'s name.
-    pub fn commit(mut self, dest: &Dest) -> Result<(), PlaceError> {
+    /// Puts the finished copy in place under `dest`'s name; the file stays
+    /// open in `self` (dropping it then removes nothing).
+    pub fn commit(&mut self, dest: &Dest) -> Result<(), PlaceError> {
         let rename_err = |e: io::Error| PlaceError::Rename {
             path: dest.path.clone(),
             source: e,

@@ -516,3 +516,189 @@ fn cache_keeps_its_exit_codes_when_stderr_is_unwritable() {
     let out = child.wait_with_output().expect("wait");
     assert_eq!(out.status.code(), Some(1), "stderr a closed pipe");
 }
+
+/// cachestat(2) (Linux 6.5+) answers in one call; mincore(2) is the
+/// fallback on older kernels. Both must give the same residency: a file
+/// half cached is measured both ways (`--mincore` takes the fallback).
+#[test]
+fn residency_by_mincore_matches_cachestat() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    if on_tmpfs(dir.path()) {
+        common::skip!("tmpfs cannot evict: its page cache is the file itself");
+    }
+    let f = dir.path().join("half");
+    write_file(&f, 4 << 20);
+    let (_, code) = json_of(&["--evict"], &[&f]);
+    assert_eq!(code, 0);
+    // Read the first half back into the cache.
+    let mut file = std::fs::File::open(&f).expect("open");
+    let mut buf = vec![0u8; 2 << 20];
+    std::io::Read::read_exact(&mut file, &mut buf).expect("read");
+    let (by_cachestat, _) = json_of(&[], &[&f]);
+    let (by_mincore, _) = json_of(&["--mincore"], &[&f]);
+    assert_eq!(by_cachestat["files"][0]["residency"]["method"], "cachestat");
+    assert_eq!(by_mincore["files"][0]["residency"]["method"], "mincore");
+    let (a, b) = (cached_pages(&by_cachestat, 0), cached_pages(&by_mincore, 0));
+    assert!(a.is_some_and(|p| p >= 512), "{by_cachestat}");
+    assert_eq!(a, b, "cachestat {by_cachestat} mincore {by_mincore}");
+    // Eviction verified by the fallback too.
+    let (evicted, code) = json_of(&["--evict", "--mincore"], &[&f]);
+    assert_eq!(code, 0);
+    assert_eq!(evicted["files"][0]["residency"]["method"], "mincore");
+    assert_eq!(cached_pages(&evicted, 0), Some(0), "{evicted}");
+}
+
+/// `cache -r` of a tree held every row until the end and printed every one
+/// in human text; now human text shows the 20 files with the most cached
+/// and the totals over all (`--all` every file), while the machine formats
+/// list every file.
+#[test]
+fn cache_human_shows_the_top_20_and_machine_formats_every_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for d in 0..4 {
+        std::fs::create_dir(dir.path().join(format!("d{d}"))).expect("mkdir");
+        for i in 0..500 {
+            std::fs::write(dir.path().join(format!("d{d}/f{i}")), b"x").expect("write");
+        }
+    }
+    let out = tally()
+        .args(["cache", "-r"])
+        .arg(dir.path())
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 1 + 20 + 2, "{text}");
+    assert!(lines[21].contains("total of 2,000 files"), "{text}");
+    assert!(lines[22].starts_with("20 of 2,000 files shown"), "{text}");
+    let out = tally()
+        .args(["cache", "-r", "--top", "5"])
+        .arg(dir.path())
+        .output()
+        .expect("run");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).lines().count(),
+        1 + 5 + 2
+    );
+    let out = tally()
+        .args(["cache", "-r", "--all"])
+        .arg(dir.path())
+        .output()
+        .expect("run");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(text.lines().count(), 1 + 2_000 + 1, "{text}");
+    let (v, code) = json_of(&["-r"], &[dir.path()]);
+    assert_eq!(code, 0);
+    assert_eq!(v["files"].as_array().expect("files").len(), 2_000);
+    assert_eq!(v["total"]["files"], 2_000);
+    let out = tally()
+        .args(["cache", "-r", "--format", "csv"])
+        .arg(dir.path())
+        .output()
+        .expect("run");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).lines().count(),
+        1 + 2_000
+    );
+    let out = tally()
+        .args(["cache", "-r", "--format", "prometheus"])
+        .arg(dir.path())
+        .output()
+        .expect("run");
+    let prom = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        prom.lines()
+            .filter(|l| l.starts_with("tally_cache_size_bytes{"))
+            .count(),
+        2_000
+    );
+    assert_eq!(
+        prom.lines()
+            .filter(|l| l.starts_with("tally_cache_cached_bytes{"))
+            .count(),
+        2_000
+    );
+    // Each family's samples together, as the exposition format requires.
+    let first_cached = prom.find("tally_cache_cached_bytes{").expect("cached");
+    assert!(
+        prom[first_cached..]
+            .find("tally_cache_size_bytes{")
+            .is_none()
+    );
+}
+
+/// Counts of `syscalls` made by `tally ARGS` (and its threads), from
+/// `strace -c`.
+fn syscall_counts(args: &[&std::ffi::OsStr]) -> std::collections::HashMap<String, u64> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = dir.path().join("strace");
+    let out = common::command("strace")
+        .args(["-f", "-c", "-U", "name,calls", "-o"])
+        .arg(&log)
+        .arg(common::tally_bin())
+        .args(args)
+        .stdout(Stdio::null())
+        .output()
+        .expect("strace");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&log).expect("strace -c output");
+    text.lines()
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            let name = f.next()?;
+            let calls = f.next()?.parse().ok()?;
+            Some((name.to_string(), calls))
+        })
+        .collect()
+}
+
+/// Rust's stdout is line-buffered even into a pipe or a file: `cache -r`
+/// made one write() per line (100,002 for 100,000 files), and two stat
+/// calls per file. Now a report goes out through one buffered writer, and
+/// each file is opened and stat'ed once.
+#[test]
+fn cache_of_20000_files_writes_in_blocks_and_stats_each_file_once() {
+    common::require!(common::tool("strace", "strace"));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let files = 20_000u64;
+    for d in 0..20 {
+        std::fs::create_dir(dir.path().join(format!("d{d}"))).expect("mkdir");
+        for i in 0..files / 20 {
+            std::fs::write(dir.path().join(format!("d{d}/f{i}")), b"x").expect("write");
+        }
+    }
+    for format in ["human", "csv", "json"] {
+        let counts = syscall_counts(&[
+            "cache".as_ref(),
+            "-r".as_ref(),
+            "--all".as_ref(),
+            "--format".as_ref(),
+            format.as_ref(),
+            dir.path().as_os_str(),
+        ]);
+        let writes = counts.get("write").copied().unwrap_or(0);
+        // 20,000 lines of 30 to 400 bytes: at most a few hundred blocks.
+        assert!(
+            (1..=300).contains(&writes),
+            "{format}: {writes} write() calls"
+        );
+        let stats: u64 = ["statx", "newfstatat", "fstat", "stat", "lstat"]
+            .iter()
+            .map(|s| counts.get(*s).copied().unwrap_or(0))
+            .sum();
+        assert!(
+            stats as f64 <= files as f64 * 1.1,
+            "{format}: {stats} stat calls for {files} files"
+        );
+        let opens = counts.get("openat").copied().unwrap_or(0);
+        assert!(
+            opens as f64 <= files as f64 * 1.1,
+            "{format}: {opens} opens for {files} files"
+        );
+    }
+}

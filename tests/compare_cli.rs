@@ -391,6 +391,39 @@ fn cold_takes_one_path_and_the_commands_follow_it() {
     );
 }
 
+/// A cold comparison evicts before every run, and that can cost more than
+/// the runs: the report says what it cost (not counted in any run).
+#[test]
+fn compare_says_what_evicting_and_warming_before_each_run_cost() {
+    let tmp = scratch("cold-cost");
+    let dir = tmp.path().join("tree");
+    std::fs::create_dir(&dir).unwrap();
+    for i in 0..50 {
+        std::fs::write(dir.join(format!("f{i}")), vec![1u8; 8192]).unwrap();
+    }
+    let dir = dir.to_string_lossy().into_owned();
+    let (code, r) = compare_json(&["-n", "3", "--cold", &dir, "true", "true"]);
+    assert_eq!(code, 0, "{r}");
+    let p = &r["page_cache"];
+    assert_eq!(p["runs"], 6, "{p}");
+    assert_eq!(p["evicted_files"], 50, "{p}");
+    assert!(p["evict_ns_total"].as_u64().unwrap() > 0, "{p}");
+    assert!(p["evict_ns_median"].as_u64().unwrap() > 0, "{p}");
+    assert!(p["warmed_files"].is_null(), "{p}");
+    let out = tally()
+        .args(["compare", "-n", "2", "--warm", &dir, "true", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("tally: warm: 50 files warmed before each of 4 runs:"),
+        "{text}"
+    );
+    let (_, r) = compare_json(&["-n", "2", "true", "true"]);
+    assert!(r["page_cache"].is_null(), "{r}");
+}
+
 #[test]
 fn peak_memory_of_a_small_command_does_not_grow_with_the_rounds() {
     // As in tally run: the records stay out of what the commands inherit.

@@ -806,3 +806,132 @@ fn cp_r_p_keeps_the_owner_of_directories() {
     let sub = std::fs::metadata(dst.join("sub")).expect("sub");
     assert_eq!(sub.permissions().mode() & 0o7777, 0o750);
 }
+
+/// Waits until `pid` holds open, in `dir`, a file already past `bytes`
+/// (a large copy under way).
+fn wait_for_copy_past(pid: u32, dir: &Path, bytes: u64) -> bool {
+    for _ in 0..50_000 {
+        let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+            return false;
+        };
+        for fd in fds.flatten() {
+            if let Ok(target) = std::fs::read_link(fd.path())
+                && target.parent() == Some(dir)
+                && std::fs::metadata(fd.path()).is_ok_and(|m| m.len() > bytes)
+            {
+                return true;
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_micros(200));
+    }
+    false
+}
+
+/// An interrupted `cp -r` left its directories 0755 (or 0700) instead of
+/// the source's modes, and said nothing of what it had copied. Now a first
+/// SIGINT or SIGTERM stops the copy: the file in flight is removed, every
+/// directory made gets its mode, the report and stderr say how many files
+/// and bytes were copied and where it stopped, and tally ends by the
+/// signal.
+#[test]
+fn interrupted_cp_r_sets_directory_modes_and_says_what_was_copied() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let src = dir.path().join("src");
+    std::fs::create_dir_all(src.join("ro")).expect("mkdir");
+    std::fs::create_dir_all(src.join("w/deep")).expect("mkdir");
+    for i in 0..50 {
+        std::fs::write(src.join(format!("w/f{i}")), pattern(4096, i)).expect("write");
+    }
+    std::fs::write(src.join("ro/small"), b"small").expect("write");
+    std::fs::write(src.join("w/deep/d"), b"deep").expect("write");
+    big_file(&src.join("big"), 1 << 30);
+    let modes = [("", 0o750), ("ro", 0o555), ("w", 0o711), ("w/deep", 0o700)];
+    for (d, mode) in modes {
+        std::fs::set_permissions(src.join(d), std::fs::Permissions::from_mode(mode))
+            .expect("chmod");
+    }
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        let dst = dir.path().join(format!("copy-{sig}"));
+        let child = tally()
+            .args(["cp", "-r", "--format", "json"])
+            .arg(&src)
+            .arg(&dst)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        let mut reaper = common::Reaper(vec![child]);
+        let pid = reaper.0[0].id();
+        // The big file is copied last or among the first: either way its
+        // copy is under way, 8 MiB in, when the signal comes.
+        let started = std::time::Instant::now();
+        while !dst.is_dir() && started.elapsed() < std::time::Duration::from_secs(30) {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        assert!(
+            wait_for_copy_past(pid, &dst, 8 << 20),
+            "the big copy never began"
+        );
+        // SAFETY: signalling our own child, still unreaped.
+        assert_eq!(unsafe { libc::kill(pid as i32, sig) }, 0);
+        let child = reaper.0.remove(0);
+        let out = child.wait_with_output().expect("wait");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.signal(), Some(sig), "{err}");
+        let name = if sig == libc::SIGINT {
+            "SIGINT"
+        } else {
+            "SIGTERM"
+        };
+        let report: Value = serde_json::from_slice(&out.stdout).expect("a whole JSON report");
+        let files = report["files"].as_array().expect("files").len();
+        let bytes: u64 = report["files"]
+            .as_array()
+            .expect("files")
+            .iter()
+            .map(|f| f["size_bytes"].as_u64().expect("size"))
+            .sum();
+        assert_eq!(report["interrupted"]["signal"], name, "{report}");
+        let big = src.join("big");
+        let stopped: Vec<&str> = report["interrupted"]["stopped_at"]
+            .as_array()
+            .expect("stopped_at")
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        assert!(stopped.contains(&big.to_str().expect("utf-8")), "{report}");
+        let said = format!(
+            "tally: cp: interrupted by {name}: {} ({}) copied, ",
+            tally::units::count(files as u64, "file", "files"),
+            tally::units::human_bytes(bytes)
+        );
+        assert!(err.contains(&said), "{err}");
+        assert!(
+            err.contains("stopped at ") && err.contains(&big.display().to_string()),
+            "{err}"
+        );
+        // Nothing of the big file, no temporary file; every directory made
+        // has the source's mode.
+        assert!(!dst.join("big").exists(), "a partial copy was left");
+        let mut stack = vec![dst.clone()];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).expect("read_dir").flatten() {
+                let n = e.file_name().to_string_lossy().to_string();
+                assert!(!n.ends_with(".tally-cp"), "a temporary file was left: {n}");
+                if e.file_type().expect("type").is_dir() {
+                    stack.push(e.path());
+                }
+            }
+        }
+        for (d, mode) in modes {
+            if let Ok(m) = std::fs::metadata(dst.join(d)) {
+                assert_eq!(m.mode() & 0o7777, mode, "{d} of {}", dst.display());
+            }
+        }
+        assert_eq!(
+            std::fs::metadata(&dst).expect("the root").mode() & 0o7777,
+            0o750
+        );
+    }
+}

@@ -237,3 +237,180 @@ fn cp_r_of_read_only_tree_as_nobody_fills_it_then_sets_modes() {
         0o444
     );
 }
+
+/// Runs `program args` as user `uid` (and group `uid`).
+fn as_user(uid: u32, program: &Path, args: &[&std::ffi::OsStr]) -> Output {
+    common::command("setpriv")
+        .args([
+            format!("--reuid={uid}"),
+            format!("--regid={uid}"),
+            "--clear-groups".to_string(),
+        ])
+        .arg(program)
+        .args(args)
+        .output()
+        .expect("setpriv")
+}
+
+/// The kernel's `fs.protected_symlinks` judges only a path's last
+/// component: another user's link named as a directory of the destination
+/// (`cp -r d STICKY/theirlink/x`) was followed, and tally wrote the copy
+/// into the link's target. Now every link on the destination's way is
+/// judged as the kernel would judge a last component, and every directory
+/// below the destination is opened without following links: nothing is
+/// written through the link, as nobody (the link another user's) and as
+/// root (the link nobody's).
+#[test]
+fn cp_r_through_a_directory_link_planted_in_a_sticky_dir_writes_nothing() {
+    common::require!(common::can_switch_users());
+    let _protected = common::require!(common::Sysctl::set("fs.protected_symlinks", "1"));
+    let base = tempfile::tempdir().expect("tempdir");
+    chmod(base.path(), 0o755);
+    // What nobody copies: a small tree.
+    let src = base.path().join("d");
+    std::fs::create_dir_all(src.join("sub")).expect("mkdir");
+    std::fs::write(src.join("f"), b"copied\n").expect("write");
+    std::fs::write(src.join("sub/g"), b"copied too\n").expect("write");
+    // The victims: a directory each copier may write, where the links lead.
+    let victim_of_nobody = base.path().join("nobodys");
+    std::fs::create_dir(&victim_of_nobody).expect("mkdir");
+    std::os::unix::fs::chown(&victim_of_nobody, Some(65534), Some(65534)).expect("chown");
+    chmod(&victim_of_nobody, 0o700);
+    let victim_of_root = base.path().join("roots");
+    std::fs::create_dir(&victim_of_root).expect("mkdir");
+    chmod(&victim_of_root, 0o700);
+    // A sticky world-writable directory (as /tmp) of root's.
+    let sticky = base.path().join("sticky");
+    std::fs::create_dir(&sticky).expect("mkdir");
+    chmod(&sticky, 0o1777);
+    let plant = |uid: u32, name: &str, target: &Path| {
+        let out = as_user(
+            uid,
+            Path::new("ln"),
+            &[
+                "-s".as_ref(),
+                target.as_os_str(),
+                sticky.join(name).as_os_str(),
+            ],
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    // Another user (uid 4242) plants one for nobody, nobody one for root.
+    plant(4242, "theirlink", &victim_of_nobody);
+    plant(65534, "nobodyslink", &victim_of_root);
+    let tally = common::tally_bin();
+
+    let into = sticky.join("theirlink/x");
+    let out = as_nobody(
+        &tally,
+        &[
+            "cp".as_ref(),
+            "-r".as_ref(),
+            src.as_os_str(),
+            into.as_os_str(),
+        ],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "as nobody: {err}");
+    assert!(
+        err.contains("theirlink") && err.contains("protected_symlinks"),
+        "as nobody: {err}"
+    );
+    assert!(
+        common::entries(&victim_of_nobody).is_empty(),
+        "as nobody: written through the link"
+    );
+
+    let into = sticky.join("nobodyslink/x");
+    let out = common::command(&tally)
+        .args(["cp", "-r"])
+        .arg(&src)
+        .arg(&into)
+        .output()
+        .expect("run");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "as root: {err}");
+    assert!(err.contains("protected_symlinks"), "as root: {err}");
+    assert!(
+        common::entries(&victim_of_root).is_empty(),
+        "as root: written through the link"
+    );
+    // A plain copy of one file through the same link is refused too.
+    let out = as_nobody(
+        &tally,
+        &[
+            "cp".as_ref(),
+            src.join("f").as_os_str(),
+            sticky.join("theirlink/f").as_os_str(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(common::entries(&victim_of_nobody).is_empty());
+    // The links are still there, and nothing else beside them.
+    assert_eq!(common::entries(&sticky).len(), 2);
+
+    // Nobody's own link in the sticky directory is followed, as the kernel
+    // follows it: the copy lands in the link's target.
+    let own = base.path().join("own");
+    std::fs::create_dir(&own).expect("mkdir");
+    std::os::unix::fs::chown(&own, Some(65534), Some(65534)).expect("chown");
+    plant(65534, "ownlink", &own);
+    let into = sticky.join("ownlink/x");
+    let out = as_nobody(
+        &tally,
+        &[
+            "cp".as_ref(),
+            "-r".as_ref(),
+            src.as_os_str(),
+            into.as_os_str(),
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read(own.join("x/sub/g")).expect("copied"),
+        b"copied too\n"
+    );
+}
+
+/// A link planted inside the destination tree, where a directory of the
+/// copy goes, while the copy merges into it: not followed, nothing written
+/// under it, the rest copied.
+#[test]
+fn cp_r_into_a_tree_does_not_follow_a_link_where_a_directory_goes() {
+    let base = tempfile::tempdir().expect("tempdir");
+    let src = base.path().join("d");
+    std::fs::create_dir_all(src.join("sub")).expect("mkdir");
+    std::fs::write(src.join("f"), b"f").expect("write");
+    std::fs::write(src.join("sub/g"), b"g").expect("write");
+    let elsewhere = base.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).expect("mkdir");
+    let dst = base.path().join("copy");
+    std::fs::create_dir_all(dst.join("d")).expect("mkdir");
+    std::os::unix::fs::symlink(&elsewhere, dst.join("d/sub")).expect("symlink");
+    let out = common::tally_std()
+        .args(["cp", "-r"])
+        .arg(&src)
+        .arg(&dst)
+        .output()
+        .expect("run");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("not followed"), "{err}");
+    assert!(common::entries(&elsewhere).is_empty(), "written through");
+    assert_eq!(std::fs::read(dst.join("d/f")).expect("f"), b"f");
+    assert!(
+        std::fs::symlink_metadata(dst.join("d/sub"))
+            .expect("the link")
+            .file_type()
+            .is_symlink()
+    );
+}

@@ -58,8 +58,8 @@ fn cache_of_a_fifo_said_skipped_twice() {
     assert_eq!(code, Some(1), "{err}");
     assert!(
         err.contains(
-            "tally: fifo: skipped: a FIFO, not a regular file: name regular files, or \
-             directories with -r\n"
+            "tally: fifo: skipped: a FIFO, not a regular file: it has no page cache of its \
+             own; name regular files, or directories with -r\n"
         ),
         "{err}"
     );

@@ -1134,3 +1134,95 @@ fn cold_takes_one_path_and_the_command_follows() {
     let cold = report.runs[0].cold.as_ref().expect("cold report");
     assert_eq!(cold.files.len(), 1);
 }
+
+/// `--cold` on a FIFO was silently ignored: no "cold:" line, exit 0, a
+/// warm run reported as cold (a missing path was exit 125). A FIFO, a
+/// socket or a device has no page cache to evict: each is now an error
+/// naming it, before the command runs.
+#[test]
+fn run_cold_on_a_fifo_fails_before_running_the_command() {
+    let tmp = scratch("cold-fifo");
+    let fifo = tmp.path().join("fifo");
+    let made = common::command("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo");
+    assert!(made.success());
+    let sock = tmp.path().join("sock");
+    let _listener = std::os::unix::net::UnixListener::bind(&sock).expect("bind");
+    let marker = tmp.path().join("ran");
+    for (path, kind) in [
+        (fifo.as_path(), "a FIFO"),
+        (sock.as_path(), "a socket"),
+        (Path::new("/dev/null"), "a character device"),
+    ] {
+        let out = tally()
+            .args(["run", "--cold"])
+            .arg(path)
+            .args(["--", "touch"])
+            .arg(&marker)
+            .output()
+            .expect("tally runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(125), "{kind}: {err}");
+        assert!(
+            err.contains(&format!("--cold: {} is {kind}", path.display())),
+            "{kind}: {err}"
+        );
+        assert!(!marker.exists(), "{kind}: the command ran");
+    }
+    // compare: --cold and --warm alike, a usage error (exit 2).
+    for flag in ["--cold", "--warm"] {
+        let out = tally()
+            .args(["compare", "-n", "2", flag])
+            .arg(&fifo)
+            .arg(format!("touch {}", marker.display()))
+            .output()
+            .expect("tally runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flag}: {err}");
+        assert!(err.contains("is a FIFO"), "{flag}: {err}");
+        assert!(!marker.exists(), "{flag}: the command ran");
+    }
+}
+
+/// The cold report says how long eviction took and how many files it
+/// evicted; it lists at most 100 files by name, so that a run over a
+/// large tree does not hold (or print) every one.
+#[test]
+fn cold_says_how_long_eviction_took_and_lists_at_most_100_files() {
+    let tmp = scratch("cold-many");
+    let dir = tmp.path().join("tree");
+    for d in 0..3 {
+        std::fs::create_dir_all(dir.join(format!("d{d}"))).expect("mkdir");
+        for f in 0..100 {
+            std::fs::write(dir.join(format!("d{d}/f{f}")), [7u8; 4096]).expect("write");
+        }
+    }
+    let (code, report) = run_json(
+        &["-n", "2", "--cold", dir.to_str().unwrap()],
+        &["/bin/true"],
+    );
+    assert_eq!(code, 0);
+    for run in &report.runs {
+        let cold = run.cold.as_ref().expect("cold report");
+        assert_eq!(cold.file_count, 300);
+        assert_eq!(cold.files.len(), 100);
+        assert_eq!(cold.files_omitted, 200);
+        assert_eq!(cold.size_bytes, 300 * 4096);
+        assert!(cold.evict_ns > 0);
+        assert_eq!(cold.cached_after_bytes, 0, "{cold:?}");
+    }
+    let out = tally()
+        .args(["run", "--cold"])
+        .arg(&dir)
+        .args(["--", "true"])
+        .output()
+        .expect("tally runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("cached bytes left the cache (300 files, 1.2 MiB) in ")
+            && err.contains("µs, before the run"),
+        "{err}"
+    );
+}

@@ -1,5 +1,7 @@
 //! `tally cache`: residency, evict, warm, lock.
 
+use std::io::{self, Write};
+
 use tally::cli;
 use tally::report::Stream;
 
@@ -25,6 +27,9 @@ pub(super) fn cache_command(args: cli::cache::CacheArgs) -> u8 {
     if let Some(dir) = &args.textfile {
         return super::serve::cache_textfile(&cfg, dir, args.every);
     }
+    if args.mincore {
+        tally::pagecache::use_mincore_only(true);
+    }
     // Checked before any page is evicted, warmed or locked.
     let output = match super::open_output::<tally::cache::report::CacheReport>(
         &args.out,
@@ -42,27 +47,49 @@ pub(super) fn cache_command(args: cli::cache::CacheArgs) -> u8 {
             return 1;
         }
     };
-    let (report, held) = match command::execute(&cfg, &mut stdin) {
-        Ok(r) => r,
+    let shown = tally::cache::report::Shown {
+        top: args.top,
+        all: args.all,
+    };
+    let mut report = tally::cache::report::CacheStream::new(action, tally::sys::page_size(), shown);
+    let mut stream = output.stream(&report);
+    // Each file's row goes out as it is made; the walk stops when no
+    // output is left to take the rows (a reader that went away).
+    let outcome = command::execute_streaming(&cfg, &mut stdin, &mut |row| {
+        report.add(&row);
+        stream.row(&report, &row);
+        !stream.all_stopped()
+    });
+    let outcome = match outcome {
+        Ok(o) => o,
         Err(e) => {
             tally::diag!("tally: {e}");
             return 1;
         }
     };
-    // Errors (skipped paths, files not locked) go to stderr; stdout holds
-    // the report alone.
-    for line in report.diagnostics() {
-        tally::diag!("tally: {line}");
+    report.tail.problems = outcome.problems;
+    let failures = stream.finish(&report);
+    // Errors (skipped paths, files not locked) go to stderr, after the
+    // report; stdout holds the report alone. One buffered write for all.
+    let diagnostics = report.diagnostics();
+    if !diagnostics.is_empty() {
+        let mut text = String::new();
+        for line in diagnostics {
+            text.push_str("tally: ");
+            text.push_str(&line);
+            text.push('\n');
+        }
+        let _ = io::stderr().lock().write_all(text.as_bytes());
     }
-    let code = super::said(output.write(&report));
+    let code = super::said(failures);
     if code != 0 {
         return code;
     }
     let failed = u8::from(report.has_problems());
-    let Some(held) = held else {
+    let Some(held) = outcome.held else {
         return failed;
     };
-    let not_locked = report.lock_failures().count();
+    let not_locked = report.lock_failures();
     if held.mappings.is_empty() {
         if not_locked > 0 {
             tally::diag!(
@@ -71,7 +98,7 @@ pub(super) fn cache_command(args: cli::cache::CacheArgs) -> u8 {
             );
             return 1;
         }
-        if !report.files.is_empty() {
+        if report.tail.total.files > 0 {
             tally::diag!("tally: nothing to lock: the files are empty");
         }
         return failed;

@@ -117,9 +117,16 @@ pub(super) fn mem_command(
                     return 1;
                 }
             };
-            let stdout = io::stdout();
-            let mut out = stdout.lock();
-            let terminal = out.is_terminal();
+            let terminal = io::stdout().is_terminal();
+            // A frame goes out whole (render flushes it), not a write per
+            // line, before the wait for the next.
+            let mut out = match tally::report::output::Sink::stdout_by_screen() {
+                Ok(s) => s,
+                Err(e) => {
+                    note(&format!("cannot write to stdout: {e}"));
+                    return 1;
+                }
+            };
             let stop = || signals.pending().is_some();
             mem::watch(
                 &cfg,

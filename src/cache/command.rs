@@ -1,13 +1,12 @@
 //! `tally cache`: residency of files, and evicting, warming or locking them.
 
-use std::collections::HashSet;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, Read};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
 
 use super::report::{Action, CacheReport, FileReport, PathProblem};
-use crate::pagecache::{self, evict, residency, warm};
+use crate::pagecache::{self, evict, residency_of, walk, warm};
 use crate::report::SCHEMA_VERSION;
 use crate::sys::{self, mem::Mapping};
 
@@ -77,74 +76,6 @@ pub fn expand_stdin(
     Ok(out)
 }
 
-/// The regular files named by `paths` (directories walked when
-/// `recursive`), and the paths that could not be used, with why.
-/// Symbolic links named directly are followed; inside directories they
-/// are not, so a link loop cannot trap the walk. A file reached twice (a
-/// hard link, or named twice) is listed once.
-pub fn collect(paths: &[PathBuf], recursive: bool) -> (Vec<PathBuf>, Vec<PathProblem>) {
-    let mut files = Vec::new();
-    let mut problems = Vec::new();
-    let mut seen = HashSet::new();
-    let mut push = |path: PathBuf, meta: &std::fs::Metadata, files: &mut Vec<PathBuf>| {
-        if seen.insert((meta.dev(), meta.ino())) {
-            files.push(path);
-        }
-    };
-    for path in paths {
-        let meta = match std::fs::metadata(path) {
-            Ok(m) => m,
-            Err(e) => {
-                problems.push(PathProblem::new(path, describe(&e)));
-                continue;
-            }
-        };
-        if meta.is_file() {
-            push(path.clone(), &meta, &mut files);
-        } else if meta.is_dir() {
-            if !recursive {
-                problems.push(PathProblem::new(
-                    path,
-                    "is a directory: add -r to include the files under it".into(),
-                ));
-                continue;
-            }
-            for entry in walkdir::WalkDir::new(path).follow_links(false) {
-                match entry {
-                    Ok(entry) if entry.file_type().is_file() => match entry.metadata() {
-                        Ok(m) => push(entry.into_path(), &m, &mut files),
-                        Err(e) => problems.push(PathProblem::new(entry.path(), e.to_string())),
-                    },
-                    Ok(_) => {}
-                    Err(e) => {
-                        let p = e.path().map(Path::to_path_buf).unwrap_or(path.clone());
-                        let why = e.io_error().map(describe).unwrap_or_else(|| e.to_string());
-                        problems.push(PathProblem::new(&p, why));
-                    }
-                }
-            }
-        } else {
-            problems.push(PathProblem::new(
-                path,
-                format!(
-                    "{}, not a regular file: name regular files, or directories with -r",
-                    crate::input::kind_of(meta.file_type())
-                ),
-            ));
-        }
-    }
-    (files, problems)
-}
-
-fn describe(e: &io::Error) -> String {
-    match e.raw_os_error() {
-        Some(libc::ENOENT) => "no such file or directory".into(),
-        Some(libc::EACCES) => "permission denied".into(),
-        Some(libc::ELOOP) => "too many levels of symbolic links (a link loop)".into(),
-        _ => e.to_string(),
-    }
-}
-
 /// Why `mlock` of `size` bytes failed, with `held` bytes locked already:
 /// the locked-memory limit, when that is what refused it.
 fn lock_failure(e: &io::Error, size: u64, held: u64) -> String {
@@ -180,90 +111,177 @@ fn memlock_limit() -> Option<Option<u64>> {
     crate::procfs::limits::memlock_soft(&text)
 }
 
-fn open(path: &Path) -> io::Result<File> {
-    // O_NONBLOCK: a FIFO swapped in after the check must not hang us.
-    OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)
+/// What a walk of `tally cache` gave besides its rows.
+pub struct Outcome {
+    /// Paths skipped, and why.
+    pub problems: Vec<PathProblem>,
+    /// With `--lock`: the mappings held, until dropped.
+    pub held: Option<Held>,
 }
 
-/// Runs `tally cache` as configured. With `--lock` the locked mappings
-/// come back too: they stay locked until the caller drops them.
-pub fn execute(
+/// One file's work on a walking thread: its row, or why it has none.
+/// With `--lock` the file comes back open, to be locked in order.
+enum Worked {
+    Row(FileReport),
+    ToLock(FileReport, File),
+    Failed(PathProblem),
+}
+
+/// Runs `tally cache` as configured on every core, giving each file's row
+/// to `row` as it is made (on the calling thread; `row` returning `false`
+/// stops the walk: nobody reads the rows any more). Memory does not grow
+/// with the files. With `--lock` the locked mappings come back too: they
+/// stay locked until the caller drops them.
+pub fn execute_streaming(
     cfg: &Config,
     stdin: &mut dyn Read,
-) -> Result<(CacheReport, Option<Held>), CacheError> {
+    row: &mut dyn FnMut(FileReport) -> bool,
+) -> Result<Outcome, CacheError> {
     let paths = expand_stdin(&cfg.paths, cfg.null_separated, stdin)?;
     if paths.is_empty() {
         return Err(CacheError::NoPaths);
     }
-    let (files, mut problems) = collect(&paths, cfg.recursive);
-    let mut report = CacheReport {
-        schema_version: SCHEMA_VERSION,
-        action: cfg.action,
-        page_size_bytes: sys::page_size(),
-        files: Vec::with_capacity(files.len()),
-        total: Default::default(),
-        problems: Vec::new(),
-    };
+    let mut problems = Vec::new();
     let mut held = Held {
         mappings: Vec::new(),
         bytes: 0,
     };
-    for path in files {
-        match one_file(cfg, &path, &mut held) {
-            Ok(f) => report.files.push(f),
-            Err(why) => problems.push(PathProblem::new(&path, why)),
-        }
-    }
-    report.problems = problems;
-    report.total_up();
+    let stop = AtomicBool::new(false);
+    let opts = walk::Options {
+        recursive: cfg.recursive,
+        threads: 0,
+    };
+    walk::walk(
+        &paths,
+        opts,
+        &stop,
+        |f: walk::Found| match one_file(cfg, f) {
+            Ok(w) => w,
+            Err(p) => Worked::Failed(p),
+        },
+        |event| match event {
+            walk::Event::File(Worked::Row(r)) => row(r),
+            walk::Event::File(Worked::ToLock(r, file)) => row(lock(cfg, r, &file, &mut held)),
+            walk::Event::File(Worked::Failed(p)) => {
+                problems.push(p);
+                true
+            }
+            walk::Event::Skipped(s) => {
+                problems.push(PathProblem::new(&s.path, s.error));
+                true
+            }
+        },
+    );
     let held = (cfg.action == Action::Lock).then_some(held);
-    Ok((report, held))
+    Ok(Outcome { problems, held })
 }
 
-fn one_file(cfg: &Config, path: &Path, held: &mut Held) -> Result<FileReport, String> {
-    if cfg.action == Action::Evict {
-        let e = evict::evict_file(path).map_err(|e| match e {
-            evict::EvictError::Open { source, .. } => format!("cannot open: {}", describe(&source)),
-            other => other.to_string(),
-        })?;
-        // The file is opened again only to draw its map (-v).
-        let map = match (cfg.map, &e.after) {
-            (true, pagecache::Residency::Known { .. }) => open(path)
-                .ok()
-                .and_then(|f| pagecache::map_percent(&f, e.size_bytes, cfg.map_buckets)),
-            _ => None,
-        };
-        return Ok(FileReport {
-            path: path.to_path_buf(),
-            size_bytes: e.size_bytes,
-            residency: e.after,
-            before: Some(e.before),
-            stayed_reason: e.stayed_reason,
-            read_bytes: None,
-            map_percent: map,
-        });
-    }
-    let file = open(path).map_err(|e| format!("cannot open: {}", describe(&e)))?;
-    let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+/// Runs `tally cache` as configured and returns the whole report (every
+/// row held: for callers that want totals of a few paths, such as `tally
+/// serve`). With `--lock` the locked mappings come back too.
+pub fn execute(
+    cfg: &Config,
+    stdin: &mut dyn Read,
+) -> Result<(CacheReport, Option<Held>), CacheError> {
+    let mut files = Vec::new();
+    let outcome = execute_streaming(cfg, stdin, &mut |r| {
+        files.push(r);
+        true
+    })?;
+    let mut report = CacheReport {
+        schema_version: SCHEMA_VERSION,
+        action: cfg.action,
+        page_size_bytes: sys::page_size(),
+        files,
+        total: Default::default(),
+        problems: outcome.problems,
+    };
+    report.total_up();
+    Ok((report, outcome.held))
+}
+
+/// The work on one file, on a walking thread.
+fn one_file(cfg: &Config, f: walk::Found) -> Result<Worked, PathProblem> {
+    let walk::Found { path, file, meta } = f;
+    let size = meta.len();
     let mut before = None;
     let mut read_bytes = None;
-    let mut stayed_reason = None;
-    match cfg.action {
-        Action::Status | Action::Evict => {}
+    let now = match cfg.action {
+        Action::Status => residency_of(&file, &path, &meta),
+        Action::Evict => {
+            let e = evictor().evict(&file, &path, &meta);
+            let map = match (cfg.map, &e.after) {
+                (true, pagecache::Residency::Known { .. }) => {
+                    pagecache::map_percent(&file, size, cfg.map_buckets)
+                }
+                _ => None,
+            };
+            return Ok(Worked::Row(FileReport {
+                path,
+                size_bytes: size,
+                residency: e.after,
+                before: Some(e.before),
+                stayed_reason: e.stayed_reason,
+                read_bytes: None,
+                map_percent: map,
+            }));
+        }
         Action::Warm => {
-            before = Some(residency(&file, path, size));
-            let stats = warm::warm(&file, size).map_err(|e| format!("read failed: {e}"))?;
+            before = Some(residency_of(&file, &path, &meta));
+            let stats = warm::warm_found(&file, &meta)
+                .map_err(|e| PathProblem::new(&path, format!("read failed: {e}")))?;
             read_bytes = Some(stats.read_bytes);
+            residency_of(&file, &path, &meta)
         }
         Action::Lock => {
-            before = Some(residency(&file, path, size));
-            if size > 0 {
-                let m = Mapping::new(&file, size, false).map_err(|e| format!("cannot map: {e}"))?;
+            let r = FileReport {
+                before: Some(residency_of(&file, &path, &meta)),
+                residency: pagecache::Residency::Unknown {
+                    reason: "not locked yet".into(),
+                },
+                path,
+                size_bytes: size,
+                stayed_reason: None,
+                read_bytes: None,
+                map_percent: None,
+            };
+            return Ok(Worked::ToLock(r, file));
+        }
+    };
+    let map = match (cfg.map, &now) {
+        (true, pagecache::Residency::Known { .. }) => {
+            pagecache::map_percent(&file, size, cfg.map_buckets)
+        }
+        _ => None,
+    };
+    Ok(Worked::Row(FileReport {
+        path,
+        size_bytes: size,
+        residency: now,
+        before,
+        stayed_reason: None,
+        read_bytes,
+        map_percent: map,
+    }))
+}
+
+/// The evictor every walking thread of this process shares (what it learns
+/// of the processes that map files is read once).
+fn evictor() -> &'static evict::Evictor {
+    static EVICTOR: std::sync::OnceLock<evict::Evictor> = std::sync::OnceLock::new();
+    EVICTOR.get_or_init(evict::Evictor::new)
+}
+
+/// Maps and locks one file (in walk order, on the calling thread: the
+/// locked-memory limit is spent file by file), then measures it again.
+fn lock(cfg: &Config, mut r: FileReport, file: &File, held: &mut Held) -> FileReport {
+    let size = r.size_bytes;
+    if size > 0 {
+        match Mapping::new(file, size, false) {
+            Err(e) => r.stayed_reason = Some(format!("cannot map: {e}")),
+            Ok(m) => {
                 if let Err(e) = m.lock() {
-                    stayed_reason = Some(lock_failure(&e, size, held.bytes));
+                    r.stayed_reason = Some(lock_failure(&e, size, held.bytes));
                 } else {
                     held.bytes = held.bytes.saturating_add(size);
                     held.mappings.push(m);
@@ -271,22 +289,11 @@ fn one_file(cfg: &Config, path: &Path, held: &mut Held) -> Result<FileReport, St
             }
         }
     }
-    let now = residency(&file, path, size);
-    let map = match (cfg.map, &now) {
-        (true, pagecache::Residency::Known { .. }) => {
-            pagecache::map_percent(&file, size, cfg.map_buckets)
-        }
-        _ => None,
-    };
-    Ok(FileReport {
-        path: path.to_path_buf(),
-        size_bytes: size,
-        residency: now,
-        before,
-        stayed_reason,
-        read_bytes,
-        map_percent: map,
-    })
+    r.residency = pagecache::residency(file, &r.path, size);
+    if cfg.map && matches!(r.residency, pagecache::Residency::Known { .. }) {
+        r.map_percent = pagecache::map_percent(file, size, cfg.map_buckets);
+    }
+    r
 }
 
 #[cfg(test)]
@@ -322,31 +329,5 @@ mod tests {
         )
         .expect("paths");
         assert_eq!(got, ["first", "x\ny", "z"].map(PathBuf::from));
-    }
-
-    #[test]
-    fn directories_need_r_and_link_loops_end() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let d = dir.path();
-        std::fs::write(d.join("a"), b"a").expect("write");
-        std::fs::create_dir(d.join("sub")).expect("mkdir");
-        std::fs::write(d.join("sub/b"), b"b").expect("write");
-        std::os::unix::fs::symlink(d, d.join("sub/loop")).expect("symlink");
-        std::os::unix::fs::symlink("self", d.join("self")).expect("symlink");
-        std::fs::hard_link(d.join("a"), d.join("a2")).expect("link");
-
-        let (files, problems) = collect(&[d.to_path_buf()], false);
-        assert!(files.is_empty());
-        assert_eq!(problems.len(), 1);
-
-        let (files, problems) = collect(&[d.to_path_buf()], true);
-        // a and its hard link a2 count once, plus sub/b.
-        assert_eq!(files.len(), 2, "{files:?}");
-        assert!(problems.is_empty(), "{problems:?}");
-
-        let (files, problems) = collect(&[d.join("self"), d.join("missing")], true);
-        assert!(files.is_empty());
-        assert_eq!(problems.len(), 2);
-        assert!(problems.iter().any(|p| p.error.contains("loop")));
     }
 }

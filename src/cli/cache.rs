@@ -41,6 +41,22 @@ pub struct CacheArgs {
     #[arg(short = 'v', long)]
     pub verbose: bool,
 
+    /// List every file in the human report (by default the 20 with the
+    /// most cached are listed when there are more, and the totals cover
+    /// all); the other formats always list every file.
+    #[arg(long, conflicts_with = "top")]
+    pub all: bool,
+
+    /// List at most N files in the human report, those with the most
+    /// cached.
+    #[arg(long, value_name = "N", default_value_t = crate::cache::report::DEFAULT_TOP)]
+    pub top: usize,
+
+    /// Measure residency with mincore(2) even where cachestat(2) works, as
+    /// on a kernel before 6.5 (the fallback path, selectable for tests).
+    #[arg(long, hide = true)]
+    pub mincore: bool,
+
     /// Paths read from stdin (`-`) are NUL-separated (find -print0).
     #[arg(short = '0', long = "null")]
     pub null: bool,

@@ -319,6 +319,32 @@ fn footer(r: &CompareReport, out: &mut dyn Write, width: usize) -> io::Result<()
     if let Some(sig) = &r.interrupted_by {
         writeln!(out, "tally: interrupted by {sig}")?;
     }
+    if let Some(p) = &r.page_cache {
+        let line = |what: &str, done: &str, files: u64, median: Option<u64>, total: u64| {
+            format!(
+                "tally: {what}: {} {done} before each of {} runs: {}µs per run (median), {}µs \
+                 in all, counted in no run",
+                crate::units::count(files, "file", "files"),
+                thousands(p.runs),
+                thousands(median.unwrap_or(0) / 1000),
+                thousands(total / 1000),
+            )
+        };
+        if let Some(files) = p.warmed_files {
+            let text = line("warm", "warmed", files, p.warm_ns_median, p.warm_ns_total);
+            wrapped(out, &text, width)?;
+        }
+        if let Some(files) = p.evicted_files {
+            let text = line(
+                "cold",
+                "evicted",
+                files,
+                p.evict_ns_median,
+                p.evict_ns_total,
+            );
+            wrapped(out, &text, width)?;
+        }
+    }
     let over = if r.baseline.is_some() {
         "the baseline's".to_string()
     } else {

@@ -197,6 +197,9 @@ pub struct CompareReport {
     /// How the human table is laid out (`--sort`, `--time-unit`).
     #[serde(skip)]
     pub view: View,
+    /// The page cache made cold or warm before each run (`--cold`,
+    /// `--warm`, `--drop-caches`); absent without them.
+    pub page_cache: Option<PreparedCache>,
 }
 
 /// The gate's outcome for one figure of one command.
@@ -266,6 +269,23 @@ pub struct Gate {
     /// One line: what regressed, by how much, how sure; what passed.
     pub headline: String,
     pub results: Vec<GateResult>,
+}
+
+/// What preparing the page cache before each run cost: not part of any
+/// run's figures, but part of what the comparison took.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PreparedCache {
+    /// Runs it was made before (warm-up runs included).
+    pub runs: u64,
+    /// Files evicted before a run (`--cold`; the last run's count).
+    pub evicted_files: Option<u64>,
+    /// Time spent evicting, over every run, and its median per run.
+    pub evict_ns_total: u64,
+    pub evict_ns_median: Option<u64>,
+    /// Files warmed before a run (`--warm`; the last run's count).
+    pub warmed_files: Option<u64>,
+    pub warm_ns_total: u64,
+    pub warm_ns_median: Option<u64>,
 }
 
 fn exit_text(r: &RunRecord) -> String {
@@ -623,6 +643,7 @@ impl CompareReport {
             baseline: cfg.baseline.as_ref().map(|b| b.about.clone()),
             gate: None,
             view: cfg.view,
+            page_cache: None,
         }
     }
 }

@@ -2,13 +2,13 @@
 //! command once per round, in an order shuffled from the seed), with
 //! `--prepare` and the page-cache state before every run, then `--cleanup`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 use super::plan::{CommandOutput, Config, PlanError};
-use super::report::{CommandResult, CompareReport, OTHER_WORK_DIFFERS};
+use super::report::{CommandResult, CompareReport, OTHER_WORK_DIFFERS, PreparedCache};
 use super::sizing::{self, Sizing};
-use crate::pagecache::evict;
+use crate::pagecache::bulk::{self, BulkError};
 use crate::run::records::Records;
 use crate::run::report::{ColdReport, FIGURES, RunRecord};
 use crate::run::spawner::{Reply, Spawner, Streams};
@@ -38,11 +38,8 @@ pub enum CompareError {
         command: String,
         how: String,
     },
-    #[error("--warm {path}: {source}")]
-    Warm {
-        path: String,
-        source: std::io::Error,
-    },
+    #[error("--warm: {0}")]
+    Warm(BulkError),
     /// `--input` or `--command-output` cannot be set up.
     #[error("{option} {path}: {how}")]
     Stream {
@@ -58,6 +55,7 @@ impl CompareError {
         match self {
             CompareError::Plan(_) => 2,
             CompareError::Run(RunError::Cold(_)) => 2,
+            CompareError::Warm(_) => 2,
             _ => 1,
         }
     }
@@ -111,17 +109,35 @@ fn hook(option: &'static str, command: &str, cfg: &Config) -> Result<(), Compare
     }
 }
 
-fn warm_files(files: &[PathBuf]) -> Result<(), CompareError> {
-    for path in files {
-        let err = |source| CompareError::Warm {
-            path: crate::report::path::display(path),
-            source,
+/// The time each run's page-cache preparation took, and how many files
+/// it touched: for [`PreparedCache`].
+#[derive(Default)]
+struct Preparations {
+    evict_ns: Vec<u64>,
+    evicted_files: u64,
+    warm_ns: Vec<u64>,
+    warmed_files: u64,
+}
+
+impl Preparations {
+    fn report(mut self) -> Option<PreparedCache> {
+        if self.evict_ns.is_empty() && self.warm_ns.is_empty() {
+            return None;
+        }
+        let median = |v: &mut Vec<u64>| {
+            v.sort_unstable();
+            v.get(v.len() / 2).copied()
         };
-        let f = std::fs::File::open(path).map_err(err)?;
-        let size = f.metadata().map_err(err)?.len();
-        crate::pagecache::warm::warm(&f, size).map_err(err)?;
+        Some(PreparedCache {
+            runs: self.evict_ns.len().max(self.warm_ns.len()) as u64,
+            evicted_files: (!self.evict_ns.is_empty()).then_some(self.evicted_files),
+            evict_ns_total: self.evict_ns.iter().fold(0u64, |a, b| a.saturating_add(*b)),
+            evict_ns_median: median(&mut self.evict_ns),
+            warmed_files: (!self.warm_ns.is_empty()).then_some(self.warmed_files),
+            warm_ns_total: self.warm_ns.iter().fold(0u64, |a, b| a.saturating_add(*b)),
+            warm_ns_median: median(&mut self.warm_ns),
+        })
     }
-    Ok(())
 }
 
 /// The commands' standard streams (`--input`, `--command-output`), set up
@@ -283,11 +299,10 @@ pub fn execute(
         tree: false,
         counters: false,
     };
-    let warm_list = if cfg.warm.is_empty() {
-        Vec::new()
-    } else {
-        evict::regular_files(&cfg.warm).map_err(RunError::Cold)?
-    };
+    // Checked before anything runs: a path that cannot be warmed is an
+    // error, not a warm run made cold.
+    bulk::check(&cfg.warm, "warm").map_err(CompareError::Warm)?;
+    let mut prepared = Preparations::default();
     let measurer = Measurer::new(&base)?;
     let configs: Vec<run::Config> = cfg
         .instances
@@ -372,7 +387,7 @@ pub fn execute(
     // runs are asked of the spawner ahead, so that it never waits for tally.
     let per_run_work = cfg.prepare.is_some()
         || cfg.conclude.is_some()
-        || !warm_list.is_empty()
+        || !cfg.warm.is_empty()
         || !cfg.cold.is_empty()
         || cfg.drop_caches;
     let argvs: Vec<_> = cfg.instances.iter().map(|i| i.argv.clone()).collect();
@@ -444,8 +459,16 @@ pub fn execute(
                 if let Some(prepare) = &cfg.prepare {
                     hook("--prepare", prepare, cfg)?;
                 }
-                warm_files(&warm_list)?;
+                if !cfg.warm.is_empty() {
+                    let w = bulk::warm(&cfg.warm).map_err(CompareError::Warm)?;
+                    prepared.warm_ns.push(w.elapsed_ns);
+                    prepared.warmed_files = w.files;
+                }
                 let cold = measurer.evict(&base)?;
+                if let Some(c) = &cold {
+                    prepared.evict_ns.push(c.evict_ns);
+                    prepared.evicted_files = c.file_count;
+                }
                 backend.submit(slot.i)?;
                 in_flight.push_back((slot, cold));
             }
@@ -651,6 +674,7 @@ pub fn execute(
         );
         b.differences.push(said);
     }
+    report.page_cache = prepared.report();
     if let Some(Sizing {
         rounds,
         short_of: Some(needed),

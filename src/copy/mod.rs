@@ -15,12 +15,14 @@
 //! destination's name, and the temporary file is removed.
 
 pub mod report;
+mod tree;
 
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use crate::pagecache::warm::data_segments;
@@ -139,6 +141,10 @@ pub enum FileError {
     Changed { path: PathBuf, what: String },
     #[error("{}: {message}", display(path))]
     Other { path: PathBuf, message: String },
+    /// A signal asked the copy to stop while this file was copied: nothing
+    /// of it was kept.
+    #[error("{}: not copied: the copy was interrupted", display(path))]
+    Interrupted { path: PathBuf },
 }
 
 /// Where a copy could not be put, in cp's words.
@@ -174,19 +180,22 @@ fn write_error(path: &Path, source: io::Error) -> FileError {
     }
 }
 
-/// Progress: bytes done so far of the total.
+/// Progress: bytes done so far, of the total when it is known (a
+/// directory's is not: it is not walked twice).
 #[derive(Debug, Clone, Copy)]
 pub struct Progress {
     pub done_bytes: u64,
-    pub total_bytes: u64,
+    pub total_bytes: Option<u64>,
+    pub files: u64,
 }
 
 /// One planned copy.
 #[derive(Debug, Clone)]
 enum Job {
+    /// A file named as a source (or a FIFO or device, refused when copied).
     File { src: PathBuf, dst: PathBuf },
-    Dir { src: PathBuf, dst: PathBuf },
-    Link { src: PathBuf, dst: PathBuf },
+    /// A directory named as a source, copied with what is under it.
+    Tree { src: PathBuf, dst: PathBuf },
 }
 
 /// Whether `path` can only name a directory: it ends with `/`, `/.` or
@@ -269,145 +278,168 @@ fn plan(cfg: &Config) -> Result<(Vec<Job>, Vec<Problem>), CopyError> {
             ));
             continue;
         }
-        for entry in walkdir::WalkDir::new(src).follow_links(false) {
-            let entry = match entry {
-                Ok(e) => e,
-                Err(e) => {
-                    let p = e.path().map(Path::to_path_buf).unwrap_or(src.clone());
-                    problems.push(Problem::new(&p, e.to_string()));
-                    continue;
-                }
-            };
-            let rel = entry.path().strip_prefix(src).unwrap_or(Path::new(""));
-            let to = if rel.as_os_str().is_empty() {
-                target.clone()
-            } else {
-                target.join(rel)
-            };
-            let from = entry.path().to_path_buf();
-            let ft = entry.file_type();
-            if ft.is_dir() {
-                jobs.push(Job::Dir { src: from, dst: to });
-            } else if ft.is_symlink() {
-                jobs.push(Job::Link { src: from, dst: to });
-            } else {
-                jobs.push(Job::File { src: from, dst: to });
-            }
-        }
+        jobs.push(Job::Tree {
+            src: src.clone(),
+            dst: target,
+        });
     }
     Ok((jobs, problems))
 }
 
-/// Copies as configured. Files that fail are listed in the report's
-/// problems; the others are copied.
-pub fn execute(cfg: &Config, progress: &mut dyn FnMut(Progress)) -> Result<CopyReport, CopyError> {
-    let (jobs, mut problems) = plan(cfg)?;
-    let total_bytes = jobs
-        .iter()
-        .filter_map(|j| match j {
-            Job::File { src, .. } => std::fs::metadata(src).ok().map(|m| m.len()),
-            _ => None,
-        })
-        .fold(0u64, |a, b| a.saturating_add(b));
-    let mut report = CopyReport {
-        schema_version: SCHEMA_VERSION,
-        files: Vec::new(),
-        directories: 0,
-        symlinks: 0,
-        problems: Vec::new(),
+/// How a copy that a signal stopped ended.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Interrupted {
+    /// The signal's name (`SIGINT`).
+    pub signal: String,
+    #[serde(skip)]
+    pub signal_number: i32,
+    /// The files being copied when it came: none of them was kept.
+    #[serde(
+        serialize_with = "crate::report::path::serialize_vec",
+        default,
+        skip_deserializing
+    )]
+    pub stopped_at: Vec<PathBuf>,
+}
+
+/// What a copy made besides its files' rows.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    pub directories: u64,
+    pub symlinks: u64,
+    pub problems: Vec<Problem>,
+    /// Set when a signal stopped the copy (see [`crate::sys::cleanup::catch_stops`]).
+    pub interrupted: Option<Interrupted>,
+}
+
+/// What the copies of one run share.
+pub(crate) struct Shared<'a> {
+    pub cfg: &'a Config,
+    /// Whether reflinks work between the source's and the destination's
+    /// filesystems: tried once, not once per file.
+    reflink: std::sync::atomic::AtomicU8,
+    /// Bytes copied so far, over every thread.
+    pub done_bytes: std::sync::atomic::AtomicU64,
+}
+
+const REFLINK_UNKNOWN: u8 = 0;
+const REFLINK_WORKS: u8 = 1;
+const REFLINK_FAILS: u8 = 2;
+
+impl<'a> Shared<'a> {
+    pub fn new(cfg: &'a Config) -> Shared<'a> {
+        Shared {
+            cfg,
+            reflink: std::sync::atomic::AtomicU8::new(REFLINK_UNKNOWN),
+            done_bytes: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+}
+
+/// Whether a signal asked the copy to stop.
+pub(crate) fn stopping() -> bool {
+    sys::cleanup::stop_requested().is_some()
+}
+
+/// Copies as configured, giving each copied file's row to `row` as it is
+/// made (memory does not grow with the files). Files that fail are listed
+/// in the outcome's problems; the others are copied. A directory named as
+/// a source is copied on every core (the `tree` module).
+pub fn execute_streaming(
+    cfg: &Config,
+    progress: &mut dyn FnMut(Progress),
+    row: &mut dyn FnMut(FileCopy),
+) -> Result<Outcome, CopyError> {
+    let (jobs, problems) = plan(cfg)?;
+    let mut out = Outcome {
+        problems,
+        ..Outcome::default()
     };
-    let mut done = 0u64;
-    let mut dirs_made: Vec<(PathBuf, PathBuf, u32)> = Vec::new();
+    let shared = Shared::new(cfg);
+    let files_only = jobs.iter().all(|j| matches!(j, Job::File { .. }));
+    let total_bytes = files_only.then(|| {
+        jobs.iter()
+            .filter_map(|j| match j {
+                Job::File { src, .. } => std::fs::metadata(src).ok().map(|m| m.len()),
+                Job::Tree { .. } => None,
+            })
+            .fold(0u64, |a, b| a.saturating_add(b))
+    });
+    let mut files = 0u64;
     for job in jobs {
+        if stopping() {
+            break;
+        }
         match job {
-            Job::Dir { src, dst } => match make_dir(&src, &dst) {
-                Ok(mode) => {
-                    report.directories += 1;
-                    dirs_made.push((src, dst, mode));
-                }
-                Err(e) => problems.push(Problem::new(&dst, e)),
-            },
-            Job::Link { src, dst } => match copy_link(&src, &dst) {
-                Ok(()) => report.symlinks += 1,
-                Err(e) => problems.push(Problem::new(&dst, e)),
-            },
             Job::File { src, dst } => {
-                let base = done;
+                let base = shared.done_bytes.load(Ordering::Relaxed);
                 let mut on_bytes = |n: u64| {
                     progress(Progress {
                         done_bytes: base.saturating_add(n),
                         total_bytes,
+                        files,
                     })
                 };
-                match copy_file(cfg, &src, &dst, &mut on_bytes) {
-                    Ok(f) => {
-                        done = done.saturating_add(f.size_bytes);
-                        report.files.push(f);
+                match copy_file_with(&shared, &src, &dst, &mut on_bytes) {
+                    Ok((f, deferred)) => {
+                        let f = match deferred {
+                            Some(d) => d.finish(f),
+                            None => f,
+                        };
+                        shared.done_bytes.fetch_add(f.size_bytes, Ordering::Relaxed);
+                        files += 1;
+                        row(f);
                     }
-                    Err(e) => problems.push(Problem::new(&src, e.to_string())),
+                    Err(FileError::Interrupted { path }) => {
+                        out.interrupted
+                            .get_or_insert_with(interrupted)
+                            .stopped_at
+                            .push(path);
+                    }
+                    Err(e) => out.problems.push(Problem::new(&src, e.to_string())),
                 }
             }
+            Job::Tree { src, dst } => {
+                tree::copy(&shared, &src, &dst, &mut out, &mut |f| {
+                    files += 1;
+                    progress(Progress {
+                        done_bytes: shared.done_bytes.load(Ordering::Relaxed),
+                        total_bytes,
+                        files,
+                    });
+                    row(f);
+                });
+            }
         }
     }
-    // Directory modes and times last, deepest first: a read-only
-    // directory (555) is filled before it becomes read-only, and its
-    // times are set after its contents stopped changing them.
-    for (src, dst, mode) in dirs_made.iter().rev() {
-        // O_NOFOLLOW: a directory swapped for a symlink since it was made
-        // must not pass its mode or owner to the link's target.
-        let dir = match std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_DIRECTORY)
-            .open(dst)
-        {
-            Ok(d) => d,
-            Err(e) => {
-                problems.push(Problem::new(dst, format!("cannot set the mode: {e}")));
-                continue;
-            }
-        };
-        let mut mode = *mode;
-        if cfg.preserve
-            && let Ok(meta) = std::fs::metadata(src)
-        {
-            if std::os::unix::fs::fchown(&dir, Some(meta.uid()), Some(meta.gid())).is_err() {
-                // As cp -p (and tally's files): an owner a user may not
-                // give is not an error; the group alone if allowed,
-                // and no setuid/setgid bit for an owner the copy lacks.
-                let _ = std::os::unix::fs::fchown(&dir, None, Some(meta.gid()));
-                mode &= !(libc::S_ISUID | libc::S_ISGID);
-            }
-            let _ = set_times(&dir, &meta);
-        }
-        if let Err(e) = dir.set_permissions(std::fs::Permissions::from_mode(mode)) {
-            problems.push(Problem::new(dst, format!("cannot set the mode: {e}")));
-        }
+    if sys::cleanup::stop_requested().is_some() {
+        out.interrupted.get_or_insert_with(interrupted);
     }
-    report.problems = problems;
-    Ok(report)
+    Ok(out)
 }
 
-/// Creates `dst` writable and searchable by its owner, so its contents can
-/// be copied in; returns the mode to give it once they are.
-fn make_dir(src: &Path, dst: &Path) -> Result<u32, String> {
-    let meta = std::fs::metadata(src).map_err(|e| format!("cannot read {}: {e}", display(src)))?;
-    let mode = meta.mode() & 0o7777;
-    match std::fs::create_dir(dst) {
-        Ok(()) => {}
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists && dst.is_dir() => {}
-        Err(e) => return Err(format!("cannot create the directory: {e}")),
+/// The record of a stop, for the signal that asked for it.
+fn interrupted() -> Interrupted {
+    let sig = sys::cleanup::stop_requested().unwrap_or(libc::SIGINT);
+    Interrupted {
+        signal: sys::signal_name(sig),
+        signal_number: sig,
+        stopped_at: Vec::new(),
     }
-    std::fs::set_permissions(dst, std::fs::Permissions::from_mode(mode & 0o777 | 0o700))
-        .map_err(|e| format!("cannot set the mode: {e}"))?;
-    Ok(mode)
 }
 
-fn copy_link(src: &Path, dst: &Path) -> Result<(), String> {
-    let target = std::fs::read_link(src).map_err(|e| format!("cannot read the link: {e}"))?;
-    if std::fs::symlink_metadata(dst).is_ok() {
-        std::fs::remove_file(dst).map_err(|e| format!("cannot replace: {e}"))?;
-    }
-    std::os::unix::fs::symlink(&target, dst).map_err(|e| format!("cannot create the link: {e}"))
+/// Copies as configured and returns the whole report (every row held).
+pub fn execute(cfg: &Config, progress: &mut dyn FnMut(Progress)) -> Result<CopyReport, CopyError> {
+    let mut files = Vec::new();
+    let out = execute_streaming(cfg, progress, &mut |f| files.push(f))?;
+    Ok(CopyReport {
+        schema_version: SCHEMA_VERSION,
+        files,
+        directories: out.directories,
+        symlinks: out.symlinks,
+        problems: out.problems,
+        interrupted: out.interrupted,
+    })
 }
 
 fn set_times(file: &File, meta: &std::fs::Metadata) -> io::Result<()> {
@@ -424,15 +456,21 @@ pub fn copy_file(
     dst: &Path,
     on_bytes: &mut dyn FnMut(u64),
 ) -> Result<FileCopy, FileError> {
-    let started = Instant::now();
-    let source = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOCTTY | libc::O_NONBLOCK)
-        .open(src)
-        .map_err(|e| FileError::OpenSource {
-            path: src.to_path_buf(),
-            source: e,
-        })?;
+    let shared = Shared::new(cfg);
+    let (f, deferred) = copy_file_with(&shared, src, dst, on_bytes)?;
+    Ok(match deferred {
+        Some(d) => d.finish(f),
+        None => f,
+    })
+}
+
+fn copy_file_with(
+    shared: &Shared,
+    src: &Path,
+    dst: &Path,
+    on_bytes: &mut dyn FnMut(u64),
+) -> Result<(FileCopy, Option<Deferred>), FileError> {
+    let source = open_source(src, false)?;
     let meta = source.metadata().map_err(|e| FileError::OpenSource {
         path: src.to_path_buf(),
         source: e,
@@ -463,18 +501,97 @@ pub fn copy_file(
         }
         _ => {}
     }
+    copy_into(shared, src, source, meta, dest, on_bytes)
+}
+
+/// Opens a source for reading; `nofollow` inside a tree (a link swapped in
+/// for a file since the directory was read is not followed).
+fn open_source(src: &Path, nofollow: bool) -> Result<File, FileError> {
+    let mut flags = libc::O_NOCTTY | libc::O_NONBLOCK;
+    if nofollow {
+        flags |= libc::O_NOFOLLOW;
+    }
+    OpenOptions::new()
+        .read(true)
+        .custom_flags(flags)
+        .open(src)
+        .map_err(|e| FileError::OpenSource {
+            path: src.to_path_buf(),
+            source: e,
+        })
+}
+
+/// A copy in place whose destination pages are still to be written back
+/// and dropped: left for later, with others, so that the copy does not
+/// wait for the disk file by file (`tally cp -r` of many small files).
+pub(crate) struct Deferred {
+    temp: Temp,
+}
+
+impl Deferred {
+    /// Starts the copy's writeback, without waiting for it.
+    pub fn start(&self) {
+        let _ = sys::file::sync_range(&self.temp.file, 0, 0, SyncRange::Start);
+    }
+
+    /// Waits for the copy's writeback, drops its pages and completes its
+    /// row with what stayed cached.
+    pub fn finish(self, mut f: FileCopy) -> FileCopy {
+        let out = &self.temp.file;
+        let _ = sys::file::sync_range(out, 0, 0, SyncRange::Wait);
+        let _ = sys::cache::fadvise(out, 0, 0, Advice::DontNeed);
+        f.destination_cached_pages = sys::cache::cachestat(out, 0, 0)
+            .ok()
+            .map(|s| s.cached_pages);
+        f
+    }
+}
+
+/// Copies the open regular file `source` (`src`, its `stat` `meta`) to
+/// `dest`: the data, the mode (and with `-p` owner and times), put in
+/// place whole. The destination's pages are dropped by the caller
+/// ([`Deferred::finish`]) unless they are kept or need no dropping.
+pub(crate) fn copy_into(
+    shared: &Shared,
+    src: &Path,
+    source: File,
+    meta: std::fs::Metadata,
+    dest: dest::Dest,
+    on_bytes: &mut dyn FnMut(u64),
+) -> Result<(FileCopy, Option<Deferred>), FileError> {
+    let cfg = shared.cfg;
+    let started = Instant::now();
     let dst_path = dest.path.clone();
     let dst = dst_path.as_path();
-    let temp = Temp::create(&dest, !cfg.named_temp)?;
-    let out = &temp.file;
+    let mut temp = Temp::create(&dest, !cfg.named_temp)?;
     let size = meta.len();
-    let before_pages = sys::cache::cachestat(&source, 0, 0)
-        .ok()
-        .map(|s| s.cached_pages);
+    let before = sys::cache::cachestat(&source, 0, 0).ok();
+    let before_pages = before.map(|s| s.cached_pages);
 
     let mut copied = Copied::default();
     let mut method = Method::Reflink;
-    if size == 0 || cfg.via != Via::Auto || sys::file::clone_file(&source, out).is_err() {
+    let try_reflink =
+        size > 0 && cfg.via == Via::Auto && shared.reflink.load(Ordering::Relaxed) != REFLINK_FAILS;
+    let reflinked = try_reflink
+        && match sys::file::clone_file(&source, &temp.file) {
+            Ok(()) => {
+                shared.reflink.store(REFLINK_WORKS, Ordering::Relaxed);
+                true
+            }
+            Err(e) => {
+                // Not this filesystem, or not between these two: no more
+                // tries. Another error may be this file's alone.
+                if is_unsupported(&e) && shared.reflink.load(Ordering::Relaxed) == REFLINK_UNKNOWN {
+                    shared.reflink.store(REFLINK_FAILS, Ordering::Relaxed);
+                }
+                false
+            }
+        };
+    if reflinked {
+        copied.data_bytes = size;
+        copied.end = size;
+        on_bytes(size);
+    } else {
         method = match cfg.via {
             // /proc and /sys files claim size 0 yet have content.
             _ if size == 0 => Method::ReadWrite,
@@ -482,11 +599,19 @@ pub fn copy_file(
             Via::Dontcache => Method::ReadWriteDontcache,
             Via::ReadWrite => Method::ReadWrite,
         };
-        copied = copy_data(cfg, &source, out, src, dst, size, &mut method, on_bytes)?;
-    } else {
-        copied.data_bytes = size;
-        on_bytes(size);
+        copied = copy_data(
+            cfg,
+            &source,
+            &temp.file,
+            src,
+            dst,
+            &meta,
+            before,
+            &mut method,
+            on_bytes,
+        )?;
     }
+    let out = &temp.file;
     // A file written to while it was copied gives a copy that never
     // existed (a shrunk file would even be re-extended with stale data):
     // refuse it. A file that only claims a larger size (sysfs) ends early
@@ -504,7 +629,7 @@ pub fn copy_file(
         }
     }
     let length = copied.ended_at.unwrap_or(size);
-    if size > 0 {
+    if size > 0 && copied.end != length {
         // Trailing holes: the length comes from the source, not the data.
         out.set_len(length).map_err(|e| write_error(dst, e))?;
     }
@@ -541,23 +666,11 @@ pub fn copy_file(
     if cfg.sync {
         out.sync_all().map_err(|e| write_error(dst, e))?;
     }
-    let dest_pages =
-        if cfg.keep_cache || method == Method::Reflink || method == Method::ReadWriteDontcache {
-            // RWF_DONTCACHE pages leave as their writeback completes.
-            None
-        } else {
-            // Pages of the last windows: write them and drop them.
-            let _ = sys::file::sync_range(out, 0, 0, SyncRange::Wait);
-            let _ = sys::cache::fadvise(out, 0, 0, Advice::DontNeed);
-            sys::cache::cachestat(out, 0, 0)
-                .ok()
-                .map(|s| s.cached_pages)
-        };
-    let dest_pages = dest_pages.or_else(|| {
-        sys::cache::cachestat(out, 0, 0)
-            .ok()
-            .map(|s| s.cached_pages)
-    });
+    // Pages of the last windows are written back and dropped by the
+    // caller (`Deferred`); RWF_DONTCACHE pages leave as their writeback
+    // completes, and a reflink has none.
+    let defer =
+        !(cfg.keep_cache || method == Method::Reflink || method == Method::ReadWriteDontcache);
     temp.commit(&dest)?;
     if cfg.sync {
         dest.dir
@@ -567,7 +680,7 @@ pub fn copy_file(
     let after_pages = sys::cache::cachestat(&source, 0, 0)
         .ok()
         .map(|s| s.cached_pages);
-    Ok(FileCopy {
+    let row = FileCopy {
         source: src.to_path_buf(),
         destination: dst.to_path_buf(),
         size_bytes: length.max(copied.data_bytes),
@@ -576,9 +689,22 @@ pub fn copy_file(
         wall_ns: u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX),
         source_cached_before_pages: before_pages,
         source_cached_after_pages: after_pages,
-        destination_cached_pages: dest_pages,
+        destination_cached_pages: None,
         notes,
-    })
+    };
+    if defer {
+        return Ok((row, Some(Deferred { temp })));
+    }
+    let dest_pages = sys::cache::cachestat(&temp.file, 0, 0)
+        .ok()
+        .map(|s| s.cached_pages);
+    Ok((
+        FileCopy {
+            destination_cached_pages: dest_pages,
+            ..row
+        },
+        None,
+    ))
 }
 
 /// How the source changed between `before` and `after` the copy, if it
@@ -609,6 +735,8 @@ struct Copied {
     data_bytes: u64,
     /// Where the source's data ended before its size said it would.
     ended_at: Option<u64>,
+    /// The end of the last data written (the copy's length so far).
+    end: u64,
 }
 
 /// Moves the data of `source` into `out`, window by window, managing the
@@ -620,10 +748,12 @@ fn copy_data(
     out: &File,
     src: &Path,
     dst: &Path,
-    size: u64,
+    meta: &std::fs::Metadata,
+    before: Option<sys::cache::CacheStat>,
     method: &mut Method,
     on_bytes: &mut dyn FnMut(u64),
 ) -> Result<Copied, FileError> {
+    let size = meta.len();
     let mut copied = Copied::default();
     let mut buf: Vec<u8> = Vec::new();
     let mut dontcache = true;
@@ -643,15 +773,32 @@ fn copy_data(
             write_all(out, buf.get(..n).unwrap_or(&[]), off, &mut false, dst)?;
             off += n as u64;
             on_bytes(off);
+            if stopping() {
+                return Err(FileError::Interrupted {
+                    path: src.to_path_buf(),
+                });
+            }
         }
         copied.data_bytes = off;
+        copied.end = off;
         return Ok(copied);
     }
-    let segments = data_segments(source, size);
-    let mut cache = CacheKeeper::new(cfg.keep_cache, source, &segments);
+    // A file whose blocks cover its size has no hole to look for (most
+    // small files): no SEEK_DATA/SEEK_HOLE.
+    let segments = if meta.blocks().saturating_mul(512) >= size {
+        vec![(0, size)]
+    } else {
+        data_segments(source, size)
+    };
+    let mut cache = CacheKeeper::new(cfg.keep_cache, source, &segments, before, size);
     for (start, end) in segments {
         let mut off = start;
         while off < end {
+            if stopping() {
+                return Err(FileError::Interrupted {
+                    path: src.to_path_buf(),
+                });
+            }
             let len = (end - off).min(WINDOW_BYTES - off % WINDOW_BYTES);
             let mut pos = off;
             let stop = off + len;
@@ -704,6 +851,7 @@ fn copy_data(
                 pos += n as u64;
             }
             copied.data_bytes = copied.data_bytes.saturating_add(pos - off);
+            copied.end = copied.end.max(pos);
             let dest = *method != Method::ReadWriteDontcache;
             cache.after_window(source, out, off, pos - off, dest);
             on_bytes(copied.data_bytes);
@@ -716,7 +864,7 @@ fn copy_data(
             off = stop;
         }
     }
-    cache.finish(source, out, *method != Method::ReadWriteDontcache);
+    cache.finish(source, copied.end < size);
     Ok(copied)
 }
 
@@ -763,7 +911,7 @@ fn write_all(
 /// Leaves the page cache as it was: source blocks that had no page cached
 /// before the copy began are dropped after their window is copied;
 /// destination windows are sent to storage and dropped one window later
-/// (writeback overlaps the copy).
+/// (writeback overlaps the copy), the last ones by the caller.
 ///
 /// The source's residency is taken once, before any data moves: readahead
 /// of one window reaches into the next, so checking window by window would
@@ -777,11 +925,21 @@ struct CacheKeeper {
     uncached: std::collections::BTreeSet<u64>,
     /// Destination windows whose writeback was started, oldest first.
     pending: std::collections::VecDeque<(u64, u64)>,
+    /// The source's size.
+    size: u64,
 }
 
 impl CacheKeeper {
-    fn new(keep: bool, source: &File, segments: &[(u64, u64)]) -> Self {
+    /// `before`: the source's `cachestat` taken before the copy.
+    fn new(
+        keep: bool,
+        source: &File,
+        segments: &[(u64, u64)],
+        before: Option<sys::cache::CacheStat>,
+        size: u64,
+    ) -> Self {
         let mut k = CacheKeeper {
+            size,
             keep,
             all_uncached: false,
             uncached: Default::default(),
@@ -790,12 +948,12 @@ impl CacheKeeper {
         if keep {
             return k;
         }
-        match sys::cache::cachestat(source, 0, 0) {
-            Ok(st) if st.cached_pages == 0 => k.all_uncached = true,
+        match before {
+            Some(st) if st.cached_pages == 0 => k.all_uncached = true,
             // Unknown residency keeps everything: never drop what may
             // have been there.
-            Err(_) => {}
-            Ok(_) => {
+            None => {}
+            Some(_) => {
                 for (start, end) in segments {
                     let mut b = start - start % BLOCK_BYTES;
                     while b < *end {
@@ -832,6 +990,12 @@ impl CacheKeeper {
         if !dest {
             return;
         }
+        if off == 0 && len >= self.size {
+            // The whole file in one window: its writeback is started with
+            // other files' by the caller (`Deferred::start`), which the
+            // disk takes better than a small write at a time.
+            return;
+        }
         let _ = sys::file::sync_range(out, off, len, SyncRange::Start);
         self.pending.push_back((off, len));
         while self.pending.len() > WRITEBACK_WINDOWS {
@@ -841,14 +1005,12 @@ impl CacheKeeper {
         }
     }
 
-    fn finish(&mut self, source: &File, out: &File, dest: bool) {
-        while let Some((off, len)) = self.pending.pop_front() {
-            if dest {
-                drop_written(out, off, len);
-            }
-        }
+    /// The windows still under writeback are left to the caller, which
+    /// waits for the whole file and drops it ([`Deferred`]).
+    fn finish(&mut self, source: &File, trailing_hole: bool) {
+        self.pending.clear();
         // Readahead past the last window (into a trailing hole) too.
-        if self.all_uncached && !self.keep {
+        if trailing_hole && self.all_uncached && !self.keep {
             let _ = sys::cache::fadvise(source, 0, 0, Advice::DontNeed);
         }
     }

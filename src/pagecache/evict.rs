@@ -1,13 +1,15 @@
 //! Evicting files from the page cache without root, and checking it worked.
 
+use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Residency, residency};
+use super::{Residency, residency_of};
 use crate::procfs::{ProcRoot, maps, smaps};
 use crate::sys::{self, cache::Advice};
 
@@ -39,31 +41,97 @@ pub enum EvictError {
     Walk { path: PathBuf, message: String },
 }
 
-/// The regular files named by `paths`, directories walked recursively
-/// (symbolic links inside directories are not followed, so loops cannot
-/// happen; a link named directly is followed).
-pub fn regular_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, EvictError> {
-    let mut files = Vec::new();
-    for path in paths {
-        let meta = std::fs::metadata(path).map_err(|source| EvictError::Open {
-            path: path.clone(),
-            source,
-        })?;
-        if meta.is_dir() {
-            for entry in walkdir::WalkDir::new(path).follow_links(false) {
-                let entry = entry.map_err(|e| EvictError::Walk {
-                    path: path.clone(),
-                    message: e.to_string(),
-                })?;
-                if entry.file_type().is_file() {
-                    files.push(entry.into_path());
-                }
-            }
-        } else if meta.is_file() {
-            files.push(path.clone());
+/// Evicts files one after another, or from several threads at once,
+/// sharing what it learns: the processes that map files, read from /proc
+/// once, the first time a file keeps pages that are not dirty.
+#[derive(Default)]
+pub struct Evictor {
+    mapped: OnceLock<Mapped>,
+}
+
+/// The files processes map: (device, inode) → PIDs.
+type Mapped = HashMap<(u64, u64), Vec<u32>>;
+
+impl Evictor {
+    pub fn new() -> Evictor {
+        Evictor::default()
+    }
+
+    /// Evicts `file` (opened from `path`, its `stat` `meta`) and checks
+    /// what left: one `cachestat` before, `fdatasync` only for a file
+    /// with dirty or writeback pages (or whose state is unknown),
+    /// `POSIX_FADV_DONTNEED` only for a file with pages cached, and one
+    /// `cachestat` after.
+    pub fn evict(&self, file: &File, path: &Path, meta: &std::fs::Metadata) -> Evicted {
+        let size = meta.len();
+        let before = residency_of(file, path, meta);
+        let (cached, must_sync) = match &before {
+            Residency::Known {
+                cached_pages,
+                dirty_pages,
+                writeback_pages,
+                ..
+            } => (
+                *cached_pages,
+                // mincore cannot tell dirty pages: sync what is cached.
+                *cached_pages > 0
+                    && (dirty_pages.is_none_or(|d| d > 0) || writeback_pages.is_none_or(|w| w > 0)),
+            ),
+            Residency::Unknown { .. } => (u64::MAX, true),
+        };
+        if cached == 0 {
+            // Nothing cached: nothing to drop, nothing to check again.
+            return Evicted {
+                path: path.to_path_buf(),
+                size_bytes: size,
+                after: before.clone(),
+                before,
+                stayed_reason: None,
+            };
+        }
+        if must_sync {
+            // Dirty pages cannot be dropped; write them first. A failure
+            // here (EIO, a read-only mount) shows below as pages that
+            // stayed dirty.
+            let _ = sys::cache::fdatasync(file);
+        }
+        let len = size.div_ceil(ALIGN_BYTES).saturating_mul(ALIGN_BYTES);
+        let advised = sys::cache::fadvise(file, 0, len, Advice::DontNeed);
+        let after = residency_of(file, path, meta);
+        let stayed_reason = match (&advised, &after) {
+            (Err(e), _) => Some(format!("posix_fadvise failed: {e}")),
+            (
+                Ok(()),
+                Residency::Known {
+                    cached_pages,
+                    dirty_pages,
+                    ..
+                },
+            ) if *cached_pages > 0 => Some(self.why_stayed(meta, dirty_pages.unwrap_or(0))),
+            _ => None,
+        };
+        Evicted {
+            path: path.to_path_buf(),
+            size_bytes: size,
+            before,
+            after,
+            stayed_reason,
         }
     }
-    Ok(files)
+
+    /// Explains why pages of the file `meta` stayed after DONTNEED.
+    fn why_stayed(&self, meta: &std::fs::Metadata, dirty_pages: u64) -> String {
+        if dirty_pages > 0 {
+            return format!("{dirty_pages} dirty pages (writeback failed or raced with a writer)");
+        }
+        let root = ProcRoot::default();
+        let mapped = self.mapped.get_or_init(|| processes_mapping(&root));
+        let users = mapped
+            .get(&(meta.dev(), meta.ino()))
+            .cloned()
+            .unwrap_or_default();
+        explain(&root, &users, meta.dev(), meta.ino())
+    }
 }
 
 fn open(path: &Path) -> Result<File, EvictError> {
@@ -77,55 +145,25 @@ fn open(path: &Path) -> Result<File, EvictError> {
         })
 }
 
-/// Evicts one file and checks what left.
+/// Evicts one file and checks what left (see [`Evictor::evict`]).
 pub fn evict_file(path: &Path) -> Result<Evicted, EvictError> {
     let file = open(path)?;
-    let size = file.metadata().map(|m| m.len()).unwrap_or(0);
-    let before = residency(&file, path, size);
-    // Dirty pages cannot be dropped; write them first. A failure here
-    // (EIO, a read-only mount) shows below as pages that stayed dirty.
-    let _ = sys::cache::fdatasync(&file);
-    let len = size.div_ceil(ALIGN_BYTES).saturating_mul(ALIGN_BYTES);
-    let advised = sys::cache::fadvise(&file, 0, len, Advice::DontNeed);
-    let after = residency(&file, path, size);
-    let stayed_reason = match (&advised, &after) {
-        (Err(e), _) => Some(format!("posix_fadvise failed: {e}")),
-        (
-            Ok(()),
-            Residency::Known {
-                cached_pages,
-                dirty_pages,
-                ..
-            },
-        ) if *cached_pages > 0 => Some(why_stayed(&file, dirty_pages.unwrap_or(0))),
-        _ => None,
-    };
-    Ok(Evicted {
+    let meta = file.metadata().map_err(|source| EvictError::Open {
         path: path.to_path_buf(),
-        size_bytes: size,
-        before,
-        after,
-        stayed_reason,
-    })
+        source,
+    })?;
+    Ok(Evictor::new().evict(&file, path, &meta))
 }
 
-/// Explains why pages of `file` stayed after DONTNEED.
-fn why_stayed(file: &File, dirty_pages: u64) -> String {
-    if dirty_pages > 0 {
-        return format!("{dirty_pages} dirty pages (writeback failed or raced with a writer)");
-    }
-    let (dev, ino) = match file.metadata() {
-        Ok(m) => (m.dev(), m.ino()),
-        Err(_) => return "unknown".into(),
-    };
-    let root = ProcRoot::default();
-    let users = processes_mapping(&root, dev, ino);
+/// Why pages of the file `dev`:`ino` stayed: the processes that map it
+/// (`users`), and which of them lock it.
+fn explain(root: &ProcRoot, users: &[u32], dev: u64, ino: u64) -> String {
     if users.is_empty() {
         return "unknown: not dirty and mapped by no readable process (re-read concurrently, or mapped by a process whose maps you cannot read)".into();
     }
     let (locked, mapped): (Vec<u32>, Vec<u32>) = users
         .iter()
-        .partition(|pid| locked_kib(&root, **pid, dev, ino) > 0);
+        .partition(|pid| locked_kib(root, **pid, dev, ino) > 0);
     let list = |pids: &[u32]| {
         let mut l: Vec<String> = pids.iter().take(5).map(|p| p.to_string()).collect();
         if pids.len() > 5 {
@@ -153,19 +191,21 @@ fn locked_kib(root: &ProcRoot, pid: u32, dev: u64, ino: u64) -> u64 {
     smaps::locked_kib(&text, &maps::dev_field(dev), &ino.to_string())
 }
 
-/// PIDs whose /proc/PID/maps map the file `dev`:`ino`.
-fn processes_mapping(root: &ProcRoot, dev: u64, ino: u64) -> Vec<u32> {
-    let needle_dev = maps::dev_field(dev);
-    let needle_ino = ino.to_string();
-    let mut pids = Vec::new();
+/// Every file mapped by a process whose /proc/PID/maps is readable, with
+/// the PIDs that map it: read once per [`Evictor`].
+fn processes_mapping(root: &ProcRoot) -> Mapped {
+    let mut out: Mapped = HashMap::new();
     for pid in root.pids().into_iter().flatten() {
         // Processes vanish and refuse; both just mean "not this one".
         let Ok(text) = root.read_pid(pid, "maps") else {
             continue;
         };
-        if maps::maps_file(&text, &needle_dev, &needle_ino) {
-            pids.push(pid);
+        let mut mine: Vec<(u64, u64)> = maps::mapped_files(&text).collect();
+        mine.sort_unstable();
+        mine.dedup();
+        for key in mine {
+            out.entry(key).or_default().push(pid);
         }
     }
-    pids
+    out
 }

@@ -1,22 +1,30 @@
 //! Page-cache residency of files, and eviction that is verified.
 //!
-//! Residency comes from `cachestat(2)` (Linux 6.5+), else from `mincore(2)`
-//! over a mapping of the file. Where the kernel refuses (EPERM) or would
+//! Residency comes from `cachestat(2)` (Linux 6.5+), one call per file,
+//! else from `mincore(2)` over a mapping of the file. Where the kernel refuses (EPERM) or would
 //! lie (mincore reports every page resident to a caller that neither owns
 //! nor may write the file) the answer is [`Residency::Unknown`], never 100%.
 //!
-//! Eviction needs no root: `fdatasync` (dirty pages cannot be dropped),
-//! then `POSIX_FADV_DONTNEED` over the file rounded out to 2 MiB (with
-//! large folios the kernel drops only folios wholly inside the range), then
-//! a second residency check, and for pages that stayed, the reason: dirty,
+//! Eviction needs no root: `fdatasync` where the file has dirty or
+//! writeback pages (dirty pages cannot be dropped; `cachestat` says which
+//! files have them, and a file with no page cached needs nothing), then
+//! `POSIX_FADV_DONTNEED` over the file rounded out to 2 MiB (with large
+//! folios the kernel drops only folios wholly inside the range), then a
+//! second residency check, and for pages that stayed, the reason: dirty,
 //! or mapped/locked by a process found in /proc/PID/maps.
+//!
+//! [`walk`] finds the files under the paths a user names on every core,
+//! for `tally cache`, `--cold` and `--warm`.
 
+pub mod bulk;
 pub mod evict;
+pub mod walk;
 pub mod warm;
 
-use std::fs::File;
+use std::fs::{File, Metadata};
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde::{Deserialize, Serialize};
 
@@ -56,9 +64,44 @@ impl Residency {
     }
 }
 
+/// Set by [`use_mincore_only`]: residency by `mincore` even where
+/// `cachestat` works (for tests of the fallback, `tally cache --mincore`).
+static MINCORE_ONLY: AtomicBool = AtomicBool::new(false);
+
+/// Measures residency by `mincore` alone from now on in this process, as
+/// on a kernel before 6.5: the fallback path, selectable for tests.
+pub fn use_mincore_only(yes: bool) {
+    MINCORE_ONLY.store(yes, Ordering::Relaxed);
+}
+
+fn mincore_only() -> bool {
+    MINCORE_ONLY.load(Ordering::Relaxed)
+}
+
+/// `cachestat` over `[off, off+len)` (`len` 0: to the end), or ENOSYS when
+/// [`use_mincore_only`] is in force.
+pub fn cachestat(file: &File, off: u64, len: u64) -> std::io::Result<sys::cache::CacheStat> {
+    if mincore_only() {
+        return Err(std::io::Error::from_raw_os_error(libc::ENOSYS));
+    }
+    sys::cache::cachestat(file, off, len)
+}
+
 /// The residency of the first `size` bytes of `file` (opened from `path`).
 pub fn residency(file: &File, path: &Path, size: u64) -> Residency {
-    match sys::cache::cachestat(file, 0, 0) {
+    measure(file, path, size, || {
+        file.metadata().map(|m| m.uid()).unwrap_or(u32::MAX)
+    })
+}
+
+/// The residency of `file` (opened from `path`), whose `stat` is `meta`:
+/// one system call where `cachestat` works.
+pub fn residency_of(file: &File, path: &Path, meta: &Metadata) -> Residency {
+    measure(file, path, meta.len(), || meta.uid())
+}
+
+fn measure(file: &File, path: &Path, size: u64, owner: impl FnOnce() -> u32) -> Residency {
+    match cachestat(file, 0, 0) {
         Ok(stat) => {
             return Residency::Known {
                 method: Method::Cachestat,
@@ -78,9 +121,8 @@ pub fn residency(file: &File, path: &Path, size: u64) -> Residency {
         // fall back to mincore.
         Err(_) => {}
     }
-    let owner = file.metadata().map(|m| m.uid()).unwrap_or(u32::MAX);
     let euid = sys::geteuid();
-    if euid != 0 && owner != euid && !sys::cache::may_write(path) {
+    if euid != 0 && owner() != euid && !sys::cache::may_write(path) {
         return Residency::Unknown {
             reason:
                 "mincore would report every page resident for a file you neither own nor may write"
@@ -129,7 +171,7 @@ pub fn map_percent(file: &File, size_bytes: u64, buckets: u64) -> Option<Vec<u8>
     let mut off = 0u64;
     while off < size_bytes {
         let len = span.min(size_bytes - off);
-        let cached = match sys::cache::cachestat(file, off, len) {
+        let cached = match cachestat(file, off, len) {
             Ok(s) => s.cached_pages,
             Err(_) => sys::cache::mincore_resident(file, off, len).ok()?,
         };
@@ -171,6 +213,32 @@ mod tests {
         let map = map_percent(&f, 1 << 20, 8).expect("map");
         assert_eq!(map.len(), 8);
         assert!(map.iter().all(|p| *p == 100), "{map:?}");
+    }
+
+    #[test]
+    fn cachestat_and_mincore_agree() {
+        let (_dir, path) = fresh_file(256 << 10);
+        let f = File::open(&path).expect("open");
+        let meta = f.metadata().expect("stat");
+        let by_cachestat = residency_of(&f, &path, &meta);
+        let by_mincore = match sys::cache::mincore_resident(&f, 0, meta.len()) {
+            Ok(p) => p,
+            Err(e) => panic!("mincore: {e}"),
+        };
+        match by_cachestat {
+            Residency::Known {
+                method: Method::Cachestat,
+                cached_pages,
+                ..
+            } => assert_eq!(cached_pages, by_mincore),
+            // A kernel before 6.5: the fallback answered.
+            Residency::Known {
+                method: Method::Mincore,
+                cached_pages,
+                ..
+            } => assert_eq!(cached_pages, by_mincore),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

@@ -52,26 +52,61 @@ pub fn data_segments(file: &File, size: u64) -> Vec<(u64, u64)> {
     out
 }
 
+/// Reads the uncached data of `file`, whose `stat` is `meta`: nothing
+/// but one `cachestat` for a file cached whole, and no search for holes
+/// in a file whose blocks cover its size.
+pub fn warm_found(file: &File, meta: &std::fs::Metadata) -> io::Result<WarmStats> {
+    use std::os::unix::fs::MetadataExt;
+    let size = meta.len();
+    if size == 0 {
+        return Ok(WarmStats::default());
+    }
+    if let Ok(s) = super::cachestat(file, 0, 0)
+        && s.cached_pages >= size.div_ceil(sys::page_size())
+    {
+        return Ok(WarmStats {
+            read_bytes: 0,
+            skipped_bytes: size,
+        });
+    }
+    if meta.blocks().saturating_mul(512) >= size {
+        // No hole: one segment, no SEEK_DATA/SEEK_HOLE.
+        return warm_segments(file, &[(0, size)]);
+    }
+    warm(file, size)
+}
+
 /// Reads the uncached data of the first `size` bytes of `file`.
 pub fn warm(file: &File, size: u64) -> io::Result<WarmStats> {
-    let mut stats = WarmStats::default();
     if size == 0 {
-        return Ok(stats);
+        return Ok(WarmStats::default());
     }
+    warm_segments(file, &data_segments(file, size))
+}
+
+/// Reads the uncached parts of the data segments `segments` of `file`.
+fn warm_segments(file: &File, segments: &[(u64, u64)]) -> io::Result<WarmStats> {
+    let mut stats = WarmStats::default();
     let page = sys::page_size();
-    let mut buf = vec![0u8; CHUNK_BYTES as usize];
-    for (start, end) in data_segments(file, size) {
+    let mut buf = Vec::new();
+    for &(start, end) in segments {
         let mut off = start;
         while off < end {
             let len = (end - off).min(CHUNK_BYTES - off % CHUNK_BYTES);
             let want_pages = (off + len).div_ceil(page) - off / page;
-            let cached = sys::cache::cachestat(file, off, len)
+            let cached = super::cachestat(file, off, len)
                 .map(|s| s.cached_pages)
                 .unwrap_or(0);
             if cached >= want_pages {
                 stats.skipped_bytes = stats.skipped_bytes.saturating_add(len);
                 off += len;
                 continue;
+            }
+            if buf.is_empty() {
+                buf.resize(CHUNK_BYTES.min(end - start) as usize, 0);
+            }
+            if buf.len() < len as usize {
+                buf.resize(len as usize, 0);
             }
             let Some(slice) = buf.get_mut(..len as usize) else {
                 break;

@@ -18,6 +18,20 @@ pub fn maps_file(text: &str, dev: &str, ino: &str) -> bool {
     })
 }
 
+/// The files the maps `text` maps, as (device, inode): the `dev` field
+/// (hex `major:minor`) as a device number; anonymous mappings (inode 0)
+/// and unreadable lines left out.
+pub fn mapped_files(text: &str) -> impl Iterator<Item = (u64, u64)> + '_ {
+    text.lines().filter_map(|line| {
+        let mut fields = line.split_whitespace();
+        let (major, minor) = fields.nth(3)?.split_once(':')?;
+        let ino: u64 = fields.next()?.parse().ok()?;
+        let major = u32::from_str_radix(major, 16).ok()?;
+        let minor = u32::from_str_radix(minor, 16).ok()?;
+        (ino != 0).then_some((libc::makedev(major, minor), ino))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -37,6 +51,15 @@ mod tests {
         assert!(!maps_file(MAPS, "fd:00", "123"));
         assert!(!maps_file("", "fd:00", "1234"));
         assert!(!maps_file("garbage", "fd:00", "1234"));
+        let files: Vec<(u64, u64)> = mapped_files(MAPS).collect();
+        assert_eq!(
+            files,
+            [
+                (libc::makedev(0xfd, 0), 4021),
+                (libc::makedev(0xfd, 0), 1234)
+            ]
+        );
+        assert_eq!(dev_field(files[0].0), "fd:00");
     }
 
     #[test]

@@ -16,7 +16,7 @@ pub fn write(table: &Table, out: &mut dyn Write) -> io::Result<()> {
 
 /// A csv error as an io::Error of the writer's own kind, so a closed pipe
 /// stays a closed pipe.
-fn to_io(e: ::csv::Error) -> io::Error {
+pub fn to_io(e: ::csv::Error) -> io::Error {
     let kind = match e.kind() {
         ::csv::ErrorKind::Io(io) => io.kind(),
         _ => io::ErrorKind::Other,

@@ -96,6 +96,82 @@ pub fn write<R: Serialize + ?Sized>(report: &R, out: &mut dyn Write) -> io::Resu
     out.write_all(b"\n")
 }
 
+/// The members of a pretty-printed JSON object, without its braces: each
+/// on its own line, indented by two spaces, as they sit in a document.
+fn members(object: &[u8]) -> &[u8] {
+    let inner = object
+        .strip_prefix(b"{")
+        .and_then(|o| o.strip_suffix(b"}"))
+        .unwrap_or(b"");
+    let inner = inner.strip_prefix(b"\n").unwrap_or(inner);
+    inner.strip_suffix(b"\n").unwrap_or(inner)
+}
+
+fn to_io(e: serde_json::Error) -> io::Error {
+    io::Error::from(e)
+}
+
+/// Starts a document written row by row (see
+/// [`super::output::Streamed`]): the header, the fields of `head` (an
+/// object), and the opening of the array `key`. With [`write_row`] and
+/// [`end_rows`] the text is what [`write()`] gives for the whole report.
+pub fn begin_rows(
+    head: &dyn super::output::erased::Serialize,
+    key: &str,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    out.write_all(b"{\n")?;
+    let header = serde_json::to_vec_pretty(Header::get()).map_err(to_io)?;
+    out.write_all(members(&header))?;
+    let head = head.to_pretty().map_err(to_io)?;
+    let head = members(&head);
+    if !head.is_empty() {
+        out.write_all(b",\n")?;
+        out.write_all(head)?;
+    }
+    out.write_all(b",\n  ")?;
+    serde_json::to_writer(&mut *out, key).map_err(to_io)?;
+    out.write_all(b": [")
+}
+
+/// One element of the array [`begin_rows`] opened; `first` for the first.
+pub fn write_row<T: Serialize + ?Sized>(
+    row: &T,
+    first: bool,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let text = serde_json::to_vec_pretty(row).map_err(to_io)?;
+    out.write_all(if first { b"\n    " } else { b",\n    " })?;
+    // Strings hold no raw newline (JSON escapes it), so every newline
+    // starts a line of the value: indent it to the array's depth.
+    let mut lines = text.split(|b| *b == b'\n');
+    if let Some(line) = lines.next() {
+        out.write_all(line)?;
+    }
+    for line in lines {
+        out.write_all(b"\n    ")?;
+        out.write_all(line)?;
+    }
+    Ok(())
+}
+
+/// Closes the array (`any` rows were written) and the document, with the
+/// fields of `tail` (an object) after the array.
+pub fn end_rows(
+    any: bool,
+    tail: &dyn super::output::erased::Serialize,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    out.write_all(if any { b"\n  ]" } else { b"]" })?;
+    let tail = tail.to_pretty().map_err(to_io)?;
+    let tail = members(&tail);
+    if !tail.is_empty() {
+        out.write_all(b",\n")?;
+        out.write_all(tail)?;
+    }
+    out.write_all(b"\n}\n")
+}
+
 /// `--format json`.
 pub const FORMAT: super::FormatSpec = super::FormatSpec {
     name: "json",

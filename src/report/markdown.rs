@@ -58,6 +58,24 @@ pub fn escape_text(text: &str) -> String {
     out
 }
 
+/// The header and alignment lines of a table written row by row: each
+/// column's header and whether it holds numbers (right-aligned).
+pub fn write_head(columns: &[(&str, bool)], out: &mut dyn Write) -> io::Result<()> {
+    let header: Vec<String> = columns.iter().map(|(h, _)| escape(h)).collect();
+    writeln!(out, "| {} |", header.join(" | "))?;
+    let aligns: Vec<&str> = columns
+        .iter()
+        .map(|(_, n)| if *n { "---:" } else { "---" })
+        .collect();
+    writeln!(out, "|{}|", aligns.join("|"))
+}
+
+/// One row of a table written row by row.
+pub fn write_row(cells: &[String], out: &mut dyn Write) -> io::Result<()> {
+    let cells: Vec<String> = cells.iter().map(|c| escape(c)).collect();
+    writeln!(out, "| {} |", cells.join(" | "))
+}
+
 /// `--format markdown`: the report's own Markdown, else its table.
 pub const FORMAT: super::FormatSpec = super::FormatSpec {
     name: "markdown",

@@ -17,14 +17,21 @@
 //!   directory ([`crate::place`]), so an unwritable place fails before the
 //!   work, not after.
 //!
-//! [`Output::write`] renders each whole, then writes it; a file is put in
-//! place only once complete, so an earlier report under the same name
-//! survives a failed command, a failed write and a kill. A reader that went
-//! away (a closed pipe) ends the output quietly; any other failure to write
-//! is an error.
+//! [`Output::write`] renders each through one buffered writer ([`Sink`]: a
+//! few `write()` calls for a long report, a line at a time on a terminal);
+//! [`Output::stream`] writes a long list as it is made ([`Streamed`]), so
+//! its memory does not grow with its rows. A file is put in place only
+//! once complete, so an earlier report under the same name survives a
+//! failed command, a failed write and a kill. A reader that went away (a
+//! closed pipe) ends the output quietly; any other failure to write is an
+//! error.
 
+use std::fs::File;
 use std::io::{self, Write};
+use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
+
+use serde::Serialize;
 
 use super::path::display;
 use super::{Document, Format, RenderError, Style, render};
@@ -337,53 +344,75 @@ fn target(
 }
 
 impl Target {
-    fn write(self, report: &dyn Document) -> Result<(), OutputError> {
-        let style = match &self.to {
-            To::Stream(Stream::Stdout) => Style::stdout(),
-            To::Stream(Stream::Stderr) => Style::stderr(),
-            To::File { .. } | To::Special { .. } => Style::PLAIN,
-        };
-        // Rendered whole first: a stream gets it in one write, a file only
-        // what is complete.
-        let mut text = Vec::with_capacity(8192);
-        let to_text = |t: &To| match t {
+    /// Where this rendering goes, for messages.
+    fn to_text(&self) -> String {
+        match &self.to {
             To::Stream(Stream::Stdout) => "stdout".to_string(),
             To::Stream(Stream::Stderr) => "stderr".to_string(),
             To::File { path, .. } | To::Special { path, .. } => display(path),
-        };
-        let failed = |source: io::Error| OutputError::Write {
+        }
+    }
+
+    fn style(&self) -> Style {
+        match &self.to {
+            To::Stream(Stream::Stdout) => Style::stdout(),
+            To::Stream(Stream::Stderr) => Style::stderr(),
+            To::File { .. } | To::Special { .. } => Style::PLAIN,
+        }
+    }
+
+    fn failed(&self, source: io::Error) -> OutputError {
+        OutputError::Write {
             format: self.format,
-            to: to_text(&self.to),
+            to: self.to_text(),
             source,
-        };
-        match render(report, self.format, style, &mut text) {
+        }
+    }
+
+    /// The buffered writer of this rendering (see [`Sink`]).
+    fn sink(&self) -> io::Result<Sink> {
+        match &self.to {
+            // What std holds for stdout goes first: the sink writes to the
+            // descriptor itself, past std's line buffer.
+            To::Stream(Stream::Stdout) => Sink::stdout(),
+            To::Stream(Stream::Stderr) => {
+                Sink::new(File::from(io::stderr().as_fd().try_clone_to_owned()?))
+            }
+            To::Special { file, .. } => Sink::new(file.try_clone()?),
+            To::File { temp, .. } => Sink::new(temp.file.try_clone()?),
+        }
+    }
+
+    fn write(self, report: &dyn Document) -> Result<(), OutputError> {
+        let style = self.style();
+        let mut sink = self.sink().map_err(|e| self.failed(e))?;
+        match render(report, self.format, style, &mut sink) {
             Ok(()) => {}
-            Err(RenderError::Io(e)) => return Err(failed(e)),
+            Err(RenderError::Io(e)) => return self.wrote(Err(e)),
             Err(RenderError::Unsupported(_)) => {
-                return Err(failed(io::Error::other(format!(
+                return Err(self.failed(io::Error::other(format!(
                     "this report has no {} form",
                     self.format
                 ))));
             }
         }
-        let written = match &self.to {
-            To::Stream(Stream::Stdout) => {
-                let mut out = io::stdout().lock();
-                out.write_all(&text).and_then(|()| out.flush())
-            }
-            To::Stream(Stream::Stderr) => io::stderr().lock().write_all(&text),
-            To::Special { file, .. } => (&*file).write_all(&text),
-            To::File { temp, .. } => (&temp.file)
-                .write_all(&text)
-                .and_then(|()| temp.file.sync_data()),
-        };
+        self.wrote(sink.finish())
+    }
+
+    /// Ends a rendering whose bytes were all handed to its sink
+    /// (`written`): a file is synced and put in place.
+    fn wrote(self, written: io::Result<()>) -> Result<(), OutputError> {
+        let written = written.and_then(|()| match &self.to {
+            To::File { temp, .. } => temp.file.sync_data(),
+            _ => Ok(()),
+        });
         match written {
             Ok(()) => {}
             // The reader went away: nothing more to say.
             Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(()),
-            Err(e) => return Err(failed(e)),
+            Err(e) => return Err(self.failed(e)),
         }
-        if let To::File { dest, temp, .. } = self.to {
+        if let To::File { dest, mut temp, .. } = self.to {
             use std::os::unix::fs::PermissionsExt;
             // The mode `File::create` would give (the umask applied to
             // 0666): the temporary file was made private.
@@ -398,6 +427,364 @@ impl Target {
             })?;
         }
         Ok(())
+    }
+}
+
+/// The one buffered writer every rendering goes through: bytes are held
+/// and written [`SINK_BYTES`] at a time into a pipe, a file or a device,
+/// so a report of 100,000 lines costs about a hundred `write()` calls, not
+/// one per line; into a terminal each line goes out as it is finished.
+/// [`Sink::finish`] writes what is held; a command flushes it ([`Write::flush`])
+/// before it waits on anything long, so a reader sees what is done.
+pub struct Sink {
+    inner: SinkInner,
+}
+
+enum SinkInner {
+    Block(io::BufWriter<File>),
+    Line(io::LineWriter<File>),
+}
+
+/// Bytes a [`Sink`] holds before it writes (off a terminal).
+pub const SINK_BYTES: usize = 64 << 10;
+
+impl Sink {
+    /// A sink over `file`: line by line when it is a terminal, else in
+    /// blocks of [`SINK_BYTES`].
+    pub fn new(file: File) -> io::Result<Sink> {
+        use std::io::IsTerminal;
+        let inner = if file.is_terminal() {
+            SinkInner::Line(io::LineWriter::new(file))
+        } else {
+            SinkInner::Block(io::BufWriter::with_capacity(SINK_BYTES, file))
+        };
+        Ok(Sink { inner })
+    }
+
+    /// A sink over stdout (what std holds for it is written first): line
+    /// by line on a terminal, in blocks elsewhere.
+    pub fn stdout() -> io::Result<Sink> {
+        io::stdout().lock().flush()?;
+        Sink::new(File::from(io::stdout().as_fd().try_clone_to_owned()?))
+    }
+
+    /// A sink over stdout that writes only when flushed (or full), on a
+    /// terminal too: for output drawn a screen at a time (`tally mem
+    /// --watch`), flushed after each.
+    pub fn stdout_by_screen() -> io::Result<Sink> {
+        io::stdout().lock().flush()?;
+        let file = File::from(io::stdout().as_fd().try_clone_to_owned()?);
+        Ok(Sink {
+            inner: SinkInner::Block(io::BufWriter::with_capacity(SINK_BYTES, file)),
+        })
+    }
+
+    /// Writes what is held.
+    pub fn finish(mut self) -> io::Result<()> {
+        self.flush()
+    }
+}
+
+impl Write for Sink {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match &mut self.inner {
+            SinkInner::Block(w) => w.write(buf),
+            SinkInner::Line(w) => w.write(buf),
+        }
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        match &mut self.inner {
+            SinkInner::Block(w) => w.write_all(buf),
+            SinkInner::Line(w) => w.write_all(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match &mut self.inner {
+            SinkInner::Block(w) => w.flush(),
+            SinkInner::Line(w) => w.flush(),
+        }
+    }
+}
+
+/// A report written as it is made, row by row, so that its memory does not
+/// grow with its rows: the rows of one list (`tally cache`'s files) go out
+/// as they come, and the rest of the report (totals, problems) after the
+/// last. Every format keeps the text it has when rendered whole:
+/// - JSON: the fields before the rows ([`Streamed::json_head`]), the rows
+///   as the array [`Streamed::ROWS`], then the fields after them
+///   ([`Streamed::json_tail`]), one document under the header;
+/// - CSV and Markdown: the header row, a row per row, then
+///   [`Streamed::last_rows`] (Markdown's alignment is declared, not
+///   guessed from the rows, which are not all there to look at);
+/// - Prometheus: each family's samples together, as the format requires:
+///   the first family's as they come, the others' held in unnamed
+///   temporary files until the end;
+/// - human: the report's own [`HumanRows`], which decides what to keep
+///   (`tally cache` keeps the top N rows and the totals).
+pub trait Streamed {
+    type Row: Serialize;
+    /// The key of the rows' array in JSON.
+    const ROWS: &'static str;
+    /// The fields before the rows: a struct or a map.
+    fn json_head(&self) -> &dyn erased::Serialize;
+    /// The fields after the rows: a struct or a map.
+    fn json_tail(&self) -> &dyn erased::Serialize;
+    /// The CSV and Markdown columns: header, and whether it holds numbers
+    /// (right-aligned in Markdown).
+    fn columns(&self) -> Vec<(&'static str, bool)>;
+    /// One row's cells, in [`Streamed::columns`]' order.
+    fn cells(&self, row: &Self::Row) -> Vec<String>;
+    /// Rows after the last streamed one (skipped paths).
+    fn last_rows(&self) -> Vec<Vec<String>>;
+    /// The Prometheus families, without samples; `None` when the report
+    /// has none.
+    fn families(&self) -> Option<Vec<super::Metric>>;
+    /// A row's sample in each family of [`Streamed::families`] (labels
+    /// and a value in the family's unit), `None` where it has none.
+    fn samples(&self, row: &Self::Row) -> Vec<Option<super::Sample>>;
+    /// The human rendering of rows as they come.
+    fn human(&self, style: Style) -> Box<dyn HumanRows<Self>>;
+}
+
+/// The human text of a [`Streamed`] report, row by row.
+pub trait HumanRows<R: Streamed + ?Sized> {
+    /// Takes a row: writes it, or keeps what it needs of it.
+    fn row(&mut self, report: &R, row: &R::Row, out: &mut dyn Write) -> io::Result<()>;
+    /// Writes the rest once every row came.
+    fn finish(&mut self, report: &R, out: &mut dyn Write) -> io::Result<()>;
+}
+
+/// Object-safe serialization, for [`Streamed`]'s JSON fields.
+pub mod erased {
+    /// A value serde_json can write, behind a `dyn`.
+    pub trait Serialize {
+        fn to_pretty(&self) -> serde_json::Result<Vec<u8>>;
+    }
+
+    impl<T: serde::Serialize> Serialize for T {
+        fn to_pretty(&self) -> serde_json::Result<Vec<u8>> {
+            serde_json::to_vec_pretty(self)
+        }
+    }
+}
+
+/// One rendering of a streamed report, with its sink.
+enum RowWriter<R: Streamed + ?Sized> {
+    Human(Box<dyn HumanRows<R>>, Sink),
+    Json {
+        rows: u64,
+        sink: Sink,
+    },
+    Csv(Box<::csv::Writer<Sink>>),
+    Markdown(Sink),
+    Prometheus {
+        spills: Vec<io::BufWriter<File>>,
+        sink: Sink,
+    },
+}
+
+struct Streaming<R: Streamed + ?Sized> {
+    target: Target,
+    writer: RowWriter<R>,
+    /// The first failure; the rendering stops there.
+    error: Option<io::Error>,
+}
+
+/// Every rendering of a streamed report, open (see [`Output::stream`]).
+pub struct RowStream<R: Streamed + ?Sized> {
+    renderings: Vec<Streaming<R>>,
+    failed: Vec<OutputError>,
+}
+
+impl Output {
+    /// Starts every rendering of the streamed report `report` (see
+    /// [`Streamed`]): headers are written now, rows by
+    /// [`RowStream::row`], the rest by [`RowStream::finish`]. A rendering
+    /// that fails is reported at the end; the others go on.
+    pub fn stream<R: Streamed + ?Sized>(self, report: &R) -> RowStream<R> {
+        let mut stream = RowStream {
+            renderings: Vec::new(),
+            failed: Vec::new(),
+        };
+        for target in self.main.into_iter().chain(self.exports) {
+            let style = target.style();
+            let sink = match target.sink() {
+                Ok(s) => s,
+                Err(e) => {
+                    stream.failed.push(target.failed(e));
+                    continue;
+                }
+            };
+            let format = target.format;
+            let writer = if format == Format::HUMAN {
+                RowWriter::Human(report.human(style), sink)
+            } else if format == Format::JSON {
+                RowWriter::Json { rows: 0, sink }
+            } else if format == Format::CSV {
+                RowWriter::Csv(Box::new(::csv::Writer::from_writer(sink)))
+            } else if format == Format::MARKDOWN {
+                RowWriter::Markdown(sink)
+            } else if format == Format::PROMETHEUS && report.families().is_some() {
+                RowWriter::Prometheus {
+                    spills: Vec::new(),
+                    sink,
+                }
+            } else {
+                stream.failed.push(target.failed(io::Error::other(format!(
+                    "this report has no {format} form"
+                ))));
+                continue;
+            };
+            let mut s = Streaming {
+                target,
+                writer,
+                error: None,
+            };
+            s.error = s.begin(report).err();
+            stream.renderings.push(s);
+        }
+        stream
+    }
+}
+
+impl<R: Streamed + ?Sized> Streaming<R> {
+    fn begin(&mut self, report: &R) -> io::Result<()> {
+        match &mut self.writer {
+            RowWriter::Human(..) => Ok(()),
+            RowWriter::Json { sink, .. } => {
+                super::json::begin_rows(report.json_head(), R::ROWS, sink)
+            }
+            RowWriter::Csv(w) => {
+                let headers: Vec<&str> = report.columns().iter().map(|c| c.0).collect();
+                w.write_record(&headers).map_err(super::csv::to_io)
+            }
+            RowWriter::Markdown(sink) => super::markdown::write_head(&report.columns(), sink),
+            RowWriter::Prometheus { spills, sink } => {
+                let families = report.families().unwrap_or_default();
+                if let Some(first) = families.first() {
+                    super::prometheus::write_family_head(first, sink)?;
+                }
+                for _ in families.iter().skip(1) {
+                    spills.push(io::BufWriter::with_capacity(
+                        SINK_BYTES,
+                        tempfile::tempfile()?,
+                    ));
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn row(&mut self, report: &R, row: &R::Row) -> io::Result<()> {
+        match &mut self.writer {
+            RowWriter::Human(h, sink) => h.row(report, row, sink),
+            RowWriter::Json { rows, sink } => {
+                *rows += 1;
+                super::json::write_row(row, *rows == 1, sink)
+            }
+            RowWriter::Csv(w) => w.write_record(report.cells(row)).map_err(super::csv::to_io),
+            RowWriter::Markdown(sink) => super::markdown::write_row(&report.cells(row), sink),
+            RowWriter::Prometheus { spills, sink } => {
+                let families = report.families().unwrap_or_default();
+                for (i, (family, sample)) in families.iter().zip(report.samples(row)).enumerate() {
+                    let Some(sample) = sample else { continue };
+                    match i.checked_sub(1) {
+                        None => super::prometheus::write_sample(family, &sample, sink)?,
+                        Some(k) => {
+                            if let Some(spill) = spills.get_mut(k) {
+                                super::prometheus::write_sample(family, &sample, spill)?;
+                            }
+                        }
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match &mut self.writer {
+            RowWriter::Human(_, sink)
+            | RowWriter::Json { sink, .. }
+            | RowWriter::Markdown(sink)
+            | RowWriter::Prometheus { sink, .. } => sink.flush(),
+            RowWriter::Csv(w) => w.flush(),
+        }
+    }
+
+    fn finish(&mut self, report: &R) -> io::Result<()> {
+        match &mut self.writer {
+            RowWriter::Human(h, sink) => h.finish(report, sink)?,
+            RowWriter::Json { rows, sink } => {
+                super::json::end_rows(*rows > 0, report.json_tail(), sink)?;
+            }
+            RowWriter::Csv(w) => {
+                for r in report.last_rows() {
+                    w.write_record(&r).map_err(super::csv::to_io)?;
+                }
+            }
+            RowWriter::Markdown(sink) => {
+                for r in report.last_rows() {
+                    super::markdown::write_row(&r, sink)?;
+                }
+            }
+            RowWriter::Prometheus { spills, sink } => {
+                use std::io::Seek;
+                let families = report.families().unwrap_or_default();
+                for (family, spill) in families.iter().skip(1).zip(spills.drain(..)) {
+                    super::prometheus::write_family_head(family, sink)?;
+                    let mut file = spill.into_inner().map_err(|e| e.into_error())?;
+                    file.rewind()?;
+                    io::copy(&mut file, sink)?;
+                }
+            }
+        }
+        self.flush()
+    }
+}
+
+impl<R: Streamed + ?Sized> RowStream<R> {
+    /// Writes `row` into every rendering still going.
+    pub fn row(&mut self, report: &R, row: &R::Row) {
+        for s in &mut self.renderings {
+            if s.error.is_none() {
+                s.error = s.row(report, row).err();
+            }
+        }
+    }
+
+    /// Whether every rendering stopped (a reader that went away, a full
+    /// disk): the rows need not be made any more.
+    pub fn all_stopped(&self) -> bool {
+        self.renderings.iter().all(|s| s.error.is_some())
+    }
+
+    /// Writes each rendering's buffered bytes out now (before the command
+    /// waits on something long).
+    pub fn flush(&mut self) {
+        for s in &mut self.renderings {
+            if s.error.is_none() {
+                s.error = s.flush().err();
+            }
+        }
+    }
+
+    /// Writes the rest of every rendering and puts files in place; returns
+    /// each failure (a closed pipe is none).
+    pub fn finish(self, report: &R) -> Vec<OutputError> {
+        let mut failed = self.failed;
+        for mut s in self.renderings {
+            let result = match s.error.take() {
+                Some(e) => Err(e),
+                None => s.finish(report),
+            };
+            if let Err(e) = s.target.wrote(result) {
+                failed.push(e);
+            }
+        }
+        failed
     }
 }
 

@@ -130,32 +130,51 @@ pub const FORMAT: super::FormatSpec = super::FormatSpec {
 /// Writes the metric families.
 pub fn write(metrics: &[Metric], out: &mut dyn Write) -> io::Result<()> {
     for m in metrics {
-        writeln!(out, "# HELP {} {}", m.name, escape_help(&m.help))?;
-        let kind = match m.kind {
-            MetricKind::Gauge => "gauge",
-            MetricKind::Counter => "counter",
-        };
-        writeln!(out, "# TYPE {} {kind}", m.name)?;
+        write_family_head(m, out)?;
         for s in &m.samples {
-            if s.labels.is_empty() {
-                writeln!(out, "{} {}", m.name, format_value(s.value))?;
-            } else {
-                let labels: Vec<String> = s
-                    .labels
-                    .iter()
-                    .map(|(k, v)| format!("{k}=\"{}\"", escape_label(v)))
-                    .collect();
-                writeln!(
-                    out,
-                    "{}{{{}}} {}",
-                    m.name,
-                    labels.join(","),
-                    format_value(s.value)
-                )?;
-            }
+            write_sample_line(m, s, out)?;
         }
     }
     Ok(())
+}
+
+/// The `# HELP` and `# TYPE` lines of a family.
+pub fn write_family_head(m: &Metric, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(out, "# HELP {} {}", m.name, escape_help(&m.help))?;
+    let kind = match m.kind {
+        MetricKind::Gauge => "gauge",
+        MetricKind::Counter => "counter",
+    };
+    writeln!(out, "# TYPE {} {kind}", m.name)
+}
+
+/// One sample of family `m`, its value in the family's unit (as
+/// [`Metric::push`] takes it), for a family written sample by sample.
+pub fn write_sample(m: &Metric, s: &Sample, out: &mut dyn Write) -> io::Result<()> {
+    let s = Sample {
+        labels: s.labels.clone(),
+        value: m.unit.to_base(s.value),
+    };
+    write_sample_line(m, &s, out)
+}
+
+fn write_sample_line(m: &Metric, s: &Sample, out: &mut dyn Write) -> io::Result<()> {
+    if s.labels.is_empty() {
+        writeln!(out, "{} {}", m.name, format_value(s.value))
+    } else {
+        let labels: Vec<String> = s
+            .labels
+            .iter()
+            .map(|(k, v)| format!("{k}=\"{}\"", escape_label(v)))
+            .collect();
+        writeln!(
+            out,
+            "{}{{{}}} {}",
+            m.name,
+            labels.join(","),
+            format_value(s.value)
+        )
+    }
 }
 
 /// The content type of [`write()`]'s output.

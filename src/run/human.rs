@@ -275,22 +275,26 @@ fn human_cold(c: &ColdReport, out: &mut dyn Write) -> io::Result<()> {
             "tally: cold: dropped every clean page cache (drop_caches)"
         )?;
     }
-    if c.files.is_empty() {
+    if c.file_count == 0 && c.files.is_empty() {
         return Ok(());
     }
+    // Records written before `file_count` existed list every file.
+    let count = c.file_count.max(c.files.len() as u64);
     let left = c.cached_before_bytes.saturating_sub(c.cached_after_bytes);
     writeln!(
         out,
-        "tally: cold: {} of {} cached bytes left the cache ({} file{}, {}); {} bytes stayed",
+        "tally: cold: {} of {} cached bytes left the cache ({}, {}) in {}µs, before the run; {} bytes stayed",
         thousands(left),
         thousands(c.cached_before_bytes),
-        thousands(c.files.len() as u64),
-        if c.files.len() == 1 { "" } else { "s" },
+        crate::units::count(count, "file", "files"),
         human_bytes(c.size_bytes),
+        thousands(c.evict_ns / 1000),
         thousands(c.cached_after_bytes)
     )?;
+    let mut said = 0u64;
     for f in &c.files {
         if let Some(reason) = &f.stayed_reason {
+            said += 1;
             let pages = f.after.cached_pages().unwrap_or(0);
             writeln!(
                 out,
@@ -300,12 +304,22 @@ fn human_cold(c: &ColdReport, out: &mut dyn Write) -> io::Result<()> {
             )?;
         }
         if let crate::pagecache::Residency::Unknown { reason } = &f.after {
+            said += 1;
             writeln!(
                 out,
                 "tally: cold: {}: residency unknown: {reason}",
                 crate::report::path::display(&f.path)
             )?;
         }
+    }
+    let unsaid = (c.stayed_files + c.unknown_files).saturating_sub(said);
+    if unsaid > 0 {
+        writeln!(
+            out,
+            "tally: cold: {} more kept pages or could not be checked (--format json lists {} files)",
+            crate::units::count(unsaid, "file", "files"),
+            crate::pagecache::bulk::LISTED
+        )?;
     }
     Ok(())
 }

@@ -23,8 +23,7 @@ use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use crate::pagecache::Residency;
-use crate::pagecache::evict::{self, EvictError};
+use crate::pagecache::bulk::{self, BulkError};
 use crate::procfs::io::IoCounters;
 use crate::procfs::{self, ProcRoot};
 use crate::report::SCHEMA_VERSION;
@@ -117,8 +116,8 @@ pub enum RunError {
     Spawn { program: String, source: io::Error },
     #[error("cannot wait for the command: {0}")]
     Wait(io::Error),
-    #[error("--cold: {0} — check the path exists and is readable")]
-    Cold(#[from] EvictError),
+    #[error("--cold: {0}")]
+    Cold(#[from] BulkError),
     #[error("--drop-caches: {0}")]
     DropCaches(String),
     #[error("cannot handle signals: {0}")]
@@ -148,12 +147,13 @@ pub enum Progress {
     Run { done: u32, of: u32 },
 }
 
-/// What every run of a session shares: the signal forwarder, the files
+/// What every run of a session shares: the signal forwarder, the paths
 /// to evict before each run and whether counters can be opened. `tally run`
 /// and `tally compare` measure each run through [`Measurer::measure`].
 pub struct Measurer {
     forwarder: Forwarder,
-    cold_files: Vec<PathBuf>,
+    /// `--cold`'s paths, checked: walked and evicted before each run.
+    cold: Vec<PathBuf>,
     counters: Option<Result<bool, String>>,
     /// Start commands by [`sys::process::spawn_shared`] rather than fork
     /// (see [`Measurer::share_memory`]).
@@ -161,19 +161,17 @@ pub struct Measurer {
 }
 
 impl Measurer {
-    /// Installs the signal forwarder, lists `cfg.cold`'s files and probes
-    /// the counters when `cfg.counters` asks for them.
+    /// Installs the signal forwarder, checks `cfg.cold`'s paths (each must
+    /// exist and be a regular file or a directory: a FIFO or a device has
+    /// no page cache to evict, and a cold run must not be silently warm)
+    /// and probes the counters when `cfg.counters` asks for them.
     pub fn new(cfg: &Config) -> Result<Measurer, RunError> {
+        bulk::check(&cfg.cold, "evict")?;
         let forwarder = Forwarder::install().map_err(RunError::Signals)?;
-        let cold_files = if cfg.cold.is_empty() {
-            Vec::new()
-        } else {
-            evict::regular_files(&cfg.cold)?
-        };
         let counters = cfg.counters.then(probe_counters);
         Ok(Measurer {
             forwarder,
-            cold_files,
+            cold: cfg.cold.clone(),
             counters,
             shared: false,
         })
@@ -196,14 +194,14 @@ impl Measurer {
     }
 
     /// The page-cache state the configuration asks for before a run:
-    /// `cfg.cold`'s files evicted (and checked) and, with
+    /// every file under `cfg.cold`'s paths evicted (and checked) and, with
     /// `cfg.drop_caches`, every clean cache dropped. `None` when it asks
     /// for neither.
     pub fn evict(&self, cfg: &Config) -> Result<Option<ColdReport>, RunError> {
-        if self.cold_files.is_empty() && !cfg.drop_caches {
+        if self.cold.is_empty() && !cfg.drop_caches {
             return Ok(None);
         }
-        evict_all(&self.cold_files, cfg.drop_caches).map(Some)
+        evict_all(&self.cold, cfg.drop_caches).map(Some)
     }
 
     /// One measured run of `cfg.argv` (evicting first when the measurer's
@@ -335,7 +333,8 @@ fn probe_counters() -> Result<bool, String> {
     }
 }
 
-fn evict_all(files: &[PathBuf], drop_caches: bool) -> Result<ColdReport, RunError> {
+fn evict_all(paths: &[PathBuf], drop_caches: bool) -> Result<ColdReport, RunError> {
+    let started = std::time::Instant::now();
     if drop_caches {
         sys::cache::sync_all();
         std::fs::write("/proc/sys/vm/drop_caches", "3").map_err(|e| {
@@ -344,39 +343,23 @@ fn evict_all(files: &[PathBuf], drop_caches: bool) -> Result<ColdReport, RunErro
             ))
         })?;
     }
-    let mut cold = ColdReport {
-        files: Vec::with_capacity(files.len()),
-        size_bytes: 0,
-        cached_before_bytes: 0,
-        cached_after_bytes: 0,
-        unknown_files: 0,
-        dropped_all_caches: drop_caches,
+    let e = if paths.is_empty() {
+        bulk::Evictions::default()
+    } else {
+        bulk::evict(paths)?
     };
-    let page = sys::page_size();
-    for path in files {
-        let e = evict::evict_file(path)?;
-        cold.size_bytes = cold.size_bytes.saturating_add(e.size_bytes);
-        match (&e.before, &e.after) {
-            (
-                Residency::Known {
-                    cached_pages: b, ..
-                },
-                Residency::Known {
-                    cached_pages: a, ..
-                },
-            ) => {
-                cold.cached_before_bytes = cold
-                    .cached_before_bytes
-                    .saturating_add(b.saturating_mul(page));
-                cold.cached_after_bytes = cold
-                    .cached_after_bytes
-                    .saturating_add(a.saturating_mul(page));
-            }
-            _ => cold.unknown_files += 1,
-        }
-        cold.files.push(e);
-    }
-    Ok(cold)
+    Ok(ColdReport {
+        file_count: e.files,
+        files_omitted: e.omitted,
+        files: e.listed,
+        size_bytes: e.size_bytes,
+        cached_before_bytes: e.cached_before_bytes,
+        cached_after_bytes: e.cached_after_bytes,
+        unknown_files: e.unknown_files,
+        stayed_files: e.stayed_files,
+        dropped_all_caches: drop_caches,
+        evict_ns: u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX),
+    })
 }
 
 fn run_once(ctx: &Ctx) -> Result<RunRecord, RunError> {

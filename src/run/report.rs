@@ -86,9 +86,17 @@ pub struct TreeUsage {
 /// Page-cache eviction before one run (`--cold`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ColdReport {
-    /// Each file's `path` is a string, or `{lossy, bytes_hex}` when it is
-    /// not UTF-8 (see `crate::report::path`).
+    /// Files evicted (every regular file under the `--cold` paths).
+    #[serde(default)]
+    pub file_count: u64,
+    /// At most 100 of them, those whose pages stayed or whose residency
+    /// is unknown first (`files_omitted` counts the others). Each file's
+    /// `path` is a string, or `{lossy, bytes_hex}` when it is not UTF-8
+    /// (see `crate::report::path`).
     pub files: Vec<Evicted>,
+    /// Files evicted but not listed in `files`.
+    #[serde(default)]
+    pub files_omitted: u64,
     pub size_bytes: u64,
     /// Bytes cached before eviction (files with unknown residency left out).
     pub cached_before_bytes: u64,
@@ -96,8 +104,14 @@ pub struct ColdReport {
     pub cached_after_bytes: u64,
     /// Files whose residency the kernel would not tell.
     pub unknown_files: u64,
+    /// Files that kept pages.
+    #[serde(default)]
+    pub stayed_files: u64,
     /// `/proc/sys/vm/drop_caches` was written (`--drop-caches`).
     pub dropped_all_caches: bool,
+    /// How long the eviction took (before the run, not part of it).
+    #[serde(default)]
+    pub evict_ns: u64,
 }
 
 /// What one run of the command cost.

@@ -21,7 +21,7 @@ use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::Once;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU8, Ordering};
 
 /// Paths armed at once; more is an error the caller reports.
 const SLOTS: usize = 32;
@@ -64,7 +64,22 @@ const EMPTY: Slot = Slot {
 static TABLE: [Slot; SLOTS] = [EMPTY; SLOTS];
 static INSTALL: Once = Once::new();
 
+/// Set by [`catch_stops`]: the first SIGINT, SIGTERM or SIGHUP asks the
+/// work to stop ([`stop_requested`]) instead of ending the process.
+static CATCH_STOPS: AtomicBool = AtomicBool::new(false);
+/// The signal that asked the work to stop (0: none yet).
+static STOP: AtomicI32 = AtomicI32::new(0);
+
 extern "C" fn on_fatal(sig: libc::c_int) {
+    if CATCH_STOPS.load(Ordering::SeqCst)
+        && matches!(sig, libc::SIGINT | libc::SIGTERM | libc::SIGHUP)
+        && STOP
+            .compare_exchange(0, sig, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+    {
+        // The first: the work stops at its next step and says where.
+        return;
+    }
     remove_armed();
     // SAFETY: restoring the default action and raising the signal again are
     // async-signal-safe; the process then dies of `sig` as it would have.
@@ -115,6 +130,44 @@ fn install() {
         // async-signal-safe calls.
         unsafe { libc::sigaction(sig, &new, std::ptr::null_mut()) };
     }
+}
+
+/// From now on the first SIGINT, SIGTERM or SIGHUP does not end the
+/// process: it is recorded for [`stop_requested`], and the work stops at
+/// its next step, cleans up and says what it did (`tally cp`); a second
+/// one ends the process as before (armed paths removed). A signal ignored
+/// when tally started stays ignored.
+pub fn catch_stops() {
+    CATCH_STOPS.store(true, Ordering::SeqCst);
+    INSTALL.call_once(install);
+}
+
+/// The signal that asked the work to stop, if one came (see
+/// [`catch_stops`]).
+pub fn stop_requested() -> Option<i32> {
+    match STOP.load(Ordering::Relaxed) {
+        0 => None,
+        sig => Some(sig),
+    }
+}
+
+/// Ends the process by `sig`, as its default action would (after the work
+/// a caught stop asked for is done): the exit status says which signal.
+pub fn die_of(sig: i32) -> ! {
+    remove_armed();
+    // SAFETY: restoring the default action, unblocking and raising the
+    // signal; the process ends of it.
+    unsafe {
+        libc::signal(sig, libc::SIG_DFL);
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, sig);
+        libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+        libc::raise(sig);
+    }
+    // A signal whose default is not to end the process (never one of
+    // SIGINT, SIGTERM, SIGHUP): exit as a shell reports it.
+    std::process::exit(128 + sig)
 }
 
 /// An armed path; see the module documentation.

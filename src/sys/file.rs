@@ -180,6 +180,70 @@ pub fn open_dir(path: &Path) -> io::Result<File> {
         .open(path)
 }
 
+/// Opens the directory `path` under `dir` (`None`: the working directory)
+/// following no symbolic link in any component, `openat2(2)` with
+/// `RESOLVE_NO_SYMLINKS` (and `RESOLVE_BENEATH` when `beneath`: no `..`
+/// or absolute path leaves `dir`). ELOOP when a component is a link;
+/// ENOSYS (kernel before 5.6, or a seccomp filter) where there is no
+/// `openat2`: callers then walk with [`open_dir_at`].
+pub fn open_dir_no_links(dir: Option<&File>, path: &Path, beneath: bool) -> io::Result<File> {
+    let c = c_name(path.as_os_str())?;
+    let mut resolve = libc::RESOLVE_NO_SYMLINKS;
+    if beneath {
+        resolve |= libc::RESOLVE_BENEATH;
+    }
+    // SAFETY: open_how is plain data; zeroed is a valid value.
+    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+    how.flags = (libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC) as u64;
+    how.resolve = resolve;
+    let at = dir.map_or(libc::AT_FDCWD, |d| d.as_raw_fd());
+    // SAFETY: `c` is NUL-terminated and `how` a live open_how of the size
+    // passed; the descriptor, if any, is open for the call.
+    let fd = cvt_long(unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            at,
+            c.as_ptr(),
+            &how as *const libc::open_how,
+            std::mem::size_of::<libc::open_how>(),
+        )
+    })?;
+    let fd = i32::try_from(fd).map_err(|_| io::Error::from_raw_os_error(libc::EBADF))?;
+    // SAFETY: openat2 returned a new descriptor that nothing else owns.
+    Ok(unsafe { File::from_raw_fd(fd) })
+}
+
+/// Opens the directory `name` under `dir` (`None`: the working
+/// directory), `O_NOFOLLOW`: ELOOP (or ENOTDIR) when `name` is a link.
+pub fn open_dir_at(dir: Option<&File>, name: &OsStr) -> io::Result<File> {
+    let c = c_name(name)?;
+    let at = dir.map_or(libc::AT_FDCWD, |d| d.as_raw_fd());
+    // SAFETY: `c` is NUL-terminated; the descriptor, if any, is open.
+    let fd = cvt(unsafe {
+        libc::openat(
+            at,
+            c.as_ptr(),
+            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+        )
+    })?;
+    // SAFETY: openat returned a new descriptor that nothing else owns.
+    Ok(unsafe { File::from_raw_fd(fd) })
+}
+
+/// `mkdirat(dir, name, mode)`.
+pub fn mkdir_at(dir: &File, name: &OsStr, mode: u32) -> io::Result<()> {
+    let c = c_name(name)?;
+    // SAFETY: `c` is NUL-terminated; the descriptor is open.
+    cvt(unsafe { libc::mkdirat(dir.as_raw_fd(), c.as_ptr(), mode as libc::mode_t) }).map(|_| ())
+}
+
+/// `symlinkat(target, dir, name)`: a link `name` in `dir` to `target`.
+pub fn symlink_at(target: &Path, dir: &File, name: &OsStr) -> io::Result<()> {
+    let (t, c) = (c_name(target.as_os_str())?, c_name(name)?);
+    // SAFETY: both are NUL-terminated; the descriptor is open.
+    cvt(unsafe { libc::symlinkat(t.as_ptr(), dir.as_raw_fd(), c.as_ptr()) }).map(|_| ())
+}
+
 /// Opens `name` under `dir` for reading, following no link in its last
 /// component. A `/proc/PID` directory opened once stays bound to its
 /// process: once it has ended, every name under it fails with `ENOENT`,
