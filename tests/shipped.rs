@@ -125,3 +125,61 @@ fn no_libc_function_called_from_src_is_weak_undefined() {
         common::tally_bin().display()
     );
 }
+
+/// `compare`'s runs start from a spawner whose peak resident set the kernel
+/// carries into every command's (src/run/spawner.rs); it stays below the
+/// smallest program only while link/run-hot-path.order keeps the
+/// spawner's code together. A list left stale by later changes let the
+/// spawner's peak grow from 480 to 760 kB, above a static `main(){}`
+/// (548 kB), and `compare` called that program's own peaks upper bounds.
+#[test]
+fn the_hot_path_order_is_not_stale() {
+    let elf = shipped();
+    let defined: BTreeSet<String> = symbols(&elf)
+        .into_iter()
+        .filter(|(_, _, shndx)| *shndx != 0)
+        .map(|(name, _, _)| name)
+        .collect();
+    assert!(!defined.is_empty(), "the binary has no symbol table");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("link/run-hot-path.order");
+    let text = std::fs::read_to_string(&path).expect("link/run-hot-path.order");
+    // Symbol names carry a hash of the compiler's version: under another
+    // compiler the list is a hint that no longer applies.
+    let made_with = text
+        .lines()
+        .find_map(|l| l.strip_prefix("# made with: "))
+        .expect("the list names the compiler that made it");
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let out = std::process::Command::new(rustc)
+        .arg("-V")
+        .output()
+        .expect("rustc -V");
+    let this = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    if this != made_with {
+        common::skip!(
+            "link/run-hot-path.order was made with {made_with}, this build used {this}: \
+             run link/order-hot-path.sh for the layout"
+        );
+    }
+    let listed: BTreeSet<&str> = text
+        .lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .collect();
+    let fix = "run link/order-hot-path.sh and commit the list";
+    let spawner: Vec<&String> = defined
+        .iter()
+        .filter(|n| n.starts_with("_ZN5tally3run7spawner") && !listed.contains(n.as_str()))
+        .collect();
+    assert!(
+        spawner.is_empty(),
+        "functions of the spawner missing from {}: {spawner:?}; {fix}",
+        path.display()
+    );
+    let missing = listed.iter().filter(|n| !defined.contains(**n)).count();
+    assert!(
+        listed.len() > 100 && missing * 20 <= listed.len(),
+        "{missing} of the {} functions in {} are not in the binary; {fix}",
+        listed.len(),
+        path.display()
+    );
+}

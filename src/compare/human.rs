@@ -9,7 +9,7 @@ use super::plan::Sort;
 use super::report::{CompareReport, Verdict, direction, p_text, percent, ratio_text};
 use super::summary;
 use crate::report::Style;
-use crate::report::text::{Column, TextTable};
+use crate::report::text::{Column, TextTable, tally_lines as wrapped};
 use crate::run::report::FIGURES;
 use crate::units::thousands;
 
@@ -373,16 +373,6 @@ fn footer(r: &CompareReport, out: &mut dyn Write, width: usize) -> io::Result<()
             continue;
         }
         wrapped(out, &format!("tally: warning: {w}"), width)?;
-    }
-    Ok(())
-}
-
-/// `text` in lines of at most `width` characters, broken at spaces,
-/// continued under `tally:   `.
-fn wrapped(out: &mut dyn Write, text: &str, width: usize) -> io::Result<()> {
-    let text = text.strip_prefix("tally: ").unwrap_or(text);
-    for line in crate::report::text::wrap(text, "tally: ", "tally:   ", width) {
-        writeln!(out, "{line}")?;
     }
     Ok(())
 }

@@ -111,6 +111,17 @@ impl Style {
     }
 }
 
+/// Writes `text` (a `tally: ` line) in lines of at most `width` characters,
+/// broken at spaces and continued under `tally:   `: a diagnostic or
+/// warning stays one prefixed paragraph however narrow the output.
+pub fn tally_lines(out: &mut dyn io::Write, text: &str, width: usize) -> io::Result<()> {
+    let text = text.strip_prefix("tally: ").unwrap_or(text);
+    for line in wrap(text, "tally: ", "tally:   ", width) {
+        writeln!(out, "{line}")?;
+    }
+    Ok(())
+}
+
 /// `text` broken at spaces into lines of at most `width` characters, the
 /// one word-wrapper of the human reports:
 /// first starting with `first`, the rest with `rest`. A word longer than a

@@ -6,6 +6,7 @@ use std::io::{self, Write};
 
 use super::report::{ColdReport, Counters, FIGURES, RunRecord, RunReport, TreeUsage};
 use crate::report::Style;
+use crate::report::text::{NO_TERMINAL_WIDTH, tally_lines};
 use crate::units::{count, human_bytes, percent, thousands};
 
 /// `r` for people.
@@ -94,8 +95,12 @@ pub fn write(r: &RunReport, out: &mut dyn Write, style: Style) -> io::Result<()>
             r.runs_requested
         )?;
     }
+    let width = style
+        .width
+        .unwrap_or(NO_TERMINAL_WIDTH)
+        .min(NO_TERMINAL_WIDTH);
     for w in &r.warnings {
-        writeln!(out, "tally: warning: {w}")?;
+        tally_lines(out, &format!("tally: warning: {w}"), width)?;
     }
     Ok(())
 }

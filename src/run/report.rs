@@ -476,6 +476,21 @@ pub(crate) mod tests {
         assert!(w.contains("8 outliers") && w.contains("without"), "{w}");
     }
 
+    /// A warning naming five outlier runs was one 130-column line: the
+    /// human report wraps it under `tally:   ` like every other.
+    #[test]
+    fn a_long_outlier_warning_ran_past_100_columns() {
+        let walls: Vec<u64> = (0..12)
+            .map(|i| 1_000_000 + 6_000 * i)
+            .chain([2_000_000; 8])
+            .collect();
+        let r = report(walls.iter().map(|w| record(*w, 1472)).collect());
+        let text = rendered(&r, Format::HUMAN);
+        assert!(text.contains("8 outliers"), "{text}");
+        assert!(text.lines().all(|l| l.chars().count() <= 100), "{text}");
+        assert!(text.lines().any(|l| l.starts_with("tally:   ")), "{text}");
+    }
+
     #[test]
     fn one_run_in_every_format() {
         let r = report(vec![record(75_260_133, 8_272_800)]);
