@@ -441,7 +441,7 @@ fn write_sweep(
 }
 
 // The formats BenchReport renders (checked before the command works).
-crate::formats_of!(BenchReport: HUMAN, JSON, CSV, MARKDOWN, PROMETHEUS, HTML, );
+crate::forms_of!(BenchReport: Text, Data, Table, Metrics, Page);
 
 impl Render for BenchReport {
     fn html(&self, out: &mut dyn Write) -> Option<io::Result<()>> {

@@ -775,7 +775,7 @@ impl HumanRows<CacheStream> for HumanCache {
 }
 
 // The formats CacheReport renders (checked before the command works).
-crate::formats_of!(CacheReport: HUMAN, JSON, CSV, MARKDOWN, PROMETHEUS, );
+crate::forms_of!(CacheReport: Text, Data, Table, Metrics);
 
 impl Render for CacheReport {
     fn human(&self, out: &mut dyn Write, style: Style) -> io::Result<()> {

@@ -627,7 +627,7 @@ pub fn matched(path: &Path, file: &BaselineFile, cfg: &Config) -> Result<Baselin
 }
 
 // A baseline is JSON only; the other forms exist for the Render trait.
-crate::formats_of!(BaselineFile: JSON);
+crate::forms_of!(BaselineFile: Data);
 
 impl crate::report::Render for BaselineFile {
     fn human(&self, out: &mut dyn std::io::Write, _: crate::report::Style) -> std::io::Result<()> {

@@ -13,7 +13,7 @@ use crate::report::{Metric, Render, Style, Table};
 use crate::run::report::FIGURES;
 
 // The formats CompareReport renders (checked before the command works).
-crate::formats_of!(CompareReport: HUMAN, JSON, CSV, MARKDOWN, PROMETHEUS, HTML, );
+crate::forms_of!(CompareReport: Text, Data, Table, Metrics, Page);
 
 impl Render for CompareReport {
     fn human(&self, out: &mut dyn Write, style: Style) -> io::Result<()> {

@@ -100,7 +100,7 @@ fn pages(p: Option<u64>) -> String {
 }
 
 // The formats CopyReport renders (checked before the command works).
-crate::formats_of!(CopyReport: HUMAN, JSON, CSV, MARKDOWN, );
+crate::forms_of!(CopyReport: Text, Data, Table);
 
 /// One file's two lines (and its notes) of the human report.
 fn human_file(f: &FileCopy, out: &mut dyn Write) -> io::Result<()> {

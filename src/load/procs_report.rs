@@ -428,7 +428,7 @@ fn avail(before: Option<u64>, hold: Option<u64>) -> String {
 }
 
 // The formats ProcsReport renders (checked before the command works).
-crate::formats_of!(ProcsReport: HUMAN, JSON, CSV, MARKDOWN, HTML, );
+crate::forms_of!(ProcsReport: Text, Data, Table, Page);
 
 impl Render for ProcsReport {
     fn html(&self, out: &mut dyn Write) -> Option<io::Result<()>> {

@@ -150,7 +150,7 @@ fn opt(v: Option<u64>) -> String {
 }
 
 // The formats LoadReport renders (checked before the command works).
-crate::formats_of!(LoadReport: HUMAN, JSON, CSV, MARKDOWN, HTML, );
+crate::forms_of!(LoadReport: Text, Data, Table, Page);
 
 impl Render for LoadReport {
     fn html(&self, out: &mut dyn Write) -> Option<io::Result<()>> {

@@ -148,7 +148,7 @@ fn tenths(bytes: u64, unit: u64) -> String {
 }
 
 // The formats MemReport renders (checked before the command works).
-crate::formats_of!(MemReport: HUMAN, JSON, CSV, MARKDOWN, PROMETHEUS, );
+crate::forms_of!(MemReport: Text, Data, Table, Metrics);
 
 impl Render for MemReport {
     fn human(&self, out: &mut dyn Write, style: Style) -> io::Result<()> {

@@ -28,5 +28,6 @@ pub fn to_io(e: ::csv::Error) -> io::Error {
 pub const FORMAT: super::FormatSpec = super::FormatSpec {
     name: "csv",
     help: "Comma-separated values with a header row",
+    needs: super::Form::Table,
     render: |r, _, out| Ok(write(&r.forms().table(), out)?),
 };

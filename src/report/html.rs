@@ -13,7 +13,8 @@ use std::fmt::Write as _;
 /// `--format html`: the report's page, for reports that have one.
 pub const FORMAT: super::FormatSpec = super::FormatSpec {
     name: "html",
-    help: "A self-contained HTML page with plots (run -n, compare)",
+    help: "A self-contained HTML page with plots (run, compare, bench, load)",
+    needs: super::Form::Page,
     render: |r, _, out| match r.forms().html(out) {
         Some(written) => Ok(written?),
         None => Err(super::RenderError::Unsupported(FORMAT.name)),

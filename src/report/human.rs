@@ -5,5 +5,6 @@
 pub const FORMAT: super::FormatSpec = super::FormatSpec {
     name: "human",
     help: "Text for people (the default)",
+    needs: super::Form::Text,
     render: |r, style, out| Ok(r.forms().human(out, style)?),
 };

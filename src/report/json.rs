@@ -176,6 +176,7 @@ pub fn end_rows(
 pub const FORMAT: super::FormatSpec = super::FormatSpec {
     name: "json",
     help: "One JSON document, keys carrying their unit",
+    needs: super::Form::Data,
     render: |r, _, out| Ok(r.json(out)?),
 };
 

@@ -80,6 +80,7 @@ pub fn write_row(cells: &[String], out: &mut dyn Write) -> io::Result<()> {
 pub const FORMAT: super::FormatSpec = super::FormatSpec {
     name: "markdown",
     help: "A GitHub-flavoured Markdown table",
+    needs: super::Form::Table,
     render: |r, _, out| match r.forms().markdown(out) {
         Some(written) => Ok(written?),
         None => Ok(write(&r.forms().table(), out)?),

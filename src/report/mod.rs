@@ -45,12 +45,32 @@ formats! {
     html,
 }
 
-/// One output format: its `--format` name, its help line and how it
-/// renders any report.
+/// One output format: its `--format` name, its help line, the form of a
+/// report it is made from and how it renders any report that has it.
 pub struct FormatSpec {
     pub name: &'static str,
     pub help: &'static str,
+    /// A report has this format when it has this form ([`Report::FORMS`]).
+    pub needs: Form,
     pub render: fn(&dyn Document, Style, &mut dyn Write) -> Result<(), RenderError>,
+}
+
+/// What a report can be rendered from; each format needs one
+/// ([`FormatSpec::needs`]) and each report lists those it has
+/// ([`Report::FORMS`], by `forms_of!`), so a new format made from an
+/// existing form reaches every report that has it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Form {
+    /// Text for people ([`Render::human`]).
+    Text,
+    /// The report's data, serialised ([`Document::json`]).
+    Data,
+    /// Rows and columns ([`Render::table`]).
+    Table,
+    /// Prometheus metrics ([`Render::metrics`]).
+    Metrics,
+    /// A page with plots ([`Render::html`]).
+    Page,
 }
 
 /// An output format: an entry of [`FORMATS`].
@@ -269,5 +289,32 @@ mod tests {
         assert_eq!(names.len(), FORMATS.len());
         assert_eq!(Format::PROMETHEUS.name(), "prometheus");
         assert_eq!(Format::default(), Format::HUMAN);
+    }
+
+    /// A report's formats follow from its forms: a format made from a
+    /// form every report has (a table) reaches every report, one that
+    /// needs a page only those with one.
+    #[test]
+    fn a_reports_formats_follow_from_its_forms() {
+        use crate::report::Report;
+        let names = |f: Vec<Format>| f.iter().map(|f| f.name()).collect::<Vec<_>>().join(" ");
+        assert_eq!(
+            names(crate::run::report::RunReport::formats()),
+            "human json csv markdown prometheus html"
+        );
+        assert_eq!(
+            names(crate::copy::report::CopyReport::formats()),
+            "human json csv markdown"
+        );
+        assert_eq!(
+            names(crate::compare::baseline::BaselineFile::formats()),
+            "json"
+        );
+        for f in Format::all() {
+            assert_eq!(
+                crate::run::report::RunReport::has(f),
+                crate::run::report::RunReport::FORMS.contains(&f.spec().needs)
+            );
+        }
     }
 }

@@ -6,7 +6,7 @@
 //! run`, whose stdout is the measured command's), and for more renderings
 //! of the same report (`--export FORMAT=FILE`, `--html FILE`).
 //! [`Output::open`], before anything is measured, copied or evicted:
-//! - checks every format against the report's own list ([`Report::FORMATS`]):
+//! - checks every format against the report's own forms ([`Report::FORMS`]):
 //!   a format it does not have is a usage error (exit 2);
 //! - lets at most one rendering claim stdout: a second is a usage error,
 //!   and the default human report steps aside to stderr when an export
@@ -34,24 +34,34 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::path::display;
-use super::{Document, Format, RenderError, Style, render};
+use super::{Document, Form, Format, RenderError, Style, render};
 use crate::place::{self, PlaceError, Temp};
 
-/// A report of a command: its formats, one list in one place, checked
-/// before the command works.
+/// A report of a command: the forms it has, one list in one place; its
+/// formats are those made from them, checked before the command works.
 pub trait Report: Document {
+    /// Every form the report has.
+    const FORMS: &'static [Form];
+
+    /// Whether the report renders in `format`.
+    fn has(format: Format) -> bool {
+        Self::FORMS.contains(&format.spec().needs)
+    }
+
     /// Every format the report renders, in `--format`'s order.
-    const FORMATS: &'static [Format];
+    fn formats() -> Vec<Format> {
+        Format::all().filter(|f| Self::has(*f)).collect()
+    }
 }
 
-/// Declares the formats of a report type, one line per report:
-/// `formats_of!(RunReport: HUMAN, JSON, CSV, MARKDOWN, PROMETHEUS, HTML);`.
+/// Declares the forms of a report type, one line per report:
+/// `forms_of!(RunReport: Text, Data, Table, Metrics, Page);`.
 #[macro_export]
-macro_rules! formats_of {
-    ($report:ty: $($format:ident),+ $(,)?) => {
+macro_rules! forms_of {
+    ($report:ty: $($form:ident),+ $(,)?) => {
         impl $crate::report::Report for $report {
-            const FORMATS: &'static [$crate::report::Format] =
-                &[$($crate::report::Format::$format),+];
+            const FORMS: &'static [$crate::report::Form] =
+                &[$($crate::report::Form::$form),+];
         }
     };
 }
@@ -115,7 +125,7 @@ pub enum OutputError {
         command: &'static str,
         format: Format,
         flag: &'static str,
-        formats: &'static [Format],
+        formats: Vec<Format>,
     },
     #[error(
         "{first} and {second} both write to stdout, where two documents would run together: \
@@ -186,14 +196,14 @@ impl Output {
         default: Option<Stream>,
     ) -> Result<Output, OutputError> {
         let has = |format: Format, flag: &'static str| {
-            if R::FORMATS.contains(&format) {
+            if R::has(format) {
                 Ok(())
             } else {
                 Err(OutputError::Unsupported {
                     command,
                     format,
                     flag,
-                    formats: R::FORMATS,
+                    formats: R::formats(),
                 })
             }
         };

@@ -121,6 +121,7 @@ fn format_value(v: f64) -> String {
 pub const FORMAT: super::FormatSpec = super::FormatSpec {
     name: "prometheus",
     help: "Prometheus text exposition (node_exporter textfile collector)",
+    needs: super::Form::Metrics,
     render: |r, _, out| match r.forms().metrics() {
         Some(metrics) => Ok(write(&metrics, out)?),
         None => Err(super::RenderError::Unsupported(FORMAT.name)),

@@ -9,7 +9,7 @@ use super::report::{FIGURES, RunReport};
 use crate::report::{Metric, Render, Style, Table};
 
 // The formats RunReport renders (checked before the command works).
-crate::formats_of!(RunReport: HUMAN, JSON, CSV, MARKDOWN, PROMETHEUS, HTML, );
+crate::forms_of!(RunReport: Text, Data, Table, Metrics, Page);
 
 impl Render for RunReport {
     fn human(&self, out: &mut dyn Write, style: Style) -> io::Result<()> {
