@@ -349,7 +349,9 @@ fn a_baseline_keeps_every_run_and_a_later_comparison_uses_it_as_reference() {
     assert_eq!(r["baseline"]["path"], "b.json");
     assert_ne!(gate_results(&r)[0]["outcome"], "regression");
 
-    // Twice the sleep, same name: a regression of the command run now.
+    // Five times the sleep, same name: a regression of the command run
+    // now. (Twice the sleep was inconclusive on a loaded machine, where a
+    // few of the baseline's runs took longer than the doubled sleep.)
     let out = run(
         dir.path(),
         &[
@@ -363,7 +365,7 @@ fn a_baseline_keeps_every_run_and_a_later_comparison_uses_it_as_reference() {
             "wall=5%",
             "--name",
             "nap",
-            "sleep 0.04",
+            "sleep 0.1",
         ],
     );
     let (stdout, stderr) = text(&out);

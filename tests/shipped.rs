@@ -150,10 +150,7 @@ fn the_hot_path_order_is_not_stale() {
         .find_map(|l| l.strip_prefix("# made with: "))
         .expect("the list names the compiler that made it");
     let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
-    let out = std::process::Command::new(rustc)
-        .arg("-V")
-        .output()
-        .expect("rustc -V");
+    let out = common::command(rustc).arg("-V").output().expect("rustc -V");
     let this = String::from_utf8_lossy(&out.stdout).trim().to_string();
     if this != made_with {
         common::skip!(

@@ -23,7 +23,7 @@ pub fn tally_bin() -> PathBuf {
 /// `trap '' INT` or a CI runner has SIGINT ignored, and exec keeps it
 /// ignored, so a test's SIGINT would do nothing). Dispositions pass through
 /// exec, so this holds for tally started through `setpriv`, `sh` or `env`.
-/// `tests/helpers_only.rs` checks that no test starts a process otherwise.
+/// `tests/suite_rules.rs` checks that no test starts a process otherwise.
 pub fn command(program: impl AsRef<std::ffi::OsStr>) -> Command {
     let mut cmd = Command::new(program);
     tally::sys::signals::start_with_default_signals(&mut cmd);
