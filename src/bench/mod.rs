@@ -7,6 +7,7 @@
 //! that every format (and the HTML page) renders. Measurement never prints.
 
 pub mod baseline;
+pub mod command;
 pub mod figure;
 pub mod format;
 pub mod harness;

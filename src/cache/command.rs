@@ -1,13 +1,13 @@
 //! `tally cache`: residency of files, and evicting, warming or locking them.
 
 use std::fs::File;
-use std::io::{self, Read};
+use std::io::{self, Read, Write};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 
-use super::report::{Action, CacheReport, FileReport, PathProblem};
+use super::report::{Action, CacheReport, CacheStream, FileReport, PathProblem, Shown};
 use crate::pagecache::{self, evict, residency_of, walk, warm};
-use crate::report::SCHEMA_VERSION;
+use crate::report::{Output, OutputError, SCHEMA_VERSION};
 use crate::sys::{self, mem::Mapping};
 
 /// Buckets of a residency map (`-v`) when stdout is not a terminal.
@@ -37,6 +37,30 @@ pub struct Config {
     pub map_buckets: u64,
 }
 
+impl From<&crate::cli::cache::CacheArgs> for Config {
+    /// The action and paths of `tally cache`'s arguments; a residency map
+    /// (`-v`) as wide as stdout's terminal.
+    fn from(args: &crate::cli::cache::CacheArgs) -> Config {
+        let action = if args.evict {
+            Action::Evict
+        } else if args.warm {
+            Action::Warm
+        } else if args.lock {
+            Action::Lock
+        } else {
+            Action::Status
+        };
+        Config {
+            action,
+            paths: args.paths.clone(),
+            recursive: args.recursive,
+            null_separated: args.null,
+            map: args.verbose,
+            map_buckets: map_buckets(sys::tty::stdout_columns()),
+        }
+    }
+}
+
 /// Mappings held locked (`--lock`) until dropped.
 pub struct Held {
     pub mappings: Vec<Mapping>,
@@ -51,6 +75,9 @@ pub enum CacheError {
     Stdin(#[from] crate::input::InputError),
     #[error("no paths given: name files or directories, or `-` to read them from stdin")]
     NoPaths,
+    /// Stdin could not be taken to read `-` from.
+    #[error("cannot read stdin: {0}")]
+    OpenStdin(io::Error),
 }
 
 /// Expands `-` into the paths read from `stdin`, bounded
@@ -174,6 +201,98 @@ pub fn execute_streaming(
     );
     let held = (cfg.action == Action::Lock).then_some(held);
     Ok(Outcome { problems, held })
+}
+
+/// A run of `tally cache` written as it went: the report's head and
+/// tail, the mappings held locked (`--lock`), and where the report could
+/// not be written.
+pub struct Streamed {
+    /// The report's head and tail (totals, skipped paths).
+    pub report: CacheStream,
+    /// With `--lock`: the mappings held, until dropped.
+    pub held: Option<Held>,
+    /// Where the report could not be written.
+    pub failures: Vec<OutputError>,
+}
+
+/// Runs `tally cache` as configured into `output`, each file's row going
+/// out as it is made; the walk stops when no output is left to take the
+/// rows (a reader that went away). Paths of `-` come from stdin, where a
+/// pipe that sends nothing for a minute ends the list. Skipped paths and
+/// files not locked are said on stderr after the report, which stdout
+/// holds alone, in one buffered write.
+pub fn stream(cfg: &Config, shown: Shown, output: Output) -> Result<Streamed, CacheError> {
+    let mut stdin =
+        crate::input::Stdin::new(crate::input::STDIN_IDLE).map_err(CacheError::OpenStdin)?;
+    let mut report = CacheStream::new(cfg.action, sys::page_size(), shown);
+    let mut stream = output.stream(&report);
+    let outcome = execute_streaming(cfg, &mut stdin, &mut |row| {
+        report.add(&row);
+        stream.row(&report, &row);
+        !stream.all_stopped()
+    })?;
+    report.tail.problems = outcome.problems;
+    let failures = stream.finish(&report);
+    let diagnostics = report.diagnostics();
+    if !diagnostics.is_empty() {
+        let mut text = String::new();
+        for line in diagnostics {
+            text.push_str("tally: ");
+            text.push_str(&line);
+            text.push('\n');
+        }
+        let _ = io::stderr().lock().write_all(text.as_bytes());
+    }
+    Ok(Streamed {
+        report,
+        held: outcome.held,
+        failures,
+    })
+}
+
+/// The end of `tally cache`: with `--lock`, holds the mappings `held`
+/// locked until a stop signal, saying what is held and what could not
+/// be; returns the exit status (1 when a path was skipped or a file not
+/// locked).
+pub fn hold(report: &CacheStream, held: Option<Held>) -> u8 {
+    let failed = u8::from(report.has_problems());
+    let Some(held) = held else {
+        return failed;
+    };
+    let not_locked = report.lock_failures();
+    if held.mappings.is_empty() {
+        if not_locked > 0 {
+            crate::diag!(
+                "tally: nothing locked: {} could not be locked (the reason is above)",
+                files(not_locked)
+            );
+            return 1;
+        }
+        if report.tail.total.files > 0 {
+            crate::diag!("tally: nothing to lock: the files are empty");
+        }
+        return failed;
+    }
+    crate::diag!(
+        "tally: holding {} locked in memory ({}); interrupt (Ctrl-C) to release",
+        crate::units::human_bytes(held.bytes),
+        files(held.mappings.len())
+    );
+    if not_locked > 0 {
+        crate::diag!(
+            "tally: {} could not be locked: exit status 1 when released",
+            files(not_locked)
+        );
+    }
+    if let Err(e) = sys::mem::wait_for_stop_signal() {
+        crate::diag!("tally: cannot wait for a signal: {e}");
+        return 1;
+    }
+    failed.max(u8::from(not_locked > 0))
+}
+
+fn files(n: usize) -> String {
+    crate::units::count(n as u64, "file", "files")
 }
 
 /// Runs `tally cache` as configured and returns the whole report (every

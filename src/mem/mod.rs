@@ -6,6 +6,7 @@
 //! drops privilege between the first two (see [`privilege`]).
 
 pub mod columns;
+pub mod command;
 pub mod error;
 pub mod exe;
 pub mod group;

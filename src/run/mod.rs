@@ -147,6 +147,40 @@ pub enum Progress {
     Run { done: u32, of: u32 },
 }
 
+impl Progress {
+    /// What a progress bar of [`progress_steps`] shows: the phase, and
+    /// the runs done, warm-up runs (`warmup` of them) first.
+    pub fn shown(self, warmup: u32) -> (&'static str, u64) {
+        match self {
+            Progress::Warmup { done, .. } => ("warm-up", u64::from(done)),
+            Progress::Run { done, .. } => ("runs", u64::from(warmup) + u64::from(done)),
+        }
+    }
+}
+
+/// The steps of a progress bar over `cfg`'s runs, warm-up included;
+/// `None` for a single run, which shows none.
+pub fn progress_steps(cfg: &Config) -> Option<u64> {
+    (cfg.warmup.saturating_add(cfg.runs) > 1)
+        .then(|| u64::from(cfg.warmup.saturating_add(cfg.runs)))
+}
+
+/// Checks and opens every place `tally run`'s report goes (stderr by
+/// default), before the command runs; with the report on stdout, which
+/// carries one stream, the command's output goes to stderr.
+pub fn open_output(
+    cfg: &mut Config,
+    request: &crate::report::Request,
+) -> Result<crate::report::Output, crate::report::OutputError> {
+    let output = crate::report::Output::open::<RunReport>(
+        request,
+        "run",
+        Some(crate::report::Stream::Stderr),
+    )?;
+    cfg.stdout_to_stderr = output.uses_stdout() && !cfg.quiet_command;
+    Ok(output)
+}
+
 /// What every run of a session shares: the signal forwarder, the paths
 /// to evict before each run and whether counters can be opened. `tally run`
 /// and `tally compare` measure each run through [`Measurer::measure`].
