@@ -409,3 +409,31 @@ fn human_output_fits_100_columns() {
         }
     }
 }
+
+/// A report's formats follow from its forms: a format made from a
+/// form every report has (a table) reaches every report, one that
+/// needs a page only those with one.
+#[test]
+fn a_reports_formats_follow_from_its_forms() {
+    use tally::report::Report;
+    let names =
+        |f: Vec<tally::report::Format>| f.iter().map(|f| f.name()).collect::<Vec<_>>().join(" ");
+    assert_eq!(
+        names(tally::run::report::RunReport::formats()),
+        "human json csv markdown prometheus html"
+    );
+    assert_eq!(
+        names(tally::copy::report::CopyReport::formats()),
+        "human json csv markdown"
+    );
+    assert_eq!(
+        names(tally::compare::baseline::BaselineFile::formats()),
+        "json"
+    );
+    for f in tally::report::Format::all() {
+        assert_eq!(
+            tally::run::report::RunReport::has(f),
+            tally::run::report::RunReport::FORMS.contains(&f.spec().needs)
+        );
+    }
+}

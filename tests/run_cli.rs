@@ -84,7 +84,7 @@ fn report_goes_to_stderr_with_prefixed_lines() {
     assert!(err.lines().all(|l| l.starts_with("tally: ")), "{err}");
     for needle in [
         "µs wall time",
-        "kB (ru_maxrss)",
+        "KiB (ru_maxrss)",
         "µs cpu (",
         "page faults (",
     ] {
@@ -820,7 +820,7 @@ fn check_tree_invariants(report: &RunReport, human: Option<&str>) {
     }
     assert_ne!(tree.processes_seen, Some(0), "{tree:?}");
     if let Some(text) = human {
-        assert!(!text.contains("peak memory 0kB"), "{text}");
+        assert!(!text.contains("peak memory 0KiB"), "{text}");
         assert!(!text.contains(" 0 processes seen"), "{text}");
     }
 }
@@ -829,7 +829,7 @@ fn check_tree_invariants(report: &RunReport, human: Option<&str>) {
 fn tree_figures_never_fall_below_the_commands_own() {
     // The tree contains the command: it never cost less than what wait4
     // reports for it. A command shorter than the 10 ms sampling period
-    // used to come out as "peak memory 0kB" and "0 processes seen".
+    // used to come out as "peak memory 0KiB" and "0 processes seen".
     let argv = [
         "sh",
         "-c",
@@ -848,7 +848,7 @@ fn tree_figures_never_fall_below_the_commands_own() {
         assert_eq!(out.status.code(), Some(0));
         let text = String::from_utf8_lossy(&out.stderr);
         assert!(text.contains("whole tree"), "{text}");
-        assert!(!text.contains("peak memory 0kB"), "{text}");
+        assert!(!text.contains("peak memory 0KiB"), "{text}");
         assert!(!text.contains(" 0 processes seen"), "{text}");
     }
     // As nobody: no cgroup of its own, so /proc is sampled.

@@ -698,7 +698,7 @@ pub fn execute(
     for (i, (n, floor)) in at_floor.into_iter().enumerate() {
         if n > 0 {
             report.warnings.push(format!(
-                "#{} {}: peak memory at most {floor} kB in {n} run{}, the peak of tally's own \
+                "#{} {}: peak memory at most {floor} KiB in {n} run{}, the peak of tally's own \
                  spawner: those figures are upper bounds, not measurements",
                 i + 1,
                 cfg.instances[i].name,

@@ -290,31 +290,4 @@ mod tests {
         assert_eq!(Format::PROMETHEUS.name(), "prometheus");
         assert_eq!(Format::default(), Format::HUMAN);
     }
-
-    /// A report's formats follow from its forms: a format made from a
-    /// form every report has (a table) reaches every report, one that
-    /// needs a page only those with one.
-    #[test]
-    fn a_reports_formats_follow_from_its_forms() {
-        use crate::report::Report;
-        let names = |f: Vec<Format>| f.iter().map(|f| f.name()).collect::<Vec<_>>().join(" ");
-        assert_eq!(
-            names(crate::run::report::RunReport::formats()),
-            "human json csv markdown prometheus html"
-        );
-        assert_eq!(
-            names(crate::copy::report::CopyReport::formats()),
-            "human json csv markdown"
-        );
-        assert_eq!(
-            names(crate::compare::baseline::BaselineFile::formats()),
-            "json"
-        );
-        for f in Format::all() {
-            assert_eq!(
-                crate::run::report::RunReport::has(f),
-                crate::run::report::RunReport::FORMS.contains(&f.spec().needs)
-            );
-        }
-    }
 }

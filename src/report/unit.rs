@@ -108,7 +108,7 @@ impl Unit {
         }
     }
 
-    /// The symbol people read after a number (`µs`, `kB`); empty for
+    /// The symbol people read after a number (`µs`, `KiB`); empty for
     /// counts and ratios.
     pub fn symbol(self) -> &'static str {
         match self {
@@ -117,7 +117,7 @@ impl Unit {
             Unit::Microseconds => "µs",
             Unit::Nanoseconds => "ns",
             Unit::Bytes => "B",
-            Unit::Kibibytes => "kB",
+            Unit::Kibibytes => "KiB",
             Unit::BytesPerSecond => "B/s",
             Unit::GigabytesPerSecond => "GB/s",
             Unit::Hertz => "Hz",

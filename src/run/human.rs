@@ -119,7 +119,7 @@ fn human_single(r: &RunRecord, out: &mut dyn Write) -> io::Result<()> {
     )?;
     writeln!(
         out,
-        "tally: peak memory {}kB (ru_maxrss)",
+        "tally: peak memory {}KiB (ru_maxrss)",
         thousands(r.max_rss_bytes / 1024)
     )?;
     writeln!(
@@ -140,8 +140,9 @@ fn human_single(r: &RunRecord, out: &mut dyn Write) -> io::Result<()> {
     if switches > 0 {
         writeln!(
             out,
-            "tally: {} context switches ({} voluntary)",
+            "tally: {} context switch{} ({} voluntary)",
             thousands(switches),
+            if switches == 1 { "" } else { "es" },
             share(r.voluntary_switches, switches)
         )?;
     }
@@ -236,7 +237,7 @@ fn human_tree(t: &TreeUsage, out: &mut dyn Write) -> io::Result<()> {
         .peak_memory_bytes
         .map(|b| {
             format!(
-                "peak memory {}kB ({})",
+                "peak memory {}KiB ({})",
                 thousands(b / 1024),
                 t.memory_method
             )

@@ -491,6 +491,20 @@ pub(crate) mod tests {
         assert!(text.lines().any(|l| l.starts_with("tally:   ")), "{text}");
     }
 
+    /// One switch read "1 context switches"; memory reads in KiB, as
+    /// every other command's sizes do.
+    #[test]
+    fn one_context_switch_is_singular_and_memory_is_in_kib() {
+        let mut one = record(1000, 1472);
+        (one.voluntary_switches, one.involuntary_switches) = (1, 0);
+        let text = rendered(&report(vec![one]), Format::HUMAN);
+        assert!(
+            text.contains("tally: 1 context switch (100% voluntary)"),
+            "{text}"
+        );
+        assert!(text.contains("peak memory 1,472KiB (ru_maxrss)"), "{text}");
+    }
+
     #[test]
     fn one_run_in_every_format() {
         let r = report(vec![record(75_260_133, 8_272_800)]);

@@ -416,7 +416,7 @@ pub fn raise_to_command(usage: &mut TreeUsage, own: &sys::process::ChildUsage) {
         usage.peak_memory_bytes = Some(own_rss);
         usage.raised_to_command.push("peak_memory_bytes".into());
         usage.notes.push(format!(
-                "peak memory measured for the tree, {}kB, was below the command's own ru_maxrss, {}kB, which the tree contains: raised to it",
+                "peak memory measured for the tree, {}KiB, was below the command's own ru_maxrss, {}KiB, which the tree contains: raised to it",
                 thousands(peak / 1024),
                 thousands(own_rss / 1024)
             ));
