@@ -12,8 +12,11 @@
 //! - [`baseline`]: `--save-baseline` and `--baseline`, the runs kept for a
 //!   later comparison; [`gate`]: `--fail-on`, the regression gate read off
 //!   the report's statistics.
+//! - [`command`]: from the command line to the [`Config`], and from the
+//!   report to its outputs, the baseline file and the exit code.
 
 pub mod baseline;
+pub mod command;
 pub mod gate;
 pub mod html;
 mod human;

@@ -17,9 +17,12 @@
 //! running gets the signal (and is reaped), no further load starts, the
 //! result directory is removed, and [`execute`] returns
 //! [`LoadError::Interrupted`].
+//!
+//! [`command`] takes the command from its arguments to its exit code.
 
 pub mod checksum;
 pub mod child;
+pub mod command;
 pub mod hold;
 pub mod identity;
 pub mod memlimit;

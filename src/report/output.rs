@@ -168,6 +168,18 @@ impl OutputError {
             _ => 1,
         }
     }
+
+    /// Says every failure of `errors` on stderr (`tally: ` and the
+    /// error); returns the exit code they call for (0 when there were
+    /// none).
+    pub fn say(errors: Vec<OutputError>) -> u8 {
+        let mut code = 0;
+        for e in errors {
+            crate::diag!("tally: {e}");
+            code = code.max(e.exit_code());
+        }
+        code
+    }
 }
 
 fn list(formats: &[Format]) -> String {

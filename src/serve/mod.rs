@@ -1,15 +1,18 @@
 //! `tally serve`: a Prometheus exporter of tally's figures (memory per
 //! program, page-cache residency of configured paths, periodic commands,
-//! light benchmarks) and the textfile writer of `tally mem --textfile`.
+//! light benchmarks) and the textfile writers of `tally mem --textfile`
+//! and `tally cache --textfile` ([`textfile`]).
 //!
 //! [`config`] reads the configuration file (once, at start-up), [`web`]
 //! the exporters' web configuration (TLS, basic authentication, headers,
 //! rate limit; at start-up and on SIGHUP), [`collect`] makes the figures,
-//! [`http`] answers the scrapes. The HTTP side looks at a request's
+//! [`http`] answers the scrapes; [`command`] takes the command from its
+//! arguments to its exit code. The HTTP side looks at a request's
 //! method, path, `Accept` and `Authorization` headers only: nothing a
 //! client sends names a file, a process or a setting.
 
 pub mod collect;
+pub mod command;
 pub mod config;
 pub mod http;
 pub mod textfile;

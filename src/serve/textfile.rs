@@ -1,6 +1,8 @@
-//! Files for node_exporter's textfile collector (`tally mem --textfile
-//! DIR`), written atomically: a temporary file in DIR (created anew, so a
-//! planted link is never followed, and named so the collector, which reads
+//! Files for node_exporter's textfile collector: [`mem_textfile`] (`tally
+//! mem --textfile DIR`) and [`cache_textfile`] (`tally cache --textfile
+//! DIR`), once or every `--every` ([`textfile_loop`]), written atomically
+//! ([`write_atomic`]): a temporary file in DIR (created anew, so a planted
+//! link is never followed, and named so the collector, which reads
 //! `*.prom`, skips it), flushed, made world-readable, then renamed over
 //! `DIR/NAME`. A reader sees the old file or the new one, never half of
 //! one. The temporary file is removed if tally dies of a signal meanwhile.
@@ -9,8 +11,11 @@ use std::fs::Permissions;
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
+use crate::mem::privilege::Privilege;
 use crate::report::path::display;
+use crate::report::{Render, prometheus};
 
 /// A textfile that could not be written.
 #[derive(Debug, thiserror::Error)]
@@ -56,6 +61,131 @@ pub fn write_atomic(dir: &Path, name: &str, content: &[u8]) -> Result<PathBuf, T
     tmp.persist(&target).map_err(|e| failed(e.error))?;
     drop(guard);
     Ok(target)
+}
+
+/// Writes `render()`'s metrics to `dir/name` atomically, once or every
+/// `every` until SIGINT/TERM/HUP. `render` returns the report's metrics.
+/// A failure is said on stderr; returns the exit code (1 for a failure).
+pub fn textfile_loop(
+    dir: &Path,
+    name: &str,
+    every: Option<Duration>,
+    render: &mut dyn FnMut() -> Result<Vec<prometheus::Metric>, String>,
+) -> u8 {
+    let write_once = |render: &mut dyn FnMut() -> Result<Vec<prometheus::Metric>, String>| {
+        let metrics = render()?;
+        let mut text = Vec::with_capacity(16 * 1024);
+        prometheus::write(&metrics, &mut text).map_err(|e| e.to_string())?;
+        write_atomic(dir, name, &text).map_err(|e| e.to_string())?;
+        Ok::<(), String>(())
+    };
+    let Some(interval) = every else {
+        return match write_once(render) {
+            Ok(()) => 0,
+            Err(e) => {
+                note(&e);
+                1
+            }
+        };
+    };
+    // A signal ends the loop between two writes; one that comes during a
+    // write lets it finish (the rename is atomic either way).
+    let signals = match crate::sys::signals::Forwarder::install() {
+        Ok(s) => s,
+        Err(e) => {
+            note(&format!("cannot install signal handlers for --every: {e}"));
+            return 1;
+        }
+    };
+    while signals.pending().is_none() {
+        let started = Instant::now();
+        if let Err(e) = write_once(render) {
+            note(&e);
+            return 1;
+        }
+        while started.elapsed() < interval && signals.pending().is_none() {
+            let left = interval.saturating_sub(started.elapsed());
+            std::thread::sleep(left.min(Duration::from_millis(50)));
+        }
+    }
+    0
+}
+
+/// `tally mem --textfile DIR`: the metrics of `tally mem --format
+/// prometheus` in `DIR/tally_mem.prom`. With privilege, one scan (the
+/// caller refuses `--every`), then the privilege is dropped before the
+/// user is looked up and the file written. Returns the exit code.
+pub fn mem_textfile(
+    cfg: &mut crate::mem::Config,
+    mut privilege: Privilege,
+    user: Option<&str>,
+    dir: &Path,
+    every: Option<Duration>,
+) -> u8 {
+    use crate::mem;
+    let mut first = true;
+    textfile_loop(dir, "tally_mem.prom", every, &mut || {
+        let snap = mem::scan(cfg, privilege);
+        privilege
+            .drop_to_caller()
+            .map_err(|e| mem::MemError::DropPrivileges(e).to_string())?;
+        let snap = snap.map_err(|e| e.to_string())?;
+        if let (Some(user), None) = (user, cfg.grouping.uid) {
+            cfg.grouping.uid = Some(
+                crate::sys::user::uid_of(user)
+                    .or_else(|| user.parse().ok())
+                    .ok_or_else(|| {
+                        format!("no user named `{user}`: give a login name or a numeric uid")
+                    })?,
+            );
+        }
+        cfg.grouping.check_replaced = true;
+        let report = mem::summarize(&snap, cfg);
+        if first {
+            for msg in mem::closing_notes(&report, false, crate::sys::geteuid() == 0) {
+                note(&msg);
+            }
+            first = false;
+        }
+        Ok(report.metrics().unwrap_or_default())
+    })
+}
+
+/// `tally cache --textfile DIR PATH…`: the metrics of `tally cache
+/// --format prometheus` in `DIR/tally_cache.prom`. Returns the exit code.
+pub fn cache_textfile(
+    cfg: &crate::cache::command::Config,
+    dir: &Path,
+    every: Option<Duration>,
+) -> u8 {
+    let mut stdin_read = false;
+    let mut paths = cfg.paths.clone();
+    textfile_loop(dir, "tally_cache.prom", every, &mut || {
+        // `-` (paths on stdin) is read once, then the same paths are
+        // measured every time.
+        if !stdin_read {
+            let mut stdin = crate::input::Stdin::new(crate::input::STDIN_IDLE)
+                .map_err(|e| format!("cannot read stdin: {e}"))?;
+            paths = crate::cache::command::expand_stdin(&cfg.paths, cfg.null_separated, &mut stdin)
+                .map_err(|e| e.to_string())?;
+            stdin_read = true;
+        }
+        let run = crate::cache::command::Config {
+            paths: paths.clone(),
+            null_separated: false,
+            ..cfg.clone()
+        };
+        let (report, _) = crate::cache::command::execute(&run, &mut std::io::empty())
+            .map_err(|e| e.to_string())?;
+        for line in report.diagnostics() {
+            note(&line);
+        }
+        Ok(report.metrics().unwrap_or_default())
+    })
+}
+
+fn note(msg: &str) {
+    crate::diag!("tally: {msg}");
 }
 
 #[cfg(test)]
