@@ -1,9 +1,10 @@
 //! tally: what does this cost, and why?
 //!
-//! The library holds every command; the binary only parses arguments,
-//! dispatches and picks exit codes. Data flows one way: `cli` parses into a
-//! command's `Config`, the command measures through `sys` and `procfs` into
-//! a plain-data report, and `report` renders that in the chosen format.
+//! The library holds every command; the binary only parses arguments and
+//! dispatches. Data flows one way: `cli` parses arguments, each command's
+//! `command` module turns them into its `Config` (and back into an exit
+//! code), the command measures through `sys` and `procfs` into a
+//! plain-data report, and `report` renders that in the chosen format.
 
 pub mod bench;
 pub mod cache;

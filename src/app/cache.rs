@@ -8,7 +8,7 @@ use tally::report::Stream;
 pub(super) fn cache_command(args: cli::cache::CacheArgs) -> u8 {
     let cfg = command::Config::from(&args);
     if let Some(dir) = &args.textfile {
-        return super::serve::cache_textfile(&cfg, dir, args.every);
+        return tally::serve::textfile::cache_textfile(&cfg, dir, args.every);
     }
     if args.mincore {
         tally::pagecache::use_mincore_only(true);

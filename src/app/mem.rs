@@ -19,7 +19,7 @@ pub(super) fn mem_command(args: cli::mem::MemArgs, privilege: Privilege) -> u8 {
     };
     if let Some(dir) = &args.textfile {
         let user = args.user.as_deref();
-        return super::serve::mem_textfile(&mut cfg, privilege, user, dir, args.every);
+        return tally::serve::textfile::mem_textfile(&mut cfg, privilege, user, dir, args.every);
     }
     let (report, output) = match command::measure(&mut cfg, privilege, &args, output, &open) {
         Ok(measured) => measured,

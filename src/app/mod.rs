@@ -1,6 +1,7 @@
-//! Dispatch from parsed arguments to commands, and the choice of exit code
-//! and error text: the only place that prints errors. One file per command
-//! holds its glue from arguments to `execute` to rendering.
+//! Dispatch from parsed arguments to commands. One short file per command:
+//! parse, measure, report, output; what a command does between them (its
+//! configuration, streaming, watch loops, exit codes) is its library
+//! module's `command`, which says its own errors on stderr (`diag!`).
 
 mod bench;
 mod cache;
@@ -125,12 +126,7 @@ fn open_output<R: report::Report>(
 /// Says every output failure on stderr; returns the exit code they call
 /// for (0 when there were none).
 fn said(errors: Vec<report::OutputError>) -> u8 {
-    let mut code = 0;
-    for e in errors {
-        tally::diag!("tally: {e}");
-        code = code.max(e.exit_code());
-    }
-    code
+    report::OutputError::say(errors)
 }
 
 /// Runs `f` on stdout; a closed pipe ends quietly, other errors exit 1.

@@ -1,12 +1,8 @@
 //! `tally serve`: the configuration read, the server started and run
-//! until a signal (see `tally::serve::command`); the textfile writers of
-//! `tally mem --textfile` and `tally cache --textfile` are
-//! `tally::serve::textfile`'s.
+//! until a signal (see `tally::serve::command`).
 
 use tally::cli::serve::ServeArgs;
 use tally::serve::command;
-
-pub(super) use tally::serve::textfile::{cache_textfile, mem_textfile};
 
 pub(super) fn serve_command(args: ServeArgs) -> u8 {
     let settings = match command::settings(&args) {
