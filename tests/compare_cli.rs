@@ -177,10 +177,7 @@ fn a_failing_command_stops_the_comparison_without_ignore_failure() {
         .unwrap();
     let text = String::from_utf8_lossy(&human.stdout);
     let flagged = text.lines().filter(|l| l.contains("#2 ✗ exit 3")).count();
-    let rows = text
-        .lines()
-        .filter(|l| l.starts_with("tally:   #2 "))
-        .count();
+    let rows = text.lines().filter(|l| l.starts_with("  #2 ")).count();
     // The headline figures (wall, cpu, peak memory) always have a row;
     // others only when they changed, which varies from run to run.
     assert!(
@@ -417,7 +414,7 @@ fn compare_says_what_evicting_and_warming_before_each_run_cost() {
     assert_eq!(out.status.code(), Some(0));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.contains("tally: warm: 50 files warmed before each of 4 runs:"),
+        text.contains("\nwarm: 50 files warmed before each of 4 runs:"),
         "{text}"
     );
     let (_, r) = compare_json(&["-n", "2", "true", "true"]);
@@ -1041,12 +1038,12 @@ fn sort_and_time_unit_lay_out_the_human_table() {
     assert!(out.status.success(), "{text}");
     let rows: Vec<&str> = text
         .lines()
-        .skip_while(|l| *l != "tally: wall time")
+        .skip_while(|l| *l != "wall time")
         .skip(1)
         .take(2)
         .collect();
     assert_eq!(rows.len(), 2, "{text}");
-    assert!(rows[0].starts_with("tally:   #2 "), "fastest first: {text}");
+    assert!(rows[0].starts_with("  #2 "), "fastest first: {text}");
     assert!(rows.iter().all(|r| r.contains("ms ±")), "{text}");
 }
 

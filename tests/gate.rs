@@ -104,7 +104,7 @@ fn three_times_the_peak_memory_fails_a_ten_percent_gate() {
     assert_eq!(out.status.code(), Some(3), "{stdout}\n{stderr}");
     let first = stdout.lines().next().unwrap_or_default();
     assert!(
-        first.starts_with("tally: gate: 1 regression: `fat` peak memory +"),
+        first.starts_with("gate: 1 regression: `fat` peak memory +"),
         "{stdout}"
     );
     let summary = std::fs::read_to_string(&md).expect("markdown written");
@@ -169,7 +169,7 @@ fn a_longer_sleep_regresses_an_equal_one_passes_and_the_first_is_the_reference()
     assert!(code != 0 && code != 1 && code != 2, "{code}: {stderr}");
     assert_eq!(code, 3, "{stdout}");
     assert!(
-        stdout.starts_with("tally: gate: 1 regression: `new` wall time +"),
+        stdout.starts_with("gate: 1 regression: `new` wall time +"),
         "{stdout}"
     );
     assert!(stdout.contains("regression"), "{stdout}");
@@ -248,10 +248,7 @@ fn too_few_runs_are_inconclusive_and_fail_only_with_strict() {
     let out = run(dir.path(), &args);
     let (stdout, _) = text(&out);
     assert_eq!(out.status.code(), Some(0), "{stdout}");
-    assert!(
-        stdout.starts_with("tally: gate: 1 inconclusive"),
-        "{stdout}"
-    );
+    assert!(stdout.starts_with("gate: 1 inconclusive"), "{stdout}");
     assert!(stdout.contains("too few runs"), "{stdout}");
     let mut strict = args.to_vec();
     strict.push("--strict");
@@ -371,7 +368,7 @@ fn a_baseline_keeps_every_run_and_a_later_comparison_uses_it_as_reference() {
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(3), "{stdout}\n{stderr}");
     assert!(
-        stdout.starts_with("tally: gate: 1 regression: `nap` wall time +"),
+        stdout.starts_with("gate: 1 regression: `nap` wall time +"),
         "{stdout}"
     );
     assert!(stdout.contains("against the baseline b.json"), "{stdout}");

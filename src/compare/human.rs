@@ -9,7 +9,7 @@ use super::plan::Sort;
 use super::report::{CompareReport, Verdict, direction, p_text, percent, ratio_text};
 use super::summary;
 use crate::report::Style;
-use crate::report::text::{Column, TextTable, tally_lines as wrapped};
+use crate::report::text::{Column, TextTable, paragraph, tally_lines};
 use crate::run::report::FIGURES;
 use crate::units::thousands;
 
@@ -69,7 +69,7 @@ pub(super) fn write(r: &CompareReport, out: &mut dyn Write, style: Style) -> io:
     let width = style.width.unwrap_or(100).min(100);
     // A gate says first what it found.
     if let Some(g) = &r.gate {
-        wrapped(out, &format!("tally: gate: {}", g.headline), width)?;
+        paragraph(out, &format!("gate: {}", g.headline), width)?;
     }
     let runs = r.runs_per_command;
     let warm = if r.warmup_runs > 0 {
@@ -88,10 +88,10 @@ pub(super) fn write(r: &CompareReport, out: &mut dyn Write, style: Style) -> io:
         ),
         None => String::new(),
     };
-    wrapped(
+    paragraph(
         out,
         &format!(
-            "tally: {measured} command{}, {} run{} each{warm}{against}, interleaved in an order \
+            "{measured} command{}, {} run{} each{warm}{against}, interleaved in an order \
              from seed {} (--seed {} replays it)",
             if measured == 1 { "" } else { "s" },
             thousands(u64::from(runs)),
@@ -106,7 +106,7 @@ pub(super) fn write(r: &CompareReport, out: &mut dyn Write, style: Style) -> io:
         Column::text("").cut_end(),
         Column::text("").cut_middle(),
     ])
-    .prefix("tally:   ")
+    .prefix("  ")
     .without_header();
     for (i, c) in r.commands.iter().enumerate() {
         let note = if c.from_baseline {
@@ -146,7 +146,7 @@ fn gate_tables(r: &CompareReport, out: &mut dyn Write, style: Style) -> io::Resu
     for t in summary::tables(r) {
         writeln!(
             out,
-            "tally: {} against {}",
+            "{} against {}",
             summary::who(r, t.index),
             summary::who(r, t.reference)
         )?;
@@ -158,7 +158,7 @@ fn gate_tables(r: &CompareReport, out: &mut dyn Write, style: Style) -> io::Resu
             Column::text("interval"),
             Column::text("verdict"),
         ])
-        .prefix("tally:   ");
+        .prefix("  ");
         for row in &t.rows {
             table.row(vec![
                 row.figure.clone(),
@@ -173,7 +173,7 @@ fn gate_tables(r: &CompareReport, out: &mut dyn Write, style: Style) -> io::Resu
         if t.others > 0 {
             writeln!(
                 out,
-                "tally:   {} other figure{} not different",
+                "  {} other figure{} not different",
                 t.others,
                 if t.others == 1 { "" } else { "s" }
             )?;
@@ -196,8 +196,7 @@ fn figure_table(r: &CompareReport, out: &mut dyn Write, style: Style) -> io::Res
         Column::number("median ± MAD"),
         Column::text(versus),
         Column::text("verdict"),
-    ])
-    .prefix("tally: ");
+    ]);
     let order = row_order(r);
     let mut unchanged = Vec::new();
     // A difference whose medians' interval still holds 1 (marked `*`).
@@ -273,7 +272,7 @@ fn figure_table(r: &CompareReport, out: &mut dyn Write, style: Style) -> io::Res
     }
     table.write(out, style)?;
     if !unchanged.is_empty() {
-        let mut line = String::from("tally: unchanged:");
+        let mut line = String::from("unchanged:");
         let width = style.width.unwrap_or(100).min(100);
         for (n, u) in unchanged.iter().enumerate() {
             let piece = if n == 0 {
@@ -283,7 +282,7 @@ fn figure_table(r: &CompareReport, out: &mut dyn Write, style: Style) -> io::Res
             };
             if line.chars().count() + piece.chars().count() + 1 > width {
                 writeln!(out, "{line},")?;
-                line = format!("tally:   {}", piece.trim_start_matches(", ").trim_start());
+                line = format!("  {}", piece.trim_start_matches(", ").trim_start());
             } else {
                 line.push_str(&piece);
             }
@@ -291,9 +290,9 @@ fn figure_table(r: &CompareReport, out: &mut dyn Write, style: Style) -> io::Res
         writeln!(out, "{line}")?;
     }
     if starred {
-        wrapped(
+        paragraph(
             out,
-            "tally: * the runs differ as a whole (Mann-Whitney), but the interval of the \
+            "* the runs differ as a whole (Mann-Whitney), but the interval of the \
              ratio of medians still holds 1: the medians differ less surely",
             style.width.unwrap_or(100).min(100),
         )?;
@@ -308,7 +307,7 @@ fn footer(r: &CompareReport, out: &mut dyn Write, width: usize) -> io::Result<()
         if c.failed_runs > 0 {
             writeln!(
                 out,
-                "tally: ✗ #{}: {} of {} runs failed ({})",
+                "✗ #{}: {} of {} runs failed ({})",
                 i + 1,
                 c.failed_runs,
                 c.runs.len(),
@@ -322,7 +321,7 @@ fn footer(r: &CompareReport, out: &mut dyn Write, width: usize) -> io::Result<()
     if let Some(p) = &r.page_cache {
         let line = |what: &str, done: &str, files: u64, median: Option<u64>, total: u64| {
             format!(
-                "tally: {what}: {} {done} before each of {} runs: {}µs per run (median), {}µs \
+                "{what}: {} {done} before each of {} runs: {}µs per run (median), {}µs \
                  in all, counted in no run",
                 crate::units::count(files, "file", "files"),
                 thousands(p.runs),
@@ -332,7 +331,7 @@ fn footer(r: &CompareReport, out: &mut dyn Write, width: usize) -> io::Result<()
         };
         if let Some(files) = p.warmed_files {
             let text = line("warm", "warmed", files, p.warm_ns_median, p.warm_ns_total);
-            wrapped(out, &text, width)?;
+            paragraph(out, &text, width)?;
         }
         if let Some(files) = p.evicted_files {
             let text = line(
@@ -342,7 +341,7 @@ fn footer(r: &CompareReport, out: &mut dyn Write, width: usize) -> io::Result<()
                 p.evict_ns_median,
                 p.evict_ns_total,
             );
-            wrapped(out, &text, width)?;
+            paragraph(out, &text, width)?;
         }
     }
     let over = if r.baseline.is_some() {
@@ -350,10 +349,10 @@ fn footer(r: &CompareReport, out: &mut dyn Write, width: usize) -> io::Result<()
     } else {
         format!("#{}'s", r.reference + 1)
     };
-    wrapped(
+    paragraph(
         out,
         &format!(
-            "tally: ratios: median over {over}, {level} bootstrap interval (all {} \
+            "ratios: median over {over}, {level} bootstrap interval (all {} \
              together at {}); verdict: Mann-Whitney U, Holm-adjusted over {} figure{} at \
              alpha {}; a difference under {} is the same",
             r.family_size.max(1),
@@ -366,13 +365,13 @@ fn footer(r: &CompareReport, out: &mut dyn Write, width: usize) -> io::Result<()
         width,
     )?;
     for c in r.commands.iter().filter(|c| !c.headline.is_empty()) {
-        wrapped(out, &format!("tally: verdict {}", c.headline), width)?;
+        paragraph(out, &format!("verdict {}", c.headline), width)?;
     }
     for w in &r.warnings {
         if w.contains("runs failed") {
             continue;
         }
-        wrapped(out, &format!("tally: warning: {w}"), width)?;
+        tally_lines(out, &format!("tally: warning: {w}"), width)?;
     }
     Ok(())
 }

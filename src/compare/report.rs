@@ -1040,10 +1040,7 @@ mod tests {
         assert!(narrow.contains("no significant difference"), "{narrow}");
         let text = human(&r, None);
         // The failing command is flagged on its every row and in the list.
-        let rows: Vec<&str> = text
-            .lines()
-            .filter(|l| l.starts_with("tally:   #2"))
-            .collect();
+        let rows: Vec<&str> = text.lines().filter(|l| l.starts_with("  #2")).collect();
         assert!(
             rows.len() > 3 && rows.iter().all(|l| l.contains('✗')),
             "{text}"

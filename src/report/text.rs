@@ -111,6 +111,16 @@ impl Style {
     }
 }
 
+/// Writes `text`, a paragraph of a report, in lines of at most `width`
+/// characters, continued two spaces in. A report's lines carry no
+/// `tally: `: that marks a diagnostic (see [`tally_lines`]).
+pub fn paragraph(out: &mut dyn io::Write, text: &str, width: usize) -> io::Result<()> {
+    for line in wrap(text, "", "  ", width) {
+        writeln!(out, "{line}")?;
+    }
+    Ok(())
+}
+
 /// Writes `text` (a `tally: ` line) in lines of at most `width` characters,
 /// broken at spaces and continued under `tally:   `: a diagnostic or
 /// warning stays one prefixed paragraph however narrow the output.
