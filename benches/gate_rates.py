@@ -111,8 +111,8 @@ def main():
             print(f"  {ok} of {tries} as they should be ({'exit 0' if right == 0 else 'exit 3'}); "
                   f"regression called in {rate:.0%}")
             print(f"  other work on the machine (% of a CPU, baseline->gate): {' '.join(others)}")
-            outcomes = [f[len("tally: gate: "):].split(":")[0]
-                        if f.startswith("tally: gate: ") else "?" for f in firsts]
+            outcomes = [f[len("gate: "):].split(":")[0]
+                        if f.startswith("gate: ") else "?" for f in firsts]
             print(f"  outcomes: {', '.join(outcomes)}")
             print(f"  last: {firsts[-1]}")
 
