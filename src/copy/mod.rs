@@ -471,17 +471,7 @@ fn copy_file_with(
     dst: &Path,
     on_bytes: &mut dyn FnMut(u64),
 ) -> Result<(FileCopy, Option<Deferred>), FileError> {
-    let source = open_source(src, false)?;
-    let meta = source.metadata().map_err(|e| FileError::OpenSource {
-        path: src.to_path_buf(),
-        source: e,
-    })?;
-    if !meta.is_file() {
-        return Err(FileError::NotRegular {
-            path: src.to_path_buf(),
-            kind: crate::input::kind_of(meta.file_type()),
-        });
-    }
+    let (source, meta) = open_source(src, false)?;
     // The destination's directory is opened, and a link at its name judged,
     // before any data moves (see `dest`).
     let dest = dest::resolve(dst)?;
@@ -505,21 +495,31 @@ fn copy_file_with(
     copy_into(shared, src, source, meta, dest, on_bytes)
 }
 
-/// Opens a source for reading; `nofollow` inside a tree (a link swapped in
-/// for a file since the directory was read is not followed).
-fn open_source(src: &Path, nofollow: bool) -> Result<File, FileError> {
+/// Opens a source for reading and checks that what was opened is a
+/// regular file; `nofollow` inside a tree (a link swapped in for a file
+/// since the directory was read is not followed).
+fn open_source(src: &Path, nofollow: bool) -> Result<(File, std::fs::Metadata), FileError> {
     let mut flags = libc::O_NOCTTY | libc::O_NONBLOCK;
     if nofollow {
         flags |= libc::O_NOFOLLOW;
     }
-    OpenOptions::new()
+    let open_error = |e| FileError::OpenSource {
+        path: src.to_path_buf(),
+        source: e,
+    };
+    let source = OpenOptions::new()
         .read(true)
         .custom_flags(flags)
         .open(src)
-        .map_err(|e| FileError::OpenSource {
+        .map_err(open_error)?;
+    let meta = source.metadata().map_err(open_error)?;
+    if !meta.is_file() {
+        return Err(FileError::NotRegular {
             path: src.to_path_buf(),
-            source: e,
-        })
+            kind: crate::input::kind_of(meta.file_type()),
+        });
+    }
+    Ok((source, meta))
 }
 
 /// A copy in place whose destination pages are still to be written back

@@ -388,17 +388,7 @@ impl<'a> Worker<'a> {
     }
 
     fn file(&mut self, src: &Path, dir: Arc<File>, name: &OsStr, dst: PathBuf) -> bool {
-        let copied = open_source(src, true).and_then(|source| {
-            let meta = source.metadata().map_err(|e| FileError::OpenSource {
-                path: src.to_path_buf(),
-                source: e,
-            })?;
-            if !meta.is_file() {
-                return Err(FileError::NotRegular {
-                    path: src.to_path_buf(),
-                    kind: crate::input::kind_of(meta.file_type()),
-                });
-            }
+        let copied = open_source(src, true).and_then(|(source, meta)| {
             let dest = Dest {
                 dir,
                 dir_path: dst.parent().map(Path::to_path_buf).unwrap_or_default(),
@@ -509,20 +499,7 @@ fn walk(
 
 /// A walk error as a path and words.
 fn walk_error(e: ignore::Error, root: &Path) -> (PathBuf, String) {
-    let mut path = None;
-    let mut err = e;
-    loop {
-        err = match err {
-            ignore::Error::WithPath { path: p, err } => {
-                path.get_or_insert(p);
-                *err
-            }
-            ignore::Error::WithDepth { err, .. } | ignore::Error::WithLineNumber { err, .. } => {
-                *err
-            }
-            other => break err = other,
-        };
-    }
+    let (path, err) = crate::pagecache::walk::unwrap_walk_error(e);
     let why = match &err {
         ignore::Error::Io(io) => format!("cannot read: {io}"),
         other => other.to_string(),

@@ -461,8 +461,9 @@ where
     }
 }
 
-/// A walk error as a skipped path.
-fn walk_error(e: ignore::Error, root: &Path) -> Skipped {
+/// A walk error without its wrappers: the innermost error and the
+/// outermost path it names (shared by `tally cp -r`'s walk).
+pub fn unwrap_walk_error(e: ignore::Error) -> (Option<PathBuf>, ignore::Error) {
     let mut path = None;
     let mut err = e;
     loop {
@@ -474,9 +475,14 @@ fn walk_error(e: ignore::Error, root: &Path) -> Skipped {
             ignore::Error::WithDepth { err, .. } | ignore::Error::WithLineNumber { err, .. } => {
                 *err
             }
-            other => break err = other,
+            other => return (path, other),
         };
     }
+}
+
+/// A walk error as a skipped path.
+fn walk_error(e: ignore::Error, root: &Path) -> Skipped {
+    let (mut path, err) = unwrap_walk_error(e);
     let error = match &err {
         ignore::Error::Io(io) => describe(io),
         ignore::Error::Loop { child, .. } => {
