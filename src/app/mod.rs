@@ -113,7 +113,7 @@ pub fn main() -> u8 {
 /// Opens where a command's report `R` goes (see `report::output`), before
 /// the command works; a failure is said on stderr and is the exit code.
 fn open_output<R: report::Report>(
-    out: &cli::OutputArgs,
+    out: &report::OutputArgs,
     command: &'static str,
     default: Option<report::Stream>,
 ) -> Result<report::Output, u8> {

@@ -26,7 +26,7 @@ pub struct BenchArgs {
 
     /// Where the report goes.
     #[command(flatten)]
-    pub out: super::OutputArgs,
+    pub out: crate::report::OutputArgs,
 
     /// Compare with an earlier `--format json` report (ratios per figure).
     #[arg(long, value_name = "OLD.json")]

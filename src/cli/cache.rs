@@ -63,7 +63,7 @@ pub struct CacheArgs {
 
     /// Where the report goes.
     #[command(flatten)]
-    pub out: super::OutputArgs,
+    pub out: crate::report::OutputArgs,
 
     /// Write the Prometheus metrics to DIR/tally_cache.prom for
     /// node_exporter's textfile collector, atomically (a temporary file in

@@ -203,7 +203,7 @@ pub struct CompareArgs {
     pub seed: Option<u64>,
 
     #[command(flatten)]
-    pub out: super::OutputArgs,
+    pub out: crate::report::OutputArgs,
 
     /// The commands to compare, each one string run by `sh -c` (or split
     /// on whitespace with -N); with --baseline, none runs every stored one.

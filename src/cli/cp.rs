@@ -46,7 +46,7 @@ pub struct CpArgs {
 
     /// Where the report goes.
     #[command(flatten)]
-    pub out: super::OutputArgs,
+    pub out: crate::report::OutputArgs,
 
     /// Sources, then the destination (a directory when there are several
     /// sources).

@@ -50,7 +50,7 @@ pub struct LoadArgs {
 
     /// Where the report goes.
     #[command(flatten)]
-    pub out: super::OutputArgs,
+    pub out: crate::report::OutputArgs,
 
     /// N processes load the file at once and hold it while tally measures
     /// Σ RSS, Σ PSS, the page cache and MemAvailable (default methods:

@@ -87,7 +87,7 @@ pub struct MemArgs {
 
     /// Where the report goes.
     #[command(flatten)]
-    pub out: super::OutputArgs,
+    pub out: crate::report::OutputArgs,
 
     /// Write the Prometheus metrics to DIR/tally_mem.prom for
     /// node_exporter's textfile collector, atomically (a temporary file in

@@ -30,7 +30,7 @@ pub struct RunArgs {
 
     /// Where the report goes (stderr by default: stdout is the command's).
     #[command(flatten)]
-    pub out: super::OutputArgs,
+    pub out: crate::report::OutputArgs,
 }
 
 impl Default for RunArgs {
@@ -38,7 +38,7 @@ impl Default for RunArgs {
     fn default() -> RunArgs {
         RunArgs {
             config: run::Config::default(),
-            out: super::OutputArgs {
+            out: crate::report::OutputArgs {
                 format: Format::HUMAN,
                 output: None,
                 export: Vec::new(),
@@ -98,7 +98,7 @@ pub fn scan(args: &[OsString]) -> Option<RunArgs> {
             b"--export" => out
                 .out
                 .export
-                .push(super::parse_export(value(rest.next())?).ok()?),
+                .push(crate::report::flags::parse_export(value(rest.next())?).ok()?),
             b"-o" | b"--output" if once(7) => out.out.output = Some(value(rest.next())?.into()),
             b"--html" if once(9) => out.out.html = Some(value(rest.next())?.into()),
             b"--cold" => out.config.cold.push(value(rest.next())?.into()),

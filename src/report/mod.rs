@@ -7,6 +7,7 @@
 //! [`json::Header`] (tally version, timestamp, hostname, kernel). Renderers never measure.
 
 pub mod escape;
+pub mod flags;
 pub mod output;
 pub mod path;
 pub mod text;
@@ -17,6 +18,7 @@ use std::io::{self, Write};
 use serde::Serialize;
 
 pub use escape::escape_name;
+pub use flags::OutputArgs;
 pub use output::{Export, Output, OutputError, Report, Request, Stream};
 pub use prometheus::{Metric, MetricKind, Sample};
 

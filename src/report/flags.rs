@@ -1,0 +1,110 @@
+//! The output flags every command that reports shares (`--format`, `-o`,
+//! `--export`, `--html`), flattened into each command's arguments, and
+//! what they ask of the output stage ([`super::Request`]).
+
+use super::{Export, Format, Request};
+
+/// Where a report goes, the same on every command that reports
+/// (flattened into each): `--format`, `-o`, `--export`, `--html`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct OutputArgs {
+    /// Report format.
+    #[arg(long, value_enum, default_value_t = Format::HUMAN)]
+    pub format: Format,
+
+    /// Write the report to FILE (`-`: stdout) instead of where it goes by
+    /// default (stdout; stderr for `run`). Put in place only when complete:
+    /// an earlier FILE survives a failed command.
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: Option<std::path::PathBuf>,
+
+    #[arg(long, value_name = "FORMAT=FILE", value_parser = ExportParser,
+          action = clap::ArgAction::Append, help = EXPORT_HELP)]
+    pub export: Vec<Export>,
+
+    /// Also write the self-contained HTML page to FILE (`--export
+    /// html=FILE`).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<std::path::PathBuf>,
+}
+
+impl OutputArgs {
+    /// What was asked for, `--html` as the export it stands for.
+    pub fn request(&self) -> Request {
+        let mut exports = self.export.clone();
+        exports.extend(self.html.iter().map(|path| Export {
+            format: Format::HTML,
+            path: path.clone(),
+            flag: "--html",
+        }));
+        Request {
+            format: self.format,
+            output: self.output.clone(),
+            exports,
+        }
+    }
+}
+
+/// The help of `--export`, shared by every command that reports.
+pub const EXPORT_HELP: &str = "Also write the report in FORMAT to FILE (`-`: stdout), \
+    from the same measurement; repeatable. FORMAT: any value of --format";
+
+/// Parses `FORMAT=FILE` for `--export`; FILE may be any bytes.
+#[derive(Debug, Clone, Copy)]
+pub struct ExportParser;
+
+impl clap::builder::TypedValueParser for ExportParser {
+    type Value = Export;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        _arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<Export, clap::Error> {
+        parse_export(value).map_err(|msg| {
+            clap::Error::raw(clap::error::ErrorKind::InvalidValue, format!("{msg}\n")).with_cmd(cmd)
+        })
+    }
+}
+
+/// Reads `FORMAT=FILE`; the error names what is wrong and the fix. The
+/// format names are clap's own (`Format` as a `ValueEnum`).
+pub fn parse_export(value: &std::ffi::OsStr) -> Result<Export, String> {
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = value.as_bytes();
+    let names = || {
+        <Format as clap::ValueEnum>::value_variants()
+            .iter()
+            .filter_map(clap::ValueEnum::to_possible_value)
+            .map(|v| v.get_name().to_owned())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let Some(eq) = bytes.iter().position(|&b| b == b'=') else {
+        return Err(format!(
+            "--export takes FORMAT=FILE (e.g. json=report.json), not {value:?}; FORMAT is one of {}",
+            names()
+        ));
+    };
+    let (name, rest) = bytes.split_at(eq);
+    let file = rest.get(1..).unwrap_or_default();
+    let format = std::str::from_utf8(name)
+        .ok()
+        .and_then(|n| <Format as clap::ValueEnum>::from_str(n, false).ok())
+        .ok_or_else(|| {
+            format!(
+                "--export: unknown format {:?}; use one of {}",
+                String::from_utf8_lossy(name),
+                names()
+            )
+        })?;
+    if file.is_empty() {
+        return Err("--export: no FILE after `=`; give a path, or `-` for stdout".into());
+    }
+    Ok(Export {
+        format,
+        path: std::ffi::OsStr::from_bytes(file).into(),
+        flag: "--export",
+    })
+}
