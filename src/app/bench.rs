@@ -1,10 +1,9 @@
 //! `tally bench`: list, run, baseline, HTML.
 
 use tally::bench::{BenchReport, command};
-use tally::cli;
 use tally::report::Stream;
 
-pub(super) fn bench_command(args: cli::bench::BenchArgs) -> u8 {
+pub(super) fn bench_command(args: tally::bench::args::BenchArgs) -> u8 {
     if args.list {
         return super::quiet_pipe(|out| Ok(command::list(out)?));
     }

@@ -2,10 +2,9 @@
 
 use tally::cache::command;
 use tally::cache::report::{CacheReport, Shown};
-use tally::cli;
 use tally::report::Stream;
 
-pub(super) fn cache_command(args: cli::cache::CacheArgs) -> u8 {
+pub(super) fn cache_command(args: tally::cache::args::CacheArgs) -> u8 {
     let cfg = command::Config::from(&args);
     if let Some(dir) = &args.textfile {
         return tally::serve::textfile::cache_textfile(&cfg, dir, args.every);

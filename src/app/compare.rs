@@ -1,7 +1,7 @@
 //! `tally compare`: the arguments read and checked, the runs measured
 //! with a progress bar, the report written (see `tally::compare::command`).
 
-use tally::cli::compare::CompareArgs;
+use tally::compare::args::CompareArgs;
 use tally::compare::{self, command};
 
 use super::progress;

@@ -1,9 +1,8 @@
 //! `tally cp`: the copy and its report.
 
-use tally::cli;
 use tally::copy::{command, report::CopyReport};
 
-pub(super) fn cp_command(args: cli::cp::CpArgs) -> u8 {
+pub(super) fn cp_command(args: tally::copy::args::CpArgs) -> u8 {
     // Where the report goes is checked before a byte is copied.
     let default = command::default_stream(&args);
     let output = match super::open_output::<CopyReport>(&args.out, "cp", default) {

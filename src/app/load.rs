@@ -2,7 +2,7 @@
 
 use std::io::{self, IsTerminal};
 
-use tally::cli::load::LoadArgs;
+use tally::load::args::LoadArgs;
 use tally::load::command;
 
 pub(super) fn load_command(args: LoadArgs) -> u8 {

@@ -1,10 +1,9 @@
 //! `tally mem`: privilege handling, configuration, one scan or `--watch`.
 
-use tally::cli;
 use tally::mem::{command, privilege::Privilege, report::MemReport};
 use tally::report::Stream;
 
-pub(super) fn mem_command(args: cli::mem::MemArgs, privilege: Privilege) -> u8 {
+pub(super) fn mem_command(args: tally::mem::args::MemArgs, privilege: Privilege) -> u8 {
     let elevated = privilege.is_elevated();
     let mut cfg = match command::config(&args, elevated) {
         Ok(cfg) => cfg,

@@ -1,9 +1,9 @@
 //! `tally run`: spawn progress bar, report file, exit code of the command.
 
 use super::{RUN_OWN_FAILURE, progress};
-use tally::{cli, run};
+use tally::run;
 
-pub(super) fn run_command(args: cli::run::RunArgs) -> u8 {
+pub(super) fn run_command(args: run::args::RunArgs) -> u8 {
     let mut cfg = args.config;
     // Checked and opened first: a bad format or path fails before the run.
     let output = match run::open_output(&mut cfg, &args.out.request()) {

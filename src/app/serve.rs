@@ -1,7 +1,7 @@
 //! `tally serve`: the configuration read, the server started and run
 //! until a signal (see `tally::serve::command`).
 
-use tally::cli::serve::ServeArgs;
+use tally::serve::args::ServeArgs;
 use tally::serve::command;
 
 pub(super) fn serve_command(args: ServeArgs) -> u8 {

@@ -5,8 +5,8 @@
 use std::io::{self, IsTerminal, Write};
 use std::path::PathBuf;
 
+use super::args::BenchArgs;
 use super::{BenchError, BenchReport, Config, Hooks, Mode, OnHang, Progress, baseline, registry};
-use crate::cli::bench::BenchArgs;
 
 /// Writes `--list`: every benchmark's name, section and help line.
 pub fn list(out: &mut dyn Write) -> io::Result<()> {

@@ -6,6 +6,7 @@
 //! one file each; [`execute`] runs the chosen ones into a [`BenchReport`]
 //! that every format (and the HTML page) renders. Measurement never prints.
 
+pub mod args;
 pub mod baseline;
 pub mod command;
 pub mod figure;

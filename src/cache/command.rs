@@ -37,10 +37,10 @@ pub struct Config {
     pub map_buckets: u64,
 }
 
-impl From<&crate::cli::cache::CacheArgs> for Config {
+impl From<&super::args::CacheArgs> for Config {
     /// The action and paths of `tally cache`'s arguments; a residency map
     /// (`-v`) as wide as stdout's terminal.
-    fn from(args: &crate::cli::cache::CacheArgs) -> Config {
+    fn from(args: &super::args::CacheArgs) -> Config {
         let action = if args.evict {
             Action::Evict
         } else if args.warm {

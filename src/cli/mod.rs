@@ -2,18 +2,12 @@
 //! system calls happen here, so `--help` works on a broken machine. Help,
 //! the man page and shell completions are all generated from these types.
 
-pub mod bench;
-pub mod cache;
-pub mod compare;
 pub mod complete;
-pub mod cp;
-pub mod load;
 pub mod man;
-pub mod mem;
-pub mod run;
-pub mod serve;
 
 use clap::{Parser, Subcommand};
+
+use crate::{bench, cache, compare, copy as cp, load, mem, run, serve};
 
 /// What does this cost, and why?
 #[derive(Debug, Parser)]
@@ -38,23 +32,23 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run a command and report what it cost (on stderr).
-    Run(run::RunArgs),
+    Run(run::args::RunArgs),
     /// Compare commands: every figure of `run`, interleaved runs, ratios
     /// with intervals and a significance test.
-    Compare(Box<compare::CompareArgs>),
+    Compare(Box<compare::args::CompareArgs>),
     /// Measure the machine: timer, calls, syscalls, spawn, context switches,
     /// memory latency and bandwidth, page faults, file reads, select/poll/epoll.
-    Bench(bench::BenchArgs),
+    Bench(bench::args::BenchArgs),
     /// Memory per program: private, shared, RAM used (PSS) and swap.
-    Mem(mem::MemArgs),
+    Mem(mem::args::MemArgs),
     /// Page-cache residency of files; evict, warm or lock them.
-    Cache(cache::CacheArgs),
+    Cache(cache::args::CacheArgs),
     /// Copy files without trashing the page cache (reflink, copy_file_range, sparse-aware).
-    Cp(cp::CpArgs),
+    Cp(cp::args::CpArgs),
     /// Compare ways of loading a big file (read, mmap, madvise, O_DIRECT, io_uring), cold and warm.
-    Load(load::LoadArgs),
+    Load(load::args::LoadArgs),
     /// Export memory per program and more to Prometheus: an HTTP /metrics endpoint.
-    Serve(serve::ServeArgs),
+    Serve(serve::args::ServeArgs),
     /// Print a shell completion script.
     Completions {
         /// The shell to complete for.
@@ -74,7 +68,7 @@ pub enum Command {
 }
 
 /// Parses the command line. The plain forms of `tally run` are read by
-/// [`run::scan`] without clap; the rest of `tally run` is parsed with a tree
+/// [`run::args::scan`] without clap; the rest of `tally run` is parsed with a tree
 /// holding only the `run` subcommand. Both keep what tally does before it
 /// starts the measured command, and so adds to every run, small.
 pub fn parse<I, T>(args: I) -> Result<Cli, clap::Error>
@@ -84,13 +78,13 @@ where
 {
     use clap::{Args, FromArgMatches};
     let args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
-    if let Some(run) = run::scan(&args) {
+    if let Some(run) = run::args::scan(&args) {
         return Ok(Cli {
             command: Command::Run(run),
         });
     }
     if args.get(1).is_some_and(|a| a == "run") {
-        let run = run::RunArgs::augment_args(clap::Command::new("run"))
+        let run = run::args::RunArgs::augment_args(clap::Command::new("run"))
             .about("Run a command and report what it cost (on stderr).");
         let cmd = clap::Command::new("tally")
             .version(env!("CARGO_PKG_VERSION"))
@@ -100,7 +94,7 @@ where
         let matches = cmd.try_get_matches_from(&args)?;
         if let Some(("run", sub)) = matches.subcommand() {
             return Ok(Cli {
-                command: Command::Run(run::RunArgs::from_arg_matches(sub)?),
+                command: Command::Run(run::args::RunArgs::from_arg_matches(sub)?),
             });
         }
     }
@@ -173,14 +167,14 @@ mod tests {
         }
     }
 
-    /// Every argument list `run::scan` reads must be read the same by clap,
+    /// Every argument list `run::args::scan` reads must be read the same by clap,
     /// and the everyday spellings must take the scan.
     #[test]
     fn run_scan_agrees_with_clap() {
         use std::ffi::OsString;
         let scan = |argv: &[&str]| {
             let args: Vec<OsString> = argv.iter().map(OsString::from).collect();
-            run::scan(&args)
+            run::args::scan(&args)
         };
         let clap_run = |argv: &[&str]| match Cli::try_parse_from(argv.iter().copied()) {
             Ok(Cli {

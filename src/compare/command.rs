@@ -6,9 +6,9 @@
 
 use std::path::PathBuf;
 
+use super::args::CompareArgs;
 use super::report::CompareReport;
 use super::{CompareError, Config, Instance, baseline, gate, plan};
-use crate::cli::compare::CompareArgs;
 use crate::report::{self, Output, OutputError, Stream};
 
 /// A comparison that cannot go on: what to say after `tally: `, and the

@@ -15,6 +15,7 @@
 //! - [`command`]: from the command line to the [`Config`], and from the
 //!   report to its outputs, the baseline file and the exit code.
 
+pub mod args;
 pub mod baseline;
 pub mod command;
 pub mod gate;

@@ -4,9 +4,9 @@
 
 use std::io::{self, IsTerminal, Write};
 
+use super::args::CpArgs;
 use super::report::{CopyStream, Tail};
 use super::{Config, CopyError, Interrupted, Progress};
-use crate::cli::cp::CpArgs;
 use crate::report::path::display;
 use crate::report::{Format, Output, OutputError, Stream};
 use crate::units::{count, human_bytes};

@@ -14,6 +14,7 @@
 //! (ENOSPC, EIO, a signal) never leaves a half-written file under the
 //! destination's name, and the temporary file is removed.
 
+pub mod args;
 pub mod command;
 pub mod report;
 mod tree;

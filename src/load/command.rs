@@ -6,11 +6,11 @@
 
 use std::io;
 
+use super::args::LoadArgs;
 use super::procs::{self, ProcsConfig};
 use super::procs_report::ProcsReport;
 use super::report::LoadReport;
 use super::{Config, LoadError, Method, Mode, hold};
-use crate::cli::load::LoadArgs;
 use crate::report::{Output, OutputError, Stream};
 
 /// The loads to make: each method in turn (`tally load FILE`), or in

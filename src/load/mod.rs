@@ -20,6 +20,7 @@
 //!
 //! [`command`] takes the command from its arguments to its exit code.
 
+pub mod args;
 pub mod checksum;
 pub mod child;
 pub mod command;

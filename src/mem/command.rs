@@ -4,10 +4,10 @@
 
 use std::io::{self, IsTerminal};
 
+use super::args::MemArgs;
 use super::privilege::Privilege;
 use super::report::{MemReport, Unit, View};
 use super::{Config, MemError, closing_notes, group, scan, summarize, watch};
-use crate::cli::mem::MemArgs;
 use crate::report::{Format, Output, Style};
 
 fn note(msg: &str) {

@@ -5,6 +5,7 @@
 //! processes into rows and [`report::MemReport`] renders them. The caller
 //! drops privilege between the first two (see [`privilege`]).
 
+pub mod args;
 pub mod columns;
 pub mod command;
 pub mod error;

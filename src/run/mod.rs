@@ -7,6 +7,7 @@
 //! rusage. Repeated runs keep one compact record each, so tally stays
 //! small and cannot inflate the next child's `ru_maxrss`.
 
+pub mod args;
 pub mod exec;
 mod html;
 mod human;
@@ -31,9 +32,9 @@ use crate::sys::{self, perf, process::Exit, signals::Forwarder};
 use report::{ColdReport, CounterReading, Counters, ExitInfo, IoSource, RunRecord, RunReport};
 
 /// What to run and how. It is also `tally run`'s measurement options
-/// (`cli::run::RunArgs` flattens it): a new option is a field here, with
+/// (`args::RunArgs` flattens it): a new option is a field here, with
 /// its help and checks, plus its default below and its spelling in the
-/// fast scanner (`cli::run::scan`).
+/// fast scanner (`args::scan`).
 #[derive(Debug, Clone, clap::Args)]
 pub struct Config {
     /// Run the command N times and report min, median, mean ± stddev, max.

@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
+use super::args::ServeArgs;
 use super::{Exporter, collect, config, http, web};
-use crate::cli::serve::ServeArgs;
 use crate::mem::privilege::Privilege;
 
 fn note(msg: &str) {

@@ -11,6 +11,7 @@
 //! method, path, `Accept` and `Authorization` headers only: nothing a
 //! client sends names a file, a process or a setting.
 
+pub mod args;
 pub mod collect;
 pub mod command;
 pub mod config;
