@@ -64,7 +64,7 @@ use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::report::path::display;
+use crate::text::path::display;
 use crate::units::{human_bytes, thousands};
 
 const KIB: u64 = 1 << 10;

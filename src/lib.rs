@@ -24,4 +24,5 @@ pub mod run;
 pub mod serve;
 pub mod stats;
 pub mod sys;
+pub mod text;
 pub mod units;

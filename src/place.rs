@@ -25,8 +25,8 @@ use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
-use crate::report::path::display;
 use crate::sys::{self, cleanup::Guard, file::StatAt};
+use crate::text::path::display;
 
 /// Longest file name (`NAME_MAX`).
 const NAME_MAX: usize = 255;

@@ -92,7 +92,7 @@ pub fn main() -> u8 {
         } => match cli::man::install(&dir) {
             Ok(written) => {
                 for path in written {
-                    let _ = writeln!(io::stdout(), "{}", report::path::display(&path));
+                    let _ = writeln!(io::stdout(), "{}", tally::text::path::display(&path));
                 }
                 0
             }

@@ -65,7 +65,7 @@ pub enum BaselineError {
     Read(#[from] crate::input::InputError),
     #[error(
         "the baseline {} is not a `tally bench --format json` report ({source}); write one with `tally bench --format json > OLD.json`",
-        crate::report::path::display(path)
+        crate::text::path::display(path)
     )]
     Parse {
         path: PathBuf,
@@ -73,7 +73,7 @@ pub enum BaselineError {
     },
     #[error(
         "the baseline {} has schema_version {found}, this tally writes {expected}; rerun the old version with the same tally",
-        crate::report::path::display(path)
+        crate::text::path::display(path)
     )]
     Schema {
         path: PathBuf,
@@ -82,7 +82,7 @@ pub enum BaselineError {
     },
     #[error(
         "--fail-on {glob:?}: matches no figure of the baseline {} (figure ids look like {examples}; the JSON's benchmarks[].figures[].id)",
-        crate::report::path::display(path)
+        crate::text::path::display(path)
     )]
     NoFigure {
         path: PathBuf,

@@ -97,7 +97,7 @@ pub enum BenchError {
     UnknownBenchmark(String),
     #[error(
         "the scratch directory {} is not usable ({source}); pass --dir with a writable directory",
-        crate::report::path::display(path)
+        crate::text::path::display(path)
     )]
     Dir {
         path: PathBuf,

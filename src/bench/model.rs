@@ -228,8 +228,8 @@ impl Verdict {
 pub struct Baseline {
     /// Written losslessly (a non-UTF-8 path as `{lossy, bytes_hex}`).
     #[serde(
-        serialize_with = "crate::report::path::serialize",
-        deserialize_with = "crate::report::path::deserialize"
+        serialize_with = "crate::text::path::serialize",
+        deserialize_with = "crate::text::path::deserialize"
     )]
     pub path: PathBuf,
     pub old_cpu_model: Option<String>,
@@ -304,7 +304,7 @@ impl Baseline {
     pub fn describe(&self) -> String {
         format!(
             "{} ({}, kernel {}, {:?} mode): {} figures compared, {} not in the baseline; ratio = this run / baseline",
-            crate::report::path::display(&self.path),
+            crate::text::path::display(&self.path),
             self.old_cpu_model.as_deref().unwrap_or("unknown CPU"),
             self.old_kernel.as_deref().unwrap_or("unknown"),
             self.old_mode,

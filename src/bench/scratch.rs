@@ -123,7 +123,7 @@ pub fn evict(file: &std::fs::File, dir: &std::path::Path) -> std::io::Result<Opt
 /// A directory for messages: control characters and invalid UTF-8
 /// escaped.
 pub fn shown(dir: &std::path::Path) -> String {
-    crate::report::path::display(dir)
+    crate::text::path::display(dir)
 }
 
 #[cfg(test)]

@@ -88,7 +88,7 @@ fn static_self() -> Result<(std::path::PathBuf, u64), String> {
     let mut f = std::fs::File::open(&exe).map_err(|e| {
         format!(
             "cannot open {} ({e})",
-            crate::report::path::display(&exe)
+            crate::text::path::display(&exe)
         )
     })?;
     let n = f.read(&mut head).map_err(|e| format!("cannot read the running binary ({e})"))?;

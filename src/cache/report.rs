@@ -14,9 +14,9 @@
 //! - `problems[]`: `path` and `error` for paths that were skipped.
 //!
 //! A path that is not valid UTF-8 is written as `{"lossy", "bytes_hex"}`
-//! (see [`crate::report::path`]). In human text, CSV, Markdown and
+//! (see [`crate::text::path`]). In human text, CSV, Markdown and
 //! Prometheus labels, a path is escaped as every name
-//! ([`crate::report::escape_name`]: `\\`, `\x0a`, `\x1b`, `\xe9`), so a
+//! ([`crate::text::escape_name`]: `\\`, `\x0a`, `\x1b`, `\xe9`), so a
 //! file name can neither break a line, nor reach the terminal as an escape
 //! sequence, nor pass for another name.
 //!
@@ -36,9 +36,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::pagecache::Residency;
 use crate::report::output::{HumanRows, Streamed, erased};
-use crate::report::path::display;
 use crate::report::text::{Column, TextTable};
 use crate::report::{Metric, Render, Sample, Style, Table};
+use crate::text::path::display;
 use crate::units::{human_bytes, percent, thousands};
 
 /// What `tally cache` does to the files.
@@ -55,7 +55,7 @@ pub enum Action {
 /// One file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileReport {
-    #[serde(serialize_with = "crate::report::path::serialize")]
+    #[serde(serialize_with = "crate::text::path::serialize")]
     pub path: PathBuf,
     pub size_bytes: u64,
     pub residency: Residency,
@@ -68,7 +68,7 @@ pub struct FileReport {
 /// A path that was skipped, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PathProblem {
-    #[serde(serialize_with = "crate::report::path::serialize")]
+    #[serde(serialize_with = "crate::text::path::serialize")]
     pub path: PathBuf,
     pub error: String,
 }

@@ -398,7 +398,7 @@ pub fn render(subcommand: Option<&str>, out: &mut dyn Write) -> io::Result<()> {
 #[derive(Debug, thiserror::Error)]
 #[error(
     "cannot write the man page {}: {source}; check that the directory exists and is writable",
-    crate::report::path::display(path)
+    crate::text::path::display(path)
 )]
 pub struct InstallError {
     pub path: std::path::PathBuf,

@@ -33,8 +33,8 @@ use super::plan::{
 };
 use super::report::{CommandResult, CompareReport};
 use crate::procfs::io::IoCounters;
-use crate::report::path::display;
 use crate::run::report::{ExitInfo, FIGURES, RunRecord};
+use crate::text::path::display;
 
 /// The `format` of a baseline file.
 pub const FORMAT: &str = "tally-compare-baseline";

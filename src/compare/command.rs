@@ -174,7 +174,7 @@ fn config_of(args: &CompareArgs) -> Result<Config, Refused> {
             return Err(Refused::compare(
                 format!(
                     "--save-baseline {}: {runs} runs; a baseline keeps at most {} (fewer -n or commands)",
-                    report::path::display(path),
+                    crate::text::path::display(path),
                     baseline::MAX_RUNS
                 ),
                 2,

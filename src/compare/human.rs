@@ -81,7 +81,7 @@ pub(super) fn write(r: &CompareReport, out: &mut dyn Write, style: Style) -> io:
     let against = match &r.baseline {
         Some(b) => format!(
             ", against the baseline {}{}",
-            crate::report::path::display(&b.path),
+            crate::text::path::display(&b.path),
             b.saved_at
                 .as_deref()
                 .map_or(String::new(), |t| format!(" (saved {t})"))

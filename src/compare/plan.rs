@@ -131,7 +131,7 @@ impl Fingerprint {
 /// What a comparison records about the baseline it used.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct BaselineUse {
-    #[serde(serialize_with = "crate::report::path::serialize")]
+    #[serde(serialize_with = "crate::text::path::serialize")]
     pub path: PathBuf,
     /// When it was written, and by which tally.
     pub saved_at: Option<String>,

@@ -254,7 +254,7 @@ fn gate_markdown(r: &CompareReport, out: &mut dyn Write) -> io::Result<()> {
     let against = match &r.baseline {
         Some(b) => format!(
             "against the baseline {}",
-            code(&crate::report::path::display(&b.path))
+            code(&crate::text::path::display(&b.path))
         ),
         None => "interleaved".into(),
     };

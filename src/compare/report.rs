@@ -429,7 +429,7 @@ impl CompareReport {
                 b.about.differences.iter().map(|d| {
                     format!(
                         "baseline {}: {d}",
-                        crate::report::path::display(&b.about.path)
+                        crate::text::path::display(&b.about.path)
                     )
                 })
             })

@@ -147,7 +147,7 @@ impl Preparations {
 fn streams(cfg: &Config) -> Result<Streams, CompareError> {
     let fail = |option: &'static str, path: &Path, how: String| CompareError::Stream {
         option,
-        path: crate::report::path::display(path),
+        path: crate::text::path::display(path),
         how,
     };
     let (stdin, rewind_stdin) = match &cfg.input {
@@ -670,7 +670,7 @@ pub fn execute(
         );
         report.warnings.insert(
             0,
-            format!("baseline {}: {said}", crate::report::path::display(&b.path)),
+            format!("baseline {}: {said}", crate::text::path::display(&b.path)),
         );
         b.differences.push(said);
     }

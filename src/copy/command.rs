@@ -7,8 +7,8 @@ use std::io::{self, IsTerminal, Write};
 use super::args::CpArgs;
 use super::report::{CopyStream, Tail};
 use super::{Config, CopyError, Interrupted, Progress};
-use crate::report::path::display;
 use crate::report::{Format, Output, OutputError, Stream};
+use crate::text::path::display;
 use crate::units::{count, human_bytes};
 
 /// Where the report goes without `-o`: quiet by default, as cp: the human

@@ -30,12 +30,12 @@ use std::time::Instant;
 use crate::pagecache::warm::data_segments;
 use crate::place::{self as dest, Existing, PlaceError, Temp};
 use crate::report::SCHEMA_VERSION;
-use crate::report::path::display;
 use crate::sys::{
     self,
     cache::Advice,
     file::{SyncRange, copy_range, pread, pwrite},
 };
+use crate::text::path::display;
 use report::{CopyReport, FileCopy, Method, Problem};
 
 /// Data moves in windows of this size; writeback and dropping follow them.
@@ -297,7 +297,7 @@ pub struct Interrupted {
     pub signal_number: i32,
     /// The files being copied when it came: none of them was kept.
     #[serde(
-        serialize_with = "crate::report::path::serialize_vec",
+        serialize_with = "crate::text::path::serialize_vec",
         default,
         skip_deserializing
     )]

@@ -2,7 +2,7 @@
 //!
 //! JSON schema (`schema_version` 2), keys carry their unit:
 //! Paths are strings, or `{"lossy", "bytes_hex"}` objects for names that
-//! are not UTF-8 (see `crate::report::path`).
+//! are not UTF-8 (see `crate::text::path`).
 //! - `files[]`: `source`, `destination`, `size_bytes`, `data_bytes`
 //!   (bytes of data copied; holes excluded), `method` (`reflink`,
 //!   `copy_file_range`, `read_write_dontcache`, `read_write`), `wall_ns`,
@@ -24,8 +24,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::report::output::{HumanRows, Streamed, erased};
-use crate::report::path::display;
 use crate::report::{Render, Style, Table};
+use crate::text::path::display;
 use crate::units::{human_bytes, thousands};
 
 /// How a file's data was copied.
@@ -52,9 +52,9 @@ impl Method {
 /// One copied file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileCopy {
-    #[serde(serialize_with = "crate::report::path::serialize")]
+    #[serde(serialize_with = "crate::text::path::serialize")]
     pub source: PathBuf,
-    #[serde(serialize_with = "crate::report::path::serialize")]
+    #[serde(serialize_with = "crate::text::path::serialize")]
     pub destination: PathBuf,
     pub size_bytes: u64,
     pub data_bytes: u64,
@@ -69,7 +69,7 @@ pub struct FileCopy {
 /// Something not copied, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Problem {
-    #[serde(serialize_with = "crate::report::path::serialize")]
+    #[serde(serialize_with = "crate::text::path::serialize")]
     pub path: PathBuf,
     pub error: String,
 }

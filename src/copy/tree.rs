@@ -36,8 +36,8 @@ use std::sync::{Arc, Mutex};
 use super::report::{FileCopy, Problem};
 use super::{Deferred, FileError, Outcome, Shared, copy_into, open_source, stopping};
 use crate::place::{self, Dest, Existing};
-use crate::report::path::display;
 use crate::sys;
+use crate::text::path::display;
 
 /// Rows a thread hands the calling thread at once.
 const BATCH: usize = 128;

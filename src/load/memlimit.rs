@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use serde::{Deserialize, Serialize};
 
 use crate::procfs::{ProcRoot, cgroup, mountinfo};
-use crate::report::path::display;
+use crate::text::path::display;
 
 /// Which interface limits the group.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -38,10 +38,10 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::report::SCHEMA_VERSION;
-use crate::report::path::display;
 use crate::run;
 use crate::stats;
 use crate::sys::{self, signals::Forwarder};
+use crate::text::path::display;
 use report::{LoadReport, MethodResult};
 
 /// A way of loading a file.

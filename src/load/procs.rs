@@ -458,7 +458,7 @@ fn one(
             if let Err(e) = g.add(k.child.id()) {
                 run.error = Some(format!(
                     "cannot move a process into {}: {e}",
-                    crate::report::path::display(g.path())
+                    crate::text::path::display(g.path())
                 ));
                 return Ok(run);
             }

@@ -35,8 +35,8 @@ use serde::{Deserialize, Serialize};
 
 use super::memlimit::Via;
 use super::{Method, Mode, Touch};
-use crate::report::path::display;
 use crate::report::{Render, Style, Table};
+use crate::text::path::display;
 use crate::units::{human_bytes, thousands};
 
 /// How a load by N processes went.
@@ -283,7 +283,7 @@ impl ProcsRun {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ProcsReport {
     pub schema_version: u32,
-    #[serde(serialize_with = "crate::report::path::serialize")]
+    #[serde(serialize_with = "crate::text::path::serialize")]
     pub file: PathBuf,
     pub size_bytes: u64,
     pub touch: Touch,

@@ -2,7 +2,7 @@
 //!
 //! JSON schema (`schema_version` 2), keys carry their unit:
 //! - `file` (a string, or `{"lossy", "bytes_hex"}` for a name that is not
-//!   UTF-8: see [`crate::report::path`]), `size_bytes`, `touch` (`none`,
+//!   UTF-8: see [`crate::text::path`]), `size_bytes`, `touch` (`none`,
 //!   `page`, `all`), `runs_per_method`, `checksums_agree` (`null` when no
 //!   checksum was taken: `--touch none`, or no load finished),
 //!   `warnings[]`.
@@ -27,8 +27,8 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::{Method, Mode, Touch};
-use crate::report::path::display;
 use crate::report::{Render, Style, Table};
+use crate::text::path::display;
 use crate::units::{human_bytes, percent, thousands};
 
 /// One method in one mode.
@@ -88,7 +88,7 @@ impl MethodResult {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LoadReport {
     pub schema_version: u32,
-    #[serde(serialize_with = "crate::report::path::serialize")]
+    #[serde(serialize_with = "crate::text::path::serialize")]
     pub file: PathBuf,
     pub size_bytes: u64,
     pub touch: Touch,

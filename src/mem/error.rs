@@ -10,12 +10,12 @@ use crate::report::RenderError;
 pub enum MemError {
     #[error(
         "cannot list processes in {}: {source}; --procfs must name a mounted proc filesystem",
-        crate::report::path::display(path)
+        crate::text::path::display(path)
     )]
     ListProcs { path: PathBuf, source: io::Error },
     #[error(
         "no process directories in {}: is it a proc filesystem? (see --procfs)",
-        crate::report::path::display(.0)
+        crate::text::path::display(.0)
     )]
     NoProcesses(PathBuf),
     #[error("a scan worker failed (a bug in tally: please report it); no figures were printed")]

@@ -14,7 +14,7 @@
 //! thread no cmdline) the name falls back to comm, then to the exe.
 //! `--split-args` appends the arguments, so `python3 app.py` and
 //! `python3 other.py` are apart. Names are escaped as every name tally
-//! prints ([`crate::report::escape_name`]): a backslash as `\\`, control
+//! prints ([`crate::text::escape_name`]): a backslash as `\\`, control
 //! characters and bytes that are not UTF-8 as `\xNN`, so a name always
 //! fits on one line, cannot drive a terminal, and two programs with
 //! different names never print (or group) as one.
@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 
 use super::exe::{basename, exe_path, exe_starts_with_comm, is_memfd};
 use super::scan::ProcSample;
-use crate::report::escape_name;
+use crate::text::escape_name;
 
 /// Which name of a process is the program name.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]

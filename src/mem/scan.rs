@@ -408,7 +408,7 @@ impl Reader {
                 let bound = crate::input::proc_bound(Path::new("smaps"));
                 return Err(crate::input::InputError::TooLarge {
                     what: "line of the kernel file",
-                    name: crate::report::path::display(&self.path()),
+                    name: crate::text::path::display(&self.path()),
                     size_bytes: None,
                     cap_bytes: 4 * crate::input::PATH_MAX_BYTES as u64,
                     fix: bound.fix,
@@ -430,7 +430,7 @@ impl Reader {
         let bound = input::proc_bound(Path::new(name));
         Err(InputError::NotRegular {
             what: bound.what,
-            name: crate::report::path::display(&self.path()),
+            name: crate::text::path::display(&self.path()),
             kind: input::kind_of(ft),
             fix: bound.fix,
         }
@@ -463,7 +463,7 @@ impl Reader {
             }
             None => Err(InputError::TooLarge {
                 what: "kernel file",
-                name: crate::report::path::display(&self.path()),
+                name: crate::text::path::display(&self.path()),
                 size_bytes: None,
                 cap_bytes,
                 fix: input::proc_bound(Path::new(name)).fix,
@@ -503,7 +503,7 @@ fn classify(e: &io::Error, what: &str, reader: &Reader) -> Outcome {
         Some(libc::EACCES) | Some(libc::EPERM) => Outcome::Denied,
         _ => Outcome::Failed(format!(
             "cannot read {}: {e} ({what})",
-            crate::report::path::display(&reader.path())
+            crate::text::path::display(&reader.path())
         )),
     }
 }

@@ -17,7 +17,7 @@ use std::time::Instant;
 use super::evict::{Evicted, Evictor};
 use super::walk::{self, Event, Found, Options, Skipped};
 use super::{Residency, warm};
-use crate::report::path::display;
+use crate::text::path::display;
 
 /// Files an eviction keeps by name.
 pub const LISTED: usize = 100;

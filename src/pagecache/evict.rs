@@ -21,8 +21,8 @@ pub const ALIGN_BYTES: u64 = 2 << 20;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Evicted {
     #[serde(
-        serialize_with = "crate::report::path::serialize",
-        deserialize_with = "crate::report::path::deserialize"
+        serialize_with = "crate::text::path::serialize",
+        deserialize_with = "crate::text::path::deserialize"
     )]
     pub path: PathBuf,
     pub size_bytes: u64,
@@ -35,9 +35,9 @@ pub struct Evicted {
 /// Why a file could not be evicted at all.
 #[derive(Debug, thiserror::Error)]
 pub enum EvictError {
-    #[error("cannot open {}: {source}", crate::report::path::display(path))]
+    #[error("cannot open {}: {source}", crate::text::path::display(path))]
     Open { path: PathBuf, source: io::Error },
-    #[error("cannot walk {}: {message}", crate::report::path::display(path))]
+    #[error("cannot walk {}: {message}", crate::text::path::display(path))]
     Walk { path: PathBuf, message: String },
 }
 

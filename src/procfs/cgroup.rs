@@ -6,7 +6,7 @@
 //! `name=systemd` line names the unit; else the first line's path.
 
 /// The cgroup path of a process (`/system.slice/ssh.service`), escaped as
-/// every name tally prints ([`crate::report::escape_name`]), or `None` for
+/// every name tally prints ([`crate::text::escape_name`]), or `None` for
 /// text without any cgroup line.
 pub fn parse(text: &[u8]) -> Option<String> {
     let mut systemd = None;
@@ -18,7 +18,7 @@ pub fn parse(text: &[u8]) -> Option<String> {
             continue;
         };
         if id == b"0" && controllers.is_empty() {
-            return Some(crate::report::escape_name(path));
+            return Some(crate::text::escape_name(path));
         }
         if controllers == b"name=systemd" && systemd.is_none() {
             systemd = Some(path);
@@ -27,7 +27,7 @@ pub fn parse(text: &[u8]) -> Option<String> {
             first = Some(path);
         }
     }
-    systemd.or(first).map(crate::report::escape_name)
+    systemd.or(first).map(crate::text::escape_name)
 }
 
 /// The cgroup v2 path alone (the `0::` line), `None` on a v1-only

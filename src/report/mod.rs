@@ -6,10 +6,8 @@
 //! serde, with a `schema_version` field, under the header of
 //! [`json::Header`] (tally version, timestamp, hostname, kernel). Renderers never measure.
 
-pub mod escape;
 pub mod flags;
 pub mod output;
-pub mod path;
 pub mod text;
 pub mod unit;
 
@@ -17,7 +15,6 @@ use std::io::{self, Write};
 
 use serde::Serialize;
 
-pub use escape::escape_name;
 pub use flags::OutputArgs;
 pub use output::{Export, Output, OutputError, Report, Request, Stream};
 pub use prometheus::{Metric, MetricKind, Sample};

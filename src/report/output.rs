@@ -33,9 +33,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::path::display;
 use super::{Document, Form, Format, RenderError, Style, render};
 use crate::place::{self, PlaceError, Temp};
+use crate::text::path::display;
 
 /// A report of a command: the forms it has, one list in one place; its
 /// formats are those made from them, checked before the command works.

@@ -305,7 +305,7 @@ fn human_cold(c: &ColdReport, out: &mut dyn Write) -> io::Result<()> {
             writeln!(
                 out,
                 "tally: cold: {}: {} pages stayed: {reason}",
-                crate::report::path::display(&f.path),
+                crate::text::path::display(&f.path),
                 thousands(pages)
             )?;
         }
@@ -314,7 +314,7 @@ fn human_cold(c: &ColdReport, out: &mut dyn Write) -> io::Result<()> {
             writeln!(
                 out,
                 "tally: cold: {}: residency unknown: {reason}",
-                crate::report::path::display(&f.path)
+                crate::text::path::display(&f.path)
             )?;
         }
     }

@@ -403,7 +403,7 @@ fn run_once(ctx: &Ctx) -> Result<RunRecord, RunError> {
     let program = cfg
         .argv
         .first()
-        .map(|p| crate::report::path::display(std::path::Path::new(p)))
+        .map(|p| crate::text::path::display(std::path::Path::new(p)))
         .unwrap_or_default();
     let mut tree = if cfg.tree {
         Some(tree::Tree::prepare())
@@ -515,8 +515,8 @@ pub(crate) fn exec_failure(argv: &[OsString], program: String, e: io::Error) -> 
         io::ErrorKind::NotFound => match argv.first().and_then(|p| exec::missing_interpreter(p)) {
             Some(m) => RunError::InterpreterNotFound {
                 program,
-                file: crate::report::path::display(&m.file),
-                interpreter: crate::report::path::display(&m.interpreter),
+                file: crate::text::path::display(&m.file),
+                interpreter: crate::text::path::display(&m.interpreter),
                 named_by: m.named_by,
             },
             None => RunError::NotFound { program },

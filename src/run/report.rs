@@ -92,7 +92,7 @@ pub struct ColdReport {
     /// At most 100 of them, those whose pages stayed or whose residency
     /// is unknown first (`files_omitted` counts the others). Each file's
     /// `path` is a string, or `{lossy, bytes_hex}` when it is not UTF-8
-    /// (see `crate::report::path`).
+    /// (see `crate::text::path`).
     pub files: Vec<Evicted>,
     /// Files evicted but not listed in `files`.
     #[serde(default)]

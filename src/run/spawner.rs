@@ -278,7 +278,7 @@ fn signal_of(v: u64) -> Option<String> {
 fn decode(fields: &[u64; FIELDS], io: &[u8], argv: &[OsString]) -> Reply {
     let program = || {
         argv.first()
-            .map(|p| crate::report::path::display(std::path::Path::new(p)))
+            .map(|p| crate::text::path::display(std::path::Path::new(p)))
             .unwrap_or_default()
     };
     match fields[KIND] & !ACK_WANTED {

@@ -26,8 +26,9 @@ use std::time::{Duration, Instant, SystemTime};
 
 use super::config::{self, Config};
 use crate::mem::privilege::Privilege;
+use crate::report::Render;
 use crate::report::prometheus::{Metric, MetricKind, Unit};
-use crate::report::{Render, path::display};
+use crate::text::path::display;
 
 /// The collectors that run on scrape.
 pub const ON_SCRAPE: [&str; 2] = ["mem", "cache"];

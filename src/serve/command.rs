@@ -238,7 +238,7 @@ fn reload(exporter: &Exporter, path: Option<&Path>) {
         note("SIGHUP: no --web-config to re-read; nothing changed");
         return;
     };
-    let shown = crate::report::path::display(path);
+    let shown = crate::text::path::display(path);
     match web::load(path) {
         Ok(w) => {
             for n in &w.notes {

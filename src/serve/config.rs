@@ -124,7 +124,7 @@ pub enum ConfigError {
     /// It names the file, the cap or type, and the fix.
     #[error(transparent)]
     Read(#[from] crate::input::InputError),
-    #[error("{}:{line}: {message}", crate::report::path::display(path))]
+    #[error("{}:{line}: {message}", crate::text::path::display(path))]
     Invalid {
         path: PathBuf,
         line: usize,

@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::mem::privilege::Privilege;
-use crate::report::path::display;
 use crate::report::{Render, prometheus};
+use crate::text::path::display;
 
 /// A textfile that could not be written.
 #[derive(Debug, thiserror::Error)]

@@ -36,7 +36,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_saphyr::Spanned;
 
-use crate::report::path::display;
+use crate::text::path::display;
 
 /// A checked web configuration.
 #[derive(Debug)]

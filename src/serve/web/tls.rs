@@ -27,7 +27,7 @@ use serde::Deserialize;
 use serde_saphyr::Spanned;
 
 use super::Mistake;
-use crate::report::path::display;
+use crate::text::path::display;
 
 /// A TLS server configuration, ready for connections.
 #[derive(Debug, Clone)]

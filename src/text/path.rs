@@ -11,7 +11,7 @@
 //! `lossy` replaces each invalid sequence with U+FFFD (for people);
 //! `bytes_hex` is every byte of the name as two lowercase hex digits (for
 //! programs: decode it to get the path back). Use it with
-//! `#[serde(serialize_with = "crate::report::path::serialize")]`, or wrap a
+//! `#[serde(serialize_with = "crate::text::path::serialize")]`, or wrap a
 //! path in [`Json`] inside collections; [`deserialize`] reads either form
 //! back.
 
