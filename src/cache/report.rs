@@ -35,7 +35,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::pagecache::Residency;
-use crate::report::output::{HumanRows, Streamed, erased};
+use crate::report::json::erased;
+use crate::report::output::{HumanRows, Streamed};
 use crate::report::text::{Column, TextTable};
 use crate::report::{Metric, Render, Sample, Style, Table};
 use crate::text::path::display;

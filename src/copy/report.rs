@@ -23,7 +23,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::report::output::{HumanRows, Streamed, erased};
+use crate::report::json::erased;
+use crate::report::output::{HumanRows, Streamed};
 use crate::report::{Render, Style, Table};
 use crate::text::path::display;
 use crate::units::{human_bytes, thousands};

@@ -116,7 +116,7 @@ fn to_io(e: serde_json::Error) -> io::Error {
 /// object), and the opening of the array `key`. With [`write_row`] and
 /// [`end_rows`] the text is what [`write()`] gives for the whole report.
 pub fn begin_rows(
-    head: &dyn super::output::erased::Serialize,
+    head: &dyn erased::Serialize,
     key: &str,
     out: &mut dyn Write,
 ) -> io::Result<()> {
@@ -159,7 +159,7 @@ pub fn write_row<T: Serialize + ?Sized>(
 /// fields of `tail` (an object) after the array.
 pub fn end_rows(
     any: bool,
-    tail: &dyn super::output::erased::Serialize,
+    tail: &dyn erased::Serialize,
     out: &mut dyn Write,
 ) -> io::Result<()> {
     out.write_all(if any { b"\n  ]" } else { b"]" })?;
@@ -197,6 +197,21 @@ pub fn rfc3339_utc(secs: u64) -> String {
     let mo = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + u64::from(mo <= 2);
     format!("{y:04}-{mo:02}-{d:02}T{h:02}:{m:02}:{s:02}Z")
+}
+
+/// Object-safe serialization, for the JSON fields of a report written
+/// row by row ([`super::output::Streamed`]).
+pub mod erased {
+    /// A value serde_json can write, behind a `dyn`.
+    pub trait Serialize {
+        fn to_pretty(&self) -> serde_json::Result<Vec<u8>>;
+    }
+
+    impl<T: serde::Serialize> Serialize for T {
+        fn to_pretty(&self) -> serde_json::Result<Vec<u8>> {
+            serde_json::to_vec_pretty(self)
+        }
+    }
 }
 
 #[cfg(test)]

@@ -550,9 +550,9 @@ pub trait Streamed {
     /// The key of the rows' array in JSON.
     const ROWS: &'static str;
     /// The fields before the rows: a struct or a map.
-    fn json_head(&self) -> &dyn erased::Serialize;
+    fn json_head(&self) -> &dyn super::json::erased::Serialize;
     /// The fields after the rows: a struct or a map.
-    fn json_tail(&self) -> &dyn erased::Serialize;
+    fn json_tail(&self) -> &dyn super::json::erased::Serialize;
     /// The CSV and Markdown columns: header, and whether it holds numbers
     /// (right-aligned in Markdown).
     fn columns(&self) -> Vec<(&'static str, bool)>;
@@ -576,20 +576,6 @@ pub trait HumanRows<R: Streamed + ?Sized> {
     fn row(&mut self, report: &R, row: &R::Row, out: &mut dyn Write) -> io::Result<()>;
     /// Writes the rest once every row came.
     fn finish(&mut self, report: &R, out: &mut dyn Write) -> io::Result<()>;
-}
-
-/// Object-safe serialization, for [`Streamed`]'s JSON fields.
-pub mod erased {
-    /// A value serde_json can write, behind a `dyn`.
-    pub trait Serialize {
-        fn to_pretty(&self) -> serde_json::Result<Vec<u8>>;
-    }
-
-    impl<T: serde::Serialize> Serialize for T {
-        fn to_pretty(&self) -> serde_json::Result<Vec<u8>> {
-            serde_json::to_vec_pretty(self)
-        }
-    }
 }
 
 /// One rendering of a streamed report, with its sink.
