@@ -1,13 +1,19 @@
 //! `tally cache`: residency, evict, warm, lock.
 
-use tally::cache::command;
 use tally::cache::report::{CacheReport, Shown};
+use tally::cache::{command, textfile};
 use tally::report::Stream;
 
 pub(super) fn cache_command(args: tally::cache::args::CacheArgs) -> u8 {
     let cfg = command::Config::from(&args);
     if let Some(dir) = &args.textfile {
-        return tally::serve::textfile::cache_textfile(&cfg, dir, args.every);
+        let mut metrics = textfile::metrics(&cfg);
+        return tally::serve::textfile::textfile_loop(
+            dir,
+            textfile::FILE,
+            args.every,
+            &mut metrics,
+        );
     }
     if args.mincore {
         tally::pagecache::use_mincore_only(true);

@@ -1,6 +1,6 @@
 //! `tally mem`: privilege handling, configuration, one scan or `--watch`.
 
-use tally::mem::{command, privilege::Privilege, report::MemReport};
+use tally::mem::{command, privilege::Privilege, report::MemReport, textfile};
 use tally::report::Stream;
 
 pub(super) fn mem_command(args: tally::mem::args::MemArgs, privilege: Privilege) -> u8 {
@@ -17,8 +17,13 @@ pub(super) fn mem_command(args: tally::mem::args::MemArgs, privilege: Privilege)
         Err(code) => return code,
     };
     if let Some(dir) = &args.textfile {
-        let user = args.user.as_deref();
-        return tally::serve::textfile::mem_textfile(&mut cfg, privilege, user, dir, args.every);
+        let mut metrics = textfile::metrics(&mut cfg, privilege, args.user.as_deref());
+        return tally::serve::textfile::textfile_loop(
+            dir,
+            textfile::FILE,
+            args.every,
+            &mut metrics,
+        );
     }
     let (report, output) = match command::measure(&mut cfg, privilege, &args, output, &open) {
         Ok(measured) => measured,

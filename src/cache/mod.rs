@@ -6,3 +6,4 @@
 pub mod args;
 pub mod command;
 pub mod report;
+pub mod textfile;

@@ -16,6 +16,7 @@ pub mod privilege;
 pub mod report;
 pub mod rows;
 pub mod scan;
+pub mod textfile;
 
 use std::io::{self, Write};
 use std::time::{Duration, Instant};

@@ -1,7 +1,7 @@
-//! Files for node_exporter's textfile collector: [`mem_textfile`] (`tally
-//! mem --textfile DIR`) and [`cache_textfile`] (`tally cache --textfile
-//! DIR`), once or every `--every` ([`textfile_loop`]), written atomically
-//! ([`write_atomic`]): a temporary file in DIR (created anew, so a planted
+//! Files for node_exporter's textfile collector, once or every `--every`
+//! ([`textfile_loop`]), written atomically ([`write_atomic`]); what goes in
+//! them is the command's (`crate::mem::textfile` for `tally mem --textfile
+//! DIR`, `crate::cache::textfile` for `tally cache --textfile DIR`): a temporary file in DIR (created anew, so a planted
 //! link is never followed, and named so the collector, which reads
 //! `*.prom`, skips it), flushed, made world-readable, then renamed over
 //! `DIR/NAME`. A reader sees the old file or the new one, never half of
@@ -13,8 +13,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::mem::privilege::Privilege;
-use crate::report::{Render, prometheus};
+use crate::report::prometheus;
 use crate::text::path::display;
 
 /// A textfile that could not be written.
@@ -109,79 +108,6 @@ pub fn textfile_loop(
         }
     }
     0
-}
-
-/// `tally mem --textfile DIR`: the metrics of `tally mem --format
-/// prometheus` in `DIR/tally_mem.prom`. With privilege, one scan (the
-/// caller refuses `--every`), then the privilege is dropped before the
-/// user is looked up and the file written. Returns the exit code.
-pub fn mem_textfile(
-    cfg: &mut crate::mem::Config,
-    mut privilege: Privilege,
-    user: Option<&str>,
-    dir: &Path,
-    every: Option<Duration>,
-) -> u8 {
-    use crate::mem;
-    let mut first = true;
-    textfile_loop(dir, "tally_mem.prom", every, &mut || {
-        let snap = mem::scan(cfg, privilege);
-        privilege
-            .drop_to_caller()
-            .map_err(|e| mem::MemError::DropPrivileges(e).to_string())?;
-        let snap = snap.map_err(|e| e.to_string())?;
-        if let (Some(user), None) = (user, cfg.grouping.uid) {
-            cfg.grouping.uid = Some(
-                crate::sys::user::uid_of(user)
-                    .or_else(|| user.parse().ok())
-                    .ok_or_else(|| {
-                        format!("no user named `{user}`: give a login name or a numeric uid")
-                    })?,
-            );
-        }
-        cfg.grouping.check_replaced = true;
-        let report = mem::summarize(&snap, cfg);
-        if first {
-            for msg in mem::closing_notes(&report, false, crate::sys::geteuid() == 0) {
-                note(&msg);
-            }
-            first = false;
-        }
-        Ok(report.metrics().unwrap_or_default())
-    })
-}
-
-/// `tally cache --textfile DIR PATH…`: the metrics of `tally cache
-/// --format prometheus` in `DIR/tally_cache.prom`. Returns the exit code.
-pub fn cache_textfile(
-    cfg: &crate::cache::command::Config,
-    dir: &Path,
-    every: Option<Duration>,
-) -> u8 {
-    let mut stdin_read = false;
-    let mut paths = cfg.paths.clone();
-    textfile_loop(dir, "tally_cache.prom", every, &mut || {
-        // `-` (paths on stdin) is read once, then the same paths are
-        // measured every time.
-        if !stdin_read {
-            let mut stdin = crate::input::Stdin::new(crate::input::STDIN_IDLE)
-                .map_err(|e| format!("cannot read stdin: {e}"))?;
-            paths = crate::cache::command::expand_stdin(&cfg.paths, cfg.null_separated, &mut stdin)
-                .map_err(|e| e.to_string())?;
-            stdin_read = true;
-        }
-        let run = crate::cache::command::Config {
-            paths: paths.clone(),
-            null_separated: false,
-            ..cfg.clone()
-        };
-        let (report, _) = crate::cache::command::execute(&run, &mut std::io::empty())
-            .map_err(|e| e.to_string())?;
-        for line in report.diagnostics() {
-            note(&line);
-        }
-        Ok(report.metrics().unwrap_or_default())
-    })
 }
 
 fn note(msg: &str) {
