@@ -1,35 +1,25 @@
-//! `tally compare`: the arguments read and checked, the runs measured
-//! with a progress bar, the report written (see `tally::compare::command`).
+//! `tally compare`: the arguments made a comparison, its outputs opened,
+//! the runs measured with their progress drawn, the report written (see
+//! `tally::compare::command`).
 
-use tally::compare::args::CompareArgs;
-use tally::compare::{self, command};
-
-use super::progress;
+use super::progress::Drawn;
+use tally::compare::{self, args::CompareArgs, command};
+use tally::progress::Progress;
 
 pub(super) fn compare_command(args: CompareArgs) -> u8 {
-    match compare_with(&args) {
-        Ok(code) => code,
-        Err(e) => {
-            tally::diag!("tally: {e}");
-            e.exit_code()
-        }
+    let cfg = match args.config() {
+        Ok(cfg) => cfg,
+        Err(e) => return super::fail(&e),
+    };
+    let outputs = match command::open(&args.out.request(), &cfg) {
+        Ok(o) => o,
+        Err(e) => return super::fail(&e),
+    };
+    let mut drawn = Drawn::new();
+    let result = compare::execute(&cfg, &mut Progress::new(&mut |e| drawn.event(e)));
+    drop(drawn);
+    match result {
+        Ok(report) => command::output(outputs, &report, &cfg),
+        Err(e) => super::fail(&e),
     }
-}
-
-fn compare_with(args: &CompareArgs) -> Result<u8, command::Refused> {
-    let (cfg, outputs) = command::prepare(args)?;
-    let bar = progress::bar(Some(0));
-    let report = compare::execute(&cfg, &mut |p| {
-        if let Some(bar) = &bar {
-            bar.set_message(if p.warmup { "warm-up" } else { "runs" });
-            if let Some(of) = p.of {
-                bar.set_length(of);
-            }
-            bar.set_position(p.done);
-        }
-    });
-    if let Some(bar) = &bar {
-        bar.finish_and_clear();
-    }
-    Ok(command::output(outputs, &report?, &cfg))
 }

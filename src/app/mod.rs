@@ -17,6 +17,7 @@ use std::io::{self, Write};
 
 use anyhow::Context;
 use tally::cli::{self, Command};
+use tally::failure::Failure;
 use tally::report;
 
 /// Exit code for a failure of tally itself in `tally run` (timeout/env).
@@ -121,6 +122,23 @@ fn open_output<R: report::Report>(
         tally::diag!("tally: {e}");
         e.exit_code()
     })
+}
+
+/// Says `e` on stderr (nothing for a reader that went away); returns the
+/// exit code it calls for. Every failure of a command is said here.
+fn fail(e: &dyn Failure) -> u8 {
+    if e.is_broken_pipe() {
+        return 0;
+    }
+    tally::diag!("tally: {e}");
+    e.exit_code()
+}
+
+/// Says `e` on stderr; returns `code` (`tally run`'s own failures are
+/// all 125, whatever they are).
+fn fail_as(e: &dyn Failure, code: u8) -> u8 {
+    tally::diag!("tally: {e}");
+    code
 }
 
 /// Says every output failure on stderr; returns the exit code they call

@@ -1,40 +1,34 @@
-//! `tally run`: spawn progress bar, report file, exit code of the command.
+//! `tally run`: the arguments made a run, the report's places opened, the
+//! runs measured with their progress drawn, the report written; the exit
+//! code is the command's own.
 
-use super::{RUN_OWN_FAILURE, progress};
-use tally::run;
+use super::{RUN_OWN_FAILURE, progress::Drawn};
+use tally::failure::Outcome;
+use tally::progress::Progress;
+use tally::run::{self, args::RunArgs};
 
-pub(super) fn run_command(args: run::args::RunArgs) -> u8 {
-    let mut cfg = args.config;
-    // Checked and opened first: a bad format or path fails before the run.
-    let output = match run::open_output(&mut cfg, &args.out.request()) {
-        Ok(o) => o,
-        Err(e) => {
-            tally::diag!("tally: {e}");
-            return RUN_OWN_FAILURE;
-        }
+pub(super) fn run_command(args: RunArgs) -> u8 {
+    let request = args.out.request();
+    let mut cfg = match args.config() {
+        Ok(cfg) => cfg,
+        Err(e) => return super::fail_as(&e, RUN_OWN_FAILURE),
     };
-    let bar = progress::bar(run::progress_steps(&cfg));
-    let result = run::execute(&cfg, &mut |p| {
-        if let Some(bar) = &bar {
-            let (phase, done) = p.shown(cfg.warmup);
-            bar.set_message(phase);
-            bar.set_position(done);
-        }
-    });
-    if let Some(bar) = &bar {
-        bar.finish_and_clear();
-    }
+    // Checked and opened first: a bad format or path fails before the run.
+    let output = match run::open_output(&mut cfg, &request) {
+        Ok(o) => o,
+        Err(e) => return super::fail_as(&e, RUN_OWN_FAILURE),
+    };
+    let mut drawn = Drawn::new();
+    let result = run::execute(&cfg, &mut Progress::new(&mut |e| drawn.event(e)));
+    drop(drawn);
     let report = match result {
         Ok(r) => r,
-        Err(e) => {
-            tally::diag!("tally: {e}");
-            return e.exit_code();
-        }
+        Err(e) => return super::fail(&e),
     };
     // The command ran: a report that cannot be written is tally's failure
     // (stderr that cannot be written is none, see `OutputError::exit_code`).
     if super::said(output.write(&report)) != 0 {
         return RUN_OWN_FAILURE;
     }
-    run::exit_code(&report)
+    report.exit_code()
 }

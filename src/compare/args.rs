@@ -6,8 +6,9 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::compare::gate::Rule;
-use crate::compare::plan::{Shell, Sort, TimeUnit};
+use super::gate::{self, Rule};
+use super::plan::{self, Config, Instance, Shell, Sort, TimeUnit};
+use crate::failure::Usage;
 
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  \
@@ -229,5 +230,100 @@ fn parse_alpha(s: &str) -> Result<f64, String> {
         _ => Err(format!(
             "{s:?} is not a significance level; give a number between 0 and 1, e.g. 0.05"
         )),
+    }
+}
+
+impl CompareArgs {
+    /// The comparison the arguments ask for, checked: the commands and
+    /// parameters expanded into the instances run, the gate's rules, the
+    /// reference. Reads no file: `--baseline` is read when the comparison
+    /// starts ([`super::execute`]), and its commands stand in for none
+    /// given here. The seed, when none is given, is drawn here.
+    pub fn config(&self) -> Result<Config, Usage> {
+        let usage = |e: &dyn std::fmt::Display| Usage::new(format!("compare: {e}"));
+        let instances = match (&self.baseline, self.commands.is_empty()) {
+            (Some(_), true) => Vec::new(),
+            _ => self.plan().map_err(|e| usage(&e))?,
+        };
+        gate::check_rules(&self.fail_on).map_err(|e| usage(&e))?;
+        if !self.fail_on.is_empty() && self.baseline.is_none() && instances.len() < 2 {
+            return Err(usage(
+                &"--fail-on needs a reference: give two commands (the first is the reference), \
+                  or --baseline FILE",
+            ));
+        }
+        let command_output = match (&self.command_output, self.show_output) {
+            (Some(w), _) => plan::CommandOutput::parse(w),
+            (None, true) => plan::CommandOutput::Inherit,
+            (None, false) => plan::CommandOutput::Null,
+        };
+        // A gate compares with the first command unless told otherwise.
+        let reference = match (self.reference, self.fail_on.is_empty()) {
+            (Some(r), _) => Some(r.saturating_sub(1) as usize),
+            (None, false) => Some(0),
+            (None, true) => None,
+        };
+        let cfg = Config {
+            instances,
+            runs: self.runs,
+            min_runs: self.min_runs,
+            max_runs: self.max_runs,
+            warmup: self.warmup,
+            prepare: self.prepare.clone(),
+            conclude: self.conclude.clone(),
+            setup: self.setup.clone(),
+            cleanup: self.cleanup.clone(),
+            shell: self.shell(),
+            input: self.input.clone(),
+            command_output,
+            cold: self.cold.clone(),
+            drop_caches: self.drop_caches,
+            warm: self.warm.clone(),
+            reference,
+            alpha: self.alpha,
+            threshold: self.threshold,
+            ignore_failure: self.ignore_failure,
+            seed: self.seed.unwrap_or_else(crate::stats::fresh_seed),
+            baseline: None,
+            baseline_file: self.baseline.clone(),
+            save_baseline: self.save_baseline.clone(),
+            gate: self.fail_on.clone(),
+            strict: self.strict,
+            view: plan::View {
+                sort: self.sort,
+                time_unit: self.time_unit,
+            },
+        };
+        if !cfg.instances.is_empty() {
+            cfg.check_baseline_size().map_err(|e| usage(&e))?;
+        }
+        Ok(cfg)
+    }
+
+    fn shell(&self) -> Shell {
+        match (&self.shell, self.no_shell) {
+            (_, true) => Shell::None,
+            (Some(s), false) => s.clone(),
+            (None, false) => Shell::Default,
+        }
+    }
+
+    /// The commands and parameter scans expanded into instances.
+    fn plan(&self) -> Result<Vec<Instance>, plan::PlanError> {
+        let mut params = Vec::new();
+        for p in self.parameter_scan.chunks(3) {
+            let get = |i: usize| p.get(i).map(String::as_str).unwrap_or_default();
+            params.push(plan::scan(
+                get(0),
+                get(1),
+                get(2),
+                self.parameter_step_size.as_deref(),
+            )?);
+        }
+        for p in self.parameter_list.chunks(2) {
+            let get = |i: usize| p.get(i).map(String::as_str).unwrap_or_default();
+            params.push(plan::list(get(0), get(1))?);
+        }
+        plan::expand(&self.commands, &self.names, &params, &self.shell())
     }
 }

@@ -1,69 +1,38 @@
-//! `tally compare` from its arguments to its exit code, around
-//! [`execute`](super::execute): the plan, the baseline and the gate
-//! checked and read before any run ([`prepare`]), then the report written
-//! where it was asked to go (stdout, `-o`, `--export`, `--html`), the
-//! baseline file saved, and the exit code ([`output`]).
+//! `tally compare` from its configuration to its exit code, around the
+//! runner: where the report and the baseline file go, opened before any
+//! run ([`open`]); the baseline read and the runs made ([`execute`]); then
+//! the report written where it was asked to go (stdout, `-o`, `--export`,
+//! `--html`), the baseline file saved, and the exit code ([`output`]).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use super::args::CompareArgs;
 use super::report::CompareReport;
-use super::{CompareError, Config, Instance, baseline, gate, plan};
+use super::{CompareError, Config, baseline, plan, runner};
+use crate::failure::{Failure, Usage};
+use crate::progress::Progress;
 use crate::report::{self, Output, OutputError, Stream};
 
-/// A comparison that cannot go on: what to say after `tally: `, and the
-/// exit code.
-#[derive(Debug)]
-pub struct Refused {
-    message: String,
-    code: u8,
+/// Why a comparison could not be made or written: what to say after
+/// `tally: `, and the exit code.
+#[derive(Debug, thiserror::Error)]
+pub enum CompareFailure {
+    #[error("{0}")]
+    Usage(#[from] Usage),
+    #[error("compare: {0}")]
+    Baseline(#[from] baseline::BaselineError),
+    #[error("compare: {0}")]
+    Compare(#[from] CompareError),
+    #[error(transparent)]
+    Output(#[from] OutputError),
 }
 
-impl Refused {
-    fn compare(message: impl std::fmt::Display, code: u8) -> Refused {
-        Refused {
-            message: format!("compare: {message}"),
-            code,
-        }
-    }
-
-    /// The exit code the refusal calls for.
-    pub fn exit_code(&self) -> u8 {
-        self.code
-    }
-}
-
-impl std::fmt::Display for Refused {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl From<plan::PlanError> for Refused {
-    fn from(e: plan::PlanError) -> Refused {
-        Refused::compare(e, 2)
-    }
-}
-
-impl From<baseline::BaselineError> for Refused {
-    fn from(e: baseline::BaselineError) -> Refused {
-        let code = e.exit_code();
-        Refused::compare(e, code)
-    }
-}
-
-impl From<CompareError> for Refused {
-    fn from(e: CompareError) -> Refused {
-        let code = e.exit_code();
-        Refused::compare(e, code)
-    }
-}
-
-impl From<OutputError> for Refused {
-    fn from(e: OutputError) -> Refused {
-        Refused {
-            code: e.exit_code(),
-            message: e.to_string(),
+impl Failure for CompareFailure {
+    fn exit_code(&self) -> u8 {
+        match self {
+            CompareFailure::Usage(e) => e.exit_code(),
+            CompareFailure::Baseline(e) => e.exit_code(),
+            CompareFailure::Compare(e) => e.exit_code(),
+            CompareFailure::Output(e) => e.exit_code(),
         }
     }
 }
@@ -74,22 +43,70 @@ pub struct Outputs {
     baseline: Option<Output>,
 }
 
-/// Everything checked, read and opened before any command runs: the
-/// [`Config`] (the plan, the baseline and its match, the gate's rules),
-/// where the report goes, and where `--save-baseline` writes.
-pub fn prepare(args: &CompareArgs) -> Result<(Config, Outputs), Refused> {
-    let cfg = config_of(args)?;
-    let report =
-        Output::open::<CompareReport>(&args.out.request(), "compare", Some(Stream::Stdout))?;
+/// Opens where the report goes (`request`) and where `--save-baseline`
+/// writes, before any run: a bad format or an unwritable place fails
+/// first. The commands' own output cannot share stdout with the report.
+pub fn open(request: &report::Request, cfg: &Config) -> Result<Outputs, CompareFailure> {
+    let report = Output::open::<CompareReport>(request, "compare", Some(Stream::Stdout))?;
     if report.uses_stdout() && cfg.command_output == plan::CommandOutput::Inherit {
-        return Err(Refused::compare(
-            "--show-output (--command-output inherit) sends the commands' output to stdout, \
-             where the report goes: write the report to a file (-o FILE)",
-            2,
-        ));
+        return Err(Usage::new(
+            "compare: --show-output (--command-output inherit) sends the commands' output to \
+             stdout, where the report goes: write the report to a file (-o FILE)",
+        )
+        .into());
     }
-    let baseline = baseline_output(&args.save_baseline)?;
-    Ok((cfg, Outputs { report, baseline }))
+    let baseline = baseline_output(&cfg.save_baseline)?;
+    Ok(Outputs { report, baseline })
+}
+
+/// Runs the comparison `cfg` sets up: `--baseline`'s runs read and
+/// matched with the commands first (a bad file fails before any run),
+/// then the runs, told to `progress` as steps (`warm-up`, `runs`).
+pub fn execute(cfg: &Config, progress: &mut Progress) -> Result<CompareReport, CompareFailure> {
+    let with_baseline;
+    let cfg = match &cfg.baseline_file {
+        Some(path) => {
+            with_baseline = baseline_read(cfg, path)?;
+            &with_baseline
+        }
+        None => cfg,
+    };
+    let report = runner::execute(cfg, &mut |p| {
+        let what = if p.warmup { "warm-up" } else { "runs" };
+        progress.step(&what, p.done, p.of);
+    })?;
+    Ok(report)
+}
+
+/// `cfg` with the runs of the baseline at `path`, matched with its
+/// commands (the baseline's own when none were given).
+fn baseline_read(cfg: &Config, path: &Path) -> Result<Config, CompareFailure> {
+    let file = baseline::load(path)?;
+    let mut cfg = cfg.clone();
+    if cfg.instances.is_empty() {
+        cfg.instances = baseline::instances(&file);
+        cfg.check_baseline_size()
+            .map_err(|e| Usage::new(format!("compare: {e}")))?;
+    }
+    cfg.baseline = Some(baseline::matched(path, &file, &cfg)?);
+    Ok(cfg)
+}
+
+impl Config {
+    /// Refuses a `--save-baseline` of more runs than a baseline keeps.
+    pub fn check_baseline_size(&self) -> Result<(), String> {
+        if let (Some(path), Some(n)) = (&self.save_baseline, self.runs) {
+            let runs = n as usize * self.instances.len();
+            if runs > baseline::MAX_RUNS {
+                return Err(format!(
+                    "--save-baseline {}: {runs} runs; a baseline keeps at most {} (fewer -n or commands)",
+                    crate::text::path::display(path),
+                    baseline::MAX_RUNS
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Writes `report` where it goes and the baseline file, saying every
@@ -110,110 +127,6 @@ pub fn output(outputs: Outputs, report: &CompareReport, cfg: &Config) -> u8 {
         None if code != 0 => code,
         None => report.gate.as_ref().map_or(0, |g| g.exit_status),
     }
-}
-
-fn shell_of(args: &CompareArgs) -> plan::Shell {
-    match (&args.shell, args.no_shell) {
-        (_, true) => plan::Shell::None,
-        (Some(s), false) => s.clone(),
-        (None, false) => plan::Shell::Default,
-    }
-}
-
-fn plan_of(args: &CompareArgs) -> Result<Vec<Instance>, plan::PlanError> {
-    let mut params = Vec::new();
-    for p in args.parameter_scan.chunks(3) {
-        let get = |i: usize| p.get(i).map(String::as_str).unwrap_or_default();
-        params.push(plan::scan(
-            get(0),
-            get(1),
-            get(2),
-            args.parameter_step_size.as_deref(),
-        )?);
-    }
-    for p in args.parameter_list.chunks(2) {
-        let get = |i: usize| p.get(i).map(String::as_str).unwrap_or_default();
-        params.push(plan::list(get(0), get(1))?);
-    }
-    plan::expand(&args.commands, &args.names, &params, &shell_of(args))
-}
-
-/// Everything checked and read before any command runs: the plan, the
-/// baseline and its match, the gate's rules.
-fn config_of(args: &CompareArgs) -> Result<Config, Refused> {
-    let stored = match &args.baseline {
-        Some(path) => Some((path.clone(), baseline::load(path)?)),
-        None => None,
-    };
-    let instances = match (&stored, args.commands.is_empty()) {
-        (Some((_, file)), true) => baseline::instances(file),
-        _ => plan_of(args)?,
-    };
-    gate::check_rules(&args.fail_on).map_err(|e| Refused::compare(e, 2))?;
-    if !args.fail_on.is_empty() && stored.is_none() && instances.len() < 2 {
-        return Err(Refused::compare(
-            "--fail-on needs a reference: give two commands (the first is the reference), or \
-             --baseline FILE",
-            2,
-        ));
-    }
-    let command_output = match (&args.command_output, args.show_output) {
-        (Some(w), _) => plan::CommandOutput::parse(w),
-        (None, true) => plan::CommandOutput::Inherit,
-        (None, false) => plan::CommandOutput::Null,
-    };
-    // A gate compares with the first command unless told otherwise.
-    let reference = match (args.reference, args.fail_on.is_empty()) {
-        (Some(r), _) => Some(r.saturating_sub(1) as usize),
-        (None, false) => Some(0),
-        (None, true) => None,
-    };
-    if let (Some(path), Some(n)) = (&args.save_baseline, args.runs) {
-        let runs = n as usize * instances.len();
-        if runs > baseline::MAX_RUNS {
-            return Err(Refused::compare(
-                format!(
-                    "--save-baseline {}: {runs} runs; a baseline keeps at most {} (fewer -n or commands)",
-                    crate::text::path::display(path),
-                    baseline::MAX_RUNS
-                ),
-                2,
-            ));
-        }
-    }
-    let mut cfg = Config {
-        instances,
-        runs: args.runs,
-        min_runs: args.min_runs,
-        max_runs: args.max_runs,
-        warmup: args.warmup,
-        prepare: args.prepare.clone(),
-        conclude: args.conclude.clone(),
-        setup: args.setup.clone(),
-        cleanup: args.cleanup.clone(),
-        shell: shell_of(args),
-        input: args.input.clone(),
-        command_output,
-        cold: args.cold.clone(),
-        drop_caches: args.drop_caches,
-        warm: args.warm.clone(),
-        reference,
-        alpha: args.alpha,
-        threshold: args.threshold,
-        ignore_failure: args.ignore_failure,
-        seed: args.seed.unwrap_or_else(crate::stats::fresh_seed),
-        baseline: None,
-        gate: args.fail_on.clone(),
-        strict: args.strict,
-        view: plan::View {
-            sort: args.sort,
-            time_unit: args.time_unit,
-        },
-    };
-    if let Some((path, file)) = &stored {
-        cfg.baseline = Some(baseline::matched(path, file, &cfg)?);
-    }
-    Ok(cfg)
 }
 
 /// Where `--save-baseline` writes, opened (checked) before any run.

@@ -12,8 +12,10 @@
 //! - [`baseline`]: `--save-baseline` and `--baseline`, the runs kept for a
 //!   later comparison; [`gate`]: `--fail-on`, the regression gate read off
 //!   the report's statistics.
-//! - [`command`]: from the command line to the [`Config`], and from the
-//!   report to its outputs, the baseline file and the exit code.
+//! - [`args`]: the command line, and the [`Config`] it asks for;
+//!   [`command`]: the outputs opened, the baseline read, the runs made
+//!   ([`execute`]), and the report to its outputs, the baseline file and
+//!   the exit code.
 
 pub mod args;
 pub mod baseline;
@@ -28,5 +30,6 @@ pub mod runner;
 pub mod sizing;
 mod summary;
 
+pub use command::{CompareFailure, execute};
 pub use plan::{Config, Instance, Parameter};
-pub use runner::{CompareError, Progress, execute};
+pub use runner::CompareError;

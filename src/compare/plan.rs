@@ -44,8 +44,13 @@ pub struct Config {
     pub ignore_failure: bool,
     pub seed: u64,
     /// `--baseline`: the stored runs each instance is compared with, in
-    /// the instances' order.
+    /// the instances' order (read from [`Config::baseline_file`] when the
+    /// comparison starts).
     pub baseline: Option<Baseline>,
+    /// `--baseline FILE`: where the stored runs are read from.
+    pub baseline_file: Option<PathBuf>,
+    /// `--save-baseline FILE`: where this comparison's runs are kept.
+    pub save_baseline: Option<PathBuf>,
     /// `--fail-on`: the gate's rules (none: no gate).
     pub gate: Vec<Rule>,
     /// `--strict`: an inconclusive figure fails the gate too.

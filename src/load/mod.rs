@@ -389,7 +389,7 @@ fn one_load(cfg: &Config, method: Method, mode: Mode, result: &Path) -> Result<S
         },
         ..Default::default()
     };
-    let rep = run::execute(&rc, &mut |_| {})?;
+    let rep = run::execute(&rc, &mut crate::progress::Progress::none())?;
     let record = rep.runs.into_iter().next();
     let interrupted = record
         .as_ref()

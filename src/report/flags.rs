@@ -6,7 +6,7 @@ use super::{Export, Format, Request};
 
 /// Where a report goes, the same on every command that reports
 /// (flattened into each): `--format`, `-o`, `--export`, `--html`.
-#[derive(Debug, Clone, clap::Args)]
+#[derive(Debug, Clone, Default, clap::Args)]
 pub struct OutputArgs {
     /// Report format.
     #[arg(long, value_enum, default_value_t = Format::HUMAN)]

@@ -182,6 +182,12 @@ impl OutputError {
     }
 }
 
+impl crate::failure::Failure for OutputError {
+    fn exit_code(&self) -> u8 {
+        OutputError::exit_code(self)
+    }
+}
+
 fn list(formats: &[Format]) -> String {
     let names: Vec<&str> = formats.iter().map(|f| f.name()).collect();
     match names.split_last() {

@@ -3,10 +3,13 @@
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
 
+use std::path::PathBuf;
+
 use clap::Args;
 
-use crate::report::Format;
-use crate::run;
+use super::Config;
+use crate::failure::Usage;
+use crate::report::{Format, OutputArgs};
 
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  \
@@ -24,27 +27,79 @@ use crate::run;
         Ctrl-C, which reaches the command itself, does not count). If tally \
         dies, the command gets SIGKILL (PR_SET_PDEATHSIG).")]
 pub struct RunArgs {
-    /// What to run and how: the options of the measurement.
-    #[command(flatten)]
-    pub config: run::Config,
+    /// Run the command N times and report min, median, mean ± stddev, max.
+    #[arg(short = 'n', long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub runs: u32,
+
+    /// Run the command N times first, unmeasured.
+    #[arg(long, value_name = "N", default_value_t = 0,
+          value_parser = clap::value_parser!(u32).range(0..=1_000_000))]
+    pub warmup: u32,
+
+    /// Send the command's stdout and stderr to /dev/null.
+    #[arg(long)]
+    pub quiet_command: bool,
+
+    /// Before every run, evict PATH (a directory recursively) from the
+    /// page cache, without root, and verify it left. One path per option
+    /// (repeat it), so the command can follow directly.
+    #[arg(long, value_name = "PATH", action = clap::ArgAction::Append)]
+    pub cold: Vec<PathBuf>,
+
+    /// Before every run, drop every clean page cache (needs root).
+    #[arg(long)]
+    pub drop_caches: bool,
+
+    /// Account for the whole process tree (cgroup v2, else /proc sampling).
+    #[arg(long)]
+    pub tree: bool,
+
+    /// Count cycles, instructions, cache and branch misses (perf_event_open).
+    #[arg(long)]
+    pub counters: bool,
+
+    /// The command and its arguments (run as given, no shell).
+    #[arg(required = true, trailing_var_arg = true, value_name = "COMMAND",
+          value_hint = clap::ValueHint::CommandWithArguments)]
+    pub argv: Vec<OsString>,
 
     /// Where the report goes (stderr by default: stdout is the command's).
     #[command(flatten)]
-    pub out: crate::report::OutputArgs,
+    pub out: OutputArgs,
 }
 
 impl Default for RunArgs {
     /// The defaults clap applies: one run, no warm-up, human format.
     fn default() -> RunArgs {
         RunArgs {
-            config: run::Config::default(),
-            out: crate::report::OutputArgs {
-                format: Format::HUMAN,
-                output: None,
-                export: Vec::new(),
-                html: None,
-            },
+            runs: 1,
+            warmup: 0,
+            quiet_command: false,
+            cold: Vec::new(),
+            drop_caches: false,
+            tree: false,
+            counters: false,
+            argv: Vec::new(),
+            out: OutputArgs::default(),
         }
+    }
+}
+
+impl RunArgs {
+    /// The run the arguments ask for (clap has checked them all).
+    pub fn config(self) -> Result<Config, Usage> {
+        Ok(Config {
+            runs: self.runs,
+            warmup: self.warmup,
+            quiet_command: self.quiet_command,
+            stdout_to_stderr: false,
+            cold: self.cold,
+            drop_caches: self.drop_caches,
+            tree: self.tree,
+            counters: self.counters,
+            argv: self.argv,
+        })
     }
 }
 
@@ -81,15 +136,15 @@ pub fn scan(args: &[OsString]) -> Option<RunArgs> {
     while let Some(arg) = rest.next() {
         match arg.as_bytes() {
             b"--" => {
-                out.config.argv = rest.cloned().collect();
+                out.argv = rest.cloned().collect();
                 break;
             }
-            b"-n" | b"--runs" if once(0) => out.config.runs = count(rest.next(), 1)?,
-            b"--warmup" if once(1) => out.config.warmup = count(rest.next(), 0)?,
-            b"--quiet-command" if once(2) => out.config.quiet_command = true,
-            b"--drop-caches" if once(3) => out.config.drop_caches = true,
-            b"--tree" if once(4) => out.config.tree = true,
-            b"--counters" if once(5) => out.config.counters = true,
+            b"-n" | b"--runs" if once(0) => out.runs = count(rest.next(), 1)?,
+            b"--warmup" if once(1) => out.warmup = count(rest.next(), 0)?,
+            b"--quiet-command" if once(2) => out.quiet_command = true,
+            b"--drop-caches" if once(3) => out.drop_caches = true,
+            b"--tree" if once(4) => out.tree = true,
+            b"--counters" if once(5) => out.counters = true,
             b"--format" if once(6) => {
                 // The names clap accepts, from the clap definition itself.
                 let name = value(rest.next())?.to_str()?;
@@ -101,13 +156,13 @@ pub fn scan(args: &[OsString]) -> Option<RunArgs> {
                 .push(crate::report::flags::parse_export(value(rest.next())?).ok()?),
             b"-o" | b"--output" if once(7) => out.out.output = Some(value(rest.next())?.into()),
             b"--html" if once(9) => out.out.html = Some(value(rest.next())?.into()),
-            b"--cold" => out.config.cold.push(value(rest.next())?.into()),
+            b"--cold" => out.cold.push(value(rest.next())?.into()),
             [b'-', ..] => return None,
             _ => {
-                out.config.argv = std::iter::once(arg).chain(rest).cloned().collect();
+                out.argv = std::iter::once(arg).chain(rest).cloned().collect();
                 break;
             }
         }
     }
-    (!out.config.argv.is_empty()).then_some(out)
+    (!out.argv.is_empty()).then_some(out)
 }

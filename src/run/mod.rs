@@ -27,61 +27,40 @@ use std::time::Instant;
 use crate::pagecache::bulk::{self, BulkError};
 use crate::procfs::io::IoCounters;
 use crate::procfs::{self, ProcRoot};
+use crate::progress::Progress;
 use crate::report::SCHEMA_VERSION;
 use crate::sys::{self, perf, process::Exit, signals::Forwarder};
 use report::{ColdReport, CounterReading, Counters, ExitInfo, IoSource, RunRecord, RunReport};
 
-/// What to run and how. It is also `tally run`'s measurement options
-/// (`args::RunArgs` flattens it): a new option is a field here, with
-/// its help and checks, plus its default below and its spelling in the
-/// fast scanner (`args::scan`).
-#[derive(Debug, Clone, clap::Args)]
+/// What to run and how: `tally run`'s measurement options (made from its
+/// arguments by [`args::RunArgs::config`]), and each run of `tally
+/// compare`, `tally load` and `tally serve`'s checks.
+#[derive(Debug, Clone)]
 pub struct Config {
-    /// Run the command N times and report min, median, mean ± stddev, max.
-    #[arg(short = 'n', long, value_name = "N", default_value_t = 1,
-          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    /// Measured runs (at least one).
     pub runs: u32,
-
-    /// Run the command N times first, unmeasured.
-    #[arg(long, value_name = "N", default_value_t = 0,
-          value_parser = clap::value_parser!(u32).range(0..=1_000_000))]
+    /// Unmeasured runs before them.
     pub warmup: u32,
-
-    /// Send the command's stdout and stderr to /dev/null.
-    #[arg(long)]
+    /// The command's stdout and stderr to /dev/null.
     pub quiet_command: bool,
-
-    /// Send the command's stdout to its stderr: set when the report takes
+    /// The command's stdout to its stderr: set when the report takes
     /// stdout, which carries one stream.
-    #[arg(skip)]
     pub stdout_to_stderr: bool,
-
-    /// Before every run, evict PATH (a directory recursively) from the
-    /// page cache, without root, and verify it left. One path per option
-    /// (repeat it), so the command can follow directly.
-    #[arg(long, value_name = "PATH", action = clap::ArgAction::Append)]
+    /// Evicted from the page cache before every run (a directory
+    /// recursively), and checked to have left.
     pub cold: Vec<PathBuf>,
-
-    /// Before every run, drop every clean page cache (needs root).
-    #[arg(long)]
+    /// Every clean page cache dropped before every run (root).
     pub drop_caches: bool,
-
-    /// Account for the whole process tree (cgroup v2, else /proc sampling).
-    #[arg(long)]
+    /// The whole process tree accounted (cgroup v2, else /proc sampling).
     pub tree: bool,
-
-    /// Count cycles, instructions, cache and branch misses (perf_event_open).
-    #[arg(long)]
+    /// Hardware counters read (perf_event_open).
     pub counters: bool,
-
     /// The command and its arguments (run as given, no shell).
-    #[arg(required = true, trailing_var_arg = true, value_name = "COMMAND",
-          value_hint = clap::ValueHint::CommandWithArguments)]
     pub argv: Vec<OsString>,
 }
 
 impl Default for Config {
-    /// The defaults clap applies: one run, no warm-up.
+    /// One run, no warm-up.
     fn default() -> Config {
         Config {
             runs: 1,
@@ -130,40 +109,15 @@ pub enum RunError {
     Spawner(String),
 }
 
-impl RunError {
+impl crate::failure::Failure for RunError {
     /// The exit code of the `timeout(1)`/`env(1)` convention.
-    pub fn exit_code(&self) -> u8 {
+    fn exit_code(&self) -> u8 {
         match self {
             RunError::NotFound { .. } | RunError::InterpreterNotFound { .. } => 127,
             RunError::NotExecutable { .. } => 126,
             _ => 125,
         }
     }
-}
-
-/// Progress of repeated runs, for a progress bar.
-#[derive(Debug, Clone, Copy)]
-pub enum Progress {
-    Warmup { done: u32, of: u32 },
-    Run { done: u32, of: u32 },
-}
-
-impl Progress {
-    /// What a progress bar of [`progress_steps`] shows: the phase, and
-    /// the runs done, warm-up runs (`warmup` of them) first.
-    pub fn shown(self, warmup: u32) -> (&'static str, u64) {
-        match self {
-            Progress::Warmup { done, .. } => ("warm-up", u64::from(done)),
-            Progress::Run { done, .. } => ("runs", u64::from(warmup) + u64::from(done)),
-        }
-    }
-}
-
-/// The steps of a progress bar over `cfg`'s runs, warm-up included;
-/// `None` for a single run, which shows none.
-pub fn progress_steps(cfg: &Config) -> Option<u64> {
-    (cfg.warmup.saturating_add(cfg.runs) > 1)
-        .then(|| u64::from(cfg.warmup.saturating_add(cfg.runs)))
 }
 
 /// Checks and opens every place `tally run`'s report goes (stderr by
@@ -270,8 +224,10 @@ impl Measurer {
     }
 }
 
-/// Runs the command as configured and returns the report.
-pub fn execute(cfg: &Config, progress: &mut dyn FnMut(Progress)) -> Result<RunReport, RunError> {
+/// Runs the command as configured and returns the report. Repeated runs
+/// (warm-up included) are told to `progress` as steps; a single run tells
+/// nothing.
+pub fn execute(cfg: &Config, progress: &mut Progress) -> Result<RunReport, RunError> {
     let measurer = Measurer::new(cfg)?;
     let mut report = RunReport {
         schema_version: SCHEMA_VERSION,
@@ -287,11 +243,14 @@ pub fn execute(cfg: &Config, progress: &mut dyn FnMut(Progress)) -> Result<RunRe
         warnings: Vec::new(),
         interrupted_by: None,
     };
+    let steps = cfg.warmup.saturating_add(cfg.runs);
+    let mut step = |what: &str, done: u32| {
+        if steps > 1 {
+            progress.step(&what, u64::from(done), Some(u64::from(steps)));
+        }
+    };
     for i in 0..cfg.warmup {
-        progress(Progress::Warmup {
-            done: i,
-            of: cfg.warmup,
-        });
+        step("warm-up", i);
         let rec = measurer.measure(cfg)?;
         report.warmup_runs += 1;
         // A warm-up run is never reported as a measured one, even when
@@ -305,10 +264,7 @@ pub fn execute(cfg: &Config, progress: &mut dyn FnMut(Progress)) -> Result<RunRe
     let mut records = records::Records::new();
     if report.interrupted_by.is_none() {
         for i in 0..report.runs_requested {
-            progress(Progress::Run {
-                done: i,
-                of: report.runs_requested,
-            });
+            step("runs", cfg.warmup.saturating_add(i));
             if let Some(sig) = measurer.pending_signal() {
                 report.interrupted_by = Some(sig);
                 break;
@@ -323,10 +279,7 @@ pub fn execute(cfg: &Config, progress: &mut dyn FnMut(Progress)) -> Result<RunRe
                 break;
             }
         }
-        progress(Progress::Run {
-            done: records.len() as u32,
-            of: report.runs_requested,
-        });
+        step("runs", cfg.warmup.saturating_add(records.len() as u32));
     }
     report.runs = records.into_vec().map_err(RunError::Records)?;
     report.summarize();
@@ -712,6 +665,13 @@ fn read_counters(
     Counters::Measured {
         readings,
         user_only,
+    }
+}
+
+impl crate::failure::Outcome for RunReport {
+    /// The command's own exit code, or 128+N for one killed by signal N.
+    fn exit_code(&self) -> u8 {
+        exit_code(self)
     }
 }
 
