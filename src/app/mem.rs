@@ -1,23 +1,29 @@
-//! `tally mem`: privilege handling, configuration, one scan or `--watch`.
+//! `tally mem`: the arguments checked against the install's privilege,
+//! then the report files opened with the caller's rights only, one
+//! measurement (or `--watch`'s frames, or `--textfile`'s files), the report
+//! written and the notes on what was left out.
 
-use tally::mem::{command, privilege::Privilege, report::MemReport, textfile};
+use tally::mem::{self, args::MemArgs, command, privilege::Privilege, report::MemReport, textfile};
 use tally::report::Stream;
 
-pub(super) fn mem_command(args: tally::mem::args::MemArgs, privilege: Privilege) -> u8 {
+pub(super) fn mem_command(args: MemArgs, mut privilege: Privilege) -> u8 {
     let elevated = privilege.is_elevated();
-    let mut cfg = match command::config(&args, elevated) {
+    let cfg = match args.config(privilege) {
         Ok(cfg) => cfg,
-        Err(code) => return code,
+        Err(e) => return super::fail(&e),
     };
+    for note in &cfg.notes {
+        tally::diag!("tally: {note}");
+    }
     // Report files are created with the caller's rights only: before the
     // scan when unprivileged, after the privilege is dropped otherwise.
     let open = || super::open_output::<MemReport>(&args.out, "mem", Some(Stream::Stdout));
-    let output = match (!elevated).then(open).transpose() {
+    let early = match (!elevated).then(open).transpose() {
         Ok(o) => o,
         Err(code) => return code,
     };
     if let Some(dir) = &args.textfile {
-        let mut metrics = textfile::metrics(&mut cfg, privilege, args.user.as_deref());
+        let mut metrics = textfile::metrics(&cfg, privilege);
         return tally::serve::textfile::textfile_loop(
             dir,
             textfile::FILE,
@@ -25,15 +31,25 @@ pub(super) fn mem_command(args: tally::mem::args::MemArgs, privilege: Privilege)
             &mut metrics,
         );
     }
-    let (report, output) = match command::measure(&mut cfg, privilege, &args, output, &open) {
-        Ok(measured) => measured,
+    let result = match args.watch {
+        Some(interval) => command::watch_stdout(&cfg, interval, args.out.format),
+        None => mem::measure(&cfg, &mut privilege),
+    };
+    let report = match result {
+        Ok(report) => report,
+        Err(e) => return super::fail(&e),
+    };
+    let output = match early.map_or_else(open, Ok) {
+        Ok(o) => o,
         Err(code) => return code,
     };
-    command::finish(report, elevated, |report| match output {
-        // With --watch, the frames went out; the exports hold the last
-        // snapshot.
-        Some(o) if args.watch.is_some() => super::said(o.write_exports(report)),
-        Some(o) => super::said(o.write(report)),
-        None => 0,
-    })
+    // With --watch, the frames went out; the exports hold the last one.
+    let code = super::said(match args.watch {
+        Some(_) => output.write_exports(&report),
+        None => output.write(&report),
+    });
+    for msg in mem::closing_notes(&report, elevated, tally::sys::geteuid() == 0) {
+        tally::diag!("tally: {msg}");
+    }
+    code
 }

@@ -17,8 +17,8 @@ use std::io::{self, Write};
 
 use anyhow::Context;
 use tally::cli::{self, Command};
-use tally::failure::Failure;
-use tally::report;
+use tally::failure::{Failure, Outcome};
+use tally::report::{self, Document};
 
 /// Exit code for a failure of tally itself in `tally run` (timeout/env).
 const RUN_OWN_FAILURE: u8 = 125;
@@ -139,6 +139,20 @@ fn fail(e: &dyn Failure) -> u8 {
 fn fail_as(e: &dyn Failure, code: u8) -> u8 {
     tally::diag!("tally: {e}");
     code
+}
+
+/// The output stage of a command that measured: its report written
+/// where it goes, then the exit code. A failure to measure is said and is
+/// the exit code; a report that could not be written fails before what
+/// the report itself calls for ([`Outcome`]).
+fn finish<R: Document + Outcome, E: Failure>(output: report::Output, result: Result<R, E>) -> u8 {
+    match result {
+        Ok(report) => match said(output.write(&report)) {
+            0 => report.exit_code(),
+            code => code,
+        },
+        Err(e) => fail(&e),
+    }
 }
 
 /// Says every output failure on stderr; returns the exit code they call

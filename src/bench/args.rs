@@ -4,6 +4,9 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use super::{Config, Mode};
+use crate::failure::Usage;
+
 #[derive(Debug, Args)]
 #[command(after_help = after_help())]
 pub struct BenchArgs {
@@ -63,6 +66,33 @@ pub struct BenchArgs {
     #[arg(long, value_name = "MS", hide = true,
           value_parser = clap::value_parser!(u64).range(1..=600_000))]
     pub budget_ms: Option<u64>,
+}
+
+impl BenchArgs {
+    /// The run the arguments ask for: mode, names, scratch directory,
+    /// limits, and the baseline and gate. Reads no file: the baseline is
+    /// read when the run starts.
+    pub fn config(&self) -> Result<Config, Usage> {
+        let mode = if self.full {
+            Mode::Full
+        } else if self.quick {
+            Mode::Quick
+        } else {
+            Mode::Standard
+        };
+        let mut cfg = Config::new(mode);
+        cfg.names = self.names.clone();
+        if let Some(dir) = &self.dir {
+            cfg.dir = dir.clone();
+        }
+        cfg.max_mem_bytes = self.max_mem;
+        cfg.max_file_bytes = self.max_bytes;
+        cfg.budget = self.budget_ms.map(std::time::Duration::from_millis);
+        cfg.baseline = self.baseline.clone();
+        cfg.fail_on = self.fail_on.clone();
+        cfg.strict = self.strict;
+        Ok(cfg)
+    }
 }
 
 /// The examples, and the benchmarks as the registry lists them.

@@ -132,6 +132,27 @@ pub fn load(path: &Path) -> Result<BenchReport, BaselineError> {
     })
 }
 
+/// The report of `--baseline`, read and checked against `--fail-on`'s
+/// rules, with its path; `None` without one.
+pub fn read(cfg: &super::Config) -> Result<Option<(PathBuf, BenchReport)>, BaselineError> {
+    let Some(path) = &cfg.baseline else {
+        return Ok(None);
+    };
+    let old = load(path)?;
+    check_rules(path, &old, &cfg.fail_on)?;
+    Ok(Some((path.clone(), old)))
+}
+
+/// Compares `report` with the baseline `old` (read from `path`) and,
+/// with `cfg`'s `--fail-on` rules, gates it.
+pub fn apply(report: &mut BenchReport, path: &Path, old: &BenchReport, cfg: &super::Config) {
+    let mut base = compare(path, old, report);
+    if !cfg.fail_on.is_empty() {
+        base.gate = Some(gate(old, report, &cfg.fail_on, cfg.strict));
+    }
+    report.baseline = Some(base);
+}
+
 /// Compares `new` against `old` figure by figure (matched on `id`).
 pub fn compare(path: &Path, old: &BenchReport, new: &BenchReport) -> Baseline {
     let mut comparisons = Vec::new();

@@ -31,8 +31,9 @@ pub use figure::{Figure, Value};
 pub use harness::Harness;
 pub use model::{BenchReport, BenchResult, Mode, Section};
 pub use scratch::{Rng, evict, scratch_file, shown, unnamed_file};
-pub use spec::{Benchmark, Config, Ctx, Marks, Plot, PlotKind, Progress, StepError, step_err};
+pub use spec::{Benchmark, Config, Ctx, Marks, OnHang, Plot, PlotKind, StepError, step_err};
 
+use crate::progress::Progress;
 use crate::sys;
 use machine::Machine;
 
@@ -103,24 +104,29 @@ pub enum BenchError {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// `--baseline`'s report cannot be used: it names the file and the fix.
+    #[error(transparent)]
+    Baseline(#[from] baseline::BaselineError),
 }
 
-/// Callbacks of a run: progress, and what to do when a benchmark hangs.
-pub struct Hooks<'a> {
-    pub progress: &'a mut dyn FnMut(Progress),
-    pub on_hang: OnHang,
+impl crate::failure::Failure for BenchError {
+    fn exit_code(&self) -> u8 {
+        match self {
+            BenchError::Baseline(e) => e.exit_code(),
+            _ => 1,
+        }
+    }
 }
 
-/// What happens when a benchmark overruns its limit. No thread watches:
-/// a second thread would share the process's descriptor table and slow
-/// every descriptor lookup the benchmarks time. A timer signal
-/// ([`sys::alarm`]) writes `message(name, limit)`, prepared before the
-/// benchmark starts, to stderr, then does `then` (ends the process, or
-/// lets the work go on).
-#[derive(Debug, Clone, Copy)]
-pub struct OnHang {
-    pub message: fn(&str, Duration) -> String,
-    pub then: sys::alarm::Then,
+impl crate::failure::Outcome for BenchReport {
+    /// The gate's status (3: a regression, 4: inconclusive under
+    /// `--strict`), else 0.
+    fn exit_code(&self) -> u8 {
+        self.baseline
+            .as_ref()
+            .and_then(|b| b.gate.as_ref())
+            .map_or(0, |g| g.exit_status)
+    }
 }
 
 /// The benchmarks a config selects, in registry order.
@@ -142,150 +148,221 @@ pub fn select(cfg: &Config) -> Result<Vec<&'static Benchmark>, BenchError> {
         .collect())
 }
 
-/// Runs the selected benchmarks and returns the report.
-pub fn execute(cfg: &Config, hooks: Hooks<'_>) -> Result<BenchReport, BenchError> {
+/// Runs the selected benchmarks and returns the report: `--baseline`'s
+/// report is read first (a bad one fails before minutes of measuring),
+/// then compared with and, with `--fail-on`'s rules, gated. The plan of a
+/// long run is said, and each benchmark and its steps are told to
+/// `progress` as they start.
+pub fn execute(cfg: &Config, progress: &mut Progress) -> Result<BenchReport, BenchError> {
+    let old = baseline::read(cfg)?;
     let chosen = select(cfg)?;
     if chosen.iter().any(|b| b.uses_dir) {
         check_dir(&cfg.dir)?;
     }
     let started = Instant::now();
     let expected: Duration = chosen.iter().map(|b| (b.estimate)(cfg)).sum();
-    (hooks.progress)(Progress::Plan {
-        benchmarks: chosen.iter().map(|b| b.name.to_string()).collect(),
-        expected,
-    });
+    if cfg.mode == Mode::Full || expected.as_secs() > 120 {
+        let names: Vec<&str> = chosen.iter().map(|b| b.name).collect();
+        progress.say(&format_args!(
+            "bench: {} benchmarks ({}), expected to take about {} min",
+            names.len(),
+            names.join(" "),
+            expected.as_secs().div_ceil(60)
+        ));
+    }
+    let mut run = Run::start(cfg);
+    let results = run.passes(&chosen, progress);
+    let mut report = run.report(results, &chosen, started);
+    if let Some((path, old)) = old {
+        baseline::apply(&mut report, &path, &old, cfg);
+    }
+    Ok(report)
+}
 
-    let allowed = sys::cpu::allowed_cpus().unwrap_or_default();
-    // Pin to the last allowed CPU (CPU 0 takes more of the interrupts).
-    let cpu = allowed.last().copied();
-    let pinned = cpu.is_some_and(|c| sys::cpu::pin_to_cpu(c).is_ok());
-    let cpu = cpu.filter(|_| pinned);
-    let other_cpu = allowed.iter().copied().find(|c| Some(*c) != cpu);
-    let priority = match sys::cpu::set_nice(-20) {
-        Ok(()) => "nice -20".to_string(),
-        Err(e) => format!("unchanged (setpriority: {e})"),
-    };
+/// A run under way: the CPU it is pinned to, its priority, the harness
+/// calibrated and the machine described, the noise probe watching.
+struct Run<'a> {
+    cfg: &'a Config,
+    allowed: Vec<usize>,
+    cpu: Option<usize>,
+    other_cpu: Option<usize>,
+    priority: String,
+    noise: machine::NoiseProbe,
+    budget: harness::Budget,
+    h: Harness,
+    machine: Machine,
+    own_threads: u64,
+}
 
-    let mut noise = machine::NoiseProbe::start();
-    // Each pass gets half of a figure's time (see `passes`).
-    let budget = harness::Budget::new(cfg.budget_per_figure() / passes::PASSES);
-    let calib_span = if cfg.tiny() {
-        Duration::from_millis(5)
-    } else {
-        Duration::from_millis(50)
-    };
-    let h = Harness::calibrate(harness::Timer::best_source(), calib_span, budget);
-    let machine = Machine::describe(&h, cfg.tiny(), allowed.len().max(1));
-
-    let own_threads = threads_now().unwrap_or(1).max(1);
-    let total = chosen.len();
-    let mut by_pass: Vec<Vec<BenchResult>> = Vec::new();
-    for pass in 0..passes::PASSES as usize {
-        let mut results = Vec::new();
-        for (index, b) in chosen.iter().enumerate() {
-            (hooks.progress)(Progress::Start {
-                name: b.name.to_string(),
-                index: pass * total + index,
-                total: total * passes::PASSES as usize,
-            });
-            let mut result = BenchResult::new(b);
-            // What earlier benchmarks freed leaves the resident set: a
-            // fork copies the page tables of what stays (fork+exit+wait
-            // took 4× as long in the second pass, at 12.7 MiB, as in the
-            // first, at 4.3 MiB).
-            sys::shed::release_free_heap();
-            // A benchmark before this one may have joined its threads an
-            // instant ago: the kernel still counts them while it tears them
-            // down, and their share of the descriptor table with them.
-            result.threads_at_start = threads_settled(own_threads, Duration::from_secs(1));
-            let limit = (b.estimate)(cfg) * 10 + Duration::from_secs(60);
-            let deadline = sys::alarm::Deadline::arm(
-                limit,
-                (hooks.on_hang.message)(b.name, limit),
-                hooks.on_hang.then,
-            );
-            if let Err(e) = &deadline {
-                result
-                    .notes
-                    .push(format!("no time limit: the alarm timer failed ({e})"));
-            }
-            let before = noise.reading();
-            let (_, invol0) = sys::cpu::thread_switches().unwrap_or((0, 0));
-            let t0 = Instant::now();
-            {
-                let mut ctx = Ctx {
-                    cfg,
-                    h: &h,
-                    machine: &machine,
-                    cpu,
-                    other_cpu,
-                    allowed_cpus: allowed.clone(),
-                    progress: &mut *hooks.progress,
-                    name: b.name,
-                };
-                if let Err(e) = (b.run)(&mut ctx, &mut result) {
-                    result.error = Some(e.to_string());
-                }
-            }
-            for f in &mut result.figures {
-                plausible::check(f);
-            }
-            drop(deadline);
-            result.duration_ms = u64::try_from(t0.elapsed().as_millis()).unwrap_or(u64::MAX);
-            let (_, invol1) = sys::cpu::thread_switches().unwrap_or((0, 0));
-            result.involuntary_switches = invol1.saturating_sub(invol0);
-            result.other_cpu_ms = before.other_cpu_ms(&noise.reading());
-            results.push(result);
-        }
-        by_pass.push(results);
-    }
-    let mut passes_left = by_pass.into_iter();
-    let mut results = passes_left.next().unwrap_or_default();
-    for later in passes_left {
-        results = results
-            .into_iter()
-            .zip(later)
-            .map(|(a, b)| passes::merge(a, b))
-            .collect();
-    }
-    let mut switches = machine::Switches::default();
-    for (r, b) in results.iter().zip(&chosen) {
-        switches.all = switches.all.saturating_add(r.involuntary_switches);
-        if !b.switches_by_design {
-            switches.judged = switches.judged.saturating_add(r.involuntary_switches);
-            switches.judged_ms = switches.judged_ms.saturating_add(r.duration_ms);
-        }
-    }
-    let noise = noise.finish(switches);
-    let mut machine = machine;
-    // The timer benchmark samples the core clock far more than the quick
-    // probe at start-up: prefer its median when it ran.
-    if let Some(mhz) = results
-        .iter()
-        .flat_map(|r| &r.figures)
-        .find(|f| f.id == "timer.core_mhz")
-        .and_then(|f| f.median())
-    {
-        machine.core_mhz = Some(mhz);
-    }
-    Ok(BenchReport {
-        schema_version: crate::report::SCHEMA_VERSION,
-        mode: cfg.mode,
-        machine,
-        harness: model::HarnessInfo {
-            calibration: h.calibration.clone(),
-            budget_per_figure_ms: u64::try_from(cfg.budget_per_figure().as_millis()).unwrap_or(0),
-            passes: passes::PASSES,
-            warmup_samples: budget.warmup_samples,
-            min_samples: budget.min_samples,
-            pinned_cpu: cpu,
+impl<'a> Run<'a> {
+    /// Pins to the last allowed CPU (CPU 0 takes more of the interrupts),
+    /// raises the priority, starts the noise probe and calibrates.
+    fn start(cfg: &'a Config) -> Run<'a> {
+        let allowed = sys::cpu::allowed_cpus().unwrap_or_default();
+        let cpu = allowed.last().copied();
+        let pinned = cpu.is_some_and(|c| sys::cpu::pin_to_cpu(c).is_ok());
+        let cpu = cpu.filter(|_| pinned);
+        let other_cpu = allowed.iter().copied().find(|c| Some(*c) != cpu);
+        let priority = match sys::cpu::set_nice(-20) {
+            Ok(()) => "nice -20".to_string(),
+            Err(e) => format!("unchanged (setpriority: {e})"),
+        };
+        let noise = machine::NoiseProbe::start();
+        // Each pass gets half of a figure's time (see `passes`).
+        let budget = harness::Budget::new(cfg.budget_per_figure() / passes::PASSES);
+        let calib_span = if cfg.tiny() {
+            Duration::from_millis(5)
+        } else {
+            Duration::from_millis(50)
+        };
+        let h = Harness::calibrate(harness::Timer::best_source(), calib_span, budget);
+        let machine = Machine::describe(&h, cfg.tiny(), allowed.len().max(1));
+        Run {
+            cfg,
+            cpu,
+            other_cpu,
             priority,
-        },
-        noise,
-        benchmarks: results,
-        baseline: None,
-        duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
-    })
+            noise,
+            budget,
+            h,
+            machine,
+            own_threads: threads_now().unwrap_or(1).max(1),
+            allowed,
+        }
+    }
+
+    /// Every benchmark in every pass, the passes merged.
+    fn passes(
+        &mut self,
+        chosen: &[&'static Benchmark],
+        progress: &mut Progress,
+    ) -> Vec<BenchResult> {
+        let total = chosen.len() * passes::PASSES as usize;
+        let mut by_pass: Vec<Vec<BenchResult>> = Vec::new();
+        for pass in 0..passes::PASSES as usize {
+            let mut results = Vec::new();
+            for (index, b) in chosen.iter().enumerate() {
+                let at = format!("{} ({}/{total})", b.name, pass * chosen.len() + index + 1);
+                progress.busy(&format_args!("bench: {at}"), self.cfg.mode == Mode::Full);
+                let mut step =
+                    |detail: &str| progress.busy(&format_args!("bench: {at}: {detail}"), false);
+                results.push(self.one(b, &mut step));
+            }
+            by_pass.push(results);
+        }
+        let mut passes_left = by_pass.into_iter();
+        let mut results = passes_left.next().unwrap_or_default();
+        for later in passes_left {
+            results = results
+                .into_iter()
+                .zip(later)
+                .map(|(a, b)| passes::merge(a, b))
+                .collect();
+        }
+        results
+    }
+
+    /// One benchmark, under its time limit; its steps told to `step`.
+    fn one(&mut self, b: &'static Benchmark, step: &mut dyn FnMut(&str)) -> BenchResult {
+        let cfg = self.cfg;
+        let mut result = BenchResult::new(b);
+        // What earlier benchmarks freed leaves the resident set: a fork
+        // copies the page tables of what stays (fork+exit+wait took 4× as
+        // long in the second pass, at 12.7 MiB, as in the first, at 4.3
+        // MiB).
+        sys::shed::release_free_heap();
+        // A benchmark before this one may have joined its threads an
+        // instant ago: the kernel still counts them while it tears them
+        // down, and their share of the descriptor table with them.
+        result.threads_at_start = threads_settled(self.own_threads, Duration::from_secs(1));
+        let limit = (b.estimate)(cfg) * 10 + Duration::from_secs(60);
+        let deadline = sys::alarm::Deadline::arm(
+            limit,
+            (cfg.on_hang.message)(b.name, limit),
+            cfg.on_hang.then,
+        );
+        if let Err(e) = &deadline {
+            result
+                .notes
+                .push(format!("no time limit: the alarm timer failed ({e})"));
+        }
+        let before = self.noise.reading();
+        let (_, invol0) = sys::cpu::thread_switches().unwrap_or((0, 0));
+        let t0 = Instant::now();
+        {
+            let mut ctx = Ctx {
+                cfg,
+                h: &self.h,
+                machine: &self.machine,
+                cpu: self.cpu,
+                other_cpu: self.other_cpu,
+                allowed_cpus: self.allowed.clone(),
+                step,
+            };
+            if let Err(e) = (b.run)(&mut ctx, &mut result) {
+                result.error = Some(e.to_string());
+            }
+        }
+        for f in &mut result.figures {
+            plausible::check(f);
+        }
+        drop(deadline);
+        result.duration_ms = u64::try_from(t0.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let (_, invol1) = sys::cpu::thread_switches().unwrap_or((0, 0));
+        result.involuntary_switches = invol1.saturating_sub(invol0);
+        result.other_cpu_ms = before.other_cpu_ms(&self.noise.reading());
+        result
+    }
+
+    /// The report of `results`, the noise judged over the benchmarks that
+    /// do not switch by design.
+    fn report(
+        self,
+        results: Vec<BenchResult>,
+        chosen: &[&'static Benchmark],
+        started: Instant,
+    ) -> BenchReport {
+        let cfg = self.cfg;
+        let mut switches = machine::Switches::default();
+        for (r, b) in results.iter().zip(chosen) {
+            switches.all = switches.all.saturating_add(r.involuntary_switches);
+            if !b.switches_by_design {
+                switches.judged = switches.judged.saturating_add(r.involuntary_switches);
+                switches.judged_ms = switches.judged_ms.saturating_add(r.duration_ms);
+            }
+        }
+        let noise = self.noise.finish(switches);
+        let mut machine = self.machine;
+        // The timer benchmark samples the core clock far more than the
+        // quick probe at start-up: prefer its median when it ran.
+        if let Some(mhz) = results
+            .iter()
+            .flat_map(|r| &r.figures)
+            .find(|f| f.id == "timer.core_mhz")
+            .and_then(|f| f.median())
+        {
+            machine.core_mhz = Some(mhz);
+        }
+        BenchReport {
+            schema_version: crate::report::SCHEMA_VERSION,
+            mode: cfg.mode,
+            machine,
+            harness: model::HarnessInfo {
+                calibration: self.h.calibration.clone(),
+                budget_per_figure_ms: u64::try_from(cfg.budget_per_figure().as_millis())
+                    .unwrap_or(0),
+                passes: passes::PASSES,
+                warmup_samples: self.budget.warmup_samples,
+                min_samples: self.budget.min_samples,
+                pinned_cpu: self.cpu,
+                priority: self.priority,
+            },
+            noise,
+            benchmarks: results,
+            baseline: None,
+            duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        }
+    }
 }
 
 fn check_dir(dir: &std::path::Path) -> Result<(), BenchError> {

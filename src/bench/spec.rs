@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::harness::Harness;
 use super::machine::Machine;
-use super::model::{BenchResult, Mode, Section};
+use super::model::{BenchResult, BenchRule, Mode, Section};
 
 /// One benchmark: its name, where it prints, its help line, how to run
 /// it and what to plot. Each benchmark file declares one as `BENCH`.
@@ -25,7 +25,7 @@ pub struct Benchmark {
     /// them out.
     pub switches_by_design: bool,
     /// Expected duration under a config (for `--full`'s announcement and
-    /// the time limit of [`super::OnHang`]).
+    /// the time limit of [`OnHang`]).
     pub estimate: fn(&Config) -> Duration,
     pub run: fn(&mut Ctx<'_>, &mut BenchResult) -> Result<(), StepError>,
     /// What the HTML page draws of its figures (none: the table only).
@@ -103,6 +103,14 @@ pub struct Config {
     pub max_file_bytes: u64,
     /// Override of the per-figure budget (tests use a few ms).
     pub budget: Option<Duration>,
+    /// `--baseline`: an earlier report to compare with.
+    pub baseline: Option<PathBuf>,
+    /// `--fail-on`: the gate's rules against the baseline (none: no gate).
+    pub fail_on: Vec<BenchRule>,
+    /// `--strict`: a figure the gate cannot decide fails too.
+    pub strict: bool,
+    /// What happens when a benchmark overruns its limit.
+    pub on_hang: OnHang,
 }
 
 impl Config {
@@ -114,6 +122,10 @@ impl Config {
             max_mem_bytes: 1 << 30,
             max_file_bytes: 32 << 30,
             budget: None,
+            baseline: None,
+            fail_on: Vec::new(),
+            strict: false,
+            on_hang: OnHang::STOP,
         }
     }
 
@@ -127,22 +139,31 @@ impl Config {
     }
 }
 
-/// What `execute` reports as it goes.
-#[derive(Debug, Clone)]
-pub enum Progress {
-    /// Before starting: the plan and its expected duration.
-    Plan {
-        benchmarks: Vec<String>,
-        expected: Duration,
-    },
-    /// A benchmark starts.
-    Start {
-        name: String,
-        index: usize,
-        total: usize,
-    },
-    /// A step inside a benchmark (for long ones).
-    Step { name: String, detail: String },
+/// What happens when a benchmark overruns its limit. No thread watches:
+/// a second thread would share the process's descriptor table and slow
+/// every descriptor lookup the benchmarks time. A timer signal
+/// (`crate::sys::alarm`) writes `message(name, limit)`, prepared before the
+/// benchmark starts, to stderr, then does `then` (ends the process, or
+/// lets the work go on).
+#[derive(Debug, Clone, Copy)]
+pub struct OnHang {
+    pub message: fn(&str, Duration) -> String,
+    pub then: crate::sys::alarm::Then,
+}
+
+impl OnHang {
+    /// `tally bench`'s: the hung benchmark named, the process ended
+    /// (exit status 1).
+    pub const STOP: OnHang = OnHang {
+        message: |name, limit| {
+            format!(
+                "tally: benchmark {name} did not finish within {} s and was stopped; rerun it \
+                 alone (`tally bench {name}`) to see where it hangs\n",
+                limit.as_secs()
+            )
+        },
+        then: crate::sys::alarm::Then::Exit(1),
+    };
 }
 
 /// What a benchmark sees while it runs.
@@ -156,17 +177,14 @@ pub struct Ctx<'a> {
     pub other_cpu: Option<usize>,
     /// Every CPU the process may use (to unpin helpers).
     pub allowed_cpus: Vec<usize>,
-    pub(super) progress: &'a mut dyn FnMut(Progress),
-    pub(super) name: &'static str,
+    /// Told each step of a long benchmark.
+    pub(super) step: &'a mut dyn FnMut(&str),
 }
 
 impl Ctx<'_> {
     /// Reports a step of a long benchmark.
     pub fn step(&mut self, detail: impl Into<String>) {
-        (self.progress)(Progress::Step {
-            name: self.name.to_string(),
-            detail: detail.into(),
-        });
+        (self.step)(&detail.into());
     }
 }
 

@@ -5,9 +5,14 @@ use std::time::Duration;
 
 use clap::Args;
 
-use crate::mem::group::{GroupBy, SortKey};
-use crate::mem::name::NameMode;
-use crate::mem::report::Unit;
+use super::Config;
+use super::group::{GroupBy, Grouping, SortKey};
+use super::name::NameMode;
+use super::privilege::Privilege;
+use super::report::{Unit, View};
+use crate::failure::Usage;
+use crate::procfs::ProcRoot;
+use crate::report::Format;
 
 #[derive(Debug, Args)]
 #[command(
@@ -110,6 +115,80 @@ pub struct MemArgs {
     /// Print help.
     #[arg(long, action = clap::ArgAction::Help)]
     pub help: Option<bool>,
+}
+
+impl MemArgs {
+    /// The measurement the arguments ask for, checked against the
+    /// install's `privilege` (setuid or file capabilities keep their rights
+    /// for one scan only, and read only /proc). A `--user` name is looked up
+    /// when measuring, with the caller's rights.
+    pub fn config(&self, privilege: Privilege) -> Result<Config, Usage> {
+        let elevated = privilege.is_elevated();
+        if elevated && self.watch.is_some() {
+            return Err(Usage::new(
+                "--watch is not available in a setuid or capability install, which keeps its \
+                 privilege for one scan only; run `watch tally mem` instead",
+            ));
+        }
+        if self.watch.is_some()
+            && self
+                .out
+                .output
+                .as_ref()
+                .is_some_and(|p| p.as_os_str() != "-")
+        {
+            return Err(Usage::new(
+                "--watch writes its frames to stdout: drop -o, or use --textfile DIR for a file \
+                 kept current",
+            ));
+        }
+        if elevated && self.textfile.is_some() && self.every.is_some() {
+            return Err(Usage::new(
+                "--every is not available in a setuid or capability install, which keeps its \
+                 privilege for one scan only; run tally mem --textfile from a timer instead",
+            ));
+        }
+        let mut notes = Vec::new();
+        if elevated && self.procfs.is_some() {
+            notes.push("--procfs ignored: this install reads /proc only".to_string());
+        }
+        let machine = matches!(
+            self.out.format,
+            Format::CSV | Format::JSON | Format::PROMETHEUS
+        );
+        Ok(Config {
+            procfs: match &self.procfs {
+                Some(path) if !elevated => ProcRoot::new(path),
+                _ => ProcRoot::default(),
+            },
+            pids: (!self.pids.is_empty()).then(|| {
+                let mut pids = self.pids.clone();
+                pids.sort_unstable();
+                pids.dedup();
+                pids
+            }),
+            grouping: Grouping {
+                by: self.group_by,
+                name: self.name,
+                split_args: self.split_args,
+                filter: self.filter.clone(),
+                uid: None,
+                sort: self.sort,
+                reverse: self.reverse,
+                top: self.top.map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+                check_replaced: !elevated,
+            },
+            view: View {
+                unit: self.unit.unwrap_or(if machine { Unit::B } else { Unit::M }),
+                human_sizes: self.human,
+                total_only: self.total_only,
+            },
+            threads: self.threads,
+            read_status: self.user.is_some(),
+            user: self.user.clone(),
+            notes,
+        })
+    }
 }
 
 fn parse_regex(s: &str) -> Result<regex::Regex, String> {

@@ -27,13 +27,27 @@ pub enum MemError {
     CallerRights(io::Error),
     #[error("cannot drop privileges after the scan: {0}; refusing to go on")]
     DropPrivileges(io::Error),
+    #[error("no user named `{0}`: give a login name or a numeric uid")]
+    UnknownUser(String),
+    #[error("cannot install signal handlers for --watch: {0}")]
+    Signals(io::Error),
+    #[error("cannot write to stdout: {0}")]
+    Stdout(io::Error),
     #[error("cannot write the report: {0}")]
     Render(#[from] RenderError),
 }
 
-impl MemError {
+impl crate::failure::Failure for MemError {
+    /// 2 for a user that does not exist (bad usage), else 1.
+    fn exit_code(&self) -> u8 {
+        match self {
+            MemError::UnknownUser(_) => 2,
+            _ => 1,
+        }
+    }
+
     /// Whether the error is a closed stdout, to end quietly.
-    pub fn is_broken_pipe(&self) -> bool {
+    fn is_broken_pipe(&self) -> bool {
         matches!(self, MemError::Render(e) if e.is_broken_pipe())
     }
 }

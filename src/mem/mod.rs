@@ -26,6 +26,7 @@ use crate::report::{Format, RenderError, Style};
 pub use error::MemError;
 use group::{GroupBy, Grouping};
 use name::NameMode;
+use privilege::Privilege;
 use report::{MemReport, View};
 use scan::{Needs, Snapshot};
 
@@ -42,6 +43,11 @@ pub struct Config {
     /// Read every status file even if nothing else needs it (a `--user`
     /// filter resolved after the scan).
     pub read_status: bool,
+    /// `--user`: a login name or a number, looked up by [`measure`] with
+    /// the caller's rights into `grouping.uid`.
+    pub user: Option<String>,
+    /// What to say before the scan (an option this install ignores).
+    pub notes: Vec<String>,
 }
 
 impl Config {
@@ -62,10 +68,42 @@ impl Config {
     }
 }
 
+/// Measures memory per program as `cfg` says, in the one order privilege
+/// allows: the scan reads the figures with `privilege`, which ends with it
+/// whatever its outcome ([`Privilege::end_scan`]: an install's is dropped
+/// for good, a server's kept); `--user` is looked up with the caller's
+/// rights only (before the scan when there are no others, after it
+/// otherwise), and the rows are named and grouped after. `tally mem`, its
+/// `--textfile` and `--watch`, and `tally serve`'s collector all measure
+/// here.
+pub fn measure(cfg: &Config, privilege: &mut Privilege) -> Result<MemReport, MemError> {
+    let mut cfg = cfg.clone();
+    if !privilege.is_elevated() {
+        resolve_user(&mut cfg)?;
+    }
+    let snap = scan(&cfg, *privilege);
+    privilege.end_scan().map_err(MemError::DropPrivileges)?;
+    let snap = snap?;
+    resolve_user(&mut cfg)?;
+    // No path a process names is looked at with more rights than the
+    // caller's.
+    cfg.grouping.check_replaced = !privilege.is_elevated();
+    Ok(summarize(&snap, &cfg))
+}
+
+/// Looks `cfg.user` up into `cfg.grouping.uid`, once.
+fn resolve_user(cfg: &mut Config) -> Result<(), MemError> {
+    if let (Some(user), None) = (&cfg.user, cfg.grouping.uid) {
+        let uid = crate::sys::user::uid_of(user).or_else(|| user.parse().ok());
+        cfg.grouping.uid = Some(uid.ok_or_else(|| MemError::UnknownUser(user.clone()))?);
+    }
+    Ok(())
+}
+
 /// Reads the figures: the only step that needs privilege. With more
 /// rights than the caller, only the memory figures are read with them
 /// (see [`scan::scan_as_caller`]).
-pub fn scan(cfg: &Config, privilege: privilege::Privilege) -> Result<Snapshot, MemError> {
+pub fn scan(cfg: &Config, privilege: Privilege) -> Result<Snapshot, MemError> {
     let (root, pids, needs) = (&cfg.procfs, cfg.pids.as_deref(), cfg.needs());
     if privilege.is_elevated() {
         scan::scan_as_caller(root, pids, needs, cfg.threads, &|| privilege.as_caller())
@@ -251,8 +289,7 @@ pub fn watch(
     let mut first = true;
     while !stop() {
         let started = Instant::now();
-        let snap = scan(cfg, privilege::Privilege::Ordinary)?;
-        let report = summarize(&snap, cfg);
+        let report = measure(cfg, &mut Privilege::Ordinary)?;
         if terminal {
             // Home, then clear the screen.
             out.write_all(b"\x1b[H\x1b[2J").map_err(RenderError::Io)?;

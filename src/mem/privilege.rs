@@ -18,8 +18,12 @@ use crate::sys::privilege as sys;
 pub enum Privilege {
     /// The caller's own rights.
     Ordinary,
-    /// More than the caller: `how` says why (for messages).
+    /// More than the caller, for one scan (a setuid or file-capability
+    /// install): `how` says why (for messages).
     Elevated { how: &'static str },
+    /// More than the caller, kept for every scan of a long-running
+    /// process (`tally serve` started with capabilities): never dropped.
+    Kept { how: &'static str },
 }
 
 impl Privilege {
@@ -39,7 +43,7 @@ impl Privilege {
     }
 
     pub fn is_elevated(self) -> bool {
-        matches!(self, Privilege::Elevated { .. })
+        matches!(self, Privilege::Elevated { .. } | Privilege::Kept { .. })
     }
 
     /// Takes on the caller's rights until [`sys::Lowered::restore`]: what
@@ -53,9 +57,10 @@ impl Privilege {
         }
     }
 
-    /// Becomes the caller again, for good. Idempotent.
-    pub fn drop_to_caller(&mut self) -> std::io::Result<()> {
-        if self.is_elevated() {
+    /// What follows a scan: an install's privilege is dropped for good
+    /// (becoming the caller again), a kept one stays. Idempotent.
+    pub fn end_scan(&mut self) -> std::io::Result<()> {
+        if let Privilege::Elevated { .. } = self {
             sys::drop_to_real_ids()?;
             *self = Privilege::Ordinary;
         }
@@ -92,6 +97,11 @@ mod tests {
         assert_eq!(Privilege::detect(), Privilege::Ordinary);
         assert!(gate(false).is_ok());
         let mut p = Privilege::Ordinary;
-        assert!(p.drop_to_caller().is_ok());
+        assert!(p.end_scan().is_ok());
+        let mut kept = Privilege::Kept {
+            how: "capabilities",
+        };
+        assert!(kept.end_scan().is_ok());
+        assert!(kept.is_elevated(), "a kept privilege stays");
     }
 }

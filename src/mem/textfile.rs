@@ -4,39 +4,22 @@
 //! atomically, once or every `--every`.
 
 use super::privilege::Privilege;
-use super::{Config, MemError, closing_notes, scan, summarize};
+use super::{Config, closing_notes, measure};
 use crate::report::{Metric, Render};
 
 /// The file's name in DIR.
 pub const FILE: &str = "tally_mem.prom";
 
-/// The metrics of one scan as `cfg` says, each time it is called. With
-/// privilege, one scan (the caller refuses `--every`), then the privilege
-/// is dropped before `user` is looked up and the file written; the notes
-/// on the processes left out are said after the first scan.
-pub fn metrics<'a>(
-    cfg: &'a mut Config,
+/// The metrics of one measurement as `cfg` says ([`measure`]: with
+/// privilege, one scan, and the caller refuses `--every`), each time it is
+/// called; the notes on the processes left out are said after the first.
+pub fn metrics(
+    cfg: &Config,
     mut privilege: Privilege,
-    user: Option<&'a str>,
-) -> impl FnMut() -> Result<Vec<Metric>, String> + 'a {
+) -> impl FnMut() -> Result<Vec<Metric>, String> + '_ {
     let mut first = true;
     move || {
-        let snap = scan(cfg, privilege);
-        privilege
-            .drop_to_caller()
-            .map_err(|e| MemError::DropPrivileges(e).to_string())?;
-        let snap = snap.map_err(|e| e.to_string())?;
-        if let (Some(user), None) = (user, cfg.grouping.uid) {
-            cfg.grouping.uid = Some(
-                crate::sys::user::uid_of(user)
-                    .or_else(|| user.parse().ok())
-                    .ok_or_else(|| {
-                        format!("no user named `{user}`: give a login name or a numeric uid")
-                    })?,
-            );
-        }
-        cfg.grouping.check_replaced = true;
-        let report = summarize(&snap, cfg);
+        let report = measure(cfg, &mut privilege).map_err(|e| e.to_string())?;
         if first {
             for msg in closing_notes(&report, false, crate::sys::geteuid() == 0) {
                 crate::diag!("tally: {msg}");

@@ -357,31 +357,25 @@ fn merge(out: &mut Vec<Metric>, more: impl Iterator<Item = Metric>) {
 fn mem_metrics(m: &config::Mem, privilege: Privilege) -> Result<Vec<Metric>, crate::mem::MemError> {
     use crate::mem::{self, group, report};
     let cfg = mem::Config {
-        procfs: crate::procfs::ProcRoot::default(),
-        pids: None,
         grouping: group::Grouping {
             by: m.by,
             name: m.name,
             split_args: m.split_args,
-            filter: None,
-            uid: None,
             sort: group::SortKey::RAM,
             reverse: true,
             top: Some(m.top),
-            // No path a process names is looked at with more rights than
-            // the user's.
-            check_replaced: !privilege.is_elevated(),
+            ..Default::default()
         },
         view: report::View {
             unit: report::Unit::B,
             human_sizes: false,
             total_only: false,
         },
-        threads: 0,
-        read_status: false,
+        ..Default::default()
     };
-    let snap = mem::scan(&cfg, privilege)?;
-    let report = mem::summarize(&snap, &cfg);
+    // A kept privilege stays for the next scan (`Privilege::end_scan`).
+    let mut privilege = privilege;
+    let report = mem::measure(&cfg, &mut privilege)?;
     let mut metrics = report.metrics().unwrap_or_default();
     let label = match m.by {
         group::GroupBy::User => "user",
@@ -662,19 +656,16 @@ fn bench_metrics(b: &config::Bench) -> (Vec<Metric>, bool) {
     use crate::bench;
     let mut cfg = bench::Config::new(bench::Mode::Quick);
     cfg.names = b.names.clone();
-    let hooks = bench::Hooks {
-        progress: &mut |_| {},
-        on_hang: bench::OnHang {
-            message: |name, limit| {
-                format!(
-                    "tally serve: benchmark {name} did not finish within {} s; its figures stay stale\n",
-                    limit.as_secs()
-                )
-            },
-            then: crate::sys::alarm::Then::Continue,
+    cfg.on_hang = bench::OnHang {
+        message: |name, limit| {
+            format!(
+                "tally serve: benchmark {name} did not finish within {} s; its figures stay stale\n",
+                limit.as_secs()
+            )
         },
+        then: crate::sys::alarm::Then::Continue,
     };
-    match bench::execute(&cfg, hooks) {
+    match bench::execute(&cfg, &mut crate::progress::Progress::none()) {
         Ok(report) => {
             let ok = report.benchmarks.iter().all(|r| r.error.is_none());
             (report.metrics().unwrap_or_default(), ok)

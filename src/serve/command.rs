@@ -197,7 +197,7 @@ fn serve_privilege() -> Privilege {
     let widening = (1u64 << CAP_DAC_READ_SEARCH) | (1u64 << CAP_SYS_PTRACE);
     match crate::sys::privilege::capabilities() {
         Ok((effective, _)) if crate::sys::geteuid() != 0 && effective & widening != 0 => {
-            Privilege::Elevated {
+            Privilege::Kept {
                 how: "capabilities",
             }
         }
