@@ -42,3 +42,24 @@ impl Failure for Usage {
 pub trait Outcome {
     fn exit_code(&self) -> u8;
 }
+
+/// A failure said with the command's name first (`cp: …`), as the
+/// commands whose own messages do not name them are.
+#[derive(Debug)]
+pub struct In<E>(pub &'static str, pub E);
+
+impl<E: Display> Display for In<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.0, self.1)
+    }
+}
+
+impl<E: Failure> Failure for In<E> {
+    fn exit_code(&self) -> u8 {
+        self.1.exit_code()
+    }
+
+    fn is_broken_pipe(&self) -> bool {
+        self.1.is_broken_pipe()
+    }
+}

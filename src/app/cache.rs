@@ -1,11 +1,18 @@
-//! `tally cache`: residency, evict, warm, lock.
+//! `tally cache`: the arguments made a configuration, the report's places
+//! opened before any page is evicted, warmed or locked, the files walked
+//! with each row written as it comes, what was skipped said after the
+//! report, and with `--lock` the files held until a signal.
 
-use tally::cache::report::{CacheReport, Shown};
-use tally::cache::{command, textfile};
+use tally::cache::report::{CacheReport, CacheStream, FileReport};
+use tally::cache::{args::CacheArgs, command, textfile};
+use tally::progress::Progress;
 use tally::report::Stream;
 
-pub(super) fn cache_command(args: tally::cache::args::CacheArgs) -> u8 {
-    let cfg = command::Config::from(&args);
+pub(super) fn cache_command(args: CacheArgs) -> u8 {
+    let cfg = match args.config() {
+        Ok(cfg) => cfg,
+        Err(e) => return super::fail(&e),
+    };
     if let Some(dir) = &args.textfile {
         let mut metrics = textfile::metrics(&cfg);
         return tally::serve::textfile::textfile_loop(
@@ -15,28 +22,24 @@ pub(super) fn cache_command(args: tally::cache::args::CacheArgs) -> u8 {
             &mut metrics,
         );
     }
-    if args.mincore {
-        tally::pagecache::use_mincore_only(true);
-    }
-    // Checked before any page is evicted, warmed or locked.
     let output = match super::open_output::<CacheReport>(&args.out, "cache", Some(Stream::Stdout)) {
         Ok(o) => o,
         Err(code) => return code,
     };
-    let shown = Shown {
-        top: args.top,
-        all: args.all,
+    let mut stream = output.stream();
+    let mut rows = |report: &CacheStream, row: &FileReport| {
+        stream.row(report, row);
+        !stream.all_stopped()
     };
-    let streamed = match command::stream(&cfg, shown, output) {
-        Ok(s) => s,
-        Err(e) => {
-            tally::diag!("tally: {e}");
-            return 1;
-        }
+    let result = command::execute(&cfg, &mut Progress::none().rows(&mut rows));
+    let (report, held) = match result {
+        Ok(done) => done,
+        Err(e) => return super::fail(&e),
     };
-    let code = super::said(streamed.failures);
-    if code != 0 {
-        return code;
+    let failures = stream.finish(&report);
+    super::say_lines(report.diagnostics());
+    match super::said(failures) {
+        0 => command::hold(&report, held),
+        code => code,
     }
-    command::hold(&streamed.report, streamed.held)
 }

@@ -1,40 +1,26 @@
-//! `tally load`: the loads with a progress bar (see `tally::load::command`).
+//! `tally load`: a load for a parent `tally load`, or the arguments made a
+//! plan, its report's places opened before any load, the loads made with
+//! their progress drawn, the report written (see `tally::load::command`).
 
-use std::io::{self, IsTerminal};
-
-use tally::load::args::LoadArgs;
-use tally::load::command;
+use super::progress::Drawn;
+use tally::failure::In;
+use tally::load::{args::LoadArgs, command};
+use tally::progress::Progress;
 
 pub(super) fn load_command(args: LoadArgs) -> u8 {
-    if let Some(code) = command::child(&args) {
-        return code;
+    if let Some(child) = args.child() {
+        return child.run();
     }
-    let (plan, output) = match command::prepare(&args) {
-        Ok(p) => p,
-        Err(code) => return code,
+    let plan = match args.config() {
+        Ok(plan) => plan,
+        Err(e) => return super::fail(&e),
     };
-    let bar = progress_bar();
-    let measured = plan.execute(&mut |done, of, what| {
-        if let Some(b) = &bar {
-            b.set_length(u64::from(of));
-            b.set_position(u64::from(done));
-            b.set_message(what());
-        }
-    });
-    if let Some(b) = &bar {
-        b.finish_and_clear();
-    }
-    command::output(output, measured)
-}
-
-/// The progress bar, on a terminal's stderr only.
-fn progress_bar() -> Option<indicatif::ProgressBar> {
-    io::stderr().is_terminal().then(|| {
-        let b = indicatif::ProgressBar::new(0);
-        b.set_style(
-            indicatif::ProgressStyle::with_template("tally: load {msg} {bar:30} {pos}/{len}")
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-        );
-        b
-    })
+    let output = match plan.open(&args.out.request()) {
+        Ok(o) => o,
+        Err(e) => return super::fail(&e),
+    };
+    let mut drawn = Drawn::new();
+    let result = command::execute(&plan, &mut Progress::new(&mut |e| drawn.event(e)));
+    drop(drawn);
+    super::finish(output, result.map_err(|e| In("load", e)))
 }

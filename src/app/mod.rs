@@ -155,6 +155,20 @@ fn finish<R: Document + Outcome, E: Failure>(output: report::Output, result: Res
     }
 }
 
+/// Says `lines` on stderr, each after `tally: `, in one write (after a
+/// report, so that they stay together).
+fn say_lines(lines: impl IntoIterator<Item = String>) {
+    let mut text = String::new();
+    for line in lines {
+        text.push_str("tally: ");
+        text.push_str(&line);
+        text.push('\n');
+    }
+    if !text.is_empty() {
+        let _ = io::stderr().lock().write_all(text.as_bytes());
+    }
+}
+
 /// Says every output failure on stderr; returns the exit code they call
 /// for (0 when there were none).
 fn said(errors: Vec<report::OutputError>) -> u8 {

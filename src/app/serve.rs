@@ -1,16 +1,15 @@
-//! `tally serve`: the configuration read, the server started and run
-//! until a signal (see `tally::serve::command`).
+//! `tally serve`: the arguments made a configuration, the files read, the
+//! server started and run until a signal (see `tally::serve::command`).
 
-use tally::serve::args::ServeArgs;
-use tally::serve::command;
+use tally::serve::{args::ServeArgs, command};
 
 pub(super) fn serve_command(args: ServeArgs) -> u8 {
-    let settings = match command::settings(&args) {
-        Ok(s) => s,
-        Err(code) => return code,
+    let cfg = match args.config() {
+        Ok(cfg) => cfg,
+        Err(e) => return super::fail(&e),
     };
-    match command::start(settings) {
+    match command::settings(&cfg).and_then(command::start) {
         Ok(server) => server.wait(),
-        Err(code) => code,
+        Err(e) => super::fail(&e),
     }
 }

@@ -132,23 +132,33 @@ pub fn load(path: &Path) -> Result<BenchReport, BaselineError> {
     })
 }
 
-/// The report of `--baseline`, read and checked against `--fail-on`'s
-/// rules, with its path; `None` without one.
-pub fn read(cfg: &super::Config) -> Result<Option<(PathBuf, BenchReport)>, BaselineError> {
-    let Some(path) = &cfg.baseline else {
+/// The report of `--baseline` (`path`), read and checked against
+/// `--fail-on`'s `rules`, with its path; `None` without one.
+pub fn read(
+    path: Option<&Path>,
+    rules: &[BenchRule],
+) -> Result<Option<(PathBuf, BenchReport)>, BaselineError> {
+    let Some(path) = path else {
         return Ok(None);
     };
     let old = load(path)?;
-    check_rules(path, &old, &cfg.fail_on)?;
-    Ok(Some((path.clone(), old)))
+    check_rules(path, &old, rules)?;
+    Ok(Some((path.to_path_buf(), old)))
 }
 
 /// Compares `report` with the baseline `old` (read from `path`) and,
-/// with `cfg`'s `--fail-on` rules, gates it.
-pub fn apply(report: &mut BenchReport, path: &Path, old: &BenchReport, cfg: &super::Config) {
+/// with `--fail-on`'s `rules`, gates it (`strict`: what cannot be decided
+/// fails too).
+pub fn apply(
+    report: &mut BenchReport,
+    path: &Path,
+    old: &BenchReport,
+    rules: &[BenchRule],
+    strict: bool,
+) {
     let mut base = compare(path, old, report);
-    if !cfg.fail_on.is_empty() {
-        base.gate = Some(gate(old, report, &cfg.fail_on, cfg.strict));
+    if !rules.is_empty() {
+        base.gate = Some(gate(old, report, rules, strict));
     }
     report.baseline = Some(base);
 }

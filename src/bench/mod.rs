@@ -154,7 +154,7 @@ pub fn select(cfg: &Config) -> Result<Vec<&'static Benchmark>, BenchError> {
 /// long run is said, and each benchmark and its steps are told to
 /// `progress` as they start.
 pub fn execute(cfg: &Config, progress: &mut Progress) -> Result<BenchReport, BenchError> {
-    let old = baseline::read(cfg)?;
+    let old = baseline::read(cfg.baseline.as_deref(), &cfg.fail_on)?;
     let chosen = select(cfg)?;
     if chosen.iter().any(|b| b.uses_dir) {
         check_dir(&cfg.dir)?;
@@ -174,7 +174,7 @@ pub fn execute(cfg: &Config, progress: &mut Progress) -> Result<BenchReport, Ben
     let results = run.passes(&chosen, progress);
     let mut report = run.report(results, &chosen, started);
     if let Some((path, old)) = old {
-        baseline::apply(&mut report, &path, &old, cfg);
+        baseline::apply(&mut report, &path, &old, &cfg.fail_on, cfg.strict);
     }
     Ok(report)
 }

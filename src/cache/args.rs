@@ -4,6 +4,10 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use super::command::Config;
+use super::report::{Action, Shown};
+use crate::failure::Usage;
+
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  \
         tally cache model.bin\n  \
@@ -78,4 +82,32 @@ pub struct CacheArgs {
     /// Files or directories; `-` reads paths from stdin, one per line.
     #[arg(required = true, value_name = "PATH")]
     pub paths: Vec<PathBuf>,
+}
+
+impl CacheArgs {
+    /// What to do and to which paths (clap has checked the arguments).
+    pub fn config(&self) -> Result<Config, Usage> {
+        let action = if self.evict {
+            Action::Evict
+        } else if self.warm {
+            Action::Warm
+        } else if self.lock {
+            Action::Lock
+        } else {
+            Action::Status
+        };
+        Ok(Config {
+            action,
+            paths: self.paths.clone(),
+            recursive: self.recursive,
+            null_separated: self.null,
+            map: self.verbose,
+            map_buckets: 0,
+            shown: Shown {
+                top: self.top,
+                all: self.all,
+            },
+            mincore_only: self.mincore,
+        })
+    }
 }

@@ -1,13 +1,14 @@
 //! `tally cache`: residency of files, and evicting, warming or locking them.
 
 use std::fs::File;
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 
 use super::report::{Action, CacheReport, CacheStream, FileReport, PathProblem, Shown};
 use crate::pagecache::{self, evict, residency_of, walk, warm};
-use crate::report::{Output, OutputError, SCHEMA_VERSION};
+use crate::progress::Progress;
+use crate::report::SCHEMA_VERSION;
 use crate::sys::{self, mem::Mapping};
 
 /// Buckets of a residency map (`-v`) when stdout is not a terminal.
@@ -33,32 +34,14 @@ pub struct Config {
     pub null_separated: bool,
     /// Compute a residency map per file.
     pub map: bool,
-    /// Ranges per map (see [`map_buckets`]).
+    /// Ranges per map; 0: as wide as stdout's terminal (see
+    /// [`map_buckets`]), looked at when the walk starts.
     pub map_buckets: u64,
-}
-
-impl From<&super::args::CacheArgs> for Config {
-    /// The action and paths of `tally cache`'s arguments; a residency map
-    /// (`-v`) as wide as stdout's terminal.
-    fn from(args: &super::args::CacheArgs) -> Config {
-        let action = if args.evict {
-            Action::Evict
-        } else if args.warm {
-            Action::Warm
-        } else if args.lock {
-            Action::Lock
-        } else {
-            Action::Status
-        };
-        Config {
-            action,
-            paths: args.paths.clone(),
-            recursive: args.recursive,
-            null_separated: args.null,
-            map: args.verbose,
-            map_buckets: map_buckets(sys::tty::stdout_columns()),
-        }
-    }
+    /// Which rows the human report shows.
+    pub shown: Shown,
+    /// Residency from mincore(2) even where cachestat(2) works (the
+    /// fallback path, for tests).
+    pub mincore_only: bool,
 }
 
 /// Mappings held locked (`--lock`) until dropped.
@@ -78,6 +61,12 @@ pub enum CacheError {
     /// Stdin could not be taken to read `-` from.
     #[error("cannot read stdin: {0}")]
     OpenStdin(io::Error),
+}
+
+impl crate::failure::Failure for CacheError {
+    fn exit_code(&self) -> u8 {
+        1
+    }
 }
 
 /// Expands `-` into the paths read from `stdin`, bounded
@@ -203,51 +192,36 @@ pub fn execute_streaming(
     Ok(Outcome { problems, held })
 }
 
-/// A run of `tally cache` written as it went: the report's head and
-/// tail, the mappings held locked (`--lock`), and where the report could
-/// not be written.
-pub struct Streamed {
-    /// The report's head and tail (totals, skipped paths).
-    pub report: CacheStream,
-    /// With `--lock`: the mappings held, until dropped.
-    pub held: Option<Held>,
-    /// Where the report could not be written.
-    pub failures: Vec<OutputError>,
-}
-
-/// Runs `tally cache` as configured into `output`, each file's row going
-/// out as it is made; the walk stops when no output is left to take the
-/// rows (a reader that went away). Paths of `-` come from stdin, where a
-/// pipe that sends nothing for a minute ends the list. Skipped paths and
-/// files not locked are said on stderr after the report, which stdout
-/// holds alone, in one buffered write.
-pub fn stream(cfg: &Config, shown: Shown, output: Output) -> Result<Streamed, CacheError> {
+/// Runs `tally cache` as configured, each file's row handed to
+/// `progress` as it is made, with the report as it stands; the walk stops
+/// when nobody takes the rows any more (a reader that went away). Paths of
+/// `-` come from stdin, where a pipe that sends nothing for a minute ends
+/// the list. Returns the report's head and tail (totals, skipped paths)
+/// and, with `--lock`, the mappings held locked until dropped.
+pub fn execute(
+    cfg: &Config,
+    progress: &mut Progress<'_, CacheStream, FileReport>,
+) -> Result<(CacheStream, Option<Held>), CacheError> {
+    if cfg.mincore_only {
+        crate::pagecache::use_mincore_only(true);
+    }
     let mut stdin =
         crate::input::Stdin::new(crate::input::STDIN_IDLE).map_err(CacheError::OpenStdin)?;
-    let mut report = CacheStream::new(cfg.action, sys::page_size(), shown);
-    let mut stream = output.stream(&report);
+    let buckets = match cfg.map_buckets {
+        0 => map_buckets(sys::tty::stdout_columns()),
+        n => n,
+    };
+    let cfg = &Config {
+        map_buckets: buckets,
+        ..cfg.clone()
+    };
+    let mut report = CacheStream::new(cfg.action, sys::page_size(), cfg.shown);
     let outcome = execute_streaming(cfg, &mut stdin, &mut |row| {
         report.add(&row);
-        stream.row(&report, &row);
-        !stream.all_stopped()
+        progress.row(&report, &row)
     })?;
     report.tail.problems = outcome.problems;
-    let failures = stream.finish(&report);
-    let diagnostics = report.diagnostics();
-    if !diagnostics.is_empty() {
-        let mut text = String::new();
-        for line in diagnostics {
-            text.push_str("tally: ");
-            text.push_str(&line);
-            text.push('\n');
-        }
-        let _ = io::stderr().lock().write_all(text.as_bytes());
-    }
-    Ok(Streamed {
-        report,
-        held: outcome.held,
-        failures,
-    })
+    Ok((report, outcome.held))
 }
 
 /// The end of `tally cache`: with `--lock`, holds the mappings `held`
@@ -297,8 +271,9 @@ fn files(n: usize) -> String {
 
 /// Runs `tally cache` as configured and returns the whole report (every
 /// row held: for callers that want totals of a few paths, such as `tally
-/// serve`). With `--lock` the locked mappings come back too.
-pub fn execute(
+/// serve` and `--textfile`). With `--lock` the locked mappings come back
+/// too.
+pub fn report_of(
     cfg: &Config,
     stdin: &mut dyn Read,
 ) -> Result<(CacheReport, Option<Held>), CacheError> {

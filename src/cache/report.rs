@@ -1033,7 +1033,7 @@ mod tests {
         };
         let output = Output::open::<CacheReport>(&request, "cache", None).expect("open");
         let mut stream_report = CacheStream::new(r.action, r.page_size_bytes, shown);
-        let mut stream = output.stream(&stream_report);
+        let mut stream = output.stream();
         for f in &r.files {
             stream_report.add(f);
             stream.row(&stream_report, f);

@@ -3,7 +3,7 @@
 //! [`FILE`]. What goes in the file is made here; `crate::serve::textfile`
 //! writes it atomically, once or every `--every`.
 
-use super::command::{Config, execute, expand_stdin};
+use super::command::{Config, expand_stdin, report_of};
 use crate::report::{Metric, Render};
 
 /// The file's name in DIR.
@@ -28,7 +28,7 @@ pub fn metrics(cfg: &Config) -> impl FnMut() -> Result<Vec<Metric>, String> + '_
             null_separated: false,
             ..cfg.clone()
         };
-        let (report, _) = execute(&run, &mut std::io::empty()).map_err(|e| e.to_string())?;
+        let (report, _) = report_of(&run, &mut std::io::empty()).map_err(|e| e.to_string())?;
         for line in report.diagnostics() {
             crate::diag!("tally: {line}");
         }

@@ -6,8 +6,10 @@
 
 use std::path::{Path, PathBuf};
 
+use super::baseline;
+use super::plan::{self, Config};
 use super::report::CompareReport;
-use super::{CompareError, Config, baseline, plan, runner};
+use super::runner::{self, CompareError};
 use crate::failure::{Failure, Usage};
 use crate::progress::Progress;
 use crate::report::{self, Output, OutputError, Stream};

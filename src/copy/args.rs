@@ -4,6 +4,10 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use super::Config;
+use crate::failure::Usage;
+use crate::report::{Format, Stream};
+
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  \
         tally cp big.iso /backup/            # the page cache stays as it was\n  \
@@ -52,4 +56,35 @@ pub struct CpArgs {
     /// sources).
     #[arg(required = true, num_args = 2.., value_name = "PATH")]
     pub paths: Vec<PathBuf>,
+}
+
+impl CpArgs {
+    /// The copy the arguments ask for: every path but the last to the
+    /// last.
+    pub fn config(&self) -> Result<Config, Usage> {
+        let mut sources = self.paths.clone();
+        let destination = sources
+            .pop()
+            .ok_or_else(|| Usage::new("cp needs a source and a destination"))?;
+        Ok(Config {
+            sources,
+            destination,
+            recursive: self.recursive,
+            preserve: self.preserve,
+            sync: self.sync,
+            keep_cache: self.keep_cache,
+            via: self.via,
+            named_temp: self.named_temp,
+        })
+    }
+
+    /// Where the report goes without `-o`: quiet by default, as cp: the
+    /// human report only with `-v`, on stderr; another format on stdout.
+    pub fn default_stream(&self) -> Option<Stream> {
+        match (self.out.format == Format::HUMAN, self.verbose) {
+            (true, true) => Some(Stream::Stderr),
+            (true, false) => None,
+            (false, _) => Some(Stream::Stdout),
+        }
+    }
 }

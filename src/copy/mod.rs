@@ -16,6 +16,8 @@
 
 pub mod args;
 pub mod command;
+
+pub use command::execute;
 pub mod report;
 mod tree;
 
@@ -29,14 +31,14 @@ use std::time::Instant;
 
 use crate::pagecache::warm::data_segments;
 use crate::place::{self as dest, Existing, PlaceError, Temp};
-use crate::report::SCHEMA_VERSION;
+use crate::progress::Progress;
 use crate::sys::{
     self,
     cache::Advice,
     file::{SyncRange, copy_range, pread, pwrite},
 };
 use crate::text::path::display;
-use report::{CopyReport, FileCopy, Method, Problem};
+use report::{CopyStream, FileCopy, Method, Problem};
 
 /// Data moves in windows of this size; writeback and dropping follow them.
 pub const WINDOW_BYTES: u64 = 8 << 20;
@@ -79,6 +81,12 @@ pub enum Via {
     Dontcache,
     /// read + write with sync_file_range + DONTNEED windows.
     ReadWrite,
+}
+
+impl crate::failure::Failure for CopyError {
+    fn exit_code(&self) -> u8 {
+        1
+    }
 }
 
 /// Why `tally cp` could not start at all.
@@ -180,15 +188,6 @@ fn write_error(path: &Path, source: io::Error) -> FileError {
         source,
         hint,
     }
-}
-
-/// Progress: bytes done so far, of the total when it is known (a
-/// directory's is not: it is not walked twice).
-#[derive(Debug, Clone, Copy)]
-pub struct Progress {
-    pub done_bytes: u64,
-    pub total_bytes: Option<u64>,
-    pub files: u64,
 }
 
 /// One planned copy.
@@ -307,6 +306,9 @@ pub struct Interrupted {
 /// What a copy made besides its files' rows.
 #[derive(Debug, Default)]
 pub struct Outcome {
+    /// The files copied, and their bytes.
+    pub files: u64,
+    pub bytes: u64,
     pub directories: u64,
     pub symlinks: u64,
     pub problems: Vec<Problem>,
@@ -343,15 +345,17 @@ pub(crate) fn stopping() -> bool {
     sys::cleanup::stop_requested().is_some()
 }
 
-/// Copies as configured, giving each copied file's row to `row` as it is
-/// made (memory does not grow with the files). Files that fail are listed
+/// Copies as configured, handing each copied file's row to `progress` as
+/// it is made (memory does not grow with the files), and the bytes done
+/// as they move. Files that fail are listed
 /// in the outcome's problems; the others are copied. A directory named as
 /// a source is copied on every core (the `tree` module).
 pub fn execute_streaming(
     cfg: &Config,
-    progress: &mut dyn FnMut(Progress),
-    row: &mut dyn FnMut(FileCopy),
+    progress: &mut Progress<'_, CopyStream, FileCopy>,
 ) -> Result<Outcome, CopyError> {
+    // The report's head, as the rows go out: its tail comes at the end.
+    let head = CopyStream::default();
     let (jobs, problems) = plan(cfg)?;
     let mut out = Outcome {
         problems,
@@ -375,13 +379,8 @@ pub fn execute_streaming(
         match job {
             Job::File { src, dst } => {
                 let base = shared.done_bytes.load(Ordering::Relaxed);
-                let mut on_bytes = |n: u64| {
-                    progress(Progress {
-                        done_bytes: base.saturating_add(n),
-                        total_bytes,
-                        files,
-                    })
-                };
+                let mut on_bytes =
+                    |n: u64| progress.bytes(base.saturating_add(n), total_bytes, files);
                 match copy_file_with(&shared, &src, &dst, &mut on_bytes) {
                     Ok((f, deferred)) => {
                         let f = match deferred {
@@ -390,7 +389,9 @@ pub fn execute_streaming(
                         };
                         shared.done_bytes.fetch_add(f.size_bytes, Ordering::Relaxed);
                         files += 1;
-                        row(f);
+                        out.bytes = out.bytes.saturating_add(f.size_bytes);
+                        // A copy goes on when nobody reads its report.
+                        progress.row(&head, &f);
                     }
                     Err(FileError::Interrupted { path }) => {
                         out.interrupted
@@ -402,21 +403,22 @@ pub fn execute_streaming(
                 }
             }
             Job::Tree { src, dst } => {
+                let mut bytes = 0u64;
                 tree::copy(&shared, &src, &dst, &mut out, &mut |f| {
                     files += 1;
-                    progress(Progress {
-                        done_bytes: shared.done_bytes.load(Ordering::Relaxed),
-                        total_bytes,
-                        files,
-                    });
-                    row(f);
+                    bytes = bytes.saturating_add(f.size_bytes);
+                    let done = shared.done_bytes.load(Ordering::Relaxed);
+                    progress.bytes(done, total_bytes, files);
+                    progress.row(&head, &f);
                 });
+                out.bytes = out.bytes.saturating_add(bytes);
             }
         }
     }
     if sys::cleanup::stop_requested().is_some() {
         out.interrupted.get_or_insert_with(interrupted);
     }
+    out.files = files;
     Ok(out)
 }
 
@@ -428,20 +430,6 @@ fn interrupted() -> Interrupted {
         signal_number: sig,
         stopped_at: Vec::new(),
     }
-}
-
-/// Copies as configured and returns the whole report (every row held).
-pub fn execute(cfg: &Config, progress: &mut dyn FnMut(Progress)) -> Result<CopyReport, CopyError> {
-    let mut files = Vec::new();
-    let out = execute_streaming(cfg, progress, &mut |f| files.push(f))?;
-    Ok(CopyReport {
-        schema_version: SCHEMA_VERSION,
-        files,
-        directories: out.directories,
-        symlinks: out.symlinks,
-        problems: out.problems,
-        interrupted: out.interrupted,
-    })
 }
 
 fn set_times(file: &File, meta: &std::fs::Metadata) -> io::Result<()> {

@@ -4,7 +4,10 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::load::{Method, Touch};
+use super::command::{Child, Plan};
+use super::procs::{self, ProcsConfig};
+use super::{Config, Method, Mode, Touch};
+use crate::failure::Usage;
 
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  \
@@ -89,4 +92,76 @@ pub struct LoadArgs {
     /// The file to load.
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
+}
+
+impl LoadArgs {
+    /// The load this process is to make for a parent `tally load`
+    /// (`--child METHOD`); `None` for the command itself.
+    pub fn child(&self) -> Option<Child> {
+        Some(Child {
+            method: self.child?,
+            file: self.file.clone(),
+            touch: self.touch,
+            hold: self.hold,
+            parent: self.parent,
+            result: self.result.clone(),
+        })
+    }
+
+    /// The loads the arguments ask for: each method in turn, or in several
+    /// processes at once (`--procs N`, `--procs-sweep`, `--mem-limit`).
+    pub fn config(&self) -> Result<Plan, Usage> {
+        let modes = if self.cold {
+            vec![Mode::Cold]
+        } else if self.warm {
+            vec![Mode::Warm]
+        } else {
+            vec![Mode::Cold, Mode::Warm]
+        };
+        let procs: Vec<u32> = if self.procs_sweep {
+            procs::SWEEP.to_vec()
+        } else if let Some(n) = self.procs {
+            vec![n]
+        } else if self.mem_limit.is_some() {
+            vec![1]
+        } else {
+            Vec::new()
+        };
+        // The tally binary that makes each load is found when they start.
+        let exe = PathBuf::new();
+        Ok(if procs.is_empty() {
+            Plan::Methods(Config {
+                file: self.file.clone(),
+                methods: self.methods(&Method::ALL),
+                modes,
+                runs: self.runs,
+                touch: self.touch,
+                exe,
+            })
+        } else {
+            Plan::Procs(ProcsConfig {
+                file: self.file.clone(),
+                methods: self.methods(&[Method::Read, Method::Mmap]),
+                modes,
+                procs,
+                touch: self.touch,
+                mem_limit_bytes: self.mem_limit,
+                exe,
+            })
+        })
+    }
+
+    /// `--methods` in the order given, each once; `default` without it.
+    fn methods(&self, default: &[Method]) -> Vec<Method> {
+        if self.methods.is_empty() {
+            return default.to_vec();
+        }
+        let mut once = Vec::new();
+        for m in &self.methods {
+            if !once.contains(m) {
+                once.push(*m);
+            }
+        }
+        once
+    }
 }

@@ -1,17 +1,18 @@
-//! `tally load` from its arguments to its exit code, around
-//! [`execute`](super::execute) and [`procs::execute`]: the process a
-//! parent started for one load ([`child`]), the comparison planned and
-//! where its report goes opened ([`prepare`]), the loads ([`Plan::execute`]),
-//! and the report written and the exit code ([`output`]).
+//! `tally load` as a command, around [`super::execute`] and
+//! [`procs::execute`]: the process a parent started for one load
+//! ([`Child`]), where the report of a [`Plan`] goes ([`Plan::open`]), the
+//! loads ([`execute`]), and the exit code their report calls for.
 
-use std::io;
+use std::io::{self, Write};
+use std::path::PathBuf;
 
-use super::args::LoadArgs;
 use super::procs::{self, ProcsConfig};
 use super::procs_report::ProcsReport;
 use super::report::LoadReport;
-use super::{Config, LoadError, Method, Mode, hold};
-use crate::report::{Output, OutputError, Stream};
+use super::{Config, LoadError, Method, Touch, hold};
+use crate::failure::Outcome;
+use crate::progress::Progress;
+use crate::report::{Document, Output, OutputError, Render, Request, Stream};
 
 /// The loads to make: each method in turn (`tally load FILE`), or in
 /// several processes at once (`--procs N`, `--procs-sweep`,
@@ -31,18 +32,61 @@ pub enum Measured {
     Procs(ProcsReport),
 }
 
-/// The exit code of this process when it is one a parent `tally load`
-/// started (`--child METHOD`, with `--hold` one of N of `--procs`), after
-/// its load; `None` for the command itself.
-pub fn child(args: &LoadArgs) -> Option<u8> {
-    let method = args.child?;
-    if args.hold {
-        // One of N processes of --procs: load at the barrier, hold.
-        let Some(parent) = args.parent else {
-            crate::diag!("tally: load --hold needs --parent PID");
-            return Some(2);
+/// A process a parent `tally load` started for one load (`--child
+/// METHOD`; with `--hold`, one of N of `--procs`).
+#[derive(Debug, Clone)]
+pub struct Child {
+    pub method: Method,
+    pub file: PathBuf,
+    pub touch: Touch,
+    /// Load at the barrier on stdin and hold the data until it closes.
+    pub hold: bool,
+    /// With `hold`: the parent tally.
+    pub parent: Option<u32>,
+    /// Where the result goes, for the parent.
+    pub result: Option<PathBuf>,
+}
+
+impl Child {
+    /// Makes the load; returns this process's exit code (its failure said
+    /// on stderr, for the parent).
+    pub fn run(&self) -> u8 {
+        if self.hold {
+            return self.hold();
+        }
+        // One load in this process, the result in a file for the parent.
+        let (result, code) = match super::child::load(self.method, &self.file, self.touch) {
+            Ok(r) => (r, 0),
+            Err(e) => (
+                super::child::ChildResult {
+                    error: Some(e.to_string()),
+                    ..Default::default()
+                },
+                if e.kind() == io::ErrorKind::OutOfMemory {
+                    super::child::EXIT_NO_MEMORY
+                } else {
+                    1
+                },
+            ),
         };
-        return Some(match hold::serve(method, &args.file, args.touch, parent) {
+        if let Some(path) = &self.result {
+            let written = serde_json::to_vec(&result)
+                .map_err(io::Error::other)
+                .and_then(|b| std::fs::write(path, b));
+            if written.is_err() {
+                return code.max(1);
+            }
+        }
+        code
+    }
+
+    /// One of N processes of `--procs`: load at the barrier, hold.
+    fn hold(&self) -> u8 {
+        let Some(parent) = self.parent else {
+            crate::diag!("tally: load --hold needs --parent PID");
+            return 2;
+        };
+        match hold::serve(self.method, &self.file, self.touch, parent) {
             Ok(hold::Ended::Released) => 0,
             Ok(hold::Ended::NoStart) => 1,
             Ok(hold::Ended::Failed { out_of_memory }) => {
@@ -56,160 +100,76 @@ pub fn child(args: &LoadArgs) -> Option<u8> {
                 crate::diag!("tally: load --hold: {e}");
                 1
             }
-        });
-    }
-    // One load in this process, the result in a file for the parent.
-    let (result, code) = match super::child::load(method, &args.file, args.touch) {
-        Ok(r) => (r, 0),
-        Err(e) => (
-            super::child::ChildResult {
-                error: Some(e.to_string()),
-                ..Default::default()
-            },
-            if e.kind() == io::ErrorKind::OutOfMemory {
-                super::child::EXIT_NO_MEMORY
-            } else {
-                1
-            },
-        ),
-    };
-    if let Some(path) = &args.result {
-        let written = serde_json::to_vec(&result)
-            .map_err(io::Error::other)
-            .and_then(|b| std::fs::write(path, b));
-        if written.is_err() {
-            return Some(code.max(1));
         }
     }
-    Some(code)
 }
-
-/// The [`Plan`] of the arguments, and where its report goes, opened
-/// before any load (bad formats and output paths fail first, not after);
-/// a failure is said on stderr and is the exit code.
-pub fn prepare(args: &LoadArgs) -> Result<(Plan, Output), u8> {
-    let exe = match std::env::current_exe() {
-        Ok(p) => p,
-        Err(e) => {
-            crate::diag!("tally: cannot find the tally binary to run loads with: {e}");
-            return Err(1);
-        }
-    };
-    let modes = if args.cold {
-        vec![Mode::Cold]
-    } else if args.warm {
-        vec![Mode::Warm]
-    } else {
-        vec![Mode::Cold, Mode::Warm]
-    };
-    let procs: Vec<u32> = if args.procs_sweep {
-        procs::SWEEP.to_vec()
-    } else if let Some(n) = args.procs {
-        vec![n]
-    } else if args.mem_limit.is_some() {
-        vec![1]
-    } else {
-        Vec::new()
-    };
-    let request = args.out.request();
-    let opened = if procs.is_empty() {
-        let cfg = Config {
-            file: args.file.clone(),
-            methods: methods(args, &Method::ALL),
-            modes,
-            runs: args.runs,
-            touch: args.touch,
-            exe,
-        };
-        Output::open::<LoadReport>(&request, "load", Some(Stream::Stdout))
-            .map(|o| (Plan::Methods(cfg), o))
-    } else {
-        let cfg = ProcsConfig {
-            file: args.file.clone(),
-            methods: methods(args, &[Method::Read, Method::Mmap]),
-            modes,
-            procs,
-            touch: args.touch,
-            mem_limit_bytes: args.mem_limit,
-            exe,
-        };
-        Output::open::<ProcsReport>(&request, "load", Some(Stream::Stdout))
-            .map(|o| (Plan::Procs(cfg), o))
-    };
-    opened.map_err(|e| {
-        crate::diag!("tally: {e}");
-        e.exit_code()
-    })
-}
-
-/// Told how many loads of how many are done and, when it asks, the one
-/// under way ("cold read", "warm mmap ×4").
-pub type OnProgress<'a> = dyn FnMut(u32, u32, &dyn Fn() -> String) + 'a;
 
 impl Plan {
-    /// Makes the loads, telling `progress` of each.
-    pub fn execute(&self, progress: &mut OnProgress<'_>) -> Result<Measured, LoadError> {
+    /// Opens where the plan's report goes (`request`), before any load:
+    /// bad formats and output paths fail first, not after.
+    pub fn open(&self, request: &Request) -> Result<Output, OutputError> {
         match self {
-            Plan::Methods(cfg) => super::execute(cfg, &mut |p| {
-                progress(p.done, p.of, &|| {
-                    format!("{} {}", p.mode.name(), p.method.name())
-                });
-            })
-            .map(Measured::Methods),
-            Plan::Procs(cfg) => procs::execute(cfg, &mut |p| {
-                progress(p.done, p.of, &|| {
-                    format!("{} {} ×{}", p.mode.name(), p.method.name(), p.procs)
-                });
-            })
-            .map(Measured::Procs),
+            Plan::Methods(_) => Output::open::<LoadReport>(request, "load", Some(Stream::Stdout)),
+            Plan::Procs(_) => Output::open::<ProcsReport>(request, "load", Some(Stream::Stdout)),
         }
     }
 }
 
-/// Writes the report of the loads to `output`, saying every failure on
-/// stderr; returns the exit code: the loads' failure, the report's, or
-/// 1 for loads that disagree or of which none worked.
-pub fn output(output: Output, measured: Result<Measured, LoadError>) -> u8 {
-    let measured = match measured {
-        Ok(m) => m,
-        Err(e) => {
-            crate::diag!("tally: load: {e}");
-            return e.exit_code();
+/// Makes the loads of `plan`, telling `progress` of each ("cold read",
+/// "warm mmap ×4"), from this tally binary re-executed.
+pub fn execute(plan: &Plan, progress: &mut Progress) -> Result<Measured, LoadError> {
+    let exe = std::env::current_exe().map_err(LoadError::Exe)?;
+    match plan {
+        Plan::Methods(cfg) => {
+            let cfg = Config { exe, ..cfg.clone() };
+            super::execute(&cfg, &mut |p| {
+                let what = format_args!("{} {}", p.mode.name(), p.method.name());
+                progress.step(&what, u64::from(p.done), Some(u64::from(p.of)));
+            })
+            .map(Measured::Methods)
         }
-    };
-    let (written, ok, none_worked) = match &measured {
-        // A method this filesystem cannot do (O_DIRECT on tmpfs) is shown
-        // as unavailable, not a failure; no method working at all is one.
-        Measured::Methods(report) => (
-            output.write(report),
-            report.ok(),
-            report.results.iter().all(|r| r.error.is_some()),
-        ),
-        // An OOM kill under --mem-limit is a finding, not a failure;
-        // differing checksums, or no load completing anywhere, are.
-        Measured::Procs(report) => (
-            output.write(report),
-            report.ok(),
-            report.runs.iter().all(|r| r.completed == 0),
-        ),
-    };
-    let code = OutputError::say(written);
-    if code != 0 {
-        return code;
+        Plan::Procs(cfg) => {
+            let cfg = ProcsConfig { exe, ..cfg.clone() };
+            procs::execute(&cfg, &mut |p| {
+                let what = format_args!("{} {} ×{}", p.mode.name(), p.method.name(), p.procs);
+                progress.step(&what, u64::from(p.done), Some(u64::from(p.of)));
+            })
+            .map(Measured::Procs)
+        }
     }
-    u8::from(!ok || none_worked)
 }
 
-/// `--methods` in the order given, each once; `default` without it.
-fn methods(args: &LoadArgs, default: &[Method]) -> Vec<Method> {
-    if args.methods.is_empty() {
-        return default.to_vec();
-    }
-    let mut once = Vec::new();
-    for m in &args.methods {
-        if !once.contains(m) {
-            once.push(*m);
+impl Document for Measured {
+    fn forms(&self) -> &dyn Render {
+        match self {
+            Measured::Methods(r) => r,
+            Measured::Procs(r) => r,
         }
     }
-    once
+
+    fn json(&self, out: &mut dyn Write) -> io::Result<()> {
+        match self {
+            Measured::Methods(r) => r.json(out),
+            Measured::Procs(r) => r.json(out),
+        }
+    }
+}
+
+impl Outcome for Measured {
+    /// 1 for loads that disagree or of which none worked.
+    fn exit_code(&self) -> u8 {
+        let (ok, none_worked) = match self {
+            // A method this filesystem cannot do (O_DIRECT on tmpfs) is
+            // shown as unavailable, not a failure; no method working at
+            // all is one.
+            Measured::Methods(report) => (
+                report.ok(),
+                report.results.iter().all(|r| r.error.is_some()),
+            ),
+            // An OOM kill under --mem-limit is a finding, not a failure;
+            // differing checksums, or no load completing anywhere, are.
+            Measured::Procs(report) => (report.ok(), report.runs.iter().all(|r| r.completed == 0)),
+        };
+        u8::from(!ok || none_worked)
+    }
 }

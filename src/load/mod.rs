@@ -184,14 +184,16 @@ pub enum LoadError {
     Spawn(io::Error),
     #[error("cannot handle signals: {0}")]
     Signals(io::Error),
+    #[error("cannot find the tally binary to run loads with: {0}")]
+    Exe(io::Error),
     #[error("interrupted by {name}: the running load was stopped, no other was started")]
     Interrupted { name: String, signal: i32 },
 }
 
-impl LoadError {
+impl crate::failure::Failure for LoadError {
     /// The exit status for this error: 128+N when signal N interrupted
     /// the comparison (as a shell reports a command killed by it), else 1.
-    pub fn exit_code(&self) -> u8 {
+    fn exit_code(&self) -> u8 {
         match self {
             LoadError::Interrupted { signal, .. } => {
                 u8::try_from(128 + signal.clamp(&0, &127)).unwrap_or(1)
@@ -474,6 +476,7 @@ fn summarize(method: Method, mode: Mode, samples: &[Sample]) -> MethodResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::failure::Failure;
 
     #[test]
     fn an_interrupt_exits_as_the_shell_reports_the_signal() {

@@ -608,26 +608,36 @@ struct Streaming<R: Streamed + ?Sized> {
 
 /// Every rendering of a streamed report, open (see [`Output::stream`]).
 pub struct RowStream<R: Streamed + ?Sized> {
+    /// The renderings not begun yet: they begin with the first row, or
+    /// at the end when there is none.
+    waiting: Vec<Target>,
     renderings: Vec<Streaming<R>>,
     failed: Vec<OutputError>,
 }
 
 impl Output {
-    /// Starts every rendering of the streamed report `report` (see
-    /// [`Streamed`]): headers are written now, rows by
-    /// [`RowStream::row`], the rest by [`RowStream::finish`]. A rendering
-    /// that fails is reported at the end; the others go on.
-    pub fn stream<R: Streamed + ?Sized>(self, report: &R) -> RowStream<R> {
-        let mut stream = RowStream {
+    /// The renderings of a streamed report (see [`Streamed`]): each begins
+    /// (headers) with the first row, [`RowStream::row`] writes the rows,
+    /// [`RowStream::finish`] the rest. A rendering that fails is reported
+    /// at the end; the others go on.
+    pub fn stream<R: Streamed + ?Sized>(self) -> RowStream<R> {
+        RowStream {
+            waiting: self.main.into_iter().chain(self.exports).collect(),
             renderings: Vec::new(),
             failed: Vec::new(),
-        };
-        for target in self.main.into_iter().chain(self.exports) {
+        }
+    }
+}
+
+impl<R: Streamed + ?Sized> RowStream<R> {
+    /// Begins every rendering not begun yet, with `report` as it stands.
+    fn begin(&mut self, report: &R) {
+        for target in std::mem::take(&mut self.waiting) {
             let style = target.style();
             let sink = match target.sink() {
                 Ok(s) => s,
                 Err(e) => {
-                    stream.failed.push(target.failed(e));
+                    self.failed.push(target.failed(e));
                     continue;
                 }
             };
@@ -646,7 +656,7 @@ impl Output {
                     sink,
                 }
             } else {
-                stream.failed.push(target.failed(io::Error::other(format!(
+                self.failed.push(target.failed(io::Error::other(format!(
                     "this report has no {format} form"
                 ))));
                 continue;
@@ -657,9 +667,8 @@ impl Output {
                 error: None,
             };
             s.error = s.begin(report).err();
-            stream.renderings.push(s);
+            self.renderings.push(s);
         }
-        stream
     }
 }
 
@@ -762,6 +771,7 @@ impl<R: Streamed + ?Sized> Streaming<R> {
 impl<R: Streamed + ?Sized> RowStream<R> {
     /// Writes `row` into every rendering still going.
     pub fn row(&mut self, report: &R, row: &R::Row) {
+        self.begin(report);
         for s in &mut self.renderings {
             if s.error.is_none() {
                 s.error = s.row(report, row).err();
@@ -772,7 +782,7 @@ impl<R: Streamed + ?Sized> RowStream<R> {
     /// Whether every rendering stopped (a reader that went away, a full
     /// disk): the rows need not be made any more.
     pub fn all_stopped(&self) -> bool {
-        self.renderings.iter().all(|s| s.error.is_some())
+        self.waiting.is_empty() && self.renderings.iter().all(|s| s.error.is_some())
     }
 
     /// Writes each rendering's buffered bytes out now (before the command
@@ -787,7 +797,8 @@ impl<R: Streamed + ?Sized> RowStream<R> {
 
     /// Writes the rest of every rendering and puts files in place; returns
     /// each failure (a closed pipe is none).
-    pub fn finish(self, report: &R) -> Vec<OutputError> {
+    pub fn finish(mut self, report: &R) -> Vec<OutputError> {
+        self.begin(report);
         let mut failed = self.failed;
         for mut s in self.renderings {
             let result = match s.error.take() {

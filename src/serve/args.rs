@@ -5,6 +5,9 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use super::command::Config;
+use crate::failure::Usage;
+
 #[derive(Debug, Args)]
 #[command(
     after_help = "Endpoints: /metrics (Prometheus text, or OpenMetrics when the \
@@ -42,4 +45,15 @@ pub struct ServeArgs {
     /// in it are relative to its directory.
     #[arg(long, value_name = "FILE")]
     pub web_config: Option<PathBuf>,
+}
+
+impl ServeArgs {
+    /// The files to read and the address to listen on.
+    pub fn config(&self) -> Result<Config, Usage> {
+        Ok(Config {
+            config_file: self.config.clone(),
+            web_config: self.web_config.clone(),
+            listen: self.listen,
+        })
+    }
 }

@@ -455,12 +455,10 @@ fn cache_metrics(paths: &[PathBuf]) -> (Vec<Metric>, bool) {
             action: Action::Status,
             paths: vec![path.clone()],
             recursive: true,
-            null_separated: false,
-            map: false,
-            map_buckets: 0,
+            ..Default::default()
         };
         let label = vec![("path".to_string(), display(path))];
-        match command::execute(&cfg, &mut std::io::empty()) {
+        match command::report_of(&cfg, &mut std::io::empty()) {
             Ok((report, _)) => {
                 ok &= report.problems.is_empty();
                 let t = &report.total;

@@ -1,7 +1,7 @@
-//! `tally serve` from its arguments to its exit code: the configuration
-//! files read and checked ([`settings`]), the listener bound and the
-//! collectors and the HTTP server started ([`start`]), then the signals
-//! waited for, a SIGHUP's reload, and the stop ([`Server::wait`]).
+//! `tally serve` from its configuration to its exit code: the
+//! configuration files read and checked ([`settings`]), the listener bound
+//! and the collectors and the HTTP server started ([`start`]), then the
+//! signals waited for, a SIGHUP's reload, and the stop ([`Server::wait`]).
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -10,12 +10,49 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
-use super::args::ServeArgs;
 use super::{Exporter, collect, config, http, web};
 use crate::mem::privilege::Privilege;
 
 fn note(msg: &str) {
     crate::diag!("tally: {msg}");
+}
+
+/// What `tally serve` is asked to start with: the files to read and the
+/// address to listen on.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// `--config FILE`; none: memory per program, the 30 biggest.
+    pub config_file: Option<PathBuf>,
+    /// `--web-config FILE`: TLS, basic auth, headers, rate limits.
+    pub web_config: Option<PathBuf>,
+    pub listen: SocketAddr,
+}
+
+/// Why the server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// It names the file, the line and the fix.
+    #[error(transparent)]
+    Config(#[from] config::ConfigError),
+    /// It names the file, the line and the fix.
+    #[error(transparent)]
+    Web(#[from] web::WebConfigError),
+    #[error(
+        "the run collector's commands would inherit this tally's capabilities: run the \
+         [[run]] checks from a second `tally serve` without capabilities"
+    )]
+    RunWithCapabilities,
+    #[error("cannot listen on {listen}: {source}; give a free address with --listen")]
+    Listen {
+        listen: SocketAddr,
+        source: std::io::Error,
+    },
+}
+
+impl crate::failure::Failure for ServeError {
+    fn exit_code(&self) -> u8 {
+        1
+    }
 }
 
 /// What the server is started with, read once from the files named on
@@ -31,43 +68,32 @@ pub struct Settings {
 
 /// Reads the configuration and the web configuration, says their notes
 /// and a warning for a server others reach without TLS or authentication,
-/// and refuses run checks under widening capabilities; a failure is said
-/// on stderr and is the exit code.
-pub fn settings(args: &ServeArgs) -> Result<Settings, u8> {
-    let cfg = match &args.config {
-        Some(path) => config::load(path).map_err(|e| {
-            note(&e.to_string());
-            1u8
-        })?,
+/// and refuses run checks under widening capabilities.
+pub fn settings(start: &Config) -> Result<Settings, ServeError> {
+    let cfg = match &start.config_file {
+        Some(path) => config::load(path)?,
         None => config::Config::default(),
     };
-    let web = match &args.web_config {
-        Some(path) => web::load(path).map_err(|e| {
-            note(&e.to_string());
-            1u8
-        })?,
+    let web = match &start.web_config {
+        Some(path) => web::load(path)?,
         None => web::WebConfig::plain(),
     };
     for n in &web.notes {
         note(n);
     }
-    if let Some(warning) = exposure_warning(args.listen, &web) {
+    if let Some(warning) = exposure_warning(start.listen, &web) {
         note(&warning);
     }
     let privilege = serve_privilege();
     if privilege.is_elevated() && !cfg.run.is_empty() {
-        note(
-            "the run collector's commands would inherit this tally's capabilities: run the \
-             [[run]] checks from a second `tally serve` without capabilities",
-        );
-        return Err(1);
+        return Err(ServeError::RunWithCapabilities);
     }
     Ok(Settings {
         cfg,
         web,
         privilege,
-        listen: args.listen,
-        web_config: args.web_config.clone(),
+        listen: start.listen,
+        web_config: start.web_config.clone(),
     })
 }
 
@@ -84,8 +110,8 @@ pub struct Server {
 
 /// Binds the listen address and starts the collectors' loops and the
 /// HTTP server, with SIGINT, SIGTERM and SIGHUP blocked for all of them;
-/// says where it serves. A failure is said on stderr and is the exit code.
-pub fn start(settings: Settings) -> Result<Server, u8> {
+/// says where it serves.
+pub fn start(settings: Settings) -> Result<Server, ServeError> {
     let Settings {
         cfg,
         web,
@@ -97,12 +123,8 @@ pub fn start(settings: Settings) -> Result<Server, u8> {
     // inherit the mask), and taken by this thread alone with sigwait; the
     // commands of the run collector start with an empty mask.
     let _old_mask = crate::sys::signals::block_forwarded();
-    let listener = TcpListener::bind(listen).map_err(|e| {
-        note(&format!(
-            "cannot listen on {listen}: {e}; give a free address with --listen"
-        ));
-        1u8
-    })?;
+    let listener =
+        TcpListener::bind(listen).map_err(|source| ServeError::Listen { listen, source })?;
     let local = listener.local_addr().unwrap_or(listen);
     let limits = cfg.limits;
     let collectors = Arc::new(collect::Collectors::new(cfg, privilege));
