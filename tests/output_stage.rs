@@ -437,3 +437,137 @@ fn a_reports_formats_follow_from_its_forms() {
         );
     }
 }
+
+/// Streams `rows` of the report `whole` (whose streamed form is `head`
+/// and `tail`) through every format `R` has, each into a file of its own,
+/// and checks each text against `whole` rendered at once: a format is its
+/// file and its line in `formats!`, and a report written row by row gets
+/// it from there, with the same text.
+fn every_format_streams_as_whole<R, S>(
+    whole: &R,
+    rows: &[S::Row],
+    mut head: S,
+    tail: impl Fn(&mut S),
+) where
+    R: tally::report::Report + tally::report::Document,
+    S: tally::report::output::Streamed,
+{
+    use tally::report::{Export, Format, Output, Request, Style};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let formats: Vec<Format> = R::formats();
+    assert!(formats.len() >= 4, "{formats:?}");
+    let path = |f: Format| dir.path().join(f.name());
+    let request = Request {
+        format: formats[0],
+        output: Some(path(formats[0])),
+        exports: formats[1..]
+            .iter()
+            .map(|f| Export {
+                format: *f,
+                path: path(*f),
+                flag: "--export",
+            })
+            .collect(),
+    };
+    let output = Output::open::<R>(&request, "test", None).expect("open");
+    let mut stream = output.stream::<S>();
+    for row in rows {
+        stream.row(&head, row);
+    }
+    tail(&mut head);
+    let failed = stream.finish(&head);
+    assert!(failed.is_empty(), "{failed:?}");
+    for format in formats {
+        let streamed = std::fs::read_to_string(path(format)).expect("read");
+        let mut at_once = Vec::new();
+        tally::report::render(whole, format, Style::PLAIN, &mut at_once).expect("render");
+        let at_once = String::from_utf8(at_once).expect("utf-8");
+        if format == Format::MARKDOWN {
+            // Its alignment row is declared when streamed, not guessed from
+            // rows that are not all there yet.
+            let body = |t: &str| t.lines().skip(2).map(String::from).collect::<Vec<_>>();
+            assert_eq!(body(&streamed), body(&at_once), "{format}");
+        } else {
+            assert_eq!(streamed, at_once, "{format}");
+        }
+    }
+}
+
+#[test]
+fn every_format_writes_cache_and_cp_reports_row_by_row_as_it_writes_them_whole() {
+    use tally::cache::report::{Action, CacheReport, CacheStream, FileReport, PathProblem, Shown};
+    use tally::copy::report::{CopyReport, CopyStream, FileCopy, Method};
+    use tally::pagecache::{Method as Residence, Residency};
+    let files: Vec<FileReport> = (0..12u64)
+        .map(|i| FileReport {
+            path: format!("/data/f{i:02} name").into(),
+            size_bytes: 4096 * (i + 1),
+            residency: Residency::Known {
+                method: Residence::Cachestat,
+                cached_pages: i % 4,
+                dirty_pages: Some(0),
+                writeback_pages: Some(0),
+            },
+            before: None,
+            stayed_reason: None,
+            read_bytes: None,
+            map_percent: None,
+        })
+        .collect();
+    let problems = vec![PathProblem::new(
+        Path::new("/data/gone"),
+        "not found".into(),
+    )];
+    let mut whole = CacheReport {
+        schema_version: tally::report::SCHEMA_VERSION,
+        action: Action::Status,
+        page_size_bytes: 4096,
+        files: files.clone(),
+        total: Default::default(),
+        problems: problems.clone(),
+    };
+    whole.total_up();
+    // The human report's default: the rows with the most cached (here all
+    // of them, in the order found), and the totals of all (with --all,
+    // rows are written as they come, in columns of a width fixed
+    // beforehand).
+    let mut head = CacheStream::new(Action::Status, 4096, Shown::default());
+    for f in &files {
+        head.add(f);
+    }
+    every_format_streams_as_whole(&whole, &files, head, |s: &mut CacheStream| {
+        s.tail.problems = problems.clone();
+    });
+
+    let copies: Vec<FileCopy> = (0..12u64)
+        .map(|i| FileCopy {
+            source: format!("/src/f{i}").into(),
+            destination: format!("/dst/f{i}").into(),
+            size_bytes: 1 << (10 + i),
+            data_bytes: 1 << (10 + i),
+            method: Method::CopyFileRange,
+            wall_ns: 1000 * i,
+            source_cached_before_pages: Some(0),
+            source_cached_after_pages: Some(0),
+            destination_cached_pages: None,
+            notes: Vec::new(),
+        })
+        .collect();
+    let whole = CopyReport {
+        schema_version: tally::report::SCHEMA_VERSION,
+        files: copies.clone(),
+        directories: 2,
+        symlinks: 1,
+        problems: Vec::new(),
+        interrupted: None,
+    };
+    every_format_streams_as_whole(
+        &whole,
+        &copies,
+        CopyStream::default(),
+        |s: &mut CopyStream| {
+            s.tail.directories = 2;
+            s.tail.symlinks = 1;
+        },
+    );
+}

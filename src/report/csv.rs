@@ -30,4 +30,31 @@ pub const FORMAT: super::FormatSpec = super::FormatSpec {
     help: "Comma-separated values with a header row",
     needs: super::Form::Table,
     render: |r, _, out| Ok(write(&r.forms().table(), out)?),
+    rows: Some(|r, _, out| {
+        let mut w = ::csv::Writer::from_writer(out);
+        let headers: Vec<&str> = r.columns().iter().map(|c| c.0).collect();
+        w.write_record(&headers).map_err(to_io)?;
+        Ok(Box::new(CsvRows(w)))
+    }),
 };
+
+/// A table written row by row: the header, a record per row, then the
+/// report's last rows.
+struct CsvRows(::csv::Writer<Box<dyn Write>>);
+
+impl super::RowWriter for CsvRows {
+    fn row(&mut self, _: &dyn super::Rows, row: &dyn super::Row) -> io::Result<()> {
+        self.0.write_record(row.cells()).map_err(to_io)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush()
+    }
+
+    fn finish(&mut self, report: &dyn super::Rows) -> io::Result<()> {
+        for r in report.last_rows() {
+            self.0.write_record(&r).map_err(to_io)?;
+        }
+        self.0.flush()
+    }
+}

@@ -19,6 +19,8 @@ pub const FORMAT: super::FormatSpec = super::FormatSpec {
         Some(written) => Ok(written?),
         None => Err(super::RenderError::Unsupported(FORMAT.name)),
     },
+    // A page is drawn from the whole report.
+    rows: None,
 };
 
 const W: f64 = 760.0;

@@ -1,5 +1,10 @@
 //! Human text: each report lays itself out ([`super::Render::human`]),
-//! with tables through [`super::text`].
+//! with tables through [`super::text`]; a report written row by row, with
+//! its own [`super::TextRows`].
+
+use std::io::{self, Write};
+
+use super::{Row, RowWriter, Rows, TextRows};
 
 /// `--format human`, the default.
 pub const FORMAT: super::FormatSpec = super::FormatSpec {
@@ -7,4 +12,31 @@ pub const FORMAT: super::FormatSpec = super::FormatSpec {
     help: "Text for people (the default)",
     needs: super::Form::Text,
     render: |r, style, out| Ok(r.forms().human(out, style)?),
+    rows: Some(|r, style, out| {
+        Ok(Box::new(Human {
+            text: r.text(style),
+            out,
+        }))
+    }),
 };
+
+/// The human text of a report written row by row.
+struct Human {
+    text: Box<dyn TextRows>,
+    out: Box<dyn Write>,
+}
+
+impl RowWriter for Human {
+    fn row(&mut self, report: &dyn Rows, row: &dyn Row) -> io::Result<()> {
+        self.text.row(report, row, &mut self.out)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+
+    fn finish(&mut self, report: &dyn Rows) -> io::Result<()> {
+        self.text.finish(report, &mut self.out)?;
+        self.out.flush()
+    }
+}

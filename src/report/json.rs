@@ -111,9 +111,9 @@ fn to_io(e: serde_json::Error) -> io::Error {
     io::Error::from(e)
 }
 
-/// Starts a document written row by row (see
-/// [`super::output::Streamed`]): the header, the fields of `head` (an
-/// object), and the opening of the array `key`. With [`write_row`] and
+/// Starts a document written row by row (see [`super::Rows`]): the
+/// header, the fields of `head` (an object), and the opening of the array
+/// `key`. With [`write_row`] and
 /// [`end_rows`] the text is what [`write()`] gives for the whole report.
 pub fn begin_rows(
     head: &dyn erased::Serialize,
@@ -135,12 +135,12 @@ pub fn begin_rows(
 }
 
 /// One element of the array [`begin_rows`] opened; `first` for the first.
-pub fn write_row<T: Serialize + ?Sized>(
-    row: &T,
+pub fn write_row(
+    row: &dyn erased::Serialize,
     first: bool,
     out: &mut dyn Write,
 ) -> io::Result<()> {
-    let text = serde_json::to_vec_pretty(row).map_err(to_io)?;
+    let text = row.to_pretty().map_err(to_io)?;
     out.write_all(if first { b"\n    " } else { b",\n    " })?;
     // Strings hold no raw newline (JSON escapes it), so every newline
     // starts a line of the value: indent it to the array's depth.
@@ -178,7 +178,34 @@ pub const FORMAT: super::FormatSpec = super::FormatSpec {
     help: "One JSON document, keys carrying their unit",
     needs: super::Form::Data,
     render: |r, _, out| Ok(r.json(out)?),
+    rows: Some(|r, _, mut out| {
+        begin_rows(r.head(), r.key(), &mut out)?;
+        Ok(Box::new(JsonRows { rows: 0, out }))
+    }),
 };
+
+/// A document written row by row: [`begin_rows`], a [`write_row`] per
+/// row, [`end_rows`].
+struct JsonRows {
+    rows: u64,
+    out: Box<dyn Write>,
+}
+
+impl super::RowWriter for JsonRows {
+    fn row(&mut self, _: &dyn super::Rows, row: &dyn super::Row) -> io::Result<()> {
+        self.rows += 1;
+        write_row(row.data(), self.rows == 1, &mut self.out)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+
+    fn finish(&mut self, report: &dyn super::Rows) -> io::Result<()> {
+        end_rows(self.rows > 0, report.tail(), &mut self.out)?;
+        self.out.flush()
+    }
+}
 
 /// Seconds since the epoch as `YYYY-MM-DDTHH:MM:SSZ` (proleptic Gregorian;
 /// days to civil date after Howard Hinnant's `civil_from_days`).

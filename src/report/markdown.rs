@@ -85,7 +85,32 @@ pub const FORMAT: super::FormatSpec = super::FormatSpec {
         Some(written) => Ok(written?),
         None => Ok(write(&r.forms().table(), out)?),
     },
+    rows: Some(|r, _, mut out| {
+        write_head(&r.columns(), &mut out)?;
+        Ok(Box::new(MarkdownRows(out)))
+    }),
 };
+
+/// A table written row by row: [`write_head`], a [`write_row`] per row,
+/// then the report's last rows.
+struct MarkdownRows(Box<dyn Write>);
+
+impl super::RowWriter for MarkdownRows {
+    fn row(&mut self, _: &dyn super::Rows, row: &dyn super::Row) -> io::Result<()> {
+        write_row(&row.cells(), &mut self.0)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush()
+    }
+
+    fn finish(&mut self, report: &dyn super::Rows) -> io::Result<()> {
+        for r in report.last_rows() {
+            write_row(&r, &mut self.0)?;
+        }
+        self.0.flush()
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -25,8 +25,11 @@ pub const SCHEMA_VERSION: u32 = 2;
 
 /// Declares the output formats: `pub mod NAME;` for each renderer file
 /// and [`FORMATS`] from their `FORMAT`s, in `--format`'s order. A new
-/// format is its file (with `pub const FORMAT: FormatSpec`) plus one line
-/// here; `--format`, `--export`, the help and `run`'s fast scanner follow.
+/// format is its file (with `pub const FORMAT: FormatSpec`: how it renders
+/// a whole report, and how it begins, writes a row and finishes a report
+/// written row by row) plus one line here; `--format`, `--export`, the
+/// help, `run`'s fast scanner and the streamed reports of `tally cache`
+/// and `tally cp` follow.
 macro_rules! formats {
     ($($module:ident),+ $(,)?) => {
         $(pub mod $module;)+
@@ -45,13 +48,74 @@ formats! {
 }
 
 /// One output format: its `--format` name, its help line, the form of a
-/// report it is made from and how it renders any report that has it.
+/// report it is made from and how it renders any report that has it,
+/// whole or row by row.
 pub struct FormatSpec {
     pub name: &'static str,
     pub help: &'static str,
     /// A report has this format when it has this form ([`Report::FORMS`]).
     pub needs: Form,
     pub render: fn(&dyn Document, Style, &mut dyn Write) -> Result<(), RenderError>,
+    /// How it writes a report row by row ([`Rows`]): begins on `out`
+    /// (what comes before the rows) and returns the writer of the rest;
+    /// `None` for a format of whole reports only (a page).
+    pub rows: Option<BeginRows>,
+}
+
+/// Begins a format's rendering of a report written row by row (see
+/// [`FormatSpec::rows`]).
+pub type BeginRows = fn(&dyn Rows, Style, Box<dyn Write>) -> io::Result<Box<dyn RowWriter>>;
+
+/// A report written row by row, as the formats see it: what goes before,
+/// between and after its rows, in each form. Every
+/// [`output::Streamed`] report is one (its rows' type erased).
+pub trait Rows {
+    /// The key of the rows' array in JSON.
+    fn key(&self) -> &'static str;
+    /// The JSON fields before the rows, and after them.
+    fn head(&self) -> &dyn json::erased::Serialize;
+    fn tail(&self) -> &dyn json::erased::Serialize;
+    /// The table's columns: header, and whether it holds numbers.
+    fn columns(&self) -> Vec<(&'static str, bool)>;
+    /// The table's rows after the last streamed one (skipped paths).
+    fn last_rows(&self) -> Vec<Vec<String>>;
+    /// The Prometheus families, without samples; `None` without metrics.
+    fn families(&self) -> Option<Vec<Metric>>;
+    /// The human text, row by row.
+    fn text(&self, style: Style) -> Box<dyn TextRows>;
+    /// The report itself, for its own human text.
+    fn as_any(&self) -> &dyn std::any::Any;
+}
+
+/// One row of a [`Rows`] report, as the formats see it.
+pub trait Row {
+    /// The row's JSON.
+    fn data(&self) -> &dyn json::erased::Serialize;
+    /// Its cells, in [`Rows::columns`]' order.
+    fn cells(&self) -> Vec<String>;
+    /// Its sample in each family of [`Rows::families`], `None` where it
+    /// has none.
+    fn samples(&self) -> Vec<Option<Sample>>;
+    /// The row itself, for the report's own human text.
+    fn as_any(&self) -> &dyn std::any::Any;
+}
+
+/// The human text of a [`Rows`] report, as it lays itself out.
+pub trait TextRows {
+    /// Takes a row: writes it, or keeps what it needs of it.
+    fn row(&mut self, report: &dyn Rows, row: &dyn Row, out: &mut dyn Write) -> io::Result<()>;
+    /// Writes the rest once every row came.
+    fn finish(&mut self, report: &dyn Rows, out: &mut dyn Write) -> io::Result<()>;
+}
+
+/// One format's rendering of a [`Rows`] report, begun: it takes each row,
+/// then finishes.
+pub trait RowWriter {
+    fn row(&mut self, report: &dyn Rows, row: &dyn Row) -> io::Result<()>;
+    /// Writes out what is held (before the command waits on something).
+    fn flush(&mut self) -> io::Result<()>;
+    /// Writes what follows the rows, and flushes.
+    fn finish(&mut self, report: &dyn Rows) -> io::Result<()>;
 }
 
 /// What a report can be rendered from; each format needs one

@@ -33,7 +33,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::{Document, Form, Format, RenderError, Style, render};
+use super::json::erased;
+use super::{Document, Form, Format, RenderError, Row, RowWriter, Rows, Style, TextRows, render};
 use crate::place::{self, PlaceError, Temp};
 use crate::text::path::display;
 
@@ -539,26 +540,25 @@ impl Write for Sink {
 /// A report written as it is made, row by row, so that its memory does not
 /// grow with its rows: the rows of one list (`tally cache`'s files) go out
 /// as they come, and the rest of the report (totals, problems) after the
-/// last. Every format keeps the text it has when rendered whole:
+/// last. Every format writes it as it declares ([`super::FormatSpec::rows`]:
+/// begin, a row, finish) and keeps the text it has when rendered whole:
 /// - JSON: the fields before the rows ([`Streamed::json_head`]), the rows
 ///   as the array [`Streamed::ROWS`], then the fields after them
 ///   ([`Streamed::json_tail`]), one document under the header;
 /// - CSV and Markdown: the header row, a row per row, then
 ///   [`Streamed::last_rows`] (Markdown's alignment is declared, not
 ///   guessed from the rows, which are not all there to look at);
-/// - Prometheus: each family's samples together, as the format requires:
-///   the first family's as they come, the others' held in unnamed
-///   temporary files until the end;
+/// - Prometheus: each family's samples together, as the format requires;
 /// - human: the report's own [`HumanRows`], which decides what to keep
 ///   (`tally cache` keeps the top N rows and the totals).
-pub trait Streamed {
-    type Row: Serialize;
+pub trait Streamed: 'static {
+    type Row: Serialize + 'static;
     /// The key of the rows' array in JSON.
     const ROWS: &'static str;
     /// The fields before the rows: a struct or a map.
-    fn json_head(&self) -> &dyn super::json::erased::Serialize;
+    fn json_head(&self) -> &dyn erased::Serialize;
     /// The fields after the rows: a struct or a map.
-    fn json_tail(&self) -> &dyn super::json::erased::Serialize;
+    fn json_tail(&self) -> &dyn erased::Serialize;
     /// The CSV and Markdown columns: header, and whether it holds numbers
     /// (right-aligned in Markdown).
     fn columns(&self) -> Vec<(&'static str, bool)>;
@@ -584,197 +584,158 @@ pub trait HumanRows<R: Streamed + ?Sized> {
     fn finish(&mut self, report: &R, out: &mut dyn Write) -> io::Result<()>;
 }
 
-/// One rendering of a streamed report, with its sink.
-enum RowWriter<R: Streamed + ?Sized> {
-    Human(Box<dyn HumanRows<R>>, Sink),
-    Json {
-        rows: u64,
-        sink: Sink,
-    },
-    Csv(Box<::csv::Writer<Sink>>),
-    Markdown(Sink),
-    Prometheus {
-        spills: Vec<io::BufWriter<File>>,
-        sink: Sink,
-    },
+/// Every [`Streamed`] report as the formats see it.
+impl<R: Streamed> Rows for R {
+    fn key(&self) -> &'static str {
+        R::ROWS
+    }
+
+    fn head(&self) -> &dyn erased::Serialize {
+        self.json_head()
+    }
+
+    fn tail(&self) -> &dyn erased::Serialize {
+        self.json_tail()
+    }
+
+    fn columns(&self) -> Vec<(&'static str, bool)> {
+        Streamed::columns(self)
+    }
+
+    fn last_rows(&self) -> Vec<Vec<String>> {
+        Streamed::last_rows(self)
+    }
+
+    fn families(&self) -> Option<Vec<super::Metric>> {
+        Streamed::families(self)
+    }
+
+    fn text(&self, style: Style) -> Box<dyn TextRows> {
+        Box::new(Text(self.human(style)))
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
 }
 
-struct Streaming<R: Streamed + ?Sized> {
+/// A row of a [`Streamed`] report, with the report, as the formats see it.
+struct RowOf<'a, R: Streamed> {
+    report: &'a R,
+    row: &'a R::Row,
+}
+
+impl<R: Streamed> Row for RowOf<'_, R> {
+    fn data(&self) -> &dyn erased::Serialize {
+        self.row
+    }
+
+    fn cells(&self) -> Vec<String> {
+        self.report.cells(self.row)
+    }
+
+    fn samples(&self) -> Vec<Option<super::Sample>> {
+        self.report.samples(self.row)
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self.row
+    }
+}
+
+/// A report's [`HumanRows`] as a format sees it: the report and its rows
+/// are those it was made for (the format got both from the same report).
+struct Text<R: Streamed>(Box<dyn HumanRows<R>>);
+
+impl<R: Streamed> Text<R> {
+    fn report(report: &dyn Rows) -> io::Result<&R> {
+        report
+            .as_any()
+            .downcast_ref::<R>()
+            .ok_or_else(|| io::Error::other("a row of another report"))
+    }
+}
+
+impl<R: Streamed> TextRows for Text<R> {
+    fn row(&mut self, report: &dyn Rows, row: &dyn Row, out: &mut dyn Write) -> io::Result<()> {
+        let row = row
+            .as_any()
+            .downcast_ref::<R::Row>()
+            .ok_or_else(|| io::Error::other("a row of another report"))?;
+        self.0.row(Self::report(report)?, row, out)
+    }
+
+    fn finish(&mut self, report: &dyn Rows, out: &mut dyn Write) -> io::Result<()> {
+        self.0.finish(Self::report(report)?, out)
+    }
+}
+
+/// One rendering of a streamed report, begun.
+struct Streaming {
     target: Target,
-    writer: RowWriter<R>,
+    writer: Box<dyn RowWriter>,
     /// The first failure; the rendering stops there.
     error: Option<io::Error>,
 }
 
 /// Every rendering of a streamed report, open (see [`Output::stream`]).
-pub struct RowStream<R: Streamed + ?Sized> {
+pub struct RowStream<R: Streamed> {
     /// The renderings not begun yet: they begin with the first row, or
     /// at the end when there is none.
     waiting: Vec<Target>,
-    renderings: Vec<Streaming<R>>,
+    renderings: Vec<Streaming>,
     failed: Vec<OutputError>,
+    report: std::marker::PhantomData<fn(&R)>,
 }
 
 impl Output {
     /// The renderings of a streamed report (see [`Streamed`]): each begins
-    /// (headers) with the first row, [`RowStream::row`] writes the rows,
+    /// with the first row, [`RowStream::row`] writes the rows,
     /// [`RowStream::finish`] the rest. A rendering that fails is reported
     /// at the end; the others go on.
-    pub fn stream<R: Streamed + ?Sized>(self) -> RowStream<R> {
+    pub fn stream<R: Streamed>(self) -> RowStream<R> {
         RowStream {
             waiting: self.main.into_iter().chain(self.exports).collect(),
             renderings: Vec::new(),
             failed: Vec::new(),
+            report: std::marker::PhantomData,
         }
     }
 }
 
-impl<R: Streamed + ?Sized> RowStream<R> {
-    /// Begins every rendering not begun yet, with `report` as it stands.
+impl<R: Streamed> RowStream<R> {
+    /// Begins every rendering not begun yet, with `report` as it stands,
+    /// as its format declares ([`super::FormatSpec::rows`]).
     fn begin(&mut self, report: &R) {
         for target in std::mem::take(&mut self.waiting) {
-            let style = target.style();
-            let sink = match target.sink() {
-                Ok(s) => s,
+            let begun = target.sink().and_then(|sink| {
+                let begin = target.format.spec().rows.ok_or_else(|| {
+                    io::Error::other(format!("this report has no {} form", target.format))
+                })?;
+                begin(report, target.style(), Box::new(sink))
+            });
+            match begun {
+                Ok(writer) => self.renderings.push(Streaming {
+                    target,
+                    writer,
+                    error: None,
+                }),
                 Err(e) => {
-                    self.failed.push(target.failed(e));
-                    continue;
-                }
-            };
-            let format = target.format;
-            let writer = if format == Format::HUMAN {
-                RowWriter::Human(report.human(style), sink)
-            } else if format == Format::JSON {
-                RowWriter::Json { rows: 0, sink }
-            } else if format == Format::CSV {
-                RowWriter::Csv(Box::new(::csv::Writer::from_writer(sink)))
-            } else if format == Format::MARKDOWN {
-                RowWriter::Markdown(sink)
-            } else if format == Format::PROMETHEUS && report.families().is_some() {
-                RowWriter::Prometheus {
-                    spills: Vec::new(),
-                    sink,
-                }
-            } else {
-                self.failed.push(target.failed(io::Error::other(format!(
-                    "this report has no {format} form"
-                ))));
-                continue;
-            };
-            let mut s = Streaming {
-                target,
-                writer,
-                error: None,
-            };
-            s.error = s.begin(report).err();
-            self.renderings.push(s);
-        }
-    }
-}
-
-impl<R: Streamed + ?Sized> Streaming<R> {
-    fn begin(&mut self, report: &R) -> io::Result<()> {
-        match &mut self.writer {
-            RowWriter::Human(..) => Ok(()),
-            RowWriter::Json { sink, .. } => {
-                super::json::begin_rows(report.json_head(), R::ROWS, sink)
-            }
-            RowWriter::Csv(w) => {
-                let headers: Vec<&str> = report.columns().iter().map(|c| c.0).collect();
-                w.write_record(&headers).map_err(super::csv::to_io)
-            }
-            RowWriter::Markdown(sink) => super::markdown::write_head(&report.columns(), sink),
-            RowWriter::Prometheus { spills, sink } => {
-                let families = report.families().unwrap_or_default();
-                if let Some(first) = families.first() {
-                    super::prometheus::write_family_head(first, sink)?;
-                }
-                for _ in families.iter().skip(1) {
-                    spills.push(io::BufWriter::with_capacity(
-                        SINK_BYTES,
-                        tempfile::tempfile()?,
-                    ));
-                }
-                Ok(())
-            }
-        }
-    }
-
-    fn row(&mut self, report: &R, row: &R::Row) -> io::Result<()> {
-        match &mut self.writer {
-            RowWriter::Human(h, sink) => h.row(report, row, sink),
-            RowWriter::Json { rows, sink } => {
-                *rows += 1;
-                super::json::write_row(row, *rows == 1, sink)
-            }
-            RowWriter::Csv(w) => w.write_record(report.cells(row)).map_err(super::csv::to_io),
-            RowWriter::Markdown(sink) => super::markdown::write_row(&report.cells(row), sink),
-            RowWriter::Prometheus { spills, sink } => {
-                let families = report.families().unwrap_or_default();
-                for (i, (family, sample)) in families.iter().zip(report.samples(row)).enumerate() {
-                    let Some(sample) = sample else { continue };
-                    match i.checked_sub(1) {
-                        None => super::prometheus::write_sample(family, &sample, sink)?,
-                        Some(k) => {
-                            if let Some(spill) = spills.get_mut(k) {
-                                super::prometheus::write_sample(family, &sample, spill)?;
-                            }
-                        }
+                    if let Err(e) = target.wrote(Err(e)) {
+                        self.failed.push(e);
                     }
                 }
-                Ok(())
             }
         }
     }
 
-    fn flush(&mut self) -> io::Result<()> {
-        match &mut self.writer {
-            RowWriter::Human(_, sink)
-            | RowWriter::Json { sink, .. }
-            | RowWriter::Markdown(sink)
-            | RowWriter::Prometheus { sink, .. } => sink.flush(),
-            RowWriter::Csv(w) => w.flush(),
-        }
-    }
-
-    fn finish(&mut self, report: &R) -> io::Result<()> {
-        match &mut self.writer {
-            RowWriter::Human(h, sink) => h.finish(report, sink)?,
-            RowWriter::Json { rows, sink } => {
-                super::json::end_rows(*rows > 0, report.json_tail(), sink)?;
-            }
-            RowWriter::Csv(w) => {
-                for r in report.last_rows() {
-                    w.write_record(&r).map_err(super::csv::to_io)?;
-                }
-            }
-            RowWriter::Markdown(sink) => {
-                for r in report.last_rows() {
-                    super::markdown::write_row(&r, sink)?;
-                }
-            }
-            RowWriter::Prometheus { spills, sink } => {
-                use std::io::Seek;
-                let families = report.families().unwrap_or_default();
-                for (family, spill) in families.iter().skip(1).zip(spills.drain(..)) {
-                    super::prometheus::write_family_head(family, sink)?;
-                    let mut file = spill.into_inner().map_err(|e| e.into_error())?;
-                    file.rewind()?;
-                    io::copy(&mut file, sink)?;
-                }
-            }
-        }
-        self.flush()
-    }
-}
-
-impl<R: Streamed + ?Sized> RowStream<R> {
     /// Writes `row` into every rendering still going.
     pub fn row(&mut self, report: &R, row: &R::Row) {
         self.begin(report);
+        let row = RowOf { report, row };
         for s in &mut self.renderings {
             if s.error.is_none() {
-                s.error = s.row(report, row).err();
+                s.error = s.writer.row(report, &row).err();
             }
         }
     }
@@ -790,7 +751,7 @@ impl<R: Streamed + ?Sized> RowStream<R> {
     pub fn flush(&mut self) {
         for s in &mut self.renderings {
             if s.error.is_none() {
-                s.error = s.flush().err();
+                s.error = s.writer.flush().err();
             }
         }
     }
@@ -803,8 +764,11 @@ impl<R: Streamed + ?Sized> RowStream<R> {
         for mut s in self.renderings {
             let result = match s.error.take() {
                 Some(e) => Err(e),
-                None => s.finish(report),
+                None => s.writer.finish(report),
             };
+            // The writer holds the sink: what it wrote is out once it is
+            // gone.
+            drop(s.writer);
             if let Err(e) = s.target.wrote(result) {
                 failed.push(e);
             }

@@ -126,7 +126,72 @@ pub const FORMAT: super::FormatSpec = super::FormatSpec {
         Some(metrics) => Ok(write(&metrics, out)?),
         None => Err(super::RenderError::Unsupported(FORMAT.name)),
     },
+    rows: Some(|r, _, out| Ok(Box::new(MetricRows::begin(r, out)?))),
 };
+
+/// Metrics written row by row. The format wants each family's samples
+/// together: the first family's go out as they come, the others' are held
+/// in unnamed temporary files until the end.
+struct MetricRows {
+    families: Vec<Metric>,
+    spills: Vec<io::BufWriter<std::fs::File>>,
+    out: Box<dyn Write>,
+}
+
+impl MetricRows {
+    fn begin(report: &dyn super::Rows, mut out: Box<dyn Write>) -> io::Result<MetricRows> {
+        let families = report
+            .families()
+            .ok_or_else(|| io::Error::other("this report has no prometheus form"))?;
+        if let Some(first) = families.first() {
+            write_family_head(first, &mut out)?;
+        }
+        let mut spills = Vec::new();
+        for _ in families.iter().skip(1) {
+            spills.push(io::BufWriter::with_capacity(
+                64 << 10,
+                tempfile::tempfile()?,
+            ));
+        }
+        Ok(MetricRows {
+            families,
+            spills,
+            out,
+        })
+    }
+}
+
+impl super::RowWriter for MetricRows {
+    fn row(&mut self, _: &dyn super::Rows, row: &dyn super::Row) -> io::Result<()> {
+        for (i, (family, sample)) in self.families.iter().zip(row.samples()).enumerate() {
+            let Some(sample) = sample else { continue };
+            match i.checked_sub(1) {
+                None => write_sample(family, &sample, &mut self.out)?,
+                Some(k) => {
+                    if let Some(spill) = self.spills.get_mut(k) {
+                        write_sample(family, &sample, spill)?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+
+    fn finish(&mut self, _: &dyn super::Rows) -> io::Result<()> {
+        use std::io::Seek;
+        for (family, spill) in self.families.iter().skip(1).zip(self.spills.drain(..)) {
+            write_family_head(family, &mut self.out)?;
+            let mut file = spill.into_inner().map_err(|e| e.into_error())?;
+            file.rewind()?;
+            io::copy(&mut file, &mut self.out)?;
+        }
+        self.out.flush()
+    }
+}
 
 /// Writes the metric families.
 pub fn write(metrics: &[Metric], out: &mut dyn Write) -> io::Result<()> {
