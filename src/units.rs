@@ -1,5 +1,7 @@
 //! Formatting of exact figures for people: thousands separators, µs,
-//! percentages and byte sizes. Machine formats never go through here.
+//! percentages and byte sizes; and reading back the sizes and intervals
+//! they type (`--max-mem 2G`, `--watch 0.5`). Machine formats never go
+//! through here.
 
 use std::time::Duration;
 
@@ -73,6 +75,46 @@ pub fn human_bytes(bytes: u64) -> String {
     format!("{value:.1} {}", UNITS[unit])
 }
 
+/// Parses `4096`, `64K`, `512M`, `2G`, `1T` (binary multiples).
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (digits, shift) = match t.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => {
+            let shift = match c.to_ascii_uppercase() {
+                'K' => 10,
+                'M' => 20,
+                'G' => 30,
+                'T' => 40,
+                _ => {
+                    return Err(format!(
+                        "unknown size suffix {c:?} in {s:?}: use K, M, G or T"
+                    ));
+                }
+            };
+            (t.get(..i).unwrap_or(""), shift)
+        }
+        _ => (t, 0),
+    };
+    let n: u64 = digits.trim().parse().map_err(|_| {
+        format!("{s:?} is not a size: write a number with an optional K, M, G or T")
+    })?;
+    n.checked_mul(1u64 << shift)
+        .filter(|v| *v > 0)
+        .ok_or_else(|| format!("{s:?} is zero or too large"))
+}
+
+/// Parses a number of seconds between 0.05 and 86400 (`--watch`,
+/// `--every`).
+pub fn parse_seconds(s: &str) -> Result<Duration, String> {
+    let secs: f64 = s
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number of seconds"))?;
+    if !(0.05..=86_400.0).contains(&secs) {
+        return Err("give between 0.05 and 86400 seconds".into());
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -83,6 +125,27 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn sizes_read_back() {
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("64K"), Ok(65536));
+        assert_eq!(parse_size("2g"), Ok(2 << 30));
+        assert!(parse_size("0").is_err());
+        assert!(parse_size("").is_err());
+        assert!(parse_size("G").is_err());
+        assert!(parse_size("5X").is_err());
+        assert!(parse_size("99999999999T").is_err());
+        assert!(parse_size("1é").is_err());
+    }
+
+    #[test]
+    fn seconds() {
+        assert_eq!(parse_seconds("0.5"), Ok(Duration::from_millis(500)));
+        assert!(parse_seconds("0.01").is_err());
+        assert!(parse_seconds("86401").is_err());
+        assert!(parse_seconds("soon").is_err());
+    }
 
     #[test]
     fn separators() {

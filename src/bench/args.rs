@@ -55,11 +55,11 @@ pub struct BenchArgs {
     pub dir: Option<PathBuf>,
 
     /// Largest memory buffer (memlat, membw), e.g. 512M, 2G.
-    #[arg(long, value_name = "SIZE", default_value = "1G", value_parser = parse_size)]
+    #[arg(long, value_name = "SIZE", default_value = "1G", value_parser = crate::units::parse_size)]
     pub max_mem: u64,
 
     /// Largest filecache file, e.g. 8G (also bounded by free disk space).
-    #[arg(long, value_name = "SIZE", default_value = "32G", value_parser = parse_size)]
+    #[arg(long, value_name = "SIZE", default_value = "32G", value_parser = crate::units::parse_size)]
     pub max_bytes: u64,
 
     /// Time budget per figure in ms (overrides the mode; for tests).
@@ -126,50 +126,4 @@ fn after_help() -> String {
     }
     s.push('.');
     s
-}
-
-/// Parses `4096`, `64K`, `512M`, `2G`, `1T` (binary multiples).
-pub fn parse_size(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let (digits, shift) = match t.char_indices().last() {
-        Some((i, c)) if c.is_ascii_alphabetic() => {
-            let shift = match c.to_ascii_uppercase() {
-                'K' => 10,
-                'M' => 20,
-                'G' => 30,
-                'T' => 40,
-                _ => {
-                    return Err(format!(
-                        "unknown size suffix {c:?} in {s:?}: use K, M, G or T"
-                    ));
-                }
-            };
-            (t.get(..i).unwrap_or(""), shift)
-        }
-        _ => (t, 0),
-    };
-    let n: u64 = digits.trim().parse().map_err(|_| {
-        format!("{s:?} is not a size: write a number with an optional K, M, G or T")
-    })?;
-    n.checked_mul(1u64 << shift)
-        .filter(|v| *v > 0)
-        .ok_or_else(|| format!("{s:?} is zero or too large"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sizes() {
-        assert_eq!(parse_size("4096"), Ok(4096));
-        assert_eq!(parse_size("64K"), Ok(65536));
-        assert_eq!(parse_size("2g"), Ok(2 << 30));
-        assert!(parse_size("0").is_err());
-        assert!(parse_size("").is_err());
-        assert!(parse_size("G").is_err());
-        assert!(parse_size("5X").is_err());
-        assert!(parse_size("99999999999T").is_err());
-        assert!(parse_size("1é").is_err());
-    }
 }

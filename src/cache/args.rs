@@ -76,7 +76,7 @@ pub struct CacheArgs {
     pub textfile: Option<PathBuf>,
 
     /// With --textfile: write again every SECS seconds until interrupted.
-    #[arg(long, value_name = "SECS", value_parser = crate::mem::args::parse_every, requires = "textfile")]
+    #[arg(long, value_name = "SECS", value_parser = crate::units::parse_seconds, requires = "textfile")]
     pub every: Option<std::time::Duration>,
 
     /// Files or directories; `-` reads paths from stdin, one per line.

@@ -69,7 +69,7 @@ pub struct LoadArgs {
     /// Run the processes of each --procs load in a cgroup limited to SIZE
     /// (cgroup v2 memory.max, else v1 memory.limit_in_bytes; needs root or
     /// a delegated cgroup). Reports completed, OOM-killed or thrashed.
-    #[arg(long, value_name = "SIZE", value_parser = crate::bench::args::parse_size)]
+    #[arg(long, value_name = "SIZE", value_parser = crate::units::parse_size)]
     pub mem_limit: Option<u64>,
 
     /// Internal: run one load in this process.

@@ -87,7 +87,7 @@ pub struct MemArgs {
 
     /// Redraw every SECS seconds (in place on a terminal, appended on a pipe)
     /// until interrupted.
-    #[arg(long, value_name = "SECS", value_parser = parse_interval)]
+    #[arg(long, value_name = "SECS", value_parser = crate::units::parse_seconds)]
     pub watch: Option<Duration>,
 
     /// Where the report goes.
@@ -101,7 +101,7 @@ pub struct MemArgs {
     pub textfile: Option<PathBuf>,
 
     /// With --textfile: write again every SECS seconds until interrupted.
-    #[arg(long, value_name = "SECS", value_parser = parse_every, requires = "textfile")]
+    #[arg(long, value_name = "SECS", value_parser = crate::units::parse_seconds, requires = "textfile")]
     pub every: Option<Duration>,
 
     /// Where proc is mounted (a fixture tree for tests).
@@ -193,19 +193,4 @@ impl MemArgs {
 
 fn parse_regex(s: &str) -> Result<regex::Regex, String> {
     regex::Regex::new(s).map_err(|e| format!("not a valid regular expression: {e}"))
-}
-
-fn parse_interval(s: &str) -> Result<Duration, String> {
-    let secs: f64 = s
-        .parse()
-        .map_err(|_| format!("`{s}` is not a number of seconds"))?;
-    if !(0.05..=86_400.0).contains(&secs) {
-        return Err("give between 0.05 and 86400 seconds".into());
-    }
-    Ok(Duration::from_secs_f64(secs))
-}
-
-/// `--every SECS` of `--textfile` (mem and cache): as `--watch`.
-pub(crate) fn parse_every(s: &str) -> Result<Duration, String> {
-    parse_interval(s)
 }
