@@ -158,18 +158,9 @@ impl Document for Measured {
 impl Outcome for Measured {
     /// 1 for loads that disagree or of which none worked.
     fn exit_code(&self) -> u8 {
-        let (ok, none_worked) = match self {
-            // A method this filesystem cannot do (O_DIRECT on tmpfs) is
-            // shown as unavailable, not a failure; no method working at
-            // all is one.
-            Measured::Methods(report) => (
-                report.ok(),
-                report.results.iter().all(|r| r.error.is_some()),
-            ),
-            // An OOM kill under --mem-limit is a finding, not a failure;
-            // differing checksums, or no load completing anywhere, are.
-            Measured::Procs(report) => (report.ok(), report.runs.iter().all(|r| r.completed == 0)),
-        };
-        u8::from(!ok || none_worked)
+        match self {
+            Measured::Methods(report) => report.exit_code(),
+            Measured::Procs(report) => report.exit_code(),
+        }
     }
 }

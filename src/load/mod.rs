@@ -37,12 +37,11 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::report::SCHEMA_VERSION;
 use crate::run;
 use crate::stats;
 use crate::sys::{self, signals::Forwarder};
 use crate::text::path::display;
-use report::{LoadReport, MethodResult};
+use report::{LoadReport, MethodResult, Methods};
 
 /// A way of loading a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
@@ -295,18 +294,16 @@ pub fn execute(cfg: &Config, progress: &mut dyn FnMut(Progress)) -> Result<LoadR
             results.push(result);
         }
     }
-    let mut report = LoadReport {
-        schema_version: SCHEMA_VERSION,
-        file: cfg.file.clone(),
-        size_bytes: meta.len(),
-        touch: cfg.touch,
-        runs_per_method: runs,
-        results,
-        checksums_agree: None,
-        file_changed: changed.map(|why| format!("the file changed: {why}")),
-        warnings: Vec::new(),
-    };
-    report.check();
+    let report = LoadReport::new(
+        cfg.file.clone(),
+        meta.len(),
+        cfg.touch,
+        Methods {
+            runs_per_method: runs,
+            results,
+        },
+        changed,
+    );
     drop(forwarder);
     Ok(report)
 }

@@ -30,10 +30,9 @@ use std::time::{Duration, Instant};
 
 use super::hold::{HoldResult, READY};
 use super::memlimit::{self, Group};
-use super::procs_report::{ChildFigures, ProcsReport, ProcsRun};
+use super::procs_report::{ChildFigures, Procs, ProcsReport, ProcsRun};
 use super::{LoadError, Method, Mode, Touch, interrupted};
 use crate::procfs::{self, ProcRoot, maps, smaps, smaps_rollup};
-use crate::report::SCHEMA_VERSION;
 use crate::sys::{self, signals::Forwarder};
 
 /// The N of `--procs-sweep`.
@@ -143,19 +142,17 @@ pub fn execute(
             }
         }
     }
-    let mut report = ProcsReport {
-        schema_version: SCHEMA_VERSION,
-        file: cfg.file.clone(),
-        size_bytes: meta.len(),
-        touch: cfg.touch,
-        procs: cfg.procs.clone(),
-        mem_limit,
-        runs,
-        checksums_agree: None,
-        file_changed: changed.map(|why| format!("the file changed: {why}")),
-        warnings: Vec::new(),
-    };
-    report.check();
+    let report = ProcsReport::new(
+        cfg.file.clone(),
+        meta.len(),
+        cfg.touch,
+        Procs {
+            procs: cfg.procs.clone(),
+            mem_limit,
+            runs,
+        },
+        changed,
+    );
     drop(forwarder);
     Ok(report)
 }
@@ -337,7 +334,9 @@ fn touch_name(t: Touch) -> &'static str {
     }
 }
 
-/// One load by N processes.
+/// One load by N processes: the cache made cold or warm, N children
+/// started and ready, the barrier opened, the hold point measured, the
+/// children released and reaped.
 fn one(
     cfg: &ProcsConfig,
     method: Method,
@@ -354,22 +353,7 @@ fn one(
     let dev = maps::dev_field(meta.dev());
     let ino = meta.ino().to_string();
     let mut run = ProcsRun::new(method, mode, n);
-    match mode {
-        Mode::Cold => {
-            if let Ok(ev) = crate::pagecache::evict::evict_file(&cfg.file) {
-                run.cached_before_bytes = ev
-                    .after
-                    .cached_pages()
-                    .map(|p| p.saturating_mul(sys::page_size()).min(size));
-            }
-        }
-        Mode::Warm => {
-            if let Ok(f) = std::fs::File::open(&cfg.file) {
-                let _ = crate::pagecache::warm::warm(&f, size);
-            }
-            run.cached_before_bytes = cached_bytes(&cfg.file);
-        }
-    }
+    run.cached_before_bytes = prepare_cache(&cfg.file, mode, size);
     // Declared before the children, so it is dropped after them: the
     // group is removed once they are killed and reaped.
     let group: Option<Group> = match mem_limit {
@@ -385,6 +369,90 @@ fn one(
     let mut kids = Children { kids: Vec::new() };
     let (gate_read, gate_write): (OwnedFd, OwnedFd) =
         sys::process::pipe().map_err(LoadError::Spawn)?;
+    let rx = spawn(cfg, method, n, gate_read, &mut kids, &mut run)?;
+    let mut ended = wait_ready(&rx, forwarder, n)?;
+    if let Some(g) = &group {
+        for k in &kids.kids {
+            if let Err(e) = g.add(k.child.id()) {
+                run.error = Some(format!(
+                    "cannot move a process into {}: {e}",
+                    crate::text::path::display(g.path())
+                ));
+                return Ok(run);
+            }
+        }
+    }
+    run.mem_available_before_bytes = mem_available();
+    let start = Instant::now();
+    // One start byte per process (at most 256: one atomic pipe write).
+    // EPIPE means every process is gone already: nothing to start.
+    if let Ok(w) = gate_write.try_clone() {
+        let _ = std::fs::File::from(w).write_all(&vec![1u8; n as usize]);
+    }
+    let (results, last_loaded) = wait_loaded(&rx, forwarder, &mut ended, start)?;
+    // The hold point: every child that loaded still holds the data.
+    for (i, c) in run.children.iter_mut().enumerate() {
+        let loaded = results
+            .get(i)
+            .and_then(|r| r.as_ref())
+            .is_some_and(|r| r.result.error.is_none());
+        if loaded && !ended.get(i).copied().unwrap_or(true) {
+            measure(c.pid, &dev, &ino, c);
+        }
+    }
+    run.file_cached_bytes = cached_bytes(&cfg.file);
+    run.mem_available_hold_bytes = mem_available();
+    if let Some(g) = &group {
+        run.group_peak_bytes = g.peak_bytes();
+    }
+    // Release: SIGTERM to each process (one holding the file exits 0 at
+    // its sigwait), end of file on the barrier pipe for any that never
+    // started.
+    drop(gate_write);
+    release(&mut kids, &results, &mut run);
+    if let Some(g) = &group {
+        run.group_oom_kills = g.oom_kills();
+    }
+    run.all_loaded_us = last_loaded.map(crate::units::micros);
+    run.finish(size);
+    if let Some(sig) = forwarder.pending() {
+        return Err(interrupted(sig));
+    }
+    drop(kids);
+    drop(group);
+    Ok(run)
+}
+
+/// Makes the file's pages cold (evicted) or warm (read) for a load in
+/// `mode`; what of it was cached before the load.
+fn prepare_cache(file: &Path, mode: Mode, size: u64) -> Option<u64> {
+    match mode {
+        Mode::Cold => crate::pagecache::evict::evict_file(file)
+            .ok()
+            .and_then(|ev| {
+                ev.after
+                    .cached_pages()
+                    .map(|p| p.saturating_mul(sys::page_size()).min(size))
+            }),
+        Mode::Warm => {
+            if let Ok(f) = std::fs::File::open(file) {
+                let _ = crate::pagecache::warm::warm(&f, size);
+            }
+            cached_bytes(file)
+        }
+    }
+}
+
+/// Starts the `n` holding children, each reading the barrier from
+/// `gate_read`, and a thread per child passing on its lines.
+fn spawn(
+    cfg: &ProcsConfig,
+    method: Method,
+    n: u32,
+    gate_read: OwnedFd,
+    kids: &mut Children,
+    run: &mut ProcsRun,
+) -> Result<mpsc::Receiver<Msg>, LoadError> {
     let (tx, rx) = mpsc::channel();
     let parent = std::process::id().to_string();
     for idx in 0..n as usize {
@@ -431,14 +499,21 @@ fn one(
             let _ = tx.send(Msg::Eof(idx));
         });
     }
-    drop(tx);
     drop(gate_read);
-    // Every child ready (or gone) before the barrier opens.
+    Ok(rx)
+}
+
+/// Waits until every child is ready (or gone) before the barrier opens;
+/// which children have ended.
+fn wait_ready(
+    rx: &mpsc::Receiver<Msg>,
+    forwarder: &Forwarder,
+    n: u32,
+) -> Result<Vec<bool>, LoadError> {
     let mut ready = vec![false; n as usize];
     let mut ended = vec![false; n as usize];
-    let mut results: Vec<Option<HoldResult>> = vec![None; n as usize];
     while ready.iter().zip(&ended).any(|(r, e)| !r && !e) {
-        match next(&rx, forwarder)? {
+        match next(rx, forwarder)? {
             Some(Msg::Line(i, l)) if l == READY => {
                 if let Some(r) = ready.get_mut(i) {
                     *r = true;
@@ -453,27 +528,25 @@ fn one(
             None => break,
         }
     }
-    if let Some(g) = &group {
-        for k in &kids.kids {
-            if let Err(e) = g.add(k.child.id()) {
-                run.error = Some(format!(
-                    "cannot move a process into {}: {e}",
-                    crate::text::path::display(g.path())
-                ));
-                return Ok(run);
-            }
-        }
-    }
-    run.mem_available_before_bytes = mem_available();
-    let start = Instant::now();
-    // One start byte per process (at most 256: one atomic pipe write).
-    // EPIPE means every process is gone already: nothing to start.
-    if let Ok(w) = gate_write.try_clone() {
-        let _ = std::fs::File::from(w).write_all(&vec![1u8; n as usize]);
-    }
+    Ok(ended)
+}
+
+/// Waits until every child has loaded (or ended): each one's result, and
+/// when the last loaded, from `start`.
+fn wait_loaded(
+    rx: &mpsc::Receiver<Msg>,
+    forwarder: &Forwarder,
+    ended: &mut [bool],
+    start: Instant,
+) -> Result<(Vec<Option<HoldResult>>, Option<Duration>), LoadError> {
+    let mut results: Vec<Option<HoldResult>> = vec![None; ended.len()];
     let mut last_loaded = None;
-    while results.iter().zip(&ended).any(|(r, e)| r.is_none() && !e) {
-        match next(&rx, forwarder)? {
+    while results
+        .iter()
+        .zip(ended.iter())
+        .any(|(r, e)| r.is_none() && !e)
+    {
+        match next(rx, forwarder)? {
             Some(Msg::Line(i, l)) => {
                 if let Ok(r) = serde_json::from_str::<HoldResult>(&l)
                     && let Some(slot) = results.get_mut(i)
@@ -490,25 +563,12 @@ fn one(
             None => break,
         }
     }
-    // The hold point: every child that loaded still holds the data.
-    for (i, c) in run.children.iter_mut().enumerate() {
-        let loaded = results
-            .get(i)
-            .and_then(|r| r.as_ref())
-            .is_some_and(|r| r.result.error.is_none());
-        if loaded && !ended.get(i).copied().unwrap_or(true) {
-            measure(c.pid, &dev, &ino, c);
-        }
-    }
-    run.file_cached_bytes = cached_bytes(&cfg.file);
-    run.mem_available_hold_bytes = mem_available();
-    if let Some(g) = &group {
-        run.group_peak_bytes = g.peak_bytes();
-    }
-    // Release: SIGTERM to each process (one holding the file exits 0 at
-    // its sigwait), end of file on the barrier pipe for any that never
-    // started.
-    drop(gate_write);
+    Ok((results, last_loaded))
+}
+
+/// Ends the children (SIGTERM), reaps each and notes how it ended, its
+/// faults and its load's result.
+fn release(kids: &mut Children, results: &[Option<HoldResult>], run: &mut ProcsRun) {
     for k in &kids.kids {
         let _ = sys::process::kill(k.child.id(), libc::SIGTERM);
     }
@@ -536,17 +596,6 @@ fn one(
             c.out_of_memory = r.out_of_memory;
         }
     }
-    if let Some(g) = &group {
-        run.group_oom_kills = g.oom_kills();
-    }
-    run.all_loaded_us = last_loaded.map(crate::units::micros);
-    run.finish(size);
-    if let Some(sig) = forwarder.pending() {
-        return Err(interrupted(sig));
-    }
-    drop(kids);
-    drop(group);
-    Ok(run)
 }
 
 #[cfg(test)]

@@ -29,12 +29,14 @@
 //!   `null`, never 0.
 
 use std::io::{self, Write};
-use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use super::checksum::Checked;
 use super::memlimit::Via;
-use super::{Method, Mode, Touch};
+use super::report::{LoadReport, Loads};
+use super::{Method, Mode};
+use crate::report::text::{Column, TextTable};
 use crate::report::{Render, Style, Table};
 use crate::text::path::display;
 use crate::units::{human_bytes, thousands};
@@ -279,27 +281,51 @@ impl ProcsRun {
     }
 }
 
-/// The whole report.
+/// The report of `tally load --procs`: its core (the file, the checksums,
+/// how the file changed) is [`LoadReport`]'s.
+pub type ProcsReport = LoadReport<Procs>;
+
+/// N processes loading at once, for each N of `procs`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ProcsReport {
-    pub schema_version: u32,
-    #[serde(serialize_with = "crate::text::path::serialize")]
-    pub file: PathBuf,
-    pub size_bytes: u64,
-    pub touch: Touch,
+pub struct Procs {
     pub procs: Vec<u32>,
     pub mem_limit: Option<MemLimit>,
     pub runs: Vec<ProcsRun>,
-    pub checksums_agree: Option<bool>,
-    /// How the file changed during the loads; `None` when it did not.
-    #[serde(default)]
-    pub file_changed: Option<String>,
-    pub warnings: Vec<String>,
 }
 
-impl ProcsReport {
-    /// Sets the ratios against mmap, `checksums_agree` and the warnings.
-    pub fn check(&mut self) {
+impl Loads for Procs {
+    const COUNTED: &'static str = "processes, every method";
+
+    fn checked(&self) -> Vec<Checked<'_>> {
+        self.runs
+            .iter()
+            .filter(|r| r.outcome != Outcome::Invalid)
+            .map(|r| Checked {
+                label: format!("{} {} ×{}", r.method.name(), r.mode.name(), r.procs),
+                checksums: &r.checksums,
+                mode: r.mode,
+                cached_before_bytes: r.cached_before_bytes,
+            })
+            .collect()
+    }
+
+    /// Processes whose checksum was taken.
+    fn checksums_taken(&self) -> u64 {
+        self.runs
+            .iter()
+            .flat_map(|r| &r.children)
+            .filter(|c| c.checksum.is_some())
+            .count() as u64
+    }
+
+    /// An OOM kill under --mem-limit is a finding, not a failure; no load
+    /// completing anywhere is one.
+    fn none_worked(&self) -> bool {
+        self.runs.iter().all(|r| r.completed == 0)
+    }
+
+    /// Sets each run's Σ PSS against mmap's at the same N and mode.
+    fn relate(&mut self) {
         let mmap: Vec<(u32, Mode, Option<u64>)> = self
             .runs
             .iter()
@@ -317,46 +343,10 @@ impl ProcsReport {
                 _ => None,
             };
         }
-        let loads: Vec<super::checksum::Checked> = self
-            .runs
-            .iter()
-            .filter(|r| r.outcome != Outcome::Invalid)
-            .map(|r| super::checksum::Checked {
-                label: format!("{} {} ×{}", r.method.name(), r.mode.name(), r.procs),
-                checksums: &r.checksums,
-                mode: r.mode,
-                cached_before_bytes: r.cached_before_bytes,
-            })
-            .collect();
-        let (agree, warnings) = super::checksum::check(&loads);
-        self.checksums_agree = agree;
-        self.warnings.extend(warnings);
     }
+}
 
-    /// Whether no checksums differ and the file did not change.
-    pub fn ok(&self) -> bool {
-        self.checksums_agree != Some(false) && self.file_changed.is_none()
-    }
-
-    /// Processes whose checksum was taken.
-    pub fn checksums_taken(&self) -> u64 {
-        self.runs
-            .iter()
-            .flat_map(|r| &r.children)
-            .filter(|c| c.checksum.is_some())
-            .count() as u64
-    }
-
-    /// What the checksums say, in a few words for people.
-    pub fn checksum_verdict(&self) -> String {
-        super::checksum::verdict(
-            self.checksums_agree,
-            self.checksums_taken(),
-            self.touch,
-            "processes, every method",
-        )
-    }
-
+impl Procs {
     /// One sentence per N and mode comparing Σ PSS of read and mmap.
     pub fn ratio_lines(&self) -> Vec<String> {
         let mut out = Vec::new();
@@ -427,50 +417,33 @@ fn avail(before: Option<u64>, hold: Option<u64>) -> String {
     }
 }
 
-// The formats ProcsReport renders (checked before the command works).
-crate::forms_of!(ProcsReport: Text, Data, Table, Page);
-
-impl Render for ProcsReport {
-    fn html(&self, out: &mut dyn Write) -> Option<io::Result<()>> {
-        Some(write_html(self, out))
-    }
-
-    fn human(&self, out: &mut dyn Write, style: Style) -> io::Result<()> {
-        use crate::report::text::{Column, TextTable};
-        let touch = match self.touch {
-            Touch::All => "checksum over every byte",
-            Touch::Page => "one byte per page",
-            Touch::None => "data not touched",
-        };
-        let ns: Vec<String> = self.procs.iter().map(|n| n.to_string()).collect();
-        writeln!(
+/// The line that says the memory limit of `--mem-limit`, or why there
+/// is none.
+fn write_limit(m: &MemLimit, out: &mut dyn Write) -> io::Result<()> {
+    match (&m.via, &m.unavailable) {
+        (Some(via), _) => writeln!(
             out,
-            "tally load: {} ({}), {touch}, {} {} at once",
-            display(&self.file),
-            human_bytes(self.size_bytes),
-            ns.join("/"),
-            if self.procs == [1] {
-                "process"
-            } else {
-                "processes"
-            },
-        )?;
-        if let Some(m) = &self.mem_limit {
-            match (&m.via, &m.unavailable) {
-                (Some(via), _) => writeln!(
-                    out,
-                    "memory limit: {} for all the processes of a load ({})",
-                    human_bytes(m.limit_bytes),
-                    via.name()
-                )?,
-                (None, reason) => writeln!(
-                    out,
-                    "memory limit: unavailable: {}",
-                    reason.as_deref().unwrap_or("no cgroup could be made")
-                )?,
-            }
-        }
-        let limited = self.mem_limit.as_ref().is_some_and(|m| m.via.is_some());
+            "memory limit: {} for all the processes of a load ({})",
+            human_bytes(m.limit_bytes),
+            via.name()
+        ),
+        (None, reason) => writeln!(
+            out,
+            "memory limit: unavailable: {}",
+            reason.as_deref().unwrap_or("no cgroup could be made")
+        ),
+    }
+}
+
+impl ProcsReport {
+    /// The human table: a row per run, with the group's figures under a
+    /// memory limit, the copies and MemAvailable without one.
+    fn text_table(&self) -> TextTable {
+        let limited = self
+            .loads
+            .mem_limit
+            .as_ref()
+            .is_some_and(|m| m.via.is_some());
         let mut table = if limited {
             TextTable::new(vec![
                 Column::text("mode"),
@@ -499,15 +472,7 @@ impl Render for ProcsReport {
                 Column::number("MemAvailable").droppable(1),
             ])
         };
-        let pct = |v: Option<u64>| match v {
-            Some(b) if self.size_bytes > 0 => format!(
-                "{}%",
-                crate::units::percent(b, self.size_bytes).unwrap_or(0)
-            ),
-            Some(_) => "-".into(),
-            None => "unknown".into(),
-        };
-        for r in &self.runs {
+        for r in &self.loads.runs {
             let lead = vec![
                 r.mode.name().to_string(),
                 r.method.name().to_string(),
@@ -525,44 +490,95 @@ impl Render for ProcsReport {
                 continue;
             }
             let mut cells = lead;
-            if limited {
-                let outcome = match r.outcome {
-                    Outcome::OomKilled => format!("oom-killed {}/{}", r.oom_killed, r.procs),
-                    Outcome::Failed => format!("failed {}/{}", r.killed + r.failed, r.procs),
-                    o => format!("{} {}/{}", o.name(), r.completed, r.procs),
-                };
-                cells.extend([
-                    outcome,
-                    ms(r.all_loaded_us),
-                    bytes(r.sum_pss_bytes),
-                    bytes(r.group_peak_bytes),
-                    pct(r.file_cached_bytes),
-                    r.major_faults.map(thousands).unwrap_or_else(|| "-".into()),
-                    r.storage_read_bytes
-                        .map(human_bytes)
-                        .unwrap_or_else(|| "unavailable".into()),
-                ]);
+            cells.extend(if limited {
+                self.limited_cells(r)
             } else {
-                cells.extend([
-                    ms(r.all_loaded_us),
-                    bytes(r.sum_rss_bytes),
-                    bytes(r.sum_pss_bytes),
-                    bytes(median(&r.pss_per_proc_bytes)),
-                    copies(r.copies),
-                    r.sum_pss_vs_mmap
-                        .map(|x| format!("{x:.2}×"))
-                        .unwrap_or_else(|| "-".into()),
-                    pct(r.file_cached_bytes),
-                    avail(r.mem_available_before_bytes, r.mem_available_hold_bytes),
-                ]);
-            }
+                self.cells(r)
+            });
             table.row(cells);
         }
-        table.write(out, style)?;
-        for line in self.ratio_lines() {
+        table
+    }
+
+    /// `84%`: how much of the file `v` bytes are.
+    fn of_file(&self, v: Option<u64>) -> String {
+        match v {
+            Some(b) if self.size_bytes > 0 => format!(
+                "{}%",
+                crate::units::percent(b, self.size_bytes).unwrap_or(0)
+            ),
+            Some(_) => "-".into(),
+            None => "unknown".into(),
+        }
+    }
+
+    /// A run's figures under a memory limit.
+    fn limited_cells(&self, r: &ProcsRun) -> Vec<String> {
+        let outcome = match r.outcome {
+            Outcome::OomKilled => format!("oom-killed {}/{}", r.oom_killed, r.procs),
+            Outcome::Failed => format!("failed {}/{}", r.killed + r.failed, r.procs),
+            o => format!("{} {}/{}", o.name(), r.completed, r.procs),
+        };
+        vec![
+            outcome,
+            ms(r.all_loaded_us),
+            bytes(r.sum_pss_bytes),
+            bytes(r.group_peak_bytes),
+            self.of_file(r.file_cached_bytes),
+            r.major_faults.map(thousands).unwrap_or_else(|| "-".into()),
+            r.storage_read_bytes
+                .map(human_bytes)
+                .unwrap_or_else(|| "unavailable".into()),
+        ]
+    }
+
+    /// A run's figures without a memory limit.
+    fn cells(&self, r: &ProcsRun) -> Vec<String> {
+        vec![
+            ms(r.all_loaded_us),
+            bytes(r.sum_rss_bytes),
+            bytes(r.sum_pss_bytes),
+            bytes(median(&r.pss_per_proc_bytes)),
+            copies(r.copies),
+            r.sum_pss_vs_mmap
+                .map(|x| format!("{x:.2}×"))
+                .unwrap_or_else(|| "-".into()),
+            self.of_file(r.file_cached_bytes),
+            avail(r.mem_available_before_bytes, r.mem_available_hold_bytes),
+        ]
+    }
+}
+
+// The formats ProcsReport renders (checked before the command works).
+crate::forms_of!(ProcsReport: Text, Data, Table, Page);
+
+impl Render for ProcsReport {
+    fn html(&self, out: &mut dyn Write) -> Option<io::Result<()>> {
+        Some(write_html(self, out))
+    }
+
+    fn human(&self, out: &mut dyn Write, style: Style) -> io::Result<()> {
+        let procs = &self.loads.procs;
+        let ns: Vec<String> = procs.iter().map(|n| n.to_string()).collect();
+        writeln!(
+            out,
+            "{}, {} {} at once",
+            self.heading(),
+            ns.join("/"),
+            if procs == &[1] {
+                "process"
+            } else {
+                "processes"
+            },
+        )?;
+        if let Some(m) = &self.loads.mem_limit {
+            write_limit(m, out)?;
+        }
+        self.text_table().write(out, style)?;
+        for line in self.loads.ratio_lines() {
             writeln!(out, "{line}")?;
         }
-        for r in self.runs.iter().filter(|r| {
+        for r in self.loads.runs.iter().filter(|r| {
             !matches!(r.outcome, Outcome::Unavailable | Outcome::Invalid)
                 && (r.completed < r.procs)
                 && r.error.is_some()
@@ -576,18 +592,7 @@ impl Render for ProcsReport {
                 r.error.as_deref().unwrap_or_default()
             )?;
         }
-        writeln!(out, "{}", self.checksum_verdict())?;
-        if let Some(why) = &self.file_changed {
-            writeln!(
-                out,
-                "invalid: {why}; the loads from then on do not count: rerun on a file nothing \
-                 writes to"
-            )?;
-        }
-        for w in &self.warnings {
-            writeln!(out, "warning: {w}")?;
-        }
-        Ok(())
+        self.write_verdicts(out)
     }
 
     fn table(&self) -> Table {
@@ -627,7 +632,7 @@ impl Render for ProcsReport {
         .to_vec();
         let o = |v: Option<u64>| v.map(|v| v.to_string()).unwrap_or_default();
         let f = |v: Option<f64>| v.map(|v| format!("{v:.4}")).unwrap_or_default();
-        let limit = self.mem_limit.as_ref();
+        let limit = self.loads.mem_limit.as_ref();
         let via = limit
             .and_then(|m| m.via)
             .map(|v| match v {
@@ -637,6 +642,7 @@ impl Render for ProcsReport {
             .unwrap_or_default()
             .to_string();
         let rows = self
+            .loads
             .runs
             .iter()
             .map(|r| {
@@ -687,7 +693,7 @@ impl Render for ProcsReport {
 pub fn write_html(r: &ProcsReport, out: &mut dyn Write) -> io::Result<()> {
     use crate::report::html::{Series, esc, line_plot, page};
     let mut series: Vec<Series> = Vec::new();
-    for run in &r.runs {
+    for run in &r.loads.runs {
         let name = format!("{} {}", run.method.name(), run.mode.name());
         let Some(pss) = run.sum_pss_bytes else {
             continue;
@@ -719,7 +725,7 @@ pub fn write_html(r: &ProcsReport, out: &mut dyn Write) -> io::Result<()> {
         human_bytes(size),
         esc(&r.checksum_verdict())
     );
-    for line in r.ratio_lines() {
+    for line in r.loads.ratio_lines() {
         body.push_str(&format!("<p>{}</p>", esc(&line)));
     }
     out.write_all(page(&format!("tally load --procs {}", display(&r.file)), &body).as_bytes())
@@ -728,6 +734,7 @@ pub fn write_html(r: &ProcsReport, out: &mut dyn Write) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::load::Touch;
 
     fn child(pid: u32, pss: u64, sum: &str) -> ChildFigures {
         ChildFigures {
@@ -765,12 +772,14 @@ mod tests {
             file: "/f".into(),
             size_bytes: 1 << 20,
             touch: Touch::All,
-            procs: vec![4],
-            mem_limit: limit,
-            runs: vec![
-                run(Method::Read, 1 << 20, "aa"),
-                run(Method::Mmap, 1 << 18, "aa"),
-            ],
+            loads: Procs {
+                procs: vec![4],
+                mem_limit: limit,
+                runs: vec![
+                    run(Method::Read, 1 << 20, "aa"),
+                    run(Method::Mmap, 1 << 18, "aa"),
+                ],
+            },
             checksums_agree: None,
             file_changed: None,
             warnings: vec![],
@@ -789,13 +798,13 @@ mod tests {
     fn read_and_mmap_side_by_side_with_the_ratio() {
         let r = report(None);
         assert_eq!(r.checksums_agree, Some(true));
-        let read = &r.runs[0];
+        let read = &r.loads.runs[0];
         assert_eq!(read.outcome, Outcome::Completed);
         assert_eq!(read.completed, 4);
         assert_eq!(read.sum_pss_bytes, Some(4 << 20));
         assert_eq!(read.sum_pss_vs_mmap, Some(4.0));
         assert_eq!(read.copies, Some(4.0));
-        assert_eq!(r.runs[1].copies, Some(1.0));
+        assert_eq!(r.loads.runs[1].copies, Some(1.0));
         let text = human(&r);
         assert!(
             text.contains("Σ PSS read 4.0 MiB / mmap 1.0 MiB = 4.00×"),
@@ -825,7 +834,7 @@ mod tests {
             via: Some(Via::V1),
             unavailable: None,
         }));
-        let read = &mut r.runs[0];
+        let read = &mut r.loads.runs[0];
         read.group_oom_kills = Some(1);
         read.children[2].signal = Some("SIGKILL".into());
         read.children[2].exit_code = None;
@@ -836,7 +845,7 @@ mod tests {
         assert!(text.contains("oom-killed 1/4"), "{text}");
         assert!(text.contains("cgroup v1 memory.limit_in_bytes"), "{text}");
         // All four killed: the reason says by whom.
-        let mut all = r.runs[0].clone();
+        let mut all = r.loads.runs[0].clone();
         for c in &mut all.children {
             c.signal = Some("SIGKILL".into());
             c.exit_code = None;
@@ -849,7 +858,7 @@ mod tests {
                 .is_some_and(|e| e.contains("OOM killer"))
         );
         // Re-read from storage beyond half the file: thrashed.
-        let mmap = &mut r.runs[1];
+        let mmap = &mut r.loads.runs[1];
         mmap.children[0].storage_read_bytes = Some(1 << 20);
         mmap.finish(1 << 20);
         assert_eq!(mmap.outcome, Outcome::Thrashed);

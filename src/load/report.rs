@@ -26,6 +26,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use super::checksum::{self, Checked};
 use super::{Method, Mode, Touch};
 use crate::report::{Render, Style, Table};
 use crate::text::path::display;
@@ -84,16 +85,21 @@ impl MethodResult {
     }
 }
 
-/// The whole report.
+/// A report of `tally load`: the file, how its data was touched, what
+/// was loaded (`B`: [`Methods`], each method one process at a time, or
+/// [`super::procs_report::Procs`], N processes at once), whether the
+/// checksums agree, how the file changed, and the warnings. Both reports
+/// are checked, judged and closed in the same words through this one
+/// core; the JSON keys of `B` stand between `touch` and `checksums_agree`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LoadReport {
+pub struct LoadReport<B = Methods> {
     pub schema_version: u32,
     #[serde(serialize_with = "crate::text::path::serialize")]
     pub file: PathBuf,
     pub size_bytes: u64,
     pub touch: Touch,
-    pub runs_per_method: u32,
-    pub results: Vec<MethodResult>,
+    #[serde(flatten)]
+    pub loads: B,
     /// `None` when no checksum was taken, so there was nothing to compare.
     pub checksums_agree: Option<bool>,
     /// How the file changed during the loads; `None` when it did not.
@@ -102,20 +108,88 @@ pub struct LoadReport {
     pub warnings: Vec<String>,
 }
 
-impl LoadReport {
-    /// Sets `checksums_agree` and the warnings.
-    pub fn check(&mut self) {
-        let loads: Vec<super::checksum::Checked> = self
-            .results
+/// Each method in turn, `runs_per_method` times in each mode.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Methods {
+    pub runs_per_method: u32,
+    pub results: Vec<MethodResult>,
+}
+
+/// What a report's loads tell its core: the loads whose checksums are
+/// compared, how many were taken, and whether any load worked.
+pub trait Loads {
+    /// What the checksums taken count, in the verdict ("loads").
+    const COUNTED: &'static str;
+    /// The loads whose checksums are compared, each with its label.
+    fn checked(&self) -> Vec<Checked<'_>>;
+    /// How many checksums were taken.
+    fn checksums_taken(&self) -> u64;
+    /// Whether no load worked at all.
+    fn none_worked(&self) -> bool;
+    /// Sets the figures that compare one load with another, before the
+    /// checksums are checked.
+    fn relate(&mut self) {}
+}
+
+impl Loads for Methods {
+    const COUNTED: &'static str = "loads";
+
+    fn checked(&self) -> Vec<Checked<'_>> {
+        self.results
             .iter()
-            .map(|r| super::checksum::Checked {
+            .map(|r| Checked {
                 label: format!("{} {}", r.method.name(), r.mode.name()),
                 checksums: &r.checksums,
                 mode: r.mode,
                 cached_before_bytes: r.cached_before_bytes,
             })
-            .collect();
-        let (agree, warnings) = super::checksum::check(&loads);
+            .collect()
+    }
+
+    /// Loads that took a checksum.
+    fn checksums_taken(&self) -> u64 {
+        self.results
+            .iter()
+            .filter(|r| !r.checksums.is_empty())
+            .map(|r| u64::from(r.runs))
+            .sum()
+    }
+
+    /// A method this filesystem cannot do (O_DIRECT on tmpfs) is
+    /// unavailable, not a failure; no method working at all is one.
+    fn none_worked(&self) -> bool {
+        self.results.iter().all(|r| r.error.is_some())
+    }
+}
+
+impl<B: Loads> LoadReport<B> {
+    /// The report of `loads` of `file`, checked; `changed` says how the
+    /// file changed, if it did.
+    pub fn new(
+        file: PathBuf,
+        size_bytes: u64,
+        touch: Touch,
+        loads: B,
+        changed: Option<String>,
+    ) -> Self {
+        let mut report = LoadReport {
+            schema_version: crate::report::SCHEMA_VERSION,
+            file,
+            size_bytes,
+            touch,
+            loads,
+            checksums_agree: None,
+            file_changed: changed.map(|why| format!("the file changed: {why}")),
+            warnings: Vec::new(),
+        };
+        report.check();
+        report
+    }
+
+    /// Sets what compares the loads, `checksums_agree` and the warnings.
+    pub fn check(&mut self) {
+        self.loads.relate();
+        let (agree, warnings) = checksum::check(&self.loads.checked());
         self.checksums_agree = agree;
         self.warnings.extend(warnings);
     }
@@ -125,23 +199,52 @@ impl LoadReport {
         self.checksums_agree != Some(false) && self.file_changed.is_none()
     }
 
-    /// Loads that took a checksum.
-    pub fn checksums_taken(&self) -> u64 {
-        self.results
-            .iter()
-            .filter(|r| !r.checksums.is_empty())
-            .map(|r| u64::from(r.runs))
-            .sum()
-    }
-
     /// What the checksums say, in a few words for people.
     pub fn checksum_verdict(&self) -> String {
-        super::checksum::verdict(
+        checksum::verdict(
             self.checksums_agree,
-            self.checksums_taken(),
+            self.loads.checksums_taken(),
             self.touch,
-            "loads",
+            B::COUNTED,
         )
+    }
+
+    /// The exit code: 1 for loads that disagree, a file that changed, or
+    /// no load that worked.
+    pub fn exit_code(&self) -> u8 {
+        u8::from(!self.ok() || self.loads.none_worked())
+    }
+
+    /// The start of the first line of the human text: `tally load: FILE
+    /// (SIZE), how the data was touched`.
+    pub fn heading(&self) -> String {
+        let touch = match self.touch {
+            Touch::All => "checksum over every byte",
+            Touch::Page => "one byte per page",
+            Touch::None => "data not touched",
+        };
+        format!(
+            "tally load: {} ({}), {touch}",
+            display(&self.file),
+            human_bytes(self.size_bytes)
+        )
+    }
+
+    /// The last lines of the human text: the checksums' verdict, how the
+    /// file changed, the warnings.
+    pub fn write_verdicts(&self, out: &mut dyn Write) -> io::Result<()> {
+        writeln!(out, "{}", self.checksum_verdict())?;
+        if let Some(why) = &self.file_changed {
+            writeln!(
+                out,
+                "invalid: {why}; the loads from then on do not count: rerun on a file nothing \
+                 writes to"
+            )?;
+        }
+        for w in &self.warnings {
+            writeln!(out, "warning: {w}")?;
+        }
+        Ok(())
     }
 }
 
@@ -159,18 +262,12 @@ impl Render for LoadReport {
 
     fn human(&self, out: &mut dyn Write, style: Style) -> io::Result<()> {
         use crate::report::text::{Column, TextTable};
-        let touch = match self.touch {
-            Touch::All => "checksum over every byte",
-            Touch::Page => "one byte per page",
-            Touch::None => "data not touched",
-        };
+        let runs = self.loads.runs_per_method;
         writeln!(
             out,
-            "tally load: {} ({}), {touch}, median of {} run{}",
-            display(&self.file),
-            human_bytes(self.size_bytes),
-            self.runs_per_method,
-            if self.runs_per_method == 1 { "" } else { "s" }
+            "{}, median of {runs} run{}",
+            self.heading(),
+            if runs == 1 { "" } else { "s" }
         )?;
         // On a narrow terminal the least telling figures go first: block
         // in, minor faults, peak RSS, kernel share, cpu time.
@@ -190,7 +287,7 @@ impl Render for LoadReport {
         ]);
         let page = crate::sys::page_size();
         let pages = self.size_bytes.div_ceil(page);
-        for r in &self.results {
+        for r in &self.loads.results {
             let mode = r.mode.name();
             if let Some(why) = &r.invalid {
                 table.span(
@@ -246,18 +343,7 @@ impl Render for LoadReport {
             ]);
         }
         table.write(out, style)?;
-        writeln!(out, "{}", self.checksum_verdict())?;
-        if let Some(why) = &self.file_changed {
-            writeln!(
-                out,
-                "invalid: {why}; the loads from then on do not count: rerun on a file nothing \
-                 writes to"
-            )?;
-        }
-        for w in &self.warnings {
-            writeln!(out, "warning: {w}")?;
-        }
-        Ok(())
+        self.write_verdicts(out)
     }
 
     fn table(&self) -> Table {
@@ -282,6 +368,7 @@ impl Render for LoadReport {
         .to_vec();
         let o = |v: Option<u64>| v.map(|v| v.to_string()).unwrap_or_default();
         let rows = self
+            .loads
             .results
             .iter()
             .map(|r| {
@@ -316,7 +403,7 @@ pub fn write_html(r: &LoadReport, out: &mut dyn Write) -> io::Result<()> {
         "<h2>tally load: {} ({})</h2><p>Wall time per method, median of {} run(s). {}.</p>",
         esc(&display(&r.file)),
         human_bytes(r.size_bytes),
-        r.runs_per_method,
+        r.loads.runs_per_method,
         esc(&r.checksum_verdict())
     );
     if let Some(why) = &r.file_changed {
@@ -324,6 +411,7 @@ pub fn write_html(r: &LoadReport, out: &mut dyn Write) -> io::Result<()> {
     }
     for mode in [Mode::Cold, Mode::Warm] {
         let bars: Vec<(String, f64)> = r
+            .loads
             .results
             .iter()
             .filter(|x| x.mode == mode)
@@ -386,11 +474,13 @@ mod tests {
             file: "/f".into(),
             size_bytes: 1 << 20,
             touch: Touch::All,
-            runs_per_method: 1,
-            results: vec![
-                result(Method::Read, Mode::Cold, sums[0]),
-                result(Method::Mmap, Mode::Warm, sums[1]),
-            ],
+            loads: Methods {
+                runs_per_method: 1,
+                results: vec![
+                    result(Method::Read, Mode::Cold, sums[0]),
+                    result(Method::Mmap, Mode::Warm, sums[1]),
+                ],
+            },
             checksums_agree: None,
             file_changed: None,
             warnings: vec![],
@@ -402,12 +492,12 @@ mod tests {
     #[test]
     fn a_changed_file_is_invalid_in_every_format() {
         let mut r = report(["aa", "aa"]);
-        r.results[1] = MethodResult::invalid(
+        r.loads.results[1] = MethodResult::invalid(
             Method::Mmap,
             Mode::Warm,
             "not run: the file changed during an earlier load".into(),
         );
-        r.results[0].invalid = Some("the file changed during this load: it shrank".into());
+        r.loads.results[0].invalid = Some("the file changed during this load: it shrank".into());
         r.file_changed = Some("the file changed: it shrank".into());
         assert!(!r.ok(), "a changed file fails the command");
         let mut out = Vec::new();
@@ -458,7 +548,7 @@ mod tests {
         assert_eq!(r.checksums_agree, Some(true));
         assert_eq!(r.checksum_verdict(), "checksums agree (2 loads)");
         // --touch none: no method took a checksum.
-        for m in &mut r.results {
+        for m in &mut r.loads.results {
             m.checksums.clear();
         }
         r.touch = Touch::None;
@@ -477,7 +567,7 @@ mod tests {
         assert!(json["checksums_agree"].is_null());
         // Every load failed.
         r.touch = Touch::All;
-        for m in &mut r.results {
+        for m in &mut r.loads.results {
             m.error = Some("killed".into());
             m.runs = 0;
         }
@@ -485,7 +575,7 @@ mod tests {
         assert_eq!(r.checksum_verdict(), "no checksum taken: no load finished");
         // One load, one checksum: nothing to agree with.
         let mut r = report(["aa", "aa"]);
-        r.results.truncate(1);
+        r.loads.results.truncate(1);
         r.check();
         assert_eq!(
             r.checksum_verdict(),
@@ -519,7 +609,7 @@ mod tests {
         let mut r = report(["0123456789abcdef", "0123456789abcdef"]);
         let mut failed = result(Method::MmapSequential, Mode::Warm, "-");
         failed.error = Some("EINVAL".into());
-        r.results.push(failed);
+        r.loads.results.push(failed);
         let human = |width| {
             let mut out = Vec::new();
             let style = Style {
