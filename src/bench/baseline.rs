@@ -310,18 +310,9 @@ pub fn gate(old: &BenchReport, new: &BenchReport, rules: &[BenchRule], strict: b
                 .iter()
                 .any(|(f, _, _)| f.id == o.id && f.measured().is_some())
         })
-        .map(|o| BenchGateResult {
-            id: o.id.clone(),
-            unit: o.value.unit_key().to_string(),
-            higher_is_better: o.value.higher_is_better(),
-            limit: rule_for(&compiled, &o.id).map_or(0.0, |r| r.limit),
-            ratio: None,
-            ratio_low: None,
-            ratio_high: None,
-            p_adjusted: None,
-            unstable_percent: None,
-            outcome: Outcome::Inconclusive,
-            note: Some("not measured in this run".into()),
+        .map(|o| {
+            let limit = rule_for(&compiled, &o.id).map_or(0.0, |r| r.limit);
+            BenchGateResult::untested(o, limit, "not measured in this run")
         })
         .collect();
     let tested: Vec<(&Pair, crate::stats::MannWhitney)> = pairs
@@ -340,52 +331,9 @@ pub fn gate(old: &BenchReport, new: &BenchReport, rules: &[BenchRule], strict: b
     let first_step = GATE_ALPHA / m.max(1) as f64;
     let adjusted = crate::stats::holm(&tested.iter().map(|(_, t)| t.p).collect::<Vec<_>>());
     for ((f, o, rule), p_adj) in tested.iter().map(|(p, _)| *p).zip(adjusted) {
-        let Some(o) = o else {
-            continue;
-        };
-        let higher_is_better = f.value.higher_is_better();
-        let seed = f.id.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-            (h ^ u64::from(b)).wrapping_mul(0x1000_0000_01b3)
-        });
-        let ci = crate::stats::ratio_of_medians(&f.samples, &o.samples, level, seed);
-        let unstable = match (f.unstable(), o.unstable()) {
-            (Some(a), Some(b)) => Some(a.max(b)),
-            (a, b) => a.or(b),
-        };
-        let widen = 1.0 + unstable.unwrap_or(0.0) / 100.0;
-        let interval = ci.map(|c| (c.ratio, c.low / widen, c.high * widen));
-        let worse = ci.is_some_and(|c| (c.ratio < 1.0) == higher_is_better && c.ratio != 1.0);
-        let evidence = Evidence {
-            interval,
-            significant_worse: p_adj < GATE_ALPHA && worse,
-            too_few_runs: crate::stats::mann_whitney_min_p(f.samples.len(), o.samples.len())
-                > first_step,
-            higher_is_better,
-            both_zero: f.median() == Some(0.0) && o.median() == Some(0.0),
-        };
-        let outcome = gate::judge(&evidence, rule.limit);
-        let note = match (outcome, unstable) {
-            (Outcome::Inconclusive, Some(u)) => Some(format!(
-                "unstable ±{u:.0}% between runs: the interval is widened by it"
-            )),
-            (Outcome::Inconclusive, None) if evidence.too_few_runs => {
-                Some("too few samples to show a difference".into())
-            }
-            _ => None,
-        };
-        results.push(BenchGateResult {
-            id: f.id.clone(),
-            unit: f.value.unit_key().to_string(),
-            higher_is_better,
-            limit: rule.limit,
-            ratio: interval.map(|i| i.0),
-            ratio_low: interval.map(|i| i.1),
-            ratio_high: interval.map(|i| i.2),
-            p_adjusted: Some(p_adj),
-            unstable_percent: unstable,
-            outcome,
-            note,
-        });
+        if let Some(o) = o {
+            results.push(judge(f, o, rule.limit, p_adj, level, first_step));
+        }
     }
     // Gated now but absent from the baseline, or unmeasured in either.
     for (f, o, rule) in &pairs {
@@ -397,19 +345,7 @@ pub fn gate(old: &BenchReport, new: &BenchReport, rules: &[BenchRule], strict: b
             (Some(_), None) => "not in the baseline",
             (Some(_), Some(_)) => "not measured in the baseline",
         };
-        results.push(BenchGateResult {
-            id: f.id.clone(),
-            unit: f.value.unit_key().to_string(),
-            higher_is_better: f.value.higher_is_better(),
-            limit: rule.limit,
-            ratio: None,
-            ratio_low: None,
-            ratio_high: None,
-            p_adjusted: None,
-            unstable_percent: None,
-            outcome: Outcome::Inconclusive,
-            note: Some(why.into()),
-        });
+        results.push(BenchGateResult::untested(f, rule.limit, why));
     }
     let worst = results.iter().map(|r| r.outcome).max();
     BenchGate {
@@ -422,6 +358,82 @@ pub fn gate(old: &BenchReport, new: &BenchReport, rules: &[BenchRule], strict: b
         exit_status: gate::exit_status(worst, strict),
         headline: gate_headline(&results),
         results,
+    }
+}
+
+/// The gate's result for figure `f` against its baseline figure `o`
+/// under `limit`: `p_adj` is the Holm-adjusted p of their difference,
+/// `level` the level of the ratio's interval, `first_step` the smallest
+/// p the family's first test must reach.
+fn judge(
+    f: &super::figure::Figure,
+    o: &super::figure::Figure,
+    limit: f64,
+    p_adj: f64,
+    level: f64,
+    first_step: f64,
+) -> BenchGateResult {
+    let higher_is_better = f.value.higher_is_better();
+    let seed = f.id.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x1000_0000_01b3)
+    });
+    let ci = crate::stats::ratio_of_medians(&f.samples, &o.samples, level, seed);
+    let unstable = match (f.unstable(), o.unstable()) {
+        (Some(a), Some(b)) => Some(a.max(b)),
+        (a, b) => a.or(b),
+    };
+    let widen = 1.0 + unstable.unwrap_or(0.0) / 100.0;
+    let interval = ci.map(|c| (c.ratio, c.low / widen, c.high * widen));
+    let worse = ci.is_some_and(|c| (c.ratio < 1.0) == higher_is_better && c.ratio != 1.0);
+    let evidence = Evidence {
+        interval,
+        significant_worse: p_adj < GATE_ALPHA && worse,
+        too_few_runs: crate::stats::mann_whitney_min_p(f.samples.len(), o.samples.len())
+            > first_step,
+        higher_is_better,
+        both_zero: f.median() == Some(0.0) && o.median() == Some(0.0),
+    };
+    let outcome = gate::judge(&evidence, limit);
+    let note = match (outcome, unstable) {
+        (Outcome::Inconclusive, Some(u)) => Some(format!(
+            "unstable ±{u:.0}% between runs: the interval is widened by it"
+        )),
+        (Outcome::Inconclusive, None) if evidence.too_few_runs => {
+            Some("too few samples to show a difference".into())
+        }
+        _ => None,
+    };
+    BenchGateResult {
+        id: f.id.clone(),
+        unit: f.value.unit_key().to_string(),
+        higher_is_better,
+        limit,
+        ratio: interval.map(|i| i.0),
+        ratio_low: interval.map(|i| i.1),
+        ratio_high: interval.map(|i| i.2),
+        p_adjusted: Some(p_adj),
+        unstable_percent: unstable,
+        outcome,
+        note,
+    }
+}
+
+impl BenchGateResult {
+    /// A gated figure that could not be tested, and `why`: inconclusive.
+    fn untested(f: &super::figure::Figure, limit: f64, why: &str) -> BenchGateResult {
+        BenchGateResult {
+            id: f.id.clone(),
+            unit: f.value.unit_key().to_string(),
+            higher_is_better: f.value.higher_is_better(),
+            limit,
+            ratio: None,
+            ratio_low: None,
+            ratio_high: None,
+            p_adjusted: None,
+            unstable_percent: None,
+            outcome: Outcome::Inconclusive,
+            note: Some(why.into()),
+        }
     }
 }
 

@@ -178,22 +178,7 @@ fn wake_samples(
 fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
     let counts = counts(ctx.cfg.mode, ctx.cfg.tiny());
     let want = counts.iter().copied().max().unwrap_or(16);
-    let limit = sys::events::raise_nofile(want as u64 + 64)
-        .or_else(|_| sys::events::nofile_limit().map(|l| l.0))
-        .unwrap_or(1024);
-    let mut fds: Vec<OwnedFd> = Vec::new();
-    while fds.len() < want {
-        match sys::events::eventfd(true) {
-            Ok(fd) => fds.push(fd),
-            Err(e) => {
-                out.notes.push(format!(
-                    "stopped at {} eventfds: {e} (RLIMIT_NOFILE soft limit {limit}; raise the hard limit with ulimit -Hn)",
-                    fds.len()
-                ));
-                break;
-            }
-        }
-    }
+    let fds = eventfds(want, out);
     let raw: Vec<RawFd> = fds.iter().map(|f| f.as_raw_fd()).collect();
     for &n in &counts {
         ctx.step(format!("{n} descriptors"));
@@ -213,90 +198,131 @@ fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
         };
         for api in [Api::Select, Api::Poll, Api::Epoll] {
             if api == Api::Select
-                && let Some(why) = select_reason(n, &raw) {
-                    for (_, key) in active_counts(n) {
-                        out.push(
-                            Figure::unavailable(
-                                format!("events.scan.select.{key}.{n}"),
-                                &format!("select scan, {key} ready"),
-                                "ns per call",
-                                why.clone(),
-                            )
-                            .at(n as u64, "fds"),
-                        );
-                    }
-                    out.push(
-                        Figure::unavailable(
-                            format!("events.wake.select.{n}"),
-                            "select wake-up",
-                            "ns per wake-up",
-                            why,
-                        )
-                        .at(n as u64, "fds"),
-                    );
-                    continue;
-                }
-            let mut waiter =
-                Waiter::new(api, set).map_err(step_err(format!("set up {}", api.name())))?;
-            for (k, key) in active_counts(n) {
-                let stride = (n / k).max(1);
-                let active: Vec<&OwnedFd> = fds.iter().take(n).step_by(stride).take(k).collect();
-                for fd in &active {
-                    sys::events::eventfd_signal(fd).map_err(step_err("signal an eventfd"))?;
-                }
-                let s = ctx
-                    .h
-                    .measure::<std::io::Error>(&mut |iters, t| {
-                        let s = t.now();
-                        for _ in 0..iters {
-                            std::hint::black_box(waiter.wait(Some(0))?);
-                        }
-                        Ok(t.ns_since(s))
-                    })
-                    .map_err(step_err(format!("{} scan", api.name())))?;
-                for fd in &active {
-                    let _ = sys::events::eventfd_take(fd);
-                }
-                out.push(
-                    Figure::latency(
-                        format!("events.scan.{}.{key}.{n}", api.name()),
-                        &format!("{} scan, {key} ready", api.name()),
-                        &format!(
-                            "ns per {} call (timeout 0) over N eventfds with {} ready, level-triggered",
-                            api.name(),
-                            match key {
-                                "1" => "one",
-                                "10pct" => "10% (at least one)",
-                                _ => "all",
-                            }
-                        ),
-                        s,
-                    )
-                    .at(n as u64, "fds"),
-                );
-            }
-            let Some(target) = fds.get(n - 1) else {
+                && let Some(why) = select_reason(n, &raw)
+            {
+                select_unavailable(out, n, why);
                 continue;
-            };
-            let s = wake_samples(ctx, &mut waiter, target)?;
-            out.push(
-                Figure::latency(
-                    format!("events.wake.{}.{n}", api.name()),
-                    &format!("{} wake-up", api.name()),
-                    &format!(
-                        "ns from another thread's eventfd write (timestamped just before) to the return of {}() sleeping on N descriptors",
-                        api.name()
-                    ),
-                    s,
-                )
-                .at(n as u64, "fds"),
-            );
+            }
+            api_figures(ctx, out, api, set, &fds[..n])?;
         }
     }
     if ctx.other_cpu.is_none() {
         out.notes
             .push("one CPU: the signalling thread shares it, so wake-ups include a switch".into());
     }
+    Ok(())
+}
+
+/// Up to `want` eventfds, as many as the descriptor limit (raised as far
+/// as it goes) allows.
+fn eventfds(want: usize, out: &mut BenchResult) -> Vec<OwnedFd> {
+    let limit = sys::events::raise_nofile(want as u64 + 64)
+        .or_else(|_| sys::events::nofile_limit().map(|l| l.0))
+        .unwrap_or(1024);
+    let mut fds: Vec<OwnedFd> = Vec::new();
+    while fds.len() < want {
+        match sys::events::eventfd(true) {
+            Ok(fd) => fds.push(fd),
+            Err(e) => {
+                out.notes.push(format!(
+                    "stopped at {} eventfds: {e} (RLIMIT_NOFILE soft limit {limit}; raise the hard limit with ulimit -Hn)",
+                    fds.len()
+                ));
+                break;
+            }
+        }
+    }
+    fds
+}
+
+/// select's figures at `n` descriptors, unavailable for `why`.
+fn select_unavailable(out: &mut BenchResult, n: usize, why: String) {
+    for (_, key) in active_counts(n) {
+        out.push(
+            Figure::unavailable(
+                format!("events.scan.select.{key}.{n}"),
+                &format!("select scan, {key} ready"),
+                "ns per call",
+                why.clone(),
+            )
+            .at(n as u64, "fds"),
+        );
+    }
+    out.push(
+        Figure::unavailable(
+            format!("events.wake.select.{n}"),
+            "select wake-up",
+            "ns per wake-up",
+            why,
+        )
+        .at(n as u64, "fds"),
+    );
+}
+
+/// The scans (one, 10% and all of them ready) and the wake-up of `api`
+/// over the descriptors `set` (the raw numbers of `fds`).
+fn api_figures(
+    ctx: &Ctx<'_>,
+    out: &mut BenchResult,
+    api: Api,
+    set: &[RawFd],
+    fds: &[OwnedFd],
+) -> Result<(), StepError> {
+    let n = set.len();
+    let mut waiter = Waiter::new(api, set).map_err(step_err(format!("set up {}", api.name())))?;
+    for (k, key) in active_counts(n) {
+        let stride = (n / k).max(1);
+        let active: Vec<&OwnedFd> = fds.iter().take(n).step_by(stride).take(k).collect();
+        for fd in &active {
+            sys::events::eventfd_signal(fd).map_err(step_err("signal an eventfd"))?;
+        }
+        let s = ctx
+            .h
+            .measure::<std::io::Error>(&mut |iters, t| {
+                let s = t.now();
+                for _ in 0..iters {
+                    std::hint::black_box(waiter.wait(Some(0))?);
+                }
+                Ok(t.ns_since(s))
+            })
+            .map_err(step_err(format!("{} scan", api.name())))?;
+        for fd in &active {
+            let _ = sys::events::eventfd_take(fd);
+        }
+        out.push(
+            Figure::latency(
+                format!("events.scan.{}.{key}.{n}", api.name()),
+                &format!("{} scan, {key} ready", api.name()),
+                &format!(
+                    "ns per {} call (timeout 0) over N eventfds with {} ready, level-triggered",
+                    api.name(),
+                    match key {
+                        "1" => "one",
+                        "10pct" => "10% (at least one)",
+                        _ => "all",
+                    }
+                ),
+                s,
+            )
+            .at(n as u64, "fds"),
+        );
+    }
+    let Some(target) = fds.get(n - 1) else {
+        return Ok(());
+    };
+    let s = wake_samples(ctx, &mut waiter, target)?;
+    out.push(
+        Figure::latency(
+            format!("events.wake.{}.{n}", api.name()),
+            &format!("{} wake-up", api.name()),
+            &format!(
+                "ns from another thread's eventfd write (timestamped just before) to the return of {}() sleeping on N descriptors",
+                api.name()
+            ),
+            s,
+        )
+        .at(n as u64, "fds"),
+    );
     Ok(())
 }
 

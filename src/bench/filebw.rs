@@ -169,10 +169,31 @@ fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
         out.notes
             .push(format!("file {} under {shown}", human_bytes(bytes)));
     }
-    let len = usize::try_from(bytes).unwrap_or(usize::MAX);
-    let h = ctx.h;
+    let (memory_sum, memory_copy) = memory_bounds(ctx, bytes, &mut buf)?;
+    ctx.step("read()");
+    let mut read = read_figure(ctx, &file, &mut buf, bytes)?;
+    ctx.step("mmap");
+    let (mut mapped, mut premapped) = mmap_figures(ctx, &file, bytes)?;
+    flag_above_memory(&mut read, &memory_copy);
+    for f in [&mut mapped, &mut premapped] {
+        flag_above_memory(f, &memory_sum);
+    }
+    out.push(read);
+    out.push(mapped);
+    out.push(premapped);
+    out.push(memory_copy);
+    out.push(memory_sum);
+    Ok(())
+}
 
-    // The reference: the same loop over anonymous memory.
+/// The reference: the same loops over anonymous memory of the file's
+/// size, summed (the bound of mmap) and copied into `buf` (that of read).
+fn memory_bounds(
+    ctx: &mut Ctx<'_>,
+    bytes: u64,
+    buf: &mut [u8],
+) -> Result<(Figure, Figure), StepError> {
+    let len = usize::try_from(bytes).unwrap_or(usize::MAX);
     ctx.step("memory read, same size");
     // Huge pages where the system grants them: the bound is the fastest
     // this memory can be read, with the fewest TLB misses.
@@ -180,15 +201,13 @@ fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
     for (i, w) in anon.words_mut().iter_mut().enumerate() {
         *w = 0x0123_4567_89ab_cdef ^ i as u64;
     }
-    let s: Samples = h
-        .measure_raw::<std::convert::Infallible>(&mut |iters, t| {
-            let s = t.now();
-            for _ in 0..iters {
-                std::hint::black_box(sum(anon.words()));
-            }
-            Ok(t.ns_since(s))
-        })
-        .unwrap_or_else(|never| match never {});
+    let s: Samples = ctx.h.sample(&mut |iters, t| {
+        let s = t.now();
+        for _ in 0..iters {
+            std::hint::black_box(sum(anon.words()));
+        }
+        t.ns_since(s)
+    });
     let memory_sum = Figure::bandwidth(
         "filebw.memory_sum",
         "memory, summed (bound of mmap)",
@@ -196,21 +215,19 @@ fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
         s,
         bytes as f64,
     );
-    let s: Samples = h
-        .measure_raw::<std::convert::Infallible>(&mut |iters, t| {
-            let s = t.now();
-            for _ in 0..iters {
-                for c in anon.bytes().chunks(CHUNK) {
-                    let n = c.len();
-                    if let Some(d) = buf.get_mut(..n) {
-                        d.copy_from_slice(c);
-                    }
-                    std::hint::black_box(&mut buf);
+    let s: Samples = ctx.h.sample(&mut |iters, t| {
+        let s = t.now();
+        for _ in 0..iters {
+            for c in anon.bytes().chunks(CHUNK) {
+                let n = c.len();
+                if let Some(d) = buf.get_mut(..n) {
+                    d.copy_from_slice(c);
                 }
+                std::hint::black_box(&mut *buf);
             }
-            Ok(t.ns_since(s))
-        })
-        .unwrap_or_else(|never| match never {});
+        }
+        t.ns_since(s)
+    });
     drop(anon);
     let memory_copy = Figure::bandwidth(
         "filebw.memory_copy",
@@ -219,13 +236,22 @@ fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
         s,
         bytes as f64,
     );
+    Ok((memory_sum, memory_copy))
+}
 
-    ctx.step("read()");
-    let s = h
+/// Re-reading the cached `file` with pread into `buf`.
+fn read_figure(
+    ctx: &Ctx<'_>,
+    file: &File,
+    buf: &mut [u8],
+    bytes: u64,
+) -> Result<Figure, StepError> {
+    let s = ctx
+        .h
         .measure_raw::<std::io::Error>(&mut |iters, t| {
             let s = t.now();
             for _ in 0..iters {
-                let n = read_through(&file, &mut buf, bytes)?;
+                let n = read_through(file, buf, bytes)?;
                 if n != bytes {
                     return Err(std::io::Error::other("the scratch file came back short"));
                 }
@@ -233,49 +259,50 @@ fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
             Ok(t.ns_since(s))
         })
         .map_err(step_err("re-read the file"))?;
-    let mut read = Figure::bandwidth(
+    Ok(Figure::bandwidth(
         "filebw.read",
         "read(), 64 KiB buffer",
         "GB/s (10^9 B) re-reading a cached file with pread into one 64 KiB buffer (lmbench bw_file_rd io_only)",
         s,
         bytes as f64,
-    );
+    ))
+}
 
-    ctx.step("mmap");
+/// Mapping the cached `file` each pass, and mapped once before timing.
+fn mmap_figures(ctx: &Ctx<'_>, file: &File, bytes: u64) -> Result<(Figure, Figure), StepError> {
+    let h = ctx.h;
+    let len = usize::try_from(bytes).unwrap_or(usize::MAX);
     // One address on a 2 MiB boundary for every mapping (see sys::maps).
     let slot = Slot::aligned(len).map_err(step_err("find room for the mapping"))?;
     let s = h
         .measure_raw::<std::io::Error>(&mut |iters, t| {
             let s = t.now();
             for _ in 0..iters {
-                let m = Map::new_at(Backing::File(&file), slot)?;
+                let m = Map::new_at(Backing::File(file), slot)?;
                 std::hint::black_box(sum(m.words()));
                 m.unmap()?;
             }
             Ok(t.ns_since(s))
         })
         .map_err(step_err("map and read the file"))?;
-    let mut mapped = Figure::bandwidth(
+    let mapped = Figure::bandwidth(
         "filebw.mmap",
         "mmap, map+sum+unmap",
         "GB/s (10^9 B) mapping a cached file, summing its u64 words, unmapping, each pass (lmbench bw_mmap_rd mmap_only; page faults included)",
         s,
         bytes as f64,
     );
-
-    let premapped = match Map::new_at(Backing::File(&file), slot) {
+    let premapped = match Map::new_at(Backing::File(file), slot) {
         Ok(m) => {
             // Every page mapped before timing: no faults in the samples.
             std::hint::black_box(m.touch(4096));
-            let s = h
-                .measure_raw::<std::convert::Infallible>(&mut |iters, t| {
-                    let s = t.now();
-                    for _ in 0..iters {
-                        std::hint::black_box(sum(m.words()));
-                    }
-                    Ok(t.ns_since(s))
-                })
-                .unwrap_or_else(|never| match never {});
+            let s = h.sample(&mut |iters, t| {
+                let s = t.now();
+                for _ in 0..iters {
+                    std::hint::black_box(sum(m.words()));
+                }
+                t.ns_since(s)
+            });
             Figure::bandwidth(
                 "filebw.mmap_mapped",
                 "mmap, mapped once",
@@ -291,17 +318,7 @@ fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
             format!("mmap failed: {e}"),
         ),
     };
-    let mut premapped = premapped;
-    flag_above_memory(&mut read, &memory_copy);
-    for f in [&mut mapped, &mut premapped] {
-        flag_above_memory(f, &memory_sum);
-    }
-    out.push(read);
-    out.push(mapped);
-    out.push(premapped);
-    out.push(memory_copy);
-    out.push(memory_sum);
-    Ok(())
+    Ok((mapped, premapped))
 }
 
 #[cfg(test)]

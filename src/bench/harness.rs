@@ -270,6 +270,12 @@ impl Harness {
         })
     }
 
+    /// [`Harness::measure_raw`] of an operation that cannot fail.
+    pub fn sample(&self, op: &mut dyn FnMut(u64, &Timer) -> f64) -> Samples {
+        self.measure_raw::<std::convert::Infallible>(&mut |iters, t| Ok(op(iters, t)))
+            .unwrap_or_else(|never| match never {})
+    }
+
     /// The sampling loop without overhead subtraction.
     pub fn measure_raw<E>(
         &self,

@@ -651,15 +651,14 @@ fn copy_bound(h: &Harness, size: usize) -> Option<f64> {
     let src = vec![1u8; size];
     let mut dst = vec![0u8; size];
     let s = h
-        .measure_raw::<std::convert::Infallible>(&mut |iters, tm| {
+        .sample(&mut |iters, tm| {
             let s = tm.now();
             for _ in 0..iters {
                 dst.copy_from_slice(&src);
                 std::hint::black_box(&mut dst);
             }
-            Ok(tm.ns_since(s))
-        })
-        .unwrap_or_else(|never| match never {});
+            tm.ns_since(s)
+        });
     let fastest = s.per_op_ns.iter().copied().filter(|v| *v > 0.0).fold(f64::INFINITY, f64::min);
     (fastest.is_finite()).then(|| size as f64 / fastest)
 }
@@ -685,8 +684,36 @@ fn unavailable(id: String, label: &str, def: &str, e: &io::Error) -> Figure {
 }
 
 fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
-    let h = ctx.h;
-    let dir = ctx.cfg.dir.clone();
+    let places = placements(ctx, out);
+    let overhead = one_task_figures(ctx, out);
+    round_trip_figures(ctx, out, &places, &overhead);
+    ctx.step("in-process copy (the bandwidth bound)");
+    let bound = copy_bound(&scaled(ctx.h, 1, 3), BW_SIZE).map(|g| (g, BW_SIZE));
+    if let Some((g, _)) = bound {
+        out.notes.push(format!(
+            "bandwidth bound: one in-process memcpy of 64 KiB ran at {g:.2} GB/s (fastest sample); a transport above {COPY_SLACK}× that is flagged"
+        ));
+    }
+    bandwidth_figures(ctx, out, &places, bound);
+    ctx.step("TCP connect");
+    for place in &places {
+        let id = format!("ipc.tcp_connect.{}", place.key());
+        let label = format!("TCP connect+close, {}", place.key());
+        let def = format!(
+            "ns per connect to a loopback listener whose peer accepts and closes; the client reads the end of stream and closes; {}",
+            place.words()
+        );
+        match tcp_connects(ctx.h, *place) {
+            Ok(s) => out.push(Figure::latency(id, &label, &def, s)),
+            Err(e) => out.push(unavailable(id, &label, &def, &e)),
+        }
+    }
+    Ok(())
+}
+
+/// Where the peers run: on the benchmark's CPU, and on another when
+/// there is one (unpinned when the thread could not be pinned).
+fn placements(ctx: &Ctx<'_>, out: &mut BenchResult) -> Vec<Placement> {
     let mut places = Vec::new();
     match (ctx.cpu, ctx.other_cpu) {
         (Some(c), other) => {
@@ -704,17 +731,19 @@ fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
                 .push("the benchmark thread could not be pinned: peers run unpinned".into());
         }
     }
-    // The sweep runs where the peers overlap (across), else where it can.
-    let sweep_place = places.last().copied().unwrap_or(Placement::Free);
+    places
+}
 
-    // One-task cost, subtracted from the pinned round trips.
+/// The one-task cost of each transport, subtracted from the pinned round
+/// trips: its fastest sample, `None` where it could not be measured.
+fn one_task_figures(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Vec<Option<f64>> {
     let mut overhead = Vec::new();
     ctx.step("one-task send+receive");
     for t in Transport::ALL {
         let id = format!("ipc.one_task.{}", t.key());
         let label = format!("{}, send+receive, one task", t.words());
         let def = "ns per 1-byte send plus 1-byte receive on one connection in one task (no switch); subtracted from the pinned round trip";
-        match one_task(h, t, &dir) {
+        match one_task(ctx.h, t, &ctx.cfg.dir) {
             Ok(s) => {
                 // The fastest sample: other work only ever adds time, and
                 // an inflated cost would push the switch below zero.
@@ -727,8 +756,18 @@ fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
             }
         }
     }
+    overhead
+}
 
-    for place in &places {
+/// Round trips to a forked peer per placement and transport, and the
+/// cost per switch where the peer shares the CPU.
+fn round_trip_figures(
+    ctx: &mut Ctx<'_>,
+    out: &mut BenchResult,
+    places: &[Placement],
+    overhead: &[Option<f64>],
+) {
+    for place in places {
         ctx.step(format!("round trips, {}", place.key()));
         for (i, t) in Transport::ALL.iter().enumerate() {
             let id = format!("ipc.rtt.{}.{}", t.key(), place.key());
@@ -737,7 +776,7 @@ fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
                 "ns per round trip of a 1-byte message to a forked peer and back, {}",
                 place.words()
             );
-            match round_trips(h, *t, &dir, *place) {
+            match round_trips(ctx.h, *t, &ctx.cfg.dir, *place) {
                 Ok(s) => {
                     let per_switch = match (place, overhead.get(i).copied().flatten()) {
                         (Placement::Pinned(_), Some(o)) if t.switch_applies() => {
@@ -759,20 +798,22 @@ fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
             }
         }
     }
+}
 
-    ctx.step("in-process copy (the bandwidth bound)");
-    let bound = copy_bound(&scaled(h, 1, 3), BW_SIZE).map(|g| (g, BW_SIZE));
-    if let Some((g, _)) = bound {
-        out.notes.push(format!(
-            "bandwidth bound: one in-process memcpy of 64 KiB ran at {g:.2} GB/s (fastest sample); a transport above {COPY_SLACK}× that is flagged"
-        ));
-    }
-
-    // Bandwidth: the headline size on every placement but the sweep's
-    // (which has it as one of its points), then the sweep.
-    let sweep_h = scaled(h, 1, 3);
+/// Bandwidth: the headline size on every placement but the sweep's
+/// (the last: where the peers overlap, across CPUs, else where it can),
+/// which has it as one of its points; `bound` flags a figure above one
+/// in-process copy.
+fn bandwidth_figures(
+    ctx: &mut Ctx<'_>,
+    out: &mut BenchResult,
+    places: &[Placement],
+    bound: Option<(f64, usize)>,
+) {
+    let sweep_place = places.last().copied().unwrap_or(Placement::Free);
+    let sweep_h = scaled(ctx.h, 1, 3);
     let mut lost_notes = Vec::new();
-    for place in &places {
+    for place in places {
         let sweeping = place.key() == sweep_place.key();
         ctx.step(format!("bandwidth, {}", place.key()));
         for t in Transport::ALL {
@@ -804,8 +845,8 @@ fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
                         ""
                     }
                 );
-                let harness = if headline { h } else { &sweep_h };
-                match bandwidth(harness, t, &dir, *place, size) {
+                let harness = if headline { ctx.h } else { &sweep_h };
+                let f = match bandwidth(harness, t, &ctx.cfg.dir, *place, size) {
                     Ok(r) => {
                         let mut f = Figure::bandwidth(id, &label, &def, r.samples, size as f64);
                         if headline {
@@ -821,16 +862,11 @@ fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
                                 lost_notes.push(format!("{} {}: {pct:.1}%", t.words(), place.key()));
                             }
                         }
-                        if sweeping {
-                            f = f.at(size as u64, "bytes");
-                        }
-                        out.push(f);
+                        f
                     }
-                    Err(e) => {
-                        let f = unavailable(id, &label, &def, &e);
-                        out.push(if sweeping { f.at(size as u64, "bytes") } else { f });
-                    }
-                }
+                    Err(e) => unavailable(id, &label, &def, &e),
+                };
+                out.push(if sweeping { f.at(size as u64, "bytes") } else { f });
             }
         }
     }
@@ -840,21 +876,6 @@ fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
             lost_notes.join(", ")
         ));
     }
-
-    ctx.step("TCP connect");
-    for place in &places {
-        let id = format!("ipc.tcp_connect.{}", place.key());
-        let label = format!("TCP connect+close, {}", place.key());
-        let def = format!(
-            "ns per connect to a loopback listener whose peer accepts and closes; the client reads the end of stream and closes; {}",
-            place.words()
-        );
-        match tcp_connects(h, *place) {
-            Ok(s) => out.push(Figure::latency(id, &label, &def, s)),
-            Err(e) => out.push(unavailable(id, &label, &def, &e)),
-        }
-    }
-    Ok(())
 }
 
 /// Per-switch values: (round trip − 2 × one-task cost) / 2 per sample,

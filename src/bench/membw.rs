@@ -203,12 +203,9 @@ fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
             };
             let h = ctx.h;
             let s: Samples = h
-                .measure_raw::<std::convert::Infallible>(&mut |iters, t| {
-                    Ok(timed_passes(
-                        t, kernel, &src, &mut dst, threads, &cpus, iters,
-                    ))
-                })
-                .unwrap_or_else(|never| match never {});
+                .sample(&mut |iters, t| {
+                    timed_passes(t, kernel, &src, &mut dst, threads, &cpus, iters)
+                });
             let label = format!("{} ({words})", kernel.key());
             let mut f = Figure::bandwidth(
                 format!(

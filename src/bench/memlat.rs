@@ -214,12 +214,11 @@ fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
             let mut p = chase(words, 0, (bytes / LINE) as u64);
             let s: Samples = ctx
                 .h
-                .measure_raw::<std::convert::Infallible>(&mut |iters, t| {
+                .sample(&mut |iters, t| {
                     let s = t.now();
                     p = chase(words, p, iters);
-                    Ok(t.ns_since(s))
-                })
-                .unwrap_or_else(|never| match never {});
+                    t.ns_since(s)
+                });
             std::hint::black_box(p);
             let f = Figure::latency(
                 format!("memlat.{}.{size}", series.key),

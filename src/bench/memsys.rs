@@ -193,14 +193,11 @@ fn anon_huge_bytes() -> Option<u64> {
 fn measure_chain(ctx: &Ctx<'_>, words: &[u64], start: usize, laps: u64) -> Samples {
     // One lap first: brings the working set into whatever holds it.
     let mut p = chase_k(words, [start], laps);
-    let s = ctx
-        .h
-        .measure_raw::<std::convert::Infallible>(&mut |iters, t| {
-            let s = t.now();
-            p = chase_k(words, p, iters);
-            Ok(t.ns_since(s))
-        })
-        .unwrap_or_else(|never| match never {});
+    let s = ctx.h.sample(&mut |iters, t| {
+        let s = t.now();
+        p = chase_k(words, p, iters);
+        t.ns_since(s)
+    });
     std::hint::black_box(p);
     s
 }
@@ -213,13 +210,11 @@ fn mlp_samples(ctx: &Ctx<'_>, words: &[u64], starts: &[usize], k: usize) -> Samp
             for (q, s) in p.iter_mut().zip(starts) {
                 *q = *s;
             }
-            let s = h
-                .measure_raw::<std::convert::Infallible>(&mut |iters, t| {
-                    let s = t.now();
-                    p = chase_k(words, p, iters);
-                    Ok(t.ns_since(s))
-                })
-                .unwrap_or_else(|never| match never {});
+            let s = h.sample(&mut |iters, t| {
+                let s = t.now();
+                p = chase_k(words, p, iters);
+                t.ns_since(s)
+            });
             std::hint::black_box(p);
             s
         }};
@@ -239,28 +234,51 @@ fn mlp_samples(ctx: &Ctx<'_>, words: &[u64], starts: &[usize], k: usize) -> Samp
 }
 
 fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
-    let tiny = ctx.cfg.tiny();
-    let max_mem = ctx.cfg.max_mem_bytes as usize;
-    let llc = llc_bytes(&ctx.machine.caches).unwrap_or(32 << 20) as usize;
-    let l2 = data_caches(&ctx.machine.caches)
-        .iter()
-        .filter(|c| c.level == 2)
-        .map(|c| c.size_bytes as usize)
-        .max()
-        .unwrap_or(1 << 20);
     let mut rng = Rng::new(0x6d65_6d73_7973);
+    line_by_stride(ctx, out, &mut rng)?;
+    tlb_4k(ctx, out, &mut rng)?;
+    // 3. TLB reach with huge pages, and 4. MLP, on one huge-page buffer.
+    let mut huge = HugeBuffer::map(ctx)?;
+    tlb_2m(ctx, out, &mut rng, &mut huge);
+    mlp(ctx, out, &mut rng, &mut huge);
+    Ok(())
+}
 
-    // 1. Cache line by stride. The lines touched must outgrow L1 and fit
-    // L2 at every stride: a buffer of `lines` bytes for strides up to
-    // 64 B, `lines` × stride / 64 above (so `lines` / 64 loads, one line
-    // each, once the stride passes the line size).
-    let l1 = data_caches(&ctx.machine.caches)
-        .iter()
-        .filter(|c| c.level == 1)
-        .map(|c| c.size_bytes as usize)
-        .max()
-        .unwrap_or(32 << 10);
-    let lines = if tiny {
+/// Links `order` in `map` and measures one chase around it.
+fn chase(ctx: &Ctx<'_>, map: &mut AnonMap, order: &[usize]) -> Samples {
+    link(map.words_mut(), order);
+    let start = order.first().copied().unwrap_or(0);
+    measure_chain(ctx, map.words(), start, order.len() as u64)
+}
+
+/// Pushes `f`, and its fastest at `x` onto `curve` when it was measured.
+fn push_point(out: &mut BenchResult, curve: &mut Vec<(u64, f64)>, x: u64, f: Figure) {
+    if let Some(m) = f.measured() {
+        curve.push((x, m.min));
+    }
+    out.push(f);
+}
+
+/// Step 1, the cache line by stride. The lines touched must outgrow L1 and fit
+/// L2 at every stride: a buffer of `lines` bytes for strides up to 64 B,
+/// `lines` × stride / 64 above (so `lines` / 64 loads, one line each,
+/// once the stride passes the line size).
+fn line_by_stride(
+    ctx: &mut Ctx<'_>,
+    out: &mut BenchResult,
+    rng: &mut Rng,
+) -> Result<(), StepError> {
+    let max_mem = ctx.cfg.max_mem_bytes as usize;
+    let largest = |level: u32, default: usize| {
+        data_caches(&ctx.machine.caches)
+            .iter()
+            .filter(|c| c.level == level)
+            .map(|c| c.size_bytes as usize)
+            .max()
+            .unwrap_or(default)
+    };
+    let (l1, l2) = (largest(1, 32 << 10), largest(2, 1 << 20));
+    let lines = if ctx.cfg.tiny() {
         64 << 10
     } else {
         (8 * l1).clamp(64 << 10, (l2 / 2).max(64 << 10))
@@ -277,10 +295,8 @@ fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
     map.words_mut().fill(0);
     let mut points = Vec::new();
     for stride in STRIDES {
-        let order = stride_order(stride_buffer(stride), stride, &mut rng);
-        link(map.words_mut(), &order);
-        let start = order.first().copied().unwrap_or(0);
-        let s = measure_chain(ctx, map.words(), start, order.len() as u64);
+        let order = stride_order(stride_buffer(stride), stride, rng);
+        let s = chase(ctx, &mut map, &order);
         let f = Figure::latency(
             format!("memsys.stride.{stride}"),
             "by stride",
@@ -291,10 +307,7 @@ fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
             s,
         )
         .at(stride as u64, "bytes");
-        if let Some(m) = f.measured() {
-            points.push((stride as u64, m.min));
-        }
-        out.push(f);
+        push_point(out, &mut points, stride as u64, f);
     }
     drop(map);
     let sysfs_line = ctx
@@ -303,18 +316,23 @@ fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
         .iter()
         .find(|c| c.level == 1)
         .and_then(|c| c.line_bytes);
+    out.push(line_figure(&points, sysfs_line));
+    Ok(())
+}
+
+/// The cache line found by the stride chase, against what sysfs says.
+fn line_figure(points: &[(u64, f64)], sysfs_line: Option<u64>) -> Figure {
     let line_def = "the stride where latency stops rising in proportion: the first doubling of the stride that adds less than half what the doubling before it added";
-    let line = match line_from_strides(&points) {
+    match line_from_strides(points) {
         Some(b) => {
-            let mut f = Figure::bytes("memsys.line", "cache line (by stride)", line_def, vec![b as f64]);
-            f = f.note(match sysfs_line {
+            let f = Figure::bytes("memsys.line", "cache line (by stride)", line_def, vec![b as f64]);
+            f.note(match sysfs_line {
                 Some(s) if s == b => format!("sysfs says {s} B: agrees"),
                 Some(s) => format!(
                     "sysfs says {s} B: differs (a prefetcher fetching lines in pairs shows as a larger line; a noisy run can break the curve early)"
                 ),
                 None => "sysfs gives no line size to compare with".into(),
-            });
-            f
+            })
         }
         None => Figure::unavailable(
             "memsys.line",
@@ -322,22 +340,24 @@ fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
             line_def,
             "the latency did not rise with the stride by half (the buffer was served from a near cache, or the run was too short)",
         ),
-    };
-    out.push(line);
+    }
+}
 
-    // 2. TLB reach, 4 KiB pages: up to 8,192 pages (32 MiB); the lines
-    // touched (8,192 × 64 B = 512 KiB) stay within L2 on most machines.
-    let max_pages_4k = if tiny { 64 } else { 8192 }.min(max_mem / PAGE).max(16);
+/// Step 2, the TLB reach with 4 KiB pages: up to 8,192 pages (32 MiB); the lines
+/// touched (8,192 × 64 B = 512 KiB) stay within L2 on most machines.
+fn tlb_4k(ctx: &mut Ctx<'_>, out: &mut BenchResult, rng: &mut Rng) -> Result<(), StepError> {
+    let max_mem = ctx.cfg.max_mem_bytes as usize;
+    let max_pages_4k = if ctx.cfg.tiny() { 64 } else { 8192 }
+        .min(max_mem / PAGE)
+        .max(16);
     ctx.step(format!("TLB chase over up to {max_pages_4k} pages of 4 KiB"));
     let mut map = AnonMap::new(max_pages_4k * PAGE, Pages::Base)
         .map_err(step_err("mmap the 4 KiB TLB buffer"))?;
     map.words_mut().fill(0);
     let mut curve = Vec::new();
     for pages in tlb_pages(max_pages_4k) {
-        let order = tlb_order(pages, PAGE, &mut rng);
-        link(map.words_mut(), &order);
-        let start = order.first().copied().unwrap_or(0);
-        let s = measure_chain(ctx, map.words(), start, order.len() as u64);
+        let order = tlb_order(pages, PAGE, rng);
+        let s = chase(ctx, &mut map, &order);
         let span = (pages * PAGE) as u64;
         let f = Figure::latency(
             format!("memsys.tlb_4k.{span}"),
@@ -346,66 +366,64 @@ fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
             s,
         )
         .at(span, "bytes");
-        if let Some(m) = f.measured() {
-            curve.push((span, m.min));
-        }
-        out.push(f);
+        push_point(out, &mut curve, span, f);
     }
     drop(map);
     out.push(reach_figure("memsys.tlb_reach_4k", "TLB reach, 4 KiB pages", &curve));
+    Ok(())
+}
 
-    // 3. TLB reach with huge pages, and 4. MLP, on one huge-page buffer.
-    let thp = ctx.machine.thp_enabled.clone().unwrap_or_default();
-    let big = if tiny {
-        4 << 20
-    } else {
-        match ctx.cfg.mode {
-            Mode::Full => (4 * llc).max(256 << 20),
-            _ => (4 * llc).clamp(64 << 20, 128 << 20),
-        }
-    }
-    .min(max_mem)
-        / HUGE_BYTES
-        * HUGE_BYTES;
-    let big = big.max(HUGE_BYTES);
-    ctx.step(format!("huge-page buffer of {}", human_bytes(big as u64)));
-    let before = anon_huge_bytes().unwrap_or(0);
-    let mut map = AnonMap::new(big, Pages::Huge).map_err(step_err("mmap the huge-page buffer"))?;
-    map.words_mut().fill(0);
-    let got = anon_huge_bytes().unwrap_or(0).saturating_sub(before);
-    let huge_ok = got as usize >= big / 2;
-    let huge_label = "2 MiB pages";
-    if huge_ok {
-        let mut curve = Vec::new();
-        let max_pages = big / HUGE_BYTES;
-        let mut pages = 2usize;
-        while pages <= max_pages {
-            let order = tlb_order(pages, HUGE_BYTES, &mut rng);
-            link(map.words_mut(), &order);
-            let start = order.first().copied().unwrap_or(0);
-            let s = measure_chain(ctx, map.words(), start, order.len() as u64);
-            let span = (pages * HUGE_BYTES) as u64;
-            let f = Figure::latency(
-                format!("memsys.tlb_2m.{span}"),
-                huge_label,
-                "ns per dependent load, one line per 2 MiB transparent huge page, pages in random order",
-                s,
-            )
-            .at(span, "bytes");
-            if let Some(m) = f.measured() {
-                curve.push((span, m.min));
+/// The buffer of the huge-page TLB chase and of MLP: beyond the
+/// last-level cache, mapped with transparent huge pages where the kernel
+/// gives them.
+struct HugeBuffer {
+    map: AnonMap,
+    /// Its size.
+    big: usize,
+    /// What the kernel backed with huge pages.
+    got: u64,
+    /// Whether that is at least half of it.
+    huge_ok: bool,
+    /// The last-level cache's size.
+    llc: usize,
+}
+
+impl HugeBuffer {
+    fn map(ctx: &mut Ctx<'_>) -> Result<HugeBuffer, StepError> {
+        let llc = llc_bytes(&ctx.machine.caches).unwrap_or(32 << 20) as usize;
+        let big = if ctx.cfg.tiny() {
+            4 << 20
+        } else {
+            match ctx.cfg.mode {
+                Mode::Full => (4 * llc).max(256 << 20),
+                _ => (4 * llc).clamp(64 << 20, 128 << 20),
             }
-            out.push(f);
-            pages *= 2;
         }
-        out.push(
-            reach_figure("memsys.tlb_reach_2m", "TLB reach, 2 MiB pages", &curve).note(format!(
-                "{} of the {} buffer backed by transparent huge pages",
-                human_bytes(got),
-                human_bytes(big as u64)
-            )),
-        );
-    } else {
+        .min(ctx.cfg.max_mem_bytes as usize)
+            / HUGE_BYTES
+            * HUGE_BYTES;
+        let big = big.max(HUGE_BYTES);
+        ctx.step(format!("huge-page buffer of {}", human_bytes(big as u64)));
+        let before = anon_huge_bytes().unwrap_or(0);
+        let mut map =
+            AnonMap::new(big, Pages::Huge).map_err(step_err("mmap the huge-page buffer"))?;
+        map.words_mut().fill(0);
+        let got = anon_huge_bytes().unwrap_or(0).saturating_sub(before);
+        Ok(HugeBuffer {
+            map,
+            big,
+            got,
+            huge_ok: got as usize >= big / 2,
+            llc,
+        })
+    }
+}
+
+/// Step 3, the TLB reach with 2 MiB pages, or why it is unavailable.
+fn tlb_2m(ctx: &Ctx<'_>, out: &mut BenchResult, rng: &mut Rng, huge: &mut HugeBuffer) {
+    let (big, got) = (huge.big, huge.got);
+    if !huge.huge_ok {
+        let thp = ctx.machine.thp_enabled.clone().unwrap_or_default();
         let why = if thp.contains("[never]") {
             "transparent huge pages are disabled (/sys/kernel/mm/transparent_hugepage/enabled is never); tally does not use hugetlbfs pages".to_string()
         } else {
@@ -422,16 +440,44 @@ fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
             "memory mapped by the pages touched before latency rises 25%",
             why,
         ));
+        return;
     }
+    let mut curve = Vec::new();
+    let max_pages = big / HUGE_BYTES;
+    let mut pages = 2usize;
+    while pages <= max_pages {
+        let order = tlb_order(pages, HUGE_BYTES, rng);
+        let s = chase(ctx, &mut huge.map, &order);
+        let span = (pages * HUGE_BYTES) as u64;
+        let f = Figure::latency(
+            format!("memsys.tlb_2m.{span}"),
+            "2 MiB pages",
+            "ns per dependent load, one line per 2 MiB transparent huge page, pages in random order",
+            s,
+        )
+        .at(span, "bytes");
+        push_point(out, &mut curve, span, f);
+        pages *= 2;
+    }
+    out.push(
+        reach_figure("memsys.tlb_reach_2m", "TLB reach, 2 MiB pages", &curve).note(format!(
+            "{} of the {} buffer backed by transparent huge pages",
+            human_bytes(got),
+            human_bytes(big as u64)
+        )),
+    );
+}
 
-    // MLP over the whole buffer: one random cycle over its lines, the
-    // chases started evenly apart along it.
+/// Step 4, MLP over the whole buffer: one random cycle over its lines, the
+/// chases started evenly apart along it.
+fn mlp(ctx: &mut Ctx<'_>, out: &mut BenchResult, rng: &mut Rng, huge: &mut HugeBuffer) {
     ctx.step("memory-level parallelism");
+    let big = huge.big;
     let nodes = big / 64;
     let mut order: Vec<usize> = (0..nodes).map(|n| n * 8).collect();
-    shuffle(&mut order, &mut rng);
-    link(map.words_mut(), &order);
-    let words = map.words();
+    shuffle(&mut order, rng);
+    link(huge.map.words_mut(), &order);
+    let words = huge.map.words();
     // Warm the TLB and whatever caches hold part of the buffer.
     std::hint::black_box(chase_k(words, [order.first().copied().unwrap_or(0)], nodes as u64));
     let mut base = None;
@@ -446,7 +492,7 @@ fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
             &format!(
                 "ns per load with N independent random chases in flight over {} ({})",
                 human_bytes(big as u64),
-                if huge_ok { "huge pages" } else { "4 KiB pages: TLB misses included" }
+                if huge.huge_ok { "huge pages" } else { "4 KiB pages: TLB misses included" }
             ),
             s,
         )
@@ -462,14 +508,13 @@ fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
         }
         out.push(f);
     }
-    if big < 2 * llc && !tiny {
+    if big < 2 * huge.llc && !ctx.cfg.tiny() {
         out.notes.push(format!(
             "the MLP buffer ({}) is under twice the last-level cache ({}): some loads hit it",
             human_bytes(big as u64),
-            human_bytes(llc as u64)
+            human_bytes(huge.llc as u64)
         ));
     }
-    Ok(())
 }
 
 /// The TLB reach from a curve: the first size after which latency rises

@@ -37,7 +37,10 @@ pub const BENCH: Benchmark = Benchmark {
     estimate: |c| {
         let n = sizes(c.mode, c.tiny()).len() as u32;
         let touched = touch_cap(c.mode, c.tiny());
-        let t = sizes(c.mode, c.tiny()).iter().filter(|s| **s <= touched).count() as u32;
+        let t = sizes(c.mode, c.tiny())
+            .iter()
+            .filter(|s| **s <= touched)
+            .count() as u32;
         c.budget_per_figure() * (n + t + 2)
             + Duration::from_millis(if c.mode == Mode::Full { 4000 } else { 300 })
     },
@@ -98,56 +101,95 @@ fn map_once(
 }
 
 fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
-    let tiny = ctx.cfg.tiny();
-    let sizes = sizes(ctx.cfg.mode, tiny);
-    let max = sizes.last().copied().unwrap_or(PAGE as u64);
-    let shown = super::scratch::shown(&ctx.cfg.dir);
-    let free = crate::sys::buffers::free_bytes(&ctx.cfg.dir)
-        .map_err(step_err(format!("statvfs {shown}")))?;
-    let want = touch_cap(ctx.cfg.mode, tiny);
-    let room = free / 10 * 9;
-    let data = want
-        .min(ctx.cfg.max_file_bytes)
-        .min(ctx.cfg.max_mem_bytes)
-        .min(room)
-        / PAGE as u64
-        * PAGE as u64;
-    if data < want {
-        let why = if data == room / PAGE as u64 * PAGE as u64 {
-            format!("{} free under {shown}", human_bytes(free))
-        } else {
-            "--max-bytes / --max-mem".to_string()
-        };
-        out.notes.push(format!(
-            "the touched sweep stops at {} instead of {}: {why}",
-            human_bytes(data),
-            human_bytes(want)
-        ));
-    }
-    ctx.step(format!("writing a {} file", human_bytes(data)));
-    let file = super::scratch::scratch_file(&ctx.cfg.dir, data)
-        .map_err(step_err(format!("write a scratch file in {shown}")))?;
-    // The rest, up to the largest mapping, is a hole the untouched
-    // mappings cover and never read.
-    file.set_len(max.max(data))
-        .map_err(step_err(format!("extend the scratch file in {shown}")))?;
-    // Read once: every data page is in the page cache.
-    let mut buf = vec![0u8; 1 << 20];
-    let mut off = 0u64;
-    while off < data {
-        match file.read_at(&mut buf, off) {
-            Ok(0) => break,
-            Ok(n) => off += n as u64,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(step_err("read the scratch file")(e)),
+    let scratch = Scratch::write(ctx, out)?;
+    map_sweep(ctx, out, &scratch)?;
+    dont_need(ctx, out, &scratch)
+}
+
+/// The file mapped: `data` bytes of it cached, a hole up to `max` (the
+/// largest mapping); `want` is the largest touched mapping asked for.
+struct Scratch {
+    file: std::fs::File,
+    sizes: Vec<u64>,
+    max: u64,
+    data: u64,
+    want: u64,
+}
+
+impl Scratch {
+    /// Writes the scratch file and reads it into the page cache, noting what
+    /// the room left allowed.
+    fn write(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<Scratch, StepError> {
+        let tiny = ctx.cfg.tiny();
+        let sizes = sizes(ctx.cfg.mode, tiny);
+        let max = sizes.last().copied().unwrap_or(PAGE as u64);
+        let shown = super::scratch::shown(&ctx.cfg.dir);
+        let free = crate::sys::buffers::free_bytes(&ctx.cfg.dir)
+            .map_err(step_err(format!("statvfs {shown}")))?;
+        let want = touch_cap(ctx.cfg.mode, tiny);
+        let room = free / 10 * 9;
+        let data = want
+            .min(ctx.cfg.max_file_bytes)
+            .min(ctx.cfg.max_mem_bytes)
+            .min(room)
+            / PAGE as u64
+            * PAGE as u64;
+        if data < want {
+            let why = if data == room / PAGE as u64 * PAGE as u64 {
+                format!("{} free under {shown}", human_bytes(free))
+            } else {
+                "--max-bytes / --max-mem".to_string()
+            };
+            out.notes.push(format!(
+                "the touched sweep stops at {} instead of {}: {why}",
+                human_bytes(data),
+                human_bytes(want)
+            ));
         }
-    }
-    out.notes.push(format!(
+        ctx.step(format!("writing a {} file", human_bytes(data)));
+        let file = super::scratch::scratch_file(&ctx.cfg.dir, data)
+            .map_err(step_err(format!("write a scratch file in {shown}")))?;
+        // The rest, up to the largest mapping, is a hole the untouched
+        // mappings cover and never read.
+        file.set_len(max.max(data))
+            .map_err(step_err(format!("extend the scratch file in {shown}")))?;
+        // Read once: every data page is in the page cache.
+        let mut buf = vec![0u8; 1 << 20];
+        let mut off = 0u64;
+        while off < data {
+            match file.read_at(&mut buf, off) {
+                Ok(0) => break,
+                Ok(n) => off += n as u64,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(step_err("read the scratch file")(e)),
+            }
+        }
+        out.notes.push(format!(
         "file: {} of cached data under {shown}, a hole up to {}; every mapping at one address on a 2 MiB boundary",
         human_bytes(data),
         human_bytes(max.max(data))
     ));
+        Ok(Scratch {
+            file,
+            sizes,
+            max,
+            data,
+            want,
+        })
+    }
+}
 
+/// mmap + munmap of each size, file and anonymous, untouched and with
+/// every page touched.
+fn map_sweep(ctx: &mut Ctx<'_>, out: &mut BenchResult, scratch: &Scratch) -> Result<(), StepError> {
+    let Scratch {
+        file,
+        sizes,
+        max,
+        data,
+        want,
+    } = scratch;
+    let (max, data, want) = (*max, *data, *want);
     let anon_cap = ctx.cfg.max_mem_bytes;
     // Sweep points get half the budget: there are many of them.
     let mut h = ctx.h.clone();
@@ -184,7 +226,7 @@ fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
     ];
     for (key, label, is_file, touch, def) in series {
         ctx.step(format!("{label} up to {}", human_bytes(max)));
-        for &size in &sizes {
+        for &size in sizes {
             let cap = match (touch, is_file) {
                 (false, _) => u64::MAX,
                 (true, true) => data,
@@ -195,7 +237,7 @@ fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
             }
             let len = usize::try_from(size).unwrap_or(usize::MAX);
             let backing = if is_file {
-                Backing::File(&file)
+                Backing::File(file)
             } else {
                 Backing::Anon
             };
@@ -212,6 +254,12 @@ fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
         }
     }
 
+    Ok(())
+}
+
+/// madvise(MADV_DONTNEED) of 1 MiB, anonymous and of the file.
+fn dont_need(ctx: &mut Ctx<'_>, out: &mut BenchResult, scratch: &Scratch) -> Result<(), StepError> {
+    let (file, data) = (&scratch.file, scratch.data);
     ctx.step("madvise(MADV_DONTNEED)");
     for (key, label, is_file) in [
         ("anon", "madvise DONTNEED, anonymous", false),
@@ -230,7 +278,7 @@ fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
             continue;
         }
         let backing = if is_file {
-            Backing::File(&file)
+            Backing::File(file)
         } else {
             Backing::Anon
         };
@@ -255,7 +303,10 @@ fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
         let mut f = Figure::latency(format!("mmap.dontneed.{key}"), label, def, s)
             .at(DONTNEED_BYTES as u64, "bytes");
         if let Some(m) = f.median() {
-            f = f.note(format!("{:.1} ns per page", m / (DONTNEED_BYTES / PAGE) as f64));
+            f = f.note(format!(
+                "{:.1} ns per page",
+                m / (DONTNEED_BYTES / PAGE) as f64
+            ));
         }
         out.push(f);
     }

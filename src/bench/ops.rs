@@ -130,14 +130,13 @@ fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
                 continue;
             }
             let s = h
-                .measure_raw::<std::convert::Infallible>(&mut |iters, t| {
+                .sample(&mut |iters, t| {
                     let rounds = iters.div_ceil(OPS_PER_ROUND).max(1);
                     let s = t.now();
                     std::hint::black_box(ops::run(ty, op, dependent, std::hint::black_box(rounds)));
                     // Per operation: the harness divides by `iters`.
-                    Ok(t.ns_since(s) * iters as f64 / (rounds * OPS_PER_ROUND) as f64)
-                })
-                .unwrap_or_else(|never| match never {});
+                    t.ns_since(s) * iters as f64 / (rounds * OPS_PER_ROUND) as f64
+                });
             let f = Figure::latency(id, &label, &def, s);
             let note = cycles_note(f.median(), mhz);
             out.push(f.note(note));

@@ -33,6 +33,7 @@ fn faults() -> (u64, u64) {
 }
 
 /// Collects per-fault ns over repeated passes until the budget is spent.
+#[derive(Default)]
 struct PerFault {
     values: Vec<f64>,
     faults: u64,
@@ -41,19 +42,41 @@ struct PerFault {
 
 fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
     let tiny = ctx.cfg.tiny();
-    let budget = ctx.h.budget.per_figure * 2;
-    let min_passes = if tiny { 2 } else { 5 };
-    let timer = ctx.h.timer;
-
-    // Anonymous minor faults: a fresh base-page mapping per pass.
-    let region = if tiny { 1 << 20 } else { 8 << 20 };
-    let mut anon = PerFault {
-        values: vec![],
-        faults: 0,
-        pages: 0,
+    let passes = Passes {
+        budget: ctx.h.budget.per_figure * 2,
+        min: if tiny { 2 } else { 5 },
     };
+    anon_minor(ctx, out, passes)?;
+    // File-backed faults need a file.
+    let file_bytes: u64 = if tiny { 1 << 20 } else { 16 << 20 };
+    ctx.step("writing the scratch file");
+    let file =
+        &super::scratch::scratch_file(&ctx.cfg.dir, file_bytes).map_err(step_err(format!(
+            "write a scratch file in {}",
+            super::scratch::shown(&ctx.cfg.dir)
+        )))?;
+    let len = file_bytes as usize;
+    file_minor(ctx, out, passes, file, len)?;
+    major(ctx, out, passes, file, len)
+}
+
+/// How long a figure's passes go on: at least `min`, then until the
+/// budget is spent.
+#[derive(Clone, Copy)]
+struct Passes {
+    budget: Duration,
+    min: usize,
+}
+
+/// Anonymous minor faults: a fresh base-page mapping per pass.
+fn anon_minor(ctx: &Ctx<'_>, out: &mut BenchResult, passes: Passes) -> Result<(), StepError> {
+    let timer = ctx.h.timer;
+    let region = if ctx.cfg.tiny() { 1 << 20 } else { 8 << 20 };
+    let mut anon = PerFault::default();
     let start = std::time::Instant::now();
-    while anon.values.len() < min_passes || (start.elapsed() < budget && anon.values.len() < 500) {
+    while anon.values.len() < passes.min
+        || (start.elapsed() < passes.budget && anon.values.len() < 500)
+    {
         let mut m = AnonMap::new(region, Pages::Base).map_err(step_err("mmap anonymous memory"))?;
         let (f0, _) = faults();
         let s = timer.now();
@@ -78,25 +101,24 @@ fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
             anon.faults
         )),
     );
+    Ok(())
+}
 
-    // File-backed faults need a file.
-    let file_bytes: u64 = if tiny { 1 << 20 } else { 16 << 20 };
-    ctx.step("writing the scratch file");
-    let file = &super::scratch::scratch_file(&ctx.cfg.dir, file_bytes).map_err(step_err(format!(
-        "write a scratch file in {}",
-        super::scratch::shown(&ctx.cfg.dir)
-    )))?;
-    let len = file_bytes as usize;
-
-    // Minor: the file is cached (just written and synced, read once).
+/// Minor faults of a file: it is cached (just written and synced, read
+/// once).
+fn file_minor(
+    ctx: &Ctx<'_>,
+    out: &mut BenchResult,
+    passes: Passes,
+    file: &std::fs::File,
+    len: usize,
+) -> Result<(), StepError> {
+    let timer = ctx.h.timer;
     let _ = FileMap::new(file, len, false).map(|m| m.touch(PAGE));
-    let mut minor = PerFault {
-        values: vec![],
-        faults: 0,
-        pages: 0,
-    };
+    let mut minor = PerFault::default();
     let start = std::time::Instant::now();
-    while minor.values.len() < min_passes || (start.elapsed() < budget && minor.values.len() < 500)
+    while minor.values.len() < passes.min
+        || (start.elapsed() < passes.budget && minor.values.len() < 500)
     {
         let m = FileMap::new(file, len, false).map_err(step_err("mmap the scratch file"))?;
         let (f0, _) = faults();
@@ -122,15 +144,23 @@ fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
             minor.faults
         )),
     );
+    Ok(())
+}
 
-    // Major: evicted before each pass, one page read per fault.
-    let touches: usize = if tiny { 16 } else { 128 };
+/// Major faults: the file evicted before each pass, one page read per
+/// fault.
+fn major(
+    ctx: &mut Ctx<'_>,
+    out: &mut BenchResult,
+    passes: Passes,
+    file: &std::fs::File,
+    len: usize,
+) -> Result<(), StepError> {
+    let timer = ctx.h.timer;
+    let (budget, min_passes) = (passes.budget, passes.min);
+    let touches: usize = if ctx.cfg.tiny() { 16 } else { 128 };
     let stride = (len / touches).max(PAGE) / PAGE * PAGE;
-    let mut major = PerFault {
-        values: vec![],
-        faults: 0,
-        pages: 0,
-    };
+    let mut major = PerFault::default();
     let mut still_cached = 0u64;
     let start = std::time::Instant::now();
     ctx.step("major faults");

@@ -6,6 +6,7 @@ use std::io::{self, Write};
 use super::figure::{Figure, Value};
 use super::format::{MAX_WIDTH, format_in, format_ns, format_x, implausible_text, scale_for, wrap};
 use super::model::BenchReport;
+use crate::report::text::{Column, TextTable};
 use crate::report::{Metric, Render, Style, Table};
 use crate::units::{human_bytes, thousands_f};
 
@@ -148,6 +149,30 @@ fn short_note(f: &Figure) -> Option<&str> {
     }
 }
 
+/// The cells of a figure with no median: `word`, then nothing.
+fn no_figures(word: &str) -> [String; 5] {
+    [
+        word.to_string(),
+        String::new(),
+        String::new(),
+        String::new(),
+        String::new(),
+    ]
+}
+
+/// Writes each of `lines` wrapped, once, after `first` (later lines of
+/// one indented further).
+fn write_once(out: &mut dyn Write, lines: &[String], first: &str) -> io::Result<()> {
+    let mut seen: Vec<&String> = Vec::new();
+    for t in lines {
+        if !seen.contains(&t) {
+            seen.push(t);
+            wrapped(out, t, first, "        ")?;
+        }
+    }
+    Ok(())
+}
+
 /// The figures without a sweep parameter: one table, a row each (label,
 /// median, ±CV, min, p95, the row's unit, a short note, the baseline
 /// ratio), then the definitions, reasons and longer notes below.
@@ -157,7 +182,6 @@ fn write_singles(
     out: &mut dyn Write,
     style: Style,
 ) -> io::Result<()> {
-    use crate::report::text::{Column, TextTable};
     if figs.is_empty() {
         return Ok(());
     }
@@ -198,34 +222,14 @@ fn write_singles(
                 ]);
             }
             (None, Some(why), _) if f.value.summary().is_some() => {
-                row.extend([
-                    "implausible".into(),
-                    String::new(),
-                    String::new(),
-                    String::new(),
-                    String::new(),
-                ]);
+                row.extend(no_figures("implausible"));
                 push_below(format!("{}: {}", f.label, implausible_text(why)));
             }
             (None, _, Value::Unavailable(why)) => {
-                row.extend([
-                    "unavailable".into(),
-                    String::new(),
-                    String::new(),
-                    String::new(),
-                    String::new(),
-                ]);
+                row.extend(no_figures("unavailable"));
                 push_below(format!("{}: unavailable: {why}", f.label));
             }
-            (None, _, _) => {
-                row.extend([
-                    "unavailable".into(),
-                    String::new(),
-                    String::new(),
-                    String::new(),
-                    String::new(),
-                ]);
-            }
+            (None, _, _) => row.extend(no_figures("unavailable")),
         }
         if with_base {
             row.push(
@@ -249,20 +253,12 @@ fn write_singles(
         }
     }
     table.write(out, narrow(style))?;
-    let mut defs: Vec<String> = Vec::new();
-    for f in figs {
-        let t = format!("{}: {}", f.label, f.definition);
-        if !defs.contains(&t) {
-            defs.push(t);
-        }
-    }
-    for t in defs {
-        wrapped(out, &t, "    ", "        ")?;
-    }
-    for t in below {
-        wrapped(out, &t, "    note: ", "        ")?;
-    }
-    Ok(())
+    let defs: Vec<String> = figs
+        .iter()
+        .map(|f| format!("{}: {}", f.label, f.definition))
+        .collect();
+    write_once(out, &defs, "    ")?;
+    write_once(out, &below, "    note: ")
 }
 
 /// Sweep figures (with a parameter `x`): one table per unit of `x`, the
@@ -274,7 +270,6 @@ fn write_sweep(
     out: &mut dyn Write,
     style: Style,
 ) -> io::Result<()> {
-    use crate::report::text::{Column, TextTable};
     // Series in order of appearance, each with its x unit.
     let mut series: Vec<(&str, Option<&str>)> = Vec::new();
     for f in figs {
@@ -283,146 +278,23 @@ fn write_sweep(
             series.push(key);
         }
     }
-    // Series side by side when their parameter has the same unit and
-    // their values overlap (memlat's three series); apart otherwise
-    // (memsys's strides, pages and chases).
-    let xs_of = |s: &str, u: Option<&str>| -> Vec<u64> {
-        figs.iter()
-            .filter(|f| f.label == s && f.x_unit.as_deref() == u)
-            .filter_map(|f| f.x)
-            .collect()
-    };
-    let mut tables: Vec<(Option<&str>, Vec<&str>, Vec<u64>)> = Vec::new();
-    for (s, u) in &series {
-        let xs = xs_of(s, *u);
-        match tables
-            .iter_mut()
-            .find(|(tu, _, txs)| tu == u && xs.iter().any(|x| txs.contains(x)))
-        {
-            Some((_, labels, txs)) => {
-                labels.push(s);
-                txs.extend(xs);
-            }
-            None => tables.push((*u, vec![*s], xs)),
-        }
-    }
-    for (x_unit, in_unit, mut xs) in tables {
+    for (x_unit, in_unit, mut xs) in sweep_tables(figs, &series) {
         xs.sort_unstable();
         xs.dedup();
-        let find = |x: u64, s: &str| {
+        for group in &side_by_side(&in_unit) {
+            sweep_table(figs, x_unit, group, &xs).write(out, narrow(style))?;
+        }
+    }
+    let defs: Vec<String> = series
+        .iter()
+        .filter_map(|(s, u)| {
             figs.iter()
-                .find(|f| f.x == Some(x) && f.label == s && f.x_unit.as_deref() == x_unit)
-        };
-        // As many series side by side as fit the width.
-        let mut groups: Vec<Vec<&str>> = Vec::new();
-        let mut used = MAX_WIDTH;
-        for s in &in_unit {
-            // Header with " (ns)", its ±CV column (up to "unstable ±100%"), gaps.
-            let w = 2 + s.chars().count().max(8) + 6 + 2 + 14;
-            match groups.last_mut() {
-                Some(g) if used + w <= MAX_WIDTH => {
-                    g.push(s);
-                    used += w;
-                }
-                _ => {
-                    groups.push(vec![s]);
-                    used = 2 + 9 + w;
-                }
-            }
-        }
-        for group in &groups {
-            let mut columns = vec![Column::number(x_unit.unwrap_or(""))];
-            let mut scales = Vec::new();
-            for s in group {
-                let medians: Vec<f64> = figs
-                    .iter()
-                    .filter(|f| f.label == *s && f.x_unit.as_deref() == x_unit)
-                    .filter_map(|f| f.median())
-                    .collect();
-                let kind = figs
-                    .iter()
-                    .find(|f| f.label == *s && f.value.summary().is_some())
-                    .map(|f| &f.value);
-                let typical = crate::stats::summarize(&medians).map_or(0.0, |m| m.median);
-                let sc = kind.map(|k| scale_for(k, typical));
-                let unit = sc.map_or(String::new(), |s| format!(" ({})", s.unit));
-                columns.push(Column::number(format!("{s}{unit}")));
-                columns.push(Column::number("±CV"));
-                scales.push(sc);
-            }
-            let mut table = TextTable::new(columns).prefix("  ");
-            for x in &xs {
-                let shown = format_x(*x, x_unit).replace(&format!(" {}", x_unit.unwrap_or("")), "");
-                let mut row = vec![shown];
-                for (s, sc) in group.iter().zip(&scales) {
-                    match find(*x, s) {
-                        Some(f) => match (f.measured(), sc) {
-                            (Some(sum), Some(sc)) => {
-                                row.push(format_in(sum.median, *sc));
-                                row.push(cv_text(f));
-                            }
-                            _ if f.implausible.is_some() && f.value.summary().is_some() => {
-                                row.push("implausible".into());
-                                row.push(String::new());
-                            }
-                            _ => {
-                                row.push("unavailable".into());
-                                row.push(String::new());
-                            }
-                        },
-                        None => {
-                            row.push(String::new());
-                            row.push(String::new());
-                        }
-                    }
-                }
-                table.row(row);
-            }
-            table.write(out, narrow(style))?;
-        }
-    }
-    let mut defs: Vec<String> = Vec::new();
-    for (s, u) in &series {
-        if let Some(f) = figs
-            .iter()
-            .find(|f| f.label == *s && f.x_unit.as_deref() == *u)
-        {
-            let t = format!("{s}: {}", f.definition);
-            if !defs.contains(&t) {
-                defs.push(t);
-            }
-        }
-    }
-    for t in defs {
-        wrapped(out, &t, "    ", "        ")?;
-    }
-    let mut reasons: Vec<String> = Vec::new();
-    for f in figs {
-        let text = match (&f.value, &f.implausible) {
-            (Value::Unavailable(why), _) => Some(format!("{} unavailable: {why}", f.label)),
-            (_, Some(why)) => Some(format!(
-                "{} at {}: {}",
-                f.label,
-                f.x.map_or(String::new(), |x| format_x(x, f.x_unit.as_deref())),
-                implausible_text(why)
-            )),
-            _ => None,
-        };
-        for t in text.into_iter().chain(f.notes.iter().map(|n| {
-            format!(
-                "{} at {}: {n}",
-                f.label,
-                f.x.map_or(String::new(), |x| format_x(x, f.x_unit.as_deref()))
-            )
-        })) {
-            if !reasons.contains(&t) {
-                reasons.push(t);
-            }
-        }
-    }
-    for t in reasons {
-        wrapped(out, &t, "    note: ", "        ")?;
-    }
+                .find(|f| f.label == *s && f.x_unit.as_deref() == *u)
+                .map(|f| format!("{s}: {}", f.definition))
+        })
+        .collect();
+    write_once(out, &defs, "    ")?;
+    write_once(out, &sweep_notes(figs), "    note: ")?;
     if let Some(base) = &r.baseline {
         let ratios: Vec<f64> = figs.iter().filter_map(|f| base.ratio_of(&f.id)).collect();
         if let Some(s) = crate::stats::summarize(&ratios) {
@@ -438,6 +310,128 @@ fn write_sweep(
         }
     }
     Ok(())
+}
+
+/// One table of a sweep: the unit of its parameter, its series, and
+/// their parameter values.
+type SweepTable<'a> = (Option<&'a str>, Vec<&'a str>, Vec<u64>);
+
+/// The tables of a sweep: series side by side when their parameter has
+/// the same unit and their values overlap (memlat's three series); apart
+/// otherwise (memsys's strides, pages and chases).
+fn sweep_tables<'a>(
+    figs: &[&Figure],
+    series: &[(&'a str, Option<&'a str>)],
+) -> Vec<SweepTable<'a>> {
+    let xs_of = |s: &str, u: Option<&str>| -> Vec<u64> {
+        figs.iter()
+            .filter(|f| f.label == s && f.x_unit.as_deref() == u)
+            .filter_map(|f| f.x)
+            .collect()
+    };
+    let mut tables: Vec<SweepTable<'a>> = Vec::new();
+    for (s, u) in series {
+        let xs = xs_of(s, *u);
+        match tables
+            .iter_mut()
+            .find(|(tu, _, txs)| tu == u && xs.iter().any(|x| txs.contains(x)))
+        {
+            Some((_, labels, txs)) => {
+                labels.push(s);
+                txs.extend(xs);
+            }
+            None => tables.push((*u, vec![*s], xs)),
+        }
+    }
+    tables
+}
+
+/// The series of one table in groups, as many side by side as fit the
+/// width.
+fn side_by_side<'a>(in_unit: &[&'a str]) -> Vec<Vec<&'a str>> {
+    let mut groups: Vec<Vec<&str>> = Vec::new();
+    let mut used = MAX_WIDTH;
+    for s in in_unit {
+        // Header with " (ns)", its ±CV column (up to "unstable ±100%"), gaps.
+        let w = 2 + s.chars().count().max(8) + 6 + 2 + 14;
+        match groups.last_mut() {
+            Some(g) if used + w <= MAX_WIDTH => {
+                g.push(s);
+                used += w;
+            }
+            _ => {
+                groups.push(vec![s]);
+                used = 2 + 9 + w;
+            }
+        }
+    }
+    groups
+}
+
+/// The table of the series of `group`: a row per parameter value of
+/// `xs`, each series as its median (in one unit for the column) and ±CV.
+fn sweep_table(figs: &[&Figure], x_unit: Option<&str>, group: &[&str], xs: &[u64]) -> TextTable {
+    let mut columns = vec![Column::number(x_unit.unwrap_or(""))];
+    let mut scales = Vec::new();
+    for s in group {
+        let medians: Vec<f64> = figs
+            .iter()
+            .filter(|f| f.label == *s && f.x_unit.as_deref() == x_unit)
+            .filter_map(|f| f.median())
+            .collect();
+        let kind = figs
+            .iter()
+            .find(|f| f.label == *s && f.value.summary().is_some())
+            .map(|f| &f.value);
+        let typical = crate::stats::summarize(&medians).map_or(0.0, |m| m.median);
+        let sc = kind.map(|k| scale_for(k, typical));
+        let unit = sc.map_or(String::new(), |s| format!(" ({})", s.unit));
+        columns.push(Column::number(format!("{s}{unit}")));
+        columns.push(Column::number("±CV"));
+        scales.push(sc);
+    }
+    let find = |x: u64, s: &str| {
+        figs.iter()
+            .find(|f| f.x == Some(x) && f.label == s && f.x_unit.as_deref() == x_unit)
+    };
+    let mut table = TextTable::new(columns).prefix("  ");
+    for x in xs {
+        let shown = format_x(*x, x_unit).replace(&format!(" {}", x_unit.unwrap_or("")), "");
+        let mut row = vec![shown];
+        for (s, sc) in group.iter().zip(&scales) {
+            let (median, cv) = match find(*x, s) {
+                Some(f) => match (f.measured(), sc) {
+                    (Some(sum), Some(sc)) => (format_in(sum.median, *sc), cv_text(f)),
+                    _ if f.implausible.is_some() && f.value.summary().is_some() => {
+                        ("implausible".into(), String::new())
+                    }
+                    _ => ("unavailable".into(), String::new()),
+                },
+                None => (String::new(), String::new()),
+            };
+            row.push(median);
+            row.push(cv);
+        }
+        table.row(row);
+    }
+    table
+}
+
+/// The notes below a sweep: why a point is unavailable or implausible,
+/// and each point's notes.
+fn sweep_notes(figs: &[&Figure]) -> Vec<String> {
+    let mut notes: Vec<String> = Vec::new();
+    for f in figs {
+        let at =
+            f.x.map_or(String::new(), |x| format_x(x, f.x_unit.as_deref()));
+        match (&f.value, &f.implausible) {
+            (Value::Unavailable(why), _) => notes.push(format!("{} unavailable: {why}", f.label)),
+            (_, Some(why)) => notes.push(format!("{} at {at}: {}", f.label, implausible_text(why))),
+            _ => {}
+        }
+        notes.extend(f.notes.iter().map(|n| format!("{} at {at}: {n}", f.label)));
+    }
+    notes
 }
 
 // The formats BenchReport renders (checked before the command works).

@@ -20,6 +20,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::figure::Figure;
+use super::harness::{Harness, Samples};
 use super::model::{BenchResult, Section};
 use super::spec::{Benchmark, Ctx, Plot, PlotKind, StepError, step_err};
 use crate::sys::spawn::{self, Program};
@@ -109,18 +110,27 @@ fn self_rss_kib() -> Option<u64> {
     crate::procfs::status::vm_rss_kb(&text)
 }
 
+/// ns per `op` (a spawn and its wait, timed whole); `what` names it in
+/// an error.
+fn each(
+    h: &Harness,
+    what: &str,
+    op: &mut dyn FnMut() -> std::io::Result<()>,
+) -> Result<Samples, StepError> {
+    h.measure_each(&mut |t| {
+        let s = t.now();
+        op()?;
+        Ok(t.ns_since(s))
+    })
+    .map_err(step_err(what))
+}
+
 fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
     let h = ctx.h;
     let rss = self_rss_kib().map_or("unknown".into(), |k| {
         crate::units::human_bytes(k.saturating_mul(1024))
     });
-    let s = h
-        .measure_each(&mut |t| {
-            let s = t.now();
-            spawn::fork_exit_wait()?;
-            Ok(t.ns_since(s))
-        })
-        .map_err(step_err("fork"))?;
+    let s = each(h, "fork", &mut spawn::fork_exit_wait)?;
     out.push(
         Figure::latency(
             "spawn.fork_exit",
@@ -130,29 +140,16 @@ fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
         )
         .note(format!("parent resident set {rss}")),
     );
-
     if Path::new(TRUE).exists() {
         let p = Program::new(c"/bin/true");
-        let s = h
-            .measure_each(&mut |t| {
-                let s = t.now();
-                spawn::fork_exec_wait(&p)?;
-                Ok(t.ns_since(s))
-            })
-            .map_err(step_err("fork+exec /bin/true"))?;
+        let s = each(h, "fork+exec /bin/true", &mut || spawn::fork_exec_wait(&p))?;
         out.push(Figure::latency(
             "spawn.fork_exec",
             "fork+exec /bin/true",
             "ns per fork, execve(/bin/true) (dynamically linked), waitpid",
             s,
         ));
-        let s = h
-            .measure_each(&mut |t| {
-                let s = t.now();
-                spawn::posix_spawn_wait(&p)?;
-                Ok(t.ns_since(s))
-            })
-            .map_err(step_err("posix_spawn /bin/true"))?;
+        let s = each(h, "posix_spawn /bin/true", &mut || spawn::posix_spawn_wait(&p))?;
         out.push(Figure::latency(
             "spawn.posix_spawn",
             "posix_spawn /bin/true",
@@ -172,70 +169,14 @@ fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
             ));
         }
     }
-
-    let def_static = "ns per fork, execve(tally, statically linked, non-PIE) exiting at once, waitpid";
-    let label_static = "fork+exec static (tally)";
-    match static_self() {
-        Ok((exe, size)) => {
-            use std::os::unix::ffi::OsStrExt;
-            let path = std::ffi::CString::new(exe.as_os_str().as_bytes()).ok();
-            let arg = std::ffi::CString::new(EXIT_AT_ONCE).ok();
-            match (path, arg) {
-                (Some(path), Some(arg)) => {
-                    let p = Program::with_arg(&path, &arg);
-                    // The hidden mode exists only in the tally binary (not
-                    // in a test harness): one try first.
-                    match spawn::fork_exec_wait(&p) {
-                        Ok(()) => {
-                            let s = h
-                                .measure_each(&mut |t| {
-                                    let s = t.now();
-                                    spawn::fork_exec_wait(&p)?;
-                                    Ok(t.ns_since(s))
-                                })
-                                .map_err(step_err("fork+exec of the static tally binary"))?;
-                            out.push(
-                                Figure::latency("spawn.fork_exec_static", label_static, def_static, s)
-                                    .note(format!(
-                                        "a {} static binary; /bin/true is small but dynamically linked: the difference is dynamic loading",
-                                        crate::units::human_bytes(size)
-                                    )),
-                            );
-                        }
-                        Err(e) => out.push(Figure::unavailable(
-                            "spawn.fork_exec_static",
-                            label_static,
-                            def_static,
-                            format!("the running binary did not exit 0 in its exit-at-once mode ({e}): not the tally binary"),
-                        )),
-                    }
-                }
-                _ => out.push(Figure::unavailable(
-                    "spawn.fork_exec_static",
-                    label_static,
-                    def_static,
-                    "the running binary's path holds a NUL byte",
-                )),
-            }
-        }
-        Err(why) => out.push(Figure::unavailable(
-            "spawn.fork_exec_static",
-            label_static,
-            def_static,
-            why,
-        )),
-    }
-
-    let s = h
-        .measure_each(&mut |t| {
-            let s = t.now();
-            let handle = std::thread::Builder::new()
-                .stack_size(64 << 10)
-                .spawn(|| std::hint::black_box(1u64))?;
-            let _ = handle.join();
-            Ok::<f64, std::io::Error>(t.ns_since(s))
-        })
-        .map_err(step_err("thread create"))?;
+    out.push(static_exec(h)?);
+    let s = each(h, "thread create", &mut || {
+        let handle = std::thread::Builder::new()
+            .stack_size(64 << 10)
+            .spawn(|| std::hint::black_box(1u64))?;
+        let _ = handle.join();
+        Ok(())
+    })?;
     out.push(Figure::latency(
         "spawn.thread",
         "thread create+join",
@@ -243,6 +184,41 @@ fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
         s,
     ));
     Ok(())
+}
+
+/// fork + exec of the static tally binary in its exit-at-once mode, or
+/// why it is unavailable.
+fn static_exec(h: &Harness) -> Result<Figure, StepError> {
+    use std::os::unix::ffi::OsStrExt;
+    let def = "ns per fork, execve(tally, statically linked, non-PIE) exiting at once, waitpid";
+    let label = "fork+exec static (tally)";
+    let unavailable = |why: String| Figure::unavailable("spawn.fork_exec_static", label, def, why);
+    let (exe, size) = match static_self() {
+        Ok(found) => found,
+        Err(why) => return Ok(unavailable(why)),
+    };
+    let path = std::ffi::CString::new(exe.as_os_str().as_bytes()).ok();
+    let arg = std::ffi::CString::new(EXIT_AT_ONCE).ok();
+    let (Some(path), Some(arg)) = (path, arg) else {
+        return Ok(unavailable(
+            "the running binary's path holds a NUL byte".into(),
+        ));
+    };
+    let p = Program::with_arg(&path, &arg);
+    // The hidden mode exists only in the tally binary (not in a test
+    // harness): one try first.
+    if let Err(e) = spawn::fork_exec_wait(&p) {
+        return Ok(unavailable(format!(
+            "the running binary did not exit 0 in its exit-at-once mode ({e}): not the tally binary"
+        )));
+    }
+    let s = each(h, "fork+exec of the static tally binary", &mut || {
+        spawn::fork_exec_wait(&p)
+    })?;
+    Ok(Figure::latency("spawn.fork_exec_static", label, def, s).note(format!(
+        "a {} static binary; /bin/true is small but dynamically linked: the difference is dynamic loading",
+        crate::units::human_bytes(size)
+    )))
 }
 
 #[cfg(test)]

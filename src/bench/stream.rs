@@ -252,10 +252,7 @@ fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
             let (a, b, c) = (as_f64(&mut ma), as_f64(&mut mb), as_f64(&mut mc));
             let s: Samples = ctx
                 .h
-                .measure_raw::<std::convert::Infallible>(&mut |iters, t| {
-                    Ok(timed(t, kernel, a, b, c, threads, &cpus, iters))
-                })
-                .unwrap_or_else(|never| match never {});
+                .sample(&mut |iters, t| timed(t, kernel, a, b, c, threads, &cpus, iters));
             let which = if threads == 1 { "1" } else { "all" };
             let words = if threads == 1 {
                 "1 thread".to_string()

@@ -9,11 +9,71 @@ use crate::report::html::{
     Group, RatioRow, Series, distribution_plot, esc, page, ratio_table, run_order_plot,
 };
 use crate::report::unit::Quantity;
-use crate::run::report::FIGURES;
+use crate::run::report::{FIGURES, Figure};
 
 /// The page.
 pub fn render(r: &CompareReport) -> String {
     let mut body = String::new();
+    write_commands(&mut body, r);
+    let reference = r
+        .commands
+        .get(r.reference)
+        .map(|c| format!("#{} {}", r.reference + 1, c.name))
+        .unwrap_or_default();
+    let mut rows = Vec::new();
+    let mut plots = String::new();
+    let mut unchanged = Vec::new();
+    for fig in FIGURES {
+        // Plotted in the unit people read, so the ticks are round in it.
+        let shown = |v: f64| Quantity::new(v, fig.unit).to(fig.show).value;
+        let groups: Vec<Group> = r
+            .commands
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| {
+                c.values(fig).map(|values| Group {
+                    name: format!("#{} {}", i + 1, c.name),
+                    values: values.into_iter().map(shown).collect(),
+                })
+            })
+            .collect();
+        if groups.is_empty() {
+            continue;
+        }
+        let same = r.unchanged(fig.key);
+        if same && !fig.headline {
+            unchanged.push(fig.label);
+            continue;
+        }
+        rows.extend(ratio_rows(r, fig));
+        write_plots(&mut plots, r, fig, &groups);
+    }
+    let _ = write!(
+        body,
+        "<h2>Against {}</h2>{}",
+        esc(&reference),
+        ratio_table(&reference, &rows)
+    );
+    if !unchanged.is_empty() {
+        let _ = write!(
+            body,
+            "<p class=\"same\">Unchanged: {}.</p>",
+            esc(&unchanged.join(", "))
+        );
+    }
+    if !r.warnings.is_empty() {
+        body.push_str("<h2>Warnings</h2><ul>");
+        for w in &r.warnings {
+            let _ = write!(body, "<li>{}</li>", esc(w));
+        }
+        body.push_str("</ul>");
+    }
+    let _ = write!(body, "<h2>Every figure</h2>{plots}");
+    page("tally compare", &body)
+}
+
+/// The heading, the table of the commands compared, and their verdicts.
+fn write_commands(body: &mut String, r: &CompareReport) {
     let _ = write!(
         body,
         "<h1>tally compare</h1><p>{} runs of each command, interleaved (seed {}). {}.</p><table><tr><th>#</th><th>name</th><th>command</th><th>runs</th><th>failed</th></tr>",
@@ -48,112 +108,70 @@ pub fn render(r: &CompareReport) -> String {
         }
         body.push_str("</ul>");
     }
-    let reference = r
-        .commands
-        .get(r.reference)
-        .map(|c| format!("#{} {}", r.reference + 1, c.name))
-        .unwrap_or_default();
+}
+
+/// The ratio of each command to the reference in figure `fig`.
+fn ratio_rows(r: &CompareReport, fig: &Figure) -> Vec<RatioRow> {
     let mut rows = Vec::new();
-    let mut plots = String::new();
-    let mut unchanged = Vec::new();
-    for fig in FIGURES {
-        // Plotted in the unit people read, so the ticks are round in it.
-        let shown = |v: f64| Quantity::new(v, fig.unit).to(fig.show).value;
-        let groups: Vec<Group> = r
-            .commands
-            .iter()
-            .enumerate()
-            .filter_map(|(i, c)| {
-                c.values(fig).map(|values| Group {
-                    name: format!("#{} {}", i + 1, c.name),
-                    values: values.into_iter().map(shown).collect(),
-                })
-            })
-            .collect();
-        if groups.is_empty() {
-            continue;
+    for (i, c) in r.commands.iter().enumerate() {
+        if let Some(v) = c.versus(fig.key) {
+            rows.push(RatioRow {
+                figure: fig.label.into(),
+                name: format!("#{} {}", i + 1, c.name),
+                ratio: v.ratio,
+                low: v.ratio_low,
+                high: v.ratio_high,
+                p: Some(v.p_adjusted),
+                verdict: direction(fig, v.verdict).into(),
+                class: match v.verdict {
+                    Verdict::Lower => "lower",
+                    Verdict::Higher => "higher",
+                    _ => "same",
+                },
+            });
         }
-        let same = r.unchanged(fig.key);
-        if same && !fig.headline {
-            unchanged.push(fig.label);
-            continue;
-        }
-        for (i, c) in r.commands.iter().enumerate() {
-            if let Some(v) = c.versus(fig.key) {
-                rows.push(RatioRow {
-                    figure: fig.label.into(),
-                    name: format!("#{} {}", i + 1, c.name),
-                    ratio: v.ratio,
-                    low: v.ratio_low,
-                    high: v.ratio_high,
-                    p: Some(v.p_adjusted),
-                    verdict: direction(fig, v.verdict).into(),
-                    class: match v.verdict {
-                        Verdict::Lower => "lower",
-                        Verdict::Higher => "higher",
-                        _ => "same",
-                    },
-                });
-            }
-        }
-        let unit = fig.show.symbol();
-        let y_label = if unit.is_empty() {
-            fig.label.to_string()
-        } else {
-            format!("{} ({unit})", fig.label)
-        };
-        let show = |v: f64| crate::units::thousands_f(v);
-        let series: Vec<Series> = r
-            .commands
-            .iter()
-            .enumerate()
-            .filter_map(|(i, c)| {
-                let v = c.values(fig)?;
-                Some(Series {
-                    spread: Vec::new(),
-                    name: format!("#{} {}", i + 1, c.name),
-                    points: c
-                        .run_order
-                        .iter()
-                        .zip(v)
-                        .map(|(o, y)| (f64::from(*o), shown(y)))
-                        .collect(),
-                })
-            })
-            .collect();
-        let _ = write!(
-            plots,
-            "<h3>{}</h3><div class=\"row\">{}{}</div>",
-            esc(fig.label),
-            distribution_plot(fig.label, &y_label, &groups, &show),
-            run_order_plot(
-                &format!("{} in run order", fig.label),
-                &y_label,
-                &series,
-                &show
-            )
-        );
     }
+    rows
+}
+
+/// Figure `fig`'s distributions (`groups`) and its run-order plot.
+fn write_plots(plots: &mut String, r: &CompareReport, fig: &Figure, groups: &[Group]) {
+    let shown = |v: f64| Quantity::new(v, fig.unit).to(fig.show).value;
+    let unit = fig.show.symbol();
+    let y_label = if unit.is_empty() {
+        fig.label.to_string()
+    } else {
+        format!("{} ({unit})", fig.label)
+    };
+    let show = |v: f64| crate::units::thousands_f(v);
+    let series: Vec<Series> = r
+        .commands
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| {
+            let v = c.values(fig)?;
+            Some(Series {
+                spread: Vec::new(),
+                name: format!("#{} {}", i + 1, c.name),
+                points: c
+                    .run_order
+                    .iter()
+                    .zip(v)
+                    .map(|(o, y)| (f64::from(*o), shown(y)))
+                    .collect(),
+            })
+        })
+        .collect();
     let _ = write!(
-        body,
-        "<h2>Against {}</h2>{}",
-        esc(&reference),
-        ratio_table(&reference, &rows)
+        plots,
+        "<h3>{}</h3><div class=\"row\">{}{}</div>",
+        esc(fig.label),
+        distribution_plot(fig.label, &y_label, groups, &show),
+        run_order_plot(
+            &format!("{} in run order", fig.label),
+            &y_label,
+            &series,
+            &show
+        )
     );
-    if !unchanged.is_empty() {
-        let _ = write!(
-            body,
-            "<p class=\"same\">Unchanged: {}.</p>",
-            esc(&unchanged.join(", "))
-        );
-    }
-    if !r.warnings.is_empty() {
-        body.push_str("<h2>Warnings</h2><ul>");
-        for w in &r.warnings {
-            let _ = write!(body, "<li>{}</li>", esc(w));
-        }
-        body.push_str("</ul>");
-    }
-    let _ = write!(body, "<h2>Every figure</h2>{plots}");
-    page("tally compare", &body)
 }

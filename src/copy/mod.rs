@@ -560,24 +560,7 @@ pub(crate) fn copy_into(
 
     let mut copied = Copied::default();
     let mut method = Method::Reflink;
-    let try_reflink =
-        size > 0 && cfg.via == Via::Auto && shared.reflink.load(Ordering::Relaxed) != REFLINK_FAILS;
-    let reflinked = try_reflink
-        && match sys::file::clone_file(&source, &temp.file) {
-            Ok(()) => {
-                shared.reflink.store(REFLINK_WORKS, Ordering::Relaxed);
-                true
-            }
-            Err(e) => {
-                // Not this filesystem, or not between these two: no more
-                // tries. Another error may be this file's alone.
-                if is_unsupported(&e) && shared.reflink.load(Ordering::Relaxed) == REFLINK_UNKNOWN {
-                    shared.reflink.store(REFLINK_FAILS, Ordering::Relaxed);
-                }
-                false
-            }
-        };
-    if reflinked {
+    if reflink(shared, &source, &temp.file, size) {
         copied.data_bytes = size;
         copied.end = size;
         on_bytes(size);
@@ -623,36 +606,7 @@ pub(crate) fn copy_into(
         // Trailing holes: the length comes from the source, not the data.
         out.set_len(length).map_err(|e| write_error(dst, e))?;
     }
-    let mut mode = if cfg.preserve {
-        meta.mode() & 0o7777
-    } else {
-        meta.mode() & 0o777
-    };
-    let mut notes = Vec::new();
-    if cfg.preserve {
-        if let Err(e) = std::os::unix::fs::fchown(out, Some(meta.uid()), Some(meta.gid())) {
-            // As cp: keep the group if that alone is allowed, and never
-            // a setuid/setgid bit for an owner the copy does not have.
-            let _ = std::os::unix::fs::fchown(out, None, Some(meta.gid()));
-            let special = mode & (libc::S_ISUID | libc::S_ISGID | libc::S_ISVTX);
-            mode &= !(libc::S_ISUID | libc::S_ISGID | libc::S_ISVTX);
-            if special != 0 {
-                notes.push(format!(
-                    "ownership not kept: {e}; setuid, setgid and sticky bits cleared"
-                ));
-            } else {
-                notes.push(format!("ownership not kept: {e}"));
-            }
-        }
-        if let Err(e) = set_times(out, &meta) {
-            notes.push(format!("times not kept: {e}"));
-        }
-    }
-    out.set_permissions(std::fs::Permissions::from_mode(mode))
-        .map_err(|e| FileError::Other {
-            path: dst.to_path_buf(),
-            message: format!("cannot set the mode: {e}"),
-        })?;
+    let notes = keep_metadata(cfg, out, &meta, dst)?;
     if cfg.sync {
         out.sync_all().map_err(|e| write_error(dst, e))?;
     }
@@ -695,6 +649,70 @@ pub(crate) fn copy_into(
         },
         None,
     ))
+}
+
+/// Tries a reflink of `source` into `out` where `--via auto` allows one
+/// and this filesystem was not found to refuse them; whether it worked.
+fn reflink(shared: &Shared, source: &File, out: &File, size: u64) -> bool {
+    let try_reflink = size > 0
+        && shared.cfg.via == Via::Auto
+        && shared.reflink.load(Ordering::Relaxed) != REFLINK_FAILS;
+    try_reflink
+        && match sys::file::clone_file(source, out) {
+            Ok(()) => {
+                shared.reflink.store(REFLINK_WORKS, Ordering::Relaxed);
+                true
+            }
+            Err(e) => {
+                // Not this filesystem, or not between these two: no more
+                // tries. Another error may be this file's alone.
+                if is_unsupported(&e) && shared.reflink.load(Ordering::Relaxed) == REFLINK_UNKNOWN {
+                    shared.reflink.store(REFLINK_FAILS, Ordering::Relaxed);
+                }
+                false
+            }
+        }
+}
+
+/// Gives the copy `out` the source's mode and, with `-p`, its owner and
+/// times: notes for what could not be kept.
+fn keep_metadata(
+    cfg: &Config,
+    out: &File,
+    meta: &std::fs::Metadata,
+    dst: &Path,
+) -> Result<Vec<String>, FileError> {
+    let mut mode = if cfg.preserve {
+        meta.mode() & 0o7777
+    } else {
+        meta.mode() & 0o777
+    };
+    let mut notes = Vec::new();
+    if cfg.preserve {
+        if let Err(e) = std::os::unix::fs::fchown(out, Some(meta.uid()), Some(meta.gid())) {
+            // As cp: keep the group if that alone is allowed, and never
+            // a setuid/setgid bit for an owner the copy does not have.
+            let _ = std::os::unix::fs::fchown(out, None, Some(meta.gid()));
+            let special = mode & (libc::S_ISUID | libc::S_ISGID | libc::S_ISVTX);
+            mode &= !(libc::S_ISUID | libc::S_ISGID | libc::S_ISVTX);
+            if special != 0 {
+                notes.push(format!(
+                    "ownership not kept: {e}; setuid, setgid and sticky bits cleared"
+                ));
+            } else {
+                notes.push(format!("ownership not kept: {e}"));
+            }
+        }
+        if let Err(e) = set_times(out, meta) {
+            notes.push(format!("times not kept: {e}"));
+        }
+    }
+    out.set_permissions(std::fs::Permissions::from_mode(mode))
+        .map_err(|e| FileError::Other {
+            path: dst.to_path_buf(),
+            message: format!("cannot set the mode: {e}"),
+        })?;
+    Ok(notes)
 }
 
 /// How the source changed between `before` and `after` the copy, if it
@@ -744,35 +762,19 @@ fn copy_data(
     on_bytes: &mut dyn FnMut(u64),
 ) -> Result<Copied, FileError> {
     let size = meta.len();
-    let mut copied = Copied::default();
-    let mut buf: Vec<u8> = Vec::new();
-    let mut dontcache = true;
-    let read_err = |e| FileError::Read {
-        path: src.to_path_buf(),
-        source: e,
+    let mut mover = Mover {
+        source,
+        out,
+        src,
+        dst,
+        keep_cache: cfg.keep_cache,
+        buf: Vec::new(),
+        dontcache: true,
     };
     if size == 0 {
-        // Read until EOF: the size is not to be trusted.
-        buf.resize(1 << 20, 0);
-        let mut off = 0u64;
-        loop {
-            let n = pread(source, &mut buf, off, false).map_err(read_err)?;
-            if n == 0 {
-                break;
-            }
-            write_all(out, buf.get(..n).unwrap_or(&[]), off, &mut false, dst)?;
-            off += n as u64;
-            on_bytes(off);
-            if stopping() {
-                return Err(FileError::Interrupted {
-                    path: src.to_path_buf(),
-                });
-            }
-        }
-        copied.data_bytes = off;
-        copied.end = off;
-        return Ok(copied);
+        return mover.copy_to_end(on_bytes);
     }
+    let mut copied = Copied::default();
     // A file whose blocks cover its size has no hole to look for (most
     // small files): no SEEK_DATA/SEEK_HOLE.
     let segments = if meta.blocks().saturating_mul(512) >= size {
@@ -790,56 +792,8 @@ fn copy_data(
                 });
             }
             let len = (end - off).min(WINDOW_BYTES - off % WINDOW_BYTES);
-            let mut pos = off;
             let stop = off + len;
-            while pos < stop {
-                if *method == Method::CopyFileRange {
-                    match copy_range(source, out, pos, stop - pos) {
-                        Ok(0) => {
-                            // The source ended early (it shrank, or it is a
-                            // file whose size lies): read the rest.
-                            *method = Method::ReadWriteDontcache;
-                        }
-                        Ok(n) => {
-                            pos += n;
-                            continue;
-                        }
-                        Err(e) if is_unsupported(&e) => {
-                            *method = Method::ReadWriteDontcache;
-                        }
-                        Err(e) if e.raw_os_error() == Some(libc::EIO) => {
-                            // Which side failed is not told; say both.
-                            return Err(FileError::Other {
-                                path: src.to_path_buf(),
-                                message: format!(
-                                    "I/O error copying to {}: {e} — check both devices; no partial file was left",
-                                    display(dst)
-                                ),
-                            });
-                        }
-                        Err(e) => return Err(write_error(dst, e)),
-                    }
-                    continue;
-                }
-                if buf.is_empty() {
-                    buf.resize(WINDOW_BYTES as usize, 0);
-                }
-                let want = ((stop - pos) as usize).min(buf.len());
-                let Some(slice) = buf.get_mut(..want) else {
-                    break;
-                };
-                let n = pread(source, slice, pos, false).map_err(read_err)?;
-                if n == 0 {
-                    break;
-                }
-                let mut dc = dontcache && *method == Method::ReadWriteDontcache && !cfg.keep_cache;
-                write_all(out, buf.get(..n).unwrap_or(&[]), pos, &mut dc, dst)?;
-                if !dc && *method == Method::ReadWriteDontcache {
-                    dontcache = false;
-                    *method = Method::ReadWrite;
-                }
-                pos += n as u64;
-            }
+            let pos = mover.window(off, stop, method)?;
             copied.data_bytes = copied.data_bytes.saturating_add(pos - off);
             copied.end = copied.end.max(pos);
             let dest = *method != Method::ReadWriteDontcache;
@@ -856,6 +810,118 @@ fn copy_data(
     }
     cache.finish(source, copied.end < size);
     Ok(copied)
+}
+
+/// What moves the data of one copy: its two files and their names, and
+/// the buffer when the data goes through one.
+struct Mover<'a> {
+    source: &'a File,
+    out: &'a File,
+    src: &'a Path,
+    dst: &'a Path,
+    keep_cache: bool,
+    buf: Vec<u8>,
+    /// RWF_DONTCACHE still works for the writes.
+    dontcache: bool,
+}
+
+impl Mover<'_> {
+    fn read_err(&self, e: io::Error) -> FileError {
+        FileError::Read {
+            path: self.src.to_path_buf(),
+            source: e,
+        }
+    }
+
+    /// A source whose size is not to be trusted (0: /proc, /sys), read
+    /// until its end.
+    fn copy_to_end(&mut self, on_bytes: &mut dyn FnMut(u64)) -> Result<Copied, FileError> {
+        self.buf.resize(1 << 20, 0);
+        let mut off = 0u64;
+        loop {
+            let n = pread(self.source, &mut self.buf, off, false).map_err(|e| self.read_err(e))?;
+            if n == 0 {
+                break;
+            }
+            let data = self.buf.get(..n).unwrap_or(&[]);
+            write_all(self.out, data, off, &mut false, self.dst)?;
+            off += n as u64;
+            on_bytes(off);
+            if stopping() {
+                return Err(FileError::Interrupted {
+                    path: self.src.to_path_buf(),
+                });
+            }
+        }
+        Ok(Copied {
+            data_bytes: off,
+            end: off,
+            ..Copied::default()
+        })
+    }
+
+    /// Copies bytes `off` to `stop` by `method`, falling back to read and
+    /// write where the kernel cannot copy a range or drop written pages;
+    /// where the source's data ended (`stop` when it did not end early).
+    fn window(&mut self, off: u64, stop: u64, method: &mut Method) -> Result<u64, FileError> {
+        let mut pos = off;
+        while pos < stop {
+            if *method == Method::CopyFileRange {
+                match copy_range(self.source, self.out, pos, stop - pos) {
+                    Ok(0) => {
+                        // The source ended early (it shrank, or it is a
+                        // file whose size lies): read the rest.
+                        *method = Method::ReadWriteDontcache;
+                    }
+                    Ok(n) => {
+                        pos += n;
+                        continue;
+                    }
+                    Err(e) if is_unsupported(&e) => {
+                        *method = Method::ReadWriteDontcache;
+                    }
+                    Err(e) if e.raw_os_error() == Some(libc::EIO) => {
+                        // Which side failed is not told; say both.
+                        return Err(FileError::Other {
+                            path: self.src.to_path_buf(),
+                            message: format!(
+                                "I/O error copying to {}: {e} — check both devices; no partial file was left",
+                                display(self.dst)
+                            ),
+                        });
+                    }
+                    Err(e) => return Err(write_error(self.dst, e)),
+                }
+                continue;
+            }
+            if self.buf.is_empty() {
+                self.buf.resize(WINDOW_BYTES as usize, 0);
+            }
+            let want = ((stop - pos) as usize).min(self.buf.len());
+            let Some(slice) = self.buf.get_mut(..want) else {
+                break;
+            };
+            let n = pread(self.source, slice, pos, false).map_err(|e| self.read_err(e))?;
+            if n == 0 {
+                break;
+            }
+            let mut dc =
+                self.dontcache && *method == Method::ReadWriteDontcache && !self.keep_cache;
+            write_all(
+                self.out,
+                self.buf.get(..n).unwrap_or(&[]),
+                pos,
+                &mut dc,
+                self.dst,
+            )?;
+            if !dc && *method == Method::ReadWriteDontcache {
+                self.dontcache = false;
+                *method = Method::ReadWrite;
+            }
+            pos += n as u64;
+        }
+        Ok(pos)
+    }
 }
 
 fn is_unsupported(e: &io::Error) -> bool {

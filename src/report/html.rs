@@ -113,54 +113,111 @@ pub fn line_plot(
         y1 = y1.max(*y);
     }
     let y0 = 10f64.powf(y0.log10().floor());
-    let y1 = 10f64.powf(y1.log10().ceil()).max(y0 * 10.0);
-    let x1 = if x1 <= x0 { x0 * x_base } else { x1 };
-    let pw = W - ML - MR;
-    let ph = H - MT - MB;
-    let sx = |x: f64| ML + (x.ln() - x0.ln()) / (x1.ln() - x0.ln()) * pw;
-    let sy = |y: f64| MT + ph - (y.ln() - y0.ln()) / (y1.ln() - y0.ln()) * ph;
+    let f = Frame {
+        x0,
+        x1: if x1 <= x0 { x0 * x_base } else { x1 },
+        y0,
+        y1: 10f64.powf(y1.log10().ceil()).max(y0 * 10.0),
+        pw: W - ML - MR,
+        ph: H - MT - MB,
+    };
+    let (pw, ph) = (f.pw, f.ph);
     let _ = write!(
         svg,
         r##"<rect x="{ML}" y="{MT}" width="{pw}" height="{ph}" fill="none" stroke="#999"/>"##
     );
-    for t in log_ticks(y0, y1, 10.0) {
-        let y = sy(t);
-        let _ = write!(
-            svg,
-            r##"<line x1="{ML}" x2="{}" y1="{y:.1}" y2="{y:.1}" stroke="#eee"/><text x="{}" y="{:.1}" class="yl">{}</text>"##,
-            ML + pw,
-            ML - 4.0,
-            y + 4.0,
-            esc(&fmt_y(t))
-        );
-    }
-    let xt = log_ticks(x0, x1, x_base);
-    let every = xt.len().div_ceil(9).max(1);
-    for t in xt.iter().step_by(every) {
-        let x = sx(*t);
-        let _ = write!(
-            svg,
-            r##"<line x1="{x:.1}" x2="{x:.1}" y1="{MT}" y2="{}" stroke="#eee"/><text x="{x:.1}" y="{}" class="xl">{}</text>"##,
-            MT + ph,
-            MT + ph + 14.0,
-            esc(&fmt_x(*t))
-        );
-    }
-    for (m, label) in marks {
-        if *m < x0 || *m > x1 {
-            continue;
-        }
-        let x = sx(*m);
-        let _ = write!(
-            svg,
-            r##"<line class="mark" x1="{x:.1}" x2="{x:.1}" y1="{MT}" y2="{}" stroke="#555" stroke-dasharray="4 3"/><text x="{:.1}" y="{}" class="ml">{}</text>"##,
-            MT + ph,
-            x + 3.0,
-            MT + 12.0,
-            esc(label)
-        );
-    }
+    f.write_grid(&mut svg, x_base, fmt_x, fmt_y);
+    f.write_marks(&mut svg, marks);
     for (i, s) in series.iter().enumerate() {
+        f.write_series(&mut svg, i, s);
+    }
+    let _ = write!(
+        svg,
+        r#"<text x="{}" y="{}" class="ax">{}</text><text x="14" y="{}" class="ax" transform="rotate(-90 14 {})">{}</text></svg>"#,
+        ML + pw / 2.0,
+        H - 8.0,
+        esc(x_label),
+        MT + ph / 2.0,
+        MT + ph / 2.0,
+        esc(y_label)
+    );
+    svg
+}
+
+/// The plotting area of a [`line_plot`]: the data's range on both log
+/// axes, and the area's width and height.
+struct Frame {
+    x0: f64,
+    x1: f64,
+    y0: f64,
+    y1: f64,
+    pw: f64,
+    ph: f64,
+}
+
+impl Frame {
+    fn sx(&self, x: f64) -> f64 {
+        ML + (x.ln() - self.x0.ln()) / (self.x1.ln() - self.x0.ln()) * self.pw
+    }
+
+    fn sy(&self, y: f64) -> f64 {
+        MT + self.ph - (y.ln() - self.y0.ln()) / (self.y1.ln() - self.y0.ln()) * self.ph
+    }
+
+    /// The grid lines and tick labels of both axes.
+    fn write_grid(
+        &self,
+        svg: &mut String,
+        x_base: f64,
+        fmt_x: &dyn Fn(f64) -> String,
+        fmt_y: &dyn Fn(f64) -> String,
+    ) {
+        let (pw, ph) = (self.pw, self.ph);
+        for t in log_ticks(self.y0, self.y1, 10.0) {
+            let y = self.sy(t);
+            let _ = write!(
+                svg,
+                r##"<line x1="{ML}" x2="{}" y1="{y:.1}" y2="{y:.1}" stroke="#eee"/><text x="{}" y="{:.1}" class="yl">{}</text>"##,
+                ML + pw,
+                ML - 4.0,
+                y + 4.0,
+                esc(&fmt_y(t))
+            );
+        }
+        let xt = log_ticks(self.x0, self.x1, x_base);
+        let every = xt.len().div_ceil(9).max(1);
+        for t in xt.iter().step_by(every) {
+            let x = self.sx(*t);
+            let _ = write!(
+                svg,
+                r##"<line x1="{x:.1}" x2="{x:.1}" y1="{MT}" y2="{}" stroke="#eee"/><text x="{x:.1}" y="{}" class="xl">{}</text>"##,
+                MT + ph,
+                MT + ph + 14.0,
+                esc(&fmt_x(*t))
+            );
+        }
+    }
+
+    /// The vertical markers that fall within the x range.
+    fn write_marks(&self, svg: &mut String, marks: &[(f64, String)]) {
+        for (m, label) in marks {
+            if *m < self.x0 || *m > self.x1 {
+                continue;
+            }
+            let x = self.sx(*m);
+            let _ = write!(
+                svg,
+                r##"<line class="mark" x1="{x:.1}" x2="{x:.1}" y1="{MT}" y2="{}" stroke="#555" stroke-dasharray="4 3"/><text x="{:.1}" y="{}" class="ml">{}</text>"##,
+                MT + self.ph,
+                x + 3.0,
+                MT + 12.0,
+                esc(label)
+            );
+        }
+    }
+
+    /// Series `i`: its whiskers, its line, its points and its legend entry.
+    fn write_series(&self, svg: &mut String, i: usize, s: &Series) {
         let color = COLORS.get(i % COLORS.len()).copied().unwrap_or("#000");
         // Past the palette, dashes keep series apart (events has 9).
         let dash = match i / COLORS.len() {
@@ -172,14 +229,14 @@ pub fn line_plot(
             .points
             .iter()
             .filter(|(x, y)| *x > 0.0 && *y > 0.0)
-            .map(|(x, y)| format!("{:.1},{:.1}", sx(*x), sy(*y)))
+            .map(|(x, y)| format!("{:.1},{:.1}", self.sx(*x), self.sy(*y)))
             .collect();
         if path.is_empty() {
-            continue;
+            return;
         }
         for &(x, lo, hi) in &s.spread {
             if x > 0.0 && lo > 0.0 && hi >= lo && hi.is_finite() {
-                let (x, y0, y1) = (sx(x), sy(lo), sy(hi));
+                let (x, y0, y1) = (self.sx(x), self.sy(lo), self.sy(hi));
                 let _ = write!(
                     svg,
                     r#"<path class="spread" d="M{:.1},{y0:.1}H{:.1}M{x:.1},{y0:.1}V{y1:.1}M{:.1},{y1:.1}H{:.1}" stroke="{color}" stroke-opacity="0.55" fill="none"/>"#,
@@ -201,6 +258,7 @@ pub fn line_plot(
             }
         }
         let ly = MT + 10.0 + i as f64 * 18.0;
+        let pw = self.pw;
         let _ = write!(
             svg,
             r#"<line x1="{}" x2="{}" y1="{ly}" y2="{ly}" stroke="{color}"{dash} stroke-width="3"/><text x="{}" y="{}" class="lg">{}</text>"#,
@@ -211,17 +269,6 @@ pub fn line_plot(
             esc(&s.name)
         );
     }
-    let _ = write!(
-        svg,
-        r#"<text x="{}" y="{}" class="ax">{}</text><text x="14" y="{}" class="ax" transform="rotate(-90 14 {})">{}</text></svg>"#,
-        ML + pw / 2.0,
-        H - 8.0,
-        esc(x_label),
-        MT + ph / 2.0,
-        MT + ph / 2.0,
-        esc(y_label)
-    );
-    svg
 }
 
 /// A bar of [`bar_plot_spread`]: label, value and, where known, its spread

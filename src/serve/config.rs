@@ -215,86 +215,20 @@ pub fn parse(text: &str) -> Result<Config, (usize, String)> {
         let line = e.span().map_or(1, |s| line_of(text, s.start));
         (line, e.message().trim_end().to_string())
     })?;
-    let at = |span: Range<usize>, message: String| (line_of(text, span.start), message);
-    let seconds = |value: &Spanned<f64>, what: &str, min: f64, max: f64| {
-        let v = *value.get_ref();
-        if v.is_finite() && (min..=max).contains(&v) {
-            Ok(Duration::from_secs_f64(v))
-        } else {
-            Err(at(
-                value.span(),
-                format!("{what} must be between {min} and {max} seconds, not {v}"),
-            ))
-        }
-    };
+    let src = Source { text };
     let mut cfg = Config::default();
     if let Some(v) = &file.min_interval {
-        cfg.min_interval = seconds(v, "min_interval", 0.0, 3600.0)?;
+        cfg.min_interval = src.seconds(v, "min_interval", 0.0, 3600.0)?;
     }
     if let Some(m) = file.mem {
-        if m.enabled == Some(false) {
-            cfg.mem = None;
-        } else {
-            let mut mem = cfg.mem.take().unwrap_or(Mem {
-                by: GroupBy::Program,
-                name: NameMode::Exe,
-                split_args: false,
-                top: DEFAULT_TOP,
-            });
-            if let Some(by) = &m.by {
-                mem.by = match by.get_ref().as_str() {
-                    "program" => GroupBy::Program,
-                    "user" => GroupBy::User,
-                    "cgroup" => GroupBy::Cgroup,
-                    other => {
-                        return Err(at(
-                            by.span(),
-                            format!(
-                                "mem.by: unknown grouping {other:?}; use \"program\", \"user\" or \"cgroup\""
-                            ),
-                        ));
-                    }
-                };
-            }
-            if let Some(name) = &m.name {
-                mem.name = match name.get_ref().as_str() {
-                    "exe" => NameMode::Exe,
-                    "comm" => NameMode::Comm,
-                    "argv0" => NameMode::Argv0,
-                    other => {
-                        return Err(at(
-                            name.span(),
-                            format!(
-                                "mem.name: unknown name {other:?}; use \"exe\", \"comm\" or \"argv0\""
-                            ),
-                        ));
-                    }
-                };
-            }
-            mem.split_args = m.split_args.unwrap_or(false);
-            if let Some(top) = &m.top {
-                let n = *top.get_ref();
-                mem.top = usize::try_from(n)
-                    .ok()
-                    .filter(|n| (1..=10_000).contains(n))
-                    .ok_or_else(|| {
-                        at(
-                            top.span(),
-                            format!(
-                                "mem.top must be between 1 and 10000 (it bounds the series per scrape), not {n}"
-                            ),
-                        )
-                    })?;
-            }
-            cfg.mem = Some(mem);
-        }
+        cfg.mem = m.config(&src, cfg.mem.take())?;
     }
     if let Some(c) = file.cache
         && c.enabled != Some(false)
     {
         for p in &c.paths {
             if p.get_ref().is_empty() || !p.get_ref().starts_with('/') {
-                return Err(at(
+                return Err(src.at(
                     p.span(),
                     format!(
                         "cache.paths: {:?} is not an absolute path; give the full path of a file or directory",
@@ -306,112 +240,238 @@ pub fn parse(text: &str) -> Result<Config, (usize, String)> {
         }
     }
     for r in &file.run {
-        let r = r.get_ref();
-        let name = r.name.get_ref();
+        let check = r.get_ref().check(&src, &cfg.run)?;
+        cfg.run.push(check);
+    }
+    if let Some(b) = &file.bench {
+        let b = b.get_ref();
+        if b.enabled != Some(false) {
+            cfg.bench = Some(b.config(&src)?);
+        }
+    }
+    if let Some(l) = &file.limits {
+        l.apply(&src, &mut cfg.limits)?;
+    }
+    Ok(cfg)
+}
+
+/// The text of a configuration, to say where a value stands.
+struct Source<'a> {
+    text: &'a str,
+}
+
+impl Source<'_> {
+    /// `message` at the line of `span`.
+    fn at(&self, span: Range<usize>, message: String) -> (usize, String) {
+        (line_of(self.text, span.start), message)
+    }
+
+    /// A number of seconds from `min` to `max`.
+    fn seconds(
+        &self,
+        value: &Spanned<f64>,
+        what: &str,
+        min: f64,
+        max: f64,
+    ) -> Result<Duration, (usize, String)> {
+        let v = *value.get_ref();
+        if v.is_finite() && (min..=max).contains(&v) {
+            Ok(Duration::from_secs_f64(v))
+        } else {
+            Err(self.at(
+                value.span(),
+                format!("{what} must be between {min} and {max} seconds, not {v}"),
+            ))
+        }
+    }
+
+    /// A count from `min` to `max`.
+    fn count(
+        &self,
+        value: &Spanned<i64>,
+        what: &str,
+        min: usize,
+        max: usize,
+    ) -> Result<usize, (usize, String)> {
+        let v = *value.get_ref();
+        usize::try_from(v)
+            .ok()
+            .filter(|n| (min..=max).contains(n))
+            .ok_or_else(|| {
+                self.at(
+                    value.span(),
+                    format!("{what} must be between {min} and {max}, not {v}"),
+                )
+            })
+    }
+}
+
+impl MemFile {
+    /// The `[mem]` collector over `current` (the default); `None` when
+    /// it is disabled.
+    fn config(&self, src: &Source, current: Option<Mem>) -> Result<Option<Mem>, (usize, String)> {
+        if self.enabled == Some(false) {
+            return Ok(None);
+        }
+        let mut mem = current.unwrap_or(Mem {
+            by: GroupBy::Program,
+            name: NameMode::Exe,
+            split_args: false,
+            top: DEFAULT_TOP,
+        });
+        if let Some(by) = &self.by {
+            mem.by = match by.get_ref().as_str() {
+                "program" => GroupBy::Program,
+                "user" => GroupBy::User,
+                "cgroup" => GroupBy::Cgroup,
+                other => {
+                    return Err(src.at(
+                        by.span(),
+                        format!(
+                            "mem.by: unknown grouping {other:?}; use \"program\", \"user\" or \"cgroup\""
+                        ),
+                    ));
+                }
+            };
+        }
+        if let Some(name) = &self.name {
+            mem.name = match name.get_ref().as_str() {
+                "exe" => NameMode::Exe,
+                "comm" => NameMode::Comm,
+                "argv0" => NameMode::Argv0,
+                other => {
+                    return Err(src.at(
+                        name.span(),
+                        format!(
+                            "mem.name: unknown name {other:?}; use \"exe\", \"comm\" or \"argv0\""
+                        ),
+                    ));
+                }
+            };
+        }
+        mem.split_args = self.split_args.unwrap_or(false);
+        if let Some(top) = &self.top {
+            let n = *top.get_ref();
+            mem.top = usize::try_from(n)
+                .ok()
+                .filter(|n| (1..=10_000).contains(n))
+                .ok_or_else(|| {
+                    src.at(
+                        top.span(),
+                        format!(
+                            "mem.top must be between 1 and 10000 (it bounds the series per scrape), not {n}"
+                        ),
+                    )
+                })?;
+        }
+        Ok(Some(mem))
+    }
+}
+
+impl RunFile {
+    /// One `[[run]]` check; `earlier` are those before it.
+    fn check(&self, src: &Source, earlier: &[RunCheck]) -> Result<RunCheck, (usize, String)> {
+        let name = self.name.get_ref();
         let good_name = !name.is_empty()
             && name.len() <= 64
             && name
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b));
         if !good_name {
-            return Err(at(
-                r.name.span(),
+            return Err(src.at(
+                self.name.span(),
                 format!(
                     "run.name {name:?}: use 1 to 64 letters, digits, `_`, `-` or `.` (it is the `check` label)"
                 ),
             ));
         }
-        if cfg.run.iter().any(|c| &c.name == name) {
-            return Err(at(
-                r.name.span(),
+        if earlier.iter().any(|c| &c.name == name) {
+            return Err(src.at(
+                self.name.span(),
                 format!("run.name {name:?} is used twice; each check needs its own name"),
             ));
         }
-        if r.command.get_ref().first().is_none_or(String::is_empty) {
-            return Err(at(
-                r.command.span(),
+        if self.command.get_ref().first().is_none_or(String::is_empty) {
+            return Err(src.at(
+                self.command.span(),
                 "run.command: give the program and its arguments, e.g. [\"getent\", \"hosts\", \"example.com\"]"
                     .to_string(),
             ));
         }
-        let interval = match &r.interval {
-            Some(v) => seconds(v, "run.interval", 1.0, 86_400.0)?,
+        let interval = match &self.interval {
+            Some(v) => src.seconds(v, "run.interval", 1.0, 86_400.0)?,
             None => Duration::from_secs(60),
         };
-        let timeout = match &r.timeout {
-            Some(v) => seconds(v, "run.timeout", 0.1, 86_400.0)?,
+        let timeout = match &self.timeout {
+            Some(v) => src.seconds(v, "run.timeout", 0.1, 86_400.0)?,
             None => interval.min(Duration::from_secs(60)),
         };
-        cfg.run.push(RunCheck {
+        Ok(RunCheck {
             name: name.clone(),
-            command: r.command.get_ref().clone(),
+            command: self.command.get_ref().clone(),
             interval,
             timeout,
-        });
+        })
     }
-    if let Some(b) = &file.bench {
-        let b = b.get_ref();
-        if b.enabled != Some(false) {
-            let names = match &b.names {
-                Some(n) => {
-                    for name in n.get_ref() {
-                        if crate::bench::registry::find(name).is_none() {
-                            return Err(at(
-                                n.span(),
-                                format!(
-                                    "bench.names: unknown benchmark {name:?}; `tally bench --list` shows the names"
-                                ),
-                            ));
-                        }
-                    }
-                    if n.get_ref().is_empty() {
-                        return Err(at(
+}
+
+impl BenchFile {
+    /// The `[bench]` collector, enabled.
+    fn config(&self, src: &Source) -> Result<Bench, (usize, String)> {
+        let names = match &self.names {
+            Some(n) => {
+                for name in n.get_ref() {
+                    if crate::bench::registry::find(name).is_none() {
+                        return Err(src.at(
                             n.span(),
-                            "bench.names is empty; name benchmarks or set enabled = false"
-                                .to_string(),
+                            format!(
+                                "bench.names: unknown benchmark {name:?}; `tally bench --list` shows the names"
+                            ),
                         ));
                     }
-                    n.get_ref().clone()
                 }
-                None => DEFAULT_BENCHMARKS.iter().map(|s| s.to_string()).collect(),
-            };
-            let interval = match &b.interval {
-                Some(v) => seconds(v, "bench.interval", 60.0, 7.0 * 86_400.0)?,
-                None => Duration::from_secs(3600),
-            };
-            cfg.bench = Some(Bench { names, interval });
-        }
-    }
-    if let Some(l) = &file.limits {
-        let count = |value: &Spanned<i64>, what: &str, min: usize, max: usize| {
-            let v = *value.get_ref();
-            usize::try_from(v)
-                .ok()
-                .filter(|n| (min..=max).contains(n))
-                .ok_or_else(|| {
-                    at(
-                        value.span(),
-                        format!("{what} must be between {min} and {max}, not {v}"),
-                    )
-                })
+                if n.get_ref().is_empty() {
+                    return Err(src.at(
+                        n.span(),
+                        "bench.names is empty; name benchmarks or set enabled = false".to_string(),
+                    ));
+                }
+                n.get_ref().clone()
+            }
+            None => DEFAULT_BENCHMARKS.iter().map(|s| s.to_string()).collect(),
         };
-        if let Some(v) = &l.max_connections {
-            cfg.limits.max_connections = count(v, "limits.max_connections", 2, 10_000)?;
-        }
-        if let Some(v) = &l.max_header_bytes {
-            cfg.limits.max_head = count(v, "limits.max_header_bytes", 1024, 1 << 20)?;
-        }
-        if let Some(v) = &l.handshake_timeout {
-            cfg.limits.handshake_timeout = seconds(v, "limits.handshake_timeout", 0.1, 600.0)?;
-        }
-        if let Some(v) = &l.header_timeout {
-            cfg.limits.head_timeout = seconds(v, "limits.header_timeout", 0.1, 600.0)?;
-        }
-        if let Some(v) = &l.write_timeout {
-            cfg.limits.write_timeout = seconds(v, "limits.write_timeout", 0.1, 3600.0)?;
-        }
+        let interval = match &self.interval {
+            Some(v) => src.seconds(v, "bench.interval", 60.0, 7.0 * 86_400.0)?,
+            None => Duration::from_secs(3600),
+        };
+        Ok(Bench { names, interval })
     }
-    Ok(cfg)
+}
+
+impl LimitsFile {
+    /// Sets the `[limits]` given in `limits`.
+    fn apply(
+        &self,
+        src: &Source,
+        limits: &mut crate::serve::http::Limits,
+    ) -> Result<(), (usize, String)> {
+        if let Some(v) = &self.max_connections {
+            limits.max_connections = src.count(v, "limits.max_connections", 2, 10_000)?;
+        }
+        if let Some(v) = &self.max_header_bytes {
+            limits.max_head = src.count(v, "limits.max_header_bytes", 1024, 1 << 20)?;
+        }
+        if let Some(v) = &self.handshake_timeout {
+            limits.handshake_timeout = src.seconds(v, "limits.handshake_timeout", 0.1, 600.0)?;
+        }
+        if let Some(v) = &self.header_timeout {
+            limits.head_timeout = src.seconds(v, "limits.header_timeout", 0.1, 600.0)?;
+        }
+        if let Some(v) = &self.write_timeout {
+            limits.write_timeout = src.seconds(v, "limits.write_timeout", 0.1, 3600.0)?;
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

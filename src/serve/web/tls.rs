@@ -191,248 +191,20 @@ pub(super) fn build(
         return Ok(None);
     }
     let at = section.referenced.line();
-    let (cert_pem, cert_line, cert_what) =
-        pem_source(&t.cert, &t.cert_file, "cert", "cert_file", dir)?.ok_or_else(|| {
-            (
-                at,
-                "tls_server_config: missing cert_file (or cert): give the server's PEM certificate"
-                    .to_string(),
-            )
-        })?;
-    let (key_pem, key_line, key_what) = pem_source(&t.key, &t.key_file, "key", "key_file", dir)?
-        .ok_or_else(|| {
-            (
-                at,
-                "tls_server_config: missing key_file (or key): give the certificate's PEM private key"
-                    .to_string(),
-            )
-        })?;
-    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&cert_pem)
-        .collect::<Result<_, _>>()
-        .map_err(|e| {
-            (
-                cert_line,
-                format!("{cert_what}: not a PEM certificate: {e}"),
-            )
-        })?;
-    if chain.is_empty() {
-        return Err((
-            cert_line,
-            format!("{cert_what}: no certificate in it; give a PEM file with a CERTIFICATE block"),
-        ));
-    }
-    let key = PrivateKeyDer::from_pem_slice(&key_pem).map_err(|e| {
-        (
-            key_line,
-            format!("{key_what}: no PEM private key in it ({e}); give the key of the certificate"),
-        )
-    })?;
-
-    // Versions.
-    let line_of = |s: &Option<Spanned<String>>| s.as_ref().map_or(at, |s| s.referenced.line());
-    let named = |s: &Option<Spanned<String>>, default: u8| -> Result<u8, Mistake> {
-        match s {
-            None => Ok(default),
-            Some(s) => version(&s.value).ok_or_else(|| {
-                (
-                    s.referenced.line(),
-                    format!(
-                        "unknown TLS version {:?}; use TLS10, TLS11, TLS12 or TLS13",
-                        s.value
-                    ),
-                )
-            }),
-        }
-    };
-    let min = named(&t.min_version, 2)?;
-    let max = named(&t.max_version, 3)?;
-    if max < 2 {
-        return Err((
-            line_of(&t.max_version),
-            "max_version: tally speaks TLS 1.2 and 1.3 only; use TLS12 or TLS13".to_string(),
-        ));
-    }
-    if min > max {
-        return Err((
-            line_of(&t.min_version),
-            "min_version is above max_version".to_string(),
-        ));
-    }
-    if min < 2 {
-        notes.push(
-            "tls_server_config.min_version: tally speaks TLS 1.2 and 1.3 only; older clients cannot connect"
-                .to_string(),
-        );
-    }
-    let versions: Vec<&'static SupportedProtocolVersion> = [
-        (2u8, &rustls::version::TLS12),
-        (3u8, &rustls::version::TLS13),
-    ]
-    .into_iter()
-    .filter(|(v, _)| (min.max(2)..=max).contains(v))
-    .map(|(_, p)| p)
-    .collect();
-
-    // Cipher suites and curves.
+    let identity = Identity::read(t, dir, at)?;
+    let versions = versions(t, at, notes)?;
     let mut provider: CryptoProvider = ring::default_provider();
-    if let Some(names) = &t.cipher_suites
-        && !names.is_empty()
-    {
-        let mut wanted: Vec<CipherSuite> = Vec::new();
-        for n in names {
-            if let Some((_, s)) = TLS12_SUITES.iter().find(|(g, _)| *g == n.value) {
-                wanted.push(*s);
-            } else if GO_ONLY_SUITES.contains(&n.value.as_str()) {
-                notes.push(format!(
-                    "tls_server_config.cipher_suites: {} is left out: rustls offers only AEAD suites with forward secrecy",
-                    n.value
-                ));
-            } else if !TLS13_SUITES.contains(&n.value.as_str()) {
-                let known: Vec<&str> = TLS12_SUITES.iter().map(|(g, _)| *g).collect();
-                return Err((
-                    n.referenced.line(),
-                    format!(
-                        "unknown cipher suite {:?}; tally offers {}",
-                        n.value,
-                        known.join(", ")
-                    ),
-                ));
-            }
-        }
-        if wanted.is_empty() && versions.contains(&&rustls::version::TLS12) {
-            return Err((
-                names.first().map_or(at, |n| n.referenced.line()),
-                "cipher_suites leaves no TLS 1.2 suite tally offers; name one of the TLS_ECDHE_*_GCM_* or *_CHACHA20_POLY1305_SHA256 suites, or set min_version: TLS13"
-                    .to_string(),
-            ));
-        }
-        // The file's order is the server's preference.
-        let all = provider.cipher_suites.clone();
-        let mut chosen: Vec<SupportedCipherSuite> = wanted
-            .iter()
-            .filter_map(|w| all.iter().find(|s| s.suite() == *w).copied())
-            .collect();
-        chosen.extend(all.iter().filter(|s| s.tls13().is_some()).copied());
-        provider.cipher_suites = chosen;
-    }
-    if let Some(names) = &t.curve_preferences
-        && !names.is_empty()
-    {
-        let mut groups = Vec::new();
-        for n in names {
-            match n.value.as_str() {
-                "X25519" => groups.push(ring::kx_group::X25519),
-                "CurveP256" => groups.push(ring::kx_group::SECP256R1),
-                "CurveP384" => groups.push(ring::kx_group::SECP384R1),
-                "CurveP521" => notes.push(
-                    "tls_server_config.curve_preferences: CurveP521 is left out: ring has no P-521"
-                        .to_string(),
-                ),
-                other => {
-                    return Err((
-                        n.referenced.line(),
-                        format!(
-                            "unknown curve {other:?}; use X25519, CurveP256, CurveP384 or CurveP521"
-                        ),
-                    ));
-                }
-            }
-        }
-        if groups.is_empty() {
-            return Err((
-                names.first().map_or(at, |n| n.referenced.line()),
-                "curve_preferences leaves no curve tally offers; add X25519, CurveP256 or CurveP384"
-                    .to_string(),
-            ));
-        }
-        provider.kx_groups = groups;
-    }
+    choose_suites(&mut provider, t, &versions, at, notes)?;
+    choose_curves(&mut provider, t, at, notes)?;
     let provider = Arc::new(provider);
-
-    // Client certificates.
-    let auth = match t.client_auth_type.as_ref().map(|s| s.value.as_str()) {
-        None | Some("" | "NoClientCert") => ClientAuth::None,
-        Some("RequestClientCert") => ClientAuth::Request,
-        Some("RequireAnyClientCert" | "RequireClientCert") => ClientAuth::RequireAny,
-        Some("VerifyClientCertIfGiven") => ClientAuth::VerifyIfGiven,
-        Some("RequireAndVerifyClientCert") => ClientAuth::RequireAndVerify,
-        Some(other) => {
-            return Err((
-                line_of(&t.client_auth_type),
-                format!(
-                    "unknown client_auth_type {other:?}; use NoClientCert, RequestClientCert, \
-                     RequireAnyClientCert, VerifyClientCertIfGiven or RequireAndVerifyClientCert"
-                ),
-            ));
-        }
-    };
-    let ca = pem_source(
-        &t.client_ca,
-        &t.client_ca_file,
-        "client_ca",
-        "client_ca_file",
-        dir,
-    )?;
-    if ca.is_some() && auth == ClientAuth::None {
-        return Err((
-            line_of(&t.client_ca_file).min(line_of(&t.client_ca)),
-            "a client CA is given without client_auth_type; set client_auth_type: RequireAndVerifyClientCert"
-                .to_string(),
-        ));
-    }
-    let algorithms = provider.signature_verification_algorithms;
-    let verifier: Arc<dyn ClientCertVerifier> = match auth {
-        ClientAuth::None => Arc::new(NoClientAuth),
-        ClientAuth::Request | ClientAuth::RequireAny => Arc::new(AnyClientCert {
-            mandatory: auth == ClientAuth::RequireAny,
-            algorithms,
-        }),
-        ClientAuth::VerifyIfGiven | ClientAuth::RequireAndVerify => {
-            let Some((pem, line, what)) = ca else {
-                return Err((
-                    line_of(&t.client_auth_type),
-                    "client_auth_type verifies client certificates: give client_ca_file, the PEM CA that signs them"
-                        .to_string(),
-                ));
-            };
-            let mut roots = RootCertStore::empty();
-            for c in CertificateDer::pem_slice_iter(&pem) {
-                let c = c.map_err(|e| (line, format!("{what}: not a PEM certificate: {e}")))?;
-                roots.add(c).map_err(|e| {
-                    (
-                        line,
-                        format!("{what}: not a CA certificate rustls can use: {e}"),
-                    )
-                })?;
-            }
-            if roots.is_empty() {
-                return Err((line, format!("{what}: no certificate in it")));
-            }
-            let mut b =
-                WebPkiClientVerifier::builder_with_provider(Arc::new(roots), Arc::clone(&provider));
-            if auth == ClientAuth::VerifyIfGiven {
-                b = b.allow_unauthenticated();
-            }
-            b.build().map_err(|e| (line, format!("{what}: {e}")))?
-        }
-    };
-    let verifier = match &t.client_allowed_sans {
-        Some(sans) if !sans.is_empty() => {
-            if !matches!(auth, ClientAuth::RequireAny | ClientAuth::RequireAndVerify) {
-                return Err((
-                    sans.first().map_or(at, |s| s.referenced.line()),
-                    "client_allowed_sans needs client_auth_type RequireAnyClientCert or RequireAndVerifyClientCert"
-                        .to_string(),
-                ));
-            }
-            Arc::new(AllowedSans {
-                inner: verifier,
-                sans: sans.iter().map(|s| s.value.clone()).collect(),
-            })
-        }
-        _ => verifier,
-    };
-
+    let (auth, verifier) = client_verifier(t, dir, at, &provider)?;
+    let Identity {
+        chain,
+        key,
+        key_line,
+        cert_what,
+        key_what,
+    } = identity;
     let mut config = ServerConfig::builder_with_provider(provider)
         .with_protocol_versions(&versions)
         .map_err(|e| (at, format!("tls_server_config: {e}")))?
@@ -454,6 +226,323 @@ pub(super) fn build(
         config: Arc::new(config),
         verifies_clients: auth == ClientAuth::RequireAndVerify,
     }))
+}
+
+/// The server's certificate chain and private key, and where they came
+/// from (their line, and what to call them in an error).
+struct Identity {
+    chain: Vec<CertificateDer<'static>>,
+    key: PrivateKeyDer<'static>,
+    key_line: u64,
+    cert_what: String,
+    key_what: String,
+}
+
+impl Identity {
+    /// Reads `cert`/`cert_file` and `key`/`key_file`; `at` is the
+    /// section's line.
+    fn read(t: &TlsFile, dir: &Path, at: u64) -> Result<Identity, Mistake> {
+        let (cert_pem, cert_line, cert_what) =
+            pem_source(&t.cert, &t.cert_file, "cert", "cert_file", dir)?.ok_or_else(|| {
+                (
+                at,
+                "tls_server_config: missing cert_file (or cert): give the server's PEM certificate"
+                    .to_string(),
+            )
+            })?;
+        let (key_pem, key_line, key_what) =
+            pem_source(&t.key, &t.key_file, "key", "key_file", dir)?.ok_or_else(|| {
+                (
+                    at,
+                    "tls_server_config: missing key_file (or key): give the certificate's PEM private key"
+                        .to_string(),
+                )
+            })?;
+        let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&cert_pem)
+            .collect::<Result<_, _>>()
+            .map_err(|e| {
+                (
+                    cert_line,
+                    format!("{cert_what}: not a PEM certificate: {e}"),
+                )
+            })?;
+        if chain.is_empty() {
+            return Err((
+                cert_line,
+                format!(
+                    "{cert_what}: no certificate in it; give a PEM file with a CERTIFICATE block"
+                ),
+            ));
+        }
+        let key = PrivateKeyDer::from_pem_slice(&key_pem).map_err(|e| {
+            (
+                key_line,
+                format!(
+                    "{key_what}: no PEM private key in it ({e}); give the key of the certificate"
+                ),
+            )
+        })?;
+        Ok(Identity {
+            chain,
+            key,
+            key_line,
+            cert_what,
+            key_what,
+        })
+    }
+}
+
+/// The line of an optional key, or the section's.
+fn line_of(s: &Option<Spanned<String>>, at: u64) -> u64 {
+    s.as_ref().map_or(at, |s| s.referenced.line())
+}
+
+/// The protocol versions of `min_version` to `max_version` that rustls
+/// speaks (1.2 and 1.3).
+fn versions(
+    t: &TlsFile,
+    at: u64,
+    notes: &mut Vec<String>,
+) -> Result<Vec<&'static SupportedProtocolVersion>, Mistake> {
+    let named = |s: &Option<Spanned<String>>, default: u8| -> Result<u8, Mistake> {
+        match s {
+            None => Ok(default),
+            Some(s) => version(&s.value).ok_or_else(|| {
+                (
+                    s.referenced.line(),
+                    format!(
+                        "unknown TLS version {:?}; use TLS10, TLS11, TLS12 or TLS13",
+                        s.value
+                    ),
+                )
+            }),
+        }
+    };
+    let min = named(&t.min_version, 2)?;
+    let max = named(&t.max_version, 3)?;
+    if max < 2 {
+        return Err((
+            line_of(&t.max_version, at),
+            "max_version: tally speaks TLS 1.2 and 1.3 only; use TLS12 or TLS13".to_string(),
+        ));
+    }
+    if min > max {
+        return Err((
+            line_of(&t.min_version, at),
+            "min_version is above max_version".to_string(),
+        ));
+    }
+    if min < 2 {
+        notes.push(
+            "tls_server_config.min_version: tally speaks TLS 1.2 and 1.3 only; older clients cannot connect"
+                .to_string(),
+        );
+    }
+    Ok([
+        (2u8, &rustls::version::TLS12),
+        (3u8, &rustls::version::TLS13),
+    ]
+    .into_iter()
+    .filter(|(v, _)| (min.max(2)..=max).contains(v))
+    .map(|(_, p)| p)
+    .collect())
+}
+
+/// `cipher_suites`: the TLS 1.2 suites offered, in the file's order (the
+/// server's preference), then TLS 1.3's.
+fn choose_suites(
+    provider: &mut CryptoProvider,
+    t: &TlsFile,
+    versions: &[&'static SupportedProtocolVersion],
+    at: u64,
+    notes: &mut Vec<String>,
+) -> Result<(), Mistake> {
+    let Some(names) = t.cipher_suites.as_ref().filter(|n| !n.is_empty()) else {
+        return Ok(());
+    };
+    let mut wanted: Vec<CipherSuite> = Vec::new();
+    for n in names {
+        if let Some((_, s)) = TLS12_SUITES.iter().find(|(g, _)| *g == n.value) {
+            wanted.push(*s);
+        } else if GO_ONLY_SUITES.contains(&n.value.as_str()) {
+            notes.push(format!(
+                "tls_server_config.cipher_suites: {} is left out: rustls offers only AEAD suites with forward secrecy",
+                n.value
+            ));
+        } else if !TLS13_SUITES.contains(&n.value.as_str()) {
+            let known: Vec<&str> = TLS12_SUITES.iter().map(|(g, _)| *g).collect();
+            return Err((
+                n.referenced.line(),
+                format!(
+                    "unknown cipher suite {:?}; tally offers {}",
+                    n.value,
+                    known.join(", ")
+                ),
+            ));
+        }
+    }
+    if wanted.is_empty() && versions.contains(&&rustls::version::TLS12) {
+        return Err((
+            names.first().map_or(at, |n| n.referenced.line()),
+            "cipher_suites leaves no TLS 1.2 suite tally offers; name one of the TLS_ECDHE_*_GCM_* or *_CHACHA20_POLY1305_SHA256 suites, or set min_version: TLS13"
+                .to_string(),
+        ));
+    }
+    // The file's order is the server's preference.
+    let all = provider.cipher_suites.clone();
+    let mut chosen: Vec<SupportedCipherSuite> = wanted
+        .iter()
+        .filter_map(|w| all.iter().find(|s| s.suite() == *w).copied())
+        .collect();
+    chosen.extend(all.iter().filter(|s| s.tls13().is_some()).copied());
+    provider.cipher_suites = chosen;
+    Ok(())
+}
+
+/// `curve_preferences`: the key-exchange groups offered, in order.
+fn choose_curves(
+    provider: &mut CryptoProvider,
+    t: &TlsFile,
+    at: u64,
+    notes: &mut Vec<String>,
+) -> Result<(), Mistake> {
+    let Some(names) = t.curve_preferences.as_ref().filter(|n| !n.is_empty()) else {
+        return Ok(());
+    };
+    let mut groups = Vec::new();
+    for n in names {
+        match n.value.as_str() {
+            "X25519" => groups.push(ring::kx_group::X25519),
+            "CurveP256" => groups.push(ring::kx_group::SECP256R1),
+            "CurveP384" => groups.push(ring::kx_group::SECP384R1),
+            "CurveP521" => notes.push(
+                "tls_server_config.curve_preferences: CurveP521 is left out: ring has no P-521"
+                    .to_string(),
+            ),
+            other => {
+                return Err((
+                    n.referenced.line(),
+                    format!(
+                        "unknown curve {other:?}; use X25519, CurveP256, CurveP384 or CurveP521"
+                    ),
+                ));
+            }
+        }
+    }
+    if groups.is_empty() {
+        return Err((
+            names.first().map_or(at, |n| n.referenced.line()),
+            "curve_preferences leaves no curve tally offers; add X25519, CurveP256 or CurveP384"
+                .to_string(),
+        ));
+    }
+    provider.kx_groups = groups;
+    Ok(())
+}
+
+/// `client_auth_type`, `client_ca`/`client_ca_file` and
+/// `client_allowed_sans`: how client certificates are asked for and
+/// checked.
+fn client_verifier(
+    t: &TlsFile,
+    dir: &Path,
+    at: u64,
+    provider: &Arc<CryptoProvider>,
+) -> Result<(ClientAuth, Arc<dyn ClientCertVerifier>), Mistake> {
+    let auth = match t.client_auth_type.as_ref().map(|s| s.value.as_str()) {
+        None | Some("" | "NoClientCert") => ClientAuth::None,
+        Some("RequestClientCert") => ClientAuth::Request,
+        Some("RequireAnyClientCert" | "RequireClientCert") => ClientAuth::RequireAny,
+        Some("VerifyClientCertIfGiven") => ClientAuth::VerifyIfGiven,
+        Some("RequireAndVerifyClientCert") => ClientAuth::RequireAndVerify,
+        Some(other) => {
+            return Err((
+                line_of(&t.client_auth_type, at),
+                format!(
+                    "unknown client_auth_type {other:?}; use NoClientCert, RequestClientCert, \
+                     RequireAnyClientCert, VerifyClientCertIfGiven or RequireAndVerifyClientCert"
+                ),
+            ));
+        }
+    };
+    let ca = pem_source(
+        &t.client_ca,
+        &t.client_ca_file,
+        "client_ca",
+        "client_ca_file",
+        dir,
+    )?;
+    if ca.is_some() && auth == ClientAuth::None {
+        return Err((
+            line_of(&t.client_ca_file, at).min(line_of(&t.client_ca, at)),
+            "a client CA is given without client_auth_type; set client_auth_type: RequireAndVerifyClientCert"
+                .to_string(),
+        ));
+    }
+    let algorithms = provider.signature_verification_algorithms;
+    let verifier: Arc<dyn ClientCertVerifier> = match auth {
+        ClientAuth::None => Arc::new(NoClientAuth),
+        ClientAuth::Request | ClientAuth::RequireAny => Arc::new(AnyClientCert {
+            mandatory: auth == ClientAuth::RequireAny,
+            algorithms,
+        }),
+        ClientAuth::VerifyIfGiven | ClientAuth::RequireAndVerify => {
+            let Some((pem, line, what)) = ca else {
+                return Err((
+                    line_of(&t.client_auth_type, at),
+                    "client_auth_type verifies client certificates: give client_ca_file, the PEM CA that signs them"
+                        .to_string(),
+                ));
+            };
+            verified_clients(&pem, line, &what, auth, provider)?
+        }
+    };
+    let verifier = match &t.client_allowed_sans {
+        Some(sans) if !sans.is_empty() => {
+            if !matches!(auth, ClientAuth::RequireAny | ClientAuth::RequireAndVerify) {
+                return Err((
+                    sans.first().map_or(at, |s| s.referenced.line()),
+                    "client_allowed_sans needs client_auth_type RequireAnyClientCert or RequireAndVerifyClientCert"
+                        .to_string(),
+                ));
+            }
+            Arc::new(AllowedSans {
+                inner: verifier,
+                sans: sans.iter().map(|s| s.value.clone()).collect(),
+            })
+        }
+        _ => verifier,
+    };
+    Ok((auth, verifier))
+}
+
+/// A verifier of client certificates against the CAs of `pem` (read from
+/// `what`, at `line`).
+fn verified_clients(
+    pem: &[u8],
+    line: u64,
+    what: &str,
+    auth: ClientAuth,
+    provider: &Arc<CryptoProvider>,
+) -> Result<Arc<dyn ClientCertVerifier>, Mistake> {
+    let mut roots = RootCertStore::empty();
+    for c in CertificateDer::pem_slice_iter(pem) {
+        let c = c.map_err(|e| (line, format!("{what}: not a PEM certificate: {e}")))?;
+        roots.add(c).map_err(|e| {
+            (
+                line,
+                format!("{what}: not a CA certificate rustls can use: {e}"),
+            )
+        })?;
+    }
+    if roots.is_empty() {
+        return Err((line, format!("{what}: no certificate in it")));
+    }
+    let mut b = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), Arc::clone(provider));
+    if auth == ClientAuth::VerifyIfGiven {
+        b = b.allow_unauthenticated();
+    }
+    b.build().map_err(|e| (line, format!("{what}: {e}")))
 }
 
 /// `RequestClientCert` and `RequireAnyClientCert`: a certificate is asked
