@@ -19,7 +19,6 @@
 //! so it is cached, and read once before timing.
 
 use std::fs::File;
-use std::io::Write;
 use std::os::unix::fs::FileExt;
 use std::time::Duration;
 
@@ -75,19 +74,7 @@ fn sum(words: &[u64]) -> u64 {
 
 /// Writes `bytes` of non-zero data to a scratch file without fsync.
 fn cached_file(dir: &std::path::Path, bytes: u64) -> std::io::Result<File> {
-    let mut f = super::scratch::unnamed_file(dir)?;
-    let mut rng = super::scratch::Rng::new(0x00f1_1eb3);
-    let mut chunk = vec![0u8; 1 << 20];
-    let mut left = bytes;
-    while left > 0 {
-        for w in chunk.chunks_exact_mut(8) {
-            w.copy_from_slice(&(rng.next_u64() | 0x0101_0101_0101_0101).to_ne_bytes());
-        }
-        let n = usize::try_from(left.min(chunk.len() as u64)).unwrap_or(chunk.len());
-        f.write_all(chunk.get(..n).unwrap_or(&chunk))?;
-        left -= n as u64;
-    }
-    Ok(f)
+    super::scratch::written_file(dir, bytes, 0x00f1_1eb3)
 }
 
 /// Reads the whole file with `pread` in 64 KiB chunks; bytes read.

@@ -297,12 +297,7 @@ fn connect(t: Transport, dir: &Path) -> io::Result<(End, End)> {
 /// (read end, write end). The read end is opened first without blocking
 /// (no writer yet), then made blocking again.
 fn fifo(dir: &Path) -> io::Result<(File, File)> {
-    let mut rng = super::scratch::Rng::new(
-        u64::from(std::process::id())
-            ^ std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos() as u64),
-    );
+    let mut rng = super::scratch::Rng::unpredictable();
     let mut tries = 0;
     loop {
         let path = dir.join(format!(".tally-bench-fifo-{:016x}", rng.next_u64()));

@@ -189,23 +189,14 @@ fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
         "buffers: {} each, huge pages asked for, filled with non-zero data before timing",
         human_bytes(bytes)
     ));
-    let threads_all = ctx.allowed_cpus.len().max(1);
-    let mut configs = vec![(1usize, "1 thread")];
-    if threads_all > 1 {
-        configs.push((threads_all, "all threads"));
-    }
+    let configs = ctx.thread_configs(out);
     for kernel in [Kernel::Read, Kernel::Write, Kernel::Copy] {
-        for &(threads, words) in &configs {
-            let cpus: Vec<usize> = if threads == 1 {
-                ctx.cpu.into_iter().collect()
-            } else {
-                ctx.allowed_cpus.clone()
-            };
-            let h = ctx.h;
-            let s: Samples = h
-                .sample(&mut |iters, t| {
-                    timed_passes(t, kernel, &src, &mut dst, threads, &cpus, iters)
-                });
+        for (threads, cpus) in &configs {
+            let threads = *threads;
+            let words = if threads == 1 { "1 thread" } else { "all threads" };
+            let s: Samples = ctx.h.sample(&mut |iters, t| {
+                timed_passes(t, kernel, &src, &mut dst, threads, cpus, iters)
+            });
             let label = format!("{} ({words})", kernel.key());
             let mut f = Figure::bandwidth(
                 format!(
@@ -218,18 +209,10 @@ fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
                 s,
                 bytes as f64,
             );
-            if threads > 1 {
-                let single = format!("membw.{}.1", kernel.key());
-                if let Some(one) = out.figures.iter().find(|f| f.id == single) {
-                    plausible::bandwidth_bound(&mut f, one, threads);
-                }
-            }
+            let single = format!("membw.{}.1", kernel.key());
+            plausible::bound_by_one_thread(&mut f, &out.figures, &single, threads);
             out.push(f);
         }
-    }
-    if threads_all == 1 {
-        out.notes
-            .push("all-thread figures unavailable: one CPU allowed".into());
     }
     Ok(())
 }

@@ -354,23 +354,49 @@ fn tlb_4k(ctx: &mut Ctx<'_>, out: &mut BenchResult, rng: &mut Rng) -> Result<(),
     let mut map = AnonMap::new(max_pages_4k * PAGE, Pages::Base)
         .map_err(step_err("mmap the 4 KiB TLB buffer"))?;
     map.words_mut().fill(0);
-    let mut curve = Vec::new();
-    for pages in tlb_pages(max_pages_4k) {
-        let order = tlb_order(pages, PAGE, rng);
-        let s = chase(ctx, &mut map, &order);
-        let span = (pages * PAGE) as u64;
-        let f = Figure::latency(
-            format!("memsys.tlb_4k.{span}"),
-            "4 KiB pages",
-            "ns per dependent load, one line per 4 KiB page, pages in random order (MADV_NOHUGEPAGE)",
-            s,
-        )
-        .at(span, "bytes");
-        push_point(out, &mut curve, span, f);
-    }
+    let tlb = Tlb {
+        page: PAGE,
+        key: "tlb_4k",
+        label: "4 KiB pages",
+        def: "ns per dependent load, one line per 4 KiB page, pages in random order (MADV_NOHUGEPAGE)",
+    };
+    let curve = tlb.curve(ctx, out, rng, &mut map, &tlb_pages(max_pages_4k));
     drop(map);
     out.push(reach_figure("memsys.tlb_reach_4k", "TLB reach, 4 KiB pages", &curve));
     Ok(())
+}
+
+/// A TLB chase over pages of one size: one line per page.
+struct Tlb {
+    page: usize,
+    /// The figures' ids are `memsys.KEY.SPAN`.
+    key: &'static str,
+    label: &'static str,
+    def: &'static str,
+}
+
+impl Tlb {
+    /// A figure per count of pages in `counts`, chased in `map`: the
+    /// curve of the fastest latency against the span.
+    fn curve(
+        &self,
+        ctx: &Ctx<'_>,
+        out: &mut BenchResult,
+        rng: &mut Rng,
+        map: &mut AnonMap,
+        counts: &[usize],
+    ) -> Vec<(u64, f64)> {
+        let mut curve = Vec::new();
+        for &pages in counts {
+            let order = tlb_order(pages, self.page, rng);
+            let s = chase(ctx, map, &order);
+            let span = (pages * self.page) as u64;
+            let f = Figure::latency(format!("memsys.{}.{span}", self.key), self.label, self.def, s)
+                .at(span, "bytes");
+            push_point(out, &mut curve, span, f);
+        }
+        curve
+    }
 }
 
 /// The buffer of the huge-page TLB chase and of MLP: beyond the
@@ -442,23 +468,17 @@ fn tlb_2m(ctx: &Ctx<'_>, out: &mut BenchResult, rng: &mut Rng, huge: &mut HugeBu
         ));
         return;
     }
-    let mut curve = Vec::new();
     let max_pages = big / HUGE_BYTES;
-    let mut pages = 2usize;
-    while pages <= max_pages {
-        let order = tlb_order(pages, HUGE_BYTES, rng);
-        let s = chase(ctx, &mut huge.map, &order);
-        let span = (pages * HUGE_BYTES) as u64;
-        let f = Figure::latency(
-            format!("memsys.tlb_2m.{span}"),
-            "2 MiB pages",
-            "ns per dependent load, one line per 2 MiB transparent huge page, pages in random order",
-            s,
-        )
-        .at(span, "bytes");
-        push_point(out, &mut curve, span, f);
-        pages *= 2;
-    }
+    let counts: Vec<usize> = std::iter::successors(Some(2usize), |p| Some(p * 2))
+        .take_while(|p| *p <= max_pages)
+        .collect();
+    let tlb = Tlb {
+        page: HUGE_BYTES,
+        key: "tlb_2m",
+        label: "2 MiB pages",
+        def: "ns per dependent load, one line per 2 MiB transparent huge page, pages in random order",
+    };
+    let curve = tlb.curve(ctx, out, rng, &mut huge.map, &counts);
     out.push(
         reach_figure("memsys.tlb_reach_2m", "TLB reach, 2 MiB pages", &curve).note(format!(
             "{} of the {} buffer backed by transparent huge pages",

@@ -9,6 +9,7 @@
 use std::time::Duration;
 
 use super::figure::Figure;
+use super::harness::Timer;
 use super::model::{BenchResult, Section};
 use super::spec::{Benchmark, Ctx, StepError, step_err};
 use crate::sys;
@@ -60,6 +61,38 @@ fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
     major(ctx, out, passes, file, len)
 }
 
+impl PerFault {
+    /// Minor faults: passes of `pass` (the ns it took, the faults it
+    /// made, the pages it touched) as `passes` says.
+    fn minor(
+        passes: Passes,
+        pass: &mut dyn FnMut() -> Result<(f64, u64, u64), StepError>,
+    ) -> Result<PerFault, StepError> {
+        let mut p = PerFault::default();
+        let start = std::time::Instant::now();
+        while p.values.len() < passes.min
+            || (start.elapsed() < passes.budget && p.values.len() < 500)
+        {
+            let (ns, n, pages) = pass()?;
+            p.values.push(ns / n as f64);
+            p.faults += n;
+            p.pages += pages;
+        }
+        Ok(p)
+    }
+}
+
+/// Times `touch` (which returns the pages it touched): the ns, the minor
+/// faults counted (at least one) and the pages.
+fn timed_minor(timer: &Timer, touch: &mut dyn FnMut() -> u64) -> (f64, u64, u64) {
+    let (f0, _) = faults();
+    let s = timer.now();
+    let pages = touch();
+    let ns = timer.ns_since(s);
+    let (f1, _) = faults();
+    (ns, f1.saturating_sub(f0).max(1), pages)
+}
+
 /// How long a figure's passes go on: at least `min`, then until the
 /// budget is spent.
 #[derive(Clone, Copy)]
@@ -72,22 +105,10 @@ struct Passes {
 fn anon_minor(ctx: &Ctx<'_>, out: &mut BenchResult, passes: Passes) -> Result<(), StepError> {
     let timer = ctx.h.timer;
     let region = if ctx.cfg.tiny() { 1 << 20 } else { 8 << 20 };
-    let mut anon = PerFault::default();
-    let start = std::time::Instant::now();
-    while anon.values.len() < passes.min
-        || (start.elapsed() < passes.budget && anon.values.len() < 500)
-    {
+    let anon = PerFault::minor(passes, &mut || {
         let mut m = AnonMap::new(region, Pages::Base).map_err(step_err("mmap anonymous memory"))?;
-        let (f0, _) = faults();
-        let s = timer.now();
-        let pages = m.touch_write(PAGE);
-        let ns = timer.ns_since(s);
-        let (f1, _) = faults();
-        let n = f1.saturating_sub(f0).max(1);
-        anon.values.push(ns / n as f64);
-        anon.faults += n;
-        anon.pages += pages as u64;
-    }
+        Ok(timed_minor(&timer, &mut || m.touch_write(PAGE) as u64))
+    })?;
     out.push(
         Figure::latency_values(
             "pagefault.anon_minor",
@@ -115,22 +136,13 @@ fn file_minor(
 ) -> Result<(), StepError> {
     let timer = ctx.h.timer;
     let _ = FileMap::new(file, len, false).map(|m| m.touch(PAGE));
-    let mut minor = PerFault::default();
-    let start = std::time::Instant::now();
-    while minor.values.len() < passes.min
-        || (start.elapsed() < passes.budget && minor.values.len() < 500)
-    {
+    let minor = PerFault::minor(passes, &mut || {
         let m = FileMap::new(file, len, false).map_err(step_err("mmap the scratch file"))?;
-        let (f0, _) = faults();
-        let s = timer.now();
-        std::hint::black_box(m.touch(PAGE));
-        let ns = timer.ns_since(s);
-        let (f1, _) = faults();
-        let n = f1.saturating_sub(f0).max(1);
-        minor.values.push(ns / n as f64);
-        minor.faults += n;
-        minor.pages += (len / PAGE) as u64;
-    }
+        Ok(timed_minor(&timer, &mut || {
+            std::hint::black_box(m.touch(PAGE));
+            (len / PAGE) as u64
+        }))
+    })?;
     out.push(
         Figure::latency_values(
             "pagefault.file_minor",

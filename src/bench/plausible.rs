@@ -59,6 +59,16 @@ pub fn thread_bound(single: &Figure, threads: usize) -> Option<f64> {
     (one > 0.0 && one.is_finite()).then(|| one * threads.max(1) as f64 * THREAD_SCALING_SLACK)
 }
 
+/// [`bandwidth_bound`] of `all`, measured with `threads` threads, by its
+/// one-thread figure `single` among `figures`, where it has one.
+pub fn bound_by_one_thread(all: &mut Figure, figures: &[Figure], single: &str, threads: usize) {
+    if threads > 1
+        && let Some(one) = figures.iter().find(|f| f.id == single)
+    {
+        bandwidth_bound(all, one, threads);
+    }
+}
+
 /// Flags the `threads`-thread bandwidth figure `all` when any of its
 /// samples exceeds [`thread_bound`] of the one-thread figure `single`.
 pub fn bandwidth_bound(all: &mut Figure, single: &Figure, threads: usize) {

@@ -13,6 +13,17 @@ impl Rng {
         Rng(seed.max(1))
     }
 
+    /// Seeded from this process and the time: for names no other run
+    /// picks.
+    pub fn unpredictable() -> Rng {
+        Rng::new(
+            u64::from(std::process::id())
+                ^ std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_nanos() as u64),
+        )
+    }
+
     pub fn next_u64(&mut self) -> u64 {
         let mut x = self.0;
         x ^= x << 13;
@@ -63,12 +74,7 @@ fn named_then_unlinked(dir: &std::path::Path) -> std::io::Result<std::fs::File> 
     use std::os::unix::fs::OpenOptionsExt;
     let mut open = std::fs::OpenOptions::new();
     open.read(true).write(true).mode(0o600).create_new(true);
-    let mut rng = Rng::new(
-        u64::from(std::process::id())
-            ^ std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos() as u64),
-    );
+    let mut rng = Rng::unpredictable();
     let mut tries = 0;
     loop {
         let path = dir.join(format!(".tally-bench-{:016x}", rng.next_u64()));
@@ -92,9 +98,22 @@ fn named_then_unlinked(dir: &std::path::Path) -> std::io::Result<std::fs::File> 
 /// with plain `write` and synced; the caller decides whether it stays
 /// cached.
 pub fn scratch_file(dir: &std::path::Path, bytes: u64) -> std::io::Result<std::fs::File> {
+    let f = written_file(dir, bytes, 0x7a11_b3c4 ^ bytes)?;
+    f.sync_data()?;
+    Ok(f)
+}
+
+/// A scratch file of `bytes` bytes of non-zero pseudo-random data (from
+/// `seed`) under `dir`, with no name, written with plain `write` and not
+/// synced.
+pub fn written_file(
+    dir: &std::path::Path,
+    bytes: u64,
+    seed: u64,
+) -> std::io::Result<std::fs::File> {
     use std::io::Write;
     let mut f = unnamed_file(dir)?;
-    let mut rng = Rng::new(0x7a11_b3c4 ^ bytes);
+    let mut rng = Rng::new(seed);
     let mut chunk = vec![0u8; 1 << 20];
     let mut left = bytes;
     while left > 0 {
@@ -105,7 +124,6 @@ pub fn scratch_file(dir: &std::path::Path, bytes: u64) -> std::io::Result<std::f
         f.write_all(chunk.get(..n).unwrap_or(&chunk))?;
         left -= n as u64;
     }
-    f.sync_data()?;
     Ok(f)
 }
 

@@ -186,6 +186,22 @@ impl Ctx<'_> {
     pub fn step(&mut self, detail: impl Into<String>) {
         (self.step)(&detail.into());
     }
+
+    /// The threads a bandwidth benchmark runs with, each with its CPUs:
+    /// one, on the benchmark's CPU, then every allowed CPU when there is
+    /// more than one (else `out` notes that the all-thread figures are
+    /// unavailable).
+    pub fn thread_configs(&self, out: &mut BenchResult) -> Vec<(usize, Vec<usize>)> {
+        let mut configs = vec![(1, self.cpu.into_iter().collect())];
+        let all = self.allowed_cpus.len().max(1);
+        if all > 1 {
+            configs.push((all, self.allowed_cpus.clone()));
+        } else {
+            out.notes
+                .push("all-thread figures unavailable: one CPU allowed".into());
+        }
+        configs
+    }
 }
 
 /// A per-benchmark failure, reported in its result instead of its figures.

@@ -237,22 +237,14 @@ fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
     as_f64(&mut mb).fill(2.0);
     as_f64(&mut mc).fill(0.0);
     let elements = as_f64(&mut ma).len() as u64;
-    let threads_all = ctx.allowed_cpus.len().max(1);
-    let mut configs = vec![1usize];
-    if threads_all > 1 {
-        configs.push(threads_all);
-    }
+    let configs = ctx.thread_configs(out);
     for kernel in Kernel::ALL {
-        for &threads in &configs {
-            let cpus: Vec<usize> = if threads == 1 {
-                ctx.cpu.into_iter().collect()
-            } else {
-                ctx.allowed_cpus.clone()
-            };
+        for (threads, cpus) in &configs {
+            let threads = *threads;
             let (a, b, c) = (as_f64(&mut ma), as_f64(&mut mb), as_f64(&mut mc));
             let s: Samples = ctx
                 .h
-                .sample(&mut |iters, t| timed(t, kernel, a, b, c, threads, &cpus, iters));
+                .sample(&mut |iters, t| timed(t, kernel, a, b, c, threads, cpus, iters));
             let which = if threads == 1 { "1" } else { "all" };
             let words = if threads == 1 {
                 "1 thread".to_string()
@@ -266,12 +258,8 @@ fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
                 s,
                 (elements * kernel.bytes_per_element()) as f64,
             );
-            if threads > 1 {
-                let single = format!("stream.{}.1", kernel.key());
-                if let Some(one) = out.figures.iter().find(|f| f.id == single) {
-                    plausible::bandwidth_bound(&mut f, one, threads);
-                }
-            }
+            let single = format!("stream.{}.1", kernel.key());
+            plausible::bound_by_one_thread(&mut f, &out.figures, &single, threads);
             out.push(f);
         }
     }
@@ -289,10 +277,6 @@ fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
         if let (Some(read), Some(copy)) = (read, copy) {
             plausible::copy_bound(copy, &read);
         }
-    }
-    if threads_all == 1 {
-        out.notes
-            .push("all-thread figures unavailable: one CPU allowed".into());
     }
     Ok(())
 }

@@ -752,26 +752,30 @@ impl HumanRows<CacheStream> for HumanCache {
             .filter(|f| matches!(f.residency, Residency::Unknown { .. }))
             .count() as u64;
         let unknown_unshown = t.unknown_files.saturating_sub(unknown_shown);
-        if unknown_unshown > 0 {
-            writeln!(
-                out,
-                "{} more of unknown residency (--all or --format json lists them)",
-                crate::units::count(unknown_unshown, "file", "files")
-            )?;
-        }
+        let more = |out: &mut dyn Write, n: u64, what: &str| {
+            if n > 0 {
+                writeln!(
+                    out,
+                    "{} more {what}",
+                    crate::units::count(n, "file", "files")
+                )?;
+            }
+            Ok::<(), io::Error>(())
+        };
+        more(
+            out,
+            unknown_unshown,
+            "of unknown residency (--all or --format json lists them)",
+        )?;
         let stayed_shown = rows
             .iter()
             .filter(|f| f.stayed_reason.is_some() && self.look.action != Action::Lock)
             .count() as u64;
-        let stayed_unshown = self.stayed.saturating_sub(stayed_shown);
-        if stayed_unshown > 0 {
-            writeln!(
-                out,
-                "{} more kept pages (--all or --format json lists them, with why)",
-                crate::units::count(stayed_unshown, "file", "files")
-            )?;
-        }
-        Ok(())
+        more(
+            out,
+            self.stayed.saturating_sub(stayed_shown),
+            "kept pages (--all or --format json lists them, with why)",
+        )
     }
 }
 

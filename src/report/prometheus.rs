@@ -266,22 +266,7 @@ pub fn write_openmetrics(metrics: &[Metric], out: &mut dyn Write) -> io::Result<
         )?;
         writeln!(out, "# TYPE {family} {kind}")?;
         for s in &m.samples {
-            let labels: Vec<String> = s
-                .labels
-                .iter()
-                .map(|(k, v)| format!("{k}=\"{}\"", escape_label(v)))
-                .collect();
-            if labels.is_empty() {
-                writeln!(out, "{} {}", m.name, format_value(s.value))?;
-            } else {
-                writeln!(
-                    out,
-                    "{}{{{}}} {}",
-                    m.name,
-                    labels.join(","),
-                    format_value(s.value)
-                )?;
-            }
+            write_sample_line(m, s, out)?;
         }
     }
     writeln!(out, "# EOF")

@@ -242,22 +242,16 @@ impl Identity {
     /// Reads `cert`/`cert_file` and `key`/`key_file`; `at` is the
     /// section's line.
     fn read(t: &TlsFile, dir: &Path, at: u64) -> Result<Identity, Mistake> {
-        let (cert_pem, cert_line, cert_what) =
-            pem_source(&t.cert, &t.cert_file, "cert", "cert_file", dir)?.ok_or_else(|| {
-                (
-                at,
-                "tls_server_config: missing cert_file (or cert): give the server's PEM certificate"
-                    .to_string(),
-            )
-            })?;
-        let (key_pem, key_line, key_what) =
-            pem_source(&t.key, &t.key_file, "key", "key_file", dir)?.ok_or_else(|| {
-                (
-                    at,
-                    "tls_server_config: missing key_file (or key): give the certificate's PEM private key"
-                        .to_string(),
-                )
-            })?;
+        let (cert_pem, cert_line, cert_what) = required(
+            pem_source(&t.cert, &t.cert_file, "cert", "cert_file", dir)?,
+            "cert_file (or cert): give the server's PEM certificate",
+            at,
+        )?;
+        let (key_pem, key_line, key_what) = required(
+            pem_source(&t.key, &t.key_file, "key", "key_file", dir)?,
+            "key_file (or key): give the certificate's PEM private key",
+            at,
+        )?;
         let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&cert_pem)
             .collect::<Result<_, _>>()
             .map_err(|e| {
@@ -290,6 +284,16 @@ impl Identity {
             key_what,
         })
     }
+}
+
+/// A PEM source the section must have: what is missing and how to give
+/// it, at the section's line `at`, when it has none.
+fn required(
+    source: Option<(Vec<u8>, u64, String)>,
+    missing: &str,
+    at: u64,
+) -> Result<(Vec<u8>, u64, String), Mistake> {
+    source.ok_or_else(|| (at, format!("tls_server_config: missing {missing}")))
 }
 
 /// The line of an optional key, or the section's.
