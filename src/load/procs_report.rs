@@ -444,11 +444,13 @@ impl ProcsReport {
             .mem_limit
             .as_ref()
             .is_some_and(|m| m.via.is_some());
-        let mut table = if limited {
-            TextTable::new(vec![
-                Column::text("mode"),
-                Column::text("method"),
-                Column::number("N"),
+        let mut columns = vec![
+            Column::text("mode"),
+            Column::text("method"),
+            Column::number("N"),
+        ];
+        columns.extend(if limited {
+            vec![
                 Column::text("outcome"),
                 Column::number("load ms"),
                 Column::number("Σ PSS"),
@@ -456,12 +458,9 @@ impl ProcsReport {
                 Column::number("cached"),
                 Column::number("major flt"),
                 Column::number("storage read").droppable(1),
-            ])
+            ]
         } else {
-            TextTable::new(vec![
-                Column::text("mode"),
-                Column::text("method"),
-                Column::number("N"),
+            vec![
                 Column::number("load ms"),
                 Column::number("Σ RSS").droppable(2),
                 Column::number("Σ PSS"),
@@ -470,8 +469,9 @@ impl ProcsReport {
                 Column::number("vs mmap"),
                 Column::number("cached"),
                 Column::number("MemAvailable").droppable(1),
-            ])
-        };
+            ]
+        });
+        let mut table = TextTable::new(columns);
         for r in &self.loads.runs {
             let lead = vec![
                 r.mode.name().to_string(),
