@@ -514,7 +514,7 @@ pub fn execute(
             {
                 return Err(CompareError::Failed {
                     index: slot.i + 1,
-                    name: cfg.instances[slot.i].name.clone(),
+                    name: crate::text::escape_text(&cfg.instances[slot.i].name),
                     stage: if warmup { "warm-up run" } else { "run" },
                     run: round + 1,
                     how,
@@ -698,7 +698,7 @@ pub fn execute(
                 "#{} {}: peak memory at most {floor} KiB in {n} run{}, the peak of tally's own \
                  spawner: those figures are upper bounds, not measurements",
                 i + 1,
-                cfg.instances[i].name,
+                crate::text::Foreign(&cfg.instances[i].name),
                 if n == 1 { "" } else { "s" }
             ));
         }
