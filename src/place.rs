@@ -286,7 +286,12 @@ pub fn resolve(path: &Path) -> Result<Dest, PlaceError> {
                 });
             }
         };
-        let existing = if st.is_symlink() {
+        let existing = if st.is_symlink() && sys::file::on_procfs(&dir).unwrap_or(false) {
+            // `/proc/self/fd/N` (`/dev/stdout`): the kernel's link to a
+            // file tally holds open, not a path to walk; opened by
+            // [`open_special`].
+            Existing::Special
+        } else if st.is_symlink() {
             let here = landing(&dir_path, &name);
             let dir_st = sys::file::stat_fd(&dir).map_err(|e| PlaceError::Other {
                 path: dir_path.clone(),
@@ -334,6 +339,124 @@ pub fn resolve(path: &Path) -> Result<Dest, PlaceError> {
         path: path.to_path_buf(),
         message: "too many levels of symbolic links".into(),
     })
+}
+
+/// Opens, to write into it where it is (never replaced), the name `dest`
+/// resolved to when it is not a regular file or a directory: the one
+/// policy for FIFOs and devices of every path tally writes.
+///
+/// - A FIFO is opened non-blocking: with no reader it is refused at once
+///   (the open would otherwise wait for one forever), with one it is
+///   written, blocking again.
+/// - A character device (`/dev/null`, a terminal, `/dev/full`) is written.
+/// - A block device is refused: a report or a command's output is not
+///   put onto a disk's blocks by mistake.
+/// - A socket cannot be opened by name, and is refused with the fix.
+/// - A link in /proc (`/dev/stdout` is `/proc/self/fd/1`) names a file
+///   tally already holds open: it is followed by the kernel, and what it
+///   leads to is judged as above (a regular file is appended to).
+///
+/// The name is opened `O_NOFOLLOW` relative to the directory already
+/// resolved, so nothing swapped in since is followed.
+pub fn open_special(dest: &Dest) -> Result<File, PlaceError> {
+    let other = |message: String| PlaceError::Other {
+        path: dest.path.clone(),
+        message,
+    };
+    let st = sys::file::stat_at(&dest.dir, &dest.name)
+        .map_err(|e| other(format!("cannot look at it: {e}")))?;
+    let magic = st.is_symlink();
+    if magic && !sys::file::on_procfs(&dest.dir).unwrap_or(false) {
+        return Err(other("changed while it was being opened: try again".into()));
+    }
+    let mut flags = libc::O_WRONLY | libc::O_NONBLOCK | libc::O_NOCTTY;
+    if magic {
+        flags |= libc::O_APPEND;
+    } else {
+        flags |= libc::O_NOFOLLOW;
+    }
+    let kind = st.mode & libc::S_IFMT;
+    let file = sys::file::open_at(&dest.dir, &dest.name, flags, 0).map_err(|e| {
+        match (e.raw_os_error(), kind) {
+            (Some(libc::ENXIO), libc::S_IFIFO) => other(
+                "is a FIFO with no reader: nothing would read what is written, and the open \
+                 would wait for ever; start its reader first, or name a file"
+                    .into(),
+            ),
+            (Some(libc::ENXIO), libc::S_IFSOCK) => other(
+                "is a socket, which cannot be opened by name: name a file, a FIFO or a \
+                 character device"
+                    .into(),
+            ),
+            _ => other(format!("cannot open for writing: {e}")),
+        }
+    })?;
+    let opened = sys::file::stat_fd(&file).map_err(|e| other(format!("cannot look at it: {e}")))?;
+    match opened.mode & libc::S_IFMT {
+        libc::S_IFBLK => {
+            return Err(other(
+                "is a block device: tally does not write onto a disk's blocks; name a file".into(),
+            ));
+        }
+        libc::S_IFREG if !magic => {
+            return Err(other("changed while it was being opened: try again".into()));
+        }
+        _ => {}
+    }
+    {
+        use std::os::fd::AsFd;
+        sys::ipc::set_blocking(file.as_fd())
+            .map_err(|e| other(format!("cannot write to it: {e}")))?;
+    }
+    Ok(file)
+}
+
+/// `path` opened to append to, as `compare --command-output` writes
+/// every run's output: resolved as [`resolve`] does (planted links
+/// refused in every component), a regular file opened where it is (its
+/// inode, mode and owner kept) or created (mode 0666 less the umask),
+/// `O_NOFOLLOW`; anything else by [`open_special`]'s policy. The second
+/// value says whether it is a regular file (which can be emptied between
+/// runs).
+pub fn open_append(path: &Path) -> Result<(File, bool), PlaceError> {
+    let dest = resolve(path)?;
+    match dest.existing {
+        Existing::Dir => Err(PlaceError::DestinationIsDir(path.to_path_buf())),
+        Existing::Special => {
+            let file = open_special(&dest)?;
+            let regular = sys::file::stat_fd(&file).is_ok_and(|st| st.is_file());
+            Ok((file, regular))
+        }
+        Existing::Nothing | Existing::File(_) => {
+            let flags = libc::O_WRONLY
+                | libc::O_APPEND
+                | libc::O_CREAT
+                | libc::O_NOFOLLOW
+                | libc::O_NOCTTY
+                | libc::O_NONBLOCK;
+            let file = sys::file::open_at(&dest.dir, &dest.name, flags, 0o666).map_err(|e| {
+                PlaceError::Other {
+                    path: dest.path.clone(),
+                    message: format!("cannot be written: {e} — {}", write_fix(&e)),
+                }
+            })?;
+            if !sys::file::stat_fd(&file).is_ok_and(|st| st.is_file()) {
+                // Made a FIFO or device since it was resolved.
+                return Err(PlaceError::Other {
+                    path: dest.path.clone(),
+                    message: "changed while it was being opened: try again".into(),
+                });
+            }
+            {
+                use std::os::fd::AsFd;
+                sys::ipc::set_blocking(file.as_fd()).map_err(|e| PlaceError::Other {
+                    path: dest.path.clone(),
+                    message: format!("cannot write to it: {e}"),
+                })?;
+            }
+            Ok((file, true))
+        }
+    }
 }
 
 /// A temporary name for `name`: `.NAME.XXXXXX.tally-cp`, with NAME cut

@@ -64,8 +64,10 @@ pub enum BaselineError {
     #[error(transparent)]
     Read(#[from] crate::input::InputError),
     #[error(
-        "the baseline {} is not a `tally bench --format json` report ({source}); write one with `tally bench --format json > OLD.json`",
-        crate::text::path::display(path)
+        "the baseline {} is not a `tally bench --format json` report ({}); write one with `tally bench --format json > OLD.json`",
+        crate::text::path::display(path),
+        // serde quotes what it found (a `mode`, a field): text not from tally.
+        crate::text::escape_text(&source.to_string())
     )]
     Parse {
         path: PathBuf,
@@ -263,7 +265,12 @@ pub fn check_rules(
             return Err(BaselineError::NoFigure {
                 path: path.to_path_buf(),
                 glob: r.glob.clone(),
-                examples: examples.into_iter().take(5).collect::<Vec<_>>().join(", "),
+                examples: examples
+                    .into_iter()
+                    .take(5)
+                    .map(crate::text::escape_text)
+                    .collect::<Vec<_>>()
+                    .join(", "),
             });
         }
     }

@@ -120,12 +120,21 @@ impl crate::failure::Failure for BenchError {
 
 impl crate::failure::Outcome for BenchReport {
     /// The gate's status (3: a regression, 4: inconclusive under
-    /// `--strict`), else 0.
+    /// `--strict`) when it is not 0; else 1 when a benchmark failed (its
+    /// `error` is set), as the help promises; else 0.
     fn exit_code(&self) -> u8 {
-        self.baseline
+        let gate = self
+            .baseline
             .as_ref()
             .and_then(|b| b.gate.as_ref())
-            .map_or(0, |g| g.exit_status)
+            .map_or(0, |g| g.exit_status);
+        if gate != 0 {
+            gate
+        } else if self.benchmarks.iter().any(|b| b.error.is_some()) {
+            1
+        } else {
+            0
+        }
     }
 }
 

@@ -305,8 +305,13 @@ impl Baseline {
         format!(
             "{} ({}, kernel {}, {:?} mode): {} figures compared, {} not in the baseline; ratio = this run / baseline",
             crate::text::path::display(&self.path),
-            self.old_cpu_model.as_deref().unwrap_or("unknown CPU"),
-            self.old_kernel.as_deref().unwrap_or("unknown"),
+            // Read from the baseline: escaped as text not from tally.
+            self.old_cpu_model
+                .as_deref()
+                .map_or("unknown CPU".into(), crate::text::escape_text),
+            self.old_kernel
+                .as_deref()
+                .map_or("unknown".into(), crate::text::escape_text),
             self.old_mode,
             self.comparisons.len(),
             self.missing_in_baseline

@@ -42,12 +42,17 @@ fn machine_lines(r: &BenchReport, out: &mut dyn Write) -> io::Result<()> {
             "tally bench ({:?} mode, {:.1} s) on {}, {} CPUs, kernel {}, {}",
             r.mode,
             r.duration_ms as f64 / 1000.0,
-            m.cpu_model.as_deref().unwrap_or("unknown CPU"),
+            // Read from the machine: escaped as text not from tally.
+            m.cpu_model
+                .as_deref()
+                .map_or("unknown CPU".into(), crate::text::escape_text),
             m.logical_cpus,
-            m.kernel.as_deref().unwrap_or("unknown"),
+            m.kernel
+                .as_deref()
+                .map_or("unknown".into(), crate::text::escape_text),
             m.hypervisor.as_deref().map_or(
                 "bare metal or undetected hypervisor".to_string(),
-                |h| format!("hypervisor: {h}")
+                |h| format!("hypervisor: {}", crate::text::Foreign(h))
             ),
         ),
         "",

@@ -128,7 +128,12 @@ impl RunShape {
         let mut out = Vec::new();
         let mut differ = |option: &str, then: String, now: String| {
             if then != now {
-                out.push(format!("{option} {then} then, {now} now"));
+                // The baseline's side was read from a file: escaped.
+                out.push(format!(
+                    "{option} {} then, {} now",
+                    crate::text::escape_text(&then),
+                    crate::text::escape_text(&now)
+                ));
             }
         };
         let opt = |v: &Option<String>| v.as_deref().map_or("none".into(), |s| format!("{s:?}"));
@@ -500,7 +505,9 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<BaselineFile, BaselineError> {
             )));
         }
     }
-    let file: BaselineFile = serde_json::from_slice(bytes).map_err(|e| corrupt(e.to_string()))?;
+    // serde quotes what it found: text not from tally.
+    let file: BaselineFile = serde_json::from_slice(bytes)
+        .map_err(|e| corrupt(crate::text::escape_text(&e.to_string())))?;
     if file.commands.is_empty() {
         return Err(corrupt("it holds no command".into()));
     }
@@ -607,7 +614,10 @@ pub fn matched(path: &Path, file: &BaselineFile, cfg: &Config) -> Result<Baselin
     if let Some(v) = &file.tally_version
         && v != ours
     {
-        differences.push(format!("saved by tally {v}, this is tally {ours}"));
+        differences.push(format!(
+            "saved by tally {}, this is tally {ours}",
+            crate::text::Foreign(v)
+        ));
     }
     let options = file.options.differences(&RunShape::of(cfg));
     if !options.is_empty() {

@@ -380,7 +380,7 @@ fn headline(results: &[GateResult]) -> String {
         .map(|g| {
             format!(
                 "`{}` {} {} {}",
-                g.name,
+                crate::text::Foreign(&g.name),
                 label(g.figure),
                 change_text(g),
                 phrase(g)

@@ -26,7 +26,7 @@ fn label(r: &CompareReport, i: usize) -> String {
     if c.name == c.command && c.name.chars().count() > 16 {
         format!("#{}{flag}", i + 1)
     } else {
-        format!("#{}{flag} {}", i + 1, c.name)
+        format!("#{}{flag} {}", i + 1, crate::text::Foreign(&c.name))
     }
 }
 
@@ -122,12 +122,12 @@ pub(super) fn write(r: &CompareReport, out: &mut dyn Write, style: Style) -> io:
         let shown = if c.name == c.command {
             String::new()
         } else {
-            c.command.clone()
+            crate::text::escape_text(&c.command)
         };
         let flag = if c.failed_runs > 0 { " ✗" } else { "" };
         cmds.row(vec![
             format!("#{}{flag}{note}", i + 1),
-            c.name.clone(),
+            crate::text::escape_text(&c.name),
             shown,
         ]);
     }

@@ -101,11 +101,15 @@ pub struct Fingerprint {
 impl Fingerprint {
     /// What differs from `now`, one phrase each (`kernel 6.1 then, 6.8 now`).
     pub fn differences(&self, now: &Fingerprint) -> Vec<String> {
-        let text = |v: &Option<String>| v.clone().unwrap_or_else(|| "unknown".into());
+        // Read from a baseline: escaped as text that did not come from tally.
+        let text = |v: &Option<String>| {
+            v.as_deref()
+                .map_or_else(|| "unknown".into(), crate::text::escape_text)
+        };
         let mut out = Vec::new();
         if self.cpu_model != now.cpu_model {
             out.push(format!(
-                "CPU {:?} then, {:?} now",
+                "CPU \"{}\" then, \"{}\" now",
                 text(&self.cpu_model),
                 text(&now.cpu_model)
             ));

@@ -56,8 +56,8 @@ impl Render for CompareReport {
                 let v = c.versus(fig.key);
                 rows.push(vec![
                     (i + 1).to_string(),
-                    c.name.clone(),
-                    c.command.clone(),
+                    crate::text::escape_text(&c.name),
+                    crate::text::escape_text(&c.command),
                     fig.key.to_string(),
                     c.runs.len().to_string(),
                     c.failed_runs.to_string(),
@@ -166,7 +166,8 @@ impl Render for CompareReport {
 
 /// A name in a code span (a backtick in it would end the span).
 fn code(name: &str) -> String {
-    format!("`{}`", name.replace('`', "'").replace(['\n', '\r'], " "))
+    let name = crate::text::escape_text(name);
+    format!("`{}`", name.replace('`', "'"))
 }
 
 fn gate_markdown(r: &CompareReport, out: &mut dyn Write) -> io::Result<()> {
@@ -252,9 +253,10 @@ fn gate_markdown(r: &CompareReport, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out, "> warning: {}\n", escape_text(w))?;
     }
     let against = match &r.baseline {
+        // Escaped once already, as every path shown.
         Some(b) => format!(
-            "against the baseline {}",
-            code(&crate::text::path::display(&b.path))
+            "against the baseline `{}`",
+            crate::text::path::display(&b.path).replace('`', "'")
         ),
         None => "interleaved".into(),
     };

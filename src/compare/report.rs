@@ -450,7 +450,7 @@ impl CompareReport {
             c.runs = std::mem::take(&mut rr.runs);
             c.summary = rr.summary;
             for w in rr.warnings {
-                warnings.push(format!("#{} {}: {w}", i + 1, c.name));
+                warnings.push(format!("#{} {}: {w}", i + 1, crate::text::Foreign(&c.name)));
             }
             let mut exits: Vec<String> = c
                 .runs
@@ -593,7 +593,7 @@ impl CompareReport {
                 warnings.push(format!(
                     "#{} {}: {} of {} runs failed ({})",
                     i + 1,
-                    c.name,
+                    crate::text::Foreign(&c.name),
                     c.failed_runs,
                     c.runs.len(),
                     c.exits.join(", ")

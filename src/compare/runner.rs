@@ -40,6 +40,9 @@ pub enum CompareError {
     },
     #[error("--warm: {0}")]
     Warm(BulkError),
+    /// `--command-output` cannot be opened (see [`crate::place`]).
+    #[error("--command-output: {0}")]
+    Output(crate::place::PlaceError),
     /// `--input` or `--command-output` cannot be set up.
     #[error("{option} {path}: {how}")]
     Stream {
@@ -206,16 +209,10 @@ fn streams(cfg: &Config) -> Result<Streams, CompareError> {
         }
         CommandOutput::File(path) => {
             // Appending: emptied before each run, the next write lands at
-            // its start whoever of stdout and stderr makes it.
-            let file = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)
-                .map_err(|e| fail("--command-output", path, format!("cannot be written: {e}")))?;
-            let meta = file
-                .metadata()
-                .map_err(|e| fail("--command-output", path, e.to_string()))?;
-            let regular = meta.is_file();
+            // its start whoever of stdout and stderr makes it. Opened as
+            // every path tally writes (links, FIFOs and devices by place's
+            // one policy).
+            let (file, regular) = crate::place::open_append(path).map_err(CompareError::Output)?;
             if regular {
                 file.set_len(0)
                     .map_err(|e| fail("--command-output", path, e.to_string()))?;
@@ -517,7 +514,7 @@ pub fn execute(
             {
                 return Err(CompareError::Failed {
                     index: slot.i + 1,
-                    name: cfg.instances[slot.i].name.clone(),
+                    name: crate::text::escape_text(&cfg.instances[slot.i].name),
                     stage: if warmup { "warm-up run" } else { "run" },
                     run: round + 1,
                     how,
@@ -701,7 +698,7 @@ pub fn execute(
                 "#{} {}: peak memory at most {floor} KiB in {n} run{}, the peak of tally's own \
                  spawner: those figures are upper bounds, not measurements",
                 i + 1,
-                cfg.instances[i].name,
+                crate::text::Foreign(&cfg.instances[i].name),
                 if n == 1 { "" } else { "s" }
             ));
         }

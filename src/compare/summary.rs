@@ -150,8 +150,10 @@ pub(super) fn tables(r: &CompareReport) -> Vec<CommandTable> {
 /// `#2 new`, `#3 new (baseline)`.
 pub(super) fn who(r: &CompareReport, i: usize) -> String {
     match r.commands.get(i) {
-        Some(c) if c.from_baseline => format!("#{} {} (baseline)", i + 1, c.name),
-        Some(c) => format!("#{} {}", i + 1, c.name),
+        Some(c) if c.from_baseline => {
+            format!("#{} {} (baseline)", i + 1, crate::text::Foreign(&c.name))
+        }
+        Some(c) => format!("#{} {}", i + 1, crate::text::Foreign(&c.name)),
         None => format!("#{}", i + 1),
     }
 }

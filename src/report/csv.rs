@@ -4,12 +4,22 @@ use std::io::{self, Write};
 
 use super::Table;
 
+/// A record's cells, none holding a control character or a line break
+/// ([`crate::text::controls_escaped`]): a cell may come from a name or a
+/// file, and CSV is read on terminals too.
+fn record<S: AsRef<str>>(cells: &[S]) -> Vec<String> {
+    cells
+        .iter()
+        .map(|c| crate::text::controls_escaped(c.as_ref(), false).into_owned())
+        .collect()
+}
+
 /// Writes `table` as CSV.
 pub fn write(table: &Table, out: &mut dyn Write) -> io::Result<()> {
     let mut w = ::csv::Writer::from_writer(out);
-    w.write_record(&table.headers).map_err(to_io)?;
+    w.write_record(record(&table.headers)).map_err(to_io)?;
     for row in &table.rows {
-        w.write_record(row).map_err(to_io)?;
+        w.write_record(record(row)).map_err(to_io)?;
     }
     w.flush()
 }
@@ -44,7 +54,7 @@ struct CsvRows(::csv::Writer<Box<dyn Write>>);
 
 impl super::RowWriter for CsvRows {
     fn row(&mut self, _: &dyn super::Rows, row: &dyn super::Row) -> io::Result<()> {
-        self.0.write_record(row.cells()).map_err(to_io)
+        self.0.write_record(record(&row.cells())).map_err(to_io)
     }
 
     fn flush(&mut self) -> io::Result<()> {
@@ -53,7 +63,7 @@ impl super::RowWriter for CsvRows {
 
     fn finish(&mut self, report: &dyn super::Rows) -> io::Result<()> {
         for r in report.last_rows() {
-            self.0.write_record(&r).map_err(to_io)?;
+            self.0.write_record(record(&r)).map_err(to_io)?;
         }
         self.0.flush()
     }

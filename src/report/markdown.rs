@@ -5,7 +5,8 @@ use std::io::{self, Write};
 use super::Table;
 
 fn escape(cell: &str) -> String {
-    cell.replace('\\', "\\\\")
+    crate::text::controls_escaped(cell, true)
+        .replace('\\', "\\\\")
         .replace('|', "\\|")
         .replace(['\n', '\r'], " ")
 }
@@ -43,6 +44,7 @@ pub fn write(table: &Table, out: &mut dyn Write) -> io::Result<()> {
 /// `[`, `<`, `|`, a backslash) escaped, line breaks made spaces; code
 /// spans are the caller's (a backtick becomes a quote).
 pub fn escape_text(text: &str) -> String {
+    let text = crate::text::controls_escaped(text, true);
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {

@@ -140,7 +140,8 @@ pub enum OutputError {
         "stdout is closed, so the {0} report would go nowhere: give -o FILE, or leave stdout open"
     )]
     StdoutClosed(Format),
-    #[error("{flag} {}: {source}", display(path))]
+    /// Every [`PlaceError`] names its path (or the link on the way).
+    #[error("{flag}: {source}")]
     Place {
         flag: &'static str,
         path: PathBuf,
@@ -333,33 +334,26 @@ fn target(
                 path: p.to_path_buf(),
                 source,
             };
-            // What the name leads to, the kernel following links: a device
-            // or a pipe is written, a regular file replaced whole.
-            if let Ok(meta) = std::fs::metadata(p)
-                && !meta.is_file()
-                && !meta.is_dir()
-            {
-                let file = std::fs::OpenOptions::new()
-                    .write(true)
-                    .open(p)
-                    .map_err(|e| {
-                        placed(PlaceError::Other {
-                            path: p.to_path_buf(),
-                            message: format!("cannot open for writing: {e}"),
-                        })
-                    })?;
-                return Ok(Target {
-                    format,
-                    to: To::Special {
-                        file,
-                        path: p.to_path_buf(),
-                    },
-                    flag,
-                });
-            }
+            // Resolved once, planted links refused in every component;
+            // a device, a FIFO or /dev/stdout is written where it is (by
+            // place's one policy), a regular file replaced whole.
             let dest = place::resolve(p).map_err(placed)?;
-            if dest.existing == place::Existing::Dir {
-                return Err(placed(PlaceError::DestinationIsDir(p.to_path_buf())));
+            match dest.existing {
+                place::Existing::Dir => {
+                    return Err(placed(PlaceError::DestinationIsDir(p.to_path_buf())));
+                }
+                place::Existing::Special => {
+                    let file = place::open_special(&dest).map_err(placed)?;
+                    return Ok(Target {
+                        format,
+                        to: To::Special {
+                            file,
+                            path: p.to_path_buf(),
+                        },
+                        flag,
+                    });
+                }
+                place::Existing::Nothing | place::Existing::File(_) => {}
             }
             let temp = Temp::create(&dest, true).map_err(placed)?;
             To::File {

@@ -115,7 +115,8 @@ impl Style {
 /// characters, continued two spaces in. A report's lines carry no
 /// `tally: `: that marks a diagnostic (see [`tally_lines`]).
 pub fn paragraph(out: &mut dyn io::Write, text: &str, width: usize) -> io::Result<()> {
-    for line in wrap(text, "", "  ", width) {
+    let text = crate::text::controls_escaped(text, true);
+    for line in wrap(&text, "", "  ", width) {
         writeln!(out, "{line}")?;
     }
     Ok(())
@@ -123,11 +124,17 @@ pub fn paragraph(out: &mut dyn io::Write, text: &str, width: usize) -> io::Resul
 
 /// Writes `text` (a `tally: ` line) in lines of at most `width` characters,
 /// broken at spaces and continued under `tally:   `: a diagnostic or
-/// warning stays one prefixed paragraph however narrow the output.
+/// warning stays one prefixed paragraph however narrow the output. A line
+/// break in it continues under `tally:   ` too, and no control character
+/// reaches the terminal ([`crate::text::controls_escaped`]).
 pub fn tally_lines(out: &mut dyn io::Write, text: &str, width: usize) -> io::Result<()> {
     let text = text.strip_prefix("tally: ").unwrap_or(text);
-    for line in wrap(text, "tally: ", "tally:   ", width) {
-        writeln!(out, "{line}")?;
+    let text = crate::text::controls_escaped(text, true);
+    for (i, part) in text.split('\n').enumerate() {
+        let first = if i == 0 { "tally: " } else { "tally:   " };
+        for line in wrap(part, first, "tally:   ", width) {
+            writeln!(out, "{line}")?;
+        }
     }
     Ok(())
 }
@@ -137,6 +144,9 @@ pub fn tally_lines(out: &mut dyn io::Write, text: &str, width: usize) -> io::Res
 /// first starting with `first`, the rest with `rest`. A word longer than a
 /// line stays whole.
 pub fn wrap(text: &str, first: &str, rest: &str, width: usize) -> Vec<String> {
+    // No control character reaches the terminal, whoever calls.
+    let text = crate::text::controls_escaped(text, true);
+    let text = text.as_ref();
     // A line that fits keeps its own spacing (aligned columns).
     if first.chars().count() + text.chars().count() <= width {
         return vec![format!("{first}{text}")];
@@ -161,6 +171,19 @@ pub fn wrap(text: &str, first: &str, rest: &str, width: usize) -> Vec<String> {
         lines.push(line);
     }
     lines
+}
+
+/// Cells as one line each, with no control character
+/// ([`crate::text::controls_escaped`]): a cell's text may come from a
+/// name or a file.
+fn one_line(cells: Vec<String>) -> Vec<String> {
+    cells
+        .into_iter()
+        .map(|c| match crate::text::controls_escaped(&c, false) {
+            std::borrow::Cow::Borrowed(_) => c,
+            std::borrow::Cow::Owned(o) => o,
+        })
+        .collect()
 }
 
 /// Where a column's cells sit.
@@ -311,20 +334,21 @@ impl TextTable {
 
     /// A row; missing cells are empty, extra cells are ignored.
     pub fn row(&mut self, cells: Vec<String>) {
-        self.rows.push(Row::Cells(cells));
+        self.rows.push(Row::Cells(one_line(cells)));
     }
 
     /// A row whose cells are never cut, even if it runs past the width
     /// (a total line whose text holds figures).
     pub fn whole_row(&mut self, cells: Vec<String>) {
-        self.rows.push(Row::Whole(cells));
+        self.rows.push(Row::Whole(one_line(cells)));
     }
 
     /// A row of `lead` cells, then `rest` unpadded over the remaining
     /// columns (a failure in place of figures); `rest` is not counted in
     /// the widths.
     pub fn span(&mut self, lead: Vec<String>, rest: String) {
-        self.rows.push(Row::Span(lead, rest));
+        let rest = crate::text::controls_escaped(&rest, false).into_owned();
+        self.rows.push(Row::Span(one_line(lead), rest));
     }
 
     /// A line of dashes under every padded column.
@@ -335,6 +359,7 @@ impl TextTable {
     /// A line of its own under the last row, written as it is (no prefix,
     /// not cut, not counted in the widths).
     pub fn line(&mut self, text: String) {
+        let text = crate::text::controls_escaped(&text, false).into_owned();
         self.rows.push(Row::Line(text));
     }
 

@@ -17,7 +17,8 @@ use crate::report::{Format, OutputArgs};
         tally run -n 10 --warmup 2 --quiet-command -- gzip -k -f big.file\n  \
         tally run --cold model.bin -- ./load model.bin\n  \
         tally run --tree --format json -o report.json -- make -j2\n\n\
-        Exit status: the command's own; 128+N if a signal N killed it; 127 if \
+        Exit status: the command's own (with -n N, that of the first run that \
+        failed, else 0); 128+N if a signal N killed it; 127 if \
         it was not found, 126 if it could not be executed, 125 if tally itself \
         failed: before the command ran (a bad option, an unwritable -o), or \
         writing the report.\n\n\

@@ -676,14 +676,18 @@ impl crate::failure::Outcome for RunReport {
 }
 
 /// The exit code tally exits with for a finished run: the command's own,
-/// or 128+N for a command killed by signal N.
+/// or 128+N for a command killed by signal N. With `-n N`, the first run
+/// that failed gives it (a failing run among good ones is not hidden by
+/// the last run's 0); when every run succeeded, 0.
 pub fn exit_code(report: &RunReport) -> u8 {
+    let status = |r: &RunRecord| match (r.exit.code, r.exit.signal_number) {
+        (Some(code), _) => (code & 0xff) as u8,
+        (None, Some(sig)) => (128 + sig).clamp(0, 255) as u8,
+        (None, None) => 125,
+    };
+    let first_failed = report.runs.iter().map(status).find(|&s| s != 0);
     match report.runs.last() {
-        Some(r) => match (r.exit.code, r.exit.signal_number) {
-            (Some(code), _) => (code & 0xff) as u8,
-            (None, Some(sig)) => (128 + sig).clamp(0, 255) as u8,
-            (None, None) => 125,
-        },
+        Some(r) => first_failed.unwrap_or_else(|| status(r)),
         // Stopped by a signal before any run finished.
         None => match report.interrupted_by.as_deref() {
             Some("SIGHUP") => 128 + libc::SIGHUP as u8,

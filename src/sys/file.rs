@@ -312,6 +312,33 @@ pub fn readlink_at(dir: &File, name: &OsStr) -> io::Result<PathBuf> {
     Ok(PathBuf::from(std::ffi::OsString::from_vec(buf)))
 }
 
+/// `openat(dir, name, flags | O_CLOEXEC, mode)`: the caller's flags
+/// (`O_NOFOLLOW`, `O_NONBLOCK`, `O_CREAT`...) as they are.
+pub fn open_at(dir: &File, name: &OsStr, flags: libc::c_int, mode: u32) -> io::Result<File> {
+    let c = c_name(name)?;
+    // SAFETY: `c` is NUL-terminated; the descriptor is open.
+    let fd = cvt(unsafe {
+        libc::openat(
+            dir.as_raw_fd(),
+            c.as_ptr(),
+            flags | libc::O_CLOEXEC,
+            mode as libc::c_uint,
+        )
+    })?;
+    // SAFETY: openat returned a new descriptor that nothing else owns.
+    Ok(unsafe { File::from_raw_fd(fd) })
+}
+
+/// Whether the open `dir` is on procfs, whose links (`/proc/self/fd/N`)
+/// are the kernel's own and name open files rather than paths.
+pub fn on_procfs(dir: &File) -> io::Result<bool> {
+    // SAFETY: statfs is plain data; zeroed is a valid value.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `st` is writable and the descriptor open for the call.
+    cvt(unsafe { libc::fstatfs(dir.as_raw_fd(), &mut st) })?;
+    Ok(st.f_type == libc::PROC_SUPER_MAGIC)
+}
+
 /// An unnamed file in `dir` (`O_TMPFILE`), open for writing with `mode`:
 /// it disappears with its last descriptor, even on SIGKILL, until
 /// [`link_unnamed`] gives it a name. EOPNOTSUPP (or EISDIR, ENOENT on old

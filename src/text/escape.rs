@@ -53,6 +53,50 @@ pub fn escape_name(bytes: &[u8]) -> String {
     out
 }
 
+/// Text that did not come from tally (a name, a command, a string read
+/// from a baseline), escaped as [`escape_name`] escapes a name: for human,
+/// Markdown and CSV output and messages.
+pub fn escape_text(text: &str) -> String {
+    escape_name(text.as_bytes())
+}
+
+/// The net under every text writer (paragraphs, `tally:` lines, table
+/// cells, CSV and Markdown cells, messages): each character that could
+/// reach the terminal or reorder the line ([`escape_name`]'s controls and
+/// bidirectional controls) written as its `\xNN` bytes; everything else,
+/// backslashes included, as it is, and line breaks too where
+/// `keep_newlines` (a writer that prefixes every line itself). Text that
+/// went through [`escape_name`] has none and passes unchanged, so nothing
+/// is escaped twice; text that did not cannot reach the terminal.
+pub fn controls_escaped(text: &str, keep_newlines: bool) -> std::borrow::Cow<'_, str> {
+    let bad = |c: char| hidden(c) && !(keep_newlines && c == '\n');
+    if !text.chars().any(bad) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if bad(c) {
+            let mut utf8 = [0u8; 4];
+            for b in c.encode_utf8(&mut utf8).bytes() {
+                let _ = write!(out, "\\x{b:02x}");
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// [`escape_text`] as a `Display`, for `format!` arguments.
+#[derive(Debug, Clone, Copy)]
+pub struct Foreign<'a>(pub &'a str);
+
+impl std::fmt::Display for Foreign<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&escape_text(self.0))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -102,6 +146,20 @@ mod tests {
             "evil\\xe2\\x80\\xaetxt.exe"
         );
         assert_eq!(escape_name("café ünï 名前".as_bytes()), "café ünï 名前");
+    }
+
+    #[test]
+    fn the_net_escapes_controls_but_not_what_was_escaped_already() {
+        let name = "a\x1b]0;t\x07b\u{202e}\\c";
+        let once = escape_text(name);
+        assert_eq!(controls_escaped(&once, false), once.as_str());
+        assert_eq!(
+            controls_escaped(name, false),
+            "a\\x1b]0;t\\x07b\\xe2\\x80\\xae\\c"
+        );
+        assert_eq!(controls_escaped("x\ny\rz", true), "x\ny\\x0dz");
+        assert_eq!(controls_escaped("x\ny", false), "x\\x0ay");
+        assert_eq!(Foreign("a\nb").to_string(), "a\\x0ab");
     }
 
     proptest! {

@@ -6,4 +6,4 @@
 pub mod escape;
 pub mod path;
 
-pub use escape::escape_name;
+pub use escape::{Foreign, controls_escaped, escape_name, escape_text};
