@@ -333,6 +333,7 @@ fn records(c: &StoredCommand) -> Result<Vec<RunRecord>, String> {
             counters: None,
             tree: None,
             cold: None,
+            why: None,
             exit: ExitInfo {
                 code,
                 signal: code.is_none().then(|| "a signal".into()),
@@ -688,6 +689,7 @@ mod tests {
                 counters: None,
                 tree: None,
                 cold: None,
+                why: None,
                 exit: ExitInfo {
                     code: Some(0),
                     signal: None,
