@@ -46,6 +46,7 @@ impl RunGroup {
             return Err("no cgroup v2 hierarchy is mounted".into());
         };
         let parent = mount.join(own.trim_start_matches('/'));
+        sweep_once(&parent);
         let name = format!(
             "tally-{}-{}",
             std::process::id(),
@@ -142,6 +143,34 @@ impl RunGroup {
         }
         notes.push(format!("cannot remove {}: still busy", self.path.display()));
     }
+}
+
+/// Once per process: removes the empty groups that a tally killed before
+/// it could clean up (SIGKILL, the OOM killer) left beside its own: those
+/// named `tally-PID-N` whose PID no longer runs. A group that still holds
+/// a process is not empty, and `rmdir` leaves it.
+fn sweep_once(parent: &Path) {
+    static SWEPT: std::sync::Once = std::sync::Once::new();
+    SWEPT.call_once(|| {
+        let Ok(entries) = fs::read_dir(parent) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(pid) = name
+                .to_str()
+                .and_then(|n| n.strip_prefix("tally-"))
+                .and_then(|n| n.split_once('-'))
+                .and_then(|(pid, seq)| seq.bytes().all(|b| b.is_ascii_digit()).then_some(pid))
+                .and_then(|pid| pid.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
+                let _ = fs::remove_dir(entry.path());
+            }
+        }
+    });
 }
 
 /// The pids listed in a `cgroup.procs` file.
