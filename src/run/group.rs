@@ -25,6 +25,15 @@ pub struct RunGroup {
     parent: PathBuf,
     /// `cgroup.procs` of the group, opened for the command to join by.
     procs_fd: Option<OwnedFd>,
+    /// Already removed (or given up on) by [`RunGroup::cleanup`].
+    removed: bool,
+}
+
+impl Drop for RunGroup {
+    /// A run that ended on an error path removes its group too.
+    fn drop(&mut self) {
+        self.remove(&mut Vec::new());
+    }
 }
 
 /// The cgroup v2 mount point, from /proc/self/mountinfo.
@@ -74,6 +83,7 @@ impl RunGroup {
                 path,
                 parent,
                 procs_fd: Some(OwnedFd::from(f)),
+                removed: false,
             }),
             Err(e) => {
                 let _ = fs::remove_dir(&path);
@@ -117,7 +127,15 @@ impl RunGroup {
     /// After the command was reaped: moves processes it left running back
     /// to tally's own group and removes the group. What it had to do, or
     /// could not, goes to `notes`.
-    pub fn cleanup(self, notes: &mut Vec<String>) {
+    pub fn cleanup(mut self, notes: &mut Vec<String>) {
+        self.remove(notes);
+    }
+
+    fn remove(&mut self, notes: &mut Vec<String>) {
+        if self.removed {
+            return;
+        }
+        self.removed = true;
         let left = pids_in(&self.path.join("cgroup.procs"));
         if !left.is_empty() {
             notes.push(format!(

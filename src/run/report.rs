@@ -175,6 +175,51 @@ pub struct WhyPart<'a> {
 }
 
 impl Why {
+    /// The waits read back from stored figures (a baseline keeps
+    /// `cpu_wait_ns`, `io_wait_ns`, `memory_stall_ns` and `other_wait_ns`
+    /// per run, and only those): each present one with its source said.
+    pub fn from_stored(
+        wall_ns: u64,
+        cpu_wait_ns: Option<u64>,
+        io_wait_ns: Option<u64>,
+        memory_stall_ns: Option<u64>,
+        other_wait_ns: Option<u64>,
+    ) -> Why {
+        let said = |v: Option<u64>| v.map(|_| "stored in the baseline".to_string());
+        let not = |v: Option<u64>| {
+            v.is_none()
+                .then(|| "not in the baseline: it was not measured there".to_string())
+        };
+        Why {
+            of: WhyBasis::Wall,
+            total_ns: wall_ns,
+            on_cpu_user_ns: None,
+            on_cpu_kernel_ns: None,
+            cpu_wait_ns,
+            io_wait_ns,
+            memory_stall_ns,
+            other_wait_ns,
+            sources: WhyText {
+                cpu_wait_ns: said(cpu_wait_ns),
+                io_wait_ns: said(io_wait_ns),
+                memory_stall_ns: said(memory_stall_ns),
+                other_wait_ns: said(other_wait_ns),
+                ..WhyText::default()
+            },
+            unavailable: WhyText {
+                on_cpu_user_ns: Some("a baseline keeps user_us, not this part".into()),
+                on_cpu_kernel_ns: Some("a baseline keeps system_us, not this part".into()),
+                cpu_wait_ns: not(cpu_wait_ns),
+                io_wait_ns: not(io_wait_ns),
+                memory_stall_ns: not(memory_stall_ns),
+                other_wait_ns: not(other_wait_ns),
+            },
+            machine: None,
+            advice: None,
+            notes: Vec::new(),
+        }
+    }
+
     /// The six parts, in the order people read them.
     pub fn parts(&self) -> [WhyPart<'_>; 6] {
         fn part<'a>(
