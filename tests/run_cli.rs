@@ -744,7 +744,9 @@ fn io_figures_reach_an_unprivileged_user() {
             .any(|l| l.starts_with("tally: storage read ") && l.contains("(/proc/PID/io")),
         "{err}"
     );
-    assert!(!err.contains("unavailable"), "{err}");
+    // (Waits for storage may be unavailable as nobody: that is the
+    // breakdown of the wall time, not these figures.)
+    assert!(!err.contains("storage I/O unavailable"), "{err}");
 }
 
 #[test]

@@ -9,6 +9,7 @@ use tally::run::{self, args::RunArgs};
 
 pub(super) fn run_command(args: RunArgs) -> u8 {
     let request = args.out.request();
+    let why_table = args.why;
     let mut cfg = match args.config() {
         Ok(cfg) => cfg,
         Err(e) => return super::fail_as(&e, RUN_OWN_FAILURE),
@@ -21,10 +22,11 @@ pub(super) fn run_command(args: RunArgs) -> u8 {
     let mut drawn = Drawn::new();
     let result = run::execute(&cfg, &mut Progress::new(&mut |e| drawn.event(e)));
     drop(drawn);
-    let report = match result {
+    let mut report = match result {
         Ok(r) => r,
         Err(e) => return super::fail(&e),
     };
+    report.why_table = why_table;
     // The command ran: a report that cannot be written is tally's failure
     // (stderr that cannot be written is none, see `OutputError::exit_code`).
     if super::said(output.write(&report)) != 0 {

@@ -308,6 +308,13 @@ fn records(c: &StoredCommand) -> Result<Vec<RunRecord>, String> {
         io_column("read_call_bytes"),
         io_column("write_call_bytes"),
     );
+    let waits = [
+        "cpu_wait_ns",
+        "io_wait_ns",
+        "memory_stall_ns",
+        "other_wait_ns",
+    ]
+    .map(|k| c.samples.get(k));
     let at = |v: &Vec<u64>, i: usize| v.get(i).copied().unwrap_or(0);
     let mut out = Vec::with_capacity(c.runs);
     for i in 0..c.runs {
@@ -338,6 +345,10 @@ fn records(c: &StoredCommand) -> Result<Vec<RunRecord>, String> {
             counters: None,
             tree: None,
             cold: None,
+            why: waits.iter().any(Option::is_some).then(|| {
+                let [cpu, io, memory, other] = waits.map(|w| w.map(|v| at(v, i)));
+                crate::run::report::Why::from_stored(at(wall, i), cpu, io, memory, other)
+            }),
             exit: ExitInfo {
                 code,
                 signal: code.is_none().then(|| "a signal".into()),
@@ -698,6 +709,7 @@ mod tests {
                 counters: None,
                 tree: None,
                 cold: None,
+                why: None,
                 exit: ExitInfo {
                     code: Some(0),
                     signal: None,

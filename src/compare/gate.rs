@@ -31,6 +31,10 @@ const NAMES: &[(&str, &[&str])] = &[
     ("storage_write_bytes", &["write_bytes", "storage_write"]),
     ("read_call_bytes", &["rchar", "read_call"]),
     ("write_call_bytes", &["wchar", "write_call"]),
+    ("cpu_wait_ns", &["cpu_wait"]),
+    ("io_wait_ns", &["io_wait"]),
+    ("memory_stall_ns", &["memory_stall"]),
+    ("other_wait_ns", &["other_wait"]),
 ];
 
 /// The figure (its JSON key) `name` stands for.
@@ -446,6 +450,7 @@ mod tests {
                 counters: None,
                 tree: None,
                 cold: None,
+                why: None,
                 exit: ExitInfo {
                     code: Some(0),
                     signal: None,

@@ -108,6 +108,7 @@ fn write_commands(body: &mut String, r: &CompareReport) {
         }
         body.push_str("</ul>");
     }
+    body.push_str(&why_bars(r));
 }
 
 /// The ratio of each command to the reference in figure `fig`.
@@ -174,4 +175,72 @@ fn write_plots(plots: &mut String, r: &CompareReport, fig: &Figure, groups: &[Gr
             &show
         )
     );
+}
+
+/// Where each command's wall time went: one stacked bar per command, each
+/// part the median over its runs, as shares of their sum (the parts of a
+/// one-task command add up to its wall time; a tree's are task time). A
+/// part measured in no run is left out and named. Empty when no run has
+/// a breakdown.
+fn why_bars(r: &CompareReport) -> String {
+    const COLORS: [&str; 6] = [
+        "#1f77b4", "#aec7e8", "#d62728", "#ff7f0e", "#9467bd", "#c7c7c7",
+    ];
+    let mut out = String::new();
+    for (i, c) in r.commands.iter().enumerate() {
+        let whys: Vec<&crate::run::report::Why> =
+            c.runs.iter().filter_map(|r| r.why.as_ref()).collect();
+        let Some(first) = whys.first() else {
+            continue;
+        };
+        let labels = first.parts().map(|p| p.label);
+        let medians: Vec<Option<f64>> = (0..labels.len())
+            .map(|k| {
+                let mut v: Vec<f64> = whys
+                    .iter()
+                    .filter_map(|w| w.parts()[k].ns)
+                    .map(|ns| ns as f64)
+                    .collect();
+                v.sort_by(f64::total_cmp);
+                crate::stats::median_sorted(&v)
+            })
+            .collect();
+        let sum: f64 = medians.iter().flatten().sum();
+        if sum <= 0.0 {
+            continue;
+        }
+        if out.is_empty() {
+            out.push_str("<h2>Where the wall time went</h2><p>Medians over the runs, as shares of their sum.</p>");
+        }
+        let _ = write!(
+            out,
+            "<p>#{} {}</p><div style=\"display:flex;height:1.4em;max-width:60em;border:1px solid #999\">",
+            i + 1,
+            esc(&c.name)
+        );
+        let mut legend = String::new();
+        let mut missing = Vec::new();
+        for ((label, median), color) in labels.iter().zip(&medians).zip(COLORS) {
+            let Some(m) = median else {
+                missing.push(*label);
+                continue;
+            };
+            let share = m / sum * 100.0;
+            let _ = write!(
+                out,
+                "<div title=\"{label}: {share:.1}%\" style=\"width:{share:.3}%;background:{color}\"></div>"
+            );
+            let _ = write!(
+                legend,
+                "<span style=\"color:{color}\">&#9632;</span> {label} {share:.0}% ",
+            );
+        }
+        out.push_str("</div><p>");
+        out.push_str(&legend);
+        if !missing.is_empty() {
+            let _ = write!(out, "(unavailable: {})", esc(&missing.join(", ")));
+        }
+        out.push_str("</p>");
+    }
+    out
 }

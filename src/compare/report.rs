@@ -445,6 +445,7 @@ impl CompareReport {
                 summary: Vec::new(),
                 warnings: Vec::new(),
                 interrupted_by: None,
+                why_table: false,
             };
             rr.summarize();
             c.runs = std::mem::take(&mut rr.runs);
@@ -879,6 +880,7 @@ mod tests {
             counters: None,
             tree: None,
             cold: None,
+            why: None,
             exit: ExitInfo {
                 code: Some(code),
                 signal: None,

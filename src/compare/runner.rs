@@ -295,6 +295,7 @@ pub fn execute(
         drop_caches: cfg.drop_caches,
         tree: false,
         counters: false,
+        why: true,
     };
     // Checked before anything runs: a path that cannot be warmed is an
     // error, not a warm run made cold.

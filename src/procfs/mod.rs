@@ -14,6 +14,8 @@ pub mod loadavg;
 pub mod maps;
 pub mod meminfo;
 pub mod mountinfo;
+pub mod pressure;
+pub mod schedstat;
 pub mod smaps;
 pub mod smaps_rollup;
 pub mod stat;

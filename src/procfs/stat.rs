@@ -29,6 +29,14 @@ pub fn parse(text: &str) -> Option<Stat> {
     })
 }
 
+/// Field 42, `delayacct_blkio_ticks`: clock ticks the task waited for
+/// block I/O, counted only while delay accounting is on
+/// (`kernel.task_delayacct`); `None` when the field is missing.
+pub fn blkio_ticks(text: &str) -> Option<u64> {
+    let rest = text.get(text.rfind(')')? + 1..)?;
+    rest.split_whitespace().nth(42 - 3)?.parse().ok()
+}
+
 /// The stat of `pid` under `root`; `None` when the process is gone, refuses,
 /// or its file does not parse.
 pub fn read(root: &super::ProcRoot, pid: u32) -> Option<Stat> {
@@ -48,6 +56,16 @@ mod tests {
         );
         assert_eq!(parse("garbage"), None);
         assert_eq!(parse("1 (x) Z 0"), None);
+    }
+
+    #[test]
+    fn field_42_is_the_block_io_delay() {
+        let mut t = String::from("9 (a b) S");
+        for i in 4..=52 {
+            t.push_str(&format!(" {i}"));
+        }
+        assert_eq!(blkio_ticks(&t), Some(42));
+        assert_eq!(blkio_ticks("9 (a) S 1 2 3"), None);
     }
 
     #[test]

@@ -60,6 +60,11 @@ pub struct RunArgs {
     #[arg(long)]
     pub counters: bool,
 
+    /// Show where the wall time went as a table, each part with its source
+    /// and what it may miss (by default: two lines).
+    #[arg(long)]
+    pub why: bool,
+
     /// The command and its arguments (run as given, no shell).
     #[arg(required = true, trailing_var_arg = true, value_name = "COMMAND",
           value_hint = clap::ValueHint::CommandWithArguments)]
@@ -81,6 +86,7 @@ impl Default for RunArgs {
             drop_caches: false,
             tree: false,
             counters: false,
+            why: false,
             argv: Vec::new(),
             out: OutputArgs::default(),
         }
@@ -99,6 +105,7 @@ impl RunArgs {
             drop_caches: self.drop_caches,
             tree: self.tree,
             counters: self.counters,
+            why: true,
             argv: self.argv,
         })
     }
@@ -119,7 +126,7 @@ pub fn scan(args: &[OsString]) -> Option<RunArgs> {
         return None;
     }
     let mut out = RunArgs::default();
-    let mut seen = [false; 10];
+    let mut seen = [false; 11];
     let mut once = |i: usize| !std::mem::replace(&mut seen[i], true);
     let mut rest = args[2..].iter().peekable();
     // A value for an option: present, not empty, not flag-like.
@@ -146,6 +153,7 @@ pub fn scan(args: &[OsString]) -> Option<RunArgs> {
             b"--drop-caches" if once(3) => out.drop_caches = true,
             b"--tree" if once(4) => out.tree = true,
             b"--counters" if once(5) => out.counters = true,
+            b"--why" if once(10) => out.why = true,
             b"--format" if once(6) => {
                 // The names clap accepts, from the clap definition itself.
                 let name = value(rest.next())?.to_str()?;

@@ -4,7 +4,9 @@
 
 use std::io::{self, Write};
 
-use super::report::{ColdReport, Counters, FIGURES, RunRecord, RunReport, TreeUsage};
+use super::report::{
+    ColdReport, Counters, FIGURES, RunRecord, RunReport, TreeUsage, Why, WhyBasis,
+};
 use crate::report::Style;
 use crate::report::text::{NO_TERMINAL_WIDTH, tally_lines};
 use crate::units::{count, human_bytes, percent, thousands};
@@ -15,12 +17,16 @@ pub fn write(r: &RunReport, out: &mut dyn Write, style: Style) -> io::Result<()>
     if let Some(line) = failure(&r.runs) {
         writeln!(out, "tally: {line}")?;
     }
+    let report = r;
     if r.runs.len() == 1 {
         let r = &r.runs[0];
         if let Some(c) = &r.cold {
             human_cold(c, out)?;
         }
-        human_single(r, out)?;
+        human_single(r, report.why_table, out)?;
+        if let Some(w) = &r.why {
+            human_why_after(w, report.why_table, out)?;
+        }
         if let Some(t) = &r.tree {
             human_tree(t, out)?;
         }
@@ -65,6 +71,11 @@ pub fn write(r: &RunReport, out: &mut dyn Write, style: Style) -> io::Result<()>
             ]);
         }
         table.write(out, style)?;
+        if let Some(w) = &last.why {
+            writeln!(out, "tally: where the wall time went, the last run:")?;
+            human_why(w, last.wall_ns, report.why_table, out)?;
+            human_why_after(w, report.why_table, out)?;
+        }
         if let Some(c) = &last.cold {
             writeln!(out, "tally: cold: before each run; the last:")?;
             human_cold(c, out)?;
@@ -111,12 +122,15 @@ fn share(part: u64, whole: u64) -> String {
         .unwrap_or_else(|| "0%".into())
 }
 
-fn human_single(r: &RunRecord, out: &mut dyn Write) -> io::Result<()> {
-    writeln!(
-        out,
-        "tally: took {}µs wall time",
-        thousands(r.wall_ns / 1000)
-    )?;
+fn human_single(r: &RunRecord, why_table: bool, out: &mut dyn Write) -> io::Result<()> {
+    match &r.why {
+        Some(w) => human_why(w, r.wall_ns, why_table, out)?,
+        None => writeln!(
+            out,
+            "tally: took {}µs wall time",
+            thousands(r.wall_ns / 1000)
+        )?,
+    }
     writeln!(
         out,
         "tally: peak memory {}KiB (ru_maxrss)",
@@ -177,6 +191,131 @@ fn human_single(r: &RunRecord, out: &mut dyn Write) -> io::Result<()> {
         }
         (None, Some(reason)) => writeln!(out, "tally: storage I/O unavailable: {reason}")?,
         (None, None) => {}
+    }
+    Ok(())
+}
+
+/// Where the wall time went: two lines (the first starts `took`), or
+/// with `table` every part with its source; then what is unavailable and
+/// why, the notes (with the table) and the advice.
+fn human_why(w: &Why, wall_ns: u64, table: bool, out: &mut dyn Write) -> io::Result<()> {
+    use super::why::share;
+    let whole = w.total_ns;
+    // `27% waiting for a CPU`, or `waiting for a CPU unavailable`.
+    let pct = |ns: Option<u64>, what: &str| match ns {
+        Some(ns) => format!("{}% {what}", share(ns, whole)),
+        None => format!("{what} unavailable"),
+    };
+    let of = match w.of {
+        WhyBasis::Wall => String::new(),
+        WhyBasis::TaskTime => format!(
+            "; its tasks spent {}µs together (task time)",
+            thousands(whole / 1000)
+        ),
+    };
+    let cpu = match (w.on_cpu_user_ns, w.on_cpu_kernel_ns) {
+        (Some(u), Some(k)) => Some(u.saturating_add(k)),
+        _ => None,
+    };
+    if table {
+        writeln!(
+            out,
+            "tally: took {}µs wall time{of}; where it went:",
+            thousands(wall_ns / 1000)
+        )?;
+        for p in w.parts() {
+            let time =
+                p.ns.map(|ns| format!("{}µs", thousands(ns / 1000)))
+                    .unwrap_or_else(|| "unavailable".into());
+            let share_text =
+                p.ns.map(|ns| format!("{}%", share(ns, whole)))
+                    .unwrap_or_default();
+            let said = match (p.source, p.unavailable) {
+                (Some(s), _) => s,
+                (None, Some(u)) => u,
+                (None, None) => "",
+            };
+            writeln!(
+                out,
+                "tally:   {:<19} {:>14} {:>4}  {said}",
+                p.label, time, share_text
+            )?;
+        }
+    } else {
+        writeln!(
+            out,
+            "tally: took {}µs wall time{of}: {} ({}, {}), {},",
+            thousands(wall_ns / 1000),
+            pct(cpu, "on a CPU"),
+            pct(w.on_cpu_user_ns, "user"),
+            pct(w.on_cpu_kernel_ns, "kernel"),
+            pct(w.cpu_wait_ns, "waiting for a CPU")
+        )?;
+        writeln!(
+            out,
+            "tally:   {}, {}, {}",
+            pct(w.io_wait_ns, "waiting for storage"),
+            pct(w.memory_stall_ns, "stalled on memory"),
+            pct(w.other_wait_ns, "other waits (sleep, pipes, children)")
+        )?;
+    }
+    Ok(())
+}
+
+/// After the other figures: why a part is unavailable (each reason once),
+/// the notes with the table, and the advice.
+fn human_why_after(w: &Why, table: bool, out: &mut dyn Write) -> io::Result<()> {
+    if table {
+        for note in &w.notes {
+            tally_lines(out, &format!("tally: note: {note}"), NO_TERMINAL_WIDTH)?;
+        }
+    } else {
+        // Each reason once, with the parts it leaves unmeasured; a reason
+        // that extends another (`…; delay accounting is off`) is said as
+        // its addition.
+        let mut reasons: Vec<(&str, Vec<&str>)> = Vec::new();
+        for p in w.parts() {
+            if let (None, Some(why)) = (p.ns, p.unavailable) {
+                match reasons.iter_mut().find(|(r, _)| *r == why) {
+                    Some((_, parts)) => parts.push(p.label),
+                    None => reasons.push((why, vec![p.label])),
+                }
+            }
+        }
+        let extended: Vec<Vec<&str>> = reasons
+            .iter()
+            .map(|(why, parts)| {
+                let mut all = parts.clone();
+                for (other, more) in &reasons {
+                    if other.len() > why.len() && other.starts_with(why) {
+                        all.extend(more);
+                    }
+                }
+                all
+            })
+            .collect();
+        let mut lines: Vec<String> = Vec::new();
+        for ((why, parts), all) in reasons.iter().zip(&extended) {
+            let shorter = reasons
+                .iter()
+                .find(|(other, _)| other.len() < why.len() && why.starts_with(other));
+            lines.push(match shorter {
+                Some((other, _)) => format!(
+                    "{}: also {}",
+                    parts.join(", "),
+                    why[other.len()..].trim_start_matches([';', ' '])
+                ),
+                None => format!("{} unavailable: {why}", all.join(", ")),
+            });
+        }
+        // Extensions after the reason they extend.
+        lines.sort_by_key(|l| l.contains(": also "));
+        for line in lines {
+            tally_lines(out, &format!("tally: {line}"), NO_TERMINAL_WIDTH)?;
+        }
+    }
+    if let Some(advice) = &w.advice {
+        tally_lines(out, &format!("tally: {advice}"), NO_TERMINAL_WIDTH)?;
     }
     Ok(())
 }

@@ -9,6 +9,7 @@
 
 pub mod args;
 pub mod exec;
+mod group;
 mod html;
 mod human;
 pub mod records;
@@ -16,6 +17,7 @@ mod render;
 pub mod report;
 pub mod spawner;
 mod tree;
+mod why;
 
 use std::ffi::OsString;
 use std::fs::File;
@@ -55,6 +57,9 @@ pub struct Config {
     pub tree: bool,
     /// Hardware counters read (perf_event_open).
     pub counters: bool,
+    /// Where the wall time went measured (see `why`): a cgroup v2 group
+    /// made for each run where one can be.
+    pub why: bool,
     /// The command and its arguments (run as given, no shell).
     pub argv: Vec<OsString>,
 }
@@ -71,6 +76,7 @@ impl Default for Config {
             drop_caches: false,
             tree: false,
             counters: false,
+            why: true,
             argv: Vec::new(),
         }
     }
@@ -213,6 +219,7 @@ impl Measurer {
                 && !cfg.tree
                 && !cfg.quiet_command
                 && !cfg.stdout_to_stderr
+                && !cfg.why
                 && self.counters.is_none(),
         })
     }
@@ -242,6 +249,7 @@ pub fn execute(cfg: &Config, progress: &mut Progress) -> Result<RunReport, RunEr
         summary: Vec::new(),
         warnings: Vec::new(),
         interrupted_by: None,
+        why_table: false,
     };
     let steps = cfg.warmup.saturating_add(cfg.runs);
     let mut step = |what: &str, done: u32| {
@@ -363,6 +371,14 @@ fn run_once(ctx: &Ctx) -> Result<RunRecord, RunError> {
     } else {
         None
     };
+    // The breakdown's own group, unless --tree made one.
+    let mut why_group = (cfg.why && tree.is_none()).then(group::RunGroup::make);
+    let why_before = cfg.why.then(why::before);
+    let cgroup_procs = match (&mut tree, &mut why_group) {
+        (Some(t), _) => t.take_procs_fd(),
+        (None, Some(Ok(g))) => g.take_procs_fd(),
+        _ => None,
+    };
     // The child waits at the gate until tally has attached the counters
     // and opened its /proc/PID/io (in `spawn`, right after the fork).
     // Without the wait, a child that the scheduler ran first could exec
@@ -370,7 +386,7 @@ fn run_once(ctx: &Ctx) -> Result<RunRecord, RunError> {
     // be lost (seen 3 times in 1,000 runs of /bin/true).
     let pre = sys::process::PreExec {
         gate: true,
-        cgroup_procs: tree.as_mut().and_then(|t| t.take_procs_fd()),
+        cgroup_procs,
         quiet: cfg.quiet_command,
         stdout_to_stderr: cfg.stdout_to_stderr,
         open_io: true,
@@ -426,9 +442,22 @@ fn run_once(ctx: &Ctx) -> Result<RunRecord, RunError> {
             let mut usage = t.finish();
             t.cleanup(&mut usage);
         }
+        if let Some(Ok(g)) = why_group {
+            g.cleanup(&mut Vec::new());
+        }
         return Err(exec_failure(&cfg.argv, program, e));
     }
     let (io, io_source, io_unavailable) = read_io(pid, spawned.io.take());
+    let wall_ns = u64::try_from(wall.as_nanos()).unwrap_or(u64::MAX);
+    let why_raw = why_before.map(|before| {
+        let group = match (&tree, &why_group) {
+            (Some(t), _) => t.group(),
+            (None, Some(Ok(g))) => Ok(g),
+            (None, Some(Err(why))) => Err(why.as_str()),
+            (None, None) => Err("no cgroup was made"),
+        };
+        why::read(pid, group, &before, wall_ns)
+    });
     let counters = match ctx.counters {
         None => None,
         Some(Err(reason)) => Some(Counters::Unavailable {
@@ -459,7 +488,21 @@ fn run_once(ctx: &Ctx) -> Result<RunRecord, RunError> {
     );
     rec.counters = counters;
     rec.tree = tree_usage;
+    if let Some(mut raw) = why_raw {
+        raw.user_ns = nanos(usage.user);
+        raw.system_ns = nanos(usage.system);
+        let mut why = why::assemble(&raw);
+        if let Some(Ok(g)) = why_group {
+            // Left running by the command: not measured, and said.
+            g.cleanup(&mut why.notes);
+        }
+        rec.why = Some(why);
+    }
     Ok(rec)
+}
+
+fn nanos(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// The error of a command whose `exec` failed with `e`.
@@ -530,6 +573,7 @@ pub(crate) fn plain_record(
         counters: None,
         tree: None,
         cold: None,
+        why: None,
         exit,
         forwarded_signal,
         escalated_to_sigkill,

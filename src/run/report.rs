@@ -83,6 +83,174 @@ pub struct TreeUsage {
     pub notes: Vec<String>,
 }
 
+/// What the shares of a [`Why`] are of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WhyBasis {
+    /// The command ran as one task (one process, one thread, no
+    /// children): its parts add up to the wall time.
+    Wall,
+    /// Several tasks ran (threads, or children it waited for): the parts
+    /// are task time, what all of them spent together, which can exceed
+    /// the wall time.
+    TaskTime,
+}
+
+/// One text per part of a [`Why`]: where each was read, or why it could
+/// not be (a part is named only where there is something to say).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WhyText {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_cpu_user_ns: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_cpu_kernel_ns: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_wait_ns: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io_wait_ns: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_stall_ns: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub other_wait_ns: Option<String>,
+}
+
+/// The machine's load while the command ran, for the advice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MachineLoad {
+    /// CPUs online.
+    pub cpus: u32,
+    /// Time every CPU was busy during the run, the command's included
+    /// (`/proc/stat`, in clock ticks made ns).
+    pub busy_ns: u64,
+}
+
+/// Where one run's wall time went: on a CPU (user, kernel), waiting for a
+/// CPU, waiting for storage, stalled on memory, other waits. A part is
+/// `null` when it could not be measured here, with the reason in
+/// `unavailable`; `sources` names where each measured part was read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Why {
+    /// What the shares are of.
+    pub of: WhyBasis,
+    /// The whole the shares are of, in ns: the wall time, or the parts'
+    /// task time added up.
+    pub total_ns: u64,
+    /// Time on a CPU in user mode (`ru_utime` of the command and of the
+    /// descendants it waited for).
+    pub on_cpu_user_ns: Option<u64>,
+    /// Time on a CPU in the kernel (`ru_stime`).
+    pub on_cpu_kernel_ns: Option<u64>,
+    /// Time runnable but waiting for a CPU.
+    pub cpu_wait_ns: Option<u64>,
+    /// Time waiting for storage.
+    pub io_wait_ns: Option<u64>,
+    /// Time stalled on memory: reclaim, thrashing, swap-in, compaction.
+    pub memory_stall_ns: Option<u64>,
+    /// The rest of the wall time: sleeping, reading pipes, waiting for
+    /// children or the network.
+    pub other_wait_ns: Option<u64>,
+    pub sources: WhyText,
+    /// Why a part is `null`.
+    #[serde(default)]
+    pub unavailable: WhyText,
+    /// The machine's load during the run, when `/proc/stat` could be read.
+    #[serde(default)]
+    pub machine: Option<MachineLoad>,
+    /// One line of advice, when a part dominates.
+    #[serde(default)]
+    pub advice: Option<String>,
+    /// What the figures cover and what they may miss, in words.
+    #[serde(default)]
+    pub notes: Vec<String>,
+}
+
+/// One part of a [`Why`], for the renderers.
+pub struct WhyPart<'a> {
+    pub key: &'static str,
+    /// For people: `waiting for a CPU`.
+    pub label: &'static str,
+    pub ns: Option<u64>,
+    pub source: Option<&'a str>,
+    pub unavailable: Option<&'a str>,
+}
+
+impl Why {
+    /// The waits read back from stored figures (a baseline keeps
+    /// `cpu_wait_ns`, `io_wait_ns`, `memory_stall_ns` and `other_wait_ns`
+    /// per run, and only those): each present one with its source said.
+    pub fn from_stored(
+        wall_ns: u64,
+        cpu_wait_ns: Option<u64>,
+        io_wait_ns: Option<u64>,
+        memory_stall_ns: Option<u64>,
+        other_wait_ns: Option<u64>,
+    ) -> Why {
+        let said = |v: Option<u64>| v.map(|_| "stored in the baseline".to_string());
+        let not = |v: Option<u64>| {
+            v.is_none()
+                .then(|| "not in the baseline: it was not measured there".to_string())
+        };
+        Why {
+            of: WhyBasis::Wall,
+            total_ns: wall_ns,
+            on_cpu_user_ns: None,
+            on_cpu_kernel_ns: None,
+            cpu_wait_ns,
+            io_wait_ns,
+            memory_stall_ns,
+            other_wait_ns,
+            sources: WhyText {
+                cpu_wait_ns: said(cpu_wait_ns),
+                io_wait_ns: said(io_wait_ns),
+                memory_stall_ns: said(memory_stall_ns),
+                other_wait_ns: said(other_wait_ns),
+                ..WhyText::default()
+            },
+            unavailable: WhyText {
+                on_cpu_user_ns: Some("a baseline keeps user_us, not this part".into()),
+                on_cpu_kernel_ns: Some("a baseline keeps system_us, not this part".into()),
+                cpu_wait_ns: not(cpu_wait_ns),
+                io_wait_ns: not(io_wait_ns),
+                memory_stall_ns: not(memory_stall_ns),
+                other_wait_ns: not(other_wait_ns),
+            },
+            machine: None,
+            advice: None,
+            notes: Vec::new(),
+        }
+    }
+
+    /// The six parts, in the order people read them.
+    pub fn parts(&self) -> [WhyPart<'_>; 6] {
+        fn part<'a>(
+            key: &'static str,
+            label: &'static str,
+            ns: Option<u64>,
+            source: &'a Option<String>,
+            why: &'a Option<String>,
+        ) -> WhyPart<'a> {
+            WhyPart {
+                key,
+                label,
+                ns,
+                source: source.as_deref(),
+                unavailable: why.as_deref(),
+            }
+        }
+        let (s, u) = (&self.sources, &self.unavailable);
+        #[rustfmt::skip]
+        let parts = [
+            part("on_cpu_user_ns", "on a CPU, user", self.on_cpu_user_ns, &s.on_cpu_user_ns, &u.on_cpu_user_ns),
+            part("on_cpu_kernel_ns", "on a CPU, kernel", self.on_cpu_kernel_ns, &s.on_cpu_kernel_ns, &u.on_cpu_kernel_ns),
+            part("cpu_wait_ns", "waiting for a CPU", self.cpu_wait_ns, &s.cpu_wait_ns, &u.cpu_wait_ns),
+            part("io_wait_ns", "waiting for storage", self.io_wait_ns, &s.io_wait_ns, &u.io_wait_ns),
+            part("memory_stall_ns", "stalled on memory", self.memory_stall_ns, &s.memory_stall_ns, &u.memory_stall_ns),
+            part("other_wait_ns", "other waits", self.other_wait_ns, &s.other_wait_ns, &u.other_wait_ns),
+        ];
+        parts
+    }
+}
+
 /// Page-cache eviction before one run (`--cold`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ColdReport {
@@ -144,6 +312,10 @@ pub struct RunRecord {
     /// Present with `--cold` or `--drop-caches`.
     pub cold: Option<ColdReport>,
     pub exit: ExitInfo,
+    /// Where the wall time went; absent from records made before it was
+    /// measured.
+    #[serde(default)]
+    pub why: Option<Why>,
     /// A signal tally received and forwarded during this run.
     pub forwarded_signal: Option<String>,
     /// A second SIGINT/SIGTERM came while the command still ran, and
@@ -196,6 +368,10 @@ pub struct RunReport {
     pub summary: Vec<FigureSummary>,
     pub warnings: Vec<String>,
     pub interrupted_by: Option<String>,
+    /// People see the breakdown of the wall time as a table with its
+    /// sources (`--why`), not two lines.
+    #[serde(skip)]
+    pub why_table: bool,
 }
 
 /// The summary of one figure.
@@ -253,6 +429,10 @@ pub const FIGURES: &[Figure] = &[
     Figure { key: "storage_write_bytes", label: "storage written bytes", unit: Unit::Bytes, show: Unit::Bytes, headline: false, get: |r| r.io.map(|i| i.storage_write_bytes) },
     Figure { key: "read_call_bytes", label: "read() passed bytes", unit: Unit::Bytes, show: Unit::Bytes, headline: false, get: |r| r.io.map(|i| i.read_call_bytes) },
     Figure { key: "write_call_bytes", label: "write() passed bytes", unit: Unit::Bytes, show: Unit::Bytes, headline: false, get: |r| r.io.map(|i| i.write_call_bytes) },
+    Figure { key: "cpu_wait_ns", label: "waiting for a CPU", unit: Unit::Nanoseconds, show: Unit::Microseconds, headline: false, get: |r| r.why.as_ref()?.cpu_wait_ns },
+    Figure { key: "io_wait_ns", label: "waiting for storage", unit: Unit::Nanoseconds, show: Unit::Microseconds, headline: false, get: |r| r.why.as_ref()?.io_wait_ns },
+    Figure { key: "memory_stall_ns", label: "stalled on memory", unit: Unit::Nanoseconds, show: Unit::Microseconds, headline: false, get: |r| r.why.as_ref()?.memory_stall_ns },
+    Figure { key: "other_wait_ns", label: "other waits", unit: Unit::Nanoseconds, show: Unit::Microseconds, headline: false, get: |r| r.why.as_ref()?.other_wait_ns },
 ];
 
 /// Outliers move a median by more than this fraction before they are
@@ -396,6 +576,7 @@ pub(crate) mod tests {
             }),
             tree: None,
             cold: None,
+            why: Some(why(wall_us * 1000 + 417)),
             exit: ExitInfo {
                 code: Some(0),
                 signal: None,
@@ -404,6 +585,37 @@ pub(crate) mod tests {
             },
             forwarded_signal: None,
             escalated_to_sigkill: false,
+        }
+    }
+
+    /// A breakdown of `wall_ns` as one task: 800 µs user, 200 µs kernel,
+    /// 100 µs waiting for a CPU, 50 µs for storage, the rest other waits.
+    fn why(wall_ns: u64) -> Why {
+        let measured = 1_150_000;
+        Why {
+            of: WhyBasis::Wall,
+            total_ns: wall_ns,
+            on_cpu_user_ns: Some(800_000),
+            on_cpu_kernel_ns: Some(200_000),
+            cpu_wait_ns: Some(100_000),
+            io_wait_ns: Some(50_000),
+            memory_stall_ns: Some(0),
+            other_wait_ns: Some(wall_ns.saturating_sub(measured)),
+            sources: WhyText {
+                on_cpu_user_ns: Some("rusage (ru_utime)".into()),
+                on_cpu_kernel_ns: Some("rusage (ru_stime)".into()),
+                cpu_wait_ns: Some("schedstat (run_delay of /proc/PID/schedstat)".into()),
+                io_wait_ns: Some("PSI io of the run's cgroup (some)".into()),
+                memory_stall_ns: Some("PSI memory of the run's cgroup (some)".into()),
+                other_wait_ns: Some("the wall time less the parts measured".into()),
+            },
+            unavailable: WhyText::default(),
+            machine: Some(MachineLoad {
+                cpus: 2,
+                busy_ns: wall_ns,
+            }),
+            advice: None,
+            notes: Vec::new(),
         }
     }
 
@@ -417,6 +629,7 @@ pub(crate) mod tests {
             summary: Vec::new(),
             warnings: Vec::new(),
             interrupted_by: None,
+            why_table: false,
         };
         r.summarize();
         r

@@ -140,7 +140,7 @@ pub enum Reply {
 /// The fields of an answer on the wire: this many little-endian `u64`,
 /// then `IO_LEN` bytes of `/proc/PID/io` text. Written and read only by
 /// [`encode`] and [`decode`].
-const FIELDS: usize = 22;
+const FIELDS: usize = 25;
 const KIND: usize = 0;
 const WALL_NS: usize = 1;
 const PID: usize = 2;
@@ -163,6 +163,11 @@ const PEAK_KIB: usize = 18;
 const IO_STATE: usize = 19;
 const IO_ERRNO: usize = 20;
 const IO_LEN: usize = 21;
+/// `/proc/PID/schedstat` of the zombie: `SCHED_READ` once read, then
+/// its time on a CPU and its run-queue wait; else the errno in `SCHED_ON_CPU_NS`.
+const SCHED_STATE: usize = 22;
+const SCHED_ON_CPU_NS: usize = 23;
+const SCHED_RUN_DELAY_NS: usize = 24;
 /// `KIND` values.
 const RAN: u64 = 0;
 const SKIPPED: u64 = 1;
@@ -173,6 +178,9 @@ const IO_OPEN_FAILED: u64 = 1;
 const IO_READ_FAILED: u64 = 2;
 /// Read through a descriptor opened after the exit (root's way).
 const IO_TEXT_AT_EXIT: u64 = 3;
+/// `SCHED_STATE` values.
+const SCHED_READ: u64 = 1;
+const SCHED_FAILED: u64 = 2;
 /// The most `/proc/PID/io` text sent.
 const IO_MAX: usize = 1024;
 
@@ -342,7 +350,7 @@ fn decode(fields: &[u64; FIELDS], io: &[u8], argv: &[OsString]) -> Reply {
         block_input: fields[BLOCK_IN],
         block_output: fields[BLOCK_OUT],
     };
-    let record = super::plain_record(
+    let mut record = super::plain_record(
         std::time::Duration::from_nanos(fields[WALL_NS]),
         exit,
         &usage,
@@ -350,10 +358,73 @@ fn decode(fields: &[u64; FIELDS], io: &[u8], argv: &[OsString]) -> Reply {
         signal_of(fields[FORWARDED]),
         fields[ESCALATED] != 0,
     );
+    record.why = Some(why_of(fields, &usage));
     Reply::Ran(
         Box::new(record),
         (fields[PEAK_KIB] != 0).then_some(fields[PEAK_KIB]),
     )
+}
+
+/// Reads the zombie's `/proc/PID/schedstat` into `f` (`buf` is scratch).
+fn read_sched(pid: u32, f: &mut [u64; FIELDS], buf: &mut [u8]) {
+    let read = sys::process::open_proc_file_of(pid, b"schedstat")
+        .and_then(|file| super::read_all_at(&file, buf));
+    let parsed = read.map(|n| {
+        std::str::from_utf8(&buf[..n])
+            .ok()
+            .and_then(crate::procfs::schedstat::parse)
+    });
+    match parsed {
+        Ok(Some(s)) => {
+            f[SCHED_STATE] = SCHED_READ;
+            f[SCHED_ON_CPU_NS] = s.on_cpu_ns;
+            f[SCHED_RUN_DELAY_NS] = s.run_delay_ns;
+        }
+        Ok(None) => {
+            f[SCHED_STATE] = SCHED_FAILED;
+            f[SCHED_ON_CPU_NS] = libc::EINVAL as u64;
+        }
+        Err(e) => {
+            f[SCHED_STATE] = SCHED_FAILED;
+            f[SCHED_ON_CPU_NS] = e.raw_os_error().unwrap_or(libc::EIO) as u64;
+        }
+    }
+}
+
+/// The breakdown of a spawner's run: schedstat as read, no cgroup.
+fn why_of(fields: &[u64; FIELDS], usage: &ChildUsage) -> super::report::Why {
+    let no_group = "compare's runs are not put in a cgroup v2 group of their own".to_string();
+    let pid = fields[PID];
+    let sched = match fields[SCHED_STATE] {
+        SCHED_READ => Ok(crate::procfs::schedstat::SchedStat {
+            on_cpu_ns: fields[SCHED_ON_CPU_NS],
+            run_delay_ns: fields[SCHED_RUN_DELAY_NS],
+            timeslices: 0,
+        }),
+        SCHED_FAILED if fields[SCHED_ON_CPU_NS] == libc::ENOENT as u64 => Err(
+            "this kernel keeps no scheduler statistics per task (/proc/PID/schedstat: CONFIG_SCHED_INFO off)"
+                .to_string(),
+        ),
+        _ => Err(format!(
+            "cannot read /proc/{pid}/schedstat: {}",
+            errno_of(fields[SCHED_ON_CPU_NS])
+        )),
+    };
+    let nanos = |d: std::time::Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+    let mut why = super::why::assemble(&super::why::Raw {
+        wall_ns: fields[WALL_NS],
+        user_ns: nanos(usage.user),
+        system_ns: nanos(usage.system),
+        sched,
+        cpu_pressure: Err(no_group.clone()),
+        io_pressure: Err(no_group.clone()),
+        memory_pressure: Err(no_group.clone()),
+        io_delayacct: None,
+        machine: None,
+    });
+    // Delay accounting is not looked at here.
+    why.unavailable.io_wait_ns = why.io_wait_ns.is_none().then_some(no_group);
+    why
 }
 
 /// The spawner's `main`: serves tally's requests until they end. Returns
@@ -376,6 +447,9 @@ struct Ended {
 /// Reads the ended run's `/proc/PID/io`, reaps it and adds its answer.
 fn finish(ended: Ended, outbox: &mut Outbox) {
     let Ended { spawned, mut f } = ended;
+    if let (Some(spawned), RAN) = (&spawned, f[KIND]) {
+        read_sched(spawned.pid, &mut f, &mut outbox.io_text);
+    }
     if let (Some(mut spawned), RAN) = (spawned, f[KIND]) {
         // Root may open it now, from the zombie (see `Spawner::start`).
         let (opened, state) = match spawned.io.take() {
@@ -858,6 +932,9 @@ mod tests {
         f[VOLUNTARY] = 1;
         f[EXIT_VALUE] = 3;
         f[FORWARDED] = libc::SIGINT as u64;
+        f[SCHED_STATE] = SCHED_READ;
+        f[SCHED_ON_CPU_NS] = 500_000;
+        f[SCHED_RUN_DELAY_NS] = 34_000;
         f
     }
 
@@ -885,6 +962,18 @@ mod tests {
             let io = rec.io.as_ref().expect("io figures");
             assert_eq!((io.read_call_bytes, io.read_calls), (100, 7));
             assert_eq!(io.storage_read_bytes, 4096);
+            // The zombie's schedstat: its run-queue wait; no cgroup here.
+            let why = rec.why.as_ref().expect("a breakdown");
+            assert_eq!(why.cpu_wait_ns, Some(34_000));
+            assert_eq!(why.other_wait_ns, Some(1_234_567 - 500_000 - 34_000));
+            assert_eq!(why.io_wait_ns, None);
+            assert!(
+                why.unavailable
+                    .io_wait_ns
+                    .as_deref()
+                    .is_some_and(|u| u.contains("cgroup")),
+                "{why:?}"
+            );
         }
         assert!(input.is_empty());
     }

@@ -8,28 +8,20 @@
 //! last-seen cpu time (a lower bound: what ran between samples is missed).
 
 use std::collections::HashMap;
-use std::fs::{self, OpenOptions};
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use super::group::{RunGroup, pids_in};
 use super::report::TreeUsage;
 use crate::procfs::stat::{self, Stat};
 use crate::procfs::{ProcRoot, for_each_key_number};
-use crate::procfs::{cgroup, mountinfo};
 use crate::sys;
 
 const SAMPLE_EVERY: Duration = Duration::from_millis(10);
-static SEQUENCE: AtomicU32 = AtomicU32::new(0);
-
-struct Cgroup {
-    path: PathBuf,
-    /// The cgroup tally itself is in, where leftovers are moved back.
-    parent: PathBuf,
-}
 
 #[derive(Default)]
 struct Sampled {
@@ -41,70 +33,47 @@ struct Sampled {
 }
 
 pub struct Tree {
-    cgroup: Option<Cgroup>,
+    cgroup: Option<RunGroup>,
     procs_fd: Option<OwnedFd>,
     sampler: Option<(Arc<AtomicBool>, JoinHandle<Sampled>)>,
     /// The command's pid, once started.
     root: u32,
     notes: Vec<String>,
-}
-
-/// The cgroup v2 mount point, from /proc/self/mountinfo.
-fn cgroup2_mount(root: &ProcRoot) -> Option<PathBuf> {
-    mountinfo::cgroup2_mount(&root.read("self/mountinfo").ok()?)
-}
-
-/// This process's cgroup v2 path (the `0::` line of /proc/self/cgroup).
-fn own_cgroup(root: &ProcRoot) -> Option<String> {
-    cgroup::parse_unified(&root.read("self/cgroup").ok()?)
+    /// Why no cgroup could be made, when none was.
+    group_error: Option<String>,
 }
 
 impl Tree {
     /// Creates the cgroup, or notes why it could not and plans to sample.
     pub fn prepare() -> Tree {
-        let proc = ProcRoot::default();
         let mut tree = Tree {
             cgroup: None,
             procs_fd: None,
             sampler: None,
             root: 0,
             notes: Vec::new(),
+            group_error: None,
         };
-        let (Some(mount), Some(own)) = (cgroup2_mount(&proc), own_cgroup(&proc)) else {
-            tree.notes
-                .push("no cgroup v2 hierarchy mounted; sampled /proc instead".into());
-            return tree;
-        };
-        let parent = mount.join(own.trim_start_matches('/'));
-        let name = format!(
-            "tally-{}-{}",
-            std::process::id(),
-            SEQUENCE.fetch_add(1, Ordering::Relaxed)
-        );
-        let path = parent.join(name);
-        if let Err(e) = fs::create_dir(&path) {
-            tree.notes.push(format!(
-                "cannot create a cgroup under {} ({e}); sampled /proc instead — run as root or in a delegated cgroup",
-                parent.display()
-            ));
-            return tree;
-        }
-        match OpenOptions::new()
-            .write(true)
-            .open(path.join("cgroup.procs"))
-        {
-            Ok(f) => {
-                tree.procs_fd = Some(OwnedFd::from(f));
-                tree.cgroup = Some(Cgroup { path, parent });
+        match RunGroup::make() {
+            Ok(mut group) => {
+                tree.procs_fd = group.take_procs_fd();
+                tree.cgroup = Some(group);
             }
-            Err(e) => {
-                let _ = fs::remove_dir(&path);
-                tree.notes.push(format!(
-                    "cannot join the new cgroup ({e}); sampled /proc instead"
-                ));
+            Err(why) => {
+                tree.notes.push(format!("{why}; sampled /proc instead"));
+                tree.group_error = Some(why);
             }
         }
         tree
+    }
+
+    /// The run's cgroup, or why none could be made.
+    pub fn group(&self) -> Result<&RunGroup, &str> {
+        match (&self.cgroup, &self.group_error) {
+            (Some(g), _) => Ok(g),
+            (None, Some(why)) => Err(why),
+            (None, None) => Err("no cgroup was made"),
+        }
     }
 
     /// The `cgroup.procs` descriptor the child writes itself into.
@@ -115,7 +84,7 @@ impl Tree {
     fn has_memory_peak(&self) -> bool {
         self.cgroup
             .as_ref()
-            .is_some_and(|c| c.path.join("memory.peak").exists())
+            .is_some_and(|c| c.path().join("memory.peak").exists())
     }
 
     /// The command started as `pid`: sample memory unless the cgroup
@@ -126,7 +95,7 @@ impl Tree {
             return;
         }
         let stop = Arc::new(AtomicBool::new(false));
-        let members = self.cgroup.as_ref().map(|c| c.path.join("cgroup.procs"));
+        let members = self.cgroup.as_ref().map(|c| c.path().join("cgroup.procs"));
         let flag = Arc::clone(&stop);
         let spawned = std::thread::Builder::new()
             .name("tally-tree-sampler".into())
@@ -143,7 +112,7 @@ impl Tree {
     /// The command has exited (not yet reaped): collect the figures.
     pub fn finish(&mut self) -> TreeUsage {
         let root = self.root;
-        let members = self.cgroup.as_ref().map(|c| c.path.join("cgroup.procs"));
+        let members = self.cgroup.as_ref().map(|c| c.path().join("cgroup.procs"));
         let sampled = self.sampler.take().and_then(|(stop, handle)| {
             stop.store(true, Ordering::SeqCst);
             let mut s = handle.join().ok()?;
@@ -160,7 +129,7 @@ impl Tree {
                 "proc-sampling"
             }
             .into(),
-            cgroup: self.cgroup.as_ref().map(|c| c.path.display().to_string()),
+            cgroup: self.cgroup.as_ref().map(|c| c.path().display().to_string()),
             user_us: None,
             system_us: None,
             peak_memory_bytes: None,
@@ -173,18 +142,18 @@ impl Tree {
             notes: std::mem::take(&mut self.notes),
         };
         if let Some(cg) = &self.cgroup {
-            if let Ok(text) = crate::input::read_proc_text(&cg.path.join("cpu.stat")) {
+            if let Ok(text) = crate::input::read_proc_text(&cg.path().join("cpu.stat")) {
                 for_each_key_number(&text.replace(' ', ":"), |k, v| match k {
                     "user_usec" => usage.user_us = Some(v),
                     "system_usec" => usage.system_us = Some(v),
                     _ => {}
                 });
             }
-            if let Ok(text) = crate::input::read_proc_text(&cg.path.join("memory.peak")) {
+            if let Ok(text) = crate::input::read_proc_text(&cg.path().join("memory.peak")) {
                 usage.peak_memory_bytes = text.trim().parse().ok();
                 usage.memory_method = "memory.peak of the cgroup".into();
             }
-            if let Ok(text) = crate::input::read_proc_text(&cg.path.join("io.stat")) {
+            if let Ok(text) = crate::input::read_proc_text(&cg.path().join("io.stat")) {
                 let (mut r, mut w) = (0u64, 0u64);
                 for word in text.split_whitespace() {
                     if let Some(v) = word.strip_prefix("rbytes=") {
@@ -241,42 +210,10 @@ impl Tree {
     /// After the command was reaped: moves processes it left running back
     /// to tally's own cgroup and removes the cgroup.
     pub fn cleanup(self, usage: &mut TreeUsage) {
-        let Some(cg) = self.cgroup else { return };
-        let left = pids_in(&cg.path.join("cgroup.procs"));
-        if !left.is_empty() {
-            usage.notes.push(format!(
-                "{} processes of the tree still run after the command exited; they were moved back to {}",
-                left.len(),
-                cg.parent.display()
-            ));
-            for pid in left {
-                let _ = fs::write(cg.parent.join("cgroup.procs"), pid.to_string());
-            }
+        if let Some(cg) = self.cgroup {
+            cg.cleanup(&mut usage.notes);
         }
-        for _ in 0..50 {
-            match fs::remove_dir(&cg.path) {
-                Ok(()) => return,
-                Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
-                    std::thread::sleep(Duration::from_millis(2))
-                }
-                Err(e) => {
-                    usage
-                        .notes
-                        .push(format!("cannot remove {}: {e}", cg.path.display()));
-                    return;
-                }
-            }
-        }
-        usage
-            .notes
-            .push(format!("cannot remove {}: still busy", cg.path.display()));
     }
-}
-
-fn pids_in(procs: &Path) -> Vec<u32> {
-    crate::input::read_proc_text(procs)
-        .map(|t| t.lines().filter_map(|l| l.trim().parse().ok()).collect())
-        .unwrap_or_default()
 }
 
 /// Members of the tree rooted at `root`: from the cgroup when there is one,

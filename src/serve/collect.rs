@@ -291,10 +291,16 @@ impl Collectors {
             .map(|c| (format!("run:{}", c.name), c.interval))
             .collect();
         watch.set_thread();
-        self.background_loop(&jobs, stop, &mut |i| match checks.get(i) {
-            Some(check) => run_check(check, watch),
-            None => (Vec::new(), false),
-        });
+        // Each check's waits added up over its runs, for the counters.
+        let mut totals: Vec<WhyTotals> = vec![WhyTotals::default(); checks.len()];
+        self.background_loop(
+            &jobs,
+            stop,
+            &mut |i| match (checks.get(i), totals.get_mut(i)) {
+                (Some(check), Some(t)) => run_check(check, watch, t),
+                _ => (Vec::new(), false),
+            },
+        );
     }
 
     /// Asks the bench thread for a run when the last one is older than
@@ -554,7 +560,59 @@ impl RunWatch {
 /// its parent's memory, which the kernel counts into the command's peak
 /// (`ru_maxrss`), and the server's memory (its last scans) would be a
 /// floor under the peak of every check. A fresh `tally run` is small.
-fn run_check(check: &config::RunCheck, watch: &RunWatch) -> (Vec<Metric>, bool) {
+/// Where a check's runs' wall time went, each part added up over the
+/// runs that measured it (ns), and whether any did.
+#[derive(Debug, Clone, Default)]
+pub struct WhyTotals([Option<u64>; 6]);
+
+impl WhyTotals {
+    /// Adds a run's parts.
+    fn add(&mut self, why: &crate::run::report::Why) {
+        for (total, part) in self.0.iter_mut().zip(why.parts()) {
+            if let Some(ns) = part.ns {
+                *total = Some(total.unwrap_or(0).saturating_add(ns));
+            }
+        }
+    }
+
+    /// One counter per part measured so far, in seconds, labelled with
+    /// the check.
+    fn metrics(&self, check: &str) -> Vec<Metric> {
+        const STEMS: [&str; 6] = [
+            "on_cpu_user",
+            "on_cpu_kernel",
+            "cpu_wait",
+            "io_wait",
+            "memory_stall",
+            "other_wait",
+        ];
+        self.0
+            .iter()
+            .zip(STEMS)
+            .filter_map(|(total, stem)| {
+                let ns = (*total)?;
+                Some(
+                    Metric::new(
+                        &format!("tally_serve_run_{stem}"),
+                        Unit::Nanoseconds,
+                        crate::report::prometheus::MetricKind::Counter,
+                        format!(
+                            "Where the check's wall time went: {} over its runs since the server started (see tally run's breakdown).",
+                            stem.replace('_', " ")
+                        ),
+                    )
+                    .with(vec![("check".to_string(), check.to_string())], ns as f64),
+                )
+            })
+            .collect()
+    }
+}
+
+fn run_check(
+    check: &config::RunCheck,
+    watch: &RunWatch,
+    totals: &mut WhyTotals,
+) -> (Vec<Metric>, bool) {
     watch.arm(check.timeout);
     let result = run_in_child(&check.command);
     watch.disarm();
@@ -581,6 +639,9 @@ fn run_check(check: &config::RunCheck, watch: &RunWatch) -> (Vec<Metric>, bool) 
     let (code, figures, ok) = match result {
         Ok(report) => {
             let code = crate::run::exit_code(&report);
+            if let Some(why) = report.runs.last().and_then(|r| r.why.as_ref()) {
+                totals.add(why);
+            }
             (code, report.metrics(), code == 0)
         }
         Err((why, code)) => {
@@ -596,6 +657,7 @@ fn run_check(check: &config::RunCheck, watch: &RunWatch) -> (Vec<Metric>, bool) 
         )
         .with(label(), f64::from(code)),
     );
+    metrics.extend(totals.metrics(&check.name));
     for mut m in figures.unwrap_or_default() {
         for s in &mut m.samples {
             // The command is in the config; the check names it.
@@ -678,6 +740,47 @@ fn bench_metrics(b: &config::Bench) -> (Vec<Metric>, bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_checks_waits_add_up_into_counters_in_seconds() {
+        use crate::run::report::{Why, WhyBasis, WhyText};
+        let why = |cpu_wait: Option<u64>| Why {
+            of: WhyBasis::Wall,
+            total_ns: 10_000_000,
+            on_cpu_user_ns: Some(1_000_000),
+            on_cpu_kernel_ns: Some(0),
+            cpu_wait_ns: cpu_wait,
+            io_wait_ns: None,
+            memory_stall_ns: None,
+            other_wait_ns: Some(2_000_000),
+            sources: WhyText::default(),
+            unavailable: WhyText::default(),
+            machine: None,
+            advice: None,
+            notes: Vec::new(),
+        };
+        let mut totals = WhyTotals::default();
+        totals.add(&why(Some(3_000_000)));
+        totals.add(&why(None));
+        let metrics = totals.metrics("nightly");
+        let get = |name: &str| {
+            metrics
+                .iter()
+                .find(|m| m.name == name)
+                .map(|m| (m.kind, m.samples[0].value))
+        };
+        assert_eq!(
+            get("tally_serve_run_cpu_wait_seconds_total"),
+            Some((crate::report::MetricKind::Counter, 0.003))
+        );
+        assert_eq!(
+            get("tally_serve_run_other_wait_seconds_total").map(|(_, v)| v),
+            Some(0.004)
+        );
+        // Never measured: no counter, rather than a 0 posing as one.
+        assert_eq!(get("tally_serve_run_io_wait_seconds_total"), None);
+        assert_eq!(metrics.len(), 4);
+    }
 
     #[test]
     fn other_is_the_total_less_the_rows_shown() {

@@ -108,3 +108,10 @@ pub fn clock_ticks_per_sec() -> u64 {
     let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
     if ticks > 0 { ticks as u64 } else { 100 }
 }
+
+/// CPUs online (`_SC_NPROCESSORS_ONLN`), at least 1.
+pub fn online_cpus() -> u32 {
+    // SAFETY: sysconf has no preconditions; a failure returns -1, handled below.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    u32::try_from(n).unwrap_or(1).max(1)
+}

@@ -563,8 +563,18 @@ pub fn pass_fd(
 /// the stack), for a loop whose every page of code counts (`run::spawner`).
 #[inline(never)]
 pub fn open_io_of(pid: u32) -> io::Result<std::fs::File> {
+    open_proc_file_of(pid, b"io")
+}
+
+/// Opens `/proc/PID/<name>` (`name` at most 16 bytes) with nothing but
+/// `open`, the path built on the stack (see [`open_io_of`]).
+#[inline(never)]
+pub fn open_proc_file_of(pid: u32, name: &[u8]) -> io::Result<std::fs::File> {
     use std::os::fd::FromRawFd;
-    let mut path = [0u8; 32];
+    if name.len() > 16 {
+        return Err(io::Error::from_raw_os_error(libc::ENAMETOOLONG));
+    }
+    let mut path = [0u8; 40];
     let mut len = 0;
     for &b in b"/proc/" {
         path[len] = b;
@@ -586,11 +596,14 @@ pub fn open_io_of(pid: u32) -> io::Result<std::fs::File> {
         path[len] = digits[n];
         len += 1;
     }
-    for &b in b"/io" {
+    path[len] = b'/';
+    len += 1;
+    for &b in name {
         path[len] = b;
         len += 1;
     }
-    // SAFETY: `path` is NUL-terminated (zeroed past `len`, at most 19 bytes used).
+    // SAFETY: `path` is NUL-terminated (zeroed past `len`, at most 34 of
+    // its 40 bytes used: 6 + 10 digits + 1 + 16).
     let fd = cvt(unsafe { libc::open(path.as_ptr().cast(), libc::O_RDONLY | libc::O_CLOEXEC) })?;
     // SAFETY: open returned a new descriptor, ours alone.
     Ok(unsafe { std::fs::File::from_raw_fd(fd) })

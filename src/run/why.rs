@@ -1,0 +1,483 @@
+//! Where a run's wall time went: on a CPU (user, kernel), waiting for a
+//! CPU, waiting for storage, stalled on memory, and the other waits
+//! (sleeping, pipes, children).
+//!
+//! - On a CPU: `ru_utime` and `ru_stime` from `wait4` (the command, its
+//!   threads, and the children it waited for).
+//! - Waiting for a CPU: `run_delay` of the command's `/proc/PID/schedstat`,
+//!   read once it has exited and before it is reaped (`waitid(WNOWAIT)`):
+//!   exact for the command's own process, readable by anyone.
+//! - Waiting for storage, stalled on memory: the pressure stall totals
+//!   (`io.pressure`, `memory.pressure`, `some`) of a cgroup v2 group made
+//!   for the run ([`super::group`]), which count the tasks of the run and
+//!   nothing else; without a group, block I/O delays from delay accounting
+//!   (`/proc/PID/stat` field 42) where `kernel.task_delayacct` is on.
+//! - Other waits: the wall time less the parts measured.
+//!
+//! A command that ran as one task (its `wait4` cpu is its schedstat cpu)
+//! has parts that add up to its wall time. Threads or children make them
+//! task time: what every task spent, which can exceed the wall time, and
+//! each part says what it may miss.
+
+use super::group::RunGroup;
+use super::report::{MachineLoad, Why, WhyBasis, WhyText};
+use crate::procfs::pressure::Pressure;
+use crate::procfs::schedstat::{self, SchedStat};
+use crate::procfs::{self, ProcRoot};
+use crate::sys;
+
+/// A part above this share of the whole dominates, and gets advice.
+const DOMINATES_PERCENT: u64 = 20;
+
+/// What is read before the command starts.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Before {
+    /// Every CPU's busy time so far, in clock ticks (`/proc/stat`).
+    busy_ticks: Option<u64>,
+}
+
+/// Reads what the breakdown needs from before the run.
+pub fn before() -> Before {
+    Before {
+        busy_ticks: machine_busy_ticks(),
+    }
+}
+
+fn machine_busy_ticks() -> Option<u64> {
+    // The `cpu` line comes first; the rest of the file is not needed.
+    let mut buf = [0u8; 256];
+    let text = procfs::read_small(std::path::Path::new("/proc/stat"), &mut buf).ok()?;
+    procfs::kernel_stat::parse_cpu(text).map(|t| t.busy)
+}
+
+/// The command's own `/proc/PID/schedstat`, read while it is a zombie.
+pub fn read_sched(pid: u32) -> Result<SchedStat, String> {
+    let mut buf = [0u8; 128];
+    let path = ProcRoot::default().pid_file(pid, "schedstat");
+    match procfs::read_small(&path, &mut buf) {
+        Ok(text) => schedstat::parse(text)
+            .ok_or_else(|| format!("/proc/{pid}/schedstat does not read as three numbers")),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(
+            "this kernel keeps no scheduler statistics per task (/proc/PID/schedstat: CONFIG_SCHED_INFO off)"
+                .into(),
+        ),
+        Err(e) => Err(format!("cannot read /proc/{pid}/schedstat: {e}")),
+    }
+}
+
+/// The raw figures of one run, as read.
+#[derive(Debug, Clone)]
+pub struct Raw {
+    pub wall_ns: u64,
+    pub user_ns: u64,
+    pub system_ns: u64,
+    /// The command's own process (its main thread), read at its exit.
+    pub sched: Result<SchedStat, String>,
+    /// The run group's `cpu`, `io` and `memory` pressure, each or why not.
+    pub cpu_pressure: Result<Pressure, String>,
+    pub io_pressure: Result<Pressure, String>,
+    pub memory_pressure: Result<Pressure, String>,
+    /// Block I/O delay of the command's own process from delay accounting
+    /// (ns), when it was read (no group, and delay accounting on).
+    pub io_delayacct: Option<Result<u64, String>>,
+    pub machine: Option<MachineLoad>,
+}
+
+/// Reads the figures of a run that has exited (`pid` not yet reaped):
+/// schedstat, the group's pressure (or why there is no group: `group`),
+/// and the machine's load since `before`. The cpu times are `wait4`'s,
+/// set once it has reaped the command.
+pub fn read(pid: u32, group: Result<&RunGroup, &str>, before: &Before, wall_ns: u64) -> Raw {
+    let sched = read_sched(pid);
+    let (cpu_pressure, io_pressure, memory_pressure, io_delayacct) = match group {
+        Ok(g) => (
+            g.pressure("cpu"),
+            g.pressure("io"),
+            g.pressure("memory"),
+            None,
+        ),
+        Err(why) => {
+            let no_group = format!("no cgroup v2 group could be made for the run: {why}");
+            let delayacct =
+                match procfs::sysctl::read_int(&ProcRoot::default(), "kernel.task_delayacct") {
+                    Some(1) => Some(blkio_delay_ns(pid)),
+                    Some(_) => None,
+                    None => None,
+                };
+            (
+                Err(no_group.clone()),
+                Err(no_group.clone()),
+                Err(no_group),
+                delayacct,
+            )
+        }
+    };
+    let machine = before.busy_ticks.zip(machine_busy_ticks()).map(|(a, b)| {
+        let hz = sys::clock_ticks_per_sec().max(1);
+        MachineLoad {
+            cpus: sys::online_cpus(),
+            busy_ns: b.saturating_sub(a).saturating_mul(1_000_000_000 / hz),
+        }
+    });
+    Raw {
+        wall_ns,
+        user_ns: 0,
+        system_ns: 0,
+        sched,
+        cpu_pressure,
+        io_pressure,
+        memory_pressure,
+        io_delayacct,
+        machine,
+    }
+}
+
+/// Field 42 of the zombie's `/proc/PID/stat`, in ns.
+fn blkio_delay_ns(pid: u32) -> Result<u64, String> {
+    let text = ProcRoot::default()
+        .read_pid(pid, "stat")
+        .map_err(|e| format!("cannot read /proc/{pid}/stat: {e}"))?;
+    let ticks = procfs::stat::blkio_ticks(&text)
+        .ok_or_else(|| format!("/proc/{pid}/stat has no field 42 (delayacct_blkio_ticks)"))?;
+    Ok(ticks.saturating_mul(1_000_000_000 / sys::clock_ticks_per_sec().max(1)))
+}
+
+/// The whole share of `part` in `whole`, in percent (0 for an empty whole).
+pub fn share(part: u64, whole: u64) -> u64 {
+    if whole == 0 {
+        return 0;
+    }
+    ((u128::from(part) * 100 + u128::from(whole) / 2) / u128::from(whole)) as u64
+}
+
+/// The breakdown from the raw figures.
+pub fn assemble(raw: &Raw) -> Why {
+    let mut sources = WhyText::default();
+    let mut unavailable = WhyText::default();
+    let mut notes = Vec::new();
+    let wall = raw.wall_ns;
+    let user = raw.user_ns;
+    let kernel = raw.system_ns;
+    let cpu = user.saturating_add(kernel);
+    sources.on_cpu_user_ns = Some("rusage (ru_utime)".into());
+    sources.on_cpu_kernel_ns = Some("rusage (ru_stime)".into());
+    // One task when wait4's cpu (every thread, every child waited for) is
+    // the main thread's own: within 0.5% or 200 µs (rusage is in µs).
+    let one_task = match &raw.sched {
+        Ok(s) => cpu <= s.on_cpu_ns.saturating_add((s.on_cpu_ns / 200).max(200_000)),
+        Err(_) => true,
+    };
+    let basis = if one_task {
+        WhyBasis::Wall
+    } else {
+        WhyBasis::TaskTime
+    };
+    let psi_cpu = raw
+        .cpu_pressure
+        .as_ref()
+        .ok()
+        .map(|p| p.some_us.saturating_mul(1000));
+    // Waiting for a CPU.
+    let cpu_wait = match (&raw.sched, basis) {
+        (Ok(s), WhyBasis::Wall) => {
+            sources.cpu_wait_ns = Some("schedstat (run_delay of /proc/PID/schedstat)".into());
+            Some(s.run_delay_ns)
+        }
+        (Ok(s), WhyBasis::TaskTime) => match psi_cpu {
+            Some(p) if p > s.run_delay_ns => {
+                sources.cpu_wait_ns = Some(
+                    "PSI cpu of the run's cgroup (some): the time at least one task waited, a lower bound of the tasks' waits added up"
+                        .into(),
+                );
+                Some(p)
+            }
+            _ => {
+                sources.cpu_wait_ns = Some(
+                    "schedstat (run_delay of /proc/PID/schedstat): the command's main thread only; its other threads' and its children's waits are not seen"
+                        .into(),
+                );
+                Some(s.run_delay_ns)
+            }
+        },
+        (Err(why), _) => match psi_cpu {
+            Some(p) => {
+                sources.cpu_wait_ns = Some("PSI cpu of the run's cgroup (some)".into());
+                notes.push(format!(
+                    "{why}: waiting for a CPU is the run group's pressure"
+                ));
+                Some(p)
+            }
+            None => {
+                unavailable.cpu_wait_ns = Some(why.clone());
+                None
+            }
+        },
+    };
+    // Waiting for storage.
+    let io_wait = match (&raw.io_pressure, &raw.io_delayacct) {
+        (Ok(p), _) => {
+            sources.io_wait_ns = Some("PSI io of the run's cgroup (some)".into());
+            Some(p.some_us.saturating_mul(1000))
+        }
+        (Err(_), Some(Ok(ns))) => {
+            sources.io_wait_ns = Some(
+                "delay accounting (delayacct_blkio_ticks of /proc/PID/stat, in clock ticks): the command's own process"
+                    .into(),
+            );
+            Some(*ns)
+        }
+        (Err(why), Some(Err(e))) => {
+            unavailable.io_wait_ns = Some(format!("{why}; delay accounting: {e}"));
+            None
+        }
+        (Err(why), None) => {
+            unavailable.io_wait_ns = Some(format!(
+                "{why}; delay accounting is off (kernel.task_delayacct = 0; root can turn it on)"
+            ));
+            None
+        }
+    };
+    // Stalled on memory.
+    let memory = match &raw.memory_pressure {
+        Ok(p) => {
+            sources.memory_stall_ns = Some("PSI memory of the run's cgroup (some)".into());
+            Some(p.some_us.saturating_mul(1000))
+        }
+        Err(why) => {
+            unavailable.memory_stall_ns = Some(why.clone());
+            None
+        }
+    };
+    let measured = [Some(cpu), cpu_wait, io_wait, memory]
+        .iter()
+        .flatten()
+        .fold(0u64, |a, b| a.saturating_add(*b));
+    let other = match (basis, &raw.sched) {
+        (WhyBasis::Wall, _) => {
+            sources.other_wait_ns = Some("the wall time less the parts measured".into());
+            if measured > wall.saturating_add(wall / 50) {
+                notes.push(format!(
+                    "the parts measured add up to {}% of the wall time: they overlap (a memory stall in reclaim runs on a CPU)",
+                    share(measured, wall)
+                ));
+            }
+            Some(wall.saturating_sub(measured))
+        }
+        (WhyBasis::TaskTime, Ok(s)) => {
+            sources.other_wait_ns = Some(
+                "the command's own process: the wall time it spent neither on a CPU nor waiting for one (waiting for its children among it)"
+                    .into(),
+            );
+            Some(
+                wall.saturating_sub(s.on_cpu_ns)
+                    .saturating_sub(s.run_delay_ns),
+            )
+        }
+        (WhyBasis::TaskTime, Err(why)) => {
+            unavailable.other_wait_ns = Some(why.clone());
+            None
+        }
+    };
+    if basis == WhyBasis::Wall && (io_wait.is_none() || memory.is_none()) {
+        notes.push(
+            "other waits include any waiting for storage and stalls on memory, which could not be measured here"
+                .into(),
+        );
+    }
+    let total = match basis {
+        WhyBasis::Wall => wall,
+        WhyBasis::TaskTime => {
+            notes.push(
+                "the command ran as several tasks (threads, or children it waited for): the parts are task time, what its tasks spent added up, and the shares are of their sum"
+                    .into(),
+            );
+            measured.saturating_add(other.unwrap_or(0))
+        }
+    };
+    let mut why = Why {
+        of: basis,
+        total_ns: total,
+        on_cpu_user_ns: Some(user),
+        on_cpu_kernel_ns: Some(kernel),
+        cpu_wait_ns: cpu_wait,
+        io_wait_ns: io_wait,
+        memory_stall_ns: memory,
+        other_wait_ns: other,
+        sources,
+        unavailable,
+        machine: raw.machine,
+        advice: None,
+        notes,
+    };
+    why.advice = advice(&why, wall);
+    why
+}
+
+/// One line of advice when a wait dominates: the largest wait above
+/// [`DOMINATES_PERCENT`] of the whole.
+fn advice(why: &Why, wall: u64) -> Option<String> {
+    let total = why.total_ns;
+    let waits = [
+        ("cpu", why.cpu_wait_ns),
+        ("io", why.io_wait_ns),
+        ("memory", why.memory_stall_ns),
+    ];
+    let (kind, ns) = waits
+        .iter()
+        .filter_map(|(k, v)| Some((*k, (*v)?)))
+        .filter(|(_, v)| share(*v, total) > DOMINATES_PERCENT)
+        .max_by_key(|(_, v)| *v)?;
+    Some(match kind {
+        "cpu" => {
+            let cpu = why
+                .on_cpu_user_ns
+                .unwrap_or(0)
+                .saturating_add(why.on_cpu_kernel_ns.unwrap_or(0));
+            let wall = wall.max(1) as f64;
+            let own = (cpu as f64 + ns as f64) / wall;
+            match why.machine {
+                Some(m) => {
+                    let other = m.busy_ns.saturating_sub(cpu) as f64 / wall;
+                    let runnable = own + other;
+                    let fewer = if runnable <= f64::from(m.cpus) {
+                        " — no more than there are CPUs: the command may have been confined to fewer (an affinity mask, a cpuset)"
+                    } else {
+                        ""
+                    };
+                    format!(
+                        "the machine is oversubscribed: {runnable:.1} runnable tasks on {} CPU{} on average (other load {:.0}% of a CPU){fewer}",
+                        m.cpus,
+                        if m.cpus == 1 { "" } else { "s" },
+                        other * 100.0
+                    )
+                }
+                None => format!(
+                    "the machine is oversubscribed: the command alone kept {own:.1} tasks runnable on average"
+                ),
+            }
+        }
+        "io" => "waiting for storage dominates: --cold PATH and warm runs (--warmup N) show the page cache's share".into(),
+        _ => "reclaim/thrashing: the machine is short of memory".into(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(wall: u64, user: u64, system: u64, on_cpu: u64, delay: u64) -> Raw {
+        Raw {
+            wall_ns: wall,
+            user_ns: user,
+            system_ns: system,
+            sched: Ok(SchedStat {
+                on_cpu_ns: on_cpu,
+                run_delay_ns: delay,
+                timeslices: 3,
+            }),
+            cpu_pressure: Ok(Pressure::default()),
+            io_pressure: Ok(Pressure {
+                some_us: 1000,
+                full_us: Some(1000),
+            }),
+            memory_pressure: Ok(Pressure::default()),
+            io_delayacct: None,
+            machine: Some(MachineLoad {
+                cpus: 2,
+                busy_ns: 2 * wall,
+            }),
+        }
+    }
+
+    #[test]
+    fn one_task_adds_up_to_the_wall_time() {
+        let w = assemble(&raw(10_000_000, 5_000_000, 1_000_000, 6_000_000, 2_000_000));
+        assert_eq!(w.of, WhyBasis::Wall);
+        assert_eq!(w.total_ns, 10_000_000);
+        assert_eq!(w.cpu_wait_ns, Some(2_000_000));
+        assert_eq!(w.io_wait_ns, Some(1_000_000));
+        assert_eq!(w.memory_stall_ns, Some(0));
+        assert_eq!(w.other_wait_ns, Some(1_000_000));
+        assert!(w.unavailable.io_wait_ns.is_none());
+        // 20% waiting for a CPU is not more than 20%: no advice.
+        assert_eq!(w.advice, None);
+    }
+
+    #[test]
+    fn a_dominating_cpu_wait_names_the_load() {
+        let w = assemble(&raw(10_000_000, 5_000_000, 0, 5_000_000, 5_000_000));
+        let advice = w.advice.expect("advice");
+        // 1 task of its own (cpu + wait = wall) and 1.5 CPUs of others.
+        assert!(advice.contains("2.5 runnable tasks on 2 CPUs"), "{advice}");
+        assert!(advice.contains("other load 150% of a CPU"), "{advice}");
+    }
+
+    #[test]
+    fn no_group_means_unavailable_with_the_reason_never_zero() {
+        let mut r = raw(1_000_000, 100_000, 0, 100_000, 0);
+        let why = "no cgroup v2 group could be made for the run: denied".to_string();
+        r.cpu_pressure = Err(why.clone());
+        r.io_pressure = Err(why.clone());
+        r.memory_pressure = Err(why.clone());
+        let w = assemble(&r);
+        assert_eq!((w.io_wait_ns, w.memory_stall_ns), (None, None));
+        assert!(
+            w.unavailable
+                .io_wait_ns
+                .as_deref()
+                .unwrap()
+                .contains("denied")
+        );
+        assert!(
+            w.unavailable
+                .memory_stall_ns
+                .as_deref()
+                .unwrap()
+                .contains("denied")
+        );
+        assert_eq!(w.cpu_wait_ns, Some(0));
+        assert_eq!(w.other_wait_ns, Some(900_000));
+        assert!(w.notes.iter().any(|n| n.contains("could not be measured")));
+        r.io_delayacct = Some(Ok(300_000));
+        let w = assemble(&r);
+        assert_eq!(w.io_wait_ns, Some(300_000));
+        assert!(
+            w.sources
+                .io_wait_ns
+                .as_deref()
+                .unwrap()
+                .contains("delay accounting")
+        );
+    }
+
+    #[test]
+    fn several_tasks_are_task_time_and_say_so() {
+        // Two CPUs busy for the whole wall time, the main thread idle.
+        let mut r = raw(1_000_000_000, 2_000_000_000, 0, 1_000_000, 0);
+        r.cpu_pressure = Ok(Pressure {
+            some_us: 900_000,
+            full_us: Some(0),
+        });
+        let w = assemble(&r);
+        assert_eq!(w.of, WhyBasis::TaskTime);
+        assert_eq!(w.cpu_wait_ns, Some(900_000_000));
+        assert!(
+            w.sources
+                .cpu_wait_ns
+                .as_deref()
+                .unwrap()
+                .contains("lower bound")
+        );
+        assert_eq!(w.other_wait_ns, Some(999_000_000));
+        assert!(w.total_ns > r.wall_ns);
+        assert!(w.notes.iter().any(|n| n.contains("task time")));
+    }
+
+    #[test]
+    fn shares_round_and_never_divide_by_zero() {
+        assert_eq!(share(1, 3), 33);
+        assert_eq!(share(2, 3), 67);
+        assert_eq!(share(5, 0), 0);
+        assert_eq!(share(u64::MAX, u64::MAX), 100);
+    }
+}
