@@ -420,7 +420,7 @@ fn a_reports_formats_follow_from_its_forms() {
         |f: Vec<tally::report::Format>| f.iter().map(|f| f.name()).collect::<Vec<_>>().join(" ");
     assert_eq!(
         names(tally::run::report::RunReport::formats()),
-        "human json csv markdown prometheus html"
+        "human json csv markdown prometheus html hyperfine"
     );
     assert_eq!(
         names(tally::copy::report::CopyReport::formats()),

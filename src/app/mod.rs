@@ -45,6 +45,26 @@ pub fn main() -> u8 {
     let cli = match cli::parse(&args) {
         Ok(cli) => cli,
         Err(e) => {
+            // A peer's spelling is answered with what tally calls it.
+            if let Some(answer) = cli::peers::from_error(&e, &args) {
+                let command = args.get(1).map(|a| a.to_string_lossy()).unwrap_or_default();
+                let flag = e
+                    .get(clap::error::ContextKind::InvalidArg)
+                    .map(|f| f.to_string())
+                    .unwrap_or_default();
+                tally::diag!(
+                    "tally {}: {}: {}\nFor more information, try 'tally {} --help'.",
+                    tally::text::escape::escape_name(command.as_bytes()),
+                    tally::text::escape::escape_name(flag.as_bytes()),
+                    answer,
+                    tally::text::escape::escape_name(command.as_bytes())
+                );
+                return if args.get(1).is_some_and(|a| a == "run") {
+                    RUN_OWN_FAILURE
+                } else {
+                    2
+                };
+            }
             let printed = e.print().and_then(|()| io::stdout().lock().flush());
             return match e.kind() {
                 clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {

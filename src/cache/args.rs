@@ -23,17 +23,18 @@ use crate::failure::Usage;
         (--lock), 2 bad usage.")]
 pub struct CacheArgs {
     /// Drop the files' pages: fdatasync, POSIX_FADV_DONTNEED over 2 MiB-aligned
-    /// ranges, then check again and say what stayed and why.
-    #[arg(long, group = "action")]
+    /// ranges, then check again and say what stayed and why (vmtouch's -e).
+    #[arg(short = 'e', long, group = "action")]
     pub evict: bool,
 
-    /// Read into the cache what is not cached yet (holes are not read).
-    #[arg(long, group = "action")]
+    /// Read into the cache what is not cached yet (holes are not read;
+    /// vmtouch's -t).
+    #[arg(short = 't', long, group = "action")]
     pub warm: bool,
 
     /// Map and mlock the files, print their residency, and hold them in
-    /// memory until interrupted (SIGINT, SIGTERM or SIGHUP).
-    #[arg(long, group = "action")]
+    /// memory until interrupted (SIGINT, SIGTERM or SIGHUP; vmtouch's -l).
+    #[arg(short = 'l', long, group = "action")]
     pub lock: bool,
 
     /// Include the files under directories (links inside are not followed).

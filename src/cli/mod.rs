@@ -4,6 +4,7 @@
 
 pub mod complete;
 pub mod man;
+pub mod peers;
 
 use clap::{Parser, Subcommand};
 
@@ -237,6 +238,10 @@ mod tests {
             "+2",
             "007",
             "--warmup",
+            "-w",
+            "-r",
+            "null",
+            "--export-json",
             "--quiet-command",
             "--tree",
             "--counters",

@@ -32,17 +32,17 @@ pub struct CompareArgs {
     /// difference in wall time with 90% chance, judged from the spread of
     /// the first --min-runs and again as runs come in; fewer when every
     /// difference is already clear; at most --max-runs and 60 s of runs).
-    #[arg(short = 'n', long, value_name = "N",
+    #[arg(short = 'n', long, value_name = "N", visible_short_alias = 'r',
           value_parser = clap::value_parser!(u32).range(2..=1_000_000))]
     pub runs: Option<u32>,
 
     /// Without --runs: at least N runs of each command.
-    #[arg(long, value_name = "N", default_value_t = 10,
+    #[arg(short = 'm', long, value_name = "N", default_value_t = 10,
           value_parser = clap::value_parser!(u32).range(2..=1_000_000))]
     pub min_runs: u32,
 
     /// Without --runs: at most N runs of each command (default 10,000).
-    #[arg(long, value_name = "N",
+    #[arg(short = 'M', long, value_name = "N",
           value_parser = clap::value_parser!(u32).range(2..=1_000_000))]
     pub max_runs: Option<u32>,
 
@@ -53,24 +53,25 @@ pub struct CompareArgs {
 
     /// Run CMD (with `sh -c`, or --shell) before every run, warm-up or
     /// measured, unmeasured.
-    #[arg(long, value_name = "CMD")]
+    #[arg(short = 'p', long, value_name = "CMD")]
     pub prepare: Option<String>,
 
     /// Run CMD (with `sh -c`, or --shell) after every run, warm-up or
     /// measured, unmeasured (e.g. to stop a server --prepare started).
-    #[arg(long, value_name = "CMD")]
+    #[arg(short = 'C', long, value_name = "CMD")]
     pub conclude: Option<String>,
 
     /// Run CMD (with `sh -c`) once before the first run of the comparison.
-    #[arg(long, value_name = "CMD")]
+    #[arg(short = 's', long, value_name = "CMD")]
     pub setup: Option<String>,
 
     /// Run CMD (with `sh -c`) once after the last run of the comparison.
-    #[arg(long, value_name = "CMD")]
+    #[arg(short = 'c', long, value_name = "CMD")]
     pub cleanup: Option<String>,
 
     /// A name for each command, in order (repeat the option).
-    #[arg(long = "name", value_name = "NAME", action = clap::ArgAction::Append)]
+    #[arg(long = "name", visible_alias = "command-name", value_name = "NAME",
+          action = clap::ArgAction::Append)]
     pub names: Vec<String>,
 
     /// Split each command on whitespace and run it without a shell (the
@@ -131,11 +132,13 @@ pub struct CompareArgs {
           action = clap::ArgAction::Append)]
     pub parameter_list: Vec<String>,
 
-    /// Compare against command N (1-based) instead of the fastest by
-    /// median wall time (with --fail-on: instead of the first).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..),
+    /// Compare against command N (1-based), or against CMD (as hyperfine
+    /// takes it: one of the commands given, or another run first),
+    /// instead of the fastest by median wall time (with --fail-on: instead
+    /// of the first).
+    #[arg(long, value_name = "N|CMD", value_parser = parse_reference,
           conflicts_with = "baseline")]
-    pub reference: Option<u32>,
+    pub reference: Option<Reference>,
 
     /// Also write every run of every command to FILE (JSON), with the
     /// options that shape a run, tally's version and the machine's
@@ -213,6 +216,33 @@ pub struct CompareArgs {
     pub commands: Vec<String>,
 }
 
+/// What `--reference` names: a command by its place, or by its text.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reference {
+    /// The Nth command (1-based).
+    Index(u32),
+    /// A command string: the one given that equals it, or one more run first.
+    Command(String),
+}
+
+fn parse_reference(s: &str) -> Result<Reference, String> {
+    if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) {
+        return match s.parse::<u32>() {
+            Ok(n) if n >= 1 => Ok(Reference::Index(n)),
+            _ => Err(format!(
+                "{s:?} is not a command's place; give 1 for the first command, 2 for the second, …, or the command itself"
+            )),
+        };
+    }
+    if s.trim().is_empty() {
+        return Err("an empty reference; give a command, or its place (1, 2, …)".into());
+    }
+    Ok(Reference::Command(s.to_owned()))
+}
+
+/// The commands, their names and the reference's 0-based place.
+type WithReference = (Vec<String>, Vec<String>, Option<usize>);
+
 /// `1%`, `0.5%` or `1` (percent) as a fraction, from 0 up to 100%.
 pub fn parse_percent(s: &str) -> Result<f64, String> {
     let number = s.trim().trim_end_matches('%').trim();
@@ -241,10 +271,17 @@ impl CompareArgs {
     /// given here. The seed, when none is given, is drawn here.
     pub fn config(&self) -> Result<Config, Usage> {
         let usage = |e: &dyn std::fmt::Display| Usage::new(format!("compare: {e}"));
-        let instances = match (&self.baseline, self.commands.is_empty()) {
+        let (commands, names, reference) = self.with_reference().map_err(|e| usage(&e))?;
+        let instances = match (&self.baseline, commands.is_empty()) {
             (Some(_), true) => Vec::new(),
-            _ => self.plan().map_err(|e| usage(&e))?,
+            _ => self.plan(&commands, &names).map_err(|e| usage(&e))?,
         };
+        if instances.len() == 1 && self.baseline.is_none() && self.save_baseline.is_none() {
+            return Err(usage(
+                &"one command has nothing to compare with; give two or more (or --baseline FILE), \
+                  and for one command's figures over several runs use `tally run -n N -- COMMAND`",
+            ));
+        }
         gate::check_rules(&self.fail_on).map_err(|e| usage(&e))?;
         if !self.fail_on.is_empty() && self.baseline.is_none() && instances.len() < 2 {
             return Err(usage(
@@ -258,8 +295,8 @@ impl CompareArgs {
             (None, false) => plan::CommandOutput::Null,
         };
         // A gate compares with the first command unless told otherwise.
-        let reference = match (self.reference, self.fail_on.is_empty()) {
-            (Some(r), _) => Some(r.saturating_sub(1) as usize),
+        let reference = match (reference, self.fail_on.is_empty()) {
+            (Some(r), _) => Some(r),
             (None, false) => Some(0),
             (None, true) => None,
         };
@@ -308,8 +345,40 @@ impl CompareArgs {
         }
     }
 
+    /// The commands and their names with `--reference CMD` in place (the
+    /// command given that equals it, or one more command first), and the
+    /// reference as a 0-based place.
+    fn with_reference(&self) -> Result<WithReference, String> {
+        let (mut commands, mut names) = (self.commands.clone(), self.names.clone());
+        let place = match &self.reference {
+            None => None,
+            Some(Reference::Index(n)) => Some(*n as usize - 1),
+            Some(Reference::Command(c)) => match commands.iter().position(|x| x == c) {
+                Some(i) => Some(i),
+                None if !self.parameter_scan.is_empty() || !self.parameter_list.is_empty() => {
+                    return Err(format!(
+                        "--reference {}: with -P or -L, the reference must be one of the commands given (or its place: 1, 2, …)",
+                        crate::text::escape::escape_name(c.as_bytes())
+                    ));
+                }
+                None => {
+                    commands.insert(0, c.clone());
+                    if !names.is_empty() {
+                        names.insert(0, c.clone());
+                    }
+                    Some(0)
+                }
+            },
+        };
+        Ok((commands, names, place))
+    }
+
     /// The commands and parameter scans expanded into instances.
-    fn plan(&self) -> Result<Vec<Instance>, plan::PlanError> {
+    fn plan(
+        &self,
+        commands: &[String],
+        names: &[String],
+    ) -> Result<Vec<Instance>, plan::PlanError> {
         let mut params = Vec::new();
         for p in self.parameter_scan.chunks(3) {
             let get = |i: usize| p.get(i).map(String::as_str).unwrap_or_default();
@@ -324,6 +393,6 @@ impl CompareArgs {
             let get = |i: usize| p.get(i).map(String::as_str).unwrap_or_default();
             params.push(plan::list(get(0), get(1))?);
         }
-        plan::expand(&self.commands, &self.names, &params, &self.shell())
+        plan::expand(commands, names, &params, &self.shell())
     }
 }

@@ -13,9 +13,21 @@ use crate::report::{Metric, Render, Style, Table};
 use crate::run::report::FIGURES;
 
 // The formats CompareReport renders (checked before the command works).
-crate::forms_of!(CompareReport: Text, Data, Table, Metrics, Page);
+crate::forms_of!(CompareReport: Text, Data, Table, Metrics, Page, Runs);
 
 impl Render for CompareReport {
+    fn runs(&self) -> Option<Vec<crate::report::hyperfine::TimedCommand<'_>>> {
+        let commands = self
+            .commands
+            .iter()
+            .map(|c| crate::report::hyperfine::TimedCommand {
+                name: std::borrow::Cow::Borrowed(&c.name),
+                parameters: &c.parameters,
+                runs: &c.runs,
+            });
+        Some(commands.collect())
+    }
+
     fn human(&self, out: &mut dyn Write, style: Style) -> io::Result<()> {
         super::human::write(self, out, style)
     }

@@ -16,7 +16,6 @@ use crate::report::Format;
 
 #[derive(Debug, Args)]
 #[command(
-    disable_help_flag = true,
     after_help = "Columns: Private, Shared (= PSS − private), RAM used (= PSS, each shared \
         page divided among the processes mapping it), Swap (SwapPss), in MiB unless told. \
         Rows ascend, so the biggest is next to the prompt. The TOTAL line adds the swap in \
@@ -24,7 +23,7 @@ use crate::report::Format;
         tally leaves itself out.\n\n\
         Examples:\n  \
         tally mem\n  \
-        tally mem --by user -h\n  \
+        tally mem --by user --human\n  \
         tally mem --filter '^python' --split-args --name comm\n  \
         tally mem --by cgroup --top 10\n  \
         tally mem --format prometheus > /var/lib/node_exporter/textfile/tally_mem.prom\n  \
@@ -52,7 +51,7 @@ pub struct MemArgs {
     pub filter: Option<regex::Regex>,
 
     /// Only these processes (comma-separated PIDs).
-    #[arg(long = "pid", value_name = "LIST", value_delimiter = ',', num_args = 1..,
+    #[arg(short = 'p', long = "pid", value_name = "LIST", value_delimiter = ',', num_args = 1..,
           value_parser = clap::value_parser!(u32).range(1..))]
     pub pids: Vec<u32>,
 
@@ -72,8 +71,8 @@ pub struct MemArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub top: Option<u64>,
 
-    /// Show only the TOTAL line.
-    #[arg(long)]
+    /// Show only the TOTAL line (ps_mem's -t).
+    #[arg(short = 't', long)]
     pub total_only: bool,
 
     /// Unit of sizes: b, k (KiB), m (MiB, the default for people), g (GiB);
@@ -81,8 +80,9 @@ pub struct MemArgs {
     #[arg(long, value_enum, value_name = "UNIT")]
     pub unit: Option<Unit>,
 
-    /// Each size in its own unit (1.5 MiB, 2.0 GiB).
-    #[arg(short = 'h', long = "human", conflicts_with = "unit")]
+    /// Each size in its own unit (1.5 MiB, 2.0 GiB). (-h is help, as
+    /// everywhere.)
+    #[arg(long = "human", conflicts_with = "unit")]
     pub human: bool,
 
     /// Redraw every SECS seconds (in place on a terminal, appended on a pipe)
@@ -111,10 +111,6 @@ pub struct MemArgs {
     /// Scan workers (0: one per core).
     #[arg(long, hide = true, default_value_t = 0)]
     pub threads: usize,
-
-    /// Print help.
-    #[arg(long, action = clap::ArgAction::Help)]
-    pub help: Option<bool>,
 }
 
 impl MemArgs {

@@ -164,6 +164,12 @@ impl Render for MemReport {
             }
             .to_string()
         };
+        if self.view.total_only {
+            // ps_mem's -t: one figure, the RAM used by every process counted.
+            let ram = COLUMNS.iter().position(|c| c.key == "pss");
+            let bytes = ram.and_then(|i| self.total.figures.get(i)).unwrap_or(0);
+            return writeln!(out, "{}{unit}", self.size(bytes));
+        }
         let what = match self.group_by {
             GroupBy::Program => "Program (processes)",
             GroupBy::Pid => "Program [pid]",

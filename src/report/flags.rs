@@ -15,7 +15,7 @@ pub struct OutputArgs {
     /// Write the report to FILE (`-`: stdout) instead of where it goes by
     /// default (stdout; stderr for `run`). Put in place only when complete:
     /// an earlier FILE survives a failed command.
-    #[arg(short = 'o', long, value_name = "FILE")]
+    #[arg(short = 'o', long, value_name = "FILE", value_parser = ReportPlace)]
     pub output: Option<std::path::PathBuf>,
 
     #[arg(long, value_name = "FORMAT=FILE", value_parser = ExportParser,
@@ -26,22 +26,83 @@ pub struct OutputArgs {
     /// html=FILE`).
     #[arg(long, value_name = "FILE")]
     pub html: Option<std::path::PathBuf>,
+
+    /// `--export json=FILE`, as hyperfine spells it.
+    #[arg(long, value_name = "FILE", hide_short_help = true)]
+    pub export_json: Option<std::path::PathBuf>,
+
+    /// `--export csv=FILE`, as hyperfine spells it.
+    #[arg(long, value_name = "FILE", hide_short_help = true)]
+    pub export_csv: Option<std::path::PathBuf>,
+
+    /// `--export markdown=FILE`, as hyperfine spells it.
+    #[arg(long, value_name = "FILE", hide_short_help = true)]
+    pub export_markdown: Option<std::path::PathBuf>,
 }
 
 impl OutputArgs {
     /// What was asked for, `--html` as the export it stands for.
     pub fn request(&self) -> Request {
         let mut exports = self.export.clone();
-        exports.extend(self.html.iter().map(|path| Export {
-            format: Format::HTML,
-            path: path.clone(),
-            flag: "--html",
-        }));
+        for (path, format, flag) in [
+            (&self.html, Format::HTML, "--html"),
+            (&self.export_json, Format::JSON, "--export-json"),
+            (&self.export_csv, Format::CSV, "--export-csv"),
+            (&self.export_markdown, Format::MARKDOWN, "--export-markdown"),
+        ] {
+            exports.extend(path.iter().map(|path| Export {
+                format,
+                path: path.clone(),
+                flag,
+            }));
+        }
         Request {
             format: self.format,
             output: self.output.clone(),
             exports,
         }
+    }
+}
+
+/// Reads `-o FILE`. hyperfine's `--output null|pipe|inherit` says where
+/// the commands' output goes; here `-o` is the report's place, so those
+/// three words are refused with the option that does it (a report file so
+/// named is `./null`), never taken as a file silently.
+#[derive(Debug, Clone, Copy)]
+pub struct ReportPlace;
+
+impl clap::builder::TypedValueParser for ReportPlace {
+    type Value = std::path::PathBuf;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        _arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<std::path::PathBuf, clap::Error> {
+        let fail = |msg: String| {
+            Err(
+                clap::Error::raw(clap::error::ErrorKind::InvalidValue, format!("{msg}\n"))
+                    .with_cmd(cmd),
+            )
+        };
+        if value.is_empty() {
+            return fail("-o/--output: no FILE; give a path, or `-` for stdout".into());
+        }
+        if let Some(word @ ("null" | "pipe" | "inherit")) = value.to_str() {
+            let theirs = match cmd.get_name() {
+                "run" => "--quiet-command sends the command's output to /dev/null".to_owned(),
+                "compare" => {
+                    format!("did you mean --command-output {word} (hyperfine's --output)?")
+                }
+                _ => "the commands' output is not this option's".to_owned(),
+            };
+            return fail(format!(
+                "-o/--output {word}: -o is where tally's report goes; {theirs} \
+                 For a report file named {word}, give ./{word}"
+            ));
+        }
+        Ok(value.into())
     }
 }
 

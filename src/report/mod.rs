@@ -45,6 +45,7 @@ formats! {
     markdown,
     prometheus,
     html,
+    hyperfine,
 }
 
 /// One output format: its `--format` name, its help line, the form of a
@@ -134,6 +135,8 @@ pub enum Form {
     Metrics,
     /// A page with plots ([`Render::html`]).
     Page,
+    /// Each command's timed runs ([`Render::runs`]).
+    Runs,
 }
 
 /// An output format: an entry of [`FORMATS`].
@@ -278,6 +281,11 @@ pub trait Render {
     /// `None` when the report has no page.
     fn html(&self, out: &mut dyn Write) -> Option<io::Result<()>> {
         let _ = out;
+        None
+    }
+    /// Each command's runs, for the formats made from runs alone
+    /// ([`hyperfine`]); `None` for a report that times no command.
+    fn runs(&self) -> Option<Vec<hyperfine::TimedCommand<'_>>> {
         None
     }
     /// Writes the report as Markdown of its own (a summary with headings

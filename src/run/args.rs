@@ -29,12 +29,12 @@ use crate::report::{Format, OutputArgs};
         dies, the command gets SIGKILL (PR_SET_PDEATHSIG).")]
 pub struct RunArgs {
     /// Run the command N times and report min, median, mean ± stddev, max.
-    #[arg(short = 'n', long, value_name = "N", default_value_t = 1,
+    #[arg(short = 'n', long, value_name = "N", default_value_t = 1, visible_short_alias = 'r',
           value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub runs: u32,
 
     /// Run the command N times first, unmeasured.
-    #[arg(long, value_name = "N", default_value_t = 0,
+    #[arg(short = 'w', long, value_name = "N", default_value_t = 0,
           value_parser = clap::value_parser!(u32).range(0..=1_000_000))]
     pub warmup: u32,
 
@@ -61,8 +61,9 @@ pub struct RunArgs {
     pub counters: bool,
 
     /// Show where the wall time went as a table, each part with its source
-    /// and what it may miss (by default: two lines).
-    #[arg(long)]
+    /// and what it may miss (by default: two lines). `-v`/`--verbose` as
+    /// GNU time's: the full account.
+    #[arg(long, short = 'v', visible_alias = "verbose")]
     pub why: bool,
 
     /// The command and its arguments (run as given, no shell).
@@ -147,13 +148,13 @@ pub fn scan(args: &[OsString]) -> Option<RunArgs> {
                 out.argv = rest.cloned().collect();
                 break;
             }
-            b"-n" | b"--runs" if once(0) => out.runs = count(rest.next(), 1)?,
-            b"--warmup" if once(1) => out.warmup = count(rest.next(), 0)?,
+            b"-n" | b"-r" | b"--runs" if once(0) => out.runs = count(rest.next(), 1)?,
+            b"-w" | b"--warmup" if once(1) => out.warmup = count(rest.next(), 0)?,
             b"--quiet-command" if once(2) => out.quiet_command = true,
             b"--drop-caches" if once(3) => out.drop_caches = true,
             b"--tree" if once(4) => out.tree = true,
             b"--counters" if once(5) => out.counters = true,
-            b"--why" if once(10) => out.why = true,
+            b"--why" | b"-v" | b"--verbose" if once(10) => out.why = true,
             b"--format" if once(6) => {
                 // The names clap accepts, from the clap definition itself.
                 let name = value(rest.next())?.to_str()?;
@@ -163,7 +164,12 @@ pub fn scan(args: &[OsString]) -> Option<RunArgs> {
                 .out
                 .export
                 .push(crate::report::flags::parse_export(value(rest.next())?).ok()?),
-            b"-o" | b"--output" if once(7) => out.out.output = Some(value(rest.next())?.into()),
+            b"-o" | b"--output" if once(7) => {
+                // hyperfine's words for the command's output are clap's to refuse.
+                let place = value(rest.next())
+                    .filter(|v| !matches!(v.as_bytes(), b"null" | b"pipe" | b"inherit"))?;
+                out.out.output = Some(place.into());
+            }
             b"--html" if once(9) => out.out.html = Some(value(rest.next())?.into()),
             b"--cold" => out.cold.push(value(rest.next())?.into()),
             [b'-', ..] => return None,

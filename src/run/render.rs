@@ -9,7 +9,7 @@ use super::report::{FIGURES, RunReport};
 use crate::report::{Metric, Render, Style, Table};
 
 // The formats RunReport renders (checked before the command works).
-crate::forms_of!(RunReport: Text, Data, Table, Metrics, Page);
+crate::forms_of!(RunReport: Text, Data, Table, Metrics, Page, Runs);
 
 impl Render for RunReport {
     fn human(&self, out: &mut dyn Write, style: Style) -> io::Result<()> {
@@ -67,5 +67,13 @@ impl Render for RunReport {
 
     fn html(&self, out: &mut dyn Write) -> Option<io::Result<()>> {
         Some(out.write_all(super::html::render(self).as_bytes()))
+    }
+
+    fn runs(&self) -> Option<Vec<crate::report::hyperfine::TimedCommand<'_>>> {
+        Some(vec![crate::report::hyperfine::TimedCommand {
+            name: std::borrow::Cow::Owned(self.command.join(" ")),
+            parameters: &[],
+            runs: &self.runs,
+        }])
     }
 }

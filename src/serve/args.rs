@@ -28,8 +28,11 @@ use crate::failure::Usage;
 )]
 pub struct ServeArgs {
     /// Address and port to listen on (default 127.0.0.1:9643; any other
-    /// address must be given here).
-    #[arg(long, value_name = "ADDR:PORT", default_value = crate::serve::DEFAULT_LISTEN)]
+    /// address must be given here): `ADDR:PORT`, `[IPv6]:PORT`,
+    /// `HOST:PORT` (a name, resolved once at start: its first address), or
+    /// `:PORT` for every IPv4 address (node_exporter's forms).
+    #[arg(long, value_name = "ADDR:PORT", default_value = crate::serve::DEFAULT_LISTEN,
+          value_parser = parse_listen)]
     pub listen: SocketAddr,
 
     /// Configuration file (TOML): collectors, mem grouping and top, cache
@@ -45,6 +48,51 @@ pub struct ServeArgs {
     /// in it are relative to its directory.
     #[arg(long, value_name = "FILE")]
     pub web_config: Option<PathBuf>,
+}
+
+/// Reads `--listen`: an address with its port, `:PORT`, or `HOST:PORT`.
+fn parse_listen(s: &str) -> Result<SocketAddr, String> {
+    use std::net::{Ipv4Addr, ToSocketAddrs};
+    if let Ok(addr) = s.parse::<SocketAddr>() {
+        return Ok(addr);
+    }
+    let bad_port = |p: &str| {
+        format!(
+            "{p:?} is not a port; give one from 1 to 65535, e.g. --listen :9643 or 127.0.0.1:9643"
+        )
+    };
+    let Some((host, port)) = s.rsplit_once(':') else {
+        return Err(format!(
+            "{s:?} has no port; give ADDR:PORT, HOST:PORT or :PORT, e.g. 127.0.0.1:9643 or :9643"
+        ));
+    };
+    let port: u16 = port
+        .parse()
+        .ok()
+        .filter(|&p| p > 0)
+        .ok_or_else(|| bad_port(port))?;
+    if host.is_empty() {
+        return Ok(SocketAddr::from((Ipv4Addr::UNSPECIFIED, port)));
+    }
+    if host.eq_ignore_ascii_case("localhost") {
+        return Ok(SocketAddr::from((Ipv4Addr::LOCALHOST, port)));
+    }
+    let valid_name = host.len() <= 253
+        && host
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.');
+    if !valid_name {
+        return Err(format!(
+            "{:?} is neither an address nor a host name; give ADDR:PORT (an IPv6 address in brackets: [::1]:9643), HOST:PORT or :PORT",
+            crate::text::escape::escape_name(host.as_bytes())
+        ));
+    }
+    match (host, port).to_socket_addrs().map(|mut a| a.next()) {
+        Ok(Some(addr)) => Ok(addr),
+        Ok(None) | Err(_) => Err(format!(
+            "cannot find the address of {host:?}; give an address (e.g. 0.0.0.0:{port}) or a name /etc/hosts or DNS knows"
+        )),
+    }
 }
 
 impl ServeArgs {
