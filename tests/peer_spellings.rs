@@ -220,7 +220,6 @@ fn peer_options_are_answered_with_tallys_name() {
             2,
             "hyperfine's --style",
         ),
-        (&["run", "-v", "--", "true"], 125, "GNU time's -v"),
         (
             &["run", "-f", "%e", "--", "true"],
             125,

@@ -45,16 +45,6 @@ const ANSWERS: &[Answer] = &[
     // GNU time
     a(
         "run",
-        "-v",
-        "GNU time's -v (--verbose): tally run always reports every figure it measured; --format json for all of them",
-    ),
-    a(
-        "run",
-        "--verbose",
-        "GNU time's --verbose: tally run always reports every figure it measured; --format json for all of them",
-    ),
-    a(
-        "run",
         "-f",
         "GNU time's -f FORMAT: tally calls this --format (human, json, csv, markdown, …); pick fields from --format json or csv",
     ),
