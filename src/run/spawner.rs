@@ -178,7 +178,7 @@ const IO_OPEN_FAILED: u64 = 1;
 const IO_READ_FAILED: u64 = 2;
 /// Read through a descriptor opened after the exit (root's way).
 const IO_TEXT_AT_EXIT: u64 = 3;
-/// `SCHED_STATE` values.
+/// `SCHED_STATE` values (0: not read, as now).
 const SCHED_READ: u64 = 1;
 const SCHED_FAILED: u64 = 2;
 /// The most `/proc/PID/io` text sent.
@@ -365,32 +365,6 @@ fn decode(fields: &[u64; FIELDS], io: &[u8], argv: &[OsString]) -> Reply {
     )
 }
 
-/// Reads the zombie's `/proc/PID/schedstat` into `f` (`buf` is scratch).
-fn read_sched(pid: u32, f: &mut [u64; FIELDS], buf: &mut [u8]) {
-    let read = sys::process::open_proc_file_of(pid, b"schedstat")
-        .and_then(|file| super::read_all_at(&file, buf));
-    let parsed = read.map(|n| {
-        std::str::from_utf8(&buf[..n])
-            .ok()
-            .and_then(crate::procfs::schedstat::parse)
-    });
-    match parsed {
-        Ok(Some(s)) => {
-            f[SCHED_STATE] = SCHED_READ;
-            f[SCHED_ON_CPU_NS] = s.on_cpu_ns;
-            f[SCHED_RUN_DELAY_NS] = s.run_delay_ns;
-        }
-        Ok(None) => {
-            f[SCHED_STATE] = SCHED_FAILED;
-            f[SCHED_ON_CPU_NS] = libc::EINVAL as u64;
-        }
-        Err(e) => {
-            f[SCHED_STATE] = SCHED_FAILED;
-            f[SCHED_ON_CPU_NS] = e.raw_os_error().unwrap_or(libc::EIO) as u64;
-        }
-    }
-}
-
 /// The breakdown of a spawner's run: schedstat as read, no cgroup.
 fn why_of(fields: &[u64; FIELDS], usage: &ChildUsage) -> super::report::Why {
     let no_group = "compare's runs are not put in a cgroup v2 group of their own".to_string();
@@ -401,6 +375,10 @@ fn why_of(fields: &[u64; FIELDS], usage: &ChildUsage) -> super::report::Why {
             run_delay_ns: fields[SCHED_RUN_DELAY_NS],
             timeslices: 0,
         }),
+        0 => Err(
+            "compare's spawner does not read schedstat: the code would raise its own peak memory, which bounds every command's"
+                .to_string(),
+        ),
         SCHED_FAILED if fields[SCHED_ON_CPU_NS] == libc::ENOENT as u64 => Err(
             "this kernel keeps no scheduler statistics per task (/proc/PID/schedstat: CONFIG_SCHED_INFO off)"
                 .to_string(),
@@ -447,9 +425,6 @@ struct Ended {
 /// Reads the ended run's `/proc/PID/io`, reaps it and adds its answer.
 fn finish(ended: Ended, outbox: &mut Outbox) {
     let Ended { spawned, mut f } = ended;
-    if let (Some(spawned), RAN) = (&spawned, f[KIND]) {
-        read_sched(spawned.pid, &mut f, &mut outbox.io_text);
-    }
     if let (Some(mut spawned), RAN) = (spawned, f[KIND]) {
         // Root may open it now, from the zombie (see `Spawner::start`).
         let (opened, state) = match spawned.io.take() {
