@@ -300,6 +300,10 @@ pub struct PlanError(pub String);
 /// The most values a parameter scan takes.
 const MAX_SCAN_VALUES: u128 = 10_000;
 
+/// The most commands one comparison runs, parameter combinations
+/// included (as many as a baseline keeps).
+pub const MAX_COMMANDS: usize = 1_000;
+
 /// A decimal number as an integer mantissa and its digits after the point
 /// (`-0.25` is `(-25, 2)`); no exponent.
 fn decimal(s: &str) -> Option<(i128, u32)> {
@@ -461,6 +465,49 @@ pub fn expand(
             names.len(),
             commands.len(),
             if commands.len() == 1 { "" } else { "s" }
+        )));
+    }
+    for (i, n) in names.iter().enumerate() {
+        if let Some(j) = names[..i].iter().position(|m| m == n) {
+            return Err(PlanError(format!(
+                "--name {} is given to commands {} and {}: a name tells a command apart (in the \
+                 report and in a baseline); give each its own",
+                crate::text::Foreign(n),
+                j + 1,
+                i + 1
+            )));
+        }
+    }
+    for (i, p) in params.iter().enumerate() {
+        if params[..i].iter().any(|q| q.name == p.name) {
+            return Err(PlanError(format!(
+                "parameter {} is given twice (-P/-L): give each parameter once, all its values \
+                 in one -L {} a,b,c or -P range",
+                p.name, p.name
+            )));
+        }
+    }
+    let total = params
+        .iter()
+        .fold(commands.len(), |n, p| n.saturating_mul(p.values.len()));
+    if total > MAX_COMMANDS {
+        let sizes: Vec<String> = params
+            .iter()
+            .map(|p| format!("{} values of {}", p.values.len(), p.name))
+            .collect();
+        return Err(PlanError(format!(
+            "{} commands to compare ({} command{} × {}); at most {MAX_COMMANDS}: give fewer \
+             values (-L), a larger -D step, or fewer commands",
+            crate::units::thousands(total as u64),
+            commands.len(),
+            if commands.len() == 1 { "" } else { "s" },
+            sizes.join(" × ")
+        )));
+    }
+    if params.is_empty() && commands.len() > MAX_COMMANDS {
+        return Err(PlanError(format!(
+            "{} commands to compare; at most {MAX_COMMANDS}: compare them in groups",
+            crate::units::thousands(commands.len() as u64)
         )));
     }
     for (i, c) in commands.iter().enumerate() {
