@@ -331,6 +331,23 @@ fn decimal(s: &str) -> Option<(i128, u32)> {
     Some((if negative { -m } else { m }, scale))
 }
 
+/// Why `s` is not a number [`decimal`] reads, said for a message.
+fn not_decimal(s: &str) -> String {
+    let digits = s.trim().trim_start_matches(['-', '+']);
+    let (whole, fraction) = digits.split_once('.').unwrap_or((digits, ""));
+    let all_digits = |t: &str| t.chars().all(|c| c.is_ascii_digit());
+    if !digits.is_empty() && all_digits(whole) && all_digits(fraction) {
+        "has more than 18 digits before or after the point, more than a scan can step through"
+            .into()
+    } else if digits.contains(['e', 'E'])
+        && !digits.contains(|c: char| c.is_ascii_alphabetic() && c != 'e' && c != 'E')
+    {
+        "is written with an exponent; write it out in digits (0.001, not 1e-3)".into()
+    } else {
+        "is not an integer or a decimal number".into()
+    }
+}
+
 /// `m` with `scale` digits after the point.
 fn decimal_text(m: i128, scale: u32) -> String {
     if scale == 0 {
@@ -356,16 +373,23 @@ pub fn scan(name: &str, lo: &str, hi: &str, step: Option<&str>) -> Result<Parame
     let parse = |s: &str, what: &str| {
         decimal(s).ok_or_else(|| {
             PlanError(format!(
-                "-P/--parameter-scan {name}: {what} {s:?} is not an integer or a decimal number; \
-                 give e.g. -P {name} 1 8, or -P {name} 0.1 0.5 -D 0.1"
+                "-P/--parameter-scan {name}: {what} {:?} {}; give e.g. -P {name} 1 8, or -P \
+                 {name} 0.1 0.5 -D 0.1",
+                crate::text::escape_text(s),
+                not_decimal(s)
             ))
         })
     };
     let (lo_d, hi_d) = (parse(lo, "LO")?, parse(hi, "HI")?);
     let step_d = match step {
         Some(s) => Some(decimal(s).filter(|(m, _)| *m > 0).ok_or_else(|| {
+            let why = match decimal(s) {
+                Some(_) => "is not above 0".to_string(),
+                None => not_decimal(s),
+            };
             PlanError(format!(
-                "-D/--parameter-step-size {s:?} is not a number above 0; give e.g. -D 2 or -D 0.1"
+                "-D/--parameter-step-size {:?} {why}; give e.g. -D 2 or -D 0.1",
+                crate::text::escape_text(s)
             ))
         })?),
         None => None,
