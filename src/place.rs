@@ -88,6 +88,20 @@ pub enum PlaceError {
     Other { path: PathBuf, message: String },
 }
 
+impl PlaceError {
+    /// The message for `path` given to `option`: `OPTION PATH: why`, or
+    /// `OPTION: why` when `why` names the path first (the path said once).
+    pub fn for_option(&self, option: &str, path: &Path) -> String {
+        let why = self.to_string();
+        let shown = display(path);
+        if why.starts_with(&shown) {
+            format!("{option}: {why}")
+        } else {
+            format!("{option} {shown}: {why}")
+        }
+    }
+}
+
 /// What to do when a file cannot be created or written for `e`: the fix,
 /// said once (a full filesystem is not a permission problem).
 pub fn write_fix(e: &io::Error) -> &'static str {

@@ -46,6 +46,17 @@ pub fn thousands_f(x: f64) -> String {
     }
 }
 
+/// A number as typed or read, short enough for a message whatever its
+/// size: as Rust writes it up to 10^9 (`0.25`, `-3`, `1500000`), in
+/// exponent form beyond (`1e308`, `-4.2e15`); `NaN`, `inf`.
+pub fn short_number(x: f64) -> String {
+    if x.is_finite() && x.abs() >= 1e9 {
+        format!("{x:e}")
+    } else {
+        format!("{x}")
+    }
+}
+
 /// Whole microseconds of a duration.
 pub fn micros(d: Duration) -> u64 {
     u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
@@ -117,14 +128,23 @@ pub fn parse_seconds(s: &str) -> Result<Duration, String> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_in_messages_stay_short() {
+        assert_eq!(short_number(1e308), "1e308");
+        assert_eq!(short_number(-4.2e15), "-4.2e15");
+        assert_eq!(short_number(0.25), "0.25");
+        assert_eq!(short_number(1_500_000.0), "1500000");
+        assert_eq!(short_number(f64::NAN), "NaN");
+    }
+
     #[test]
     fn one_process_is_singular() {
         assert_eq!(count(1, "process", "processes"), "1 process");
         assert_eq!(count(0, "process", "processes"), "0 processes");
         assert_eq!(count(1200, "program", "programs"), "1,200 programs");
     }
-
-    use super::*;
 
     #[test]
     fn sizes_read_back() {

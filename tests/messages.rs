@@ -140,3 +140,28 @@ shift; exec "$@""#;
         "a wrong fix: {err}"
     );
 }
+
+/// `-P x 1 9223372036854775807` said "not an integer" and `-D 1e308` "not
+/// a number above 0": each now says what is wrong with the number.
+#[test]
+fn a_scan_bound_too_long_or_with_an_exponent_was_called_not_a_number() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (code, err) = stderr_of(
+        &["compare", "-P", "x", "1", "9223372036854775807", "true {x}"],
+        dir.path(),
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("has more than 18 digits"), "{err}");
+    let (code, err) = stderr_of(
+        &["compare", "-P", "x", "1", "5", "-D", "1e308", "true {x}"],
+        dir.path(),
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("is written with an exponent"), "{err}");
+    let (code, err) = stderr_of(
+        &["compare", "-P", "x", "1", "5", "-D", "0", "true {x}"],
+        dir.path(),
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("\"0\" is not above 0"), "{err}");
+}

@@ -217,3 +217,80 @@ fn a_block_device_named_as_an_output_is_refused_and_a_character_device_written()
         .expect("tally runs");
     assert_eq!(out.status.code(), Some(0), "{out:?}");
 }
+
+/// Two exports to one file were accepted and the last writer won
+/// (`--export json=a --export csv=a`; `--export json=x --html x`; a
+/// `--save-baseline` over the report). Refused before any run, however
+/// the paths spell the file.
+#[test]
+fn two_exports_to_one_file_lost_the_first() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir(dir.path().join("d")).expect("mkdir");
+    let cases: [&[&str]; 5] = [
+        &[
+            "compare", "-n", "2", "--export", "json=a", "--export", "csv=a", "true",
+        ],
+        &[
+            "compare", "-n", "2", "--export", "json=x", "--html", "x", "true",
+        ],
+        &[
+            "compare",
+            "-n",
+            "2",
+            "-o",
+            "r",
+            "--export",
+            "csv=d/../r",
+            "true",
+        ],
+        &[
+            "compare",
+            "-n",
+            "2",
+            "-o",
+            "b",
+            "--save-baseline",
+            "./b",
+            "true",
+        ],
+        &[
+            "run", "--format", "json", "-o", "a", "--export", "csv=a", "--", "true",
+        ],
+    ];
+    for args in cases {
+        let out = common::tally()
+            .args(args)
+            .current_dir(dir.path())
+            .timeout(Duration::from_secs(60))
+            .output()
+            .expect("tally runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            out.status.code(),
+            Some(if args[0] == "run" { 125 } else { 2 }),
+            "{args:?}: {err}"
+        );
+        assert!(err.contains("name one file"), "{args:?}: {err}");
+        assert_eq!(
+            common::entries(dir.path()).len(),
+            1,
+            "{args:?}: a file was written"
+        );
+    }
+    // Two renderings to /dev/null are no clash: nothing is replaced.
+    let out = common::tally()
+        .args([
+            "compare",
+            "-n",
+            "2",
+            "-o",
+            "/dev/null",
+            "--export",
+            "csv=/dev/null",
+            "true",
+        ])
+        .timeout(Duration::from_secs(60))
+        .output()
+        .expect("tally runs");
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+}

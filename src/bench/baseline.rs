@@ -79,9 +79,15 @@ pub enum BaselineError {
     )]
     Schema {
         path: PathBuf,
-        found: u32,
+        /// As read (`4294967298`), or `missing`.
+        found: String,
         expected: u32,
     },
+    #[error(
+        "the baseline {} is corrupt: {why}; write it again with `tally bench --format json > OLD.json`",
+        crate::text::path::display(path)
+    )]
+    Corrupt { path: PathBuf, why: String },
     #[error(
         "--fail-on {glob:?}: matches no figure of the baseline {} (figure ids look like {examples}; the JSON's benchmarks[].figures[].id)",
         crate::text::path::display(path)
@@ -117,21 +123,79 @@ pub fn load(path: &Path) -> Result<BenchReport, BaselineError> {
         path: path.to_path_buf(),
         source,
     })?;
-    let found = v
-        .schema_version
-        .and_then(|s| u32::try_from(s).ok())
-        .unwrap_or(0);
-    if found != crate::report::SCHEMA_VERSION {
+    if v.schema_version != Some(u64::from(crate::report::SCHEMA_VERSION)) {
         return Err(BaselineError::Schema {
             path: path.to_path_buf(),
-            found,
+            found: v.schema_version.map_or("missing".into(), |s| s.to_string()),
             expected: crate::report::SCHEMA_VERSION,
         });
     }
-    serde_json::from_str(&text).map_err(|source| BaselineError::Parse {
+    let report: BenchReport =
+        serde_json::from_str(&text).map_err(|source| BaselineError::Parse {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    validate(&report).map_err(|why| BaselineError::Corrupt {
         path: path.to_path_buf(),
-        source,
-    })
+        why,
+    })?;
+    Ok(report)
+}
+
+/// Every number of a baseline read checked once, here, so that no later
+/// code (the ratios, the gate) sees a corrupt one: each figure's samples
+/// and summary finite, the summary in order (min ≤ median ≤ max), and a
+/// figure's median not negative (a cost, a rate, a size) unless tally
+/// marked it implausible. The error names the figure and the reason.
+fn validate(report: &BenchReport) -> Result<(), String> {
+    if report.benchmarks.is_empty() {
+        return Err("it holds no benchmark (benchmarks is empty)".into());
+    }
+    for (i, b) in report.benchmarks.iter().enumerate() {
+        for (j, f) in b.figures.iter().enumerate() {
+            let at = || {
+                format!(
+                    "benchmarks[{i}].figures[{j}] ({})",
+                    crate::text::escape_text(&f.id.chars().take(60).collect::<String>())
+                )
+            };
+            let short = crate::units::short_number;
+            if let Some(x) = f.samples.iter().find(|x| !x.is_finite()) {
+                return Err(format!("{}: a sample is {}, not a number", at(), short(*x)));
+            }
+            let Some(s) = f.value.summary() else {
+                continue;
+            };
+            let fields = [
+                ("min", s.min),
+                ("median", s.median),
+                ("mean", s.mean),
+                ("max", s.max),
+                ("p95", s.p95),
+                ("mad", s.mad),
+            ];
+            if let Some((name, x)) = fields.iter().find(|(_, x)| !x.is_finite()) {
+                return Err(format!("{}: {name} is {}, not a number", at(), short(*x)));
+            }
+            if !(s.min <= s.median && s.median <= s.max) {
+                return Err(format!(
+                    "{}: median {} lies outside min {} and max {}",
+                    at(),
+                    short(s.median),
+                    short(s.min),
+                    short(s.max)
+                ));
+            }
+            if f.implausible.is_none() && s.median < 0.0 {
+                return Err(format!(
+                    "{}: median {} is negative; a time, a rate or a size is not",
+                    at(),
+                    short(s.median)
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The report of `--baseline` (`path`), read and checked against

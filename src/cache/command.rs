@@ -92,6 +92,32 @@ pub fn expand_stdin(
     Ok(out)
 }
 
+/// The data of `file` (`size` bytes) as `[start, end)` ranges, holes left
+/// out (`SEEK_DATA`/`SEEK_HOLE`); the whole file where the filesystem
+/// cannot say.
+fn data_ranges(file: &File, size: u64) -> Vec<(u64, u64)> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < size {
+        let start = match sys::file::seek_data(file, at) {
+            Ok(Some(s)) => s,
+            Ok(None) => break,
+            Err(_) => return vec![(0, size)],
+        };
+        let end = match sys::file::seek_hole(file, start) {
+            Ok(Some(e)) => e.min(size),
+            Ok(None) => size,
+            Err(_) => return vec![(0, size)],
+        };
+        if end <= start {
+            break;
+        }
+        out.push((start, end));
+        at = end;
+    }
+    out
+}
+
 /// Why `mlock` of `size` bytes failed, with `held` bytes locked already:
 /// the locked-memory limit, when that is what refused it.
 fn lock_failure(e: &io::Error, size: u64, held: u64) -> String {
@@ -370,14 +396,37 @@ fn evictor() -> &'static evict::Evictor {
 /// locked-memory limit is spent file by file), then measures it again.
 fn lock(cfg: &Config, mut r: FileReport, file: &File, held: &mut Held) -> FileReport {
     let size = r.size_bytes;
-    if size > 0 {
+    // Only the file's data is locked: a hole has no page cache, and
+    // locking it would fill memory with zero pages.
+    let ranges = data_ranges(file, size);
+    let data: u64 = ranges.iter().map(|(a, b)| b - a).sum();
+    let available = crate::procfs::ProcRoot::default()
+        .read("meminfo")
+        .ok()
+        .and_then(|t| crate::procfs::meminfo::bytes(&t, "MemAvailable"));
+    if let Some(avail) = available
+        && data > avail
+    {
+        use crate::units::human_bytes;
+        r.stayed_reason = Some(format!(
+            "its {} of data is more than the memory available ({} MemAvailable, {} locked \
+             already): locking it would leave the OOM killer to end processes; lock fewer \
+             files, or free memory",
+            human_bytes(data),
+            human_bytes(avail),
+            human_bytes(held.bytes)
+        ));
+    } else if data > 0 {
         match Mapping::new(file, size, false) {
             Err(e) => r.stayed_reason = Some(format!("cannot map: {e}")),
             Ok(m) => {
-                if let Err(e) = m.lock() {
-                    r.stayed_reason = Some(lock_failure(&e, size, held.bytes));
+                let locked = ranges
+                    .iter()
+                    .try_for_each(|(a, b)| m.lock_range(*a as usize, (*b - *a) as usize));
+                if let Err(e) = locked {
+                    r.stayed_reason = Some(lock_failure(&e, data, held.bytes));
                 } else {
-                    held.bytes = held.bytes.saturating_add(size);
+                    held.bytes = held.bytes.saturating_add(data);
                     held.mappings.push(m);
                 }
             }

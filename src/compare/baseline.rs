@@ -231,6 +231,19 @@ impl BaselineFile {
                 measured.len()
             )));
         }
+        // A later comparison matches its commands to these by name: two of
+        // one name would both match the first.
+        for (i, c) in measured.iter().enumerate() {
+            if let Some(j) = measured[..i].iter().position(|d| d.name == c.name) {
+                return Err(SaveError(format!(
+                    "commands {} and {} are both named {}: a baseline tells its commands by \
+                     name; give each a --name of its own",
+                    j + 1,
+                    i + 1,
+                    crate::text::Foreign(&c.name)
+                )));
+            }
+        }
         let commands = measured.into_iter().map(stored).collect();
         Ok(BaselineFile {
             format: FORMAT.into(),
@@ -528,7 +541,10 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<BaselineFile, BaselineError> {
             file.commands.len()
         )));
     }
-    let runs: usize = file.commands.iter().map(|c| c.runs).sum();
+    let runs: usize = file
+        .commands
+        .iter()
+        .fold(0usize, |a, c| a.saturating_add(c.runs));
     if runs > MAX_RUNS {
         return Err(corrupt(format!("{runs} runs, at most {MAX_RUNS}")));
     }
@@ -553,7 +569,88 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<BaselineFile, BaselineError> {
         }
         records(c).map_err(corrupt)?;
     }
+    validate(&file).map_err(corrupt)?;
     Ok(file)
+}
+
+/// The largest value a stored sample may hold: 2^53, the largest integer
+/// the statistics (in f64) hold exactly; 104 days in ns, 8 PiB in bytes.
+pub const MAX_SAMPLE: u64 = 1 << 53;
+
+/// The most other work a baseline may say it saw, percent of one CPU
+/// (every CPU of a 10,000-CPU machine busy).
+const MAX_OTHER_CPU_PERCENT: f64 = 1_000_000.0;
+
+/// Every number of a parsed baseline checked once, here, so that no later
+/// code sees a corrupt one: finite, in range, consistent with the rest of
+/// the document. The error names the field and the reason.
+fn validate(file: &BaselineFile) -> Result<(), String> {
+    if let Some(p) = file.other_cpu_percent
+        && !(p.is_finite() && (0.0..=MAX_OTHER_CPU_PERCENT).contains(&p))
+    {
+        return Err(format!(
+            "other_cpu_percent is {}, not a share of CPUs between 0 and {MAX_OTHER_CPU_PERCENT}",
+            crate::units::short_number(p)
+        ));
+    }
+    if file.machine.cpus == Some(0) {
+        return Err("machine.cpus is 0; a machine has at least one CPU".into());
+    }
+    for (i, c) in file.commands.iter().enumerate() {
+        let at = |field: &str| {
+            format!(
+                "commands[{i}] ({}).{field}",
+                crate::text::escape_text(&c.name.chars().take(40).collect::<String>())
+            )
+        };
+        if c.runs > MAX_RUNS {
+            return Err(format!("{} is {}, at most {MAX_RUNS}", at("runs"), c.runs));
+        }
+        if c.failed_runs as usize > c.runs {
+            return Err(format!(
+                "{} is {}, more than its {} runs",
+                at("failed_runs"),
+                c.failed_runs,
+                c.runs
+            ));
+        }
+        let failed = c.exit_codes.iter().filter(|e| **e != Some(0)).count();
+        if failed != c.failed_runs as usize {
+            return Err(format!(
+                "{} is {}, but {failed} of its exit_codes are a failure",
+                at("failed_runs"),
+                c.failed_runs
+            ));
+        }
+        if let Some(code) = c
+            .exit_codes
+            .iter()
+            .flatten()
+            .find(|e| !(0..=255).contains(*e))
+        {
+            return Err(format!(
+                "{} holds {code}; an exit status is 0 to 255 (null: killed by a signal)",
+                at("exit_codes")
+            ));
+        }
+        for (key, values) in &c.samples {
+            if let Some(v) = values.iter().find(|v| **v > MAX_SAMPLE) {
+                return Err(format!(
+                    "{} holds {v}, over {MAX_SAMPLE}, more than any run measures",
+                    at(&format!("samples.{}", crate::text::escape_text(key)))
+                ));
+            }
+        }
+        if let Some(wall) = c.samples.get("wall_ns")
+            && wall.contains(&0)
+        {
+            return Err(format!(
+                "{} holds 0; every run takes some time",
+                at("samples.wall_ns")
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The instances of a `--baseline` comparison given no command: every

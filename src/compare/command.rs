@@ -58,6 +58,9 @@ pub fn open(request: &report::Request, cfg: &Config) -> Result<Outputs, CompareF
         .into());
     }
     let baseline = baseline_output(&cfg.save_baseline)?;
+    if let Some(b) = &baseline {
+        report.refuse_shared_files(Some(b))?;
+    }
     Ok(Outputs { report, baseline })
 }
 
@@ -95,8 +98,23 @@ fn baseline_read(cfg: &Config, path: &Path) -> Result<Config, CompareFailure> {
 }
 
 impl Config {
-    /// Refuses a `--save-baseline` of more runs than a baseline keeps.
+    /// Refuses a `--save-baseline` of more runs than a baseline keeps, or
+    /// of two commands of one name (a baseline tells them by name).
     pub fn check_baseline_size(&self) -> Result<(), String> {
+        if let Some(path) = &self.save_baseline {
+            for (i, c) in self.instances.iter().enumerate() {
+                if let Some(j) = self.instances[..i].iter().position(|d| d.name == c.name) {
+                    return Err(format!(
+                        "--save-baseline {}: commands {} and {} are both named {}: a baseline \
+                         tells its commands by name; give each a --name of its own",
+                        crate::text::path::display(path),
+                        j + 1,
+                        i + 1,
+                        crate::text::Foreign(&c.name)
+                    ));
+                }
+            }
+        }
         if let (Some(path), Some(n)) = (&self.save_baseline, self.runs) {
             let runs = n as usize * self.instances.len();
             if runs > baseline::MAX_RUNS {

@@ -300,6 +300,10 @@ pub struct PlanError(pub String);
 /// The most values a parameter scan takes.
 const MAX_SCAN_VALUES: u128 = 10_000;
 
+/// The most commands one comparison runs, parameter combinations
+/// included (as many as a baseline keeps).
+pub const MAX_COMMANDS: usize = 1_000;
+
 /// A decimal number as an integer mantissa and its digits after the point
 /// (`-0.25` is `(-25, 2)`); no exponent.
 fn decimal(s: &str) -> Option<(i128, u32)> {
@@ -327,6 +331,23 @@ fn decimal(s: &str) -> Option<(i128, u32)> {
     Some((if negative { -m } else { m }, scale))
 }
 
+/// Why `s` is not a number [`decimal`] reads, said for a message.
+fn not_decimal(s: &str) -> String {
+    let digits = s.trim().trim_start_matches(['-', '+']);
+    let (whole, fraction) = digits.split_once('.').unwrap_or((digits, ""));
+    let all_digits = |t: &str| t.chars().all(|c| c.is_ascii_digit());
+    if !digits.is_empty() && all_digits(whole) && all_digits(fraction) {
+        "has more than 18 digits before or after the point, more than a scan can step through"
+            .into()
+    } else if digits.contains(['e', 'E'])
+        && !digits.contains(|c: char| c.is_ascii_alphabetic() && c != 'e' && c != 'E')
+    {
+        "is written with an exponent; write it out in digits (0.001, not 1e-3)".into()
+    } else {
+        "is not an integer or a decimal number".into()
+    }
+}
+
 /// `m` with `scale` digits after the point.
 fn decimal_text(m: i128, scale: u32) -> String {
     if scale == 0 {
@@ -352,16 +373,23 @@ pub fn scan(name: &str, lo: &str, hi: &str, step: Option<&str>) -> Result<Parame
     let parse = |s: &str, what: &str| {
         decimal(s).ok_or_else(|| {
             PlanError(format!(
-                "-P/--parameter-scan {name}: {what} {s:?} is not an integer or a decimal number; \
-                 give e.g. -P {name} 1 8, or -P {name} 0.1 0.5 -D 0.1"
+                "-P/--parameter-scan {name}: {what} {:?} {}; give e.g. -P {name} 1 8, or -P \
+                 {name} 0.1 0.5 -D 0.1",
+                crate::text::escape_text(s),
+                not_decimal(s)
             ))
         })
     };
     let (lo_d, hi_d) = (parse(lo, "LO")?, parse(hi, "HI")?);
     let step_d = match step {
         Some(s) => Some(decimal(s).filter(|(m, _)| *m > 0).ok_or_else(|| {
+            let why = match decimal(s) {
+                Some(_) => "is not above 0".to_string(),
+                None => not_decimal(s),
+            };
             PlanError(format!(
-                "-D/--parameter-step-size {s:?} is not a number above 0; give e.g. -D 2 or -D 0.1"
+                "-D/--parameter-step-size {:?} {why}; give e.g. -D 2 or -D 0.1",
+                crate::text::escape_text(s)
             ))
         })?),
         None => None,
@@ -461,6 +489,49 @@ pub fn expand(
             names.len(),
             commands.len(),
             if commands.len() == 1 { "" } else { "s" }
+        )));
+    }
+    for (i, n) in names.iter().enumerate() {
+        if let Some(j) = names[..i].iter().position(|m| m == n) {
+            return Err(PlanError(format!(
+                "--name {} is given to commands {} and {}: a name tells a command apart (in the \
+                 report and in a baseline); give each its own",
+                crate::text::Foreign(n),
+                j + 1,
+                i + 1
+            )));
+        }
+    }
+    for (i, p) in params.iter().enumerate() {
+        if params[..i].iter().any(|q| q.name == p.name) {
+            return Err(PlanError(format!(
+                "parameter {} is given twice (-P/-L): give each parameter once, all its values \
+                 in one -L {} a,b,c or -P range",
+                p.name, p.name
+            )));
+        }
+    }
+    let total = params
+        .iter()
+        .fold(commands.len(), |n, p| n.saturating_mul(p.values.len()));
+    if total > MAX_COMMANDS {
+        let sizes: Vec<String> = params
+            .iter()
+            .map(|p| format!("{} values of {}", p.values.len(), p.name))
+            .collect();
+        return Err(PlanError(format!(
+            "{} commands to compare ({} command{} × {}); at most {MAX_COMMANDS}: give fewer \
+             values (-L), a larger -D step, or fewer commands",
+            crate::units::thousands(total as u64),
+            commands.len(),
+            if commands.len() == 1 { "" } else { "s" },
+            sizes.join(" × ")
+        )));
+    }
+    if params.is_empty() && commands.len() > MAX_COMMANDS {
+        return Err(PlanError(format!(
+            "{} commands to compare; at most {MAX_COMMANDS}: compare them in groups",
+            crate::units::thousands(commands.len() as u64)
         )));
     }
     for (i, c) in commands.iter().enumerate() {

@@ -41,8 +41,11 @@ pub enum CompareError {
     #[error("--warm: {0}")]
     Warm(BulkError),
     /// `--command-output` cannot be opened (see [`crate::place`]).
-    #[error("--command-output: {0}")]
-    Output(crate::place::PlaceError),
+    #[error("{}", .source.for_option("--command-output", path))]
+    Output {
+        path: std::path::PathBuf,
+        source: crate::place::PlaceError,
+    },
     /// `--input` or `--command-output` cannot be set up.
     #[error("{option} {path}: {how}")]
     Stream {
@@ -212,7 +215,11 @@ fn streams(cfg: &Config) -> Result<Streams, CompareError> {
             // its start whoever of stdout and stderr makes it. Opened as
             // every path tally writes (links, FIFOs and devices by place's
             // one policy).
-            let (file, regular) = crate::place::open_append(path).map_err(CompareError::Output)?;
+            let (file, regular) =
+                crate::place::open_append(path).map_err(|source| CompareError::Output {
+                    path: path.clone(),
+                    source,
+                })?;
             if regular {
                 file.set_len(0)
                     .map_err(|e| fail("--command-output", path, e.to_string()))?;

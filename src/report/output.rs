@@ -137,11 +137,23 @@ pub enum OutputError {
         second: &'static str,
     },
     #[error(
+        "{first} {} and {second} {} name one file, where the second would replace the first: \
+         give each its own file",
+        display(first_path),
+        display(path)
+    )]
+    SameFile {
+        first: &'static str,
+        second: &'static str,
+        first_path: PathBuf,
+        path: PathBuf,
+    },
+    #[error(
         "stdout is closed, so the {0} report would go nowhere: give -o FILE, or leave stdout open"
     )]
     StdoutClosed(Format),
-    /// Every [`PlaceError`] names its path (or the link on the way).
-    #[error("{flag}: {source}")]
+    /// The path said once: most of [`PlaceError`]'s messages begin with it.
+    #[error("{}", source.for_option(flag, path))]
     Place {
         flag: &'static str,
         path: PathBuf,
@@ -165,7 +177,9 @@ impl OutputError {
     /// not change how a command ended.
     pub fn exit_code(&self) -> u8 {
         match self {
-            OutputError::Unsupported { .. } | OutputError::TwoOnStdout { .. } => 2,
+            OutputError::Unsupported { .. }
+            | OutputError::TwoOnStdout { .. }
+            | OutputError::SameFile { .. } => 2,
             OutputError::Write { to, .. } if to == "stderr" => 0,
             _ => 1,
         }
@@ -276,6 +290,7 @@ impl Output {
             .map(|e| target(e.format, Some(&e.path), Stream::Stdout, e.flag))
             .collect::<Result<Vec<_>, _>>()?;
         let output = Output { main, exports };
+        output.refuse_shared_files(None)?;
         if output.uses_stdout() && crate::sys::entry::stdout_was_closed() {
             let format = output
                 .targets()
@@ -284,6 +299,36 @@ impl Output {
             return Err(OutputError::StdoutClosed(format));
         }
         Ok(output)
+    }
+
+    /// Refuses two renderings (here, or here and in `other`) put in place
+    /// as one file: the last would replace the first (`--export json=a
+    /// --export csv=a`, `--export json=x --html x`). The same file is the
+    /// same name in the same directory, however the paths spell it.
+    pub fn refuse_shared_files(&self, other: Option<&Output>) -> Result<(), OutputError> {
+        let mut seen: Vec<((u64, u64, &std::ffi::OsStr), &'static str, &Path)> = Vec::new();
+        for t in self
+            .targets()
+            .chain(other.into_iter().flat_map(|o| o.targets()))
+        {
+            let To::File { dest, path, .. } = &t.to else {
+                continue;
+            };
+            let Ok(dir) = crate::sys::file::stat_fd(&dest.dir) else {
+                continue;
+            };
+            let key = (dir.dev, dir.ino, dest.name.as_os_str());
+            if let Some((_, first, first_path)) = seen.iter().find(|(k, ..)| *k == key) {
+                return Err(OutputError::SameFile {
+                    first,
+                    second: t.flag,
+                    first_path: first_path.to_path_buf(),
+                    path: path.clone(),
+                });
+            }
+            seen.push((key, t.flag, path));
+        }
+        Ok(())
     }
 
     /// Whether any rendering goes to stdout (then a measured command's

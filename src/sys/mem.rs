@@ -73,6 +73,20 @@ impl Mapping {
         cvt(unsafe { libc::mlock(self.addr, self.len) }).map(|_| ())
     }
 
+    /// `mlock` of `len` bytes from `off` of the mapping (clamped to it;
+    /// `off` rounded down to a page).
+    pub fn lock_range(&self, off: usize, len: usize) -> io::Result<()> {
+        let page = super::page_size() as usize;
+        let start = (off - off % page).min(self.len);
+        let end = off.saturating_add(len).min(self.len);
+        if end <= start {
+            return Ok(());
+        }
+        // SAFETY: [start, end) lies within this live mapping.
+        cvt(unsafe { libc::mlock(self.addr.cast::<u8>().add(start).cast(), end - start) })
+            .map(|_| ())
+    }
+
     /// The mapped bytes.
     pub fn as_slice(&self) -> &[u8] {
         // SAFETY: the mapping is readable for `len` bytes while `self`

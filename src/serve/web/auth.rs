@@ -20,6 +20,14 @@ use super::Mistake;
 /// Outcomes remembered.
 const CACHED: usize = 100;
 
+/// The bcrypt costs a web config may use. bcrypt itself takes 4..=31, but
+/// every cost step doubles the work: a check at 31 runs for hours, and
+/// the stand-in hash is made at the highest cost when the config is
+/// loaded (a cost of 31 kept serve from ever listening). 10 is the cost
+/// the exporters' documentation uses (`htpasswd -nBC 10`), about 0.1 s
+/// of one CPU here.
+pub const COSTS: std::ops::RangeInclusive<u32> = 4..=10;
+
 /// The configured users and their bcrypt hashes.
 pub struct Users {
     hashes: BTreeMap<String, String>,
@@ -69,7 +77,23 @@ impl Users {
                     ),
                 )
             })?;
-            costs.push(parts.get_cost());
+            let cost = parts.get_cost();
+            if !COSTS.contains(&cost) {
+                return Err((
+                    line,
+                    format!(
+                        "basic_auth_users: the password of {} is hashed at bcrypt cost {cost}; \
+                         tally serve takes {}..={} (a check at cost {} takes about 0.1 s here, \
+                         each step up doubles it, and every request pays it): hash it again \
+                         with `htpasswd -nBC 10 \"\" | tr -d ':\\n'`",
+                        crate::text::Foreign(name),
+                        COSTS.start(),
+                        COSTS.end(),
+                        COSTS.end()
+                    ),
+                ));
+            }
+            costs.push(cost);
             hashes.insert(name.clone(), hash.value.clone());
         }
         let cost = costs.iter().copied().max().unwrap_or(bcrypt::DEFAULT_COST);
@@ -207,6 +231,29 @@ mod tests {
             "Basic {}",
             base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"))
         )
+    }
+
+    /// A cost of 31 was accepted: the stand-in hash made at load ran for
+    /// hours, serve never listened, and SIGHUP left a thread spinning;
+    /// costs 3 and 32 said "cannot make a bcrypt hash". Each is refused at
+    /// load, naming the range.
+    #[test]
+    fn a_bcrypt_cost_out_of_range_hashed_for_hours() {
+        let at4 = bcrypt::hash("secret", 4).unwrap();
+        for cost in ["03", "11", "31", "32"] {
+            let hash = at4.replacen("$04$", &format!("${cost}$"), 1);
+            let Err((line, msg)) = users(&[("prometheus", &hash)]) else {
+                panic!("cost {cost} accepted");
+            };
+            assert_eq!(line, 2, "{msg}");
+            assert!(
+                msg.contains(&format!("bcrypt cost {}", cost.trim_start_matches('0')))
+                    && msg.contains("4..=10"),
+                "{msg}"
+            );
+        }
+        let at10 = at4.replacen("$04$", "$10$", 1);
+        assert!(users(&[("prometheus", &at10)]).is_ok());
     }
 
     #[test]
