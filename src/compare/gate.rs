@@ -1,6 +1,6 @@
 //! `tally compare --fail-on FIGURE=PCT`: the regression gate on a
-//! comparison. It reads the comparison's own statistics (the Holm-adjusted
-//! tests and the intervals at 1 − alpha/m of [`super::report`]) and judges
+//! comparison. It reads the comparison's own statistics (the intervals at
+//! 1 − alpha/m of [`super::report`], and the tests they invert) and judges
 //! each gated figure of each command against its reference with
 //! [`crate::gate::judge`]: regression, pass or inconclusive.
 
@@ -140,7 +140,7 @@ fn judge(
     };
     let evidence = Evidence {
         interval,
-        significant_worse: significant_worse(v, r.alpha),
+        significant_worse: significant_worse(v),
         too_few_runs: v.verdict == Verdict::TooFewRuns,
         higher_is_better: false,
         both_zero: median(c) == Some(0.0) && median(ref_cmd) == Some(0.0),
@@ -224,13 +224,10 @@ fn other_work(r: &CompareReport) -> Option<(f64, f64)> {
     ))
 }
 
-/// Whether the comparison calls the figure different, upwards.
-fn significant_worse(v: &FigureComparison, alpha: f64) -> bool {
-    match v.verdict {
-        Verdict::Higher => true,
-        Verdict::SameWithinThreshold => v.p_adjusted < alpha && v.ratio.is_some_and(|x| x > 1.0),
-        _ => false,
-    }
+/// Whether the figure's interval lies wholly above 1 (or, without a
+/// ratio, the comparison calls it higher).
+fn significant_worse(v: &FigureComparison) -> bool {
+    v.verdict == Verdict::Higher || v.ratio_low.is_some_and(|lo| lo > 1.0)
 }
 
 /// Without `--runs`, at a checkpoint: the rounds that would decide every
@@ -244,21 +241,26 @@ pub fn rounds_to_decide(
     family: usize,
     alpha: f64,
     reference_fixed: bool,
-    seed: u64,
 ) -> u32 {
-    let level = 1.0 - alpha / family.max(1) as f64;
+    let each = alpha / family.max(1) as f64;
     let mut needed = 0u32;
-    for (k, &(limit, now, reference)) in pairs.iter().enumerate() {
-        let Some(ci) = crate::stats::ratio_of_medians(now, reference, level, seed ^ k as u64)
-        else {
+    for &(limit, now, reference) in pairs {
+        let Some(e) = crate::stats::ratio_shift(now, reference, each) else {
+            continue;
+        };
+        if e.unbounded() {
+            needed = needed.max(crate::stats::runs_to_reach(each));
+            continue;
+        }
+        let Some((ratio, low, high)) = e.ratio else {
             continue;
         };
         let b = gate::bound(limit, false);
-        if ci.high <= b || ci.low > b {
+        if high <= b || low > b {
             continue;
         }
         if let Ok(n) = gate::runs_to_decide(
-            Some((ci.ratio, ci.low, ci.high)),
+            Some((ratio, low, high)),
             b,
             now.len(),
             reference.len(),

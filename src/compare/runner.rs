@@ -580,6 +580,7 @@ pub fn execute(
                             k.saturating_sub(1).max(1)
                         },
                     reference: cfg.reference,
+                    threshold: cfg.threshold,
                 };
                 let s = sizing::checkpoint_against(&walls, baseline_walls.as_deref(), done, limits);
                 rounds = s.rounds.max(done);
@@ -607,7 +608,6 @@ pub fn execute(
                         limits.family,
                         cfg.alpha,
                         cfg.baseline.is_some(),
-                        cfg.seed,
                     );
                     rounds = rounds.max(needed.min(sizing::cap(&walls, limits)));
                 }
