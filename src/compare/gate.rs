@@ -158,6 +158,21 @@ fn judge(
     let time = FIGURES
         .iter()
         .any(|f| f.key == rule.figure && f.unit.base() == crate::report::unit::Unit::Seconds);
+    // Against a baseline saved when the machine ran at another speed (its
+    // speed probes), a time is neither a regression nor a pass.
+    if time
+        && ref_cmd.from_baseline
+        && let Some(ratio) = r
+            .speed
+            .as_ref()
+            .filter(|s| s.not_comparable)
+            .map(|s| s.versus_baseline.unwrap_or(1.0))
+    {
+        result.outcome = Outcome::Inconclusive;
+        result.reason = Some(Reason::MachineSpeed);
+        result.note = Some(machine_speed(ratio));
+        return result;
+    }
     let limit = super::report::OTHER_WORK_DIFFERS;
     let shaken = match other_work(r) {
         Some((now, then)) if time && ref_cmd.from_baseline => match result.outcome {
@@ -213,6 +228,15 @@ fn judge(
         }
     }
     result
+}
+
+/// `this machine ran 25% slower than when the baseline was saved (speed
+/// probe)`.
+fn machine_speed(ratio: f64) -> String {
+    format!(
+        "this machine ran {} than when the baseline was saved (speed probe)",
+        crate::compare::probe::slower_or_faster(ratio)
+    )
 }
 
 /// Other work on the machine during these runs and during the baseline's,
@@ -350,6 +374,7 @@ pub fn outcome_text(g: &GateResult) -> String {
             (Some(Reason::BaselineTooSmall), _) => "baseline too small".into(),
             (Some(Reason::ZeroReference), _) => "reference 0".into(),
             (Some(Reason::OtherWork), _) => "machine busier or idler".into(),
+            (Some(Reason::MachineSpeed), _) => "machine at another speed".into(),
             (_, Some(n)) => format!("across {limit}, ~{n} runs"),
             (_, None) => format!("across {limit}"),
         },
@@ -391,6 +416,18 @@ fn headline(results: &[GateResult]) -> String {
         .collect();
     if parts.is_empty() {
         return format!("{}: no command has a reference", summary.join(", "));
+    }
+    // The machine's speed first: no time of this comparison is judged.
+    if let Some(note) = results
+        .iter()
+        .find(|g| g.reason == Some(Reason::MachineSpeed))
+        .and_then(|g| g.note.as_ref())
+    {
+        return format!(
+            "inconclusive: {note}; {}: {}",
+            summary.join(", "),
+            parts.join("; ")
+        );
     }
     format!("{}: {}", summary.join(", "), parts.join("; "))
 }
@@ -480,6 +517,7 @@ mod tests {
                     tally_version: None,
                     machine: Fingerprint::default(),
                     other_cpu_percent: Some(30.0),
+                    speed_probe_ns: Vec::new(),
                     differences: Vec::new(),
                 },
             }),
@@ -520,6 +558,67 @@ mod tests {
         // Far idler now: a pass of the time is not trusted either.
         assert_eq!(outcome(100, 0.0).0, Outcome::Inconclusive);
         assert_eq!(outcome(100, 25.0).0, Outcome::Pass);
+    }
+
+    /// Against a baseline whose speed probes say the machine ran at
+    /// another speed, a time is neither a regression (20% slower) nor a
+    /// pass (unchanged): inconclusive, naming the speed, and `--strict`
+    /// fails it; memory is still judged.
+    #[test]
+    fn a_machine_at_another_speed_makes_times_inconclusive_never_a_regression() {
+        use crate::compare::plan::{Baseline, BaselineUse, Config, Fingerprint};
+        use crate::compare::probe::Speed;
+        let cfg = Config {
+            alpha: 0.05,
+            threshold: 0.01,
+            seed: 9,
+            baseline: Some(Baseline {
+                commands: Vec::new(),
+                about: BaselineUse {
+                    path: "b.json".into(),
+                    saved_at: None,
+                    tally_version: None,
+                    machine: Fingerprint::default(),
+                    other_cpu_percent: None,
+                    speed_probe_ns: vec![1_000_000; 10],
+                    differences: Vec::new(),
+                },
+            }),
+            ..Config::default()
+        };
+        let rules = [
+            parse_rule("wall=5%").unwrap(),
+            parse_rule("maxrss=5%").unwrap(),
+        ];
+        for (scale, comparable) in [(120, false), (100, false), (120, true)] {
+            let commands = vec![
+                runs("app", 10_000_000 * scale / 100, 30, false),
+                runs("app", 10_000_000, 30, true),
+            ];
+            let mut r = CompareReport::build(&cfg, commands, None);
+            let mut speed = Speed::of(&[1_300_000; 10]).unwrap();
+            speed.versus_baseline = Some(1.3);
+            speed.not_comparable = !comparable;
+            r.speed = Some(speed);
+            let g = evaluate(&r, &rules, true);
+            if comparable {
+                assert_eq!(g.results[0].outcome, Outcome::Regression, "{g:?}");
+                continue;
+            }
+            assert_eq!(g.results[0].outcome, Outcome::Inconclusive, "{g:?}");
+            assert_eq!(g.results[0].reason, Some(Reason::MachineSpeed));
+            assert_eq!(g.results[1].outcome, Outcome::Pass, "{g:?}");
+            assert_eq!(g.exit_status, crate::gate::EXIT_INCONCLUSIVE);
+            assert!(
+                g.headline.starts_with(
+                    "inconclusive: this machine ran 30% slower than when the baseline was saved \
+                     (speed probe)"
+                ),
+                "{}",
+                g.headline
+            );
+            assert_eq!(evaluate(&r, &rules, false).exit_status, 0);
+        }
     }
 
     #[test]

@@ -18,7 +18,9 @@
 //!   `reference_is` (`fastest`, `chosen` or `baseline`), `alpha`,
 //!   `correction`, `family_size`, `interval_level`, `threshold`, `method`,
 //!   `seed`, `warnings`, `interrupted_by`, `other_cpu_percent` (other
-//!   work on the machine while the runs ran, percent of one CPU).
+//!   work on the machine while the runs ran, percent of one CPU), `speed`
+//!   (the speed probes: `probes_ns[]`, `median_ns`, `spread`,
+//!   `versus_baseline`, `not_comparable`).
 //! - `baseline`: with `--baseline`, see [`BaselineUse`]; `gate`: with
 //!   `--fail-on`, see [`Gate`].
 
@@ -201,6 +203,9 @@ pub struct CompareReport {
     /// percent of one CPU (other work that can slow wall times); absent
     /// when /proc/stat could not be read.
     pub other_cpu_percent: Option<f64>,
+    /// The speed probes made before runs, outside their clocks (see
+    /// `super::probe`); absent when none was made.
+    pub speed: Option<super::probe::Speed>,
     /// With `--baseline`: the file the reference runs came from, and how
     /// it differs from this comparison.
     pub baseline: Option<BaselineUse>,
@@ -260,6 +265,10 @@ pub enum Reason {
     /// machine differed between the baseline's runs and these by more
     /// than [`OTHER_WORK_DIFFERS`]: the change may be the machine's.
     OtherWork,
+    /// A time against a stored baseline, when the speed probes say the
+    /// machine ran at another speed than when the baseline was saved, or
+    /// that its speed varied: neither a regression nor a pass.
+    MachineSpeed,
 }
 
 /// Points (percent of one CPU) by which other work on the machine may
@@ -485,6 +494,7 @@ impl CompareReport {
             warnings,
             interrupted_by,
             other_cpu_percent: None,
+            speed: None,
             baseline: cfg.baseline.as_ref().map(|b| b.about.clone()),
             gate: None,
             view: cfg.view,

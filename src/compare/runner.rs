@@ -7,6 +7,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use super::plan::{CommandOutput, Config, PlanError};
+use super::probe;
 use super::report::{CommandResult, CompareReport, OTHER_WORK_DIFFERS, PreparedCache};
 use super::sizing::{self, Sizing};
 use crate::pagecache::bulk::{self, BulkError};
@@ -381,6 +382,10 @@ struct Session<'c> {
     rounds: u32,
     /// Runs asked for ahead.
     depth: usize,
+    /// The speed probes so far (see `super::probe`), and the wall time of
+    /// the runs since the last.
+    probes: Vec<u64>,
+    since_probe_ns: u64,
 }
 
 impl<'c> Session<'c> {
@@ -473,6 +478,8 @@ impl<'c> Session<'c> {
             } else {
                 run::spawner::AHEAD.max(k + 1)
             },
+            probes: Vec::new(),
+            since_probe_ns: 0,
         })
     }
 
@@ -530,6 +537,21 @@ impl<'c> Session<'c> {
                 self.upcoming.push_front(slot);
                 break;
             }
+            // The speed probe, with nothing running: the runs asked for
+            // ahead end first. The first run has one; later ones once the
+            // runs since took `probe::EVERY` times its time.
+            let due = self
+                .probes
+                .last()
+                .is_none_or(|p| self.since_probe_ns >= p.saturating_mul(probe::EVERY));
+            if due {
+                if !self.in_flight.is_empty() {
+                    self.upcoming.push_front(slot);
+                    break;
+                }
+                self.probes.push(probe::measure());
+                self.since_probe_ns = 0;
+            }
             if let Some(prepare) = &cfg.prepare {
                 hook("--prepare", prepare, cfg)?;
             }
@@ -575,6 +597,7 @@ impl<'c> Session<'c> {
         };
         let mut rec = match reply {
             Reply::Ran(rec, floor) => {
+                self.since_probe_ns = self.since_probe_ns.saturating_add(rec.wall_ns);
                 // Measured runs only: warm-up runs are not reported.
                 let floor = floor.filter(|f| !warmup && rec.max_rss_bytes <= f * 1024);
                 if let Some(floor) = floor {
@@ -742,6 +765,7 @@ impl<'c> Session<'c> {
         report.other_cpu_percent = other_cpu_percent;
         other_work_warning(&mut report, other_cpu_percent);
         report.page_cache = self.prepared.report();
+        speed(&mut report, &self.probes, cfg);
         if let Some(Sizing {
             rounds,
             short_of: Some(needed),
@@ -800,6 +824,42 @@ fn stored_results(cfg: &Config) -> Vec<CommandResult> {
             c
         })
         .collect()
+}
+
+/// The speed probes into the report: a warning when they spread, and
+/// against a baseline with probes, whether the machine ran at its speed.
+fn speed(report: &mut CompareReport, probes: &[u64], cfg: &Config) {
+    let Some(mut speed) = probe::Speed::of(probes) else {
+        return;
+    };
+    if speed.varied() {
+        report.warnings.push(format!(
+            "the machine's speed varied ±{:.0}% during these runs (speed probe): figures from \
+             another time are not comparable",
+            speed.spread * 100.0
+        ));
+    }
+    if let Some(b) = &cfg.baseline
+        && !b.about.speed_probe_ns.is_empty()
+    {
+        let then = &b.about.speed_probe_ns;
+        let differs = probe::differs(probes, then);
+        speed.versus_baseline =
+            differs.or_else(|| probe::Speed::of(then).map(|t| speed.median_ns / t.median_ns));
+        if let Some(r) = differs {
+            speed.not_comparable = true;
+            report.warnings.insert(
+                0,
+                format!(
+                    "baseline {}: this machine ran {} than when the baseline was saved (speed \
+                     probe): time figures are not compared with it",
+                    crate::text::path::display(&b.about.path),
+                    probe::slower_or_faster(r)
+                ),
+            );
+        }
+    }
+    report.speed = Some(speed);
 }
 
 /// Warns when other work on the machine differed between the baseline's
