@@ -313,9 +313,38 @@ pub fn evaluate(r: &CompareReport, rules: &[Rule], strict: bool) -> Gate {
         strict,
         outcome: worst.unwrap_or(Outcome::Pass),
         exit_status: gate::exit_status(worst, strict),
-        headline: headline(&results),
+        headline: headline(&results) + &under_load(r, &results),
         results,
     }
+}
+
+/// When wall time is left undecided (other load spreads it) but cpu time
+/// moved beyond doubt: `; cpu time +17% [+15, +19]: gate on cpu= to judge
+/// under load`, once; else nothing.
+fn under_load(r: &CompareReport, results: &[GateResult]) -> String {
+    let undecided_wall = |g: &&GateResult| {
+        g.figure == "wall_ns"
+            && g.outcome == Outcome::Inconclusive
+            && g.reason.is_none_or(|why| why == Reason::OtherWork)
+    };
+    let gated_cpu = results.iter().any(|g| g.figure == "cpu_us");
+    results
+        .iter()
+        .filter(undecided_wall)
+        .filter(|_| !gated_cpu)
+        .find_map(|g| {
+            let v = r.commands.get(g.command)?.versus("cpu_us")?;
+            if !v.verdict.differs() {
+                return None;
+            }
+            let (x, lo, hi) = (v.ratio?, v.ratio_low?, v.ratio_high?);
+            Some(format!(
+                "; cpu time {} {}: gate on cpu= to judge under load",
+                gate::change(x),
+                gate::change_interval(lo, hi)
+            ))
+        })
+        .unwrap_or_default()
 }
 
 /// `+20.3% [+18.1, +22.4]`, or what stands for it.
@@ -619,6 +648,45 @@ mod tests {
             );
             assert_eq!(evaluate(&r, &rules, false).exit_status, 0);
         }
+    }
+
+    /// Wall time spread by other load stays undecided against the 5%
+    /// limit, while cpu time moved 15% beyond doubt: the headline says so
+    /// and names the rule that would judge it.
+    #[test]
+    fn an_undecided_wall_time_names_a_decisive_cpu_time() {
+        use crate::compare::plan::Config;
+        let cfg = Config {
+            alpha: 0.05,
+            threshold: 0.01,
+            seed: 9,
+            reference: Some(1),
+            ..Config::default()
+        };
+        let mut now = runs("new", 10_000_000, 30, false);
+        let mut old = runs("old", 10_000_000, 30, false);
+        for (c, cpu) in [(&mut now, 1170u64), (&mut old, 1000)] {
+            for (i, r) in c.runs.iter_mut().enumerate() {
+                // Wall times from 0.6 to 1.6 of the median, every other
+                // command's alike; cpu times steady.
+                r.wall_ns = 6_000_000 + (i as u64 * 7919 % 30) * 333_333;
+                r.user_us = cpu + (i as u64 % 3);
+            }
+        }
+        let r = CompareReport::build(&cfg, vec![now, old], None);
+        let g = evaluate(&r, &[parse_rule("wall=5%").unwrap()], false);
+        assert_eq!(g.results[0].outcome, Outcome::Inconclusive, "{g:?}");
+        assert!(
+            g.headline.contains("; cpu time +15.4% [+15.3, +15.5]")
+                && g.headline.ends_with("gate on cpu= to judge under load"),
+            "{}",
+            g.headline
+        );
+        let both = [
+            parse_rule("wall=5%").unwrap(),
+            parse_rule("cpu=5%").unwrap(),
+        ];
+        assert!(!evaluate(&r, &both, false).headline.contains("gate on cpu="));
     }
 
     #[test]
