@@ -271,7 +271,7 @@ fn failure(rec: &RunRecord) -> Option<String> {
 }
 
 /// Runs the comparison and returns its report: an outline over a
-/// [`Session`] (start, the rounds with their warm-up and checkpoints,
+/// `Session` (start, the rounds with their warm-up and checkpoints,
 /// finish).
 pub fn execute(
     cfg: &Config,
