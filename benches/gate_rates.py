@@ -14,6 +14,16 @@ same `--name`):
    against it. Exit 3 is right.
 3. 10% more work against a 30% gate (should pass), and two commands in one
    run touching 20 MB and 60 MB against `--fail-on maxrss=10%` (should fail).
+4. The speed reference: TRIES times, a baseline saved while a busy loop
+   shares CPU 0 (`taskset -c 0` on the comparison and the loop), then the
+   unchanged loop gated with CPU 0 to itself, and the reverse; each with
+   the baseline's speed probes (`speed_probe_ns`) and with them removed (a
+   baseline as saved before there were probes). Exit 3 is a false alarm;
+   exit 0 without "inconclusive" first is a pass decided on time.
+
+With LOAD=N in the environment, N busy loops run (unpinned) through parts
+1 and 2: false alarms and power under load. Every busy loop started is
+killed before the script ends.
 
 Prints every exit status, the rates, and the outcome lines of the last
 comparison of each kind.
@@ -57,6 +67,26 @@ def iterations(exe, target_ms):
         n *= 4
 
 
+BUSY = []
+
+
+def busy(n, cpu=None):
+    """Starts `n` busy loops (on `cpu` with taskset when given)."""
+    for _ in range(n):
+        argv = ["sh", "-c", "while :; do :; done"]
+        if cpu is not None:
+            argv = ["taskset", "-c", str(cpu), *argv]
+        BUSY.append(subprocess.Popen(argv))
+
+
+def quiet():
+    """Kills every busy loop started."""
+    while BUSY:
+        p = BUSY.pop()
+        p.kill()
+        p.wait()
+
+
 def tally_run(tally, args, cwd):
     p = subprocess.run([tally, "compare", *args], cwd=cwd, capture_output=True, text=True)
     first = p.stdout.splitlines()[0] if p.stdout else p.stderr.strip()
@@ -64,6 +94,13 @@ def tally_run(tally, args, cwd):
 
 
 def main():
+    try:
+        run_all()
+    finally:
+        quiet()
+
+
+def run_all():
     tries = int(sys.argv[1]) if len(sys.argv) > 1 else 20
     max_runs = sys.argv[2] if len(sys.argv) > 2 else "300"
     tally = build_tally()
@@ -94,9 +131,11 @@ def main():
             with open(os.path.join(d, "g.json")) as f:
                 return json.load(f).get("other_cpu_percent")
 
+        load = int(os.environ.get("LOAD", "0"))
+        busy(load)
         for label, work, limit, right in [
-            ("same loop against its own baseline, wall=5%", n, "wall=5%", 0),
-            ("20% more work, wall=5%", n * 12 // 10, "wall=5%", 3),
+            (f"same loop against its own baseline, wall=5% ({load} busy loops)", n, "wall=5%", 0),
+            (f"20% more work, wall=5% ({load} busy loops)", n * 12 // 10, "wall=5%", 3),
         ]:
             codes, firsts, others = [], [], []
             for _ in range(tries):
@@ -116,6 +155,9 @@ def main():
             print(f"  outcomes: {', '.join(outcomes)}")
             print(f"  last: {firsts[-1]}")
 
+        quiet()
+        speed_reference(tally, exe, n, max_runs, tries, d)
+
         save()
         code, first, _ = gate(f"{exe} {n * 11 // 10}", "wall=30%")
         print(f"\n10% more work, wall=30%: exit {code}\n  {first}")
@@ -129,6 +171,42 @@ def main():
                     "--name", "same-again", f"{exe} {n}", f"{exe} {n}"], d)
         print(f"\ninterleaved, the loop against itself, wall=5%: exit {code}\n  {first}")
         print(f"\nmachine {busy_percent(2):.0f}% busy after the runs")
+
+
+def speed_reference(tally, exe, n, max_runs, tries, d):
+    """Part 4: baselines saved with CPU 0 shared, gated with it alone, and
+    the reverse, with and without the baseline's speed probes."""
+    pinned = ["taskset", "-c", "0", tally, "compare", "-N", "--max-runs", max_runs, "--name", "work"]
+
+    def compare(args):
+        p = subprocess.run([*pinned, *args, f"{exe} {n}"], cwd=d, capture_output=True, text=True)
+        return p.returncode, (p.stdout.splitlines() or [p.stderr.strip()])[0]
+
+    for label, save_busy, gate_busy in [("saved busy, gated idle", 1, 0),
+                                        ("saved idle, gated busy", 0, 1)]:
+        for probes in (True, False):
+            codes, firsts = [], []
+            for _ in range(tries):
+                busy(save_busy, cpu=0)
+                compare(["--save-baseline", "b.json", "-o", "/dev/null"])
+                quiet()
+                if not probes:
+                    with open(os.path.join(d, "b.json")) as f:
+                        b = json.load(f)
+                    b.pop("speed_probe_ns", None)
+                    with open(os.path.join(d, "b.json"), "w") as f:
+                        json.dump(b, f)
+                busy(gate_busy, cpu=0)
+                code, first = compare(["--baseline", "b.json", "--fail-on", "wall=5%"])
+                quiet()
+                codes.append(code)
+                firsts.append(first)
+            alarms = sum(1 for c in codes if c == 3)
+            time_pass = sum(1 for c, f in zip(codes, firsts)
+                            if c == 0 and "inconclusive" not in f[:30])
+            print(f"\n{label}, {'with' if probes else 'without'} the speed reference: "
+                  f"exit statuses {codes}; {alarms} false alarms, {time_pass} passes decided on time")
+            print(f"  last: {firsts[-1]}")
 
 
 if __name__ == "__main__":

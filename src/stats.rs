@@ -333,13 +333,14 @@ fn exact_u_counts(n1: usize, n2: usize) -> Vec<f64> {
             v
         })
         .collect();
-    for _i in 1..=n1 {
+    for i in 1..=n1 {
         let mut cur: Vec<Vec<f64>> = vec![vec![0.0; max + 1]; n2 + 1];
         if let Some(first) = cur.first_mut().and_then(|c| c.first_mut()) {
             *first = 1.0;
         }
         for j in 1..=n2 {
-            for k in 0..=max {
+            // U of i and j values is at most i · j.
+            for k in 0..=(i * j).min(max) {
                 let take_a = if k >= j { prev[j][k - j] } else { 0.0 };
                 cur[j][k] = take_a + cur[j - 1][k];
             }
@@ -590,6 +591,252 @@ impl rand_core::TryRng for Rng {
     }
 }
 
+/// The shift of one sample against another with its interval and the
+/// test that interval inverts: the Hodges–Lehmann estimate (the median of
+/// the n₁·n₂ differences `a − b`) and the Moses interval
+/// `[D₍ₖ₎, D₍ₙ₁ₙ₂₊₁₋ₖ₎]` of the sorted differences, with `k` from the
+/// distribution of the Mann–Whitney U: exact (the permutation
+/// distribution, counted) for samples of up to [`EXACT_MAX`] values each,
+/// else its normal approximation with continuity correction.
+///
+/// Ties (integer counts, a figure that is often 0) are broken against a
+/// difference: the interval is closed, and the p-value is the larger of the
+/// two that breaking every tie between the samples one way or the other
+/// gives. Breaking ties at random keeps U's distribution exact, and the
+/// worst case of that is never more significant, so the interval covers
+/// at least its level and the test rejects at most at its level, ties or
+/// none; without ties both are exactly the Mann–Whitney test's (scipy's
+/// `mannwhitneyu(method="exact")`). The interval and the p-value come from
+/// the same distribution: `p <= alpha` exactly when the interval at
+/// 1 − alpha leaves out 0, so a verdict read from one never contradicts
+/// the other.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Shift {
+    /// The Hodges–Lehmann estimate of `a − b`.
+    pub estimate: f64,
+    /// The interval's bounds: −∞ and +∞ when no outcome of samples this
+    /// small could leave 0 out at this level.
+    pub low: f64,
+    pub high: f64,
+    /// The two-sided alpha the interval was made for (its level is 1 − alpha).
+    pub alpha: f64,
+    /// Mann–Whitney U of `a`: pairs with a > b, ties counting one half.
+    pub u: f64,
+    /// The two-sided p-value of no shift, from the same distribution.
+    pub p: f64,
+    /// `exact` or `normal`.
+    pub method: &'static str,
+}
+
+/// The largest samples for which [`shift`] counts U's exact distribution.
+pub const EXACT_MAX: usize = 50;
+
+/// Up to this many differences, [`shift`] makes and sorts them.
+const MADE_DIFFERENCES: usize = 1 << 16;
+
+/// P(U <= u) for samples of `n1` and `n2` values without ties: exact up
+/// to [`EXACT_MAX`] values each, else normal with continuity correction.
+fn u_cdf(u: usize, n1: usize, n2: usize) -> f64 {
+    let max = n1 * n2;
+    if u >= max {
+        return 1.0;
+    }
+    if n1 <= EXACT_MAX && n2 <= EXACT_MAX {
+        // Symmetric: P(U <= u) = P(U >= max − u).
+        return exact_u_sf(max - u, n1, n2);
+    }
+    let (f1, f2) = (n1 as f64, n2 as f64);
+    let sd = (f1 * f2 * (f1 + f2 + 1.0) / 12.0).sqrt();
+    1.0 - normal_sf((u as f64 + 0.5 - f1 * f2 / 2.0) / sd)
+}
+
+/// A key whose integer order is the order of finite floats.
+fn order_key(x: f64) -> i64 {
+    let bits = x.to_bits() as i64;
+    if bits < 0 {
+        i64::MIN.wrapping_sub(bits).wrapping_sub(1)
+    } else {
+        bits
+    }
+}
+
+fn from_order_key(k: i64) -> f64 {
+    let bits = if k < 0 {
+        i64::MIN.wrapping_sub(k).wrapping_sub(1)
+    } else {
+        k
+    };
+    f64::from_bits(bits as u64)
+}
+
+/// How many differences `a[i] − b[j]` are at most `t` (both sorted).
+fn differences_at_most(a: &[f64], b: &[f64], t: f64) -> usize {
+    // For each a, the b with a − b <= t are those from the first such on.
+    let mut j = 0;
+    let mut count = 0;
+    // a ascending: the first b with a − b <= t moves right only.
+    for x in a {
+        while j < b.len() && *x - b[j] > t {
+            j += 1;
+        }
+        count += b.len() - j;
+    }
+    count
+}
+
+/// The `k`-th smallest (1-based) of the differences `a[i] − b[j]` of two
+/// sorted samples, without making them: bisection over the floats, each
+/// step counting in O(n₁ + n₂).
+fn kth_difference(a: &[f64], b: &[f64], k: usize) -> f64 {
+    let (Some(a0), Some(a1), Some(b0), Some(b1)) = (a.first(), a.last(), b.first(), b.last())
+    else {
+        return f64::NAN;
+    };
+    let (mut lo, mut hi) = (order_key(a0 - b1), order_key(a1 - b0));
+    // Invariant: count(hi) >= k; the answer is the least such key.
+    while lo < hi {
+        let mid = ((i128::from(lo) + i128::from(hi)).div_euclid(2)) as i64;
+        if differences_at_most(a, b, from_order_key(mid)) >= k {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    from_order_key(lo)
+}
+
+/// The shift of `a` against `b` with its interval at `1 − alpha` and the
+/// p-value of no shift (see [`Shift`]). `None` when a sample has no finite
+/// value.
+pub fn shift(a: &[f64], b: &[f64], alpha: f64) -> Option<Shift> {
+    let a = sorted(a);
+    let b = sorted(b);
+    let (n1, n2) = (a.len(), b.len());
+    if n1 == 0 || n2 == 0 {
+        return None;
+    }
+    let n = n1 * n2;
+    // Pairs below (a < b), tied and above, from the values: a − b <= 0
+    // exactly when a <= b, so these count the differences too.
+    let below = count_below(&a, &b);
+    let below_or_tied: usize = a
+        .iter()
+        .map(|x| b.len() - b.partition_point(|y| y < x))
+        .sum();
+    let tied = below_or_tied - below;
+    let above = n - below_or_tied;
+    let cdf = |u: usize| u_cdf(u, n1, n2);
+    // Leaves 0 out above when #{D <= 0} <= k − 1, below when #{D >= 0} <= k − 1.
+    let p = (2.0 * cdf(below_or_tied).min(cdf(above + tied))).min(1.0);
+    // k: the number of u with P(U <= u) <= alpha / 2 (a prefix of 0..).
+    let half = alpha / 2.0;
+    let (mut lo, mut hi) = (0usize, n / 2 + 1);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if cdf(mid) <= half {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    let k = lo;
+    // The k-th smallest difference: from the differences made and sorted
+    // when there are not too many, else by bisection without making them.
+    let mut made: Option<Vec<f64>> = (n <= MADE_DIFFERENCES).then(|| {
+        a.iter()
+            .flat_map(|x| b.iter().map(move |y| x - y))
+            .collect()
+    });
+    let mut kth = |k: usize| match &mut made {
+        Some(d) => *d.select_nth_unstable_by(k - 1, f64::total_cmp).1,
+        None => kth_difference(&a, &b, k),
+    };
+    let (low, high) = if k == 0 {
+        (f64::NEG_INFINITY, f64::INFINITY)
+    } else {
+        (kth(k), kth(n + 1 - k))
+    };
+    let estimate = if n % 2 == 1 {
+        kth(n / 2 + 1)
+    } else {
+        (kth(n / 2) + kth(n / 2 + 1)) / 2.0
+    };
+    Some(Shift {
+        estimate,
+        low,
+        high,
+        alpha,
+        u: above as f64 + tied as f64 / 2.0,
+        p,
+        method: if n1 <= EXACT_MAX && n2 <= EXACT_MAX {
+            "exact"
+        } else {
+            "normal"
+        },
+    })
+}
+
+/// Pairs with a < b, counted from the values (not their differences).
+fn count_below(a: &[f64], b: &[f64]) -> usize {
+    a.iter()
+        .map(|x| b.len() - b.partition_point(|y| y <= x))
+        .sum()
+}
+
+/// The smallest `alpha` at which `runs` runs of each of two samples can
+/// leave 0 out of a [`shift`] interval at all: [`mann_whitney_min_p`].
+pub fn shift_min_alpha(n1: usize, n2: usize) -> f64 {
+    (2.0 * u_cdf(0, n1, n2)).min(1.0)
+}
+
+/// A figure's ratio (this sample over the reference) with its interval
+/// and test, from the [`shift`] of log values when every value is
+/// positive (a shift of logs is a ratio), else from the shift of the
+/// values over the reference's median (a figure that is sometimes 0).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RatioShift {
+    /// The ratio and its interval's bounds (the upper one +∞ when these
+    /// runs cannot bound it); absent when the reference's median is 0 and
+    /// some value is 0.
+    pub ratio: Option<(f64, f64, f64)>,
+    /// The shift it was read from.
+    pub shift: Shift,
+}
+
+impl RatioShift {
+    /// Whether no outcome of samples this small could leave 0 out of the
+    /// shift's interval at its level.
+    pub fn unbounded(&self) -> bool {
+        self.shift.low == f64::NEG_INFINITY
+    }
+}
+
+/// [`RatioShift`] of `a` over `b` at two-sided `alpha`; `None` when a
+/// sample has no finite value.
+pub fn ratio_shift(a: &[f64], b: &[f64], alpha: f64) -> Option<RatioShift> {
+    let positive = |v: &[f64]| v.iter().filter(|x| x.is_finite()).all(|x| *x > 0.0);
+    if positive(a) && positive(b) {
+        let ln = |v: &[f64]| v.iter().map(|x| x.ln()).collect::<Vec<f64>>();
+        let s = shift(&ln(a), &ln(b), alpha)?;
+        return Some(RatioShift {
+            ratio: Some((s.estimate.exp(), s.low.exp(), s.high.exp())),
+            shift: s,
+        });
+    }
+    let s = shift(a, b, alpha)?;
+    let reference = median_sorted(&sorted(b))?;
+    let floor = if positive(a) || a.iter().all(|x| *x >= 0.0) {
+        0.0
+    } else {
+        f64::NEG_INFINITY
+    };
+    let r = |d: f64| (1.0 + d / reference).max(floor);
+    Some(RatioShift {
+        ratio: (reference > 0.0).then(|| (r(s.estimate), r(s.low), r(s.high))),
+        shift: s,
+    })
+}
+
 /// A confidence interval of a ratio.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct RatioInterval {
@@ -803,6 +1050,85 @@ mod tests {
                 c.p,
                 c.method
             );
+        }
+    }
+
+    #[test]
+    fn shift_test_is_mann_whitney_without_ties() {
+        for c in fixture().mann_whitney {
+            let r = shift(&c.a, &c.b, 0.05).unwrap();
+            assert_eq!(r.u, c.u, "{:?} vs {:?}", c.a, c.b);
+            if c.method == "exact" {
+                assert!(
+                    (r.p - c.p).abs() <= 1e-9 + 1e-7 * c.p,
+                    "p {} against scipy's exact {}",
+                    r.p,
+                    c.p
+                );
+            }
+        }
+    }
+
+    /// Six runs of each that do not overlap: the smallest p there is,
+    /// 2 / C(12, 6), with or without ties inside each sample; an interval
+    /// that leaves 0 out at any alpha above it and is unbounded below it.
+    #[test]
+    fn samples_that_separate_completely_reach_the_exact_minimum() {
+        let a = [53.0, 53.0, 53.0, 53.0, 53.0, 53.0];
+        let b = [1.0, 1.0, 1.0, 1.0, 1.0, 1.0];
+        let r = shift(&a, &b, 0.0022).unwrap();
+        assert!((r.p - 2.0 / 924.0).abs() < 1e-15, "{r:?}");
+        assert_eq!((r.low, r.high, r.estimate), (52.0, 52.0, 52.0));
+        let r = shift(&a, &b, 0.002).unwrap();
+        assert_eq!((r.low, r.high), (f64::NEG_INFINITY, f64::INFINITY));
+        let ratio = ratio_shift(&a, &b, 0.0022).unwrap();
+        let (x, lo, hi) = ratio.ratio.unwrap();
+        assert!(
+            (x - 53.0).abs() < 1e-9 && lo > 52.9 && hi < 53.1,
+            "{ratio:?}"
+        );
+        assert_eq!(shift_min_alpha(6, 6), 2.0 / 924.0);
+    }
+
+    /// Over random samples with and without ties, of sizes from 1 to 70
+    /// (exact and normal; a few sizes, as each pair of sizes counts its
+    /// distribution once), the p-value is at most alpha exactly when the
+    /// interval leaves 0 out, the interval holds the estimate, and the
+    /// differences found by bisection are the sorted differences'.
+    #[test]
+    fn shift_interval_and_p_value_never_disagree() {
+        let mut rng = super::Rng::new(77);
+        for case in 0..3000 {
+            const SIZES: [usize; 8] = [1, 2, 3, 6, 9, 20, 50, 70];
+            let (n1, n2) = (SIZES[rng.below(8)], SIZES[rng.below(8)]);
+            let tied = case % 2 == 0;
+            let offset = rng.below(5) as f64;
+            let mut draw = |n: usize, shift_by: f64| -> Vec<f64> {
+                (0..n)
+                    .map(|_| {
+                        let x = normal_quantile(rng.unit().clamp(1e-9, 1.0 - 1e-9)) + shift_by;
+                        if tied { x.round() } else { x }
+                    })
+                    .collect()
+            };
+            let a = draw(n1, offset * 0.3);
+            let b = draw(n2, 0.0);
+            let alpha = [0.05, 0.01, 0.002, 0.0005][rng.below(4)];
+            let r = shift(&a, &b, alpha).unwrap();
+            let excludes = r.low > 0.0 || r.high < 0.0;
+            assert_eq!(r.p <= alpha, excludes, "{a:?} {b:?} {alpha} {r:?}");
+            assert!(r.low <= r.estimate && r.estimate <= r.high, "{r:?}");
+            if case % 10 == 0 {
+                let (sa, sb) = (sorted(&a), sorted(&b));
+                let mut d: Vec<f64> = sa
+                    .iter()
+                    .flat_map(|x| sb.iter().map(move |y| x - y))
+                    .collect();
+                d.sort_by(f64::total_cmp);
+                for k in [1, d.len() / 2 + 1, d.len()] {
+                    assert_eq!(kth_difference(&sa, &sb, k), d[k - 1], "k {k}");
+                }
+            }
         }
     }
 

@@ -13,12 +13,7 @@ const LIMIT: usize = 120;
 
 /// Functions still longer than [`LIMIT`], as `file::name` under `src/`:
 /// each is to be shortened, and then taken off this list.
-const ALLOWED: &[&str] = &[
-    // To be shortened: an outline over a session of warm-up and rounds.
-    "compare/runner.rs::execute",
-    // To be shortened: the report built in named steps.
-    "compare/report.rs::build",
-];
+const ALLOWED: &[&str] = &[];
 
 /// How many of the longest functions `--nocapture` prints.
 const SHOWN: usize = 15;

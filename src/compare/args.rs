@@ -180,13 +180,14 @@ pub struct CompareArgs {
     pub time_unit: Option<TimeUnit>,
 
     /// The family-wise significance level: the chance that a comparison
-    /// calls any figure of any command different when none differs
-    /// (Mann–Whitney U tests, Holm-adjusted over the figures).
+    /// calls any figure of any command different when none differs (each
+    /// figure's interval at 1 − ALPHA/m over the m figures, Bonferroni).
     #[arg(long, value_name = "ALPHA", default_value_t = 0.05, value_parser = parse_alpha)]
     pub alpha: f64,
 
-    /// A significant difference smaller than PCT (`1%`, `0.5%`) is
-    /// reported as the same within PCT.
+    /// A figure is different when its ratio's interval lies beyond 1 ± PCT
+    /// (`1%`, `0.5%`), the same within PCT when it lies inside, undecided
+    /// otherwise.
     #[arg(long, value_name = "PCT", default_value = "1%", value_parser = parse_percent)]
     pub threshold: f64,
 
@@ -199,10 +200,9 @@ pub struct CompareArgs {
     #[arg(long)]
     pub show_output: bool,
 
-    /// The seed of the run order (shuffled within each round) and of the
-    /// bootstrap intervals (default: a fresh one for each comparison,
-    /// printed in the report; give it to replay that order and those
-    /// intervals).
+    /// The seed of the run order (shuffled within each round; default: a
+    /// fresh one for each comparison, printed in the report; give it to
+    /// replay that order).
     #[arg(long, value_name = "SEED")]
     pub seed: Option<u64>,
 

@@ -10,7 +10,9 @@
 //! - `machine`: the fingerprint ([`Fingerprint`]: CPU model, logical CPUs,
 //!   kernel, memory), compared with the machine of a later comparison;
 //!   `other_cpu_percent`: other work on the machine while the runs ran
-//!   (percent of one CPU), likewise;
+//!   (percent of one CPU), likewise; `speed_probe_ns`: the speed probes
+//!   made with the runs (`super::probe`), compared with a later
+//!   comparison's;
 //! - `options`: what shapes a run ([`RunShape`]: the shell, warm-up runs,
 //!   the hooks, `--cold`, `--warm`, `--drop-caches`, `--input`,
 //!   `--command-output`), likewise compared;
@@ -195,6 +197,10 @@ pub struct BaselineFile {
     /// Other work on the machine while the runs ran, percent of one CPU.
     #[serde(default)]
     pub other_cpu_percent: Option<f64>,
+    /// The speed probes made with the runs (nanoseconds each; absent in
+    /// baselines saved before there were).
+    #[serde(default)]
+    pub speed_probe_ns: Vec<u64>,
     pub options: RunShape,
     pub seed: u64,
     pub commands: Vec<StoredCommand>,
@@ -250,6 +256,11 @@ impl BaselineFile {
             schema_version: SCHEMA_VERSION,
             machine: fingerprint(),
             other_cpu_percent: report.other_cpu_percent,
+            speed_probe_ns: report
+                .speed
+                .as_ref()
+                .map(|s| s.probes_ns.clone())
+                .unwrap_or_default(),
             options: RunShape::of(cfg),
             seed: report.seed,
             commands,
@@ -739,6 +750,13 @@ pub fn matched(path: &Path, file: &BaselineFile, cfg: &Config) -> Result<Baselin
             tally_version: file.tally_version.clone(),
             machine: file.machine.clone(),
             other_cpu_percent: file.other_cpu_percent,
+            // A probe of 0 ns or over a second is no probe of this work.
+            speed_probe_ns: file
+                .speed_probe_ns
+                .iter()
+                .copied()
+                .filter(|p| (1..1_000_000_000).contains(p))
+                .collect(),
             differences,
         },
     })
@@ -826,6 +844,7 @@ mod tests {
             schema_version: SCHEMA_VERSION,
             machine: Fingerprint::default(),
             other_cpu_percent: Some(3.0),
+            speed_probe_ns: Vec::new(),
             options: RunShape::default(),
             seed: 7,
             commands: vec![stored(c)],

@@ -1,6 +1,6 @@
 //! `tally compare --fail-on FIGURE=PCT`: the regression gate on a
-//! comparison. It reads the comparison's own statistics (the Holm-adjusted
-//! tests and the intervals at 1 − alpha/m of [`super::report`]) and judges
+//! comparison. It reads the comparison's own statistics (the intervals at
+//! 1 − alpha/m of [`super::report`], and the tests they invert) and judges
 //! each gated figure of each command against its reference with
 //! [`crate::gate::judge`]: regression, pass or inconclusive.
 
@@ -144,7 +144,7 @@ fn judge(
     };
     let evidence = Evidence {
         interval,
-        significant_worse: significant_worse(v, r.alpha),
+        significant_worse: significant_worse(v),
         too_few_runs: v.verdict == Verdict::TooFewRuns,
         higher_is_better: false,
         both_zero: median(c) == Some(0.0) && median(ref_cmd) == Some(0.0),
@@ -162,6 +162,21 @@ fn judge(
     let time = FIGURES
         .iter()
         .any(|f| f.key == rule.figure && f.unit.base() == crate::report::unit::Unit::Seconds);
+    // Against a baseline saved when the machine ran at another speed (its
+    // speed probes), a time is neither a regression nor a pass.
+    if time
+        && ref_cmd.from_baseline
+        && let Some(ratio) = r
+            .speed
+            .as_ref()
+            .filter(|s| s.not_comparable)
+            .map(|s| s.versus_baseline.unwrap_or(1.0))
+    {
+        result.outcome = Outcome::Inconclusive;
+        result.reason = Some(Reason::MachineSpeed);
+        result.note = Some(machine_speed(ratio));
+        return result;
+    }
     let limit = super::report::OTHER_WORK_DIFFERS;
     let shaken = match other_work(r) {
         Some((now, then)) if time && ref_cmd.from_baseline => match result.outcome {
@@ -219,6 +234,15 @@ fn judge(
     result
 }
 
+/// `this machine ran 25% slower than when the baseline was saved (speed
+/// probe)`.
+fn machine_speed(ratio: f64) -> String {
+    format!(
+        "this machine ran {} than when the baseline was saved (speed probe)",
+        crate::compare::probe::slower_or_faster(ratio)
+    )
+}
+
 /// Other work on the machine during these runs and during the baseline's,
 /// percent of one CPU.
 fn other_work(r: &CompareReport) -> Option<(f64, f64)> {
@@ -228,13 +252,10 @@ fn other_work(r: &CompareReport) -> Option<(f64, f64)> {
     ))
 }
 
-/// Whether the comparison calls the figure different, upwards.
-fn significant_worse(v: &FigureComparison, alpha: f64) -> bool {
-    match v.verdict {
-        Verdict::Higher => true,
-        Verdict::SameWithinThreshold => v.p_adjusted < alpha && v.ratio.is_some_and(|x| x > 1.0),
-        _ => false,
-    }
+/// Whether the figure's interval lies wholly above 1 (or, without a
+/// ratio, the comparison calls it higher).
+fn significant_worse(v: &FigureComparison) -> bool {
+    v.verdict == Verdict::Higher || v.ratio_low.is_some_and(|lo| lo > 1.0)
 }
 
 /// Without `--runs`, at a checkpoint: the rounds that would decide every
@@ -248,21 +269,26 @@ pub fn rounds_to_decide(
     family: usize,
     alpha: f64,
     reference_fixed: bool,
-    seed: u64,
 ) -> u32 {
-    let level = 1.0 - alpha / family.max(1) as f64;
+    let each = alpha / family.max(1) as f64;
     let mut needed = 0u32;
-    for (k, &(limit, now, reference)) in pairs.iter().enumerate() {
-        let Some(ci) = crate::stats::ratio_of_medians(now, reference, level, seed ^ k as u64)
-        else {
+    for &(limit, now, reference) in pairs {
+        let Some(e) = crate::stats::ratio_shift(now, reference, each) else {
+            continue;
+        };
+        if e.unbounded() {
+            needed = needed.max(crate::stats::runs_to_reach(each));
+            continue;
+        }
+        let Some((ratio, low, high)) = e.ratio else {
             continue;
         };
         let b = gate::bound(limit, false);
-        if ci.high <= b || ci.low > b {
+        if high <= b || low > b {
             continue;
         }
         if let Ok(n) = gate::runs_to_decide(
-            Some((ci.ratio, ci.low, ci.high)),
+            Some((ratio, low, high)),
             b,
             now.len(),
             reference.len(),
@@ -291,9 +317,38 @@ pub fn evaluate(r: &CompareReport, rules: &[Rule], strict: bool) -> Gate {
         strict,
         outcome: worst.unwrap_or(Outcome::Pass),
         exit_status: gate::exit_status(worst, strict),
-        headline: headline(&results),
+        headline: headline(&results) + &under_load(r, &results),
         results,
     }
+}
+
+/// When wall time is left undecided (other load spreads it) but cpu time
+/// moved beyond doubt: `; cpu time +17% [+15, +19]: gate on cpu= to judge
+/// under load`, once; else nothing.
+fn under_load(r: &CompareReport, results: &[GateResult]) -> String {
+    let undecided_wall = |g: &&GateResult| {
+        g.figure == "wall_ns"
+            && g.outcome == Outcome::Inconclusive
+            && g.reason.is_none_or(|why| why == Reason::OtherWork)
+    };
+    let gated_cpu = results.iter().any(|g| g.figure == "cpu_us");
+    results
+        .iter()
+        .filter(undecided_wall)
+        .filter(|_| !gated_cpu)
+        .find_map(|g| {
+            let v = r.commands.get(g.command)?.versus("cpu_us")?;
+            if !v.verdict.differs() {
+                return None;
+            }
+            let (x, lo, hi) = (v.ratio?, v.ratio_low?, v.ratio_high?);
+            Some(format!(
+                "; cpu time {} {}: gate on cpu= to judge under load",
+                gate::change(x),
+                gate::change_interval(lo, hi)
+            ))
+        })
+        .unwrap_or_default()
 }
 
 /// `+20.3% [+18.1, +22.4]`, or what stands for it.
@@ -352,6 +407,7 @@ pub fn outcome_text(g: &GateResult) -> String {
             (Some(Reason::BaselineTooSmall), _) => "baseline too small".into(),
             (Some(Reason::ZeroReference), _) => "reference 0".into(),
             (Some(Reason::OtherWork), _) => "machine busier or idler".into(),
+            (Some(Reason::MachineSpeed), _) => "machine at another speed".into(),
             (_, Some(n)) => format!("across {limit}, ~{n} runs"),
             (_, None) => format!("across {limit}"),
         },
@@ -393,6 +449,18 @@ fn headline(results: &[GateResult]) -> String {
         .collect();
     if parts.is_empty() {
         return format!("{}: no command has a reference", summary.join(", "));
+    }
+    // The machine's speed first: no time of this comparison is judged.
+    if let Some(note) = results
+        .iter()
+        .find(|g| g.reason == Some(Reason::MachineSpeed))
+        .and_then(|g| g.note.as_ref())
+    {
+        return format!(
+            "inconclusive: {note}; {}: {}",
+            summary.join(", "),
+            parts.join("; ")
+        );
     }
     format!("{}: {}", summary.join(", "), parts.join("; "))
 }
@@ -483,6 +551,7 @@ mod tests {
                     tally_version: None,
                     machine: Fingerprint::default(),
                     other_cpu_percent: Some(30.0),
+                    speed_probe_ns: Vec::new(),
                     differences: Vec::new(),
                 },
             }),
@@ -523,6 +592,106 @@ mod tests {
         // Far idler now: a pass of the time is not trusted either.
         assert_eq!(outcome(100, 0.0).0, Outcome::Inconclusive);
         assert_eq!(outcome(100, 25.0).0, Outcome::Pass);
+    }
+
+    /// Against a baseline whose speed probes say the machine ran at
+    /// another speed, a time is neither a regression (20% slower) nor a
+    /// pass (unchanged): inconclusive, naming the speed, and `--strict`
+    /// fails it; memory is still judged.
+    #[test]
+    fn a_machine_at_another_speed_makes_times_inconclusive_never_a_regression() {
+        use crate::compare::plan::{Baseline, BaselineUse, Config, Fingerprint};
+        use crate::compare::probe::Speed;
+        let cfg = Config {
+            alpha: 0.05,
+            threshold: 0.01,
+            seed: 9,
+            baseline: Some(Baseline {
+                commands: Vec::new(),
+                about: BaselineUse {
+                    path: "b.json".into(),
+                    saved_at: None,
+                    tally_version: None,
+                    machine: Fingerprint::default(),
+                    other_cpu_percent: None,
+                    speed_probe_ns: vec![1_000_000; 10],
+                    differences: Vec::new(),
+                },
+            }),
+            ..Config::default()
+        };
+        let rules = [
+            parse_rule("wall=5%").unwrap(),
+            parse_rule("maxrss=5%").unwrap(),
+        ];
+        for (scale, comparable) in [(120, false), (100, false), (120, true)] {
+            let commands = vec![
+                runs("app", 10_000_000 * scale / 100, 30, false),
+                runs("app", 10_000_000, 30, true),
+            ];
+            let mut r = CompareReport::build(&cfg, commands, None);
+            let mut speed = Speed::of(&[1_300_000; 10]).unwrap();
+            speed.versus_baseline = Some(1.3);
+            speed.not_comparable = !comparable;
+            r.speed = Some(speed);
+            let g = evaluate(&r, &rules, true);
+            if comparable {
+                assert_eq!(g.results[0].outcome, Outcome::Regression, "{g:?}");
+                continue;
+            }
+            assert_eq!(g.results[0].outcome, Outcome::Inconclusive, "{g:?}");
+            assert_eq!(g.results[0].reason, Some(Reason::MachineSpeed));
+            assert_eq!(g.results[1].outcome, Outcome::Pass, "{g:?}");
+            assert_eq!(g.exit_status, crate::gate::EXIT_INCONCLUSIVE);
+            assert!(
+                g.headline.starts_with(
+                    "inconclusive: this machine ran 30% slower than when the baseline was saved \
+                     (speed probe)"
+                ),
+                "{}",
+                g.headline
+            );
+            assert_eq!(evaluate(&r, &rules, false).exit_status, 0);
+        }
+    }
+
+    /// Wall time spread by other load stays undecided against the 5%
+    /// limit, while cpu time moved 15% beyond doubt: the headline says so
+    /// and names the rule that would judge it.
+    #[test]
+    fn an_undecided_wall_time_names_a_decisive_cpu_time() {
+        use crate::compare::plan::Config;
+        let cfg = Config {
+            alpha: 0.05,
+            threshold: 0.01,
+            seed: 9,
+            reference: Some(1),
+            ..Config::default()
+        };
+        let mut now = runs("new", 10_000_000, 30, false);
+        let mut old = runs("old", 10_000_000, 30, false);
+        for (c, cpu) in [(&mut now, 1170u64), (&mut old, 1000)] {
+            for (i, r) in c.runs.iter_mut().enumerate() {
+                // Wall times from 0.6 to 1.6 of the median, every other
+                // command's alike; cpu times steady.
+                r.wall_ns = 6_000_000 + (i as u64 * 7919 % 30) * 333_333;
+                r.user_us = cpu + (i as u64 % 3);
+            }
+        }
+        let r = CompareReport::build(&cfg, vec![now, old], None);
+        let g = evaluate(&r, &[parse_rule("wall=5%").unwrap()], false);
+        assert_eq!(g.results[0].outcome, Outcome::Inconclusive, "{g:?}");
+        assert!(
+            g.headline.contains("; cpu time +15.4% [+15.3, +15.5]")
+                && g.headline.ends_with("gate on cpu= to judge under load"),
+            "{}",
+            g.headline
+        );
+        let both = [
+            parse_rule("wall=5%").unwrap(),
+            parse_rule("cpu=5%").unwrap(),
+        ];
+        assert!(!evaluate(&r, &both, false).headline.contains("gate on cpu="));
     }
 
     #[test]

@@ -258,7 +258,11 @@ fn figure_table(r: &CompareReport, out: &mut dyn Write, style: Style) -> io::Res
                             Some(n) => format!("{word} (need {n})"),
                             None => word.to_string(),
                         },
-                        _ => word.to_string(),
+                        Verdict::Undecided => match v.runs_needed {
+                            Some(n) => format!("{word} (~{n} runs)"),
+                            None => word.to_string(),
+                        },
+                        Verdict::Unchanged => word.to_string(),
                     };
                     (ratio_text(v), verdict)
                 }
@@ -352,14 +356,11 @@ fn footer(r: &CompareReport, out: &mut dyn Write, width: usize) -> io::Result<()
     paragraph(
         out,
         &format!(
-            "ratios: median over {over}, {level} bootstrap interval (all {} \
-             together at {}); verdict: Mann-Whitney U, Holm-adjusted over {} figure{} at \
-             alpha {}; a difference under {} is the same",
+            "ratios over {over}: Hodges-Lehmann, {level} Mann-Whitney (Moses) interval \
+             (all {} together at {}, Bonferroni); verdict from the interval: beyond {} \
+             different, inside the same, across undecided",
             r.family_size.max(1),
             percent(1.0 - r.alpha),
-            r.family_size,
-            if r.family_size == 1 { "" } else { "s" },
-            r.alpha,
             percent(r.threshold)
         ),
         width,

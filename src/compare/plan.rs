@@ -149,6 +149,9 @@ pub struct BaselineUse {
     /// Other work on the machine while the baseline's runs ran, percent of
     /// one CPU.
     pub other_cpu_percent: Option<f64>,
+    /// The speed probes made with the baseline's runs (none in a baseline
+    /// saved before there were).
+    pub speed_probe_ns: Vec<u64>,
     /// How this comparison differs from the one that saved it (machine,
     /// tally's version, options, other work): warned about, not failed.
     pub differences: Vec<String>,

@@ -140,7 +140,8 @@ impl Render for CompareReport {
                 Unit::Count,
                 format!(
                     "{}: two-sided Mann-Whitney U p-value against the reference, \
-                     Holm-adjusted over the comparison's figures",
+                     Bonferroni-adjusted over the comparison's figures (at or below \
+                     alpha exactly when the ratio's interval leaves out 1)",
                     fig.label
                 ),
             );
@@ -274,15 +275,15 @@ fn gate_markdown(r: &CompareReport, out: &mut dyn Write) -> io::Result<()> {
     };
     writeln!(
         out,
-        "<sub>{} runs of each, {against}, seed {}. Ratio: median over the reference's, \
-         interval {} each (all together {}); verdicts: Mann–Whitney U, Holm-adjusted over {} \
-         figures at alpha {}. A gated figure regresses when its whole interval lies beyond \
-         its limit.</sub>",
+        "<sub>{} runs of each, {against}, seed {}. Ratio: Hodges–Lehmann, Mann–Whitney \
+         (Moses) interval {} each (all {} together {}, Bonferroni); verdicts from the \
+         interval: beyond {} different, inside the same, across undecided. A gated figure \
+         regresses when its whole interval lies beyond its limit.</sub>",
         r.runs_per_command,
         r.seed,
         super::report::percent(r.interval_level),
-        super::report::percent(1.0 - r.alpha),
         r.family_size,
-        r.alpha
+        super::report::percent(1.0 - r.alpha),
+        super::report::percent(r.threshold)
     )
 }

@@ -2,10 +2,12 @@
 //! command once per round, in an order shuffled from the seed), with
 //! `--prepare` and the page-cache state before every run, then `--cleanup`.
 
+use std::ops::ControlFlow;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
 use super::plan::{CommandOutput, Config, PlanError};
+use super::probe;
 use super::report::{CommandResult, CompareReport, OTHER_WORK_DIFFERS, PreparedCache};
 use super::sizing::{self, Sizing};
 use crate::pagecache::bulk::{self, BulkError};
@@ -272,11 +274,54 @@ fn failure(rec: &RunRecord) -> Option<String> {
     }
 }
 
-/// Runs the comparison and returns its report.
+/// Runs the comparison and returns its report: an outline over a
+/// `Session` (start, the rounds with their warm-up and checkpoints,
+/// finish).
 pub fn execute(
     cfg: &Config,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<CompareReport, CompareError> {
+    check(cfg)?;
+    // Checked before anything runs: a path that cannot be warmed is an
+    // error, not a warm run made cold.
+    bulk::check(&cfg.warm, "warm").map_err(CompareError::Warm)?;
+    let streams = streams(cfg)?;
+    // Other work on the machine while the runs run: what tally and its
+    // children (the spawner, the commands, the hooks) did not use.
+    let started = (
+        std::time::Instant::now(),
+        crate::bench::machine::Reading::now(),
+    );
+    if let Some(setup) = &cfg.setup {
+        hook("--setup", setup, cfg)?;
+    }
+    let cleanup = || match &cfg.cleanup {
+        Some(c) => hook("--cleanup", c, cfg),
+        None => Ok(()),
+    };
+    let mut session = match Session::start(cfg, streams) {
+        Ok(s) => s,
+        Err(e) => {
+            // The error that stopped the comparison is the one to tell.
+            let _ = cleanup();
+            return Err(e);
+        }
+    };
+    let result = session.rounds(progress);
+    drop(session.backend.take());
+    let other_cpu_percent = started
+        .1
+        .other_cpu_ms(&crate::bench::machine::Reading::now())
+        .map(|ms| ms as f64 * 100.0 / (started.0.elapsed().as_secs_f64() * 1000.0).max(1.0));
+    // --cleanup runs whatever happened, as long as --setup ran.
+    let cleaned = cleanup();
+    result?;
+    cleaned?;
+    session.finish(other_cpu_percent, progress)
+}
+
+/// The commands and `--reference` make a comparison.
+fn check(cfg: &Config) -> Result<(), CompareError> {
     let k = cfg.instances.len();
     if k == 0 {
         return Err(PlanError("no command to compare".into()).into());
@@ -292,362 +337,484 @@ pub fn execute(
         ))
         .into());
     }
-    let base = run::Config {
-        argv: Vec::new(),
-        runs: 1,
-        warmup: 0,
-        quiet_command: cfg.command_output != CommandOutput::Inherit,
-        stdout_to_stderr: false,
-        cold: cfg.cold.clone(),
-        drop_caches: cfg.drop_caches,
-        tree: false,
-        counters: false,
-        why: true,
-    };
-    // Checked before anything runs: a path that cannot be warmed is an
-    // error, not a warm run made cold.
-    bulk::check(&cfg.warm, "warm").map_err(CompareError::Warm)?;
-    let mut prepared = Preparations::default();
-    let measurer = Measurer::new(&base)?;
-    let configs: Vec<run::Config> = cfg
-        .instances
-        .iter()
-        .map(|i| run::Config {
-            argv: i.argv.clone(),
-            ..base.clone()
-        })
-        .collect();
-    let mut results: Vec<CommandResult> = cfg
-        .instances
-        .iter()
-        .map(|i| CommandResult::new(i, cfg.runs.unwrap_or(cfg.min_runs) as usize))
-        .collect();
-    // The records, kept where the forked commands do not inherit them
-    // (see `run::records`), each command's last one held back so that
-    // only it keeps its eviction details; and each command's first wall
-    // time, for the time budget.
-    let mut stores: Vec<Records> = (0..k).map(|_| Records::new()).collect();
-    let mut last: Vec<Option<RunRecord>> = vec![None; k];
-    // Each command's wall times, and which figures vary (over every run
-    // of every command), for the number of rounds without --runs.
-    let mut walls: Vec<Vec<f64>> = vec![Vec::new(); k];
-    // Each gated figure's values of each command, to take the runs that
-    // decide the gate without --runs.
-    let gated_figures: Vec<(&run::report::Figure, f64)> = cfg
-        .gate
-        .iter()
-        .filter_map(|r| Some((FIGURES.iter().find(|f| f.key == r.figure)?, r.limit)))
-        .collect();
-    let mut gated: Vec<Vec<Vec<f64>>> = vec![vec![Vec::new(); k]; gated_figures.len()];
-    let gated_reference: Vec<Vec<Vec<f64>>> = gated_figures
-        .iter()
-        .map(|(fig, _)| match &cfg.baseline {
-            Some(b) => b
-                .commands
-                .iter()
-                .map(|c| {
-                    c.runs
-                        .iter()
-                        .filter_map(|r| (fig.get)(r))
-                        .map(|v| v as f64)
-                        .collect()
-                })
-                .collect(),
-            None => Vec::new(),
-        })
-        .collect();
-    let mut ranges: Vec<Option<(u64, u64)>> = vec![None; FIGURES.len()];
-    let mut sized: Option<Sizing> = None;
-    let mut rng = Rng::new(cfg.seed);
-    let mut order: Vec<usize> = (0..k).collect();
-    let mut sequence = 0u32;
-    let mut interrupted_by: Option<String> = None;
-    // Runs whose peak memory was not above the spawner's own (see
-    // `run::spawner`), per command: how many, and the largest such peak (kB).
-    let mut at_floor: Vec<(u32, u64)> = vec![(0, 0); k];
+    Ok(())
+}
 
-    // The stored runs of each command, for the number of rounds.
-    let baseline_walls: Option<Vec<Vec<f64>>> = cfg.baseline.as_ref().map(|b| {
-        b.commands
-            .iter()
-            .map(|c| c.runs.iter().map(|r| r.wall_ns as f64).collect())
-            .collect()
-    });
-    let streams = streams(cfg)?;
-    let plain = cfg.input.is_none()
-        && matches!(
-            cfg.command_output,
-            CommandOutput::Null | CommandOutput::Inherit
-        );
-    // Other work on the machine while the runs run: what tally and its
-    // children (the spawner, the commands, the hooks) did not use.
-    let started = (
-        std::time::Instant::now(),
-        crate::bench::machine::Reading::now(),
-    );
-    if let Some(setup) = &cfg.setup {
-        hook("--setup", setup, cfg)?;
-    }
-    // Work tally does itself right before or after each run; without it,
-    // runs are asked of the spawner ahead, so that it never waits for tally.
-    let per_run_work = cfg.prepare.is_some()
-        || cfg.conclude.is_some()
-        || !cfg.warm.is_empty()
-        || !cfg.cold.is_empty()
-        || cfg.drop_caches;
-    let argvs: Vec<_> = cfg.instances.iter().map(|i| i.argv.clone()).collect();
-    let mut backend = match Spawner::start(&argvs, streams, !cfg.ignore_failure) {
-        Ok(s) => {
-            measurer.relay_signals_to(s.pid());
-            Backend::Spawner(s)
-        }
-        // Without a spawner (no /proc/self/exe?), tally forks the runs;
-        // they get tally's stdin, so --input and an output file or pipe
-        // cannot be given to them.
-        Err(e) if plain => {
-            let _ = e;
-            Backend::Here
-        }
-        Err(e) => {
-            return Err(CompareError::Stream {
-                option: if cfg.input.is_some() {
-                    "--input"
-                } else {
-                    "--command-output"
-                },
-                path: String::new(),
-                how: format!("needs tally's spawner process, which could not start: {e}"),
-            });
-        }
-    };
-    let result = (|| -> Result<(), CompareError> {
-        let mut upcoming: std::collections::VecDeque<Slot> = std::collections::VecDeque::new();
-        let mut in_flight: std::collections::VecDeque<(Slot, Option<ColdReport>)> =
-            std::collections::VecDeque::new();
-        // Rounds planned so far: warm-up ones first, then measured ones.
-        let mut planned = 0u32;
-        // Without --runs, the pilot's rounds until its end decides (see
-        // `sizing`).
-        let mut rounds = cfg.runs.unwrap_or(cfg.min_runs);
-        let depth = if per_run_work {
-            1
-        } else {
-            run::spawner::AHEAD.max(k + 1)
+/// A comparison under way: what it measures with, the runs asked for and
+/// not yet answered, and what the runs so far gave.
+struct Session<'c> {
+    cfg: &'c Config,
+    k: usize,
+    base: run::Config,
+    measurer: Measurer,
+    /// Where runs are made; taken (ended) before `--cleanup`.
+    backend: Option<Backend>,
+    configs: Vec<run::Config>,
+    results: Vec<CommandResult>,
+    prepared: Preparations,
+    /// The records, kept where the forked commands do not inherit them
+    /// (see `run::records`), each command's last one held back so that
+    /// only it keeps its eviction details.
+    stores: Vec<Records>,
+    last: Vec<Option<RunRecord>>,
+    /// Each command's wall times, and which figures vary (over every run
+    /// of every command), for the number of rounds without --runs.
+    walls: Vec<Vec<f64>>,
+    ranges: Vec<Option<(u64, u64)>>,
+    /// The stored runs' wall times of each command, for the number of rounds.
+    baseline_walls: Option<Vec<Vec<f64>>>,
+    /// The gated figures with their limits, and their values of each
+    /// command now and in the baseline, to take the runs that decide the
+    /// gate without --runs.
+    gated_figures: Vec<(&'static run::report::Figure, f64)>,
+    gated: Vec<Vec<Vec<f64>>>,
+    gated_reference: Vec<Vec<Vec<f64>>>,
+    sized: Option<Sizing>,
+    rng: Rng,
+    order: Vec<usize>,
+    sequence: u32,
+    interrupted_by: Option<String>,
+    /// Runs whose peak memory was not above the spawner's own (see
+    /// `run::spawner`), per command: how many, and the largest such peak (kB).
+    at_floor: Vec<(u32, u64)>,
+    upcoming: std::collections::VecDeque<Slot>,
+    in_flight: std::collections::VecDeque<(Slot, Option<ColdReport>)>,
+    /// Rounds planned so far: warm-up ones first, then measured ones.
+    planned: u32,
+    /// Without --runs, the pilot's rounds until its end decides (see
+    /// `sizing`).
+    rounds: u32,
+    /// Runs asked for ahead.
+    depth: usize,
+    /// The speed probes so far (see `super::probe`), and the wall time of
+    /// the runs since the last.
+    probes: Vec<u64>,
+    since_probe_ns: u64,
+}
+
+impl<'c> Session<'c> {
+    fn start(cfg: &'c Config, streams: Streams) -> Result<Session<'c>, CompareError> {
+        let k = cfg.instances.len();
+        let base = run::Config {
+            argv: Vec::new(),
+            runs: 1,
+            warmup: 0,
+            quiet_command: cfg.command_output != CommandOutput::Inherit,
+            stdout_to_stderr: false,
+            cold: cfg.cold.clone(),
+            drop_caches: cfg.drop_caches,
+            tree: false,
+            counters: false,
+            why: true,
         };
-        loop {
-            // Keep `depth` runs asked for, planning rounds as they are needed.
-            while in_flight.len() < depth {
-                if upcoming.is_empty() {
-                    let Some(stage) = next_round(planned, cfg.warmup, rounds) else {
-                        break;
-                    };
-                    planned += 1;
-                    rng.shuffle(&mut order);
-                    upcoming.extend(order.iter().enumerate().map(|(pos, &i)| Slot {
-                        i,
-                        pos,
-                        stage,
-                    }));
-                }
-                let Some(slot) = upcoming.pop_front() else {
-                    break;
-                };
-                if let Some(sig) = measurer.pending_signal() {
-                    // Asked to stop: no new run; those asked for end first.
-                    if in_flight.is_empty() {
-                        interrupted_by = Some(sig);
-                        return Ok(());
-                    }
-                    upcoming.push_front(slot);
-                    break;
-                }
-                if let Some(prepare) = &cfg.prepare {
-                    hook("--prepare", prepare, cfg)?;
-                }
-                if !cfg.warm.is_empty() {
-                    let w = bulk::warm(&cfg.warm).map_err(CompareError::Warm)?;
-                    prepared.warm_ns.push(w.elapsed_ns);
-                    prepared.warmed_files = w.files;
-                }
-                let cold = measurer.evict(&base)?;
-                if let Some(c) = &cold {
-                    prepared.evict_ns.push(c.evict_ns);
-                    prepared.evicted_files = c.file_count;
-                }
-                backend.submit(slot.i)?;
-                in_flight.push_back((slot, cold));
-            }
-            let Some((slot, cold)) = in_flight.pop_front() else {
-                return Ok(());
-            };
-            let (round, warmup) = match slot.stage {
-                Stage::Warmup(w) => (w, true),
-                Stage::Measured(r) => (r, false),
-            };
-            progress(Progress {
-                done: u64::from(round) * k as u64 + slot.pos as u64,
-                of: if warmup {
-                    Some(u64::from(cfg.warmup) * k as u64)
-                } else {
-                    Some(u64::from(rounds) * k as u64)
-                },
-                warmup,
-            });
-            let mut rec = match backend.collect(&measurer, &configs[slot.i])? {
-                Reply::Ran(rec, floor) => {
-                    // Measured runs only: warm-up runs are not reported.
-                    let floor = floor.filter(|f| !warmup && rec.max_rss_bytes <= f * 1024);
-                    if let Some(floor) = floor {
-                        let (n, most) = &mut at_floor[slot.i];
-                        *n += 1;
-                        *most = (*most).max(floor);
-                    }
-                    *rec
-                }
-                Reply::Skipped { signal } => {
-                    interrupted_by = signal.or_else(|| measurer.pending_signal());
-                    return Ok(());
-                }
-                // `collect` returns a run that could not be made as its error.
-                Reply::Error(e) => return Err(e.into()),
-            };
-            // The run has ended and been reaped: nothing else is running.
-            if let Some(conclude) = &cfg.conclude {
-                hook("--conclude", conclude, cfg)?;
-            }
-            rec.cold = cold;
-            if rec.forwarded_signal.is_none()
-                && !cfg.ignore_failure
-                && let Some(how) = failure(&rec)
-            {
-                return Err(CompareError::Failed {
-                    index: slot.i + 1,
-                    name: crate::text::escape_text(&cfg.instances[slot.i].name),
-                    stage: if warmup { "warm-up run" } else { "run" },
-                    run: round + 1,
-                    how,
-                });
-            }
-            let stop = rec.forwarded_signal.clone();
-            if warmup {
-                if let Some(sig) = stop {
-                    interrupted_by = Some(sig);
-                    return Ok(());
-                }
-                continue;
-            }
-            sequence += 1;
-            let r = &mut results[slot.i];
-            if failure(&rec).is_some() {
-                r.failed_runs += 1;
-            }
-            rec.counters = None;
-            walls[slot.i].push(rec.wall_ns as f64);
-            for ((fig, _), values) in gated_figures.iter().zip(gated.iter_mut()) {
-                if let (Some(v), Some(of)) = ((fig.get)(&rec), values.get_mut(slot.i)) {
-                    of.push(v as f64);
-                }
-            }
-            for (range, fig) in ranges.iter_mut().zip(FIGURES) {
-                if let Some(v) = (fig.get)(&rec) {
-                    let (lo, hi) = range.get_or_insert((v, v));
-                    *lo = (*lo).min(v);
-                    *hi = (*hi).max(v);
-                }
-            }
-            // Only the last run keeps its eviction details: the
-            // records stay small however many runs there are.
-            if let Some(mut prev) = last[slot.i].replace(rec) {
-                prev.cold = None;
-                stores[slot.i].push(&prev).map_err(RunError::Records)?;
-            }
-            r.run_order.push(sequence);
-            if let Some(sig) = stop {
-                interrupted_by = Some(sig);
-                return Ok(());
-            }
-            let done = round + 1;
-            if cfg.runs.is_none() && slot.pos + 1 == k && sizing::is_checkpoint(done, cfg.min_runs)
-            {
-                let varying = ranges
+        let measurer = Measurer::new(&base)?;
+        let configs = cfg
+            .instances
+            .iter()
+            .map(|i| run::Config {
+                argv: i.argv.clone(),
+                ..base.clone()
+            })
+            .collect();
+        let results = cfg
+            .instances
+            .iter()
+            .map(|i| CommandResult::new(i, cfg.runs.unwrap_or(cfg.min_runs) as usize))
+            .collect();
+        let gated_figures: Vec<(&run::report::Figure, f64)> = cfg
+            .gate
+            .iter()
+            .filter_map(|r| Some((FIGURES.iter().find(|f| f.key == r.figure)?, r.limit)))
+            .collect();
+        let stored = |get: &dyn Fn(&RunRecord) -> Option<f64>| -> Vec<Vec<f64>> {
+            cfg.baseline.as_ref().map_or_else(Vec::new, |b| {
+                b.commands
                     .iter()
-                    .filter(|r| r.is_some_and(|(lo, hi)| lo != hi))
-                    .count();
-                let limits = sizing::Limits {
-                    alpha: cfg.alpha,
-                    min_rounds: cfg.min_runs,
-                    max_rounds: cfg.max_runs.unwrap_or(sizing::MAX_ROUNDS),
-                    budget: sizing::BUDGET,
-                    family: varying.max(1)
-                        * if cfg.baseline.is_some() {
-                            k
-                        } else {
-                            k.saturating_sub(1).max(1)
-                        },
-                    reference: cfg.reference,
-                };
-                let s = sizing::checkpoint_against(&walls, baseline_walls.as_deref(), done, limits);
-                rounds = s.rounds.max(done);
-                // A gate takes the runs that decide it, within the limits.
-                if !gated_figures.is_empty() {
-                    let reference = cfg.reference.unwrap_or(0);
-                    let mut pairs: Vec<(f64, &[f64], &[f64])> = Vec::new();
-                    for (g, (_, limit)) in gated_figures.iter().enumerate() {
-                        for i in 0..k {
-                            let now = gated.get(g).and_then(|v| v.get(i));
-                            let against = match &cfg.baseline {
-                                Some(_) => gated_reference.get(g).and_then(|v| v.get(i)),
-                                None if i != reference => {
-                                    gated.get(g).and_then(|v| v.get(reference))
-                                }
-                                None => None,
-                            };
-                            if let (Some(a), Some(b)) = (now, against) {
-                                pairs.push((*limit, a, b));
-                            }
-                        }
-                    }
-                    let needed = super::gate::rounds_to_decide(
-                        &pairs,
-                        limits.family,
-                        cfg.alpha,
-                        cfg.baseline.is_some(),
-                        cfg.seed,
-                    );
-                    rounds = rounds.max(needed.min(sizing::cap(&walls, limits)));
-                }
-                sized = Some(s);
+                    .map(|c| c.runs.iter().filter_map(get).collect())
+                    .collect()
+            })
+        };
+        let gated_reference = gated_figures
+            .iter()
+            .map(|(fig, _)| stored(&|r| (fig.get)(r).map(|v| v as f64)))
+            .collect();
+        let baseline_walls = cfg
+            .baseline
+            .as_ref()
+            .map(|_| stored(&|r| Some(r.wall_ns as f64)));
+        // Work tally does itself right before or after each run; without
+        // it, runs are asked of the spawner ahead, so that it never waits
+        // for tally.
+        let per_run_work = cfg.prepare.is_some()
+            || cfg.conclude.is_some()
+            || !cfg.warm.is_empty()
+            || !cfg.cold.is_empty()
+            || cfg.drop_caches;
+        let backend = Backend::start(cfg, &measurer, streams)?;
+        Ok(Session {
+            cfg,
+            k,
+            base,
+            measurer,
+            backend: Some(backend),
+            configs,
+            results,
+            prepared: Preparations::default(),
+            stores: (0..k).map(|_| Records::new()).collect(),
+            last: vec![None; k],
+            walls: vec![Vec::new(); k],
+            ranges: vec![None; FIGURES.len()],
+            baseline_walls,
+            gated: vec![vec![Vec::new(); k]; gated_figures.len()],
+            gated_figures,
+            gated_reference,
+            sized: None,
+            rng: Rng::new(cfg.seed),
+            order: (0..k).collect(),
+            sequence: 0,
+            interrupted_by: None,
+            at_floor: vec![(0, 0); k],
+            upcoming: std::collections::VecDeque::new(),
+            in_flight: std::collections::VecDeque::new(),
+            planned: 0,
+            rounds: cfg.runs.unwrap_or(cfg.min_runs),
+            depth: if per_run_work {
+                1
+            } else {
+                run::spawner::AHEAD.max(k + 1)
+            },
+            probes: Vec::new(),
+            since_probe_ns: 0,
+        })
+    }
+
+    fn backend(&mut self) -> Result<&mut Backend, CompareError> {
+        self.backend
+            .as_mut()
+            .ok_or_else(|| spawner_error(std::io::Error::other("ended")))
+    }
+
+    /// Warm-up rounds, then measured rounds until the last planned one
+    /// (without --runs, checkpoints plan more), or a signal, has ended.
+    fn rounds(&mut self, progress: &mut dyn FnMut(Progress)) -> Result<(), CompareError> {
+        loop {
+            if self.ask()?.is_break() {
+                return Ok(());
+            }
+            let Some((slot, cold)) = self.in_flight.pop_front() else {
+                return Ok(());
+            };
+            if self.one(slot, cold, progress)?.is_break() {
+                return Ok(());
             }
         }
-    })();
-    drop(backend);
-    let other_cpu_percent = started
-        .1
-        .other_cpu_ms(&crate::bench::machine::Reading::now())
-        .map(|ms| ms as f64 * 100.0 / (started.0.elapsed().as_secs_f64() * 1000.0).max(1.0));
-    // --cleanup runs whatever happened, as long as --setup ran.
-    let cleaned = match &cfg.cleanup {
-        Some(c) => hook("--cleanup", c, cfg),
-        None => Ok(()),
-    };
-    result?;
-    cleaned?;
-    for ((r, mut store), held) in results.iter_mut().zip(stores).zip(last) {
-        if let Some(held) = held {
-            store.push(&held).map_err(RunError::Records)?;
-        }
-        r.runs = store.into_vec().map_err(RunError::Records)?;
     }
-    let runs = results.iter().map(|r| r.runs.len()).max().unwrap_or(0) as u64;
-    progress(Progress {
-        done: runs * k as u64,
-        of: Some(runs * k as u64),
-        warmup: false,
-    });
-    // With a baseline, its stored runs follow, one per command, each the
-    // reference of the command measured now in its place.
-    if let Some(b) = &cfg.baseline {
-        for stored in &b.commands {
+
+    /// Keeps `depth` runs asked for, planning rounds as they are needed
+    /// and preparing each run (`--prepare`, `--warm`, `--cold`). Breaks
+    /// when asked to stop with nothing in flight.
+    fn ask(&mut self) -> Result<ControlFlow<()>, CompareError> {
+        let cfg = self.cfg;
+        while self.in_flight.len() < self.depth {
+            if self.upcoming.is_empty() {
+                let Some(stage) = next_round(self.planned, cfg.warmup, self.rounds) else {
+                    break;
+                };
+                self.planned += 1;
+                self.rng.shuffle(&mut self.order);
+                self.upcoming
+                    .extend(
+                        self.order
+                            .iter()
+                            .enumerate()
+                            .map(|(pos, &i)| Slot { i, pos, stage }),
+                    );
+            }
+            let Some(slot) = self.upcoming.pop_front() else {
+                break;
+            };
+            if let Some(sig) = self.measurer.pending_signal() {
+                // Asked to stop: no new run; those asked for end first.
+                if self.in_flight.is_empty() {
+                    self.interrupted_by = Some(sig);
+                    return Ok(ControlFlow::Break(()));
+                }
+                self.upcoming.push_front(slot);
+                break;
+            }
+            // The speed probe, with nothing running: the runs asked for
+            // ahead end first. The first run has one; later ones once the
+            // runs since took `probe::EVERY` times its time.
+            let due = self
+                .probes
+                .last()
+                .is_none_or(|p| self.since_probe_ns >= p.saturating_mul(probe::EVERY));
+            if due {
+                if !self.in_flight.is_empty() {
+                    self.upcoming.push_front(slot);
+                    break;
+                }
+                self.probes.push(probe::measure());
+                self.since_probe_ns = 0;
+            }
+            if let Some(prepare) = &cfg.prepare {
+                hook("--prepare", prepare, cfg)?;
+            }
+            if !cfg.warm.is_empty() {
+                let w = bulk::warm(&cfg.warm).map_err(CompareError::Warm)?;
+                self.prepared.warm_ns.push(w.elapsed_ns);
+                self.prepared.warmed_files = w.files;
+            }
+            let cold = self.measurer.evict(&self.base)?;
+            if let Some(c) = &cold {
+                self.prepared.evict_ns.push(c.evict_ns);
+                self.prepared.evicted_files = c.file_count;
+            }
+            self.backend()?.submit(slot.i)?;
+            self.in_flight.push_back((slot, cold));
+        }
+        Ok(ControlFlow::Continue(()))
+    }
+
+    /// The answer to the oldest run asked for: checked, kept (measured
+    /// runs only), and at the end of a round a checkpoint. Breaks on a
+    /// signal.
+    fn one(
+        &mut self,
+        slot: Slot,
+        cold: Option<ColdReport>,
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<ControlFlow<()>, CompareError> {
+        let (cfg, k) = (self.cfg, self.k);
+        let (round, warmup) = match slot.stage {
+            Stage::Warmup(w) => (w, true),
+            Stage::Measured(r) => (r, false),
+        };
+        progress(Progress {
+            done: u64::from(round) * k as u64 + slot.pos as u64,
+            of: Some(u64::from(if warmup { cfg.warmup } else { self.rounds }) * k as u64),
+            warmup,
+        });
+        let config = &self.configs[slot.i];
+        let reply = match self.backend.as_mut() {
+            Some(b) => b.collect(&self.measurer, config)?,
+            None => return Err(spawner_error(std::io::Error::other("ended"))),
+        };
+        let mut rec = match reply {
+            Reply::Ran(rec, floor) => {
+                self.since_probe_ns = self.since_probe_ns.saturating_add(rec.wall_ns);
+                // Measured runs only: warm-up runs are not reported.
+                let floor = floor.filter(|f| !warmup && rec.max_rss_bytes <= f * 1024);
+                if let Some(floor) = floor {
+                    let (n, most) = &mut self.at_floor[slot.i];
+                    *n += 1;
+                    *most = (*most).max(floor);
+                }
+                *rec
+            }
+            Reply::Skipped { signal } => {
+                self.interrupted_by = signal.or_else(|| self.measurer.pending_signal());
+                return Ok(ControlFlow::Break(()));
+            }
+            // `collect` returns a run that could not be made as its error.
+            Reply::Error(e) => return Err(e.into()),
+        };
+        // The run has ended and been reaped: nothing else is running.
+        if let Some(conclude) = &cfg.conclude {
+            hook("--conclude", conclude, cfg)?;
+        }
+        rec.cold = cold;
+        if rec.forwarded_signal.is_none()
+            && !cfg.ignore_failure
+            && let Some(how) = failure(&rec)
+        {
+            return Err(CompareError::Failed {
+                index: slot.i + 1,
+                name: crate::text::escape_text(&cfg.instances[slot.i].name),
+                stage: if warmup { "warm-up run" } else { "run" },
+                run: round + 1,
+                how,
+            });
+        }
+        let stop = rec.forwarded_signal.clone();
+        if !warmup {
+            self.keep(slot.i, rec)?;
+        }
+        if let Some(sig) = stop {
+            self.interrupted_by = Some(sig);
+            return Ok(ControlFlow::Break(()));
+        }
+        let done = round + 1;
+        if !warmup
+            && cfg.runs.is_none()
+            && slot.pos + 1 == k
+            && sizing::is_checkpoint(done, cfg.min_runs)
+        {
+            self.checkpoint(done);
+        }
+        Ok(ControlFlow::Continue(()))
+    }
+
+    /// Keeps a measured run of command `i`.
+    fn keep(&mut self, i: usize, mut rec: RunRecord) -> Result<(), CompareError> {
+        self.sequence += 1;
+        let r = &mut self.results[i];
+        if failure(&rec).is_some() {
+            r.failed_runs += 1;
+        }
+        rec.counters = None;
+        self.walls[i].push(rec.wall_ns as f64);
+        for ((fig, _), values) in self.gated_figures.iter().zip(self.gated.iter_mut()) {
+            if let (Some(v), Some(of)) = ((fig.get)(&rec), values.get_mut(i)) {
+                of.push(v as f64);
+            }
+        }
+        for (range, fig) in self.ranges.iter_mut().zip(FIGURES) {
+            if let Some(v) = (fig.get)(&rec) {
+                let (lo, hi) = range.get_or_insert((v, v));
+                *lo = (*lo).min(v);
+                *hi = (*hi).max(v);
+            }
+        }
+        // Only the last run keeps its eviction details: the records stay
+        // small however many runs there are.
+        if let Some(mut prev) = self.last[i].replace(rec) {
+            prev.cold = None;
+            self.stores[i].push(&prev).map_err(RunError::Records)?;
+        }
+        r.run_order.push(self.sequence);
+        Ok(())
+    }
+
+    /// Without --runs, after `done` rounds: how many rounds to take in
+    /// all, from the spread so far and what a gate still needs (see
+    /// `sizing` and `gate::rounds_to_decide`).
+    fn checkpoint(&mut self, done: u32) {
+        let (cfg, k) = (self.cfg, self.k);
+        let varying = self
+            .ranges
+            .iter()
+            .filter(|r| r.is_some_and(|(lo, hi)| lo != hi))
+            .count();
+        let limits = sizing::Limits {
+            alpha: cfg.alpha,
+            min_rounds: cfg.min_runs,
+            max_rounds: cfg.max_runs.unwrap_or(sizing::MAX_ROUNDS),
+            budget: sizing::BUDGET,
+            family: varying.max(1)
+                * if cfg.baseline.is_some() {
+                    k
+                } else {
+                    k.saturating_sub(1).max(1)
+                },
+            reference: cfg.reference,
+            threshold: cfg.threshold,
+        };
+        let s =
+            sizing::checkpoint_against(&self.walls, self.baseline_walls.as_deref(), done, limits);
+        self.rounds = s.rounds.max(done);
+        // A gate takes the runs that decide it, within the limits.
+        if !self.gated_figures.is_empty() {
+            let reference = cfg.reference.unwrap_or(0);
+            let mut pairs: Vec<(f64, &[f64], &[f64])> = Vec::new();
+            for (g, (_, limit)) in self.gated_figures.iter().enumerate() {
+                for i in 0..k {
+                    let now = self.gated.get(g).and_then(|v| v.get(i));
+                    let against = match &cfg.baseline {
+                        Some(_) => self.gated_reference.get(g).and_then(|v| v.get(i)),
+                        None if i != reference => self.gated.get(g).and_then(|v| v.get(reference)),
+                        None => None,
+                    };
+                    if let (Some(a), Some(b)) = (now, against) {
+                        pairs.push((*limit, a, b));
+                    }
+                }
+            }
+            let needed = super::gate::rounds_to_decide(
+                &pairs,
+                limits.family,
+                cfg.alpha,
+                cfg.baseline.is_some(),
+            );
+            self.rounds = self
+                .rounds
+                .max(needed.min(sizing::cap(&self.walls, limits)));
+        }
+        self.sized = Some(s);
+    }
+
+    /// The report: the runs kept, the baseline's after them, and the
+    /// warnings about the machine, the page cache, the runs' number and
+    /// the spawner's floor.
+    fn finish(
+        mut self,
+        other_cpu_percent: Option<f64>,
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<CompareReport, CompareError> {
+        let (cfg, k) = (self.cfg, self.k);
+        let mut results = std::mem::take(&mut self.results);
+        for ((r, mut store), held) in results.iter_mut().zip(self.stores).zip(self.last) {
+            if let Some(held) = held {
+                store.push(&held).map_err(RunError::Records)?;
+            }
+            r.runs = store.into_vec().map_err(RunError::Records)?;
+        }
+        let runs = results.iter().map(|r| r.runs.len()).max().unwrap_or(0) as u64;
+        progress(Progress {
+            done: runs * k as u64,
+            of: Some(runs * k as u64),
+            warmup: false,
+        });
+        results.extend(stored_results(cfg));
+        let mut report = CompareReport::build(cfg, results, self.interrupted_by);
+        report.other_cpu_percent = other_cpu_percent;
+        other_work_warning(&mut report, other_cpu_percent);
+        report.page_cache = self.prepared.report();
+        speed(&mut report, &self.probes, cfg);
+        if let Some(Sizing {
+            rounds,
+            short_of: Some(needed),
+            detectable,
+            ..
+        }) = self.sized
+        {
+            report.warnings.push(format!(
+                "wall time: {rounds} runs of each (the limit of --max-runs or of {} s of runs) \
+                 find a difference of {} with {}% chance; {} needs about {needed} runs of each \
+                 (--runs {needed})",
+                sizing::BUDGET.as_secs(),
+                super::report::percent(detectable),
+                (sizing::POWER * 100.0).round(),
+                super::report::percent(sizing::DETECT),
+            ));
+        }
+        if !cfg.gate.is_empty() {
+            report.gate = Some(super::gate::evaluate(&report, &cfg.gate, cfg.strict));
+        }
+        for (i, (n, floor)) in self.at_floor.into_iter().enumerate() {
+            if n > 0 {
+                report.warnings.push(format!(
+                    "#{} {}: peak memory at most {floor} KiB in {n} run{}, the peak of tally's \
+                     own spawner: those figures are upper bounds, not measurements",
+                    i + 1,
+                    crate::text::Foreign(&cfg.instances[i].name),
+                    if n == 1 { "" } else { "s" }
+                ));
+            }
+        }
+        Ok(report)
+    }
+}
+
+/// With a baseline, its stored runs, one result per command, each the
+/// reference of the command measured now in its place.
+fn stored_results(cfg: &Config) -> Vec<CommandResult> {
+    let Some(b) = &cfg.baseline else {
+        return Vec::new();
+    };
+    b.commands
+        .iter()
+        .map(|stored| {
             let saved = super::plan::Instance {
                 name: stored.name.clone(),
                 command: stored.command.clone(),
@@ -659,12 +826,51 @@ pub fn execute(
             c.run_order = (1..=c.runs.len() as u32).collect();
             c.failed_runs = stored.failed_runs;
             c.from_baseline = true;
-            results.push(c);
+            c
+        })
+        .collect()
+}
+
+/// The speed probes into the report: a warning when they spread, and
+/// against a baseline with probes, whether the machine ran at its speed.
+fn speed(report: &mut CompareReport, probes: &[u64], cfg: &Config) {
+    let Some(mut speed) = probe::Speed::of(probes) else {
+        return;
+    };
+    if speed.varied() {
+        report.warnings.push(format!(
+            "the machine's speed varied ±{:.0}% during these runs (speed probe): figures from \
+             another time are not comparable",
+            speed.spread * 100.0
+        ));
+    }
+    if let Some(b) = &cfg.baseline
+        && !b.about.speed_probe_ns.is_empty()
+    {
+        let then = &b.about.speed_probe_ns;
+        let differs = probe::differs(probes, then);
+        speed.versus_baseline =
+            differs.or_else(|| probe::Speed::of(then).map(|t| speed.median_ns / t.median_ns));
+        if let Some(r) = differs {
+            speed.not_comparable = true;
+            report.warnings.insert(
+                0,
+                format!(
+                    "baseline {}: this machine ran {} than when the baseline was saved (speed \
+                     probe): time figures are not compared with it",
+                    crate::text::path::display(&b.about.path),
+                    probe::slower_or_faster(r)
+                ),
+            );
         }
     }
-    let mut report = CompareReport::build(cfg, results, interrupted_by);
-    report.other_cpu_percent = other_cpu_percent;
-    if let (Some(b), Some(now)) = (&mut report.baseline, other_cpu_percent)
+    report.speed = Some(speed);
+}
+
+/// Warns when other work on the machine differed between the baseline's
+/// runs and these by more than [`OTHER_WORK_DIFFERS`].
+fn other_work_warning(report: &mut CompareReport, now: Option<f64>) {
+    if let (Some(b), Some(now)) = (&mut report.baseline, now)
         && let Some(then) = b.other_cpu_percent
         && (now - then).abs() > OTHER_WORK_DIFFERS
     {
@@ -679,39 +885,6 @@ pub fn execute(
         );
         b.differences.push(said);
     }
-    report.page_cache = prepared.report();
-    if let Some(Sizing {
-        rounds,
-        short_of: Some(needed),
-        detectable,
-        ..
-    }) = sized
-    {
-        report.warnings.push(format!(
-            "wall time: {rounds} runs of each (the limit of --max-runs or of {} s of runs) find \
-             a difference of {} with {}% chance; {} needs about {needed} runs of each \
-             (--runs {needed})",
-            sizing::BUDGET.as_secs(),
-            super::report::percent(detectable),
-            (sizing::POWER * 100.0).round(),
-            super::report::percent(sizing::DETECT),
-        ));
-    }
-    if !cfg.gate.is_empty() {
-        report.gate = Some(super::gate::evaluate(&report, &cfg.gate, cfg.strict));
-    }
-    for (i, (n, floor)) in at_floor.into_iter().enumerate() {
-        if n > 0 {
-            report.warnings.push(format!(
-                "#{} {}: peak memory at most {floor} KiB in {n} run{}, the peak of tally's own \
-                 spawner: those figures are upper bounds, not measurements",
-                i + 1,
-                crate::text::Foreign(&cfg.instances[i].name),
-                if n == 1 { "" } else { "s" }
-            ));
-        }
-    }
-    Ok(report)
 }
 
 /// Which round a run belongs to.
@@ -748,6 +921,34 @@ enum Backend {
 }
 
 impl Backend {
+    /// The spawner, or without one (no /proc/self/exe?) tally itself when
+    /// the runs need no stream of their own: they get tally's stdin, so
+    /// --input and an output file or pipe cannot be given to them.
+    fn start(cfg: &Config, measurer: &Measurer, streams: Streams) -> Result<Backend, CompareError> {
+        let plain = cfg.input.is_none()
+            && matches!(
+                cfg.command_output,
+                CommandOutput::Null | CommandOutput::Inherit
+            );
+        let argvs: Vec<_> = cfg.instances.iter().map(|i| i.argv.clone()).collect();
+        match Spawner::start(&argvs, streams, !cfg.ignore_failure) {
+            Ok(s) => {
+                measurer.relay_signals_to(s.pid());
+                Ok(Backend::Spawner(s))
+            }
+            Err(_) if plain => Ok(Backend::Here),
+            Err(e) => Err(CompareError::Stream {
+                option: if cfg.input.is_some() {
+                    "--input"
+                } else {
+                    "--command-output"
+                },
+                path: String::new(),
+                how: format!("needs tally's spawner process, which could not start: {e}"),
+            }),
+        }
+    }
+
     fn submit(&mut self, i: usize) -> Result<(), CompareError> {
         match self {
             Backend::Spawner(s) => s.submit(i).map_err(spawner_error),

@@ -7,7 +7,7 @@
 //! median, with a margin for how roughly a few runs know it);
 //! the rounds needed follow from the power of the
 //! Mann–Whitney test at the level the family of figures needs (alpha over
-//! the figures that vary: the first step of Holm's), see
+//! the figures that vary, Bonferroni), see
 //! [`stats::runs_for_power`]. The estimate is made again at checkpoints
 //! (every doubling of the rounds), as the spread is known better, and
 //! the comparison stops early when the wall-time difference of every
@@ -55,6 +55,15 @@ pub struct Limits {
     pub family: usize,
     /// `--reference` (0-based), else the fastest by median wall time.
     pub reference: Option<usize>,
+    /// `--threshold`: a difference is called one only when its interval
+    /// lies beyond it, so the runs must find [`DETECT`] less this.
+    pub threshold: f64,
+}
+
+/// The shift beyond the threshold the runs must find: [`DETECT`] less
+/// `threshold`, at least a fifth of [`DETECT`].
+fn margin(threshold: f64) -> f64 {
+    (DETECT - threshold).max(DETECT / 5.0)
 }
 
 /// The relative spread of `walls`: the larger of 1.4826 · MAD and
@@ -96,7 +105,8 @@ pub fn checkpoint_against(
         .chain(references.unwrap_or_default())
         .filter_map(|w| spread(w))
         .fold(0.0f64, f64::max);
-    let needed = stats::runs_for_power(widest, DETECT, level, POWER);
+    let margin = margin(limits.threshold);
+    let needed = stats::runs_for_power(widest, margin, level, POWER);
     let medians: Vec<f64> = walls
         .iter()
         .map(|w| stats::summarize(w).map_or(f64::INFINITY, |s| s.median))
@@ -134,7 +144,7 @@ pub fn checkpoint_against(
     Sizing {
         rounds,
         short_of: (!clear && needed > rounds).then_some(needed),
-        detectable: stats::detectable_shift(widest, rounds, level, POWER),
+        detectable: stats::detectable_shift(widest, rounds, level, POWER) + DETECT - margin,
         clear,
     }
 }
@@ -174,6 +184,7 @@ mod tests {
             budget: BUDGET,
             family: 10,
             reference: None,
+            threshold: 0.01,
         }
     }
 

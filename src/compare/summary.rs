@@ -40,7 +40,7 @@ pub(super) fn value(fig: &Figure, value: f64, view: &View) -> String {
 }
 
 /// The verdict of a figure that is not gated, in words:
-/// `slower (p<0.001)`, `same within 1%`, `too few runs (need 12)`.
+/// `slower (p<0.001)`, `same within 1%`, `too few runs (need 12)`, `undecided (~40 runs)`.
 pub(super) fn verdict_text(fig: &Figure, v: &FigureComparison, threshold: f64) -> String {
     let word = direction(fig, v.verdict);
     match v.verdict {
@@ -50,7 +50,11 @@ pub(super) fn verdict_text(fig: &Figure, v: &FigureComparison, threshold: f64) -
             Some(n) => format!("{word} (need {n})"),
             None => word.to_string(),
         },
-        _ => word.to_string(),
+        Verdict::Undecided => match v.runs_needed {
+            Some(n) => format!("{word} (~{n} runs)"),
+            None => word.to_string(),
+        },
+        Verdict::Unchanged => word.to_string(),
     }
 }
 

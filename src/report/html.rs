@@ -741,7 +741,7 @@ pub struct RatioRow {
     pub low: Option<f64>,
     pub high: Option<f64>,
     pub p: Option<f64>,
-    /// Words, e.g. `faster`, `no significant difference`.
+    /// Words, e.g. `faster`, `undecided`.
     pub verdict: String,
     /// `lower`, `higher` or `same`: the row's colour.
     pub class: &'static str,
