@@ -822,17 +822,7 @@ mod tests {
                 io_source: None,
                 io_unavailable: None,
                 counters: None,
-                tree: None,
-                cold: None,
-                why: None,
-                exit: ExitInfo {
-                    code: Some(0),
-                    signal: None,
-                    signal_number: None,
-                    core_dumped: false,
-                },
-                forwarded_signal: None,
-                escalated_to_sigkill: false,
+                ..RunRecord::bare(0)
             });
         }
         c

@@ -490,7 +490,7 @@ mod tests {
     /// read from a baseline.
     fn runs(name: &str, wall_ns: u64, n: u64, from_baseline: bool) -> CommandResult {
         use crate::compare::plan::Instance;
-        use crate::run::report::{ExitInfo, RunRecord};
+        use crate::run::report::RunRecord;
         let mut c = CommandResult::new(
             &Instance {
                 name: name.into(),
@@ -516,30 +516,21 @@ mod tests {
                 io_source: None,
                 io_unavailable: Some("test".into()),
                 counters: None,
-                tree: None,
-                cold: None,
-                why: None,
-                exit: ExitInfo {
-                    code: Some(0),
-                    signal: None,
-                    signal_number: None,
-                    core_dumped: false,
-                },
-                forwarded_signal: None,
-                escalated_to_sigkill: false,
+                ..RunRecord::bare(0)
             });
         }
         c.from_baseline = from_baseline;
         c
     }
 
-    /// Against a stored baseline, a time that regressed while the machine
-    /// did far more other work than for the baseline is not called a
-    /// regression; a pass while it did far less is not called a pass.
-    #[test]
-    fn a_change_of_the_machines_other_work_makes_times_inconclusive() {
+    /// A comparison against a stored baseline saved while the machine did
+    /// `other_cpu_percent` of other work, with those speed probes.
+    fn against_baseline(
+        other_cpu_percent: Option<f64>,
+        speed_probe_ns: Vec<u64>,
+    ) -> crate::compare::plan::Config {
         use crate::compare::plan::{Baseline, BaselineUse, Config, Fingerprint};
-        let cfg = Config {
+        Config {
             alpha: 0.05,
             threshold: 0.01,
             seed: 9,
@@ -550,13 +541,21 @@ mod tests {
                     saved_at: None,
                     tally_version: None,
                     machine: Fingerprint::default(),
-                    other_cpu_percent: Some(30.0),
-                    speed_probe_ns: Vec::new(),
+                    other_cpu_percent,
+                    speed_probe_ns,
                     differences: Vec::new(),
                 },
             }),
             ..Config::default()
-        };
+        }
+    }
+
+    /// Against a stored baseline, a time that regressed while the machine
+    /// did far more other work than for the baseline is not called a
+    /// regression; a pass while it did far less is not called a pass.
+    #[test]
+    fn a_change_of_the_machines_other_work_makes_times_inconclusive() {
+        let cfg = against_baseline(Some(30.0), Vec::new());
         let rules = [
             parse_rule("wall=5%").unwrap(),
             parse_rule("maxrss=5%").unwrap(),
@@ -600,26 +599,8 @@ mod tests {
     /// fails it; memory is still judged.
     #[test]
     fn a_machine_at_another_speed_makes_times_inconclusive_never_a_regression() {
-        use crate::compare::plan::{Baseline, BaselineUse, Config, Fingerprint};
         use crate::compare::probe::Speed;
-        let cfg = Config {
-            alpha: 0.05,
-            threshold: 0.01,
-            seed: 9,
-            baseline: Some(Baseline {
-                commands: Vec::new(),
-                about: BaselineUse {
-                    path: "b.json".into(),
-                    saved_at: None,
-                    tally_version: None,
-                    machine: Fingerprint::default(),
-                    other_cpu_percent: None,
-                    speed_probe_ns: vec![1_000_000; 10],
-                    differences: Vec::new(),
-                },
-            }),
-            ..Config::default()
-        };
+        let cfg = against_baseline(None, vec![1_000_000; 10]);
         let rules = [
             parse_rule("wall=5%").unwrap(),
             parse_rule("maxrss=5%").unwrap(),

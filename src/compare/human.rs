@@ -251,18 +251,7 @@ fn figure_table(r: &CompareReport, out: &mut dyn Write, style: Style) -> io::Res
                                 if star { "*" } else { "" }
                             )
                         }
-                        Verdict::SameWithinThreshold => {
-                            format!("{word} {}", percent(r.threshold))
-                        }
-                        Verdict::TooFewRuns => match v.runs_needed {
-                            Some(n) => format!("{word} (need {n})"),
-                            None => word.to_string(),
-                        },
-                        Verdict::Undecided => match v.runs_needed {
-                            Some(n) => format!("{word} (~{n} runs)"),
-                            None => word.to_string(),
-                        },
-                        Verdict::Unchanged => word.to_string(),
+                        _ => summary::verdict_text(fig, v, r.threshold),
                     };
                     (ratio_text(v), verdict)
                 }

@@ -931,17 +931,13 @@ mod tests {
             io_source: None,
             io_unavailable: Some("test".into()),
             counters: None,
-            tree: None,
-            cold: None,
-            why: None,
             exit: ExitInfo {
                 code: Some(code),
                 signal: None,
                 signal_number: None,
                 core_dumped: false,
             },
-            forwarded_signal: None,
-            escalated_to_sigkill: false,
+            ..RunRecord::bare(0)
         }
     }
 

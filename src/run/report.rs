@@ -542,6 +542,41 @@ fn exit_text(exit: &ExitInfo) -> String {
     }
 }
 
+/// A run of `wall_ns` that exited 0, every other figure 0 and nothing
+/// optional measured: what unit tests build their records from.
+#[cfg(test)]
+impl RunRecord {
+    pub(crate) fn bare(wall_ns: u64) -> RunRecord {
+        RunRecord {
+            wall_ns,
+            user_us: 0,
+            system_us: 0,
+            max_rss_bytes: 0,
+            minor_faults: 0,
+            major_faults: 0,
+            voluntary_switches: 0,
+            involuntary_switches: 0,
+            block_input_ops: 0,
+            block_output_ops: 0,
+            io: None,
+            io_source: None,
+            io_unavailable: Some("test".into()),
+            counters: None,
+            tree: None,
+            cold: None,
+            why: None,
+            exit: ExitInfo {
+                code: Some(0),
+                signal: None,
+                signal_number: None,
+                core_dumped: false,
+            },
+            forwarded_signal: None,
+            escalated_to_sigkill: false,
+        }
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -574,17 +609,8 @@ pub(crate) mod tests {
             counters: Some(Counters::Unavailable {
                 reason: "no PMU".into(),
             }),
-            tree: None,
-            cold: None,
             why: Some(why(wall_us * 1000 + 417)),
-            exit: ExitInfo {
-                code: Some(0),
-                signal: None,
-                signal_number: None,
-                core_dumped: false,
-            },
-            forwarded_signal: None,
-            escalated_to_sigkill: false,
+            ..RunRecord::bare(0)
         }
     }
 
