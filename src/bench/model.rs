@@ -182,7 +182,7 @@ pub struct Comparison {
     #[serde(default)]
     pub p_value: Option<f64>,
     /// What the samples say: `better`, `worse` (both at p < 0.05), `same`
-    /// (no significant difference) or `unknown` (too few samples).
+    /// (no difference shown: not proof of sameness) or `unknown` (too few samples).
     #[serde(default = "Verdict::unknown")]
     pub verdict: Verdict,
 }

@@ -473,7 +473,7 @@ impl Render for BenchReport {
                 out,
                 &format!(
                     "vs base: ✓ better, ✗ worse (Mann–Whitney U on both runs' samples, p < {}), \
-                     = no significant difference, ? too few samples",
+                     = no difference shown (not proof of sameness), ? too few samples",
                     super::baseline::ALPHA
                 ),
                 "  ",
