@@ -198,18 +198,6 @@ fn reference_takes_a_command_as_hyperfine_does() {
         .stderr(predicate::str::contains("give 1 for the first command"));
 }
 
-/// `tally compare 'sleep 0.01'` compared a command with itself ("Holm-
-/// adjusted over 0 figures").
-#[test]
-fn compare_of_one_command_is_refused_pointing_at_run() {
-    tally()
-        .args(["compare", "-N", "-n", "2", "true"])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("give two or more"))
-        .stderr(predicate::str::contains("tally run -n"));
-}
-
 /// Peers' options that mean something else here were clap's bare
 /// "unexpected argument"; each now says what tally calls it.
 #[test]

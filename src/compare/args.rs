@@ -276,12 +276,6 @@ impl CompareArgs {
             (Some(_), true) => Vec::new(),
             _ => self.plan(&commands, &names).map_err(|e| usage(&e))?,
         };
-        if instances.len() == 1 && self.baseline.is_none() && self.save_baseline.is_none() {
-            return Err(usage(
-                &"one command has nothing to compare with; give two or more (or --baseline FILE), \
-                  and for one command's figures over several runs use `tally run -n N -- COMMAND`",
-            ));
-        }
         gate::check_rules(&self.fail_on).map_err(|e| usage(&e))?;
         if !self.fail_on.is_empty() && self.baseline.is_none() && instances.len() < 2 {
             return Err(usage(

@@ -10,7 +10,7 @@ use super::summary;
 use crate::report::markdown::escape_text;
 use crate::report::unit::Unit;
 use crate::report::{Metric, Render, Style, Table};
-use crate::run::report::FIGURES;
+use crate::run::report::{FIGURES, RunRecord};
 
 // The formats CompareReport renders (checked before the command works).
 crate::forms_of!(CompareReport: Text, Data, Table, Metrics, Page, Runs);
@@ -23,7 +23,8 @@ impl Render for CompareReport {
             .map(|c| crate::report::hyperfine::TimedCommand {
                 name: std::borrow::Cow::Borrowed(&c.name),
                 parameters: &c.parameters,
-                runs: &c.runs,
+                runs: c.runs.iter().map(RunRecord::timed).collect(),
+                figures: serde_json::to_value(&c.runs).unwrap_or_default(),
             });
         Some(commands.collect())
     }

@@ -38,7 +38,19 @@ pub struct TimedCommand<'a> {
     /// What the command is called (its `--name`, else its text).
     pub name: std::borrow::Cow<'a, str>,
     pub parameters: &'a [(String, String)],
-    pub runs: &'a [crate::run::report::RunRecord],
+    pub runs: Vec<TimedRun>,
+    /// Every run's figures as the report's JSON has them.
+    pub figures: serde_json::Value,
+}
+
+/// What hyperfine's schema holds of one run.
+pub struct TimedRun {
+    pub wall_ns: u64,
+    pub user_us: u64,
+    pub system_us: u64,
+    pub max_rss_bytes: u64,
+    /// `None` when a signal ended the run.
+    pub exit_code: Option<i32>,
 }
 
 #[derive(Serialize)]
@@ -69,7 +81,7 @@ struct Benchmark<'a> {
 struct Extra<'a> {
     /// `user` and `system` are sampled by the kernel's tick: approximate.
     user_system_tick_sampled: bool,
-    runs: &'a [crate::run::report::RunRecord],
+    runs: &'a serde_json::Value,
 }
 
 /// Writes `commands` as hyperfine's JSON.
@@ -96,7 +108,7 @@ fn result<'a>(c: &'a TimedCommand<'a>) -> Benchmark<'a> {
         k if k % 2 == 1 => sorted[k / 2],
         k => (sorted[k / 2 - 1] + sorted[k / 2]) / 2.0,
     };
-    let mean_of = |f: fn(&crate::run::report::RunRecord) -> u64| {
+    let mean_of = |f: fn(&TimedRun) -> u64| {
         if c.runs.is_empty() {
             0.0
         } else {
@@ -114,7 +126,7 @@ fn result<'a>(c: &'a TimedCommand<'a>) -> Benchmark<'a> {
         max: sorted.last().copied().unwrap_or(0.0),
         times,
         memory_usage_byte: c.runs.iter().map(|r| r.max_rss_bytes).collect(),
-        exit_codes: c.runs.iter().map(|r| r.exit.code).collect(),
+        exit_codes: c.runs.iter().map(|r| r.exit_code).collect(),
         parameters: c
             .parameters
             .iter()
@@ -122,7 +134,7 @@ fn result<'a>(c: &'a TimedCommand<'a>) -> Benchmark<'a> {
             .collect(),
         tally: Extra {
             user_system_tick_sampled: true,
-            runs: c.runs,
+            runs: &c.figures,
         },
     }
 }

@@ -73,7 +73,12 @@ impl Render for RunReport {
         Some(vec![crate::report::hyperfine::TimedCommand {
             name: std::borrow::Cow::Owned(self.command.join(" ")),
             parameters: &[],
-            runs: &self.runs,
+            runs: self
+                .runs
+                .iter()
+                .map(super::report::RunRecord::timed)
+                .collect(),
+            figures: serde_json::to_value(&self.runs).unwrap_or_default(),
         }])
     }
 }

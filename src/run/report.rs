@@ -542,6 +542,19 @@ fn exit_text(exit: &ExitInfo) -> String {
     }
 }
 
+impl RunRecord {
+    /// The figures of hyperfine's schema ([`crate::report::hyperfine`]).
+    pub fn timed(&self) -> crate::report::hyperfine::TimedRun {
+        crate::report::hyperfine::TimedRun {
+            wall_ns: self.wall_ns,
+            user_us: self.user_us,
+            system_us: self.system_us,
+            max_rss_bytes: self.max_rss_bytes,
+            exit_code: self.exit.code,
+        }
+    }
+}
+
 /// A run of `wall_ns` that exited 0, every other figure 0 and nothing
 /// optional measured: what unit tests build their records from.
 #[cfg(test)]
