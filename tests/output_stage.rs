@@ -371,6 +371,19 @@ fn a_device_or_a_fifo_named_by_o_is_written_not_replaced() {
         .stdout(Stdio::piped())
         .spawn()
         .expect("cat");
+    // The reader first (a FIFO nobody reads is refused, never waited on):
+    // until cat holds it open.
+    let fd_dir = format!("/proc/{}/fd", reader.id());
+    let opened = || {
+        std::fs::read_dir(&fd_dir).is_ok_and(|fds| {
+            fds.filter_map(Result::ok)
+                .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|t| t == fifo))
+        })
+    };
+    let start = std::time::Instant::now();
+    while !opened() && start.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
     let out = tally()
         .args(["run", "--format", "json", "-o"])
         .arg(&fifo)
