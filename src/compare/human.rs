@@ -6,7 +6,7 @@
 use std::io::{self, Write};
 
 use super::plan::Sort;
-use super::report::{CompareReport, Verdict, direction, p_text, percent, ratio_text};
+use super::report::{CompareReport, percent, ratio_text};
 use super::summary;
 use crate::report::Style;
 use crate::report::text::{Column, TextTable, paragraph, tally_lines};
@@ -200,7 +200,6 @@ fn figure_table(r: &CompareReport, out: &mut dyn Write, style: Style) -> io::Res
     let order = row_order(r);
     let mut unchanged = Vec::new();
     // A difference whose medians' interval still holds 1 (marked `*`).
-    let mut starred = false;
     for fig in FIGURES {
         let present: Vec<usize> = order
             .iter()
@@ -239,22 +238,7 @@ fn figure_table(r: &CompareReport, out: &mut dyn Write, style: Style) -> io::Res
             };
             let median = format!("{}{spread}", summary::value(fig, s.median, &r.view));
             let (ratio, verdict) = match c.versus(fig.key) {
-                Some(v) => {
-                    let word = direction(fig, v.verdict);
-                    let verdict = match v.verdict {
-                        Verdict::Lower | Verdict::Higher => {
-                            let star = v.interval_holds_one();
-                            starred |= star;
-                            format!(
-                                "{word} ({}){}",
-                                p_text(v.p_adjusted),
-                                if star { "*" } else { "" }
-                            )
-                        }
-                        _ => summary::verdict_text(fig, v, r.threshold),
-                    };
-                    (ratio_text(v), verdict)
-                }
+                Some(v) => (ratio_text(v), summary::verdict_text(fig, v, r.threshold)),
                 None if i == r.reference || c.from_baseline => {
                     ("reference".to_string(), String::new())
                 }
@@ -281,14 +265,6 @@ fn figure_table(r: &CompareReport, out: &mut dyn Write, style: Style) -> io::Res
             }
         }
         writeln!(out, "{line}")?;
-    }
-    if starred {
-        paragraph(
-            out,
-            "* the runs differ as a whole (Mann-Whitney), but the interval of the \
-             ratio of medians still holds 1: the medians differ less surely",
-            style.width.unwrap_or(100).min(100),
-        )?;
     }
     Ok(())
 }

@@ -93,13 +93,6 @@ pub struct FigureComparison {
     pub runs_needed: Option<u32>,
 }
 
-impl FigureComparison {
-    /// Whether the ratio's interval holds 1 (the medians may not differ).
-    pub fn interval_holds_one(&self) -> bool {
-        matches!((self.ratio_low, self.ratio_high), (Some(lo), Some(hi)) if lo <= 1.0 && hi >= 1.0)
-    }
-}
-
 /// One command's runs and figures.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CommandResult {
