@@ -19,10 +19,6 @@ const ALLOWED: &[&str] = &[
     "run/why.rs::assemble",
     // To be split; on run's hot path (link/run-hot-path.order names it).
     "run/mod.rs::run_once",
-    // To be split: the checks of the plan, then its expansion.
-    "compare/plan.rs::expand",
-    // To be split: the judgement of one rule, then the headline.
-    "compare/gate.rs::judge",
 ];
 
 /// How many of the longest functions `--nocapture` prints.

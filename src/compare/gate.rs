@@ -156,82 +156,101 @@ fn judge(
     result.ratio_high = v.ratio_high.or(zero);
     result.p_adjusted = Some(v.p_adjusted);
     result.outcome = gate::judge(&evidence, rule.limit);
-    // Times measured against a stored baseline while the machine did far
-    // more other work can regress for that; while it did far less, a
-    // regression can hide: those outcomes are not the command's alone.
-    let time = FIGURES
-        .iter()
-        .any(|f| f.key == rule.figure && f.unit.base() == crate::report::unit::Unit::Seconds);
-    // Against a baseline saved when the machine ran at another speed (its
-    // speed probes), a time is neither a regression nor a pass.
-    if time
-        && ref_cmd.from_baseline
-        && let Some(ratio) = r
-            .speed
-            .as_ref()
-            .filter(|s| s.not_comparable)
-            .map(|s| s.versus_baseline.unwrap_or(1.0))
-    {
+    if let Some((reason, note)) = another_time(r, ref_cmd, rule.figure, result.outcome) {
         result.outcome = Outcome::Inconclusive;
-        result.reason = Some(Reason::MachineSpeed);
-        result.note = Some(machine_speed(ratio));
-        return result;
-    }
-    let limit = super::report::OTHER_WORK_DIFFERS;
-    let shaken = match other_work(r) {
-        Some((now, then)) if time && ref_cmd.from_baseline => match result.outcome {
-            Outcome::Regression => now > then + limit,
-            Outcome::Pass => now < then - limit,
-            Outcome::Inconclusive => false,
-        }
-        .then_some((now, then)),
-        _ => None,
-    };
-    if let Some((now, then)) = shaken {
-        result.outcome = Outcome::Inconclusive;
-        result.reason = Some(Reason::OtherWork);
-        result.note = Some(format!(
-            "other work on the machine took {now:.0}% of a CPU during these runs and \
-             {then:.0}% during the baseline's: a change of this size may be the machine's"
-        ));
+        result.reason = Some(reason);
+        result.note = Some(note);
         return result;
     }
     if result.outcome == Outcome::Inconclusive {
-        if v.verdict == Verdict::TooFewRuns {
-            result.runs_needed = v.runs_needed;
-            result.reason = Some(Reason::TooFewRuns);
-            result.note = Some("too few runs to show a difference at all".into());
-        } else {
-            match gate::runs_to_decide(
-                interval,
-                gate::bound(rule.limit, false),
-                c.runs.len(),
-                ref_cmd.runs.len(),
-                ref_cmd.from_baseline,
-            ) {
-                Ok(n) => result.runs_needed = Some(n),
-                Err(Undecidable::AtLimit) => {
-                    result.reason = Some(Reason::AtLimit);
-                    result.note = Some("the ratio sits on the limit".into());
-                }
-                Err(Undecidable::BaselineTooSmall) => {
-                    result.reason = Some(Reason::BaselineTooSmall);
-                    result.note = Some(format!(
-                        "the baseline's {} runs are too few to decide it however many run \
-                         now: save a baseline with more runs",
-                        ref_cmd.runs.len()
-                    ));
-                }
-                Err(Undecidable::NoInterval) => {
-                    result.reason = Some(Reason::ZeroReference);
-                    result.note = Some(
-                        "the reference's median is 0 and the difference is not significant".into(),
-                    );
-                }
-            }
-        }
+        explain_undecided(&mut result, v, interval, c, ref_cmd);
     }
     result
+}
+
+/// Why a time measured against a stored baseline is not the command's
+/// alone: the machine ran at another speed (its speed probes), or did far
+/// more other work (a regression may be the machine's) or far less (a
+/// regression may hide). `None` when the outcome stands.
+fn another_time(
+    r: &CompareReport,
+    ref_cmd: &CommandResult,
+    figure: &str,
+    outcome: Outcome,
+) -> Option<(Reason, String)> {
+    let time = FIGURES
+        .iter()
+        .any(|f| f.key == figure && f.unit.base() == crate::report::unit::Unit::Seconds);
+    if !time || !ref_cmd.from_baseline {
+        return None;
+    }
+    if let Some(ratio) = r
+        .speed
+        .as_ref()
+        .filter(|s| s.not_comparable)
+        .map(|s| s.versus_baseline.unwrap_or(1.0))
+    {
+        return Some((Reason::MachineSpeed, machine_speed(ratio)));
+    }
+    let limit = super::report::OTHER_WORK_DIFFERS;
+    let (now, then) = other_work(r)?;
+    let shaken = match outcome {
+        Outcome::Regression => now > then + limit,
+        Outcome::Pass => now < then - limit,
+        Outcome::Inconclusive => false,
+    };
+    shaken.then(|| {
+        (
+            Reason::OtherWork,
+            format!(
+                "other work on the machine took {now:.0}% of a CPU during these runs and \
+                 {then:.0}% during the baseline's: a change of this size may be the machine's"
+            ),
+        )
+    })
+}
+
+/// What an undecided figure awaits: the runs that would decide it, or why
+/// no number of runs can.
+fn explain_undecided(
+    result: &mut GateResult,
+    v: &FigureComparison,
+    interval: Option<(f64, f64, f64)>,
+    c: &CommandResult,
+    ref_cmd: &CommandResult,
+) {
+    if v.verdict == Verdict::TooFewRuns {
+        result.runs_needed = v.runs_needed;
+        result.reason = Some(Reason::TooFewRuns);
+        result.note = Some("too few runs to show a difference at all".into());
+        return;
+    }
+    match gate::runs_to_decide(
+        interval,
+        gate::bound(result.limit, false),
+        c.runs.len(),
+        ref_cmd.runs.len(),
+        ref_cmd.from_baseline,
+    ) {
+        Ok(n) => result.runs_needed = Some(n),
+        Err(Undecidable::AtLimit) => {
+            result.reason = Some(Reason::AtLimit);
+            result.note = Some("the ratio sits on the limit".into());
+        }
+        Err(Undecidable::BaselineTooSmall) => {
+            result.reason = Some(Reason::BaselineTooSmall);
+            result.note = Some(format!(
+                "the baseline's {} runs are too few to decide it however many run now: save a \
+                 baseline with more runs",
+                ref_cmd.runs.len()
+            ));
+        }
+        Err(Undecidable::NoInterval) => {
+            result.reason = Some(Reason::ZeroReference);
+            result.note =
+                Some("the reference's median is 0 and the difference is not significant".into());
+        }
+    }
 }
 
 /// `this machine ran 25% slower than when the baseline was saved (speed

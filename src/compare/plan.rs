@@ -481,6 +481,25 @@ pub fn expand(
     params: &[Parameter],
     shell: &Shell,
 ) -> Result<Vec<Instance>, PlanError> {
+    check_names(commands, names, params)?;
+    check_size(commands, params)?;
+    check_placeholders(commands, params)?;
+    let combos = combinations(params);
+    let mut out = Vec::new();
+    for (i, c) in commands.iter().enumerate() {
+        for combo in &combos {
+            out.push(instance(c, names.get(i), combo, shell));
+        }
+    }
+    Ok(out)
+}
+
+/// One name per command and each name once; each parameter given once.
+fn check_names(
+    commands: &[String],
+    names: &[String],
+    params: &[Parameter],
+) -> Result<(), PlanError> {
     if commands.is_empty() {
         return Err(PlanError(
             "no command to compare; give one or more, each one quoted string".into(),
@@ -514,6 +533,11 @@ pub fn expand(
             )));
         }
     }
+    Ok(())
+}
+
+/// The number of commands the plan expands to stays within [`MAX_COMMANDS`].
+fn check_size(commands: &[String], params: &[Parameter]) -> Result<(), PlanError> {
     let total = params
         .iter()
         .fold(commands.len(), |n, p| n.saturating_mul(p.values.len()));
@@ -537,6 +561,12 @@ pub fn expand(
             crate::units::thousands(commands.len() as u64)
         )));
     }
+    Ok(())
+}
+
+/// No command is empty, every `{name}` is a parameter and every parameter
+/// is used.
+fn check_placeholders(commands: &[String], params: &[Parameter]) -> Result<(), PlanError> {
     for (i, c) in commands.iter().enumerate() {
         if c.trim().is_empty() {
             return Err(PlanError(format!("command {} is empty", i + 1)));
@@ -564,7 +594,11 @@ pub fn expand(
             )));
         }
     }
-    // Every combination of parameter values, the first parameter slowest.
+    Ok(())
+}
+
+/// Every combination of parameter values, the first parameter slowest.
+fn combinations(params: &[Parameter]) -> Vec<Vec<(String, String)>> {
     let mut combos: Vec<Vec<(String, String)>> = vec![Vec::new()];
     for p in params {
         combos = combos
@@ -578,34 +612,36 @@ pub fn expand(
             })
             .collect();
     }
-    let mut out = Vec::new();
-    for (i, c) in commands.iter().enumerate() {
-        for combo in &combos {
-            let mut command = c.clone();
-            for (name, value) in combo {
-                command = command.replace(&format!("{{{name}}}"), value);
-            }
-            let base = names.get(i).cloned().unwrap_or_else(|| c.clone());
-            let name = if combo.is_empty() {
-                names.get(i).cloned().unwrap_or_else(|| command.clone())
-            } else {
-                let set: Vec<String> = combo.iter().map(|(n, v)| format!("{n}={v}")).collect();
-                if names.get(i).is_some() {
-                    format!("{base} ({})", set.join(", "))
-                } else {
-                    command.clone()
-                }
-            };
-            let argv = shell.argv(&command);
-            out.push(Instance {
-                name,
-                command,
-                argv,
-                parameters: combo.clone(),
-            });
-        }
+    combos
+}
+
+/// One command with one combination of parameter values filled in, named
+/// by its `--name` (with the values) or by its text.
+fn instance(
+    template: &str,
+    given: Option<&String>,
+    combo: &[(String, String)],
+    shell: &Shell,
+) -> Instance {
+    let mut command = template.to_string();
+    for (name, value) in combo {
+        command = command.replace(&format!("{{{name}}}"), value);
     }
-    Ok(out)
+    let name = match given {
+        None => command.clone(),
+        Some(base) if combo.is_empty() => base.clone(),
+        Some(base) => {
+            let set: Vec<String> = combo.iter().map(|(n, v)| format!("{n}={v}")).collect();
+            format!("{base} ({})", set.join(", "))
+        }
+    };
+    let argv = shell.argv(&command);
+    Instance {
+        name,
+        command,
+        argv,
+        parameters: combo.to_vec(),
+    }
 }
 
 #[cfg(test)]
