@@ -24,6 +24,7 @@ pub mod progress;
 pub mod report;
 pub mod run;
 pub mod serve;
+pub mod speed;
 pub mod stats;
 pub mod sys;
 pub mod text;

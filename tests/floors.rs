@@ -22,7 +22,7 @@ const FLOORS: &[&str] = &["sys", "input", "procfs", "place", "pagecache", "repor
 
 /// The ground floor: leaves every floor uses, which import only each other.
 const GROUND: &[&str] = &[
-    "text", "units", "stats", "gate", "diag", "failure", "progress",
+    "text", "units", "stats", "speed", "gate", "diag", "failure", "progress",
 ];
 
 /// The binary and the command-line definitions: they alone see `cli` and

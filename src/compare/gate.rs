@@ -258,7 +258,7 @@ fn explain_undecided(
 fn machine_speed(ratio: f64) -> String {
     format!(
         "this machine ran {} than when the baseline was saved (speed probe)",
-        crate::compare::probe::slower_or_faster(ratio)
+        crate::speed::slower_or_faster(ratio)
     )
 }
 
@@ -618,7 +618,7 @@ mod tests {
     /// fails it; memory is still judged.
     #[test]
     fn a_machine_at_another_speed_makes_times_inconclusive_never_a_regression() {
-        use crate::compare::probe::Speed;
+        use crate::speed::Speed;
         let cfg = against_baseline(None, vec![1_000_000; 10]);
         let rules = [
             parse_rule("wall=5%").unwrap(),

@@ -25,7 +25,6 @@ pub mod gate;
 pub mod html;
 mod human;
 pub mod plan;
-pub mod probe;
 mod render;
 pub mod report;
 pub mod runner;

@@ -198,7 +198,7 @@ pub struct CompareReport {
     pub other_cpu_percent: Option<f64>,
     /// The speed probes made before runs, outside their clocks (see
     /// `super::probe`); absent when none was made.
-    pub speed: Option<super::probe::Speed>,
+    pub speed: Option<crate::speed::Speed>,
     /// With `--baseline`: the file the reference runs came from, and how
     /// it differs from this comparison.
     pub baseline: Option<BaselineUse>,

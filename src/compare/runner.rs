@@ -7,7 +7,6 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use super::plan::{CommandOutput, Config, PlanError};
-use super::probe;
 use super::report::{CommandResult, CompareReport, OTHER_WORK_DIFFERS, PreparedCache};
 use super::sizing::{self, Sizing};
 use crate::pagecache::bulk::{self, BulkError};
@@ -15,6 +14,7 @@ use crate::run::records::Records;
 use crate::run::report::{ColdReport, FIGURES, RunRecord};
 use crate::run::spawner::{Reply, Spawner, Streams};
 use crate::run::{self, Measurer, RunError};
+use crate::speed as probe;
 use crate::stats::Rng;
 
 /// Why a comparison could not be made.

@@ -5,7 +5,7 @@
 //! machine shows — is seen and said. Within one comparison a probe that
 //! spreads warns that figures from another time are not comparable;
 //! against a baseline whose probes ran at another speed, time figures can
-//! be neither a regression nor a pass (see `super::gate`).
+//! be neither a regression nor a pass (see `crate::compare::gate`, and the reference of `crate::bench`).
 
 use serde::Serialize;
 
