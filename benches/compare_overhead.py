@@ -13,7 +13,10 @@ Per tool it prints the medians over the repetitions of:
 
 and the ratio tally / hyperfine (target: at most 1.0), then the median and
 range of the same ratio taken repetition by repetition (the two tools ran
-back to back, on the same moment of a noisy machine). Then tally's own
+back to back, on the same moment of a noisy machine). Then what tally's
+speed probes (`speed.probes_ns` of its JSON: the fixed work timed beside
+the runs, see src/speed.rs) took of its elapsed time (target: at most
+5%), and how many it made. Then tally's own
 peak memory (ru_maxrss, from `/usr/bin/time -f %M`) for a comparison of
 100 and of 10,000 runs of each command.
 
@@ -47,7 +50,9 @@ def tally_once(tally, runs, tmp):
     for c in r["commands"]:
         s = next(s for s in c["summary"] if s["figure"] == "wall_ns")
         medians.append(s["median"])
-    return statistics.median(medians) / 1e3, elapsed / 1e3 / (2 * runs)
+    probes = (r.get("speed") or {}).get("probes_ns") or []
+    return (statistics.median(medians) / 1e3, elapsed / 1e3 / (2 * runs),
+            sum(probes) / elapsed, len(probes))
 
 
 def hyperfine_once(runs, tmp):
@@ -104,6 +109,11 @@ def main():
         ratios = sorted(a[i] / b[i] for a, b in pairs)
         print(f"paired {what:<9} ratio: median {statistics.median(ratios):.2f}, "
               f"range {ratios[0]:.2f}-{ratios[-1]:.2f} over {len(ratios)} repetitions")
+    shares = [x[2] for x in got["tally compare -N"]]
+    counts = [x[3] for x in got["tally compare -N"]]
+    print(f"speed probes: {100 * statistics.median(shares):.1f}% of tally's elapsed time "
+          f"(range {100 * min(shares):.1f}-{100 * max(shares):.1f}%, "
+          f"{statistics.median(counts):.0f} probes per comparison; target <= 5%)")
     if os.environ.get("SKIP_PEAK"):
         return
     small, big = peak_kib(tally, 100), peak_kib(tally, 10_000)

@@ -700,6 +700,10 @@ fn bench_gates_figures_by_glob_against_a_baseline() {
     let mut old: Value =
         serde_json::from_slice(&std::fs::read(d.join("old.json")).unwrap()).unwrap();
     halve(&mut old, "syscall.read_dev_zero");
+    // Without speed probes (a baseline of an earlier version), so that a
+    // machine whose speed moved between the runs cannot make it
+    // inconclusive (see the test after this one).
+    old["noise"]["reference"]["speed_probes_ns"] = Value::Array(Vec::new());
     std::fs::write(d.join("fast.json"), serde_json::to_vec(&old).unwrap()).unwrap();
     let out = run(
         d,
@@ -751,6 +755,50 @@ fn bench_gates_figures_by_glob_against_a_baseline() {
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     let header = stdout.lines().next().unwrap_or_default();
     assert!(header.ends_with("gate_limit,gate_outcome"), "{header}");
+}
+
+/// Regression: bench's gate judged times against a baseline saved while
+/// the machine ran at another speed as if only the machine's code had
+/// changed. A baseline whose speed probes read half of today's (the
+/// machine then twice as fast): a figure twice as slow is neither a
+/// regression nor a pass, the result says why, and `--strict` fails it.
+#[test]
+fn bench_against_a_baseline_of_a_faster_machine_is_inconclusive_never_a_regression() {
+    let dir = scratch("bench-speed");
+    let d = dir.path();
+    let args = ["bench", "syscall", "--budget-ms", "20", "--format", "json"];
+    let out = run(d, &[&args[..], &["-o", "old.json"]].concat());
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out).1);
+    let mut old: Value =
+        serde_json::from_slice(&std::fs::read(d.join("old.json")).unwrap()).unwrap();
+    let probes = old["noise"]["reference"]["speed_probes_ns"]
+        .as_array_mut()
+        .expect("the report keeps its speed probes");
+    assert!(!probes.is_empty(), "no speed probe in {}", old["noise"]);
+    for p in probes.iter_mut() {
+        *p = (p.as_u64().expect("ns") / 2).into();
+    }
+    halve(&mut old, "syscall.read_dev_zero");
+    std::fs::write(d.join("fast.json"), serde_json::to_vec(&old).unwrap()).unwrap();
+    let gated = [
+        &args[..],
+        &["--baseline", "fast.json", "--fail-on", "syscall.read_*=10%"],
+    ]
+    .concat();
+    let out = run(d, &gated);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out).1);
+    let r = json(&out);
+    let g = &r["baseline"]["gate"];
+    assert_eq!(g["outcome"], "inconclusive", "{g}");
+    let result = &g["results"][0];
+    let note = result["note"].as_str().unwrap_or_default();
+    assert!(
+        note.starts_with("this machine ran ")
+            && note.ends_with("slower than when the baseline was saved (speed probe)"),
+        "{result}"
+    );
+    let out = run(d, &[&gated[..], &["--strict"]].concat());
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out).1);
 }
 
 /// The `run: |` block of the step with `id: ID` in a workflow, and the

@@ -38,7 +38,7 @@ impl Drawn {
     pub(super) fn event(&mut self, event: Event<'_>) {
         let terminal = *self
             .terminal
-            .get_or_insert_with(|| io::stderr().is_terminal());
+            .get_or_insert_with(|| tally::report::text::escapes(io::stderr().is_terminal()));
         match event {
             Event::Say(line) => self.say(&line.to_string()),
             Event::Busy { what, log } => {

@@ -5,11 +5,14 @@
 //!
 //! `--fail-on ID_GLOB=PCT`: the regression gate of `tally compare` for
 //! machine benchmarks ([`gate()`]): the figures whose ids match form a
-//! family, each tested on both runs' samples (Mann–Whitney U,
-//! Holm-adjusted over the family), each ratio's interval a bootstrap at
-//! 1 − alpha / the family's size, widened by how much the figure may move
-//! between runs (`unstable ±x%`, see `super::figure::Stability`); then
-//! [`crate::gate::judge`] in the figure's worse direction.
+//! family, each ratio's interval the Hodges–Lehmann/Moses interval of
+//! both runs' samples at 1 − alpha / the family's size (the method of
+//! `tally compare`, and of [`verdict`]), widened by how much the figure
+//! may move between runs (`unstable ±x%`, see
+//! `super::figure::Stability`); then [`crate::gate::judge`] in the
+//! figure's worse direction. When the speed probes of the two runs say
+//! the machine ran at another speed, times and rates are inconclusive
+//! (`--strict` fails them), as in `tally compare`'s gate.
 
 use std::path::{Path, PathBuf};
 
@@ -20,29 +23,58 @@ use crate::gate::{self, Evidence, Outcome};
 /// The significance level of the verdicts.
 pub const ALPHA: f64 = 0.05;
 
-/// The verdict on `new` samples against `old` ones: a two-sided
-/// Mann–Whitney U test (the samples are medians of batches, not normal),
-/// and the direction of the ratio of medians.
-pub fn verdict(
-    new: &[f64],
-    old: &[f64],
-    ratio: f64,
-    higher_is_better: bool,
-) -> (Option<f64>, Verdict) {
+/// What `new` samples say against `old` ones, read from one interval:
+/// the Hodges–Lehmann ratio of the two with its Mann–Whitney (Moses)
+/// interval at 1 − [`ALPHA`] (`crate::stats::ratio_shift`, exact with ties
+/// at small n), the same method as `tally compare`'s. Better or worse when
+/// the interval leaves 1 out in that direction, the same (no difference
+/// shown) when it holds 1, unknown when the samples are too few to leave
+/// it out at all. The p-value is that test's, so it is below [`ALPHA`]
+/// exactly when the verdict is better or worse.
+pub fn verdict(new: &[f64], old: &[f64], higher_is_better: bool) -> Judged {
+    let unknown = Judged {
+        p: None,
+        verdict: Verdict::Unknown,
+        interval: None,
+    };
     if new.len() < 2 || old.len() < 2 {
-        return (None, Verdict::Unknown);
+        return unknown;
     }
-    let Some(mw) = crate::stats::mann_whitney(new, old) else {
-        return (None, Verdict::Unknown);
+    let Some(e) = crate::stats::ratio_shift(new, old, ALPHA) else {
+        return unknown;
     };
-    let verdict = if mw.p >= ALPHA || ratio == 1.0 {
-        Verdict::Same
-    } else if (ratio > 1.0) == higher_is_better {
+    if e.unbounded() {
+        return Judged {
+            p: Some(e.shift.p),
+            ..unknown
+        };
+    }
+    // Without a ratio (a median of 0 in the baseline), the shift's sign.
+    let (higher, lower) = match e.ratio {
+        Some((_, low, high)) => (low > 1.0, high < 1.0),
+        None => (e.shift.low > 0.0, e.shift.high < 0.0),
+    };
+    let verdict = if higher == higher_is_better && (higher || lower) {
         Verdict::Better
-    } else {
+    } else if higher || lower {
         Verdict::Worse
+    } else {
+        Verdict::Same
     };
-    (Some(mw.p), verdict)
+    Judged {
+        p: Some(e.shift.p),
+        verdict,
+        interval: e.ratio.map(|(_, low, high)| (low, high)),
+    }
+}
+
+/// [`verdict`]'s answer: the p-value, the verdict and the ratio's interval
+/// it was read from.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Judged {
+    pub p: Option<f64>,
+    pub verdict: Verdict,
+    pub interval: Option<(f64, f64)>,
 }
 
 /// How much of a baseline is read: 64 MiB, the bound of the report's
@@ -246,16 +278,18 @@ pub fn compare(path: &Path, old: &BenchReport, new: &BenchReport) -> Baseline {
             Some((o, old_median)) if old_median != 0.0 => {
                 let ratio = new_median / old_median;
                 let higher_is_better = f.value.higher_is_better();
-                let (p_value, verdict) = verdict(&f.samples, &o.samples, ratio, higher_is_better);
+                let judged = verdict(&f.samples, &o.samples, higher_is_better);
                 comparisons.push(Comparison {
                     id: f.id.clone(),
                     unit: f.value.unit_key().to_string(),
                     old_median,
                     new_median,
                     ratio,
+                    ratio_low: judged.interval.map(|i| i.0),
+                    ratio_high: judged.interval.map(|i| i.1),
                     higher_is_better,
-                    p_value,
-                    verdict,
+                    p_value: judged.p,
+                    verdict: judged.verdict,
                 })
             }
             _ => missing += 1,
@@ -386,24 +420,22 @@ pub fn gate(old: &BenchReport, new: &BenchReport, rules: &[BenchRule], strict: b
             BenchGateResult::untested(o, limit, "not measured in this run")
         })
         .collect();
-    let tested: Vec<(&Pair, crate::stats::MannWhitney)> = pairs
+    // The family: figures measured in both; each interval at alpha over
+    // its size (Bonferroni), so the family's intervals hold together.
+    let tested: Vec<&Pair> = pairs
         .iter()
-        .filter_map(|p| {
-            let (f, Some(o), _) = p else {
-                return None;
-            };
-            f.measured()?;
-            o.measured()?;
-            Some((p, crate::stats::mann_whitney(&f.samples, &o.samples)?))
-        })
+        .filter(|(f, o, _)| f.measured().is_some() && o.is_some_and(|o| o.measured().is_some()))
         .collect();
     let m = tested.len();
     let level = 1.0 - GATE_ALPHA / m.max(1) as f64;
-    let first_step = GATE_ALPHA / m.max(1) as f64;
-    let adjusted = crate::stats::holm(&tested.iter().map(|(_, t)| t.p).collect::<Vec<_>>());
-    for ((f, o, rule), p_adj) in tested.iter().map(|(p, _)| *p).zip(adjusted) {
+    let machine = speed_differs(old, new);
+    for (f, o, rule) in tested {
         if let Some(o) = o {
-            results.push(judge(f, o, rule.limit, p_adj, level, first_step));
+            let mut r = judge(f, o, rule.limit, m);
+            if let Some(ratio) = machine {
+                another_speed(&mut r, ratio);
+            }
+            results.push(r);
         }
     }
     // Gated now but absent from the baseline, or unmeasured in either.
@@ -433,34 +465,52 @@ pub fn gate(old: &BenchReport, new: &BenchReport, rules: &[BenchRule], strict: b
 }
 
 /// The gate's result for figure `f` against its baseline figure `o`
-/// under `limit`: `p_adj` is the Holm-adjusted p of their difference,
-/// `level` the level of the ratio's interval, `first_step` the smallest
-/// p the family's first test must reach.
+/// under `limit`, in a family of `m` figures: the ratio's interval at
+/// 1 − alpha/m ([`verdict`]'s method), widened by how much either figure
+/// moves between runs; a regression when it lies wholly beyond the limit
+/// in the figure's worse direction, a pass when wholly within.
 fn judge(
     f: &super::figure::Figure,
     o: &super::figure::Figure,
     limit: f64,
-    p_adj: f64,
-    level: f64,
-    first_step: f64,
+    m: usize,
 ) -> BenchGateResult {
     let higher_is_better = f.value.higher_is_better();
-    let seed = f.id.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x1000_0000_01b3)
-    });
-    let ci = crate::stats::ratio_of_medians(&f.samples, &o.samples, level, seed);
+    let family = m.max(1) as f64;
+    let e = crate::stats::ratio_shift(&f.samples, &o.samples, GATE_ALPHA / family);
     let unstable = match (f.unstable(), o.unstable()) {
         (Some(a), Some(b)) => Some(a.max(b)),
         (a, b) => a.or(b),
     };
     let widen = 1.0 + unstable.unwrap_or(0.0) / 100.0;
-    let interval = ci.map(|c| (c.ratio, c.low / widen, c.high * widen));
-    let worse = ci.is_some_and(|c| (c.ratio < 1.0) == higher_is_better && c.ratio != 1.0);
+    let too_few_runs = e.is_none_or(|e| e.unbounded());
+    let interval = e
+        .and_then(|e| e.ratio)
+        .filter(|_| !too_few_runs)
+        .map(|(x, lo, hi)| (x, lo / widen, hi * widen));
+    // Worse beyond doubt: the interval (or, without a ratio, the shift)
+    // leaves no change out on the figure's worse side.
+    let significant_worse = match (interval, e) {
+        (Some((_, lo, hi)), _) => {
+            if higher_is_better {
+                hi < 1.0
+            } else {
+                lo > 1.0
+            }
+        }
+        (None, Some(e)) if !too_few_runs => {
+            if higher_is_better {
+                e.shift.high < 0.0
+            } else {
+                e.shift.low > 0.0
+            }
+        }
+        _ => false,
+    };
     let evidence = Evidence {
         interval,
-        significant_worse: p_adj < GATE_ALPHA && worse,
-        too_few_runs: crate::stats::mann_whitney_min_p(f.samples.len(), o.samples.len())
-            > first_step,
+        significant_worse,
+        too_few_runs,
         higher_is_better,
         both_zero: f.median() == Some(0.0) && o.median() == Some(0.0),
     };
@@ -479,13 +529,44 @@ fn judge(
         unit: f.value.unit_key().to_string(),
         higher_is_better,
         limit,
-        ratio: interval.map(|i| i.0),
+        ratio: interval
+            .map(|i| i.0)
+            .or_else(|| e.and_then(|e| e.ratio).map(|r| r.0)),
         ratio_low: interval.map(|i| i.1),
         ratio_high: interval.map(|i| i.2),
-        p_adjusted: Some(p_adj),
+        p_adjusted: e.map(|e| (e.shift.p * family).min(1.0)),
         unstable_percent: unstable,
         outcome,
         note,
+    }
+}
+
+/// Whether the baseline's speed probes and this run's say the machine ran
+/// at another speed ([`crate::speed::differs`], the rule of `tally
+/// compare`'s gate): this run's median over the baseline's, or `None` when
+/// they agree or either report has none (one of an earlier version).
+pub fn speed_differs(old: &BenchReport, new: &BenchReport) -> Option<f64> {
+    let probes = |r: &BenchReport| {
+        r.noise
+            .reference
+            .as_ref()
+            .map(|r| r.speed_probes_ns.clone())
+            .unwrap_or_default()
+    };
+    crate::speed::differs(&probes(new), &probes(old))
+}
+
+/// A figure the machine's speed moves (a time, a rate, a frequency),
+/// measured while the machine ran at another speed than the baseline's
+/// (`ratio`, now over then): neither a regression nor a pass.
+fn another_speed(r: &mut BenchGateResult, ratio: f64) {
+    let speed_figure = matches!(r.unit.as_str(), "ns" | "gb_per_s" | "mhz");
+    if speed_figure && r.outcome != Outcome::Inconclusive {
+        r.outcome = Outcome::Inconclusive;
+        r.note = Some(format!(
+            "this machine ran {} than when the baseline was saved (speed probe)",
+            crate::speed::slower_or_faster(ratio)
+        ));
     }
 }
 
@@ -601,20 +682,59 @@ mod tests {
     fn a_shifted_latency_is_worse_and_a_reshuffle_is_the_same() {
         let old: Vec<f64> = (0..12).map(|i| 100.0 + f64::from(i)).collect();
         let slower: Vec<f64> = old.iter().map(|x| x * 1.2).collect();
-        let (p, v) = verdict(&slower, &old, 1.2, false);
-        assert!(p.is_some_and(|p| p < ALPHA), "{p:?}");
-        assert_eq!(v, Verdict::Worse);
+        let j = verdict(&slower, &old, false);
+        assert!(j.p.is_some_and(|p| p < ALPHA), "{j:?}");
+        assert_eq!(j.verdict, Verdict::Worse);
+        assert!(j.interval.is_some_and(|(lo, _)| lo > 1.0), "{j:?}");
         // Higher is better (bandwidth): the same shift is better.
-        assert_eq!(verdict(&slower, &old, 1.2, true).1, Verdict::Better);
+        assert_eq!(verdict(&slower, &old, true).verdict, Verdict::Better);
         let mut again = old.clone();
         again.reverse();
-        let (p, v) = verdict(&again, &old, 1.0, false);
-        assert!(p.is_some_and(|p| p > 0.9), "{p:?}");
-        assert_eq!(v, Verdict::Same);
+        let j = verdict(&again, &old, false);
+        assert!(j.p.is_some_and(|p| p > 0.9), "{j:?}");
+        assert_eq!(j.verdict, Verdict::Same);
         // Overlapping samples with a different median are not a change.
         let close: Vec<f64> = old.iter().map(|x| x + 1.0).collect();
-        assert_eq!(verdict(&close, &old, 1.01, false).1, Verdict::Same);
-        assert_eq!(verdict(&[1.0], &old, 1.0, false), (None, Verdict::Unknown));
+        assert_eq!(verdict(&close, &old, false).verdict, Verdict::Same);
+        assert_eq!(verdict(&[1.0], &old, false).verdict, Verdict::Unknown);
+    }
+
+    /// Regression: bench's verdict came from a Mann–Whitney p-value and
+    /// its ratio from the medians, so the two could disagree at small n.
+    /// Over seeded samples (2 to 30 each, shifted or not, with ties), the
+    /// verdict is better or worse exactly when the interval beside it
+    /// leaves 1 out, on the side the verdict names.
+    #[test]
+    fn a_bench_verdict_never_disagrees_with_its_interval() {
+        let mut rng = crate::stats::Rng::new(7);
+        for case in 0..3_000u32 {
+            let n1 = 2 + (case % 29) as usize;
+            let n2 = 2 + (case / 29 % 29) as usize;
+            let shift = [1.0, 1.03, 1.3][(case % 3) as usize];
+            let tied = case % 5 == 0;
+            let mut draw = |scale: f64| {
+                let x = 100.0 * scale * (1.0 + rng.unit() * 0.1);
+                if tied { x.round() } else { x }
+            };
+            let old: Vec<f64> = (0..n2).map(|_| draw(1.0)).collect();
+            let new: Vec<f64> = (0..n1).map(|_| draw(shift)).collect();
+            for higher_is_better in [false, true] {
+                let j = verdict(&new, &old, higher_is_better);
+                let Some((lo, hi)) = j.interval else {
+                    assert_eq!(j.verdict, Verdict::Unknown, "{j:?}");
+                    continue;
+                };
+                let up = lo > 1.0;
+                let down = hi < 1.0;
+                let expected = match (up || down, up == higher_is_better) {
+                    (false, _) => Verdict::Same,
+                    (true, true) => Verdict::Better,
+                    (true, false) => Verdict::Worse,
+                };
+                assert_eq!(j.verdict, expected, "case {case}: {j:?}");
+                assert_eq!(j.p.is_some_and(|p| p <= ALPHA), up || down, "{j:?}");
+            }
+        }
     }
 
     #[test]

@@ -252,6 +252,12 @@ pub struct Reference {
     pub max_ns: f64,
     /// (max − min) / min, percent.
     pub variation_percent: f64,
+    /// The speed probe ([`crate::speed`], the reference `compare` measures
+    /// with its runs) at each reading, in nanoseconds: a baseline's probes
+    /// against this run's say whether the machine ran at another speed
+    /// (see `super::baseline::gate`). Empty in reports of earlier versions.
+    #[serde(default)]
+    pub speed_probes_ns: Vec<u64>,
 }
 
 /// One reading of the reference: ns per raw getpid.
@@ -270,7 +276,7 @@ fn reference_ns() -> Option<f64> {
 }
 
 impl Reference {
-    fn of(readings: &[f64]) -> Option<Reference> {
+    fn of(readings: &[f64], speed_probes_ns: &[u64]) -> Option<Reference> {
         let s = crate::stats::summarize(readings)?;
         (s.min > 0.0).then(|| Reference {
             readings: s.count,
@@ -278,6 +284,7 @@ impl Reference {
             median_ns: s.median,
             max_ns: s.max,
             variation_percent: (s.max - s.min) * 100.0 / s.min,
+            speed_probes_ns: speed_probes_ns.to_vec(),
         })
     }
 }
@@ -371,6 +378,8 @@ pub struct NoiseProbe {
     runnable_others: Vec<u64>,
     /// The reference at each reading between benchmarks, ns.
     reference: Vec<f64>,
+    /// The speed probe at each reading between benchmarks, ns.
+    speed_probes: Vec<u64>,
 }
 
 fn load1(proc: &ProcRoot) -> Option<f64> {
@@ -401,6 +410,7 @@ impl NoiseProbe {
                 .into_iter()
                 .collect(),
             reference: reference_ns().into_iter().collect(),
+            speed_probes: vec![crate::speed::measure()],
             start,
         }
     }
@@ -409,6 +419,7 @@ impl NoiseProbe {
     /// runs), kept for the run-queue mean.
     pub fn reading(&mut self) -> Reading {
         self.reference.extend(reference_ns());
+        self.speed_probes.push(crate::speed::measure());
         let r = Reading::now();
         if let Some(n) = r.runnable {
             self.runnable_others.push(n.saturating_sub(1));
@@ -475,7 +486,7 @@ impl NoiseProbe {
             other_cpu_ms,
             other_cpu_percent,
             other_runnable_mean,
-            reference: Reference::of(&self.reference),
+            reference: Reference::of(&self.reference, &self.speed_probes),
             noisy: !reasons.is_empty(),
             reasons,
         }
@@ -517,6 +528,7 @@ mod tests {
             start,
             runnable_others: runnable.to_vec(),
             reference: vec![160.0, 222.0, 170.0],
+            speed_probes: vec![1_000_000, 1_010_000, 990_000],
         };
         (probe, end)
     }
@@ -542,6 +554,7 @@ mod tests {
             (r.readings, r.min_ns, r.median_ns, r.max_ns),
             (3, 160.0, 170.0, 222.0)
         );
+        assert_eq!(r.speed_probes_ns, [1_000_000, 1_010_000, 990_000]);
         assert!(
             n.describe_reference()
                 .unwrap()

@@ -174,15 +174,24 @@ pub struct Comparison {
     pub unit: String,
     pub old_median: f64,
     pub new_median: f64,
-    /// new / old.
+    /// new / old (of the medians).
     pub ratio: f64,
+    /// The 95% interval of the ratio the verdict is read from: the
+    /// Hodges–Lehmann ratio's Mann–Whitney (Moses) interval; absent when
+    /// the samples are too few to bound it or the baseline's median is 0.
+    #[serde(default)]
+    pub ratio_low: Option<f64>,
+    #[serde(default)]
+    pub ratio_high: Option<f64>,
     pub higher_is_better: bool,
     /// The two-sided Mann–Whitney U p-value of this run's samples against
-    /// the baseline's; `None` when either kept fewer than two samples.
+    /// the baseline's (exact with ties at small n, the test the interval
+    /// inverts); `None` when either kept fewer than two samples.
     #[serde(default)]
     pub p_value: Option<f64>,
-    /// What the samples say: `better`, `worse` (both at p < 0.05), `same`
-    /// (no difference shown: not proof of sameness) or `unknown` (too few samples).
+    /// What the interval says: `better`, `worse` (it leaves 1 out on that
+    /// side), `same` (it holds 1: no difference shown, not proof of
+    /// sameness) or `unknown` (too few samples to leave it out at all).
     #[serde(default = "Verdict::unknown")]
     pub verdict: Verdict,
 }
@@ -281,7 +290,8 @@ pub struct BenchGateResult {
     pub ratio: Option<f64>,
     pub ratio_low: Option<f64>,
     pub ratio_high: Option<f64>,
-    /// Mann–Whitney U over both runs' samples, Holm-adjusted.
+    /// The p-value of the test the interval inverts (Mann–Whitney U over
+    /// both runs' samples), Bonferroni-adjusted over the family.
     pub p_adjusted: Option<f64>,
     /// How much the figure may move between runs (the larger of the two
     /// runs'), by which the interval was widened.

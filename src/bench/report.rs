@@ -136,10 +136,11 @@ fn machine_lines(r: &BenchReport, out: &mut dyn Write) -> io::Result<()> {
     Ok(())
 }
 
-/// The style tables are written in: at most [`MAX_WIDTH`] wide.
+/// The style tables are written in: at most [`MAX_WIDTH`] wide on a
+/// terminal; whole on a file or a pipe.
 fn narrow(style: Style) -> Style {
     Style {
-        width: Some(style.width.map_or(MAX_WIDTH, |w| w.min(MAX_WIDTH))),
+        width: style.width.map(|w| w.min(MAX_WIDTH)),
         ..style
     }
 }

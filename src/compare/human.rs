@@ -61,9 +61,10 @@ fn row_order(r: &CompareReport) -> Vec<usize> {
 }
 
 pub(super) fn write(r: &CompareReport, out: &mut dyn Write, style: Style) -> io::Result<()> {
-    // At most 100 columns, narrower on a narrower terminal.
+    // At most 100 columns on a terminal, narrower on a narrower one; a
+    // file or a pipe gets whole lines.
     let style = Style {
-        width: Some(style.width.unwrap_or(100).min(100)),
+        width: style.width.map(|w| w.min(100)),
         ..style
     };
     let width = style.width.unwrap_or(100).min(100);

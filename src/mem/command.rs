@@ -18,7 +18,8 @@ pub fn watch_stdout(
     format: Format,
 ) -> Result<MemReport, MemError> {
     let signals = crate::sys::signals::Forwarder::install().map_err(MemError::Signals)?;
-    let terminal = io::stdout().is_terminal();
+    // Frames replace each other only where escapes may go (not TERM=dumb).
+    let terminal = crate::report::text::escapes(io::stdout().is_terminal());
     // A frame goes out whole (render flushes it), not a write per line,
     // before the wait for the next.
     let mut out = Sink::stdout_by_screen().map_err(MemError::Stdout)?;

@@ -10,8 +10,9 @@
 //! # Fitting the terminal
 //!
 //! [`Style::width`] is the room a line has (see [`Style::stdout`]): the
-//! terminal's, `$COLUMNS`, or 100 without a terminal; `None` means no
-//! limit. When a line would be wider:
+//! terminal's or `$COLUMNS`; `None` (a file, a pipe: nothing to fit)
+//! means no limit, so a table written to a file is never cut. When a line
+//! would be wider:
 //! 1. the column declared [`Column::cut_end`], [`Column::cut_start`] or
 //!    [`Column::cut_middle`] (a program name, a path) is cut to fit, with
 //!    an ellipsis `…` at the end, start or middle, down to [`MIN_CUT`]
@@ -22,6 +23,8 @@
 //!    grows back into the room they leave);
 //! 3. if it still does not fit, the lines are written as they are, and
 //!    the terminal wraps them: no figure is ever cut.
+//!
+//! Columns left out are said below the table, by name, with the fix.
 //!
 //! Figures are never cut: only a declared text column is, and only on
 //! output with a width.
@@ -36,8 +39,9 @@ use std::io::{self, IsTerminal, Write};
 
 use super::Style;
 
-/// The width of human output with no terminal (and no `$COLUMNS`) behind
-/// it: a pipe, a file, a CI log.
+/// The width prose (paragraphs, `tally:` lines) is wrapped at with no
+/// terminal (and no `$COLUMNS`) behind it: a pipe, a file, a CI log.
+/// Tables there are not fitted to any width.
 pub const NO_TERMINAL_WIDTH: usize = 100;
 
 /// The narrowest a cut column becomes, ellipsis included.
@@ -52,10 +56,10 @@ const RESET: &str = "\x1b[0m";
 
 impl Style {
     /// For human output with no terminal behind it (a file): no colour,
-    /// the width of [`NO_TERMINAL_WIDTH`].
+    /// no width to fit (nothing is cut).
     pub const PLAIN: Style = Style {
         color: false,
-        width: Some(NO_TERMINAL_WIDTH),
+        width: None,
     };
 
     /// For a report written to standard output.
@@ -75,12 +79,16 @@ impl Style {
     }
 
     fn detect(terminal: bool, tty_columns: Option<u16>) -> Style {
-        Style::decide(
+        let style = Style::decide(
             terminal,
             tty_columns,
             std::env::var_os("COLUMNS").as_deref(),
             std::env::var_os("NO_COLOR").as_deref(),
-        )
+        );
+        Style {
+            color: style.color && escapes(terminal),
+            ..style
+        }
     }
 
     /// The style for an output that is a `terminal` (of `tty_columns`)
@@ -88,7 +96,8 @@ impl Style {
     /// - colour only on a terminal, and only when `NO_COLOR` is unset or
     ///   empty (<https://no-color.org>);
     /// - the width from `$COLUMNS` when it is a positive number (also on
-    ///   a pipe: the caller asked for it), else the terminal's, else none.
+    ///   a pipe: the caller asked for it), else the terminal's, else none:
+    ///   a file or a pipe gets every column, uncut.
     pub fn decide(
         terminal: bool,
         tty_columns: Option<u16>,
@@ -104,11 +113,19 @@ impl Style {
             if terminal {
                 tty_columns.filter(|c| *c > 0).map(usize::from)
             } else {
-                Some(NO_TERMINAL_WIDTH)
+                None
             }
         });
         Style { color, width }
     }
+}
+
+/// Whether escape sequences (bold, a progress bar's cursor moves, a
+/// screen clear) may go to an output that `terminal` says is one: not
+/// when `$TERM` is `dumb` (Emacs' shell, some CI logs), which prints them
+/// raw. Every escape tally writes asks this first.
+pub fn escapes(terminal: bool) -> bool {
+    terminal && std::env::var_os("TERM").is_none_or(|t| t != "dumb")
 }
 
 /// Writes `text`, a paragraph of a report, in lines of at most `width`
@@ -491,6 +508,21 @@ impl TextTable {
             };
             lines.push(format!("{}{}", self.prefix, text.trim_end()));
         }
+        let hidden: Vec<&str> = (0..n)
+            .filter(|i| !shown[*i])
+            .map(|i| self.columns[i].header.trim())
+            .collect();
+        if let (false, Some(limit)) = (hidden.is_empty(), style.width) {
+            let note = format!(
+                "{} column{} hidden ({}): widen the terminal, or --format csv or json for every \
+                 column",
+                hidden.len(),
+                if hidden.len() == 1 { "" } else { "s" },
+                hidden.join(", ")
+            );
+            let rest = format!("{}  ", self.prefix);
+            lines.extend(wrap(&note, &self.prefix, &rest, limit));
+        }
         lines
     }
 
@@ -653,8 +685,8 @@ mod tests {
             Some(60)
         );
         assert_eq!(Style::decide(true, Some(100), None, None).width, Some(100));
-        // Not a number, or zero: the terminal's width, or 100 off a
-        // terminal (a pipe, a file, a CI log).
+        // Not a number, or zero: the terminal's width, or none off a
+        // terminal (a pipe, a file, a CI log): nothing there is cut.
         assert_eq!(
             Style::decide(true, Some(100), os("wide"), None).width,
             Some(100)
@@ -663,13 +695,29 @@ mod tests {
             Style::decide(true, Some(100), os("0"), None).width,
             Some(100)
         );
+        assert_eq!(Style::decide(false, Some(80), os(""), None).width, None);
+        assert_eq!(Style::decide(false, None, None, None).width, None);
+    }
+
+    /// Regression: a table written to a file was fitted to 100 columns,
+    /// and the columns left out (peak RSS, faults, block-in) vanished
+    /// without a word. Off a terminal nothing is fitted; on one, the
+    /// columns left out are named with the fix.
+    #[test]
+    fn output_to_a_file_is_never_cut_and_hidden_columns_are_said() {
+        let whole = sample().lines(Style::PLAIN);
+        assert!(whole.iter().all(|l| !l.contains('…')), "{whole:#?}");
+        assert!(whole[0].contains("cached"), "{whole:#?}");
+        assert!(!whole.iter().any(|l| l.contains("hidden")), "{whole:#?}");
+        let narrow = sample().lines(Style {
+            color: false,
+            width: Some(30),
+        });
+        assert!(narrow.iter().all(|l| chars(l) <= 30), "{narrow:#?}");
+        let note: Vec<&str> = narrow[3..].iter().map(|l| l.trim()).collect();
         assert_eq!(
-            Style::decide(false, Some(80), os(""), None).width,
-            Some(NO_TERMINAL_WIDTH)
-        );
-        assert_eq!(
-            Style::decide(false, None, None, None).width,
-            Some(NO_TERMINAL_WIDTH)
+            note.join(" "),
+            "1 column hidden (cached): widen the terminal, or --format csv or json for every column"
         );
     }
 
