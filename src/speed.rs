@@ -1,22 +1,25 @@
 //! The speed probe: a fixed piece of integer work (the same every time,
-//! about a millisecond here), timed before runs and outside their clocks,
+//! about a third of a millisecond here), timed before runs and outside their clocks,
 //! so that a machine whose CPUs ran slower or faster — other virtual
 //! machines on the host, frequency, contention that no process of this
 //! machine shows — is seen and said. Within one comparison a probe that
 //! spreads warns that figures from another time are not comparable;
 //! against a baseline whose probes ran at another speed, time figures can
-//! be neither a regression nor a pass (see `crate::compare::gate`, and the reference of `crate::bench`).
+//! be neither a regression nor a pass (see `crate::compare::gate`, and the
+//! reference of `crate::bench`).
 
 use serde::Serialize;
 
 use crate::stats;
 
 /// Steps of the probe's work: a xorshift generator folded into a sum.
-const STEPS: u64 = 1_500_000;
+const STEPS: u64 = 500_000;
 
 /// How much of a comparison's time the probes may take: a probe is made
-/// once the runs since the last took this many times its own time.
-pub const EVERY: u64 = 20;
+/// once the runs since the last took this many times its own time (at
+/// most 1/41, 2.4%: at 1/21 a comparison of `/bin/true` cost 1.07×
+/// hyperfine's per run here, with the probes 4.5% of it).
+pub const EVERY: u64 = 40;
 
 /// Half the 10th-to-90th percentile range of the probes, over their
 /// median, beyond which the machine's speed is said to have varied.

@@ -113,3 +113,83 @@ fn term_dumb_gets_no_escapes() {
     );
     assert!(String::from_utf8_lossy(&dumb).contains("/etc/passwd"));
 }
+
+/// No warning when the first run was much slower than the rest (a cache
+/// it filled), where hyperfine suggests `--warmup`. A command whose first
+/// run sleeps 0.3 s and the others not: `run -n 4` names the first run
+/// and the fix; with `--warmup 1` that run is left out, and so is the
+/// warning.
+#[test]
+fn a_slow_first_run_is_said_with_warmup_as_the_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = "if [ ! -e done ]; then touch done; sleep 0.3; fi";
+    let out = tally()
+        .current_dir(dir.path())
+        .args(["run", "-n", "4", "--", "sh", "-c", script])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let said: String = err
+        .split("tally:")
+        .map(str::trim)
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        said.contains("wall time: the first run took")
+            && said.contains("warm-up runs (--warmup 1) leave it out"),
+        "{err}"
+    );
+    std::fs::remove_file(dir.path().join("done")).unwrap();
+    let out = tally()
+        .current_dir(dir.path())
+        .args(["run", "-n", "4", "--warmup", "1", "--", "sh", "-c", script])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    // The sleeping run was the warm-up: any first run named now is not it
+    // (a first measured run can still be slower for other reasons).
+    let said: String = err.split("tally:").map(str::trim).collect::<Vec<_>>().join(" ");
+    if let Some(rest) = said.split("the first run took ").nth(1) {
+        let us: String = rest
+            .chars()
+            .take_while(|c| c.is_ascii_digit() || *c == ',')
+            .filter(char::is_ascii_digit)
+            .collect();
+        let us: u64 = us.parse().expect("a number of µs");
+        assert!(us < 250_000, "the warm-up's sleep was measured: {err}");
+    }
+}
+
+/// Compare's report showed median ± MAD only, where hyperfine's users
+/// look for mean ± σ and min … max: both are in the human report, for
+/// wall time, per command.
+#[test]
+fn compare_shows_mean_sigma_and_min_max_as_hyperfine_does() {
+    let out = tally()
+        .env_remove("COLUMNS")
+        .args(["compare", "-N", "-n", "5", "/bin/true", "/bin/echo"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    let header = text
+        .lines()
+        .find(|l| l.starts_with("wall time") && l.contains("mean ± σ"))
+        .unwrap_or_else(|| panic!("no mean ± σ table:\n{text}"));
+    assert!(header.contains("min … max"), "{header}");
+    let rows: Vec<&str> = text
+        .lines()
+        .skip_while(|l| *l != header)
+        .skip(1)
+        .take(2)
+        .collect();
+    for row in &rows {
+        assert!(
+            row.contains("µs ± ") && row.contains("µs … ") && row.ends_with("µs"),
+            "{row}\n{text}"
+        );
+    }
+    assert!(rows[0].contains("#1") && rows[1].contains("#2"), "{text}");
+}

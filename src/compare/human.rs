@@ -1,4 +1,5 @@
-//! The human layout of `tally compare`: the commands, then one block per
+//! The human layout of `tally compare`: the commands, their wall time's
+//! mean ± σ and min … max (as hyperfine prints them), then one block per
 //! figure (a row per command: median ± MAD in percent, the ratio to the
 //! reference with its interval, the verdict), figures that did not change
 //! on one line, then warnings. Fits 100 columns.
@@ -133,6 +134,7 @@ pub(super) fn write(r: &CompareReport, out: &mut dyn Write, style: Style) -> io:
         ]);
     }
     cmds.write(out, style)?;
+    mean_and_range(r, out, style)?;
     if r.gate.is_some() {
         gate_tables(r, out, style)?;
     } else {
@@ -184,6 +186,30 @@ fn gate_tables(r: &CompareReport, out: &mut dyn Write, style: Style) -> io::Resu
 }
 
 /// Without a gate: a block per figure, a row per command.
+/// Wall time as hyperfine prints it, beside the medians below: mean ± σ
+/// and min … max of each command's runs.
+fn mean_and_range(r: &CompareReport, out: &mut dyn Write, style: Style) -> io::Result<()> {
+    let fig = &FIGURES[0];
+    let mut table = TextTable::new(vec![
+        Column::text(fig.label).cut_end(),
+        Column::number("mean ± σ"),
+        Column::number("min … max"),
+    ]);
+    for i in row_order(r) {
+        let Some(s) = r.commands[i].summary_of(fig.key) else {
+            continue;
+        };
+        let v = |x: f64| summary::value(fig, x, &r.view);
+        let sd = s.stddev.map_or("—".to_string(), v);
+        table.row(vec![
+            format!("  {}", label(r, i)),
+            format!("{} ± {sd}", v(s.mean)),
+            format!("{} … {}", v(s.min), v(s.max)),
+        ]);
+    }
+    table.write(out, style)
+}
+
 fn figure_table(r: &CompareReport, out: &mut dyn Write, style: Style) -> io::Result<()> {
     let reference = r.reference + 1;
     let level = percent(r.interval_level);

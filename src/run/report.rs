@@ -480,6 +480,26 @@ pub fn outlier_warning(fig: &Figure, values: &[f64]) -> Option<String> {
     ))
 }
 
+/// hyperfine's first-run warning, for wall time: the first run slower than
+/// every other and by more than half their median (a cache it filled, a
+/// start-up cost), with the fix. `None` with fewer than three runs.
+fn first_run_warning(fig: &Figure, values: &[f64]) -> Option<String> {
+    let (first, rest) = values.split_first()?;
+    if fig.key != "wall_ns" || rest.len() < 2 {
+        return None;
+    }
+    let s = stats::summarize(rest)?;
+    (*first > s.max && *first > 1.5 * s.median).then(|| {
+        format!(
+            "{}: the first run took {}, the others {} (median): a cache it filled or a \
+             start-up cost; warm-up runs (--warmup 1) leave it out",
+            fig.label,
+            fig.human(*first),
+            fig.human(s.median)
+        )
+    })
+}
+
 impl RunReport {
     /// Fills `summary` and `warnings` from `runs`.
     pub fn summarize(&mut self) {
@@ -507,6 +527,9 @@ impl RunReport {
                 continue;
             }
             if let Some(w) = outlier_warning(fig, &values) {
+                self.warnings.push(w);
+            }
+            if let Some(w) = first_run_warning(fig, &values) {
                 self.warnings.push(w);
             }
             if let Some(rho) = stats::trend(&values) {
