@@ -28,7 +28,8 @@ killed before the script ends.
 Prints every exit status, the rates, and the outcome lines of the last
 comparison of each kind.
 
-Usage: benches/gate_rates.py [TRIES] [MAX_RUNS]   (20 300)
+Usage: benches/gate_rates.py [TRIES] [MAX_RUNS]   (20 300); TALLY_BIN=PATH measures
+that binary instead of building one.
 """
 
 import json
@@ -103,7 +104,7 @@ def main():
 def run_all():
     tries = int(sys.argv[1]) if len(sys.argv) > 1 else 20
     max_runs = sys.argv[2] if len(sys.argv) > 2 else "300"
-    tally = build_tally()
+    tally = os.environ.get("TALLY_BIN") or build_tally()
     with tempfile.TemporaryDirectory() as d:
         src = os.path.join(d, "work.c")
         exe = os.path.join(d, "work")

@@ -458,3 +458,31 @@ fn file_capabilities_install() {
     };
     check_install(&bin, &plain);
 }
+
+/// `mem` said "1 process not counted" on every call without naming it:
+/// the note names the process it could not read, by PID and name.
+#[test]
+fn mem_names_the_process_it_could_not_read() {
+    common::require!(common::can_switch_users());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plain = install(dir.path(), "tally");
+    let target = root_sleep();
+    let pid = target.0[0].id();
+    let out = as_nobody(&plain)
+        .args(["mem", "--pid", &pid.to_string()])
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let said: String = stderr
+        .split("tally:")
+        .map(str::trim)
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        said.contains(&format!(
+            "1 process (PID {pid} sleep) could not be read (permission denied)"
+        )),
+        "{stderr}"
+    );
+}

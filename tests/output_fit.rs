@@ -150,7 +150,11 @@ fn a_slow_first_run_is_said_with_warmup_as_the_fix() {
     assert!(out.status.success(), "{err}");
     // The sleeping run was the warm-up: any first run named now is not it
     // (a first measured run can still be slower for other reasons).
-    let said: String = err.split("tally:").map(str::trim).collect::<Vec<_>>().join(" ");
+    let said: String = err
+        .split("tally:")
+        .map(str::trim)
+        .collect::<Vec<_>>()
+        .join(" ");
     if let Some(rest) = said.split("the first run took ").nth(1) {
         let us: String = rest
             .chars()

@@ -238,14 +238,29 @@ fn hides_processes(root: &std::path::Path) -> bool {
     crate::procfs::mountinfo::proc_hides_processes(&mountinfo, &root)
 }
 
+/// ` (PID 1 init)`, ` (the first: PID 1 init)`: the process denied with
+/// the lowest PID, named by its comm where /proc still shows it (escaped:
+/// a name is the process's own text).
+fn denied_name(s: &scan::Skipped) -> String {
+    let Some(pid) = s.first_denied_pid else {
+        return String::new();
+    };
+    let comm = crate::input::read_proc_text(std::path::Path::new(&format!("/proc/{pid}/comm")))
+        .map(|c| format!(" {}", crate::text::escape_text(c.trim_end_matches('\n'))))
+        .unwrap_or_default();
+    let first = if s.denied > 1 { "the first: " } else { "" };
+    format!(" ({first}PID {pid}{comm})")
+}
+
 /// The notes to print once at the end: processes left out and the fix.
 pub fn closing_notes(report: &MemReport, privileged_install: bool, root: bool) -> Vec<String> {
     let mut notes = report.warnings.clone();
     let s = &report.skipped;
     if s.denied > 0 && root {
         notes.push(format!(
-            "{} not counted: unreadable even as root (a capability tally lacks, or an LSM)",
+            "{} not counted{}: unreadable even as root (a capability tally lacks, or an LSM)",
             crate::units::count(s.denied, "process", "processes"),
+            denied_name(s),
         ));
     } else if s.denied > 0 {
         let fix = if privileged_install {
@@ -257,8 +272,9 @@ pub fn closing_notes(report: &MemReport, privileged_install: bool, root: bool) -
              `setcap cap_sys_ptrace,cap_dac_read_search+ep $(which tally)` (see tally mem --help)"
         };
         notes.push(format!(
-            "{} could not be read (permission denied) and {} not counted: {fix}",
+            "{}{} could not be read (permission denied) and {} not counted: {fix}",
             crate::units::count(s.denied, "process", "processes"),
+            denied_name(s),
             if s.denied == 1 { "is" } else { "are" }
         ));
     }

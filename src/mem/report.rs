@@ -17,7 +17,8 @@
 //!   `swap_not_attributed` ([`SwapRest`]: `bytes`, null when unavailable,
 //!   `swap_total_bytes`, `swap_used_bytes`, and `unavailable`, the reason).
 //! - `skipped`: processes not counted: `ended` (gone mid-scan),
-//!   `no_memory` (kernel threads, zombies), `denied` (no permission),
+//!   `no_memory` (kernel threads, zombies), `denied` (no permission;
+//!   `first_denied_pid`, the lowest PID denied, is named in the note),
 //!   `failed` (other errors, the first in `first_error`).
 //! - `read_from_smaps`: processes read from `smaps` for lack of a rollup.
 //! - `warnings[]`: in words.

@@ -71,6 +71,9 @@ pub struct Skipped {
     pub no_memory: u64,
     /// Not readable with this user's rights (`EACCES`, `EPERM`).
     pub denied: u64,
+    /// The lowest PID of those denied, to name one in the note.
+    #[serde(default)]
+    pub first_denied_pid: Option<u32>,
     /// Any other read error (the first is in `first_error`).
     pub failed: u64,
     pub first_error: Option<String>,
@@ -81,6 +84,10 @@ impl Skipped {
         self.ended = self.ended.saturating_add(other.ended);
         self.no_memory = self.no_memory.saturating_add(other.no_memory);
         self.denied = self.denied.saturating_add(other.denied);
+        self.first_denied_pid = match (self.first_denied_pid, other.first_denied_pid) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         self.failed = self.failed.saturating_add(other.failed);
         if self.first_error.is_none() {
             self.first_error = other.first_error;
@@ -292,7 +299,11 @@ impl Part {
             Err(Outcome::NoMemory) => {
                 self.skipped.no_memory = self.skipped.no_memory.saturating_add(1)
             }
-            Err(Outcome::Denied) => self.skipped.denied = self.skipped.denied.saturating_add(1),
+            Err(Outcome::Denied) => {
+                self.skipped.denied = self.skipped.denied.saturating_add(1);
+                let first = self.skipped.first_denied_pid.get_or_insert(pid);
+                *first = (*first).min(pid);
+            }
             Err(Outcome::Failed(msg)) => {
                 self.skipped.failed = self.skipped.failed.saturating_add(1);
                 self.skipped.first_error.get_or_insert(msg);
