@@ -46,6 +46,33 @@ impl Outcome {
     }
 }
 
+/// The first words of a gate's headline: `1 regression, 2 inconclusive`,
+/// or `pass` when neither.
+pub fn outcome_counts(outcomes: impl Iterator<Item = Outcome>) -> String {
+    let (mut bad, mut unsure) = (0usize, 0usize);
+    for o in outcomes {
+        match o {
+            Outcome::Regression => bad += 1,
+            Outcome::Inconclusive => unsure += 1,
+            Outcome::Pass => {}
+        }
+    }
+    let mut summary = Vec::new();
+    if bad > 0 {
+        summary.push(format!(
+            "{bad} regression{}",
+            if bad == 1 { "" } else { "s" }
+        ));
+    }
+    if unsure > 0 {
+        summary.push(format!("{unsure} inconclusive"));
+    }
+    if summary.is_empty() {
+        summary.push("pass".into());
+    }
+    summary.join(", ")
+}
+
 /// The exit status of a gate whose worst figure came out `worst`.
 pub fn exit_status(worst: Option<Outcome>, strict: bool) -> u8 {
     match worst {

@@ -114,6 +114,15 @@ fn term_dumb_gets_no_escapes() {
     assert!(String::from_utf8_lossy(&dumb).contains("/etc/passwd"));
 }
 
+/// What tally said on stderr, its `tally:` lines joined into one text.
+fn said(stderr: &str) -> String {
+    stderr
+        .split("tally:")
+        .map(str::trim)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// No warning when the first run was much slower than the rest (a cache
 /// it filled), where hyperfine suggests `--warmup`. A command whose first
 /// run sleeps 0.3 s and the others not: `run -n 4` names the first run
@@ -130,14 +139,10 @@ fn a_slow_first_run_is_said_with_warmup_as_the_fix() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
-    let said: String = err
-        .split("tally:")
-        .map(str::trim)
-        .collect::<Vec<_>>()
-        .join(" ");
+    let text = said(&err);
     assert!(
-        said.contains("wall time: the first run took")
-            && said.contains("warm-up runs (--warmup 1) leave it out"),
+        text.contains("wall time: the first run took")
+            && text.contains("warm-up runs (--warmup 1) leave it out"),
         "{err}"
     );
     std::fs::remove_file(dir.path().join("done")).unwrap();
@@ -150,12 +155,7 @@ fn a_slow_first_run_is_said_with_warmup_as_the_fix() {
     assert!(out.status.success(), "{err}");
     // The sleeping run was the warm-up: any first run named now is not it
     // (a first measured run can still be slower for other reasons).
-    let said: String = err
-        .split("tally:")
-        .map(str::trim)
-        .collect::<Vec<_>>()
-        .join(" ");
-    if let Some(rest) = said.split("the first run took ").nth(1) {
+    if let Some(rest) = said(&err).split("the first run took ").nth(1) {
         let us: String = rest
             .chars()
             .take_while(|c| c.is_ascii_digit() || *c == ',')

@@ -623,25 +623,11 @@ pub fn gate_change(r: &BenchGateResult) -> String {
 }
 
 fn gate_headline(results: &[BenchGateResult]) -> String {
-    let count = |o: Outcome| results.iter().filter(|r| r.outcome == o).count();
-    let (bad, unsure, good) = (
-        count(Outcome::Regression),
-        count(Outcome::Inconclusive),
-        count(Outcome::Pass),
-    );
-    let mut summary = Vec::new();
-    if bad > 0 {
-        summary.push(format!(
-            "{bad} regression{}",
-            if bad == 1 { "" } else { "s" }
-        ));
-    }
-    if unsure > 0 {
-        summary.push(format!("{unsure} inconclusive"));
-    }
-    if summary.is_empty() {
-        summary.push("pass".into());
-    }
+    let good = results
+        .iter()
+        .filter(|r| r.outcome == Outcome::Pass)
+        .count();
+    let summary = gate::outcome_counts(results.iter().map(|r| r.outcome));
     let mut shown: Vec<&BenchGateResult> = results
         .iter()
         .filter(|r| r.outcome != Outcome::Pass)
@@ -668,9 +654,9 @@ fn gate_headline(results: &[BenchGateResult]) -> String {
         ));
     }
     if parts.is_empty() {
-        return format!("{}: no figure gated", summary.join(", "));
+        return format!("{summary}: no figure gated");
     }
-    format!("{}: {}", summary.join(", "), parts.join("; "))
+    format!("{summary}: {}", parts.join("; "))
 }
 
 #[cfg(test)]

@@ -437,21 +437,7 @@ pub fn outcome_text(g: &GateResult) -> String {
 /// `1 regression: `new` wall time +20.3% [+18.1, +22.4] beyond +5%,
 /// p<0.001; `new` peak memory +0.2% [-0.4, +0.8] within +10%`.
 fn headline(results: &[GateResult]) -> String {
-    let count = |o: Outcome| results.iter().filter(|g| g.outcome == o).count();
-    let (bad, unsure) = (count(Outcome::Regression), count(Outcome::Inconclusive));
-    let mut summary = Vec::new();
-    if bad > 0 {
-        summary.push(format!(
-            "{bad} regression{}",
-            if bad == 1 { "" } else { "s" }
-        ));
-    }
-    if unsure > 0 {
-        summary.push(format!("{unsure} inconclusive"));
-    }
-    if summary.is_empty() {
-        summary.push("pass".into());
-    }
+    let summary = gate::outcome_counts(results.iter().map(|g| g.outcome));
     let mut ordered: Vec<&GateResult> = results.iter().collect();
     ordered.sort_by_key(|g| std::cmp::Reverse(g.outcome));
     let parts: Vec<String> = ordered
@@ -467,7 +453,7 @@ fn headline(results: &[GateResult]) -> String {
         })
         .collect();
     if parts.is_empty() {
-        return format!("{}: no command has a reference", summary.join(", "));
+        return format!("{summary}: no command has a reference");
     }
     // The machine's speed first: no time of this comparison is judged.
     if let Some(note) = results
@@ -475,13 +461,9 @@ fn headline(results: &[GateResult]) -> String {
         .find(|g| g.reason == Some(Reason::MachineSpeed))
         .and_then(|g| g.note.as_ref())
     {
-        return format!(
-            "inconclusive: {note}; {}: {}",
-            summary.join(", "),
-            parts.join("; ")
-        );
+        return format!("inconclusive: {note}; {summary}: {}", parts.join("; "));
     }
-    format!("{}: {}", summary.join(", "), parts.join("; "))
+    format!("{summary}: {}", parts.join("; "))
 }
 
 #[cfg(test)]

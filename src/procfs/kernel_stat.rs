@@ -6,14 +6,21 @@
 /// (steal, total) ticks from the `cpu` line; `None` without one. Guest
 /// time is already inside user, so the total stops at steal.
 pub fn parse_steal(text: &str) -> Option<(u64, u64)> {
-    let line = text.lines().find(|l| l.starts_with("cpu "))?;
-    let nums: Vec<u64> = line
-        .split_whitespace()
-        .skip(1)
-        .map(|w| w.parse().unwrap_or(0))
-        .collect();
+    let nums = cpu_fields(text)?;
     let total: u64 = nums.iter().take(8).fold(0u64, |a, b| a.saturating_add(*b));
     Some((nums.get(7).copied().unwrap_or(0), total))
+}
+
+/// The numbers of the `cpu` line, in order; a field that is not a number
+/// counts 0. `None` without the line.
+fn cpu_fields(text: &str) -> Option<Vec<u64>> {
+    let line = text.lines().find(|l| l.starts_with("cpu "))?;
+    Some(
+        line.split_whitespace()
+            .skip(1)
+            .map(|w| w.parse().unwrap_or(0))
+            .collect(),
+    )
 }
 
 /// The machine's CPU time from the `cpu` line, in clock ticks.
@@ -39,12 +46,7 @@ impl CpuTicks {
 
 /// The `cpu` line's ticks; `None` without one. Missing fields count 0.
 pub fn parse_cpu(text: &str) -> Option<CpuTicks> {
-    let line = text.lines().find(|l| l.starts_with("cpu "))?;
-    let nums: Vec<u64> = line
-        .split_whitespace()
-        .skip(1)
-        .map(|w| w.parse().unwrap_or(0))
-        .collect();
+    let nums = cpu_fields(text)?;
     let at = |i: usize| nums.get(i).copied().unwrap_or(0);
     let sum = |ix: &[usize]| ix.iter().fold(0u64, |a, i| a.saturating_add(at(*i)));
     Some(CpuTicks {
