@@ -63,7 +63,8 @@ pub struct Fold {
     mem_unknown: bool,
     app_lines: u64,
     bad_lines: u64,
-    first_bad: Option<String>,
+    /// The first line that could not be read (escaped), and why.
+    first_bad: Option<(String, String)>,
 }
 
 impl Fold {
@@ -90,7 +91,7 @@ impl Fold {
 
     /// The first line that could not be read, with why.
     pub fn first_bad(&self) -> Option<&str> {
-        self.first_bad.as_deref()
+        self.first_bad.as_ref().map(|(line, _)| line.as_str())
     }
 
     /// The command `root` started at `at`: samples count from now.
@@ -102,10 +103,7 @@ impl Fold {
         self.bad_lines += 1;
         if self.first_bad.is_none() {
             let shown: String = line.chars().take(160).collect();
-            self.first_bad = Some(format!(
-                "{} ({why})",
-                crate::text::escape::escape_text(&shown)
-            ));
+            self.first_bad = Some((crate::text::escape::escape_text(&shown), why));
         }
     }
 
@@ -270,9 +268,9 @@ impl Fold {
                 if self.gone.len() > LISTED_PIDS { ", …" } else { "" }
             ));
         }
-        if let Some(first) = &self.first_bad {
+        if let Some((line, why)) = &self.first_bad {
             notes.push(format!(
-                "nvidia-smi printed {} tally could not read, the first: {first}",
+                "nvidia-smi printed {} tally could not read, the first: {line} ({why})",
                 crate::units::count(self.bad_lines, "line", "lines")
             ));
         }

@@ -15,6 +15,7 @@
 //! one lookup of `PATH`.
 
 pub mod fold;
+pub mod human;
 pub mod parse;
 
 use std::io::{BufRead, BufReader, Read};
@@ -116,6 +117,10 @@ pub struct GpuPart {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu_reason: Option<String>,
 }
+
+// Every float here is finite (power is checked where it is read), so
+// equality is an equivalence.
+impl Eq for GpuPart {}
 
 impl GpuPart {
     fn unavailable(reason: String) -> GpuPart {
@@ -224,7 +229,8 @@ fn each_line(from: impl Read, mut each: impl FnMut(&str)) {
                 return;
             }
         }
-        each(&String::from_utf8_lossy(&buf));
+        let line = String::from_utf8_lossy(&buf);
+        each(line.trim_end_matches(['\r', '\n']));
     }
 }
 
