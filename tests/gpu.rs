@@ -236,6 +236,62 @@ fn a_silent_nvidia_smi_is_given_up_and_stopped() {
     );
 }
 
+#[test]
+fn a_command_not_found_leaves_no_nvidia_smi_running() {
+    let tmp = scratch();
+    let bin = fake_dir(tmp.path());
+    let o = run(
+        &path_with(Some(&bin)),
+        &[],
+        &["--gpu", "--", "/nonexistent-command"],
+    );
+    assert_eq!(o.status.code(), Some(127), "{}", stderr(&o));
+    assert!(stderr(&o).contains("command not found"), "{}", stderr(&o));
+    assert_eq!(
+        started_from(&bin),
+        Vec::<String>::new(),
+        "nvidia-smi left running"
+    );
+}
+
+/// The property, whichever ends it first: `PR_SET_PDEATHSIG`, or the
+/// stand-in's next write to a pipe nobody reads.
+#[test]
+fn killing_tally_kills_its_nvidia_smi() {
+    let tmp = scratch();
+    let bin = fake_dir(tmp.path());
+    let child = common::tally_std()
+        .env("PATH", path_with(Some(&bin)))
+        .args(["run", "--gpu", "--", "sleep", "30"])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let mut reaper = common::Reaper(vec![child]);
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while started_from(&bin).len() < 2 {
+        assert!(
+            std::time::Instant::now() < until,
+            "nvidia-smi never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let killed = common::command("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status();
+    assert!(killed.unwrap().success());
+    let _ = reaper.0[0].wait();
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    while !started_from(&bin).is_empty() {
+        assert!(
+            std::time::Instant::now() < until,
+            "nvidia-smi outlived tally: {:?}",
+            started_from(&bin)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 /// On a machine with an NVIDIA GPU, nvidia-smi and PyTorch with CUDA: a
 /// program that holds 2 GiB of GPU memory is reported at 2 GiB plus the
 /// driver's per-context overhead (at most 1 GiB allowed for it), and the
