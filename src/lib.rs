@@ -14,6 +14,7 @@ pub mod copy;
 pub mod diag;
 pub mod failure;
 pub mod gate;
+pub mod gpu;
 pub mod input;
 pub mod load;
 pub mod mem;

@@ -381,6 +381,7 @@ fn records(c: &StoredCommand) -> Result<Vec<RunRecord>, String> {
             },
             forwarded_signal: None,
             escalated_to_sigkill: false,
+            gpu: Default::default(),
         });
     }
     Ok(out)

@@ -406,6 +406,7 @@ impl<'c> Session<'c> {
             tree: false,
             counters: false,
             why: true,
+            gpu: false,
         };
         let measurer = Measurer::new(&base)?;
         let configs = cfg

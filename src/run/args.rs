@@ -66,6 +66,12 @@ pub struct RunArgs {
     #[arg(long, short = 'v', visible_alias = "verbose")]
     pub why: bool,
 
+    /// Report the command tree's GPU memory peak, GPU busy time and energy
+    /// (NVIDIA, through nvidia-smi), or say why they cannot be measured.
+    /// Without it they are reported when nvidia-smi is on PATH and works.
+    #[arg(long)]
+    pub gpu: bool,
+
     /// The command and its arguments (run as given, no shell).
     #[arg(required = true, trailing_var_arg = true, value_name = "COMMAND",
           value_hint = clap::ValueHint::CommandWithArguments)]
@@ -88,6 +94,7 @@ impl Default for RunArgs {
             tree: false,
             counters: false,
             why: false,
+            gpu: false,
             argv: Vec::new(),
             out: OutputArgs::default(),
         }
@@ -107,6 +114,7 @@ impl RunArgs {
             tree: self.tree,
             counters: self.counters,
             why: true,
+            gpu: self.gpu,
             argv: self.argv,
         })
     }
@@ -127,7 +135,7 @@ pub fn scan(args: &[OsString]) -> Option<RunArgs> {
         return None;
     }
     let mut out = RunArgs::default();
-    let mut seen = [false; 11];
+    let mut seen = [false; 12];
     let mut once = |i: usize| !std::mem::replace(&mut seen[i], true);
     let mut rest = args[2..].iter().peekable();
     // A value for an option: present, not empty, not flag-like.
@@ -154,6 +162,7 @@ pub fn scan(args: &[OsString]) -> Option<RunArgs> {
             b"--drop-caches" if once(3) => out.drop_caches = true,
             b"--tree" if once(4) => out.tree = true,
             b"--counters" if once(5) => out.counters = true,
+            b"--gpu" if once(11) => out.gpu = true,
             b"--why" | b"-v" | b"--verbose" if once(10) => out.why = true,
             b"--format" if once(6) => {
                 // The names clap accepts, from the clap definition itself.

@@ -33,6 +33,9 @@ pub fn write(r: &RunReport, out: &mut dyn Write, style: Style) -> io::Result<()>
         if let Some(c) = &r.counters {
             human_counters(c, out)?;
         }
+        for line in crate::gpu::human::lines(&r.gpu, r.wall_ns) {
+            writeln!(out, "tally: {line}")?;
+        }
         human_exit(r, out)?;
     } else if let Some(last) = r.runs.last() {
         let warm = if r.warmup_runs > 0 {
@@ -95,6 +98,13 @@ pub fn write(r: &RunReport, out: &mut dyn Write, style: Style) -> io::Result<()>
         }
         if let Some(c) = &last.counters {
             human_counters(c, out)?;
+        }
+        let gpu = crate::gpu::human::lines(&last.gpu, last.wall_ns);
+        if !gpu.is_empty() {
+            writeln!(out, "tally: GPU, the last run:")?;
+        }
+        for line in gpu {
+            writeln!(out, "tally: {line}")?;
         }
         human_exit(last, out)?;
     }

@@ -60,6 +60,9 @@ pub struct Config {
     /// Where the wall time went measured (see `why`): a cgroup v2 group
     /// made for each run where one can be.
     pub why: bool,
+    /// GPU figures asked for (`--gpu`): a failure to measure them is said.
+    /// They are measured anyway when nvidia-smi is on PATH (see `gpu`).
+    pub gpu: bool,
     /// The command and its arguments (run as given, no shell).
     pub argv: Vec<OsString>,
 }
@@ -77,6 +80,7 @@ impl Default for Config {
             tree: false,
             counters: false,
             why: true,
+            gpu: false,
             argv: Vec::new(),
         }
     }
@@ -406,6 +410,7 @@ fn run_once(ctx: &Ctx) -> Result<RunRecord, RunError> {
     } else {
         pre
     };
+    let gpu = crate::gpu::Session::start(cfg.gpu);
     let mut start = Instant::now();
     let mut spawned = spawn(&cfg.argv, pre).map_err(|source| RunError::Spawn {
         program: program.clone(),
@@ -424,12 +429,14 @@ fn run_once(ctx: &Ctx) -> Result<RunRecord, RunError> {
         }
         start = Instant::now();
     }
+    gpu.begin(pid, start);
     spawned.release();
     if let Some(t) = tree.as_mut() {
         t.started(pid);
     }
     let waited = sys::process::wait_exited_keep(pid);
     let wall = start.elapsed();
+    let gpu = gpu.finish(start + wall);
     if let Err(e) = waited {
         ctx.forwarder.detach();
         return Err(RunError::Wait(e));
@@ -488,6 +495,7 @@ fn run_once(ctx: &Ctx) -> Result<RunRecord, RunError> {
     );
     rec.counters = counters;
     rec.tree = tree_usage;
+    rec.gpu = gpu;
     if let Some(mut raw) = why_raw {
         raw.user_ns = nanos(usage.user);
         raw.system_ns = nanos(usage.system);
@@ -577,6 +585,7 @@ pub(crate) fn plain_record(
         exit,
         forwarded_signal,
         escalated_to_sigkill,
+        gpu: Default::default(),
     }
 }
 

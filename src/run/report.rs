@@ -322,6 +322,10 @@ pub struct RunRecord {
     /// tally sent it SIGKILL.
     #[serde(default)]
     pub escalated_to_sigkill: bool,
+    /// GPU figures (`gpu`, `null` with `gpu_reason` when they could not be
+    /// measured; absent when not sampled).
+    #[serde(flatten, default)]
+    pub gpu: crate::gpu::GpuPart,
 }
 
 /// Where the I/O figures of a run were read. Both are `/proc/PID/io` of the
@@ -609,6 +613,7 @@ impl RunRecord {
             },
             forwarded_signal: None,
             escalated_to_sigkill: false,
+            gpu: Default::default(),
         }
     }
 }

@@ -22,6 +22,7 @@ pub mod personality;
 pub mod privilege;
 pub mod process;
 pub mod shed;
+pub mod sidecar;
 pub mod sigbench;
 pub mod signals;
 pub mod spawn;
