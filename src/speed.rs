@@ -1,5 +1,5 @@
 //! The speed probe: a fixed piece of integer work (the same every time,
-//! about a third of a millisecond here), timed before runs and outside their clocks,
+//! about a millisecond here), timed before runs and outside their clocks,
 //! so that a machine whose CPUs ran slower or faster — other virtual
 //! machines on the host, frequency, contention that no process of this
 //! machine shows — is seen and said. Within one comparison a probe that
@@ -13,12 +13,15 @@ use serde::Serialize;
 use crate::stats;
 
 /// Steps of the probe's work: a xorshift generator folded into a sum.
-const STEPS: u64 = 500_000;
+const STEPS: u64 = 1_500_000;
 
 /// How much of a comparison's time the probes may take: a probe is made
 /// once the runs since the last took this many times its own time (at
 /// most 1/41, 2.4%: at 1/21 a comparison of `/bin/true` cost 1.07×
-/// hyperfine's per run here, with the probes 4.5% of it).
+/// hyperfine's per run here, with the probes 4.5% of it). The probe stays
+/// about a millisecond long, the length with which a busy loop sharing its
+/// CPU was seen (docs/compare.md); a shorter one may run within one
+/// scheduler slice and miss it.
 pub const EVERY: u64 = 40;
 
 /// Half the 10th-to-90th percentile range of the probes, over their
