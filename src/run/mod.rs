@@ -32,7 +32,7 @@ use crate::procfs::{self, ProcRoot};
 use crate::progress::Progress;
 use crate::report::SCHEMA_VERSION;
 use crate::sys::{self, perf, process::Exit, signals::Forwarder};
-use report::{ColdReport, CounterReading, Counters, ExitInfo, IoSource, RunRecord, RunReport};
+use report::{ColdReport, CounterReading, Counters, ExitInfo, IoSource, RunRecord, RunReport, Why};
 
 /// What to run and how: `tally run`'s measurement options (made from its
 /// arguments by [`args::RunArgs::config`]), and each run of `tally
@@ -366,26 +366,139 @@ fn run_once(ctx: &Ctx) -> Result<RunRecord, RunError> {
         .first()
         .map(|p| crate::text::path::display(std::path::Path::new(p)))
         .unwrap_or_default();
-    let mut tree = if cfg.tree {
-        Some(tree::Tree::prepare())
-    } else {
-        None
-    };
-    // The breakdown's own group, unless --tree made one.
-    let mut why_group = (cfg.why && tree.is_none()).then(group::RunGroup::make);
+    let mut groups = RunGroups::make(cfg);
     let why_before = cfg.why.then(why::before);
-    let cgroup_procs = match (&mut tree, &mut why_group) {
-        (Some(t), _) => t.take_procs_fd(),
-        (None, Some(Ok(g))) => g.take_procs_fd(),
+    let cgroup_procs = groups.take_procs_fd();
+    let Started {
+        mut spawned,
+        start,
+        counters,
+        counter_error,
+    } = start_command(ctx, &program, cgroup_procs)?;
+    let pid = spawned.pid;
+    if let Some(t) = groups.tree.as_mut() {
+        t.started(pid);
+    }
+    let waited = sys::process::wait_exited_keep(pid);
+    let wall = start.elapsed();
+    if let Err(e) = waited {
+        ctx.forwarder.detach();
+        return Err(RunError::Wait(e));
+    }
+    if let Some(e) = spawned.exec_error() {
+        // The child exited with 127 after exec failed: reap it and clean up.
+        let _ = sys::process::wait4(pid);
+        ctx.forwarder.detach();
+        groups.abandon();
+        return Err(exec_failure(&cfg.argv, program, e));
+    }
+    let io = read_io(pid, spawned.io.take());
+    let wall_ns = nanos(wall);
+    let why_raw = why_before.map(|before| why::read(pid, groups.why_source(), &before, wall_ns));
+    let counters = match ctx.counters {
+        None => None,
+        Some(Err(reason)) => Some(Counters::Unavailable {
+            reason: reason.clone(),
+        }),
+        Some(Ok(user_only)) => Some(read_counters(counters, counter_error, *user_only)),
+    };
+    let tree_usage = groups.tree.as_mut().map(|t| t.finish());
+    let (exit, usage) = sys::process::wait4(pid).map_err(RunError::Wait)?;
+    ctx.forwarder.detach();
+    let forwarded_signal = ctx.forwarder.take_received().map(sys::signal_name);
+    let escalated_to_sigkill = ctx.forwarder.take_escalated();
+    let mut rec = plain_record(
+        wall,
+        exit,
+        &usage,
+        io,
+        forwarded_signal,
+        escalated_to_sigkill,
+    );
+    rec.counters = counters;
+    let RunGroups { tree, why_group } = groups;
+    rec.tree = match (tree, tree_usage) {
+        (Some(t), Some(mut u)) => {
+            t.cleanup(&mut u);
+            tree::raise_to_command(&mut u, &usage);
+            Some(u)
+        }
         _ => None,
     };
+    rec.why = why_raw.map(|raw| finish_why(raw, &usage, why_group));
+    Ok(rec)
+}
+
+/// The cgroups of one run: `--tree`'s, or the breakdown's own when
+/// `--tree` made none.
+struct RunGroups {
+    tree: Option<tree::Tree>,
+    why_group: Option<Result<group::RunGroup, String>>,
+}
+
+impl RunGroups {
+    fn make(cfg: &Config) -> RunGroups {
+        let tree = cfg.tree.then(tree::Tree::prepare);
+        let why_group = (cfg.why && tree.is_none()).then(group::RunGroup::make);
+        RunGroups { tree, why_group }
+    }
+
+    /// The descriptor of the group's `cgroup.procs` the child joins by.
+    fn take_procs_fd(&mut self) -> Option<std::os::fd::OwnedFd> {
+        match (&mut self.tree, &mut self.why_group) {
+            (Some(t), _) => t.take_procs_fd(),
+            (None, Some(Ok(g))) => g.take_procs_fd(),
+            _ => None,
+        }
+    }
+
+    /// The group whose pressure the breakdown reads, or why there is none.
+    fn why_source(&self) -> Result<&group::RunGroup, &str> {
+        match (&self.tree, &self.why_group) {
+            (Some(t), _) => t.group(),
+            (None, Some(Ok(g))) => Ok(g),
+            (None, Some(Err(why))) => Err(why.as_str()),
+            (None, None) => Err("no cgroup was made"),
+        }
+    }
+
+    /// Removes the groups of a run whose command never started.
+    fn abandon(self) {
+        if let Some(mut t) = self.tree {
+            let mut usage = t.finish();
+            t.cleanup(&mut usage);
+        }
+        if let Some(Ok(g)) = self.why_group {
+            g.cleanup(&mut Vec::new());
+        }
+    }
+}
+
+/// A command forked and let go: when its clock started, and its counters.
+struct Started {
+    spawned: sys::process::Spawned,
+    start: Instant,
+    counters: Vec<(perf::HwEvent, perf::Counter)>,
+    counter_error: Option<String>,
+}
+
+/// Forks the command into `cgroup_procs`'s group, attaches the signal
+/// forwarder and the counters while it waits at the gate, and lets it go.
+fn start_command(
+    ctx: &Ctx,
+    program: &str,
+    cgroup_procs: Option<std::os::fd::OwnedFd>,
+) -> Result<Started, RunError> {
+    let cfg = ctx.cfg;
     // The child waits at the gate until tally has attached the counters
     // and opened its /proc/PID/io (in `spawn`, right after the fork).
     // Without the wait, a child that the scheduler ran first could exec
     // and exit before the open, and for an ordinary user the figures would
     // be lost (seen 3 times in 1,000 runs of /bin/true).
     let pre = sys::process::PreExec {
-        gate: true,
+        // With `shared`, the child opens its own /proc/PID/io and nothing
+        // holds it.
+        gate: !ctx.shared,
         cgroup_procs,
         quiet: cfg.quiet_command,
         stdout_to_stderr: cfg.stdout_to_stderr,
@@ -400,24 +513,17 @@ fn run_once(ctx: &Ctx) -> Result<RunRecord, RunError> {
     } else {
         sys::process::spawn
     };
-    let pre = if ctx.shared {
-        // The child opens its own /proc/PID/io and nothing holds it.
-        sys::process::PreExec { gate: false, ..pre }
-    } else {
-        pre
-    };
     let mut start = Instant::now();
     let mut spawned = spawn(&cfg.argv, pre).map_err(|source| RunError::Spawn {
-        program: program.clone(),
+        program: program.to_string(),
         source,
     })?;
-    let pid = spawned.pid;
-    ctx.forwarder.attach(pid);
-    let mut counters: Vec<(perf::HwEvent, perf::Counter)> = Vec::new();
+    ctx.forwarder.attach(spawned.pid);
+    let mut counters = Vec::new();
     let mut counter_error = None;
     if let Some(Ok(user_only)) = ctx.counters {
         for event in perf::HwEvent::ALL {
-            match perf::open(event, pid, *user_only) {
+            match perf::open(event, spawned.pid, *user_only) {
                 Ok(c) => counters.push((event, c)),
                 Err(e) => counter_error = Some(format!("perf_event_open({event:?}) failed: {e}")),
             }
@@ -425,80 +531,30 @@ fn run_once(ctx: &Ctx) -> Result<RunRecord, RunError> {
         start = Instant::now();
     }
     spawned.release();
-    if let Some(t) = tree.as_mut() {
-        t.started(pid);
+    Ok(Started {
+        spawned,
+        start,
+        counters,
+        counter_error,
+    })
+}
+
+/// The breakdown from the figures read at the command's exit and
+/// `wait4`'s cpu times; the breakdown's own group is removed (what the
+/// command left running in it is said in the notes).
+fn finish_why(
+    mut raw: why::Raw,
+    usage: &sys::process::ChildUsage,
+    why_group: Option<Result<group::RunGroup, String>>,
+) -> Why {
+    raw.user_ns = nanos(usage.user);
+    raw.system_ns = nanos(usage.system);
+    let mut why = why::assemble(&raw);
+    if let Some(Ok(g)) = why_group {
+        // Left running by the command: not measured, and said.
+        g.cleanup(&mut why.notes);
     }
-    let waited = sys::process::wait_exited_keep(pid);
-    let wall = start.elapsed();
-    if let Err(e) = waited {
-        ctx.forwarder.detach();
-        return Err(RunError::Wait(e));
-    }
-    if let Some(e) = spawned.exec_error() {
-        // The child exited with 127 after exec failed: reap it and clean up.
-        let _ = sys::process::wait4(pid);
-        ctx.forwarder.detach();
-        if let Some(mut t) = tree {
-            let mut usage = t.finish();
-            t.cleanup(&mut usage);
-        }
-        if let Some(Ok(g)) = why_group {
-            g.cleanup(&mut Vec::new());
-        }
-        return Err(exec_failure(&cfg.argv, program, e));
-    }
-    let (io, io_source, io_unavailable) = read_io(pid, spawned.io.take());
-    let wall_ns = u64::try_from(wall.as_nanos()).unwrap_or(u64::MAX);
-    let why_raw = why_before.map(|before| {
-        let group = match (&tree, &why_group) {
-            (Some(t), _) => t.group(),
-            (None, Some(Ok(g))) => Ok(g),
-            (None, Some(Err(why))) => Err(why.as_str()),
-            (None, None) => Err("no cgroup was made"),
-        };
-        why::read(pid, group, &before, wall_ns)
-    });
-    let counters = match ctx.counters {
-        None => None,
-        Some(Err(reason)) => Some(Counters::Unavailable {
-            reason: reason.clone(),
-        }),
-        Some(Ok(user_only)) => Some(read_counters(counters, counter_error, *user_only)),
-    };
-    let tree_usage = tree.as_mut().map(|t| t.finish());
-    let (exit, usage) = sys::process::wait4(pid).map_err(RunError::Wait)?;
-    ctx.forwarder.detach();
-    let forwarded_signal = ctx.forwarder.take_received().map(sys::signal_name);
-    let escalated_to_sigkill = ctx.forwarder.take_escalated();
-    let tree_usage = match (tree, tree_usage) {
-        (Some(t), Some(mut u)) => {
-            t.cleanup(&mut u);
-            tree::raise_to_command(&mut u, &usage);
-            Some(u)
-        }
-        _ => None,
-    };
-    let mut rec = plain_record(
-        wall,
-        exit,
-        &usage,
-        (io, io_source, io_unavailable),
-        forwarded_signal,
-        escalated_to_sigkill,
-    );
-    rec.counters = counters;
-    rec.tree = tree_usage;
-    if let Some(mut raw) = why_raw {
-        raw.user_ns = nanos(usage.user);
-        raw.system_ns = nanos(usage.system);
-        let mut why = why::assemble(&raw);
-        if let Some(Ok(g)) = why_group {
-            // Left running by the command: not measured, and said.
-            g.cleanup(&mut why.notes);
-        }
-        rec.why = Some(why);
-    }
-    Ok(rec)
+    why
 }
 
 fn nanos(d: std::time::Duration) -> u64 {
