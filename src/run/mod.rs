@@ -22,6 +22,7 @@ mod why;
 use std::ffi::OsString;
 use std::fs::File;
 use std::io;
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -368,13 +369,13 @@ fn run_once(ctx: &Ctx) -> Result<RunRecord, RunError> {
         .unwrap_or_default();
     let mut groups = RunGroups::make(cfg);
     let why_before = cfg.why.then(why::before);
-    let cgroup_procs = groups.take_procs_fd();
+    let cgroup = groups.take_fds();
     let Started {
         mut spawned,
         start,
         counters,
         counter_error,
-    } = start_command(ctx, &program, cgroup_procs)?;
+    } = start_command(ctx, &program, cgroup)?;
     let pid = spawned.pid;
     if let Some(t) = groups.tree.as_mut() {
         t.started(pid);
@@ -443,12 +444,13 @@ impl RunGroups {
         RunGroups { tree, why_group }
     }
 
-    /// The descriptor of the group's `cgroup.procs` the child joins by.
-    fn take_procs_fd(&mut self) -> Option<std::os::fd::OwnedFd> {
+    /// The group's `cgroup.procs` the child joins by and its directory the
+    /// child is cloned into (see [`sys::process::PreExec`]).
+    fn take_fds(&mut self) -> (Option<OwnedFd>, Option<OwnedFd>) {
         match (&mut self.tree, &mut self.why_group) {
-            (Some(t), _) => t.take_procs_fd(),
-            (None, Some(Ok(g))) => g.take_procs_fd(),
-            _ => None,
+            (Some(t), _) => (t.take_procs_fd(), t.take_dir_fd()),
+            (None, Some(Ok(g))) => (g.take_procs_fd(), g.take_dir_fd()),
+            _ => (None, None),
         }
     }
 
@@ -482,12 +484,13 @@ struct Started {
     counter_error: Option<String>,
 }
 
-/// Forks the command into `cgroup_procs`'s group, attaches the signal
+/// Forks the command into `cgroup`'s group (its `cgroup.procs` and its
+/// directory, see [`RunGroups::take_fds`]), attaches the signal
 /// forwarder and the counters while it waits at the gate, and lets it go.
 fn start_command(
     ctx: &Ctx,
     program: &str,
-    cgroup_procs: Option<std::os::fd::OwnedFd>,
+    (cgroup_procs, cgroup_dir): (Option<OwnedFd>, Option<OwnedFd>),
 ) -> Result<Started, RunError> {
     let cfg = ctx.cfg;
     // The child waits at the gate until tally has attached the counters
@@ -500,6 +503,7 @@ fn start_command(
         // holds it.
         gate: !ctx.shared,
         cgroup_procs,
+        cgroup_dir,
         quiet: cfg.quiet_command,
         stdout_to_stderr: cfg.stdout_to_stderr,
         open_io: true,
