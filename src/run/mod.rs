@@ -12,6 +12,7 @@ pub mod exec;
 mod group;
 mod html;
 mod human;
+pub mod probe;
 pub mod records;
 mod render;
 pub mod report;
@@ -250,6 +251,7 @@ pub fn execute(cfg: &Config, progress: &mut Progress) -> Result<RunReport, RunEr
         summary: Vec::new(),
         warnings: Vec::new(),
         interrupted_by: None,
+        speed: None,
         why_table: false,
     };
     let steps = cfg.warmup.saturating_add(cfg.runs);
@@ -271,6 +273,9 @@ pub fn execute(cfg: &Config, progress: &mut Progress) -> Result<RunReport, RunEr
     }
     // Kept where the forked commands do not inherit them (see `records`).
     let mut records = records::Records::new();
+    // The machine's speed among the runs of `run -n`, outside their clocks.
+    let mut probes = (report.runs_requested > 1).then(probe::Schedule::default);
+    let mut probed_before = Vec::new();
     if report.interrupted_by.is_none() {
         for i in 0..report.runs_requested {
             step("runs", cfg.warmup.saturating_add(i));
@@ -278,7 +283,15 @@ pub fn execute(cfg: &Config, progress: &mut Progress) -> Result<RunReport, RunEr
                 report.interrupted_by = Some(sig);
                 break;
             }
+            if let Some(s) = probes.as_mut()
+                && s.before_run().is_some()
+            {
+                probed_before.push(i);
+            }
             let rec = measurer.measure(cfg)?;
+            if let Some(s) = probes.as_mut() {
+                s.ran(rec.wall_ns);
+            }
             let stop = rec.forwarded_signal.clone();
             records.push(&rec).map_err(RunError::Records)?;
             if let Some(sig) = stop {
@@ -292,6 +305,15 @@ pub fn execute(cfg: &Config, progress: &mut Progress) -> Result<RunReport, RunEr
     }
     report.runs = records.into_vec().map_err(RunError::Records)?;
     report.summarize();
+    report.speed = probes
+        .and_then(|s| probe::Speed::of(s.probes()))
+        .map(|probes| report::RunSpeed {
+            probes,
+            before_run: probed_before,
+        });
+    if let Some(w) = report.speed.as_ref().and_then(|s| s.probes.warning()) {
+        report.warnings.push(w);
+    }
     Ok(report)
 }
 

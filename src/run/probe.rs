@@ -1,0 +1,211 @@
+//! The speed probe: a fixed piece of integer work (the same every time,
+//! about a millisecond here), timed before runs and outside their clocks,
+//! so that a machine whose CPUs ran slower or faster — other virtual
+//! machines on the host, frequency, contention that no process of this
+//! machine shows — is seen and said. Within one comparison or one
+//! `run -n`, a probe that spreads warns that figures from another time are
+//! not comparable; against a baseline whose probes ran at another speed,
+//! time figures can be neither a regression nor a pass (see
+//! `crate::compare::gate`).
+
+use serde::{Deserialize, Serialize};
+
+use crate::stats;
+
+/// Steps of the probe's work: a xorshift generator folded into a sum.
+const STEPS: u64 = 1_500_000;
+
+/// How much of a comparison's time the probes may take: a probe is made
+/// once the runs since the last took this many times its own time.
+pub const EVERY: u64 = 20;
+
+/// Half the 10th-to-90th percentile range of the probes, over their
+/// median, beyond which the machine's speed is said to have varied.
+pub const SPREAD: f64 = 0.05;
+
+/// How far (a fraction) the probes' median may differ from a baseline's
+/// before times measured in the two are not compared: beyond it at the
+/// probes' own 99% interval.
+pub const DIFFERS: f64 = 0.03;
+
+/// Times the probe's work once: nanoseconds.
+pub fn measure() -> u64 {
+    let start = std::time::Instant::now();
+    let mut x: u64 = std::hint::black_box(0x9e37_79b9_7f4a_7c15);
+    let mut sum: u64 = 0;
+    for _ in 0..std::hint::black_box(STEPS) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        sum = sum.wrapping_add(x);
+    }
+    std::hint::black_box(sum);
+    u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// The probes of a comparison or of `run -n`, in the report's JSON as
+/// `speed`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Speed {
+    /// Every probe, in order (nanoseconds).
+    pub probes_ns: Vec<u64>,
+    pub median_ns: f64,
+    /// Half the 10th-to-90th percentile range over the median.
+    pub spread: f64,
+    /// With a baseline: these probes' median over its (above 1: this
+    /// machine ran slower), when it has probes.
+    pub versus_baseline: Option<f64>,
+    /// With a baseline: the machine ran at another speed than when the
+    /// baseline was saved, or its speed varied, so time figures are not
+    /// compared (see [`differs`]).
+    pub not_comparable: bool,
+}
+
+impl Speed {
+    /// The summary of `probes`; `None` without any.
+    pub fn of(probes: &[u64]) -> Option<Speed> {
+        let (median_ns, spread) = spread(probes)?;
+        Some(Speed {
+            probes_ns: probes.to_vec(),
+            median_ns,
+            spread,
+            versus_baseline: None,
+            not_comparable: false,
+        })
+    }
+
+    /// Whether the probes spread beyond [`SPREAD`].
+    pub fn varied(&self) -> bool {
+        self.spread > SPREAD
+    }
+
+    /// The warning of probes that spread beyond [`SPREAD`], or `None`.
+    pub fn warning(&self) -> Option<String> {
+        self.varied().then(|| {
+            format!(
+                "the machine's speed varied ±{:.0}% during these runs (speed probe): figures from another time are not comparable",
+                self.spread * 100.0
+            )
+        })
+    }
+}
+
+/// When to probe among runs: before the first, then once the runs since
+/// the last probe took [`EVERY`] times its time, so that the probes cost
+/// at most 1/[`EVERY`] of the runs' time (a probe every run for commands
+/// much longer than it, one every few for commands of a millisecond).
+#[derive(Debug, Default)]
+pub struct Schedule {
+    probes: Vec<u64>,
+    since_ns: u64,
+}
+
+impl Schedule {
+    /// Probes now when it is time; the probe's time when it did.
+    pub fn before_run(&mut self) -> Option<u64> {
+        let due = self
+            .probes
+            .last()
+            .is_none_or(|p| self.since_ns >= p.saturating_mul(EVERY));
+        due.then(|| {
+            let p = measure();
+            self.probes.push(p);
+            self.since_ns = 0;
+            p
+        })
+    }
+
+    /// A run took `ns`.
+    pub fn ran(&mut self, ns: u64) {
+        self.since_ns = self.since_ns.saturating_add(ns);
+    }
+
+    /// Every probe made, in order.
+    pub fn probes(&self) -> &[u64] {
+        &self.probes
+    }
+}
+
+/// The median and the relative spread of `probes`.
+fn spread(probes: &[u64]) -> Option<(f64, f64)> {
+    let mut v: Vec<f64> = probes.iter().map(|p| *p as f64).collect();
+    v.sort_by(f64::total_cmp);
+    let median = stats::median_sorted(&v)?;
+    let p10 = stats::quantile_sorted(&v, 0.10)?;
+    let p90 = stats::quantile_sorted(&v, 0.90)?;
+    (median > 0.0).then(|| (median, (p90 - p10) / 2.0 / median))
+}
+
+/// Whether probes made now and when a baseline was saved say the machine
+/// ran at another speed: the ratio of their medians (now over then) when
+/// its 99% interval lies beyond 1 ± [`DIFFERS`], or when either set spread
+/// beyond [`SPREAD`]; `None` when they agree or either set is empty.
+pub fn differs(now: &[u64], then: &[u64]) -> Option<f64> {
+    let as_f64 = |v: &[u64]| v.iter().map(|p| *p as f64).collect::<Vec<f64>>();
+    let (a, b) = (as_f64(now), as_f64(then));
+    let (_, spread_now) = spread(now)?;
+    let (_, spread_then) = spread(then)?;
+    let e = stats::ratio_shift(&a, &b, 0.01)?;
+    let (ratio, low, high) = e.ratio?;
+    let beyond = low > 1.0 + DIFFERS || high < 1.0 - DIFFERS;
+    (beyond || spread_now > SPREAD || spread_then > SPREAD).then_some(ratio)
+}
+
+/// `25% slower`, `12% faster`: a probe ratio (now over then) in words.
+pub fn slower_or_faster(ratio: f64) -> String {
+    if ratio >= 1.0 {
+        format!("{:.0}% slower", (ratio - 1.0) * 100.0)
+    } else {
+        format!("{:.0}% faster", (1.0 / ratio - 1.0) * 100.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_schedule_probes_first_then_once_the_runs_took_every_times_the_probe() {
+        let mut s = Schedule::default();
+        let first = s.before_run().expect("a probe before the first run");
+        s.ran(first);
+        assert_eq!(
+            s.before_run(),
+            None,
+            "one probe's time of runs is not enough"
+        );
+        s.ran(first.saturating_mul(EVERY));
+        assert!(s.before_run().is_some());
+        assert_eq!(s.probes().len(), 2);
+    }
+
+    #[test]
+    fn the_probe_does_its_work_in_a_measurable_time() {
+        let t = measure();
+        assert!(t > 0);
+    }
+
+    #[test]
+    fn probes_at_another_speed_or_spreading_differ_and_alike_ones_do_not() {
+        let steady: Vec<u64> = (0..30).map(|i| 1_000_000 + (i % 5) * 2_000).collect();
+        let slower: Vec<u64> = steady.iter().map(|p| p * 5 / 4).collect();
+        assert_eq!(differs(&steady, &steady), None);
+        let r = differs(&slower, &steady).expect("25% slower");
+        assert!((r - 1.25).abs() < 0.01, "{r}");
+        assert_eq!(slower_or_faster(r), "25% slower");
+        assert_eq!(slower_or_faster(1.0 / 1.25), "25% faster");
+        // Spreading by ±30% now: not comparable, whatever the medians.
+        let shaky: Vec<u64> = (0..30).map(|i| 700_000 + (i % 10) * 60_000).collect();
+        assert!(differs(&shaky, &steady).is_some());
+        assert!(Speed::of(&shaky).unwrap().varied());
+        assert!(!Speed::of(&steady).unwrap().varied());
+        let warning = Speed::of(&shaky).unwrap().warning().expect("a warning");
+        assert!(
+            warning.starts_with("the machine's speed varied ±")
+                && warning.ends_with("figures from another time are not comparable"),
+            "{warning}"
+        );
+        assert_eq!(Speed::of(&steady).unwrap().warning(), None);
+        assert_eq!(differs(&[], &steady), None);
+    }
+}
