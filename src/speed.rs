@@ -2,13 +2,13 @@
 //! about a millisecond here), timed before runs and outside their clocks,
 //! so that a machine whose CPUs ran slower or faster — other virtual
 //! machines on the host, frequency, contention that no process of this
-//! machine shows — is seen and said. Within one comparison a probe that
-//! spreads warns that figures from another time are not comparable;
-//! against a baseline whose probes ran at another speed, time figures can
-//! be neither a regression nor a pass (see `crate::compare::gate`, and the
-//! reference of `crate::bench`).
+//! machine shows — is seen and said. Within one comparison or one
+//! `run -n`, a probe that spreads warns that figures from another time are
+//! not comparable; against a baseline whose probes ran at another speed,
+//! time figures can be neither a regression nor a pass (see
+//! `crate::compare::gate`, and the reference of `crate::bench`).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::stats;
 
@@ -48,8 +48,9 @@ pub fn measure() -> u64 {
     u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX)
 }
 
-/// The probes of a comparison, in the report's JSON as `speed`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// The probes of a comparison or of `run -n`, in the report's JSON as
+/// `speed`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Speed {
     /// Every probe, in order (nanoseconds).
     pub probes_ns: Vec<u64>,
@@ -81,6 +82,52 @@ impl Speed {
     /// Whether the probes spread beyond [`SPREAD`].
     pub fn varied(&self) -> bool {
         self.spread > SPREAD
+    }
+
+    /// The warning of probes that spread beyond [`SPREAD`], or `None`.
+    pub fn warning(&self) -> Option<String> {
+        self.varied().then(|| {
+            format!(
+                "the machine's speed varied ±{:.0}% during these runs (speed probe): figures from another time are not comparable",
+                self.spread * 100.0
+            )
+        })
+    }
+}
+
+/// When to probe among runs: before the first, then once the runs since
+/// the last probe took [`EVERY`] times its time, so that the probes cost
+/// at most 1/[`EVERY`] of the runs' time (a probe every run for commands
+/// much longer than it, one every few for commands of a millisecond).
+#[derive(Debug, Default)]
+pub struct Schedule {
+    probes: Vec<u64>,
+    since_ns: u64,
+}
+
+impl Schedule {
+    /// Probes now when it is time; the probe's time when it did.
+    pub fn before_run(&mut self) -> Option<u64> {
+        let due = self
+            .probes
+            .last()
+            .is_none_or(|p| self.since_ns >= p.saturating_mul(EVERY));
+        due.then(|| {
+            let p = measure();
+            self.probes.push(p);
+            self.since_ns = 0;
+            p
+        })
+    }
+
+    /// A run took `ns`.
+    pub fn ran(&mut self, ns: u64) {
+        self.since_ns = self.since_ns.saturating_add(ns);
+    }
+
+    /// Every probe made, in order.
+    pub fn probes(&self) -> &[u64] {
+        &self.probes
     }
 }
 
@@ -123,6 +170,21 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_schedule_probes_first_then_once_the_runs_took_every_times_the_probe() {
+        let mut s = Schedule::default();
+        let first = s.before_run().expect("a probe before the first run");
+        s.ran(first);
+        assert_eq!(
+            s.before_run(),
+            None,
+            "one probe's time of runs is not enough"
+        );
+        s.ran(first.saturating_mul(EVERY));
+        assert!(s.before_run().is_some());
+        assert_eq!(s.probes().len(), 2);
+    }
+
+    #[test]
     fn the_probe_does_its_work_in_a_measurable_time() {
         let t = measure();
         assert!(t > 0);
@@ -142,6 +204,13 @@ mod tests {
         assert!(differs(&shaky, &steady).is_some());
         assert!(Speed::of(&shaky).unwrap().varied());
         assert!(!Speed::of(&steady).unwrap().varied());
+        let warning = Speed::of(&shaky).unwrap().warning().expect("a warning");
+        assert!(
+            warning.starts_with("the machine's speed varied ±")
+                && warning.ends_with("figures from another time are not comparable"),
+            "{warning}"
+        );
+        assert_eq!(Speed::of(&steady).unwrap().warning(), None);
         assert_eq!(differs(&[], &steady), None);
     }
 }

@@ -13,13 +13,7 @@ const LIMIT: usize = 120;
 
 /// Functions still longer than [`LIMIT`], as `file::name` under `src/`:
 /// each is to be shortened, and then taken off this list.
-const ALLOWED: &[&str] = &[
-    // To be split into named steps: the breakdown's parts, each from its
-    // source.
-    "run/why.rs::assemble",
-    // To be split; on run's hot path (link/run-hot-path.order names it).
-    "run/mod.rs::run_once",
-];
+const ALLOWED: &[&str] = &[];
 
 /// How many of the longest functions `--nocapture` prints.
 const SHOWN: usize = 15;

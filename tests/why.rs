@@ -458,3 +458,126 @@ fn as_root_storage_and_memory_come_from_the_runs_cgroup_which_is_removed() {
         .collect();
     assert!(left.is_empty(), "left behind: {left:?}");
 }
+
+/// One GiB of data that storage must really hold (not a sparse file, not
+/// zeros a layer below could skip): a 1 MiB pseudo-random block written
+/// 1,024 times, then flushed to storage.
+fn write_gib(path: &Path) {
+    use std::io::Write;
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let block: Vec<u8> = (0..1 << 17)
+        .flat_map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x.to_le_bytes()
+        })
+        .collect();
+    let mut f = std::fs::File::create(path).expect("create the 1 GiB file");
+    for _ in 0..1024 {
+        f.write_all(&block).expect("write the 1 GiB file");
+    }
+    f.sync_all().expect("flush the 1 GiB file to storage");
+}
+
+/// How fast storage alone gives the file back: `dd` with direct I/O (no
+/// page cache, no readahead), in bytes per second.
+fn direct_read_rate(path: &Path) -> Option<f64> {
+    let started = std::time::Instant::now();
+    let out = common::command("dd")
+        .arg(format!("if={}", path.display()))
+        .args(["of=/dev/null", "bs=8M", "iflag=direct"])
+        .output()
+        .ok()?;
+    let secs = started.elapsed().as_secs_f64();
+    out.status.success().then(|| (1u64 << 30) as f64 / secs)
+}
+
+/// `cat` of a 1 GiB file just evicted (`--cold`): its waits for storage
+/// are measured from a source the report names (PSI io of the run's group,
+/// delay accounting), or said unavailable with the reason. They are most
+/// of the wall time where storage is slower than `cat` copies what it
+/// reads; where storage gives the data back faster than that (a VM disk
+/// the host serves from its own memory), readahead keeps ahead of `cat`
+/// and the waits are short, and so when other load keeps `cat` waiting
+/// for a CPU while readahead goes on: the test says which, with the
+/// rates, and counts as skipped.
+#[test]
+fn a_cold_cat_of_a_gibibyte_waits_for_storage_where_storage_is_slower_than_the_copy() {
+    let _turn = timing_turn();
+    let dir = scratch();
+    let big = dir.path().join("gib");
+    write_gib(&big);
+    let big_s = big.to_str().expect("UTF-8 path");
+    let report_path = dir.path().join("report.json");
+    let out = common::tally_std()
+        .args(["run", "--format", "json", "-o"])
+        .arg(&report_path)
+        .args(["--cold", big_s, "--", "cat", big_s])
+        .stdout(Stdio::null())
+        .output()
+        .expect("tally runs");
+    assert!(out.status.success(), "{out:?}");
+    let text = std::fs::read_to_string(&report_path).expect("the report");
+    let report: RunReport = serde_json::from_str(&text).expect("a JSON report");
+    let run = &report.runs[0];
+    let cold = run.cold.as_ref().expect("the cold report");
+    assert_eq!(cold.cached_after_bytes, 0, "{cold:?}");
+    let w = why_of(&report);
+    every_part_is_measured_or_said_unavailable(w, "cat after --cold");
+    let Some(io_wait) = w.io_wait_ns else {
+        let why = w.unavailable.io_wait_ns.as_deref().unwrap_or("");
+        assert!(!why.is_empty(), "{w:?}");
+        common::skip!("waiting for storage is unavailable here: {why}");
+    };
+    let source = w.sources.io_wait_ns.as_deref().unwrap_or("");
+    assert!(
+        source.contains("PSI io") || source.contains("delay accounting"),
+        "{source}"
+    );
+    // The data came from storage, not from a cache tally failed to empty.
+    let from_storage = run.io.map(|i| i.storage_read_bytes).unwrap_or(0);
+    assert!(
+        from_storage >= 1 << 30,
+        "read {from_storage} bytes from storage"
+    );
+    let wall = run.wall_ns;
+    assert!(io_wait <= wall, "io wait {io_wait} ns > wall {wall} ns");
+    // A gibibyte just evicted cannot all be read ahead of the first read.
+    assert!(io_wait > 0, "{w:?}");
+    let io_share = io_wait * 100 / w.total_ns.max(1);
+    // While cat waits for a CPU, readahead goes on filling the cache, and
+    // the wait for storage that would have followed is spent in the queue.
+    let cpu_wait_share = w.cpu_wait_ns.unwrap_or(0) * 100 / w.total_ns.max(1);
+    if cpu_wait_share > 10 {
+        common::skip!(
+            "other load: cat waited for a CPU {cpu_wait_share}% of its wall time, while \
+             readahead went on; it waited for storage {io_share}% ({source})"
+        );
+    }
+    // What cat needs of a CPU per byte sets how fast it could go; storage
+    // alone, read directly, how fast it can be fed.
+    let cpu_ns = w.on_cpu_user_ns.unwrap_or(0) + w.on_cpu_kernel_ns.unwrap_or(0);
+    let copy_rate = (1u64 << 30) as f64 / (cpu_ns.max(1) as f64 / 1e9);
+    let Some(storage_rate) = direct_read_rate(&big) else {
+        common::skip!("dd cannot read the file with direct I/O here");
+    };
+    let mib = |r: f64| r / f64::from(1u32 << 20);
+    if storage_rate * 2.0 < copy_rate {
+        assert!(
+            io_share > 50,
+            "storage gives {:.0} MiB/s, cat copies {:.0} MiB/s, yet the wait for storage \
+             ({source}) is {io_share}% of the wall time: {w:?}",
+            mib(storage_rate),
+            mib(copy_rate)
+        );
+    } else {
+        common::skip!(
+            "storage here gives the file back at {:.0} MiB/s read directly, faster than half \
+             what cat copies ({:.0} MiB/s on a CPU): readahead keeps ahead of cat, which waited \
+             for storage {io_share}% of its wall time ({source})",
+            mib(storage_rate),
+            mib(copy_rate)
+        );
+    }
+}

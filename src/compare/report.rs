@@ -524,6 +524,7 @@ fn summarize(c: &mut CommandResult) -> Vec<String> {
         summary: Vec::new(),
         warnings: Vec::new(),
         interrupted_by: None,
+        speed: None,
         why_table: false,
     };
     rr.summarize();

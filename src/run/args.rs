@@ -113,12 +113,18 @@ impl RunArgs {
             drop_caches: self.drop_caches,
             tree: self.tree,
             counters: self.counters,
-            why: true,
+            // The breakdown is always measured; the variable turns it off
+            // only to measure what it costs (benches/why_overhead.py).
+            why: std::env::var_os(NO_BREAKDOWN_VAR).is_none(),
             gpu: self.gpu,
             argv: self.argv,
         })
     }
 }
+
+/// Set (to anything), `run` leaves out the breakdown of the wall time:
+/// for measuring what the breakdown costs, not for use.
+pub const NO_BREAKDOWN_VAR: &str = "TALLY_MEASURE_WITHOUT_BREAKDOWN";
 
 /// Reads `tally run …` without clap, for the common spellings only.
 ///

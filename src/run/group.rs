@@ -25,6 +25,8 @@ pub struct RunGroup {
     parent: PathBuf,
     /// `cgroup.procs` of the group, opened for the command to join by.
     procs_fd: Option<OwnedFd>,
+    /// The group's directory, for the command to be cloned into.
+    dir_fd: Option<OwnedFd>,
     /// Already removed (or given up on) by [`RunGroup::cleanup`].
     removed: bool,
 }
@@ -80,6 +82,8 @@ impl RunGroup {
             .open(path.join("cgroup.procs"))
         {
             Ok(f) => Ok(RunGroup {
+                // Without it the command joins by `cgroup.procs`.
+                dir_fd: fs::File::open(&path).ok().map(OwnedFd::from),
                 path,
                 parent,
                 procs_fd: Some(OwnedFd::from(f)),
@@ -100,6 +104,11 @@ impl RunGroup {
     /// The `cgroup.procs` descriptor the command writes itself into.
     pub fn take_procs_fd(&mut self) -> Option<OwnedFd> {
         self.procs_fd.take()
+    }
+
+    /// The group's directory descriptor the command is cloned into.
+    pub fn take_dir_fd(&mut self) -> Option<OwnedFd> {
+        self.dir_fd.take()
     }
 
     /// The group's `cpu`, `io` or `memory` pressure totals, or why they

@@ -12,6 +12,7 @@ pub mod exec;
 mod group;
 mod html;
 mod human;
+use crate::speed as probe;
 pub mod records;
 mod render;
 pub mod report;
@@ -22,6 +23,7 @@ mod why;
 use std::ffi::OsString;
 use std::fs::File;
 use std::io;
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -32,7 +34,7 @@ use crate::procfs::{self, ProcRoot};
 use crate::progress::Progress;
 use crate::report::SCHEMA_VERSION;
 use crate::sys::{self, perf, process::Exit, signals::Forwarder};
-use report::{ColdReport, CounterReading, Counters, ExitInfo, IoSource, RunRecord, RunReport};
+use report::{ColdReport, CounterReading, Counters, ExitInfo, IoSource, RunRecord, RunReport, Why};
 
 /// What to run and how: `tally run`'s measurement options (made from its
 /// arguments by [`args::RunArgs::config`]), and each run of `tally
@@ -253,6 +255,7 @@ pub fn execute(cfg: &Config, progress: &mut Progress) -> Result<RunReport, RunEr
         summary: Vec::new(),
         warnings: Vec::new(),
         interrupted_by: None,
+        speed: None,
         why_table: false,
     };
     let steps = cfg.warmup.saturating_add(cfg.runs);
@@ -274,6 +277,9 @@ pub fn execute(cfg: &Config, progress: &mut Progress) -> Result<RunReport, RunEr
     }
     // Kept where the forked commands do not inherit them (see `records`).
     let mut records = records::Records::new();
+    // The machine's speed among the runs of `run -n`, outside their clocks.
+    let mut probes = (report.runs_requested > 1).then(probe::Schedule::default);
+    let mut probed_before = Vec::new();
     if report.interrupted_by.is_none() {
         for i in 0..report.runs_requested {
             step("runs", cfg.warmup.saturating_add(i));
@@ -281,7 +287,15 @@ pub fn execute(cfg: &Config, progress: &mut Progress) -> Result<RunReport, RunEr
                 report.interrupted_by = Some(sig);
                 break;
             }
+            if let Some(s) = probes.as_mut()
+                && s.before_run().is_some()
+            {
+                probed_before.push(i);
+            }
             let rec = measurer.measure(cfg)?;
+            if let Some(s) = probes.as_mut() {
+                s.ran(rec.wall_ns);
+            }
             let stop = rec.forwarded_signal.clone();
             records.push(&rec).map_err(RunError::Records)?;
             if let Some(sig) = stop {
@@ -295,6 +309,15 @@ pub fn execute(cfg: &Config, progress: &mut Progress) -> Result<RunReport, RunEr
     }
     report.runs = records.into_vec().map_err(RunError::Records)?;
     report.summarize();
+    report.speed = probes
+        .and_then(|s| probe::Speed::of(s.probes()))
+        .map(|probes| report::RunSpeed {
+            probes,
+            before_run: probed_before,
+        });
+    if let Some(w) = report.speed.as_ref().and_then(|s| s.probes.warning()) {
+        report.warnings.push(w);
+    }
     Ok(report)
 }
 
@@ -370,68 +393,19 @@ fn run_once(ctx: &Ctx) -> Result<RunRecord, RunError> {
         .first()
         .map(|p| crate::text::path::display(std::path::Path::new(p)))
         .unwrap_or_default();
-    let mut tree = if cfg.tree {
-        Some(tree::Tree::prepare())
-    } else {
-        None
-    };
-    // The breakdown's own group, unless --tree made one.
-    let mut why_group = (cfg.why && tree.is_none()).then(group::RunGroup::make);
+    let mut groups = RunGroups::make(cfg);
     let why_before = cfg.why.then(why::before);
-    let cgroup_procs = match (&mut tree, &mut why_group) {
-        (Some(t), _) => t.take_procs_fd(),
-        (None, Some(Ok(g))) => g.take_procs_fd(),
-        _ => None,
-    };
-    // The child waits at the gate until tally has attached the counters
-    // and opened its /proc/PID/io (in `spawn`, right after the fork).
-    // Without the wait, a child that the scheduler ran first could exec
-    // and exit before the open, and for an ordinary user the figures would
-    // be lost (seen 3 times in 1,000 runs of /bin/true).
-    let pre = sys::process::PreExec {
-        gate: true,
-        cgroup_procs,
-        quiet: cfg.quiet_command,
-        stdout_to_stderr: cfg.stdout_to_stderr,
-        open_io: true,
-        // tally forks and waits on this same thread, which lives until the
-        // command has been reaped: the command dies with tally, not with
-        // some other thread.
-        die_with_parent: true,
-    };
-    let spawn = if ctx.shared {
-        sys::process::spawn_shared
-    } else {
-        sys::process::spawn
-    };
-    let pre = if ctx.shared {
-        // The child opens its own /proc/PID/io and nothing holds it.
-        sys::process::PreExec { gate: false, ..pre }
-    } else {
-        pre
-    };
+    let cgroup = groups.take_fds();
     let gpu = crate::gpu::Session::start(cfg.gpu);
-    let mut start = Instant::now();
-    let mut spawned = spawn(&cfg.argv, pre).map_err(|source| RunError::Spawn {
-        program: program.clone(),
-        source,
-    })?;
+    let Started {
+        mut spawned,
+        start,
+        counters,
+        counter_error,
+    } = start_command(ctx, &program, cgroup)?;
     let pid = spawned.pid;
-    ctx.forwarder.attach(pid);
-    let mut counters: Vec<(perf::HwEvent, perf::Counter)> = Vec::new();
-    let mut counter_error = None;
-    if let Some(Ok(user_only)) = ctx.counters {
-        for event in perf::HwEvent::ALL {
-            match perf::open(event, pid, *user_only) {
-                Ok(c) => counters.push((event, c)),
-                Err(e) => counter_error = Some(format!("perf_event_open({event:?}) failed: {e}")),
-            }
-        }
-        start = Instant::now();
-    }
     gpu.begin(pid, start);
-    spawned.release();
-    if let Some(t) = tree.as_mut() {
+    if let Some(t) = groups.tree.as_mut() {
         t.started(pid);
     }
     let waited = sys::process::wait_exited_keep(pid);
@@ -445,26 +419,12 @@ fn run_once(ctx: &Ctx) -> Result<RunRecord, RunError> {
         // The child exited with 127 after exec failed: reap it and clean up.
         let _ = sys::process::wait4(pid);
         ctx.forwarder.detach();
-        if let Some(mut t) = tree {
-            let mut usage = t.finish();
-            t.cleanup(&mut usage);
-        }
-        if let Some(Ok(g)) = why_group {
-            g.cleanup(&mut Vec::new());
-        }
+        groups.abandon();
         return Err(exec_failure(&cfg.argv, program, e));
     }
-    let (io, io_source, io_unavailable) = read_io(pid, spawned.io.take());
-    let wall_ns = u64::try_from(wall.as_nanos()).unwrap_or(u64::MAX);
-    let why_raw = why_before.map(|before| {
-        let group = match (&tree, &why_group) {
-            (Some(t), _) => t.group(),
-            (None, Some(Ok(g))) => Ok(g),
-            (None, Some(Err(why))) => Err(why.as_str()),
-            (None, None) => Err("no cgroup was made"),
-        };
-        why::read(pid, group, &before, wall_ns)
-    });
+    let io = read_io(pid, spawned.io.take());
+    let wall_ns = nanos(wall);
+    let why_raw = why_before.map(|before| why::read(pid, groups.why_source(), &before, wall_ns));
     let counters = match ctx.counters {
         None => None,
         Some(Err(reason)) => Some(Counters::Unavailable {
@@ -472,12 +432,23 @@ fn run_once(ctx: &Ctx) -> Result<RunRecord, RunError> {
         }),
         Some(Ok(user_only)) => Some(read_counters(counters, counter_error, *user_only)),
     };
-    let tree_usage = tree.as_mut().map(|t| t.finish());
+    let tree_usage = groups.tree.as_mut().map(|t| t.finish());
     let (exit, usage) = sys::process::wait4(pid).map_err(RunError::Wait)?;
     ctx.forwarder.detach();
     let forwarded_signal = ctx.forwarder.take_received().map(sys::signal_name);
     let escalated_to_sigkill = ctx.forwarder.take_escalated();
-    let tree_usage = match (tree, tree_usage) {
+    let mut rec = plain_record(
+        wall,
+        exit,
+        &usage,
+        io,
+        forwarded_signal,
+        escalated_to_sigkill,
+    );
+    rec.counters = counters;
+    rec.gpu = gpu;
+    let RunGroups { tree, why_group } = groups;
+    rec.tree = match (tree, tree_usage) {
         (Some(t), Some(mut u)) => {
             t.cleanup(&mut u);
             tree::raise_to_command(&mut u, &usage);
@@ -485,28 +456,139 @@ fn run_once(ctx: &Ctx) -> Result<RunRecord, RunError> {
         }
         _ => None,
     };
-    let mut rec = plain_record(
-        wall,
-        exit,
-        &usage,
-        (io, io_source, io_unavailable),
-        forwarded_signal,
-        escalated_to_sigkill,
-    );
-    rec.counters = counters;
-    rec.tree = tree_usage;
-    rec.gpu = gpu;
-    if let Some(mut raw) = why_raw {
-        raw.user_ns = nanos(usage.user);
-        raw.system_ns = nanos(usage.system);
-        let mut why = why::assemble(&raw);
-        if let Some(Ok(g)) = why_group {
-            // Left running by the command: not measured, and said.
-            g.cleanup(&mut why.notes);
-        }
-        rec.why = Some(why);
-    }
+    rec.why = why_raw.map(|raw| finish_why(raw, &usage, why_group));
     Ok(rec)
+}
+
+/// The cgroups of one run: `--tree`'s, or the breakdown's own when
+/// `--tree` made none.
+struct RunGroups {
+    tree: Option<tree::Tree>,
+    why_group: Option<Result<group::RunGroup, String>>,
+}
+
+impl RunGroups {
+    fn make(cfg: &Config) -> RunGroups {
+        let tree = cfg.tree.then(tree::Tree::prepare);
+        let why_group = (cfg.why && tree.is_none()).then(group::RunGroup::make);
+        RunGroups { tree, why_group }
+    }
+
+    /// The group's `cgroup.procs` the child joins by and its directory the
+    /// child is cloned into (see [`sys::process::PreExec`]).
+    fn take_fds(&mut self) -> (Option<OwnedFd>, Option<OwnedFd>) {
+        match (&mut self.tree, &mut self.why_group) {
+            (Some(t), _) => (t.take_procs_fd(), t.take_dir_fd()),
+            (None, Some(Ok(g))) => (g.take_procs_fd(), g.take_dir_fd()),
+            _ => (None, None),
+        }
+    }
+
+    /// The group whose pressure the breakdown reads, or why there is none.
+    fn why_source(&self) -> Result<&group::RunGroup, &str> {
+        match (&self.tree, &self.why_group) {
+            (Some(t), _) => t.group(),
+            (None, Some(Ok(g))) => Ok(g),
+            (None, Some(Err(why))) => Err(why.as_str()),
+            (None, None) => Err("no cgroup was made"),
+        }
+    }
+
+    /// Removes the groups of a run whose command never started.
+    fn abandon(self) {
+        if let Some(mut t) = self.tree {
+            let mut usage = t.finish();
+            t.cleanup(&mut usage);
+        }
+        if let Some(Ok(g)) = self.why_group {
+            g.cleanup(&mut Vec::new());
+        }
+    }
+}
+
+/// A command forked and let go: when its clock started, and its counters.
+struct Started {
+    spawned: sys::process::Spawned,
+    start: Instant,
+    counters: Vec<(perf::HwEvent, perf::Counter)>,
+    counter_error: Option<String>,
+}
+
+/// Forks the command into `cgroup`'s group (its `cgroup.procs` and its
+/// directory, see [`RunGroups::take_fds`]), attaches the signal
+/// forwarder and the counters while it waits at the gate, and lets it go.
+fn start_command(
+    ctx: &Ctx,
+    program: &str,
+    (cgroup_procs, cgroup_dir): (Option<OwnedFd>, Option<OwnedFd>),
+) -> Result<Started, RunError> {
+    let cfg = ctx.cfg;
+    // The child waits at the gate until tally has attached the counters
+    // and opened its /proc/PID/io (in `spawn`, right after the fork).
+    // Without the wait, a child that the scheduler ran first could exec
+    // and exit before the open, and for an ordinary user the figures would
+    // be lost (seen 3 times in 1,000 runs of /bin/true).
+    let pre = sys::process::PreExec {
+        // With `shared`, the child opens its own /proc/PID/io and nothing
+        // holds it.
+        gate: !ctx.shared,
+        cgroup_procs,
+        cgroup_dir,
+        quiet: cfg.quiet_command,
+        stdout_to_stderr: cfg.stdout_to_stderr,
+        open_io: true,
+        // tally forks and waits on this same thread, which lives until the
+        // command has been reaped: the command dies with tally, not with
+        // some other thread.
+        die_with_parent: true,
+    };
+    let spawn = if ctx.shared {
+        sys::process::spawn_shared
+    } else {
+        sys::process::spawn
+    };
+    let mut start = Instant::now();
+    let mut spawned = spawn(&cfg.argv, pre).map_err(|source| RunError::Spawn {
+        program: program.to_string(),
+        source,
+    })?;
+    ctx.forwarder.attach(spawned.pid);
+    let mut counters = Vec::new();
+    let mut counter_error = None;
+    if let Some(Ok(user_only)) = ctx.counters {
+        for event in perf::HwEvent::ALL {
+            match perf::open(event, spawned.pid, *user_only) {
+                Ok(c) => counters.push((event, c)),
+                Err(e) => counter_error = Some(format!("perf_event_open({event:?}) failed: {e}")),
+            }
+        }
+        start = Instant::now();
+    }
+    spawned.release();
+    Ok(Started {
+        spawned,
+        start,
+        counters,
+        counter_error,
+    })
+}
+
+/// The breakdown from the figures read at the command's exit and
+/// `wait4`'s cpu times; the breakdown's own group is removed (what the
+/// command left running in it is said in the notes).
+fn finish_why(
+    mut raw: why::Raw,
+    usage: &sys::process::ChildUsage,
+    why_group: Option<Result<group::RunGroup, String>>,
+) -> Why {
+    raw.user_ns = nanos(usage.user);
+    raw.system_ns = nanos(usage.system);
+    let mut why = why::assemble(&raw);
+    if let Some(Ok(g)) = why_group {
+        // Left running by the command: not measured, and said.
+        g.cleanup(&mut why.notes);
+    }
+    why
 }
 
 fn nanos(d: std::time::Duration) -> u64 {

@@ -372,10 +372,23 @@ pub struct RunReport {
     pub summary: Vec<FigureSummary>,
     pub warnings: Vec<String>,
     pub interrupted_by: Option<String>,
+    /// The speed probes made among the runs of `run -n` (none for one run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speed: Option<RunSpeed>,
     /// People see the breakdown of the wall time as a table with its
     /// sources (`--why`), not two lines.
     #[serde(skip)]
     pub why_table: bool,
+}
+
+/// The speed probes of `run -n` (see [`super::probe`]): the machine's speed
+/// while the runs were made, timed outside their clocks.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunSpeed {
+    #[serde(flatten)]
+    pub probes: crate::speed::Speed,
+    /// For each probe, the run (counted from 0) it was made just before.
+    pub before_run: Vec<u32>,
 }
 
 /// The summary of one figure.
@@ -696,6 +709,7 @@ pub(crate) mod tests {
             summary: Vec::new(),
             warnings: Vec::new(),
             interrupted_by: None,
+            speed: None,
             why_table: false,
         };
         r.summarize();

@@ -35,6 +35,7 @@ struct Sampled {
 pub struct Tree {
     cgroup: Option<RunGroup>,
     procs_fd: Option<OwnedFd>,
+    dir_fd: Option<OwnedFd>,
     sampler: Option<(Arc<AtomicBool>, JoinHandle<Sampled>)>,
     /// The command's pid, once started.
     root: u32,
@@ -49,6 +50,7 @@ impl Tree {
         let mut tree = Tree {
             cgroup: None,
             procs_fd: None,
+            dir_fd: None,
             sampler: None,
             root: 0,
             notes: Vec::new(),
@@ -57,6 +59,7 @@ impl Tree {
         match RunGroup::make() {
             Ok(mut group) => {
                 tree.procs_fd = group.take_procs_fd();
+                tree.dir_fd = group.take_dir_fd();
                 tree.cgroup = Some(group);
             }
             Err(why) => {
@@ -79,6 +82,11 @@ impl Tree {
     /// The `cgroup.procs` descriptor the child writes itself into.
     pub fn take_procs_fd(&mut self) -> Option<OwnedFd> {
         self.procs_fd.take()
+    }
+
+    /// The cgroup's directory descriptor the child is cloned into.
+    pub fn take_dir_fd(&mut self) -> Option<OwnedFd> {
+        self.dir_fd.take()
     }
 
     fn has_memory_peak(&self) -> bool {

@@ -150,136 +150,35 @@ pub fn share(part: u64, whole: u64) -> u64 {
     ((u128::from(part) * 100 + u128::from(whole) / 2) / u128::from(whole)) as u64
 }
 
+/// What the parts say beside their figures: the source of each, why one
+/// is unavailable, and the notes.
+#[derive(Default)]
+struct Ledger {
+    sources: WhyText,
+    unavailable: WhyText,
+    notes: Vec<String>,
+}
+
 /// The breakdown from the raw figures.
 pub fn assemble(raw: &Raw) -> Why {
-    let mut sources = WhyText::default();
-    let mut unavailable = WhyText::default();
-    let mut notes = Vec::new();
+    let mut led = Ledger::default();
     let wall = raw.wall_ns;
     let user = raw.user_ns;
     let kernel = raw.system_ns;
     let cpu = user.saturating_add(kernel);
-    sources.on_cpu_user_ns = Some("rusage (ru_utime)".into());
-    sources.on_cpu_kernel_ns = Some("rusage (ru_stime)".into());
-    // One task when wait4's cpu (every thread, every child waited for) is
-    // the main thread's own: within 0.5% or 200 µs (rusage is in µs).
-    let one_task = match &raw.sched {
-        Ok(s) => cpu <= s.on_cpu_ns.saturating_add((s.on_cpu_ns / 200).max(200_000)),
-        Err(_) => true,
-    };
-    let basis = if one_task {
-        WhyBasis::Wall
-    } else {
-        WhyBasis::TaskTime
-    };
-    let psi_cpu = raw
-        .cpu_pressure
-        .as_ref()
-        .ok()
-        .map(|p| p.some_us.saturating_mul(1000));
-    // Waiting for a CPU.
-    let cpu_wait = match (&raw.sched, basis) {
-        (Ok(s), WhyBasis::Wall) => {
-            sources.cpu_wait_ns = Some("schedstat (run_delay of /proc/PID/schedstat)".into());
-            Some(s.run_delay_ns)
-        }
-        (Ok(s), WhyBasis::TaskTime) => match psi_cpu {
-            Some(p) if p > s.run_delay_ns => {
-                sources.cpu_wait_ns = Some(
-                    "PSI cpu of the run's cgroup (some): the time at least one task waited, a lower bound of the tasks' waits added up"
-                        .into(),
-                );
-                Some(p)
-            }
-            _ => {
-                sources.cpu_wait_ns = Some(
-                    "schedstat (run_delay of /proc/PID/schedstat): the command's main thread only; its other threads' and its children's waits are not seen"
-                        .into(),
-                );
-                Some(s.run_delay_ns)
-            }
-        },
-        (Err(why), _) => match psi_cpu {
-            Some(p) => {
-                sources.cpu_wait_ns = Some("PSI cpu of the run's cgroup (some)".into());
-                notes.push(format!(
-                    "{why}: waiting for a CPU is the run group's pressure"
-                ));
-                Some(p)
-            }
-            None => {
-                unavailable.cpu_wait_ns = Some(why.clone());
-                None
-            }
-        },
-    };
-    // Waiting for storage.
-    let io_wait = match (&raw.io_pressure, &raw.io_delayacct) {
-        (Ok(p), _) => {
-            sources.io_wait_ns = Some("PSI io of the run's cgroup (some)".into());
-            Some(p.some_us.saturating_mul(1000))
-        }
-        (Err(_), Some(Ok(ns))) => {
-            sources.io_wait_ns = Some(
-                "delay accounting (delayacct_blkio_ticks of /proc/PID/stat, in clock ticks): the command's own process"
-                    .into(),
-            );
-            Some(*ns)
-        }
-        (Err(why), Some(Err(e))) => {
-            unavailable.io_wait_ns = Some(format!("{why}; delay accounting: {e}"));
-            None
-        }
-        (Err(why), None) => {
-            unavailable.io_wait_ns = Some(format!(
-                "{why}; delay accounting is off (kernel.task_delayacct = 0; root can turn it on)"
-            ));
-            None
-        }
-    };
-    // Stalled on memory.
-    let memory = match &raw.memory_pressure {
-        Ok(p) => {
-            sources.memory_stall_ns = Some("PSI memory of the run's cgroup (some)".into());
-            Some(p.some_us.saturating_mul(1000))
-        }
-        Err(why) => {
-            unavailable.memory_stall_ns = Some(why.clone());
-            None
-        }
-    };
+    led.sources.on_cpu_user_ns = Some("rusage (ru_utime)".into());
+    led.sources.on_cpu_kernel_ns = Some("rusage (ru_stime)".into());
+    let basis = basis_of(raw, cpu);
+    let cpu_wait = cpu_wait_part(raw, basis, &mut led);
+    let io_wait = io_wait_part(raw, &mut led);
+    let memory = memory_part(raw, &mut led);
     let measured = [Some(cpu), cpu_wait, io_wait, memory]
         .iter()
         .flatten()
         .fold(0u64, |a, b| a.saturating_add(*b));
-    let other = match (basis, &raw.sched) {
-        (WhyBasis::Wall, _) => {
-            sources.other_wait_ns = Some("the wall time less the parts measured".into());
-            if measured > wall.saturating_add(wall / 50) {
-                notes.push(format!(
-                    "the parts measured add up to {}% of the wall time: they overlap (a memory stall in reclaim runs on a CPU)",
-                    share(measured, wall)
-                ));
-            }
-            Some(wall.saturating_sub(measured))
-        }
-        (WhyBasis::TaskTime, Ok(s)) => {
-            sources.other_wait_ns = Some(
-                "the command's own process: the wall time it spent neither on a CPU nor waiting for one (waiting for its children among it)"
-                    .into(),
-            );
-            Some(
-                wall.saturating_sub(s.on_cpu_ns)
-                    .saturating_sub(s.run_delay_ns),
-            )
-        }
-        (WhyBasis::TaskTime, Err(why)) => {
-            unavailable.other_wait_ns = Some(why.clone());
-            None
-        }
-    };
+    let other = other_part(raw, basis, measured, &mut led);
     if basis == WhyBasis::Wall && (io_wait.is_none() || memory.is_none()) {
-        notes.push(
+        led.notes.push(
             "other waits include any waiting for storage and stalls on memory, which could not be measured here"
                 .into(),
         );
@@ -287,7 +186,7 @@ pub fn assemble(raw: &Raw) -> Why {
     let total = match basis {
         WhyBasis::Wall => wall,
         WhyBasis::TaskTime => {
-            notes.push(
+            led.notes.push(
                 "the command ran as several tasks (threads, or children it waited for): the parts are task time, what its tasks spent added up, and the shares are of their sum"
                     .into(),
             );
@@ -303,14 +202,147 @@ pub fn assemble(raw: &Raw) -> Why {
         io_wait_ns: io_wait,
         memory_stall_ns: memory,
         other_wait_ns: other,
-        sources,
-        unavailable,
+        sources: led.sources,
+        unavailable: led.unavailable,
         machine: raw.machine,
         advice: None,
-        notes,
+        notes: led.notes,
     };
     why.advice = advice(&why, wall);
     why
+}
+
+/// Wall time when the command ran as one task: wait4's cpu (every thread,
+/// every child waited for) is the main thread's own, within 0.5% or
+/// 200 µs (rusage is in µs); task time otherwise.
+fn basis_of(raw: &Raw, cpu: u64) -> WhyBasis {
+    let one_task = match &raw.sched {
+        Ok(s) => cpu <= s.on_cpu_ns.saturating_add((s.on_cpu_ns / 200).max(200_000)),
+        Err(_) => true,
+    };
+    if one_task {
+        WhyBasis::Wall
+    } else {
+        WhyBasis::TaskTime
+    }
+}
+
+/// Waiting for a CPU: schedstat's run delay, or the group's cpu pressure
+/// where that sees more (several tasks) or schedstat is missing.
+fn cpu_wait_part(raw: &Raw, basis: WhyBasis, led: &mut Ledger) -> Option<u64> {
+    let psi_cpu = raw
+        .cpu_pressure
+        .as_ref()
+        .ok()
+        .map(|p| p.some_us.saturating_mul(1000));
+    match (&raw.sched, basis) {
+        (Ok(s), WhyBasis::Wall) => {
+            led.sources.cpu_wait_ns = Some("schedstat (run_delay of /proc/PID/schedstat)".into());
+            Some(s.run_delay_ns)
+        }
+        (Ok(s), WhyBasis::TaskTime) => match psi_cpu {
+            Some(p) if p > s.run_delay_ns => {
+                led.sources.cpu_wait_ns = Some(
+                    "PSI cpu of the run's cgroup (some): the time at least one task waited, a lower bound of the tasks' waits added up"
+                        .into(),
+                );
+                Some(p)
+            }
+            _ => {
+                led.sources.cpu_wait_ns = Some(
+                    "schedstat (run_delay of /proc/PID/schedstat): the command's main thread only; its other threads' and its children's waits are not seen"
+                        .into(),
+                );
+                Some(s.run_delay_ns)
+            }
+        },
+        (Err(why), _) => match psi_cpu {
+            Some(p) => {
+                led.sources.cpu_wait_ns = Some("PSI cpu of the run's cgroup (some)".into());
+                led.notes.push(format!(
+                    "{why}: waiting for a CPU is the run group's pressure"
+                ));
+                Some(p)
+            }
+            None => {
+                led.unavailable.cpu_wait_ns = Some(why.clone());
+                None
+            }
+        },
+    }
+}
+
+/// Waiting for storage: the group's io pressure, else delay accounting.
+fn io_wait_part(raw: &Raw, led: &mut Ledger) -> Option<u64> {
+    match (&raw.io_pressure, &raw.io_delayacct) {
+        (Ok(p), _) => {
+            led.sources.io_wait_ns = Some("PSI io of the run's cgroup (some)".into());
+            Some(p.some_us.saturating_mul(1000))
+        }
+        (Err(_), Some(Ok(ns))) => {
+            led.sources.io_wait_ns = Some(
+                "delay accounting (delayacct_blkio_ticks of /proc/PID/stat, in clock ticks): the command's own process"
+                    .into(),
+            );
+            Some(*ns)
+        }
+        (Err(why), Some(Err(e))) => {
+            led.unavailable.io_wait_ns = Some(format!("{why}; delay accounting: {e}"));
+            None
+        }
+        (Err(why), None) => {
+            led.unavailable.io_wait_ns = Some(format!(
+                "{why}; delay accounting is off (kernel.task_delayacct = 0; root can turn it on)"
+            ));
+            None
+        }
+    }
+}
+
+/// Stalled on memory: the group's memory pressure.
+fn memory_part(raw: &Raw, led: &mut Ledger) -> Option<u64> {
+    match &raw.memory_pressure {
+        Ok(p) => {
+            led.sources.memory_stall_ns = Some("PSI memory of the run's cgroup (some)".into());
+            Some(p.some_us.saturating_mul(1000))
+        }
+        Err(why) => {
+            led.unavailable.memory_stall_ns = Some(why.clone());
+            None
+        }
+    }
+}
+
+/// Other waits: the wall time less the parts `measured` (one task), or the
+/// command's own process's time off a CPU and not waiting for one.
+fn other_part(raw: &Raw, basis: WhyBasis, measured: u64, led: &mut Ledger) -> Option<u64> {
+    let wall = raw.wall_ns;
+    match (basis, &raw.sched) {
+        (WhyBasis::Wall, _) => {
+            led.sources.other_wait_ns = Some("the wall time less the parts measured".into());
+            if measured > wall.saturating_add(wall / 50) {
+                led.notes.push(format!(
+                    "the parts measured add up to {}% of the wall time: they overlap (a memory stall in reclaim runs on a CPU)",
+                    share(measured, wall)
+                ));
+            }
+            Some(wall.saturating_sub(measured))
+        }
+        (WhyBasis::TaskTime, Ok(s)) => {
+            led.sources.other_wait_ns = Some(
+                "the command's own process: the wall time it spent neither on a CPU nor waiting for one (waiting for its children among it)"
+                    .into(),
+            );
+            Some(
+                wall.saturating_sub(s.on_cpu_ns)
+                    .saturating_sub(s.run_delay_ns),
+            )
+        }
+        (WhyBasis::TaskTime, Err(why)) => {
+            led.unavailable.other_wait_ns = Some(why.clone());
+            None
+        }
+    }
 }
 
 /// One line of advice when a wait dominates: the largest wait above

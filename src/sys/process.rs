@@ -50,8 +50,15 @@ pub struct PreExec {
     /// parent can attach counters to it first.
     pub gate: bool,
     /// The child writes `0` to this `cgroup.procs` descriptor, joining that
-    /// cgroup before `exec`.
+    /// cgroup before `exec`, unless it was cloned into the group already
+    /// (`cgroup_dir`).
     pub cgroup_procs: Option<OwnedFd>,
+    /// The same group's directory: the child is cloned straight into it
+    /// (`clone3` with `CLONE_INTO_CGROUP`, Linux 5.7), which costs nothing,
+    /// where moving a running process by `cgroup.procs` waits for an RCU
+    /// grace period (10-15 ms measured; benches/why_overhead.py). Where the
+    /// kernel refuses that clone, the child joins by `cgroup_procs`.
+    pub cgroup_dir: Option<OwnedFd>,
     /// Send the command's stdout and stderr to /dev/null.
     pub quiet: bool,
     /// Send the command's stdout to its stderr (the report takes stdout).
@@ -156,7 +163,8 @@ pub fn spawn(argv: &[OsString], pre: PreExec) -> io::Result<Spawned> {
     };
     let (status_read, status_write) = pipe()?;
     let gate_fd = gate_read.as_ref().map(|fd| fd.as_raw_fd());
-    let cgroup_fd = pre.cgroup_procs.as_ref().map(|fd| fd.as_raw_fd());
+    let mut cgroup_fd = pre.cgroup_procs.as_ref().map(|fd| fd.as_raw_fd());
+    let cgroup_dir = pre.cgroup_dir.as_ref().map(|fd| fd.as_raw_fd());
     let null_fd = devnull.as_ref().map(|f| f.as_raw_fd());
     let status_fd = status_write.as_raw_fd();
     let parent = pre
@@ -168,11 +176,20 @@ pub fn spawn(argv: &[OsString], pre: PreExec) -> io::Result<Spawned> {
     // instead of running tally's handler in the child before exec, where it
     // would be swallowed. The child restores their default action first.
     let blocked = super::signals::block_forwarded();
-    // SAFETY: fork has no memory preconditions. In the child (ret == 0) only
-    // async-signal-safe calls follow (sigaction, signal, sigprocmask, prctl,
-    // getppid, kill, getpid, write, read, dup2, execvp, _exit) on data
-    // prepared above; nothing allocates or locks.
-    let ret = unsafe { libc::fork() };
+    // SAFETY: fork (or its clone3 form) has no memory preconditions. In the
+    // child (ret == 0) only async-signal-safe calls follow (sigaction,
+    // signal, sigprocmask, prctl, getppid, kill, getpid, write, read, dup2,
+    // execvp, _exit) on data prepared above; nothing allocates or locks.
+    let cloned = cgroup_dir.and_then(|dir| unsafe { fork_into_cgroup(dir) });
+    let ret = match cloned {
+        Some(ret) => {
+            // In the group from the start: nothing to join.
+            cgroup_fd = None;
+            ret
+        }
+        // SAFETY: as above.
+        None => unsafe { libc::fork() },
+    };
     if ret == 0 {
         // SAFETY: see the fork comment above; every pointer refers to data
         // that lives in this address space until exec or _exit.
@@ -203,12 +220,61 @@ pub fn spawn(argv: &[OsString], pre: PreExec) -> io::Result<Spawned> {
     drop(status_write);
     drop(gate_read);
     drop(pre.cgroup_procs);
+    drop(pre.cgroup_dir);
     Ok(Spawned {
         pid: pid as u32,
         status: ExecStatus::Pipe(status_read),
         gate: gate_write,
         io,
     })
+}
+
+/// `struct clone_args` of `clone3(2)`, up to `cgroup` (Linux 5.7).
+#[repr(C)]
+#[derive(Default)]
+struct CloneArgs {
+    flags: u64,
+    pidfd: u64,
+    child_tid: u64,
+    parent_tid: u64,
+    exit_signal: u64,
+    stack: u64,
+    stack_size: u64,
+    tls: u64,
+    set_tid: u64,
+    set_tid_size: u64,
+    cgroup: u64,
+}
+
+/// `CLONE_INTO_CGROUP` of `linux/sched.h`.
+const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
+
+/// A `fork` whose child starts in the cgroup v2 group of the directory
+/// descriptor `dir`: what `clone3` returns (0 in the child, its pid in the
+/// parent), or `None` when the kernel refused it (before 5.7: `ENOSYS`,
+/// `E2BIG`; a group it cannot start a process in), to fork as before.
+///
+/// # Safety
+/// As `fork`: the child may only make async-signal-safe calls before
+/// `exec` (glibc's fork handlers do not run; nothing after relies on them).
+unsafe fn fork_into_cgroup(dir: i32) -> Option<libc::pid_t> {
+    let args = CloneArgs {
+        flags: CLONE_INTO_CGROUP,
+        exit_signal: libc::SIGCHLD as u64,
+        cgroup: dir as u64,
+        ..CloneArgs::default()
+    };
+    // SAFETY: `args` is a valid clone_args of the size given; without
+    // CLONE_VM and with no stack given, the child runs on a copy of this
+    // address space at the same stack pointer, as after fork.
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_clone3,
+            &raw const args,
+            std::mem::size_of::<CloneArgs>(),
+        )
+    };
+    (ret >= 0).then_some(ret as libc::pid_t)
 }
 
 /// In a child about to exec: the forwarded signals get the disposition
@@ -429,7 +495,12 @@ pub fn prepare_shared_spawns() -> io::Result<()> {
 
 /// [`spawn_shared`] of a command prepared before: allocates nothing.
 pub fn spawn_prepared(cmd: &Prepared, pre: PreExec) -> io::Result<Spawned> {
-    if pre.gate || pre.cgroup_procs.is_some() || pre.quiet || pre.stdout_to_stderr {
+    if pre.gate
+        || pre.cgroup_procs.is_some()
+        || pre.cgroup_dir.is_some()
+        || pre.quiet
+        || pre.stdout_to_stderr
+    {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
             "a shared-memory spawn has no gate, cgroup or redirection",
