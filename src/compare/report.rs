@@ -772,12 +772,10 @@ fn headline(index: usize, c: &CommandResult, threshold: f64) -> String {
                 p_text(v.p_adjusted)
             ));
         } else {
-            let ratio = FigureComparison {
-                ratio_low: None,
-                ratio_high: None,
-                ..v.clone()
-            };
-            parts.push(format!("{} {}", label(v), ratio_text(&ratio)));
+            // The ratio alone, in the precision its interval needs.
+            let text = ratio_text(v);
+            let ratio = text.split(" [").next().unwrap_or(&text);
+            parts.push(format!("{} {ratio}", label(v)));
         }
     }
     let open: Vec<&FigureComparison> = c
@@ -857,35 +855,62 @@ pub fn p_text(p: f64) -> String {
     }
 }
 
-/// `1.26× [1.24, 1.28]`; near 1, four decimals (`1.0006×`), so a
-/// significant difference never reads as `1.00×`.
+/// `1.26× [1.24, 1.28]`: the ratio and its bounds in one precision, two
+/// decimals (one from a ratio of 10×, none from 100×); four (`1.0006× [1.0003,
+/// 1.0009]`) only when the interval leaves 1 out by less than 0.005, so a
+/// difference shown is never read as `1.00×`.
 pub fn ratio_text(c: &FigureComparison) -> String {
-    // Near 1, four decimals: a bound of 1.003 must not read as 1.00.
-    let near_one = |v: f64| v != 1.0 && (v - 1.0).abs() < 0.005;
-    let r = |v: f64| {
-        if near_one(v) {
-            format!("{v:.4}")
-        } else if v >= 100.0 {
-            format!("{v:.0}")
-        } else if v >= 10.0 {
-            format!("{v:.1}")
-        } else {
-            format!("{v:.2}")
-        }
+    let Some(x) = c.ratio else {
+        return "—".into();
     };
-    let x = match c.ratio {
-        Some(x) => r(x),
-        None => return "—".into(),
+    let bounds = c.ratio_low.zip(c.ratio_high);
+    let fine = bounds
+        .is_some_and(|(lo, hi)| (lo > 1.0 && lo - 1.0 < 0.005) || (hi < 1.0 && 1.0 - hi < 0.005));
+    let decimals = if fine {
+        4
+    } else if x >= 100.0 {
+        0
+    } else if x >= 10.0 {
+        1
+    } else {
+        2
     };
-    match (c.ratio_low, c.ratio_high) {
-        (Some(lo), Some(hi)) => format!("{x}× [{}, {}]", r(lo), r(hi)),
-        _ => format!("{x}×"),
+    let r = |v: f64| format!("{v:.decimals$}");
+    match bounds {
+        Some((lo, hi)) => format!("{}× [{}, {}]", r(x), r(lo), r(hi)),
+        None => format!("{}×", r(x)),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Regression: `1.0048×` stood beside `1.02×`, and a ratio near 1 got
+    /// four decimals whatever its interval. One precision per ratio text;
+    /// four decimals only where two would read a difference as 1.00.
+    #[test]
+    fn a_ratio_and_its_bounds_share_one_precision() {
+        let text = |x: f64, lo: f64, hi: f64| {
+            ratio_text(&FigureComparison {
+                figure: "wall_ns".into(),
+                ratio: Some(x),
+                ratio_low: Some(lo),
+                ratio_high: Some(hi),
+                p_value: 1.0,
+                p_adjusted: 1.0,
+                u: 0.0,
+                test: "exact",
+                verdict: Verdict::Undecided,
+                runs_needed: None,
+            })
+        };
+        assert_eq!(text(0.9955, 0.94, 1.09), "1.00× [0.94, 1.09]");
+        assert_eq!(text(1.26, 1.24, 1.28), "1.26× [1.24, 1.28]");
+        assert_eq!(text(1.0048, 1.002, 1.008), "1.0048× [1.0020, 1.0080]");
+        assert_eq!(text(0.996, 0.993, 0.998), "0.9960× [0.9930, 0.9980]");
+        assert_eq!(text(12.0, 9.94, 16.2), "12.0× [9.9, 16.2]");
+    }
     use crate::report::{Format, Render, Style, render};
 
     #[test]
