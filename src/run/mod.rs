@@ -394,6 +394,7 @@ fn run_once(ctx: &Ctx) -> Result<RunRecord, RunError> {
         // command has been reaped: the command dies with tally, not with
         // some other thread.
         die_with_parent: true,
+        own_group: false,
     };
     let spawn = if ctx.shared {
         sys::process::spawn_shared
