@@ -46,14 +46,21 @@
 //!
 //! After a run that failed (unless failures are
 //! measured too), was interrupted, or could not start, it runs nothing
-//! more and answers [`Reply::Skipped`]. What an interrupted command
+//! more and answers [`Reply::Skipped`].
+//!
+//! Each command leads a process group of its own, so that a forwarded
+//! signal reaches the processes it started too (a shell waiting for its
+//! foreground child does not end on SIGINT before that child does); not
+//! when a stream is a terminal: a command outside the terminal's
+//! foreground group would be stopped reading from it, and the terminal's
+//! signals reach the commands in tally's group anyway. What an interrupted command
 //! started and left running is sent the signal too, then killed (see
 //! [`sys::process::end_orphans`]), before its run is answered. It exits at the end of the
 //! requests, and with tally (`PR_SET_PDEATHSIG`), taking a running command
 //! with it.
 
 use std::ffi::OsString;
-use std::io::{self, BufReader, Read, Write};
+use std::io::{self, BufReader, IsTerminal, Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::net::UnixStream;
@@ -584,16 +591,9 @@ fn serve_requests() -> io::Result<()> {
         .collect();
     let forwarder = Forwarder::install()?;
     forwarder.adopt_orphans_on_signal();
-    // Each command leads a process group of its own, so a signal reaches
-    // the processes it started too (a shell waiting for its foreground
-    // child does not end on SIGINT before that child does). Not when a
-    // stream is a terminal: a command outside the terminal's foreground
-    // group would be stopped reading from it, and the terminal's signals
-    // reach the commands in tally's group anyway.
-    let own_group = {
-        use std::io::IsTerminal;
-        !(io::stdin().is_terminal() || io::stdout().is_terminal() || io::stderr().is_terminal())
-    };
+    // Commands lead groups of their own unless a stream is a terminal.
+    let own_group =
+        !(io::stdin().is_terminal() || io::stdout().is_terminal() || io::stderr().is_terminal());
     if own_group {
         forwarder.signal_groups();
     }
