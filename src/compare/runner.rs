@@ -374,6 +374,8 @@ struct Session<'c> {
     order: Vec<usize>,
     sequence: u32,
     interrupted_by: Option<String>,
+    /// The command whose run the signal cut short, and the signal.
+    cut_short: Option<(usize, String)>,
     /// Runs whose peak memory was not above the spawner's own (see
     /// `run::spawner`), per command: how many, and the largest such peak (kB).
     at_floor: Vec<(u32, u64)>,
@@ -474,6 +476,7 @@ impl<'c> Session<'c> {
             order: (0..k).collect(),
             sequence: 0,
             interrupted_by: None,
+            cut_short: None,
             at_floor: vec![(0, 0); k],
             upcoming: std::collections::VecDeque::new(),
             in_flight: std::collections::VecDeque::new(),
@@ -571,7 +574,14 @@ impl<'c> Session<'c> {
                 self.prepared.evict_ns.push(c.evict_ns);
                 self.prepared.evicted_files = c.file_count;
             }
-            self.backend()?.submit(slot.i)?;
+            if !self.backend()?.submit(slot.i)? {
+                // The spawner holds as many requests as it can take: this
+                // one waits until answers are read. Runs with work of
+                // tally's own before them are asked one at a time, so none
+                // was prepared here for nothing.
+                self.upcoming.push_front(slot);
+                break;
+            }
             self.in_flight.push_back((slot, cold));
         }
         Ok(ControlFlow::Continue(()))
@@ -625,8 +635,14 @@ impl<'c> Session<'c> {
             hook("--conclude", conclude, cfg)?;
         }
         rec.cold = cold;
-        if rec.forwarded_signal.is_none()
-            && !cfg.ignore_failure
+        if let Some(sig) = rec.forwarded_signal.take() {
+            // Cut short by the signal: its figures are of no whole run, so
+            // it is left out of the statistics, and said so.
+            self.cut_short = Some((slot.i, sig.clone()));
+            self.interrupted_by = Some(sig);
+            return Ok(ControlFlow::Break(()));
+        }
+        if !cfg.ignore_failure
             && let Some(how) = failure(&rec)
         {
             return Err(CompareError::Failed {
@@ -637,13 +653,8 @@ impl<'c> Session<'c> {
                 how,
             });
         }
-        let stop = rec.forwarded_signal.clone();
         if !warmup {
             self.keep(slot.i, rec)?;
-        }
-        if let Some(sig) = stop {
-            self.interrupted_by = Some(sig);
-            return Ok(ControlFlow::Break(()));
         }
         let done = round + 1;
         if !warmup
@@ -768,6 +779,13 @@ impl<'c> Session<'c> {
         });
         results.extend(stored_results(cfg));
         let mut report = CompareReport::build(cfg, results, self.interrupted_by);
+        if let Some((i, sig)) = &self.cut_short {
+            report.warnings.push(format!(
+                "the run of command {} ({}) that {sig} interrupted is left out of the statistics",
+                i + 1,
+                crate::text::escape_text(&cfg.instances[*i].name),
+            ));
+        }
         report.other_cpu_percent = other_cpu_percent;
         other_work_warning(&mut report, other_cpu_percent);
         report.page_cache = self.prepared.report();
@@ -950,10 +968,12 @@ impl Backend {
         }
     }
 
-    fn submit(&mut self, i: usize) -> Result<(), CompareError> {
+    /// Asks for a run of command `i`; `false` when it must wait until the
+    /// answers to runs in flight are read (see `Spawner::submit`).
+    fn submit(&mut self, i: usize) -> Result<bool, CompareError> {
         match self {
             Backend::Spawner(s) => s.submit(i).map_err(spawner_error),
-            Backend::Here => Ok(()),
+            Backend::Here => Ok(true),
         }
     }
 

@@ -541,6 +541,7 @@ fn start_command(
         // command has been reaped: the command dies with tally, not with
         // some other thread.
         die_with_parent: true,
+        own_group: false,
     };
     let spawn = if ctx.shared {
         sys::process::spawn_shared

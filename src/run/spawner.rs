@@ -26,7 +26,10 @@
 //! `FIELDS` little-endian `u64` and the run's `/proc/PID/io` text, read
 //! as a [`Reply`]. Requests can be sent ahead ([`AHEAD`]): the spawner
 //! finishes a run (reading its `/proc/PID/io`, reaping it) while the next
-//! one runs, and answers between runs.
+//! one runs, and answers between runs. tally sends a request only when
+//! the socket takes it at once, else it reads answers first: the spawner
+//! reads no request while it waits for an acknowledgement, so however
+//! many commands there are, neither side waits on the other.
 //!
 //! No run may be measured differently for its place in the order, so
 //! tally's own work on an answer (decoding, storing, planning, asking for
@@ -43,12 +46,21 @@
 //!
 //! After a run that failed (unless failures are
 //! measured too), was interrupted, or could not start, it runs nothing
-//! more and answers [`Reply::Skipped`]. It exits at the end of the
+//! more and answers [`Reply::Skipped`].
+//!
+//! Each command leads a process group of its own, so that a forwarded
+//! signal reaches the processes it started too (a shell waiting for its
+//! foreground child does not end on SIGINT before that child does); not
+//! when a stream is a terminal: a command outside the terminal's
+//! foreground group would be stopped reading from it, and the terminal's
+//! signals reach the commands in tally's group anyway. What an interrupted command
+//! started and left running is sent the signal too, then killed (see
+//! [`sys::process::end_orphans`]), before its run is answered. It exits at the end of the
 //! requests, and with tally (`PR_SET_PDEATHSIG`), taking a running command
 //! with it.
 
 use std::ffi::OsString;
-use std::io::{self, BufReader, Read, Write};
+use std::io::{self, BufReader, IsTerminal, Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::net::UnixStream;
@@ -578,6 +590,13 @@ fn serve_requests() -> io::Result<()> {
         })
         .collect();
     let forwarder = Forwarder::install()?;
+    forwarder.adopt_orphans_on_signal();
+    // Commands lead groups of their own unless a stream is a terminal.
+    let own_group =
+        !(io::stdin().is_terminal() || io::stdout().is_terminal() || io::stderr().is_terminal());
+    if own_group {
+        forwarder.signal_groups();
+    }
     let mut outbox = Outbox {
         buf: Vec::with_capacity((FIELDS * 8 + IO_MAX) * (Outbox::BATCH + 1)),
         count: 0,
@@ -652,7 +671,17 @@ fn serve_requests() -> io::Result<()> {
             sys::process::truncate_to_empty(1)?;
         }
         let previous = ended.take();
-        let now = run(cmd, &forwarder, previous, as_root, &mut f, &mut outbox)?;
+        let now = run(
+            cmd,
+            &forwarder,
+            previous,
+            (as_root, own_group),
+            &mut f,
+            &mut outbox,
+        )?;
+        if f[FORWARDED] != 0 {
+            sys::process::end_orphans(i32::try_from(f[FORWARDED]).unwrap_or(libc::SIGTERM), f[PID]);
+        }
         stopped = f[KIND] != RAN
             || f[EXEC_ERRNO] != 0
             || f[FORWARDED] != 0
@@ -672,7 +701,7 @@ fn run(
     cmd: &Prepared,
     forwarder: &Forwarder,
     previous: Option<Ended>,
-    as_root: bool,
+    (as_root, own_group): (bool, bool),
     f: &mut [u64; FIELDS],
     outbox: &mut Outbox,
 ) -> io::Result<Ended> {
@@ -681,6 +710,7 @@ fn run(
         // stopped; anyone else must open it before the command exits.
         open_io: !as_root,
         die_with_parent: true,
+        own_group,
         ..PreExec::default()
     };
     let start = Instant::now();
@@ -850,12 +880,23 @@ impl Spawner {
         self.child.id()
     }
 
-    /// Asks for a run of command `index`.
-    pub fn submit(&mut self, index: usize) -> io::Result<()> {
-        let wire = u32::try_from(index).map_err(io::Error::other)?;
-        self.writer.write_all(&wire.to_le_bytes())?;
+    /// Asks for a run of command `index`; `false` when the request was not
+    /// sent because the spawner's queue is full: the answers to the runs
+    /// in flight are to be read first (the spawner, waiting for tally's
+    /// acknowledgement of one, reads no more requests, so tally waiting
+    /// to send would wait for ever).
+    pub fn submit(&mut self, index: usize) -> io::Result<bool> {
+        let wire = u32::try_from(index)
+            .map_err(io::Error::other)?
+            .to_le_bytes();
+        match sys::process::send_now(&self.writer, &wire)? {
+            None if !self.in_flight.is_empty() => return Ok(false),
+            // Nothing in flight: the spawner is reading requests.
+            None => self.writer.write_all(&wire)?,
+            Some(n) => self.writer.write_all(&wire[n..])?,
+        }
         self.in_flight.push_back(index);
-        Ok(())
+        Ok(true)
     }
 
     /// The answer to the oldest request not yet answered.

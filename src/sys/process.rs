@@ -70,6 +70,10 @@ pub struct PreExec {
     /// (`PR_SET_PDEATHSIG`). The kernel ties this to the parent *thread*,
     /// not the process: fork from the thread that also waits for the child.
     pub die_with_parent: bool,
+    /// The child starts a process group of its own (`setpgid(0, 0)`), so
+    /// that a signal forwarded to it reaches every process it starts.
+    /// [`spawn_prepared`] only.
+    pub own_group: bool,
 }
 
 /// How [`Spawned::exec_error`] learns whether `exec` failed.
@@ -147,6 +151,12 @@ impl Spawned {
 /// The child starts with the default signal mask and SIGPIPE restored to
 /// its default (the Rust runtime ignores it), stdin inherited.
 pub fn spawn(argv: &[OsString], pre: PreExec) -> io::Result<Spawned> {
+    if pre.own_group {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "a forked spawn keeps the caller's process group",
+        ));
+    }
     // Everything the child needs is prepared here: it must not allocate.
     let cmd = Prepared::new(argv)?;
     let (program, arg_ptrs) = (&cmd.program, &cmd.ptrs);
@@ -391,6 +401,7 @@ struct SharedChild {
     /// (0: not asked for).
     parent: libc::pid_t,
     open_io: bool,
+    own_group: bool,
     /// Out: `/proc/self/io` opened by the child, or `-errno`.
     io_fd: libc::c_int,
     /// Out: the errno of a failed exec (0: exec succeeded).
@@ -522,6 +533,7 @@ pub fn spawn_prepared(cmd: &Prepared, pre: PreExec) -> io::Result<Spawned> {
             0
         },
         open_io: pre.open_io,
+        own_group: pre.own_group,
         io_fd: -libc::ENOENT,
         exec_errno: 0,
     };
@@ -592,6 +604,9 @@ extern "C" fn shared_child_main(arg: *mut libc::c_void) -> libc::c_int {
             if libc::getppid() != parent {
                 libc::kill(libc::getpid(), libc::SIGKILL);
             }
+        }
+        if (*child).own_group {
+            libc::setpgid(0, 0);
         }
         if (*child).open_io {
             let fd = libc::open((*child).io_path, libc::O_RDONLY | libc::O_CLOEXEC);
@@ -772,6 +787,31 @@ pub fn recv_now(
     }
 }
 
+/// Sends what of `buf` `sock` takes now, without waiting: `None` when
+/// its peer's queue is full (nothing sent).
+pub fn send_now(sock: &std::os::unix::net::UnixStream, buf: &[u8]) -> io::Result<Option<usize>> {
+    loop {
+        // SAFETY: sends from a live buffer of the length given.
+        let n = unsafe {
+            libc::send(
+                sock.as_raw_fd(),
+                buf.as_ptr().cast(),
+                buf.len(),
+                libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+            )
+        };
+        if n >= 0 {
+            return Ok(Some(n as usize));
+        }
+        let e = io::Error::last_os_error();
+        match e.kind() {
+            io::ErrorKind::WouldBlock => return Ok(None),
+            io::ErrorKind::Interrupted => continue,
+            _ => return Err(e),
+        }
+    }
+}
+
 /// Reaps child `pid` and returns how it ended and what it cost.
 pub fn wait4(pid: u32) -> io::Result<(Exit, ChildUsage)> {
     loop {
@@ -864,6 +904,71 @@ pub fn die_with_parent(parent: u32) -> io::Result<()> {
         kill(std::process::id(), libc::SIGKILL)?;
     }
     Ok(())
+}
+
+/// This process's children, running or not yet reaped
+/// (`/proc/self/task/*/children`).
+pub fn children() -> Vec<u32> {
+    let mut found = Vec::new();
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return found;
+    };
+    for task in tasks.filter_map(Result::ok) {
+        let text = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+        found.extend(
+            text.split_whitespace()
+                .filter_map(|c| c.parse::<u32>().ok()),
+        );
+    }
+    found
+}
+
+/// Reaps child `pid` if it has exited, without waiting: whether it had.
+pub fn reap_now(pid: u32) -> bool {
+    let mut status = 0;
+    // SAFETY: `status` is a valid out-pointer for the call.
+    let r = unsafe { libc::waitpid(pid as libc::pid_t, &mut status, libc::WNOHANG) };
+    r == pid as libc::pid_t
+}
+
+/// How long the processes an interrupted command left get to end on the
+/// signal before they are killed.
+const ORPHANS_GRACE: Duration = Duration::from_millis(500);
+
+/// After a run a signal interrupted: the processes its command started
+/// and left running, orphaned to this process
+/// (`Forwarder::adopt_orphans_on_signal`), are sent `sig`, then SIGKILL
+/// after [`ORPHANS_GRACE`], and reaped, so that tally leaves none behind.
+/// `command` is the run's own pid, a zombie its caller reaps. Kept out of
+/// the spawner's module: its code is not on the spawner's hot path.
+#[cold]
+#[inline(never)]
+pub fn end_orphans(sig: i32, command: u64) {
+    let start = std::time::Instant::now();
+    let mut sent: Vec<u32> = Vec::new();
+    loop {
+        let orphans: Vec<u32> = children()
+            .into_iter()
+            .filter(|&p| u64::from(p) != command && !reap_now(p))
+            .collect();
+        if orphans.is_empty() {
+            return;
+        }
+        let late = start.elapsed() >= ORPHANS_GRACE;
+        for p in orphans {
+            if late {
+                let _ = kill(p, libc::SIGKILL);
+            } else if !sent.contains(&p) {
+                sent.push(p);
+                let _ = kill(p, sig);
+            }
+        }
+        if start.elapsed() >= 4 * ORPHANS_GRACE {
+            // Killed and still there: not ours to wait for longer.
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
 }
 
 /// Moves descriptor `fd` back to the start of its file: a command's stdin

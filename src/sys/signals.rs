@@ -47,6 +47,13 @@ static ESCALATED: AtomicBool = AtomicBool::new(false);
 /// Relay every signal as it came, never escalating (the child forwards
 /// and escalates itself: `Forwarder::relay_to`).
 static RELAY: AtomicBool = AtomicBool::new(false);
+/// The child leads a process group of its own: signals go to the group,
+/// the terminal's too, which reached only tally's group
+/// ([`Forwarder::signal_groups`]).
+static GROUP: AtomicBool = AtomicBool::new(false);
+/// Become the reaper of orphaned descendants at the first forwarded
+/// signal ([`Forwarder::adopt_orphans_on_signal`]).
+static ADOPT: AtomicBool = AtomicBool::new(false);
 /// The forwarded signals that were ignored when tally started (bit
 /// `1 << sig`): handled by tally, but ignored again in the commands it
 /// starts ([`inherited_disposition`]).
@@ -73,7 +80,16 @@ extern "C" fn on_signal(sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut
     // a null pointer is still checked.
     let from_tty = !info.is_null() && unsafe { (*info).si_code } == libc::SI_KERNEL;
     RECEIVED.store(sig, Ordering::SeqCst);
+    if ADOPT.load(Ordering::SeqCst) {
+        // Before the command can die of the signal: the processes it
+        // started and leaves behind come to this process, which ends them.
+        // SAFETY: prctl takes plain integers; it is a bare system call,
+        // safe in a handler.
+        unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong, 0, 0, 0) };
+    }
     let child = CHILD.load(Ordering::SeqCst);
+    let group = GROUP.load(Ordering::SeqCst);
+    let from_tty = from_tty && !group;
     if child > 0 {
         if !from_tty {
             let relay = RELAY.load(Ordering::SeqCst);
@@ -83,8 +99,9 @@ extern "C" fn on_signal(sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut
             } else {
                 sig
             };
+            let target = if group { -child } else { child };
             // SAFETY: kill is async-signal-safe.
-            unsafe { libc::kill(child, send) };
+            unsafe { libc::kill(target, send) };
         }
     } else {
         PENDING_FROM_TTY.store(from_tty, Ordering::SeqCst);
@@ -164,7 +181,12 @@ impl Forwarder {
                 if is_stop(pending) {
                     STOPS.fetch_add(1, Ordering::SeqCst);
                 }
-                let _ = kill(pid, pending);
+                if GROUP.load(Ordering::SeqCst) {
+                    // SAFETY: kill has no memory preconditions.
+                    unsafe { libc::kill(-(pid as libc::pid_t), pending) };
+                } else {
+                    let _ = kill(pid, pending);
+                }
             }
         }
     }
@@ -176,6 +198,22 @@ impl Forwarder {
     pub fn relay_to(&self, pid: u32) {
         RELAY.store(true, Ordering::SeqCst);
         self.attach(pid);
+    }
+
+    /// From the first forwarded signal on, this process is the reaper of
+    /// the descendants its children orphan (`PR_SET_CHILD_SUBREAPER`), so
+    /// that what an interrupted command started can be found and ended
+    /// (see [`super::process::children`]). Not before: the processes a
+    /// command leaves running in an ordinary run are none of tally's.
+    pub fn adopt_orphans_on_signal(&self) {
+        ADOPT.store(true, Ordering::SeqCst);
+    }
+
+    /// Forwards to the process group the child leads (started with
+    /// `PreExec::own_group`), the terminal's signals too: they reached
+    /// tally's group, not the child's.
+    pub fn signal_groups(&self) {
+        GROUP.store(true, Ordering::SeqCst);
     }
 
     /// Whether the last child was sent SIGKILL at a second SIGINT/SIGTERM;
@@ -216,6 +254,8 @@ impl Forwarder {
 
 impl Drop for Forwarder {
     fn drop(&mut self) {
+        ADOPT.store(false, Ordering::SeqCst);
+        GROUP.store(false, Ordering::SeqCst);
         CHILD.store(0, Ordering::SeqCst);
         RELAY.store(false, Ordering::SeqCst);
         for (sig, old) in &self.previous {
