@@ -7,7 +7,7 @@
 //!   instances run.
 //! - [`runner`]: warm-up, rounds, `--prepare`/`--setup`/`--cleanup`;
 //!   [`sizing`] how many rounds without `--runs`.
-//! - [`probe`]: the speed probe made before runs, outside their clocks.
+//! - [`crate::speed`]: the speed probe made before runs, outside their clocks.
 //! - [`report`]: the model and its statistics; `render` the formats, with
 //!   `human` the terminal layout and [`html`] the page.
 //! - [`baseline`]: `--save-baseline` and `--baseline`, the runs kept for a

@@ -938,7 +938,7 @@ const ORPHANS_GRACE: Duration = Duration::from_millis(500);
 /// After a run a signal interrupted: the processes its command started
 /// and left running, orphaned to this process
 /// (`Forwarder::adopt_orphans_on_signal`), are sent `sig`, then SIGKILL
-/// after [`ORPHANS_GRACE`], and reaped, so that tally leaves none behind.
+/// after `ORPHANS_GRACE` (500 ms), and reaped, so that tally leaves none behind.
 /// `command` is the run's own pid, a zombie its caller reaps. Kept out of
 /// the spawner's module: its code is not on the spawner's hot path.
 #[cold]
