@@ -48,8 +48,18 @@ pub(super) fn mem_command(args: MemArgs, mut privilege: Privilege) -> u8 {
         Some(_) => output.write_exports(&report),
         None => output.write(&report),
     });
+    // Each note one `tally:` paragraph, wrapped as every diagnostic is.
+    let width = tally::report::Style::stderr()
+        .width
+        .unwrap_or(tally::report::text::NO_TERMINAL_WIDTH)
+        .min(tally::report::text::NO_TERMINAL_WIDTH);
     for msg in mem::closing_notes(&report, elevated, tally::sys::geteuid() == 0) {
-        tally::diag!("tally: {msg}");
+        // A note that cannot be written is lost, not the exit code.
+        let _ = tally::report::text::tally_lines(
+            &mut std::io::stderr().lock(),
+            &format!("tally: {msg}"),
+            width,
+        );
     }
     code
 }

@@ -22,7 +22,13 @@ pub fn metrics(
         let report = measure(cfg, &mut privilege).map_err(|e| e.to_string())?;
         if first {
             for msg in closing_notes(&report, false, crate::sys::geteuid() == 0) {
-                crate::diag!("tally: {msg}");
+                // One `tally:` paragraph each; a note that cannot be
+                // written is lost, nothing more.
+                let _ = crate::report::text::tally_lines(
+                    &mut std::io::stderr().lock(),
+                    &format!("tally: {msg}"),
+                    crate::report::text::NO_TERMINAL_WIDTH,
+                );
             }
             first = false;
         }
