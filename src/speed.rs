@@ -12,8 +12,27 @@ use serde::{Deserialize, Serialize};
 
 use crate::stats;
 
-/// Steps of the probe's work: a xorshift generator folded into a sum.
-const STEPS: u64 = 1_500_000;
+/// Steps of the probe's register work: a xorshift generator folded into
+/// a sum (about 0.6 ms here).
+const STEPS: u64 = 250_000;
+
+/// Steps of the probe's memory work: a sum kept in memory, each step a
+/// store and the load that reads it back (about 0.75 ms here). Register
+/// work alone does not see every slower machine: on the 2-core VM a loop
+/// of such steps ran from 0.4 to 2.8 ms from one minute to the next while
+/// the register work stayed within 5%, and a command's own times moved
+/// with the memory steps (correlation 0.8; docs/compare.md).
+const STORES: u64 = 250_000;
+
+/// Which work the probes time. Probes of another version (a baseline saved
+/// before the memory steps, version 1) time other work and are not
+/// compared with these.
+pub const VERSION: u32 = 2;
+
+/// The version of probes stored without one: register work only.
+pub fn first_version() -> u32 {
+    1
+}
 
 /// How much of a comparison's time the probes may take: a probe is made
 /// once the runs since the last took this many times its own time (at
@@ -44,6 +63,12 @@ pub fn measure() -> u64 {
         x ^= x << 17;
         sum = sum.wrapping_add(x);
     }
+    // The sum goes to memory and is read back at every step: a chain of
+    // stores and loads that the compiler may not keep in a register.
+    for i in 0..std::hint::black_box(STORES) {
+        sum = sum.wrapping_add(i);
+        std::hint::black_box(&mut sum);
+    }
     std::hint::black_box(sum);
     u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX)
 }
@@ -52,6 +77,9 @@ pub fn measure() -> u64 {
 /// `speed`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Speed {
+    /// Which work the probes timed ([`VERSION`]).
+    #[serde(default = "first_version")]
+    pub version: u32,
     /// Every probe, in order (nanoseconds).
     pub probes_ns: Vec<u64>,
     pub median_ns: f64,
@@ -71,6 +99,7 @@ impl Speed {
     pub fn of(probes: &[u64]) -> Option<Speed> {
         let (median_ns, spread) = spread(probes)?;
         Some(Speed {
+            version: VERSION,
             probes_ns: probes.to_vec(),
             median_ns,
             spread,

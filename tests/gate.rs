@@ -444,6 +444,51 @@ fn another_machine_another_tally_or_other_options_are_warned_not_failed() {
     assert_eq!(others, 3, "{differences:?}");
 }
 
+/// Regression: the speed probe timed register work only and did not see
+/// this VM run memory-bound code at another speed; the probe's work
+/// changed, and a baseline whose probes timed the old work (version 1,
+/// saved without `speed_probe_version`) would have said the machine ran at
+/// another speed. Its probes are not compared, and the report says why.
+#[test]
+fn a_baseline_whose_probes_timed_other_work_is_not_compared_on_speed() {
+    let dir = scratch("probe-version");
+    assert!(save(dir.path(), "b.json", "sleep 0.01").status.success());
+    let path = dir.path().join("b.json");
+    let mut b: Value = serde_json::from_slice(&std::fs::read(&path).expect("saved")).unwrap();
+    assert_eq!(b["speed_probe_version"], ::tally::speed::VERSION, "{b}");
+    b.as_object_mut().unwrap().remove("speed_probe_version");
+    for p in b["speed_probe_ns"].as_array_mut().expect("probes") {
+        *p = (p.as_u64().expect("ns") / 3).into();
+    }
+    std::fs::write(&path, serde_json::to_vec_pretty(&b).unwrap()).unwrap();
+    let out = run(
+        dir.path(),
+        &[
+            "compare",
+            "-N",
+            "-n",
+            "4",
+            "--baseline",
+            "b.json",
+            "--name",
+            "nap",
+            "sleep 0.01",
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out).1);
+    let r = json(&out);
+    let warnings = r["warnings"].to_string();
+    assert!(
+        warnings.contains("its speed probes timed other work (probe version 1, this is 2)"),
+        "{warnings}"
+    );
+    assert!(!warnings.contains("this machine ran"), "{warnings}");
+    assert_eq!(r["speed"]["not_comparable"], false, "{}", r["speed"]);
+    assert_eq!(r["speed"]["version"], ::tally::speed::VERSION);
+}
+
 /// Each bad input is one line on stderr naming the thing and the fix,
 /// and no command runs (the command would create a file).
 #[test]

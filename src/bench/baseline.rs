@@ -544,12 +544,14 @@ fn judge(
 /// Whether the baseline's speed probes and this run's say the machine ran
 /// at another speed ([`crate::speed::differs`], the rule of `tally
 /// compare`'s gate): this run's median over the baseline's, or `None` when
-/// they agree or either report has none (one of an earlier version).
+/// they agree or either report has none (one of an earlier version, or
+/// probes of another [`crate::speed::VERSION`]: other work).
 pub fn speed_differs(old: &BenchReport, new: &BenchReport) -> Option<f64> {
     let probes = |r: &BenchReport| {
         r.noise
             .reference
             .as_ref()
+            .filter(|r| r.speed_probe_version == crate::speed::VERSION)
             .map(|r| r.speed_probes_ns.clone())
             .unwrap_or_default()
     };

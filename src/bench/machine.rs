@@ -258,6 +258,10 @@ pub struct Reference {
     /// (see `super::baseline::gate`). Empty in reports of earlier versions.
     #[serde(default)]
     pub speed_probes_ns: Vec<u64>,
+    /// Which work the probes timed (`crate::speed::VERSION`; 1 when
+    /// absent): probes of another version are not compared.
+    #[serde(default = "crate::speed::first_version")]
+    pub speed_probe_version: u32,
 }
 
 /// One reading of the reference: ns per raw getpid.
@@ -285,6 +289,7 @@ impl Reference {
             max_ns: s.max,
             variation_percent: (s.max - s.min) * 100.0 / s.min,
             speed_probes_ns: speed_probes_ns.to_vec(),
+            speed_probe_version: crate::speed::VERSION,
         })
     }
 }

@@ -201,6 +201,10 @@ pub struct BaselineFile {
     /// baselines saved before there were).
     #[serde(default)]
     pub speed_probe_ns: Vec<u64>,
+    /// Which work the probes timed (`crate::speed::VERSION`; 1 when
+    /// absent): probes of another version are not compared.
+    #[serde(default = "crate::speed::first_version")]
+    pub speed_probe_version: u32,
     pub options: RunShape,
     pub seed: u64,
     pub commands: Vec<StoredCommand>,
@@ -261,6 +265,7 @@ impl BaselineFile {
                 .as_ref()
                 .map(|s| s.probes_ns.clone())
                 .unwrap_or_default(),
+            speed_probe_version: crate::speed::VERSION,
             options: RunShape::of(cfg),
             seed: report.seed,
             commands,
@@ -739,6 +744,14 @@ pub fn matched(path: &Path, file: &BaselineFile, cfg: &Config) -> Result<Baselin
             crate::text::Foreign(v)
         ));
     }
+    if !file.speed_probe_ns.is_empty() && file.speed_probe_version != crate::speed::VERSION {
+        differences.push(format!(
+            "its speed probes timed other work (probe version {}, this is {}): the machine's \
+             speed then and now is not compared",
+            file.speed_probe_version,
+            crate::speed::VERSION
+        ));
+    }
     let options = file.options.differences(&RunShape::of(cfg));
     if !options.is_empty() {
         differences.push(format!("saved with other options: {}", options.join(", ")));
@@ -751,12 +764,14 @@ pub fn matched(path: &Path, file: &BaselineFile, cfg: &Config) -> Result<Baselin
             tally_version: file.tally_version.clone(),
             machine: file.machine.clone(),
             other_cpu_percent: file.other_cpu_percent,
-            // A probe of 0 ns or over a second is no probe of this work.
+            // A probe of 0 ns or over a second is no probe of this work,
+            // and probes of another version timed other work.
             speed_probe_ns: file
                 .speed_probe_ns
                 .iter()
                 .copied()
                 .filter(|p| (1..1_000_000_000).contains(p))
+                .filter(|_| file.speed_probe_version == crate::speed::VERSION)
                 .collect(),
             differences,
         },
@@ -836,6 +851,7 @@ mod tests {
             machine: Fingerprint::default(),
             other_cpu_percent: Some(3.0),
             speed_probe_ns: Vec::new(),
+            speed_probe_version: crate::speed::VERSION,
             options: RunShape::default(),
             seed: 7,
             commands: vec![stored(c)],
