@@ -16,13 +16,14 @@ use crate::stats;
 /// a sum (about 0.6 ms here).
 const STEPS: u64 = 250_000;
 
-/// Steps of the probe's memory work: a sum kept in memory, each step a
-/// store and the load that reads it back (about 0.75 ms here). Register
-/// work alone does not see every slower machine: on the 2-core VM a loop
-/// of such steps ran from 0.4 to 2.8 ms from one minute to the next while
-/// the register work stayed within 5%, and a command's own times moved
-/// with the memory steps (correlation 0.8; docs/compare.md).
-const STORES: u64 = 250_000;
+/// Steps of the probe's memory work: a sum on a stack slot, each step a
+/// load, an add and a store ([`crate::sys::ops::stack_chain`]; 0.2 to
+/// 1.4 ms here). Register work alone does not see every slower machine:
+/// on the 2-core VM such a chain ran from 0.37 to 2.8 ns a step from one
+/// minute to the next, as a C loop over a `volatile` did beside it, while
+/// the register work stayed within 5%, and commands' own times moved with
+/// it (docs/compare.md).
+const STORES: u64 = 500_000;
 
 /// Which work the probes time. Probes of another version (a baseline saved
 /// before the memory steps, version 1) time other work and are not
@@ -63,12 +64,7 @@ pub fn measure() -> u64 {
         x ^= x << 17;
         sum = sum.wrapping_add(x);
     }
-    // The sum goes to memory and is read back at every step: a chain of
-    // stores and loads that the compiler may not keep in a register.
-    for i in 0..std::hint::black_box(STORES) {
-        sum = sum.wrapping_add(i);
-        std::hint::black_box(&mut sum);
-    }
+    let sum = sum.wrapping_add(crate::sys::ops::stack_chain(std::hint::black_box(STORES)));
     std::hint::black_box(sum);
     u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX)
 }
