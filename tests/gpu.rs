@@ -131,6 +131,44 @@ fn default_run_without_nvidia_smi_adds_nothing() {
     );
 }
 
+/// Regression: `load`'s runs of its own child went through run's path and
+/// sampled the GPUs whenever nvidia-smi was on PATH, for figures no report
+/// of `load` holds. With a stand-in on PATH, `tally load` starts no
+/// nvidia-smi, while `tally run` (the same PATH) does.
+#[test]
+fn load_samples_no_gpu_with_nvidia_smi_on_path() {
+    let tmp = scratch();
+    let bin = fake_dir(tmp.path());
+    let log = tmp.path().join("started");
+    let file = tmp.path().join("data");
+    std::fs::write(&file, vec![7u8; 1 << 20]).unwrap();
+    let o = common::tally_std()
+        .env("PATH", path_with(Some(&bin)))
+        .env("FAKE_GPU_LOG", &log)
+        .args(["load", "--methods", "read", "--format", "json"])
+        .arg(&file)
+        .output()
+        .expect("tally runs");
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        !log.exists(),
+        "load started nvidia-smi: {}",
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
+    let o = run(
+        &path_with(Some(&bin)),
+        &[("FAKE_GPU_LOG", log.to_str().unwrap())],
+        &["--", "true"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let started = std::fs::read_to_string(&log).unwrap_or_default();
+    assert_eq!(
+        started.lines().count(),
+        2,
+        "run starts both queries: {started}"
+    );
+}
+
 #[test]
 fn run_with_a_sampled_gpu_reports_the_tree_peak_busy_and_energy() {
     let tmp = scratch();

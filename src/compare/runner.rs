@@ -409,6 +409,7 @@ impl<'c> Session<'c> {
             counters: false,
             why: true,
             gpu: false,
+            gpu_when_present: false,
         };
         let measurer = Measurer::new(&base)?;
         let configs = cfg

@@ -117,6 +117,7 @@ impl RunArgs {
             // only to measure what it costs (benches/why_overhead.py).
             why: std::env::var_os(NO_BREAKDOWN_VAR).is_none(),
             gpu: self.gpu,
+            gpu_when_present: true,
             argv: self.argv,
         })
     }

@@ -63,8 +63,12 @@ pub struct Config {
     /// made for each run where one can be.
     pub why: bool,
     /// GPU figures asked for (`--gpu`): a failure to measure them is said.
-    /// They are measured anyway when nvidia-smi is on PATH (see `gpu`).
     pub gpu: bool,
+    /// GPU figures measured when nvidia-smi is on PATH though not asked
+    /// for (`tally run`'s default); off where the run's figures are not
+    /// the user's command's (`load`'s own child), so that nothing samples
+    /// the GPUs for them.
+    pub gpu_when_present: bool,
     /// The command and its arguments (run as given, no shell).
     pub argv: Vec<OsString>,
 }
@@ -83,6 +87,7 @@ impl Default for Config {
             counters: false,
             why: true,
             gpu: false,
+            gpu_when_present: false,
             argv: Vec::new(),
         }
     }
@@ -396,7 +401,11 @@ fn run_once(ctx: &Ctx) -> Result<RunRecord, RunError> {
     let mut groups = RunGroups::make(cfg);
     let why_before = cfg.why.then(why::before);
     let cgroup = groups.take_fds();
-    let gpu = crate::gpu::Session::start(cfg.gpu);
+    let gpu = if cfg.gpu || cfg.gpu_when_present {
+        crate::gpu::Session::start(cfg.gpu)
+    } else {
+        crate::gpu::Session::Off
+    };
     let Started {
         mut spawned,
         start,
