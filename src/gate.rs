@@ -194,7 +194,9 @@ pub fn runs_to_decide(
 /// `5%`, `0.5%` or `5` (percent) as a fraction, from 0 up to
 /// [`MAX_LIMIT_PERCENT`].
 pub fn parse_limit(s: &str) -> Result<f64, String> {
-    let number = s.trim().trim_end_matches('%').trim();
+    // One `%` at most: `5%%` is a typo, not 5%.
+    let t = s.trim();
+    let number = t.strip_suffix('%').unwrap_or(t).trim();
     match number.parse::<f64>() {
         Ok(p) if (0.0..=MAX_LIMIT_PERCENT).contains(&p) => Ok(p / 100.0),
         _ => Err(format!(
@@ -203,14 +205,16 @@ pub fn parse_limit(s: &str) -> Result<f64, String> {
     }
 }
 
-/// `NAME=PCT` as the name and the limit (a fraction).
-pub fn split_rule(s: &str) -> Result<(&str, f64), String> {
+/// `NAME=PCT` as the name and the limit (a fraction); `example` is a
+/// rule of the command at hand (`wall=5%` for compare, `syscall.*=5%`
+/// for bench), shown when `s` is not one.
+pub fn split_rule<'a>(s: &'a str, example: &str) -> Result<(&'a str, f64), String> {
     let Some((name, pct)) = s.rsplit_once('=') else {
-        return Err(format!("{s:?} is not FIGURE=PCT: give e.g. wall=5%"));
+        return Err(format!("{s:?} is not FIGURE=PCT: give e.g. {example}"));
     };
     let name = name.trim();
     if name.is_empty() {
-        return Err(format!("{s:?} names no figure: give e.g. wall=5%"));
+        return Err(format!("{s:?} names no figure: give e.g. {example}"));
     }
     Ok((name, parse_limit(pct)?))
 }
@@ -329,12 +333,16 @@ mod tests {
         for bad in ["", "%", "-1%", "five", "1001%", "NaN", "inf"] {
             assert!(parse_limit(bad).is_err(), "{bad}");
         }
-        assert_eq!(split_rule("wall=5%"), Ok(("wall", 0.05)));
-        assert_eq!(split_rule("mem*.x=a=5%"), Ok(("mem*.x=a", 0.05)));
-        assert!(split_rule("wall").unwrap_err().contains("FIGURE=PCT"));
-        assert!(split_rule("=5%").is_err());
+        assert_eq!(split_rule("wall=5%", "wall=5%"), Ok(("wall", 0.05)));
+        assert_eq!(split_rule("mem*.x=a=5%", "wall=5%"), Ok(("mem*.x=a", 0.05)));
         assert!(
-            split_rule("wall=5x")
+            split_rule("wall", "wall=5%")
+                .unwrap_err()
+                .contains("FIGURE=PCT")
+        );
+        assert!(split_rule("=5%", "wall=5%").is_err());
+        assert!(
+            split_rule("wall=5x", "wall=5%")
                 .unwrap_err()
                 .contains("not a percentage")
         );

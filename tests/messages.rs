@@ -165,3 +165,221 @@ fn a_scan_bound_too_long_or_with_an_exponent_was_called_not_a_number() {
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("\"0\" is not above 0"), "{err}");
 }
+
+/// `--fail-on wall=5%%` was taken as 5%: one `%` at most, in compare and
+/// in bench.
+#[test]
+fn a_fail_on_limit_with_two_percent_signs_was_accepted() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (code, err) = stderr_of(
+        &[
+            "compare",
+            "-n",
+            "2",
+            "--fail-on",
+            "wall=5%%",
+            "true",
+            "true",
+        ],
+        dir.path(),
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("\"5%%\" is not a percentage"), "{err}");
+    let (code, err) = stderr_of(&["bench", "--fail-on", "syscall.*=5%%"], dir.path());
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("\"5%%\" is not a percentage"), "{err}");
+}
+
+/// `bench --fail-on '=5%'` suggested compare's `wall=5%`, which names no
+/// benchmark's figure.
+#[test]
+fn bench_fail_on_without_a_figure_suggested_a_compare_rule() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (code, err) = stderr_of(&["bench", "--fail-on", "=5%"], dir.path());
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("names no figure: give e.g. syscall.*=5%"),
+        "{err}"
+    );
+    assert!(!err.contains("wall=5%"), "{err}");
+}
+
+/// A compare baseline whose `schema_version` is given twice, negative or
+/// a string was called "a JSON document of another kind": it is a
+/// damaged baseline, and the message names the field.
+#[test]
+fn a_baseline_schema_version_of_the_wrong_kind_was_called_another_document() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let base = dir.path().join("base.json");
+    let (code, err) = stderr_of(
+        &[
+            "compare",
+            "-n",
+            "2",
+            "--save-baseline",
+            base.to_str().unwrap(),
+            "true",
+        ],
+        dir.path(),
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let text = std::fs::read_to_string(&base).expect("baseline");
+    let cases = [
+        (
+            "\"schema_version\": -1",
+            "schema_version is -1, not a whole number",
+        ),
+        (
+            "\"schema_version\": \"1\"",
+            "schema_version is \"1\", not a whole number",
+        ),
+        (
+            "\"schema_version\": 1, \"schema_version\": 1",
+            "duplicate field `schema_version`",
+        ),
+    ];
+    for (field, said) in cases {
+        let bad = dir.path().join("bad.json");
+        std::fs::write(&bad, text.replacen("\"schema_version\": 1", field, 1)).unwrap();
+        let (code, err) = stderr_of(
+            &["compare", "-n", "2", "--baseline", "bad.json", "true"],
+            dir.path(),
+        );
+        assert_eq!(code, Some(1), "{field}: {err}");
+        assert!(
+            err.contains("is corrupt") && err.contains(said),
+            "{field}: {err}"
+        );
+        assert!(!err.contains("another kind"), "{field}: {err}");
+    }
+}
+
+/// Runs `tally serve` on a config that must be refused; its stderr.
+fn serve_refuses(flag: &str, name: &str, text: &str) -> String {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join(name), text).unwrap();
+    let child = common::tally_std()
+        .args(["serve", "--listen", "127.0.0.1:0", flag, name])
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("tally runs");
+    let out = common::wait_or_kill(child, std::time::Duration::from_secs(20));
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{text}: {err}");
+    err
+}
+
+/// A web config's duplicate key said "set DuplicateKeyPolicy in Options",
+/// an option of the YAML parser, not of the file.
+#[test]
+fn a_web_config_duplicate_key_named_the_parsers_option() {
+    let err = serve_refuses(
+        "--web-config",
+        "web.yml",
+        "basic_auth_users:\n  a: x\n  a: y\n",
+    );
+    assert!(err.contains("web.yml:3: the key a is given twice"), "{err}");
+    assert!(!err.contains("DuplicateKeyPolicy"), "{err}");
+}
+
+/// `rate_limit.burst` of `-1s` said "invalid i64", of 2^64 the same; the
+/// serve config's limits of 2^64 said "expected i64": each names the
+/// field and its range.
+#[test]
+fn a_number_out_of_the_parsers_range_said_invalid_i64() {
+    for burst in ["-1s", "18446744073709551616"] {
+        let err = serve_refuses(
+            "--web-config",
+            "web.yml",
+            &format!("rate_limit:\n  interval: 1s\n  burst: {burst}\n"),
+        );
+        assert!(
+            err.contains("web.yml:3: rate_limit.burst must be between 0 and 4294967295"),
+            "{err}"
+        );
+        assert!(!err.contains("i64"), "{err}");
+    }
+    let err = serve_refuses(
+        "--config",
+        "serve.toml",
+        "[limits]\nmax_connections = 18446744073709551616\n",
+    );
+    assert!(
+        err.contains(
+            "serve.toml:2: limits.max_connections must be between 2 and 10000, not 18446744073709551616"
+        ),
+        "{err}"
+    );
+    assert!(!err.contains("i64"), "{err}");
+}
+
+/// `min_interval = 1e308` printed the number in 300 digits.
+#[test]
+fn a_huge_min_interval_was_printed_in_300_digits() {
+    let err = serve_refuses("--config", "serve.toml", "min_interval = 1e308\n");
+    assert!(
+        err.contains("min_interval must be between 0 and 3600 seconds, not 1e308"),
+        "{err}"
+    );
+    assert!(err.len() < 200, "{err}");
+}
+
+/// `cp` of a socket said "No such device or address" (the open's ENXIO):
+/// it says what the file is, as for a FIFO.
+#[test]
+fn cp_of_a_socket_said_no_such_device() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let _socket = std::os::unix::net::UnixListener::bind(dir.path().join("sock")).expect("bind");
+    let (code, err) = stderr_of(&["cp", "sock", "copy"], dir.path());
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("sock is a socket, not a regular file"),
+        "{err}"
+    );
+    assert!(!err.contains("No such device"), "{err}");
+    assert!(!dir.path().join("copy").exists());
+}
+
+/// Runs `tally ARGS` from `sh` with `redirect` (`<&-`, `>&-`); the exit
+/// status and stderr.
+fn through_sh(args: &str, redirect: &str, dir: &Path) -> (Option<i32>, String) {
+    let out = common::command("sh")
+        .arg("-c")
+        .arg(format!("exec \"$0\" {args} {redirect}"))
+        .arg(common::tally_bin())
+        .current_dir(dir)
+        .output()
+        .expect("sh runs");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `cache -` with stdin empty or closed said "no paths given … or `-`",
+/// though `-` was given.
+#[test]
+fn cache_dash_with_an_empty_stdin_said_no_paths_given() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for redirect in ["</dev/null", "<&-"] {
+        let (code, err) = through_sh("cache -", redirect, dir.path());
+        assert_eq!(code, Some(1), "{redirect}: {err}");
+        assert!(
+            err.contains("`-` read no path from stdin (it was empty or closed)"),
+            "{redirect}: {err}"
+        );
+    }
+}
+
+/// `bench --list >&-` and `man >&-` exited 0 with their output lost.
+#[test]
+fn a_listing_to_a_closed_stdout_exited_0() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for args in ["bench --list", "man", "completions bash"] {
+        let (code, err) = through_sh(args, ">&-", dir.path());
+        assert_eq!(code, Some(1), "{args}: {err}");
+        assert!(err.contains("stdout is closed"), "{args}: {err}");
+    }
+}

@@ -197,6 +197,14 @@ fn said(errors: Vec<report::OutputError>) -> u8 {
 
 /// Runs `f` on stdout; a closed pipe ends quietly, other errors exit 1.
 fn quiet_pipe(f: impl FnOnce(&mut dyn Write) -> anyhow::Result<()>) -> u8 {
+    // std writes to a closed stdout as if to /dev/null: say so instead.
+    if tally::sys::entry::stdout_was_closed() {
+        tally::diag!(
+            "tally: stdout is closed, so the output would go nowhere: leave stdout open \
+             (redirect it to a file or a pipe)"
+        );
+        return 1;
+    }
     let stdout = io::stdout();
     let mut out = stdout.lock();
     match f(&mut out).and_then(|()| out.flush().map_err(Into::into)) {

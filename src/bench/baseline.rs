@@ -308,7 +308,7 @@ pub fn compare(path: &Path, old: &BenchReport, new: &BenchReport) -> Baseline {
 
 /// `ID_GLOB=PCT`.
 pub fn parse_rule(s: &str) -> Result<BenchRule, String> {
-    let (glob, limit) = gate::split_rule(s)?;
+    let (glob, limit) = gate::split_rule(s, "syscall.*=5%")?;
     Ok(BenchRule {
         glob: glob.to_string(),
         limit,

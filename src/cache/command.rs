@@ -58,6 +58,12 @@ pub enum CacheError {
     Stdin(#[from] crate::input::InputError),
     #[error("no paths given: name files or directories, or `-` to read them from stdin")]
     NoPaths,
+    /// `-` was given and stdin held no path: empty, `/dev/null` or closed.
+    #[error(
+        "`-` read no path from stdin (it was empty or closed): pipe the paths in, one per line \
+         (NUL-separated with -0), or name them as arguments"
+    )]
+    EmptyStdin,
     /// Stdin could not be taken to read `-` from.
     #[error("cannot read stdin: {0}")]
     OpenStdin(io::Error),
@@ -181,7 +187,11 @@ pub fn execute_streaming(
 ) -> Result<Outcome, CacheError> {
     let paths = expand_stdin(&cfg.paths, cfg.null_separated, stdin)?;
     if paths.is_empty() {
-        return Err(CacheError::NoPaths);
+        return Err(if cfg.paths.iter().any(|p| p.as_os_str() == "-") {
+            CacheError::EmptyStdin
+        } else {
+            CacheError::NoPaths
+        });
     }
     let mut problems = Vec::new();
     let mut held = Held {

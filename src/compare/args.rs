@@ -245,7 +245,8 @@ type WithReference = (Vec<String>, Vec<String>, Option<usize>);
 
 /// `1%`, `0.5%` or `1` (percent) as a fraction, from 0 up to 100%.
 pub fn parse_percent(s: &str) -> Result<f64, String> {
-    let number = s.trim().trim_end_matches('%').trim();
+    let t = s.trim();
+    let number = t.strip_suffix('%').unwrap_or(t).trim();
     match number.parse::<f64>() {
         Ok(p) if (0.0..100.0).contains(&p) => Ok(p / 100.0),
         _ => Err(format!(

@@ -461,9 +461,10 @@ fn read(path: &Path) -> Result<Vec<u8>, BaselineError> {
 /// The fields read first, to tell what kind of document a file is.
 #[derive(Deserialize)]
 struct Probe {
-    format: Option<String>,
-    schema_version: Option<u64>,
-    tally_version: Option<String>,
+    format: Option<serde_json::Value>,
+    /// Any JSON value: one of the wrong type is corrupt, named below.
+    schema_version: Option<serde_json::Value>,
+    tally_version: Option<serde_json::Value>,
     commands: Option<serde::de::IgnoredAny>,
     versus_reference: Option<serde::de::IgnoredAny>,
     reference_is: Option<serde::de::IgnoredAny>,
@@ -481,7 +482,10 @@ fn kind_of(p: &Probe) -> String {
         "a `tally run` report".into()
     } else {
         match &p.format {
-            Some(f) => format!("a document of format {f:?}"),
+            Some(f) => format!(
+                "a document of format {}",
+                crate::text::escape_text(&f.to_string())
+            ),
             None => "a JSON document of another kind".into(),
         }
     }
@@ -511,6 +515,14 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<BaselineFile, BaselineError> {
         Err(e) if bytes.is_empty() => {
             return Err(corrupt(format!("the file is empty ({e})")));
         }
+        // A field given twice is a damaged baseline, not another kind of
+        // document: serde names the field.
+        Err(e)
+            if e.classify() == serde_json::error::Category::Data
+                && e.to_string().starts_with("duplicate field") =>
+        {
+            return Err(corrupt(crate::text::escape_text(&e.to_string())));
+        }
         Err(e) if e.classify() == serde_json::error::Category::Data => {
             return Err(BaselineError::Foreign {
                 path: path_buf(),
@@ -524,25 +536,42 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<BaselineFile, BaselineError> {
             });
         }
     };
-    if probe.format.as_deref() != Some(FORMAT) {
+    if probe.format.as_ref().and_then(|f| f.as_str()) != Some(FORMAT) {
         return Err(BaselineError::Foreign {
             path: path_buf(),
             what: kind_of(&probe),
         });
     }
-    match probe.schema_version {
-        Some(v) if v > u64::from(SCHEMA_VERSION) => {
+    let version = probe.schema_version.as_ref().map(|v| (v.as_u64(), v));
+    match version {
+        Some((Some(v), _)) if v > u64::from(SCHEMA_VERSION) => {
             return Err(BaselineError::Newer {
                 path: path_buf(),
                 found: v,
-                version: probe.tally_version,
+                version: probe
+                    .tally_version
+                    .as_ref()
+                    .and_then(|t| t.as_str())
+                    // Text from the file: escaped, and short.
+                    .map(|t| crate::text::escape_text(&t.chars().take(40).collect::<String>())),
             });
         }
-        Some(v) if v == u64::from(SCHEMA_VERSION) => {}
-        other => {
+        Some((Some(v), _)) if v == u64::from(SCHEMA_VERSION) => {}
+        Some((Some(v), _)) => {
             return Err(corrupt(format!(
-                "format version {}, this tally reads {SCHEMA_VERSION}",
-                other.map_or("missing".into(), |v| v.to_string())
+                "schema_version is {v}, this tally reads {SCHEMA_VERSION}"
+            )));
+        }
+        Some((None, raw)) => {
+            let shown: String = raw.to_string().chars().take(40).collect();
+            return Err(corrupt(format!(
+                "schema_version is {}, not a whole number (this tally reads {SCHEMA_VERSION})",
+                crate::text::escape_text(&shown)
+            )));
+        }
+        None => {
+            return Err(corrupt(format!(
+                "schema_version is missing (this tally reads {SCHEMA_VERSION})"
             )));
         }
     }

@@ -60,7 +60,7 @@ pub fn names() -> String {
 
 /// Parses `FIGURE=PCT`; an unknown figure is named, with the names there are.
 pub fn parse_rule(s: &str) -> Result<Rule, String> {
-    let (name, limit) = gate::split_rule(s)?;
+    let (name, limit) = gate::split_rule(s, "wall=5%")?;
     match figure_of(name) {
         Some(fig) => Ok(Rule {
             figure: fig.key,

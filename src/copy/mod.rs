@@ -496,11 +496,27 @@ fn open_source(src: &Path, nofollow: bool) -> Result<(File, std::fs::Metadata), 
         path: src.to_path_buf(),
         source: e,
     };
-    let source = OpenOptions::new()
-        .read(true)
-        .custom_flags(flags)
-        .open(src)
-        .map_err(open_error)?;
+    let source = match OpenOptions::new().read(true).custom_flags(flags).open(src) {
+        Ok(f) => f,
+        Err(e) => {
+            // A socket cannot be opened at all (ENXIO, "No such device or
+            // address"): say what it is, as for a FIFO or a device.
+            let meta = if nofollow {
+                std::fs::symlink_metadata(src)
+            } else {
+                std::fs::metadata(src)
+            };
+            return Err(match meta {
+                Ok(m) if !m.is_file() && !m.is_dir() && !m.file_type().is_symlink() => {
+                    FileError::NotRegular {
+                        path: src.to_path_buf(),
+                        kind: crate::input::kind_of(m.file_type()),
+                    }
+                }
+                _ => open_error(e),
+            });
+        }
+    };
     let meta = source.metadata().map_err(open_error)?;
     if !meta.is_file() {
         return Err(FileError::NotRegular {

@@ -37,6 +37,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use super::number::Number;
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -135,7 +136,7 @@ pub enum ConfigError {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct File {
-    min_interval: Option<Spanned<f64>>,
+    min_interval: Option<Spanned<Number>>,
     mem: Option<MemFile>,
     cache: Option<CacheFile>,
     #[serde(default)]
@@ -147,11 +148,11 @@ struct File {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct LimitsFile {
-    max_connections: Option<Spanned<i64>>,
-    handshake_timeout: Option<Spanned<f64>>,
-    header_timeout: Option<Spanned<f64>>,
-    max_header_bytes: Option<Spanned<i64>>,
-    write_timeout: Option<Spanned<f64>>,
+    max_connections: Option<Spanned<Number>>,
+    handshake_timeout: Option<Spanned<Number>>,
+    header_timeout: Option<Spanned<Number>>,
+    max_header_bytes: Option<Spanned<Number>>,
+    write_timeout: Option<Spanned<Number>>,
 }
 
 #[derive(Deserialize)]
@@ -161,7 +162,7 @@ struct MemFile {
     by: Option<Spanned<String>>,
     name: Option<Spanned<String>>,
     split_args: Option<bool>,
-    top: Option<Spanned<i64>>,
+    top: Option<Spanned<Number>>,
 }
 
 #[derive(Deserialize)]
@@ -177,8 +178,8 @@ struct CacheFile {
 struct RunFile {
     name: Spanned<String>,
     command: Spanned<Vec<String>>,
-    interval: Option<Spanned<f64>>,
-    timeout: Option<Spanned<f64>>,
+    interval: Option<Spanned<Number>>,
+    timeout: Option<Spanned<Number>>,
 }
 
 #[derive(Deserialize)]
@@ -186,7 +187,7 @@ struct RunFile {
 struct BenchFile {
     enabled: Option<bool>,
     names: Option<Spanned<Vec<String>>>,
-    interval: Option<Spanned<f64>>,
+    interval: Option<Spanned<Number>>,
 }
 
 /// Reads and checks the file at `path`.
@@ -269,14 +270,14 @@ impl Source<'_> {
     /// A number of seconds from `min` to `max`.
     fn seconds(
         &self,
-        value: &Spanned<f64>,
+        value: &Spanned<Number>,
         what: &str,
         min: f64,
         max: f64,
     ) -> Result<Duration, (usize, String)> {
-        let v = *value.get_ref();
-        if v.is_finite() && (min..=max).contains(&v) {
-            Ok(Duration::from_secs_f64(v))
+        let v = value.get_ref();
+        if let Some(x) = v.real().filter(|x| (min..=max).contains(x)) {
+            Ok(Duration::from_secs_f64(x))
         } else {
             Err(self.at(
                 value.span(),
@@ -288,14 +289,14 @@ impl Source<'_> {
     /// A count from `min` to `max`.
     fn count(
         &self,
-        value: &Spanned<i64>,
+        value: &Spanned<Number>,
         what: &str,
         min: usize,
         max: usize,
     ) -> Result<usize, (usize, String)> {
-        let v = *value.get_ref();
-        usize::try_from(v)
-            .ok()
+        let v = value.get_ref();
+        v.whole()
+            .and_then(|n| usize::try_from(n).ok())
             .filter(|n| (min..=max).contains(n))
             .ok_or_else(|| {
                 self.at(
@@ -351,9 +352,10 @@ impl MemFile {
         }
         mem.split_args = self.split_args.unwrap_or(false);
         if let Some(top) = &self.top {
-            let n = *top.get_ref();
-            mem.top = usize::try_from(n)
-                .ok()
+            let n = top.get_ref();
+            mem.top = n
+                .whole()
+                .and_then(|n| usize::try_from(n).ok())
                 .filter(|n| (1..=10_000).contains(n))
                 .ok_or_else(|| {
                     src.at(

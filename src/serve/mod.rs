@@ -16,6 +16,7 @@ pub mod collect;
 pub mod command;
 pub mod config;
 pub mod http;
+pub mod number;
 pub mod textfile;
 pub mod web;
 

@@ -110,7 +110,7 @@ struct HttpFile {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RateFile {
-    burst: Option<Spanned<i64>>,
+    burst: Option<Spanned<crate::serve::number::Number>>,
     interval: Option<Spanned<String>>,
 }
 
@@ -164,9 +164,8 @@ pub fn parse(text: &str, dir: &Path) -> Result<WebConfig, Mistake> {
             // "… at line 3, column 3": the line is said before the message.
             let message = plain
                 .rsplit_once(" at line ")
-                .map_or(plain.as_str(), |(m, _)| m)
-                .to_string();
-            (line, message)
+                .map_or(plain.as_str(), |(m, _)| m);
+            (line, reworded(message))
         })?
     };
     let mut notes = Vec::new();
@@ -229,6 +228,21 @@ pub fn parse(text: &str, dir: &Path) -> Result<WebConfig, Mistake> {
     })
 }
 
+/// The YAML parser's message, said as what is wrong in the file and the
+/// fix where the parser's own words name an option of the parser.
+fn reworded(message: &str) -> String {
+    match message
+        .strip_prefix("duplicate mapping key: ")
+        .and_then(|rest| rest.split_once(", set DuplicateKeyPolicy"))
+    {
+        Some((key, _)) => format!(
+            "the key {} is given twice in one mapping; keep one",
+            crate::text::escape_text(&key.chars().take(60).collect::<String>())
+        ),
+        None => crate::text::escape_text(message),
+    }
+}
+
 fn rate_limit(r: &RateFile) -> Result<Option<auth::RateLimit>, Mistake> {
     let Some(interval) = &r.interval else {
         return Ok(None);
@@ -246,16 +260,20 @@ fn rate_limit(r: &RateFile) -> Result<Option<auth::RateLimit>, Mistake> {
         return Ok(None);
     }
     let burst = match &r.burst {
-        Some(b) => u32::try_from(b.value).map_err(|_| {
-            (
-                b.referenced.line(),
-                format!(
-                    "rate_limit.burst must be between 0 and {}, not {}",
-                    u32::MAX,
-                    b.value
-                ),
-            )
-        })?,
+        Some(b) => b
+            .value
+            .whole()
+            .and_then(|n| u32::try_from(n).ok())
+            .ok_or_else(|| {
+                (
+                    b.referenced.line(),
+                    format!(
+                        "rate_limit.burst must be between 0 and {}, not {}",
+                        u32::MAX,
+                        b.value
+                    ),
+                )
+            })?,
         None => 0,
     };
     Ok(Some(auth::RateLimit::new(every, burst)))
