@@ -7,10 +7,11 @@
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
-pub use crate::report::html::{Bar, Series, bar_plot, bar_plot_spread, esc, line_plot};
+pub use crate::report::html::{Series, esc, line_plot};
+use crate::report::svg::{BarChart, BarRow, bar_chart, time_scale};
 
 use super::figure::Figure;
-use super::format::{format_ns, format_value, format_x, implausible_text};
+use super::format::{format_ns, format_value, format_x, implausible_text, scale_for};
 use super::model::{BenchReport, BenchResult};
 use super::spec::{Marks, Plot, PlotKind};
 use crate::units::human_bytes;
@@ -30,22 +31,7 @@ fn plot(r: &BenchReport, b: &BenchResult, p: &Plot) -> String {
         None => format_ns(v),
     };
     match p.kind {
-        PlotKind::Bars => {
-            let bars: Vec<Bar> = b
-                .figures
-                .iter()
-                .filter(|f| keep(f))
-                .filter_map(|f| {
-                    let label = match f.unstable() {
-                        Some(p) => format!("{} (unstable ±{p:.0}%)", f.label),
-                        None => f.label.clone(),
-                    };
-                    f.measured()
-                        .map(|s| (label, s.median, Some((s.min, s.p95))))
-                })
-                .collect();
-            bar_plot_spread(p.title, &bars, &fmt_y)
-        }
+        PlotKind::Bars => bars(b, p, &keep),
         PlotKind::Sweep {
             x_label,
             y_label,
@@ -86,6 +72,65 @@ fn plot(r: &BenchReport, b: &BenchResult, p: &Plot) -> String {
             )
         }
     }
+}
+
+/// A bar chart of the figures `keep` selects: one unit for all (that of
+/// the largest, ns, µs or ms for times), the median as the bar with its
+/// value at the bar's end, min to p95 as the whisker; one colour, the
+/// legend saying what bar and whisker are.
+fn bars(b: &BenchResult, p: &Plot, keep: &dyn Fn(&Figure) -> bool) -> String {
+    let kept: Vec<&Figure> = b.figures.iter().filter(|f| keep(f)).collect();
+    let kind = kept
+        .iter()
+        .find(|f| f.measured().is_some())
+        .map(|f| &f.value);
+    // The unit the medians read best in (the axis reaches the whiskers).
+    let max = kept
+        .iter()
+        .filter_map(|f| f.measured().map(|s| s.median))
+        .fold(0.0f64, f64::max);
+    let scale = match kind {
+        Some(super::figure::Value::Ns(_)) | None => {
+            let t = time_scale(max);
+            super::format::Scale {
+                unit: t.unit,
+                divisor: t.divisor,
+            }
+        }
+        Some(v) => scale_for(v, max),
+    };
+    let rows = kept
+        .iter()
+        .map(|f| {
+            let label = match f.unstable() {
+                Some(p) => format!("{} (unstable ±{p:.0}%)", f.label),
+                None => f.label.clone(),
+            };
+            let same_kind =
+                kind.is_some_and(|k| std::mem::discriminant(k) == std::mem::discriminant(&f.value));
+            let m = f.measured().filter(|_| same_kind);
+            BarRow {
+                label,
+                value: m.map(|s| s.median / scale.divisor),
+                spread: m.map(|s| (s.min / scale.divisor, s.p95 / scale.divisor)),
+                key: 0,
+                missing: if f.implausible.is_some() {
+                    "implausible: excluded (see the table)".into()
+                } else {
+                    "unavailable".into()
+                },
+            }
+        })
+        .collect();
+    let axis = format!("median ({})", scale.unit);
+    bar_chart(&BarChart {
+        title: p.title,
+        axis: &axis,
+        unit: scale.unit,
+        rows,
+        keys: vec![(0, "median of the samples".into())],
+        whisker: Some("min to p95"),
+    })
 }
 
 /// Sweep figures grouped by label, in order of appearance.
@@ -381,8 +426,5 @@ mod tests {
         }];
         let svg = line_plot("t", "x", "y", &one, &[], 2.0, &bytes_label, &format_ns);
         assert!(!svg.contains("NaN"));
-        let bars = bar_plot("b", &[("x".into(), 0.0), ("y".into(), 2.0)], &format_ns);
-        assert_eq!(bars.matches("class=\"bar\"").count(), 2);
-        assert!(!bars.contains("NaN"));
     }
 }

@@ -1,5 +1,6 @@
-//! `tally compare --html FILE`: per figure the distributions side by side
-//! and the run-order plot, then the table of ratios with their intervals,
+//! `tally compare --html FILE`: first each command's ratio to the
+//! reference with its interval, charted; then per figure the distributions
+//! side by side and the run-order plot, and the table of ratios,
 //! drawn with the plot kit of [`crate::report::html`].
 
 use std::fmt::Write as _;
@@ -8,36 +9,38 @@ use super::report::{CompareReport, Verdict, direction};
 use crate::report::html::{
     Group, RatioRow, Series, distribution_plot, esc, page, ratio_table, run_order_plot,
 };
-use crate::report::unit::Quantity;
+use crate::report::svg::{ChartUnit, RatioBar, distinct_labels, ratio_chart};
 use crate::run::report::{FIGURES, Figure};
+
+/// Figures the kernel samples at its clock tick (user and kernel cpu: a
+/// run shorter than a tick can read 0): approximate, so left out of the
+/// plots, marked in the table of ratios.
+const TICK_SAMPLED: [&str; 2] = ["user_us", "system_us"];
+
+/// Each command's label on the page: `#N` and its name, with what the
+/// names share at the start and end elided when they are long.
+fn labels(r: &CompareReport) -> Vec<String> {
+    let names: Vec<String> = r.commands.iter().map(|c| c.name.clone()).collect();
+    // Short enough for a box's label and a legend entry (16 characters),
+    // so the plots keep them whole.
+    distinct_labels(&names, 13)
+        .into_iter()
+        .enumerate()
+        .map(|(i, n)| format!("#{} {n}", i + 1))
+        .collect()
+}
 
 /// The page.
 pub fn render(r: &CompareReport) -> String {
     let mut body = String::new();
-    write_commands(&mut body, r);
-    let reference = r
-        .commands
-        .get(r.reference)
-        .map(|c| format!("#{} {}", r.reference + 1, c.name))
-        .unwrap_or_default();
+    let labels = labels(r);
+    let reference = labels.get(r.reference).cloned().unwrap_or_default();
     let mut rows = Vec::new();
+    let mut bars = Vec::new();
     let mut plots = String::new();
     let mut unchanged = Vec::new();
     for fig in FIGURES {
-        // Plotted in the unit people read, so the ticks are round in it.
-        let shown = |v: f64| Quantity::new(v, fig.unit).to(fig.show).value;
-        let groups: Vec<Group> = r
-            .commands
-            .iter()
-            .enumerate()
-            .filter_map(|(i, c)| {
-                c.values(fig).map(|values| Group {
-                    name: format!("#{} {}", i + 1, c.name),
-                    values: values.into_iter().map(shown).collect(),
-                })
-            })
-            .collect();
-        if groups.is_empty() {
+        if r.commands.iter().all(|c| c.values(fig).is_none()) {
             continue;
         }
         let same = r.unchanged(fig.key);
@@ -45,12 +48,32 @@ pub fn render(r: &CompareReport) -> String {
             unchanged.push(fig.label);
             continue;
         }
-        rows.extend(ratio_rows(r, fig));
-        write_plots(&mut plots, r, fig, &groups);
+        let sampled = TICK_SAMPLED.contains(&fig.key);
+        rows.extend(ratio_rows(r, fig, &labels, sampled));
+        if sampled {
+            continue;
+        }
+        // The chart: the headline figures and any other that differs.
+        let differs = r
+            .commands
+            .iter()
+            .filter_map(|c| c.versus(fig.key))
+            .any(|v| matches!(v.verdict, Verdict::Lower | Verdict::Higher));
+        if fig.headline || differs {
+            bars.extend(ratio_bars(r, fig, &labels));
+        }
+        write_plots(&mut plots, r, fig, &labels);
     }
+    let chart = ratio_chart(
+        &format!("each command against {reference}"),
+        &bars,
+        r.threshold,
+        r.interval_level,
+    );
+    write_commands(&mut body, r, &chart);
     let _ = write!(
         body,
-        "<h2>Against {}</h2>{}",
+        "<h2>Against {}</h2><p>Every figure; the chart at the top draws the headline figures and those that differ. User and kernel cpu are sampled at the kernel's clock tick (a run shorter than a tick can read 0): approximate (≈), so they are left out of the charts; cpu time, their sum, is measured.</p>{}",
         esc(&reference),
         ratio_table(&reference, &rows)
     );
@@ -68,15 +91,19 @@ pub fn render(r: &CompareReport) -> String {
         }
         body.push_str("</ul>");
     }
-    let _ = write!(body, "<h2>Every figure</h2>{plots}");
+    let _ = write!(
+        body,
+        "<h2>Every figure</h2><p>Colours: one per command, the same in every chart.</p>{plots}"
+    );
     page("tally compare", &body)
 }
 
-/// The heading, the table of the commands compared, and their verdicts.
-fn write_commands(body: &mut String, r: &CompareReport) {
+/// The heading, the chart of ratios, the table of the commands compared,
+/// and their verdicts.
+fn write_commands(body: &mut String, r: &CompareReport, chart: &str) {
     let _ = write!(
         body,
-        "<h1>tally compare</h1><p>{} runs of each command, interleaved (seed {}). {}.</p><table><tr><th>#</th><th>name</th><th>command</th><th>runs</th><th>failed</th></tr>",
+        "<h1>tally compare</h1><p>{} runs of each command, interleaved (seed {}). {}.</p>{chart}<table><tr><th>#</th><th>name</th><th>command</th><th>runs</th><th>failed</th></tr>",
         r.runs_per_command,
         r.seed,
         esc(&r.method)
@@ -111,14 +138,19 @@ fn write_commands(body: &mut String, r: &CompareReport) {
     body.push_str(&why_bars(r));
 }
 
-/// The ratio of each command to the reference in figure `fig`.
-fn ratio_rows(r: &CompareReport, fig: &Figure) -> Vec<RatioRow> {
+/// The ratio of each command to the reference in figure `fig`; `sampled`
+/// marks the figure approximate.
+fn ratio_rows(r: &CompareReport, fig: &Figure, labels: &[String], sampled: bool) -> Vec<RatioRow> {
     let mut rows = Vec::new();
     for (i, c) in r.commands.iter().enumerate() {
         if let Some(v) = c.versus(fig.key) {
             rows.push(RatioRow {
-                figure: fig.label.into(),
-                name: format!("#{} {}", i + 1, c.name),
+                figure: if sampled {
+                    format!("{} ≈ (tick-sampled)", fig.label)
+                } else {
+                    fig.label.into()
+                },
+                name: labels.get(i).cloned().unwrap_or_default(),
                 ratio: v.ratio,
                 low: v.ratio_low,
                 high: v.ratio_high,
@@ -135,44 +167,77 @@ fn ratio_rows(r: &CompareReport, fig: &Figure) -> Vec<RatioRow> {
     rows
 }
 
-/// Figure `fig`'s distributions (`groups`) and its run-order plot.
-fn write_plots(plots: &mut String, r: &CompareReport, fig: &Figure, groups: &[Group]) {
-    let shown = |v: f64| Quantity::new(v, fig.unit).to(fig.show).value;
-    let unit = fig.show.symbol();
+/// The rows of the ratio chart for figure `fig`: each command with a
+/// ratio and its interval.
+fn ratio_bars(r: &CompareReport, fig: &Figure, labels: &[String]) -> Vec<RatioBar> {
+    r.commands
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| {
+            let v = c.versus(fig.key)?;
+            Some(RatioBar {
+                label: format!("{}: {}", fig.label, labels.get(i)?),
+                key: i,
+                ratio: v.ratio?,
+                low: v.ratio_low.unwrap_or(f64::NAN),
+                high: v.ratio_high.unwrap_or(f64::NAN),
+            })
+        })
+        .collect()
+}
+
+/// Figure `fig`'s distributions and its run-order plot, in one unit that
+/// suits the values (µs, ms or s; KiB, MiB, …).
+fn write_plots(plots: &mut String, r: &CompareReport, fig: &Figure, labels: &[String]) {
+    let all: Vec<f64> = r
+        .commands
+        .iter()
+        .filter_map(|c| c.values(fig))
+        .flatten()
+        .collect();
+    let chart = ChartUnit::for_values(fig.unit, &all);
+    let unit = chart.symbol();
     let y_label = if unit.is_empty() {
         fig.label.to_string()
     } else {
         format!("{} ({unit})", fig.label)
     };
-    let show = |v: f64| crate::units::thousands_f(v);
-    let series: Vec<Series> = r
-        .commands
-        .iter()
-        .enumerate()
-        .filter_map(|(i, c)| {
-            let v = c.values(fig)?;
-            Some(Series {
-                spread: Vec::new(),
-                name: format!("#{} {}", i + 1, c.name),
-                points: c
-                    .run_order
-                    .iter()
-                    .zip(v)
-                    .map(|(o, y)| (f64::from(*o), shown(y)))
-                    .collect(),
-            })
-        })
-        .collect();
+    let mut groups = Vec::new();
+    let mut series = Vec::new();
+    let mut colors = Vec::new();
+    for (i, c) in r.commands.iter().enumerate() {
+        let Some(v) = c.values(fig) else {
+            continue;
+        };
+        let v: Vec<f64> = v.into_iter().map(|x| chart.apply(x)).collect();
+        let name = labels.get(i).cloned().unwrap_or_default();
+        series.push(Series {
+            spread: Vec::new(),
+            name: name.clone(),
+            points: c
+                .run_order
+                .iter()
+                .zip(&v)
+                .map(|(o, y)| (f64::from(*o), *y))
+                .collect(),
+        });
+        colors.push(i);
+        groups.push(Group {
+            name,
+            values: v,
+            color: i,
+        });
+    }
     let _ = write!(
         plots,
         "<h3>{}</h3><div class=\"row\">{}{}</div>",
         esc(fig.label),
-        distribution_plot(fig.label, &y_label, groups, &show),
+        distribution_plot(fig.label, &y_label, &groups),
         run_order_plot(
             &format!("{} in run order", fig.label),
             &y_label,
             &series,
-            &show
+            &colors
         )
     );
 }

@@ -396,9 +396,12 @@ impl Render for LoadReport {
 }
 
 /// A self-contained HTML page (the plot kit's bars and page): per mode, a
-/// bar per method for its wall time, with its peak RSS in the label.
+/// bar per method for its wall time, with its peak RSS in the label. Each
+/// mode's chart in its own time unit; one colour per mode, said in the
+/// legend.
 pub fn write_html(r: &LoadReport, out: &mut dyn Write) -> io::Result<()> {
-    use crate::report::html::{bar_plot, esc, page};
+    use crate::report::html::{esc, page};
+    use crate::report::svg::{BarChart, BarRow, bar_chart, time_scale};
     let mut body = format!(
         "<h2>tally load: {} ({})</h2><p>Wall time per method, median of {} run(s). {}.</p>",
         esc(&display(&r.file)),
@@ -409,34 +412,52 @@ pub fn write_html(r: &LoadReport, out: &mut dyn Write) -> io::Result<()> {
     if let Some(why) = &r.file_changed {
         body.push_str(&format!("<p><strong>invalid: {}</strong></p>", esc(why)));
     }
-    for mode in [Mode::Cold, Mode::Warm] {
-        let bars: Vec<(String, f64)> = r
-            .loads
-            .results
-            .iter()
-            .filter(|x| x.mode == mode)
-            .map(|x| match x.wall_us {
-                Some(w) => (
-                    match x.max_rss_bytes {
-                        Some(rss) => format!("{} (RSS {})", x.method.name(), human_bytes(rss)),
-                        None => x.method.name().to_string(),
-                    },
-                    w as f64 / 1e3,
-                ),
-                None if x.invalid.is_some() => (format!("{}: invalid", x.method.name()), 0.0),
-                None => (format!("{}: unavailable", x.method.name()), 0.0),
-            })
-            .collect();
-        if bars.is_empty() {
+    for (key, mode) in [Mode::Cold, Mode::Warm].into_iter().enumerate() {
+        let results: Vec<&MethodResult> =
+            r.loads.results.iter().filter(|x| x.mode == mode).collect();
+        if results.is_empty() {
             continue;
         }
-        let title = format!("{} load, wall time (ms)", mode.name());
-        body.push_str(&bar_plot(&title, &bars, &|ms| {
-            if ms > 0.0 {
-                format!("{ms:.1} ms")
-            } else {
-                String::new()
+        let max_ns = results
+            .iter()
+            .filter_map(|x| x.wall_us)
+            .map(|us| us as f64 * 1e3)
+            .fold(0.0f64, f64::max);
+        let scale = time_scale(max_ns);
+        let rows = results
+            .iter()
+            .map(|x| BarRow {
+                label: match x.max_rss_bytes {
+                    Some(rss) => format!("{} (RSS {})", x.method.name(), human_bytes(rss)),
+                    None => x.method.name().to_string(),
+                },
+                value: x.wall_us.map(|us| us as f64 * 1e3 / scale.divisor),
+                spread: None,
+                key,
+                missing: if x.invalid.is_some() {
+                    "invalid".into()
+                } else {
+                    "unavailable".into()
+                },
+            })
+            .collect();
+        let title = format!("{} load, wall time", mode.name());
+        let axis = format!("wall time, median ({})", scale.unit);
+        let keys = vec![(
+            key,
+            match mode {
+                Mode::Cold => "cold: the file evicted from the page cache first",
+                Mode::Warm => "warm: the file in the page cache",
             }
+            .to_string(),
+        )];
+        body.push_str(&bar_chart(&BarChart {
+            title: &title,
+            axis: &axis,
+            unit: scale.unit,
+            rows,
+            keys,
+            whisker: None,
         }));
     }
     out.write_all(page(&format!("tally load {}", display(&r.file)), &body).as_bytes())
@@ -659,7 +680,9 @@ mod tests {
         let mut html = Vec::new();
         write_html(&r, &mut html).expect("html");
         let html = String::from_utf8(html).expect("utf8");
-        assert_eq!(html.matches("<rect").count(), 2);
+        // A bar per result, a legend swatch per mode.
+        assert_eq!(html.matches("class=\"bar\"").count(), 2);
+        assert_eq!(html.matches("class=\"key\"").count(), 2);
     }
 
     #[test]

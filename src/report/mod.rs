@@ -8,6 +8,7 @@
 
 pub mod flags;
 pub mod output;
+pub mod svg;
 pub mod text;
 pub mod unit;
 

@@ -5,8 +5,8 @@
 use std::fmt::Write as _;
 
 use super::report::{FIGURES, RunReport};
-use crate::report::html::{Series, esc, histogram, page, run_order_plot};
-use crate::report::unit::Quantity;
+use crate::report::html::{FEW, Series, esc, histogram, page, run_order_plot};
+use crate::report::svg::ChartUnit;
 
 /// Every figure in a table: the run's value, or over repeated runs the
 /// min, median, mean and max, as the human report gives them.
@@ -19,6 +19,12 @@ fn figures_table(r: &RunReport) -> String {
         t.push_str("<tr><th>figure</th><th>min</th><th>median</th><th>mean</th><th>max</th></tr>");
     }
     for fig in FIGURES {
+        // User and kernel cpu: split by the kernel's clock tick.
+        let label = if matches!(fig.key, "user_us" | "system_us") {
+            format!("{} ≈ (tick-sampled)", fig.label)
+        } else {
+            fig.label.to_string()
+        };
         if one {
             let Some(v) = r.runs.first().and_then(|run| (fig.get)(run)) else {
                 continue;
@@ -26,14 +32,14 @@ fn figures_table(r: &RunReport) -> String {
             let _ = write!(
                 t,
                 "<tr><td>{}</td><td class=\"n\">{}</td></tr>",
-                esc(fig.label),
+                esc(&label),
                 esc(&fig.human(v as f64))
             );
         } else if let Some(s) = r.summary_of(fig.key) {
             let _ = write!(
                 t,
                 "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
-                esc(fig.label),
+                esc(&label),
                 esc(&fig.human(s.min)),
                 esc(&fig.human(s.median)),
                 esc(&fig.human(s.mean)),
@@ -63,30 +69,30 @@ pub fn render(r: &RunReport) -> String {
     );
     body.push_str(&figures_table(r));
     for fig in FIGURES.iter().filter(|f| f.headline) {
-        let values: Vec<f64> = r
+        let raw: Vec<f64> = r
             .runs
             .iter()
             .filter_map(|x| (fig.get)(x))
-            .map(|v| Quantity::new(v as f64, fig.unit).to(fig.show).value)
+            .map(|v| v as f64)
             .collect();
-        if values.is_empty() {
+        if raw.is_empty() {
             continue;
         }
-        let show = |v: f64| crate::units::thousands_f(v);
-        let label = match fig.show.symbol() {
+        let chart = ChartUnit::for_values(fig.unit, &raw);
+        let values: Vec<f64> = raw.iter().map(|v| chart.apply(*v)).collect();
+        let label = match chart.symbol() {
             "" => fig.label.to_string(),
             s => format!("{} ({s})", fig.label),
         };
         let _ = write!(body, "<h2>{}</h2>", esc(fig.label));
         if fig.key == "wall_ns" {
             let bins = (values.len() as f64).sqrt().ceil().clamp(5.0, 40.0) as usize;
-            body.push_str(&histogram(
-                &format!("{} over {} runs", fig.label, values.len()),
-                &label,
-                &values,
-                bins,
-                &show,
-            ));
+            let title = match values.len() {
+                1 => format!("{} of the one run", fig.label),
+                n if n < FEW => format!("{} of each of the {n} runs", fig.label),
+                n => format!("{} over {n} runs", fig.label),
+            };
+            body.push_str(&histogram(&title, &label, &values, bins));
         }
         let series = [Series {
             spread: Vec::new(),
@@ -101,7 +107,7 @@ pub fn render(r: &RunReport) -> String {
             &format!("{} in run order", fig.label),
             &label,
             &series,
-            &show,
+            &[0],
         ));
     }
     if !r.warnings.is_empty() {
