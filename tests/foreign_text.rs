@@ -73,7 +73,10 @@ fn compare_printed_names_and_commands_raw() {
     }
     // A failure names the command escaped.
     let (code, _, err) = run(
-        &["compare", "-n", "2", "--name", HOSTILE, "false"],
+        &[
+            "compare", "-n", "2", "--name", HOSTILE, "--name", "other", "false", "false",
+        ],
+
         dir.path(),
     );
     assert_eq!(code, Some(1), "{err}");

@@ -197,3 +197,50 @@ fn compare_shows_mean_sigma_and_min_max_as_hyperfine_does() {
     }
     assert!(rows[0].contains("#1") && rows[1].contains("#2"), "{text}");
 }
+
+/// `tally compare 'sleep 0.01'` compared the command with itself ("Holm-
+/// adjusted over 0 figures"). One command is refused, with `run -n` as
+/// the fix, before anything runs; one command against its stored runs
+/// (`--baseline`), or stored for later (`--save-baseline`), still works.
+#[test]
+fn one_command_given_to_compare_is_refused_with_run_n_as_the_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("ran");
+    let touch = format!("touch {}", marker.display());
+    let out = tally()
+        .current_dir(dir.path())
+        .args(["compare", "-n", "2", &touch])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("give two or more commands; for one, use `tally run -n`"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty());
+    assert!(!marker.exists(), "the command ran");
+    // One command stored, then compared against what was stored.
+    for args in [
+        ["--save-baseline", "b.json", "true"],
+        ["--baseline", "b.json", "true"],
+    ] {
+        let out = tally()
+            .current_dir(dir.path())
+            .args(["compare", "-n", "3", "-o", "/dev/null"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // A parameter scan of one command is several commands.
+    let out = tally()
+        .args(["compare", "-n", "2", "-P", "n", "1", "2", "true {n}"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+}

@@ -1179,6 +1179,7 @@ fn run_cold_on_a_fifo_fails_before_running_the_command() {
             .args(["compare", "-n", "2", flag])
             .arg(&fifo)
             .arg(format!("touch {}", marker.display()))
+            .arg("true")
             .output()
             .expect("tally runs");
         let err = String::from_utf8_lossy(&out.stderr);

@@ -283,6 +283,15 @@ impl CompareArgs {
                   or --baseline FILE",
             ));
         }
+        // One command compares with nothing, unless with its stored runs
+        // (--baseline) or to store them for a later comparison
+        // (--save-baseline).
+        let stored = self.baseline.is_some() || self.save_baseline.is_some();
+        if !stored && instances.len() < 2 {
+            return Err(usage(
+                &"give two or more commands; for one, use `tally run -n`",
+            ));
+        }
         let command_output = match (&self.command_output, self.show_output) {
             (Some(w), _) => plan::CommandOutput::parse(w),
             (None, true) => plan::CommandOutput::Inherit,
