@@ -31,7 +31,7 @@ fn a_table_written_to_a_file_keeps_every_column() {
         .lines()
         .find(|l| l.contains("peak RSS"))
         .unwrap_or_else(|| panic!("no header with every column:\n{text}"));
-    for column in ["cpu µs", "kernel", "peak RSS", "minor flt", "block in"] {
+    for column in ["cpu", "kernel", "peak RSS", "minor flt", "block in"] {
         assert!(header.contains(column), "{column} missing: {header}");
     }
     assert!(!text.contains("hidden"), "{text}");
@@ -148,7 +148,8 @@ fn a_slow_first_run_is_said_with_warmup_as_the_fix() {
     std::fs::remove_file(dir.path().join("done")).unwrap();
     let out = tally()
         .current_dir(dir.path())
-        .args(["run", "-n", "4", "--warmup", "1", "--", "sh", "-c", script])
+        .args(["run", "-n", "4", "--warmup", "1", "-u", "us", "--"])
+        .args(["sh", "-c", script])
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
@@ -173,7 +174,16 @@ fn a_slow_first_run_is_said_with_warmup_as_the_fix() {
 fn compare_shows_mean_sigma_and_min_max_as_hyperfine_does() {
     let out = tally()
         .env_remove("COLUMNS")
-        .args(["compare", "-N", "-n", "5", "/bin/true", "/bin/echo"])
+        .args([
+            "compare",
+            "-N",
+            "-n",
+            "5",
+            "-u",
+            "us",
+            "/bin/true",
+            "/bin/echo",
+        ])
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
@@ -243,4 +253,94 @@ fn one_command_given_to_compare_is_refused_with_run_n_as_the_fix() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{out:?}");
+}
+
+/// The figure after `took` and before `wall time`: `1.105s`.
+fn took(err: &str) -> &str {
+    err.split("took ")
+        .nth(1)
+        .and_then(|rest| rest.split(" wall time").next())
+        .unwrap_or_else(|| panic!("no `took … wall time`: {err}"))
+}
+
+/// `run -- sleep 1.2` said `1,204,704µs`, and no command took
+/// `-u/--time-unit`. Times scale (ns, µs, ms, s) in human output by
+/// default, `-u` fixes one unit on run, compare, load and bench, and JSON
+/// keeps its integers.
+#[test]
+fn times_scale_to_their_unit_and_time_unit_fixes_one() {
+    let out = tally()
+        .args(["run", "--", "sleep", "1.1"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let wall = took(&err);
+    assert!(
+        wall.starts_with("1.") && wall.ends_with('s') && !wall.ends_with("µs"),
+        "{wall}: {err}"
+    );
+    assert!(!err.contains(",µs") && !wall.contains(','), "{err}");
+    let out = tally()
+        .args(["run", "-u", "us", "--", "sleep", "0.2"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let wall = took(&err);
+    assert!(wall.ends_with("µs") && wall.contains(','), "{wall}: {err}");
+    // Every time in the repeated-run table in the unit asked for.
+    let out = tally()
+        .args(["run", "-n", "2", "--time-unit", "ms", "--", "sleep", "0.05"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let row = err
+        .lines()
+        .find(|l| l.contains("wall time"))
+        .unwrap_or_else(|| panic!("no wall time row: {err}"));
+    assert_eq!(row.matches("ms").count(), 5, "{row}");
+    // JSON keeps its integers.
+    let out = tally()
+        .args(["run", "--format", "json", "-u", "s", "--", "true"])
+        .output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&out.stderr).unwrap();
+    assert!(report["runs"][0]["wall_ns"].is_u64(), "{report}");
+    // compare and load take it too.
+    let out = tally()
+        .args([
+            "compare",
+            "-N",
+            "-n",
+            "3",
+            "-u",
+            "s",
+            "/bin/true",
+            "/bin/echo",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    let row = text
+        .lines()
+        .find(|l| l.contains(" ± ") && l.contains("#1"))
+        .unwrap_or_else(|| panic!("no mean ± σ row: {text}"));
+    assert!(row.contains("s ± ") && !row.contains("µs"), "{row}");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("data.bin");
+    std::fs::write(&file, vec![7u8; 1 << 20]).unwrap();
+    let out = tally()
+        .env_remove("COLUMNS")
+        .args(["load", "--warm", "-u", "ns", "--methods", "read"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    let row = text
+        .lines()
+        .find(|l| l.contains("read") && l.contains("ns"))
+        .unwrap_or_else(|| panic!("no read row in ns: {text}"));
+    assert!(!row.contains("µs"), "{row}");
 }

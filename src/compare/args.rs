@@ -175,9 +175,10 @@ pub struct CompareArgs {
     #[arg(long, value_enum, value_name = "METHOD", default_value_t = Sort::Auto)]
     pub sort: Sort,
 
-    /// The unit of times in the human table (default: µs).
-    #[arg(short = 'u', long, value_enum, value_name = "UNIT")]
-    pub time_unit: Option<TimeUnit>,
+    /// The unit of times in human output: `auto` (each scaled: ns, µs,
+    /// ms, s), `ns`, `us`, `ms` or `s`. JSON and CSV keep integers.
+    #[arg(short = 'u', long, value_enum, value_name = "UNIT", default_value_t = TimeUnit::Auto)]
+    pub time_unit: TimeUnit,
 
     /// The family-wise significance level: the chance that a comparison
     /// calls any figure of any command different when none differs (each

@@ -266,6 +266,9 @@ fn gate_markdown(r: &CompareReport, out: &mut dyn Write) -> io::Result<()> {
     for w in &r.warnings {
         writeln!(out, "> warning: {}\n", escape_text(w))?;
     }
+    if summary::shows_tick_sampled(r) {
+        writeln!(out, "{}\n", escape_text(crate::run::report::TICK_NOTE))?;
+    }
     let against = match &r.baseline {
         // Escaped once already, as every path shown.
         Some(b) => format!(

@@ -51,6 +51,11 @@ pub struct LoadArgs {
     #[arg(long, value_enum, default_value_t = Touch::All)]
     pub touch: Touch,
 
+    /// The unit of times in human output: `auto` (each scaled: ns, µs,
+    /// ms, s), `ns`, `us`, `ms` or `s`. JSON and CSV keep integers.
+    #[arg(short = 'u', long, value_enum, value_name = "UNIT", default_value_t = crate::units::TimeUnit::Auto)]
+    pub time_unit: crate::units::TimeUnit,
+
     /// Where the report goes.
     #[command(flatten)]
     pub out: crate::report::OutputArgs,
