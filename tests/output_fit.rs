@@ -344,3 +344,42 @@ fn times_scale_to_their_unit_and_time_unit_fixes_one() {
         .unwrap_or_else(|| panic!("no read row in ns: {text}"));
     assert!(!row.contains("µs"), "{row}");
 }
+
+/// `compare --export markdown=FILE` without a gate was one table of every
+/// figure of every command, raw nanoseconds and 16-digit floats. The
+/// compact summary (a headline, a small table per command, times scaled)
+/// is compare's Markdown; CSV keeps the full table.
+#[test]
+fn compare_markdown_is_the_compact_summary_with_scaled_times() {
+    let out = tally()
+        .args(["compare", "-N", "-n", "3", "--format", "markdown"])
+        .args(["/bin/true", "/bin/echo"])
+        .output()
+        .unwrap();
+    let md = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{md}");
+    assert!(md.starts_with("**tally compare**: \\#2 "), "{md}");
+    assert!(md.contains("\n#### `"), "{md}");
+    let tables = md.lines().filter(|l| l.starts_with("| figure |")).count();
+    assert_eq!(tables, 1, "one table for the one compared command: {md}");
+    let wall = md
+        .lines()
+        .find(|l| l.starts_with("| wall time |"))
+        .unwrap_or_else(|| panic!("no wall time row: {md}"));
+    let cells: Vec<&str> = wall.split('|').map(str::trim).collect();
+    for cell in &cells[2..4] {
+        assert!(
+            ["ns", "µs", "ms", "s"].iter().any(|u| cell.ends_with(u)),
+            "{cell}: {wall}"
+        );
+        assert!(cell.len() < 12, "not scaled: {cell}");
+    }
+    assert!(!md.contains("wall_ns"), "the full table: {md}");
+    let out = tally()
+        .args(["compare", "-N", "-n", "3", "--format", "csv"])
+        .args(["/bin/true", "/bin/echo"])
+        .output()
+        .unwrap();
+    let csv = String::from_utf8_lossy(&out.stdout);
+    assert!(csv.contains("wall_ns"), "{csv}");
+}
