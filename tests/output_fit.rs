@@ -345,6 +345,68 @@ fn times_scale_to_their_unit_and_time_unit_fixes_one() {
     assert!(!row.contains("µs"), "{row}");
 }
 
+/// `--help` at 80 columns split quoted example commands across lines, and
+/// the man pages reflowed them (`'python3 load.py --mmap` / `model.bin'`)
+/// and repeated them under NOTES. Every example line of `--help` fits
+/// whole (a line that goes on says so with `\`), and the man page keeps
+/// each example on one unbreakable line, listed once.
+#[test]
+fn examples_are_never_split_across_lines_nor_repeated_in_notes() {
+    let subcommands = [
+        "run", "compare", "bench", "mem", "cache", "cp", "load", "serve",
+    ];
+    for sub in subcommands {
+        let out = tally()
+            .env("COLUMNS", "80")
+            .args([sub, "--help"])
+            .output()
+            .unwrap();
+        let help = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{sub}: {help}");
+        let examples: Vec<&str> = help
+            .lines()
+            .skip_while(|l| *l != "Examples:")
+            .skip(1)
+            .take_while(|l| !l.trim().is_empty())
+            .collect();
+        assert!(!examples.is_empty(), "{sub}: no examples: {help}");
+        for (i, line) in examples.iter().enumerate() {
+            let goes_on = i > 0 && examples[i - 1].ends_with('\\');
+            assert!(
+                goes_on || line.starts_with("  tally ") || line.starts_with("  find "),
+                "{sub}: an example split at 80 columns: {line:?}\n{help}"
+            );
+        }
+        let out = tally().args(["man", sub]).output().unwrap();
+        let page = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{sub}");
+        let section = |name: &str| -> String {
+            page.split(".SH ")
+                .find(|s| s.starts_with(name))
+                .unwrap_or_default()
+                .to_string()
+        };
+        let shown = section("EXAMPLES");
+        assert!(shown.contains("\n.nh\n"), "{sub}: hyphenated: {shown}");
+        let tags: Vec<&str> = shown
+            .lines()
+            .filter(|l| l.starts_with("\\fBtally"))
+            .collect();
+        assert!(!tags.is_empty(), "{sub}: {shown}");
+        for tag in &tags {
+            let bare = tag.replace("\\ ", "");
+            assert!(!bare.contains(' '), "{sub}: a breakable example: {tag}");
+        }
+        let notes = section("NOTES");
+        assert!(!notes.contains("Examples:"), "{sub}: {notes}");
+        assert!(!notes.contains("Exit status:"), "{sub}: {notes}");
+        assert!(
+            !notes.lines().any(|l| l.trim_start().starts_with("tally ")),
+            "{sub}: NOTES repeat an example: {notes}"
+        );
+    }
+}
+
 /// `compare --export markdown=FILE` without a gate was one table of every
 /// figure of every command, raw nanoseconds and 16-digit floats. The
 /// compact summary (a headline, a small table per command, times scaled)

@@ -13,9 +13,9 @@ use crate::failure::Usage;
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  \
         tally compare 'sleep 0.01' 'sleep 0.03'\n  \
-        tally compare --cold model.bin 'python3 load.py --read model.bin' 'python3 load.py --mmap model.bin'\n  \
+        tally compare --cold f.bin './load --read f.bin' './load --mmap f.bin'\n  \
         tally compare -N -n 200 /bin/true '/bin/echo hi'\n  \
-        tally compare -P threads 1 4 'xz -T{threads} -k -c big > /dev/null' --html xz.html\n  \
+        tally compare -P t 1 4 'xz -T{t} -c big > /dev/null' --html xz.html\n  \
         tally compare -N --fail-on wall=3% --fail-on maxrss=10% ./old ./new\n  \
         tally compare -N --save-baseline main.json --name app ./app\n  \
         tally compare -N --baseline main.json --fail-on wall=5% --name app ./app\n\n\
