@@ -57,6 +57,104 @@ pub fn short_number(x: f64) -> String {
     }
 }
 
+/// The unit people read times in (`-u/--time-unit`): `auto` scales each
+/// time to the unit that keeps it short (ns, µs, ms, s); the others fix
+/// one. Machine formats (JSON, CSV) keep their own integer units.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum TimeUnit {
+    /// ns below 1 µs, µs below 1 ms, ms below 1 s, then s.
+    #[default]
+    Auto,
+    #[value(name = "ns", alias = "nanosecond")]
+    Nanosecond,
+    #[value(name = "us", alias = "µs", alias = "microsecond")]
+    Microsecond,
+    #[value(name = "ms", alias = "millisecond")]
+    Millisecond,
+    #[value(name = "s", alias = "second")]
+    Second,
+}
+
+impl TimeUnit {
+    /// The symbol and nanoseconds per unit of a fixed unit; `None` for
+    /// `auto`.
+    pub fn fixed(self) -> Option<(&'static str, f64)> {
+        match self {
+            TimeUnit::Auto => None,
+            u => {
+                let (per, symbol) = u.scale(1.0);
+                Some((symbol, per))
+            }
+        }
+    }
+
+    /// Nanoseconds in one of this unit, and its symbol, for `ns`
+    /// nanoseconds (`auto` picks by size).
+    fn scale(self, ns: f64) -> (f64, &'static str) {
+        let unit = match self {
+            TimeUnit::Auto => match ns.abs() {
+                x if x >= 1e9 => TimeUnit::Second,
+                x if x >= 1e6 => TimeUnit::Millisecond,
+                x if x >= 1e3 || x == 0.0 => TimeUnit::Microsecond,
+                _ => TimeUnit::Nanosecond,
+            },
+            u => u,
+        };
+        match unit {
+            TimeUnit::Auto | TimeUnit::Microsecond => (1e3, "µs"),
+            TimeUnit::Nanosecond => (1.0, "ns"),
+            TimeUnit::Millisecond => (1e6, "ms"),
+            TimeUnit::Second => (1e9, "s"),
+        }
+    }
+}
+
+/// The time unit of this tally's human output, set once from the command
+/// line ([`set_time_unit`]); `auto` when never set.
+static TIME_UNIT: std::sync::OnceLock<TimeUnit> = std::sync::OnceLock::new();
+
+/// Sets the unit every human time is written in, once, before any
+/// report; a later call changes nothing.
+pub fn set_time_unit(unit: TimeUnit) {
+    let _ = TIME_UNIT.set(unit);
+}
+
+/// The unit of the command line (`auto` when never set).
+pub fn time_unit() -> TimeUnit {
+    TIME_UNIT.get().copied().unwrap_or_default()
+}
+
+/// `ns` nanoseconds for people, in the unit of the command line
+/// (`-u/--time-unit`, `auto` by default): `1.205s`, `314.0ms`, `1,492µs`
+/// with `-u us`.
+pub fn time_ns(ns: f64) -> String {
+    time_in(ns, time_unit())
+}
+
+/// `ns` nanoseconds in `unit`, to about four significant digits and at
+/// least a whole: `1.205s`, `12.36ms`, `850ns`, `1,204,704µs` (`-u us`).
+pub fn time_in(ns: f64, unit: TimeUnit) -> String {
+    if !ns.is_finite() {
+        return "-".to_string();
+    }
+    let (per, symbol) = unit.scale(ns);
+    let q = ns / per;
+    // Nanoseconds are whole: no clock here reads finer.
+    let digits = match q.abs() {
+        _ if per == 1.0 => 0,
+        x if x >= 1000.0 || x == 0.0 => 0,
+        x if x >= 100.0 => 1,
+        x if x >= 10.0 => 2,
+        x if x >= 1.0 => 3,
+        _ => 4,
+    };
+    if digits == 0 {
+        format!("{}{symbol}", thousands_f(q))
+    } else {
+        format!("{q:.digits$}{symbol}")
+    }
+}
+
 /// Whole microseconds of a duration.
 pub fn micros(d: Duration) -> u64 {
     u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
@@ -129,6 +227,23 @@ pub fn parse_seconds(s: &str) -> Result<Duration, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn times_scale_from_ns_to_s_and_a_fixed_unit_keeps_its_own() {
+        assert_eq!(time_in(850.0, TimeUnit::Auto), "850ns");
+        assert_eq!(time_in(1_492_000.0, TimeUnit::Auto), "1.492ms");
+        assert_eq!(time_in(314_018_000.0, TimeUnit::Auto), "314.0ms");
+        assert_eq!(time_in(1_204_704_000.0, TimeUnit::Auto), "1.205s");
+        assert_eq!(time_in(12_500.0, TimeUnit::Auto), "12.50µs");
+        assert_eq!(time_in(0.0, TimeUnit::Auto), "0µs");
+        assert_eq!(
+            time_in(1_204_704_000.0, TimeUnit::Microsecond),
+            "1,204,704µs"
+        );
+        assert_eq!(time_in(1_186_000.0, TimeUnit::Second), "0.0012s");
+        assert_eq!(time_in(1_186.0, TimeUnit::Nanosecond), "1,186ns");
+        assert_eq!(time_in(21_680_000.0, TimeUnit::Millisecond), "21.68ms");
+    }
 
     #[test]
     fn numbers_in_messages_stay_short() {

@@ -58,7 +58,7 @@ fn stop_with(sig: &str, code: i32) {
     // A number no other test sleeps for, to tell these processes apart.
     let script = "sleep 1000037 & sleep 1000037";
     let child = common::tally_std()
-        .args(["compare", "-n", "3", "--format", "json", script])
+        .args(["compare", "-n", "3", "--format", "json", script, script])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

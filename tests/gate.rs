@@ -504,7 +504,7 @@ fn bad_gates_and_baselines_are_refused_before_any_command_runs() {
         1,
     );
     std::fs::write(d.join("newer.json"), newer).unwrap();
-    let report = run(d, &["compare", "-n", "2", "true", "--format", "json"]);
+    let report = run(d, &["compare", "-n", "2", "true", ":", "--format", "json"]);
     std::fs::write(d.join("report.json"), &report.stdout).unwrap();
     let bench = br#"{"schema_version": 2, "benchmarks": []}"#;
     std::fs::write(d.join("bench.json"), bench).unwrap();
@@ -668,7 +668,7 @@ fn compare_writes_no_file_through_a_link_planted_in_a_sticky_dir() {
         let out = tally()
             .args(["compare", "-n", "2"])
             .args(&args)
-            .args(["echo attacker-chosen", "-o", "/dev/null"])
+            .args(["echo attacker-chosen", "true", "-o", "/dev/null"])
             .output()
             .expect("tally runs");
         let stderr = String::from_utf8_lossy(&out.stderr);

@@ -31,7 +31,7 @@ fn a_table_written_to_a_file_keeps_every_column() {
         .lines()
         .find(|l| l.contains("peak RSS"))
         .unwrap_or_else(|| panic!("no header with every column:\n{text}"));
-    for column in ["cpu µs", "kernel", "peak RSS", "minor flt", "block in"] {
+    for column in ["cpu", "kernel", "peak RSS", "minor flt", "block in"] {
         assert!(header.contains(column), "{column} missing: {header}");
     }
     assert!(!text.contains("hidden"), "{text}");
@@ -148,7 +148,8 @@ fn a_slow_first_run_is_said_with_warmup_as_the_fix() {
     std::fs::remove_file(dir.path().join("done")).unwrap();
     let out = tally()
         .current_dir(dir.path())
-        .args(["run", "-n", "4", "--warmup", "1", "--", "sh", "-c", script])
+        .args(["run", "-n", "4", "--warmup", "1", "-u", "us", "--"])
+        .args(["sh", "-c", script])
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
@@ -173,7 +174,16 @@ fn a_slow_first_run_is_said_with_warmup_as_the_fix() {
 fn compare_shows_mean_sigma_and_min_max_as_hyperfine_does() {
     let out = tally()
         .env_remove("COLUMNS")
-        .args(["compare", "-N", "-n", "5", "/bin/true", "/bin/echo"])
+        .args([
+            "compare",
+            "-N",
+            "-n",
+            "5",
+            "-u",
+            "us",
+            "/bin/true",
+            "/bin/echo",
+        ])
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
@@ -196,4 +206,242 @@ fn compare_shows_mean_sigma_and_min_max_as_hyperfine_does() {
         );
     }
     assert!(rows[0].contains("#1") && rows[1].contains("#2"), "{text}");
+}
+
+/// `tally compare 'sleep 0.01'` compared the command with itself ("Holm-
+/// adjusted over 0 figures"). One command is refused, with `run -n` as
+/// the fix, before anything runs; one command against its stored runs
+/// (`--baseline`), or stored for later (`--save-baseline`), still works.
+#[test]
+fn one_command_given_to_compare_is_refused_with_run_n_as_the_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("ran");
+    let touch = format!("touch {}", marker.display());
+    let out = tally()
+        .current_dir(dir.path())
+        .args(["compare", "-n", "2", &touch])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("give two or more commands; for one, use `tally run -n`"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty());
+    assert!(!marker.exists(), "the command ran");
+    // One command stored, then compared against what was stored.
+    for args in [
+        ["--save-baseline", "b.json", "true"],
+        ["--baseline", "b.json", "true"],
+    ] {
+        let out = tally()
+            .current_dir(dir.path())
+            .args(["compare", "-n", "3", "-o", "/dev/null"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // A parameter scan of one command is several commands.
+    let out = tally()
+        .args(["compare", "-n", "2", "-P", "n", "1", "2", "true {n}"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+}
+
+/// The figure after `took` and before `wall time`: `1.105s`.
+fn took(err: &str) -> &str {
+    err.split("took ")
+        .nth(1)
+        .and_then(|rest| rest.split(" wall time").next())
+        .unwrap_or_else(|| panic!("no `took … wall time`: {err}"))
+}
+
+/// `run -- sleep 1.2` said `1,204,704µs`, and no command took
+/// `-u/--time-unit`. Times scale (ns, µs, ms, s) in human output by
+/// default, `-u` fixes one unit on run, compare, load and bench, and JSON
+/// keeps its integers.
+#[test]
+fn times_scale_to_their_unit_and_time_unit_fixes_one() {
+    let out = tally()
+        .args(["run", "--", "sleep", "1.1"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let wall = took(&err);
+    assert!(
+        wall.starts_with("1.") && wall.ends_with('s') && !wall.ends_with("µs"),
+        "{wall}: {err}"
+    );
+    assert!(!err.contains(",µs") && !wall.contains(','), "{err}");
+    let out = tally()
+        .args(["run", "-u", "us", "--", "sleep", "0.2"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let wall = took(&err);
+    assert!(wall.ends_with("µs") && wall.contains(','), "{wall}: {err}");
+    // Every time in the repeated-run table in the unit asked for.
+    let out = tally()
+        .args(["run", "-n", "2", "--time-unit", "ms", "--", "sleep", "0.05"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let row = err
+        .lines()
+        .find(|l| l.contains("wall time"))
+        .unwrap_or_else(|| panic!("no wall time row: {err}"));
+    assert_eq!(row.matches("ms").count(), 5, "{row}");
+    // JSON keeps its integers.
+    let out = tally()
+        .args(["run", "--format", "json", "-u", "s", "--", "true"])
+        .output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&out.stderr).unwrap();
+    assert!(report["runs"][0]["wall_ns"].is_u64(), "{report}");
+    // compare and load take it too.
+    let out = tally()
+        .args([
+            "compare",
+            "-N",
+            "-n",
+            "3",
+            "-u",
+            "s",
+            "/bin/true",
+            "/bin/echo",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    let row = text
+        .lines()
+        .find(|l| l.contains(" ± ") && l.contains("#1"))
+        .unwrap_or_else(|| panic!("no mean ± σ row: {text}"));
+    assert!(row.contains("s ± ") && !row.contains("µs"), "{row}");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("data.bin");
+    std::fs::write(&file, vec![7u8; 1 << 20]).unwrap();
+    let out = tally()
+        .env_remove("COLUMNS")
+        .args(["load", "--warm", "-u", "ns", "--methods", "read"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    let row = text
+        .lines()
+        .find(|l| l.contains("read") && l.contains("ns"))
+        .unwrap_or_else(|| panic!("no read row in ns: {text}"));
+    assert!(!row.contains("µs"), "{row}");
+}
+
+/// `--help` at 80 columns split quoted example commands across lines, and
+/// the man pages reflowed them (`'python3 load.py --mmap` / `model.bin'`)
+/// and repeated them under NOTES. Every example line of `--help` fits
+/// whole (a line that goes on says so with `\`), and the man page keeps
+/// each example on one unbreakable line, listed once.
+#[test]
+fn examples_are_never_split_across_lines_nor_repeated_in_notes() {
+    let subcommands = [
+        "run", "compare", "bench", "mem", "cache", "cp", "load", "serve",
+    ];
+    for sub in subcommands {
+        let out = tally()
+            .env("COLUMNS", "80")
+            .args([sub, "--help"])
+            .output()
+            .unwrap();
+        let help = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{sub}: {help}");
+        let examples: Vec<&str> = help
+            .lines()
+            .skip_while(|l| *l != "Examples:")
+            .skip(1)
+            .take_while(|l| !l.trim().is_empty())
+            .collect();
+        assert!(!examples.is_empty(), "{sub}: no examples: {help}");
+        for (i, line) in examples.iter().enumerate() {
+            let goes_on = i > 0 && examples[i - 1].ends_with('\\');
+            assert!(
+                goes_on || line.starts_with("  tally ") || line.starts_with("  find "),
+                "{sub}: an example split at 80 columns: {line:?}\n{help}"
+            );
+        }
+        let out = tally().args(["man", sub]).output().unwrap();
+        let page = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{sub}");
+        let section = |name: &str| -> String {
+            page.split(".SH ")
+                .find(|s| s.starts_with(name))
+                .unwrap_or_default()
+                .to_string()
+        };
+        let shown = section("EXAMPLES");
+        assert!(shown.contains("\n.nh\n"), "{sub}: hyphenated: {shown}");
+        let tags: Vec<&str> = shown
+            .lines()
+            .filter(|l| l.starts_with("\\fBtally"))
+            .collect();
+        assert!(!tags.is_empty(), "{sub}: {shown}");
+        for tag in &tags {
+            let bare = tag.replace("\\ ", "");
+            assert!(!bare.contains(' '), "{sub}: a breakable example: {tag}");
+        }
+        let notes = section("NOTES");
+        assert!(!notes.contains("Examples:"), "{sub}: {notes}");
+        assert!(!notes.contains("Exit status:"), "{sub}: {notes}");
+        assert!(
+            !notes.lines().any(|l| l.trim_start().starts_with("tally ")),
+            "{sub}: NOTES repeat an example: {notes}"
+        );
+    }
+}
+
+/// `compare --export markdown=FILE` without a gate was one table of every
+/// figure of every command, raw nanoseconds and 16-digit floats. The
+/// compact summary (a headline, a small table per command, times scaled)
+/// is compare's Markdown; CSV keeps the full table.
+#[test]
+fn compare_markdown_is_the_compact_summary_with_scaled_times() {
+    let out = tally()
+        .args(["compare", "-N", "-n", "3", "--format", "markdown"])
+        .args(["/bin/true", "/bin/echo"])
+        .output()
+        .unwrap();
+    let md = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{md}");
+    assert!(md.starts_with("**tally compare**: \\#2 "), "{md}");
+    assert!(md.contains("\n#### `"), "{md}");
+    let tables = md.lines().filter(|l| l.starts_with("| figure |")).count();
+    assert_eq!(tables, 1, "one table for the one compared command: {md}");
+    let wall = md
+        .lines()
+        .find(|l| l.starts_with("| wall time |"))
+        .unwrap_or_else(|| panic!("no wall time row: {md}"));
+    let cells: Vec<&str> = wall.split('|').map(str::trim).collect();
+    for cell in &cells[2..4] {
+        assert!(
+            ["ns", "µs", "ms", "s"].iter().any(|u| cell.ends_with(u)),
+            "{cell}: {wall}"
+        );
+        assert!(cell.len() < 12, "not scaled: {cell}");
+    }
+    assert!(!md.contains("wall_ns"), "the full table: {md}");
+    let out = tally()
+        .args(["compare", "-N", "-n", "3", "--format", "csv"])
+        .args(["/bin/true", "/bin/echo"])
+        .output()
+        .unwrap();
+    let csv = String::from_utf8_lossy(&out.stdout);
+    assert!(csv.contains("wall_ns"), "{csv}");
 }

@@ -60,7 +60,8 @@ fn command_output_followed_a_link_planted_as_a_directory_in_a_sticky_dir() {
         ("--export", format!("json={through}")),
     ] {
         let out = common::tally()
-            .args(["compare", "-n", "2", flag, &value, "echo attacker-chosen"])
+            .args(["compare", "-n", "2", flag, &value])
+            .args(["echo attacker-chosen", "true"])
             .timeout(Duration::from_secs(60))
             .output()
             .expect("tally runs");
@@ -87,7 +88,7 @@ fn command_output_followed_a_link_planted_as_a_directory_in_a_sticky_dir() {
     let out = common::tally()
         .args(["compare", "-n", "2", "--command-output"])
         .arg(mine.join("out"))
-        .args(["echo mine", "-o", "/dev/null"])
+        .args(["echo mine", "echo mine", "-o", "/dev/null"])
         .timeout(Duration::from_secs(60))
         .output()
         .expect("tally runs");
@@ -113,9 +114,17 @@ fn command_output_to_a_fifo_with_no_reader_hung_in_open() {
     for (code, args) in [
         (
             1,
-            vec!["compare", "-n", "2", "--command-output", "fifo", "true"],
+            vec![
+                "compare",
+                "-n",
+                "2",
+                "--command-output",
+                "fifo",
+                "true",
+                "true",
+            ],
         ),
-        (1, vec!["compare", "-n", "2", "-o", "fifo", "true"]),
+        (1, vec!["compare", "-n", "2", "-o", "fifo", "true", "true"]),
         (125, vec!["run", "-o", "fifo", "--", "true"]),
     ] {
         let child = common::tally_std()
@@ -149,6 +158,7 @@ fn command_output_to_a_fifo_with_no_reader_hung_in_open() {
             "2",
             "--command-output",
             "fifo",
+            "echo through",
             "echo through",
         ])
         .current_dir(dir.path())
@@ -188,7 +198,15 @@ fn a_block_device_named_as_an_output_is_refused_and_a_character_device_written()
     for (code, args) in [
         (
             1,
-            vec!["compare", "-n", "2", "--command-output", block, "true"],
+            vec![
+                "compare",
+                "-n",
+                "2",
+                "--command-output",
+                block,
+                "true",
+                "true",
+            ],
         ),
         (125, vec!["run", "-o", block, "--", "true"]),
     ] {
@@ -210,6 +228,7 @@ fn a_block_device_named_as_an_output_is_refused_and_a_character_device_written()
             "--command-output",
             "/dev/null",
             "true",
+            "true",
         ])
         .args(["-o", "/dev/null"])
         .timeout(Duration::from_secs(60))
@@ -228,10 +247,10 @@ fn two_exports_to_one_file_lost_the_first() {
     std::fs::create_dir(dir.path().join("d")).expect("mkdir");
     let cases: [&[&str]; 5] = [
         &[
-            "compare", "-n", "2", "--export", "json=a", "--export", "csv=a", "true",
+            "compare", "-n", "2", "--export", "json=a", "--export", "csv=a", "true", "true",
         ],
         &[
-            "compare", "-n", "2", "--export", "json=x", "--html", "x", "true",
+            "compare", "-n", "2", "--export", "json=x", "--html", "x", "true", "true",
         ],
         &[
             "compare",
@@ -241,6 +260,7 @@ fn two_exports_to_one_file_lost_the_first() {
             "r",
             "--export",
             "csv=d/../r",
+            "true",
             "true",
         ],
         &[
@@ -287,6 +307,7 @@ fn two_exports_to_one_file_lost_the_first() {
             "/dev/null",
             "--export",
             "csv=/dev/null",
+            "true",
             "true",
         ])
         .timeout(Duration::from_secs(60))

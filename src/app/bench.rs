@@ -8,6 +8,7 @@ use tally::progress::Progress;
 use tally::report::Stream;
 
 pub(super) fn bench_command(args: BenchArgs) -> u8 {
+    tally::units::set_time_unit(args.time_unit);
     if args.list {
         return super::quiet_pipe(|out| Ok(command::list(out)?));
     }

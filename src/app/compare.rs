@@ -7,6 +7,7 @@ use tally::compare::{self, args::CompareArgs, command};
 use tally::progress::Progress;
 
 pub(super) fn compare_command(args: CompareArgs) -> u8 {
+    tally::units::set_time_unit(args.time_unit);
     let cfg = match args.config() {
         Ok(cfg) => cfg,
         Err(e) => return super::fail(&e),

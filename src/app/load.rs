@@ -8,6 +8,7 @@ use tally::load::{args::LoadArgs, command};
 use tally::progress::Progress;
 
 pub(super) fn load_command(args: LoadArgs) -> u8 {
+    tally::units::set_time_unit(args.time_unit);
     if let Some(child) = args.child() {
         return child.run();
     }

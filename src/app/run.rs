@@ -8,6 +8,7 @@ use tally::progress::Progress;
 use tally::run::{self, args::RunArgs};
 
 pub(super) fn run_command(args: RunArgs) -> u8 {
+    tally::units::set_time_unit(args.time_unit);
     let request = args.out.request();
     let why_table = args.why;
     let mut cfg = match args.config() {

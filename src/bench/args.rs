@@ -27,6 +27,11 @@ pub struct BenchArgs {
     #[arg(long)]
     pub list: bool,
 
+    /// The unit of times in human output: `auto` (each scaled: ns, µs,
+    /// ms, s), `ns`, `us`, `ms` or `s`. JSON and CSV keep integers.
+    #[arg(short = 'u', long, value_enum, value_name = "UNIT", default_value_t = crate::units::TimeUnit::Auto)]
+    pub time_unit: crate::units::TimeUnit,
+
     /// Where the report goes.
     #[command(flatten)]
     pub out: crate::report::OutputArgs,

@@ -27,6 +27,11 @@ pub fn format_gbps(gb: f64) -> String {
 }
 
 pub fn format_ns(ns: f64) -> String {
+    // `-u/--time-unit` fixes the unit; by default it scales.
+    if let Some((unit, _)) = crate::units::time_unit().fixed() {
+        let text = crate::units::time_in(ns, crate::units::time_unit());
+        return format!("{} {unit}", text.trim_end_matches(unit));
+    }
     let a = ns.abs();
     if a < 10.0 {
         format!("{ns:.2} ns")
@@ -69,6 +74,9 @@ pub struct Scale {
 /// GiB; GB/s and MHz as they are.
 pub fn scale_for(v: &Value, typical: f64) -> Scale {
     let a = typical.abs();
+    if let (Value::Ns(_), Some((unit, divisor))) = (v, crate::units::time_unit().fixed()) {
+        return Scale { unit, divisor };
+    }
     match v {
         Value::Ns(_) if a < 10_000.0 => Scale {
             unit: "ns",

@@ -376,22 +376,54 @@ pub fn render(subcommand: Option<&str>, out: &mut dyn Write) -> io::Result<()> {
         for (code, meaning) in extra.exit_status {
             writeln!(out, ".TP\n\\fB{}\\fR\n{}", escape(code), escape(meaning))?;
         }
-        writeln!(out, ".SH EXAMPLES")?;
+        // A command line is never filled, broken or hyphenated: its spaces
+        // are unpaddable and hyphenation is off, so it reads (and copies)
+        // as typed.
+        writeln!(out, ".SH EXAMPLES\n.nh")?;
         for (line, what) in extra.examples {
-            writeln!(out, ".TP\n\\fB{}\\fR\n{}", escape(line), escape(what))?;
+            let line = escape(line).replace(' ', "\\ ");
+            writeln!(out, ".TP\n\\fB{line}\\fR\n{}", escape(what))?;
         }
+        writeln!(out, ".hy")?;
     }
-    if cmd.get_after_help().is_some() || cmd.get_after_long_help().is_some() {
-        let mut notes = Vec::new();
-        man.render_extra_section(&mut notes)?;
-        let notes = String::from_utf8_lossy(&notes).replacen(".SH EXTRA", ".SH NOTES", 1);
-        out.write_all(notes.as_bytes())?;
+    let after = cmd.get_after_long_help().or(cmd.get_after_help());
+    if let Some(after) = after {
+        let notes = notes(&after.to_string(), extra.is_some());
+        if !notes.is_empty() {
+            writeln!(out, ".SH NOTES")?;
+            for (i, paragraph) in notes.iter().enumerate() {
+                if i > 0 {
+                    writeln!(out, ".PP")?;
+                }
+                writeln!(out, "{paragraph}")?;
+            }
+        }
     }
     man.render_version_section(out)?;
     if subcommand.is_some() {
         writeln!(out, ".SH \"SEE ALSO\"\n\\fBtally\\fR(1)")?;
     }
     Ok(())
+}
+
+/// The paragraphs (escaped, their lines kept apart) of `--help`'s closing
+/// text that the man page does not
+/// already say: the examples and the exit status have sections of their
+/// own on a page with [`Extra`] (`sectioned`), so they are left out of
+/// NOTES rather than repeated there, reflowed.
+fn notes(after_help: &str, sectioned: bool) -> Vec<String> {
+    after_help
+        .split("\n\n")
+        .filter(|p| !(sectioned && p.trim_start().starts_with("Examples:")))
+        .map(|p| {
+            p.lines()
+                .filter(|l| !(sectioned && l.trim_start().starts_with("Exit status:")))
+                .map(escape)
+                .collect::<Vec<_>>()
+                .join("\n.br\n")
+        })
+        .filter(|p| !p.trim().is_empty())
+        .collect()
 }
 
 /// A man page that could not be installed.

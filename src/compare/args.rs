@@ -13,9 +13,9 @@ use crate::failure::Usage;
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  \
         tally compare 'sleep 0.01' 'sleep 0.03'\n  \
-        tally compare --cold model.bin 'python3 load.py --read model.bin' 'python3 load.py --mmap model.bin'\n  \
+        tally compare --cold f.bin './load --read f.bin' './load --mmap f.bin'\n  \
         tally compare -N -n 200 /bin/true '/bin/echo hi'\n  \
-        tally compare -P threads 1 4 'xz -T{threads} -k -c big > /dev/null' --html xz.html\n  \
+        tally compare -P t 1 4 'xz -T{t} -c big > /dev/null' --html xz.html\n  \
         tally compare -N --fail-on wall=3% --fail-on maxrss=10% ./old ./new\n  \
         tally compare -N --save-baseline main.json --name app ./app\n  \
         tally compare -N --baseline main.json --fail-on wall=5% --name app ./app\n\n\
@@ -175,9 +175,10 @@ pub struct CompareArgs {
     #[arg(long, value_enum, value_name = "METHOD", default_value_t = Sort::Auto)]
     pub sort: Sort,
 
-    /// The unit of times in the human table (default: µs).
-    #[arg(short = 'u', long, value_enum, value_name = "UNIT")]
-    pub time_unit: Option<TimeUnit>,
+    /// The unit of times in human output: `auto` (each scaled: ns, µs,
+    /// ms, s), `ns`, `us`, `ms` or `s`. JSON and CSV keep integers.
+    #[arg(short = 'u', long, value_enum, value_name = "UNIT", default_value_t = TimeUnit::Auto)]
+    pub time_unit: TimeUnit,
 
     /// The family-wise significance level: the chance that a comparison
     /// calls any figure of any command different when none differs (each
@@ -282,6 +283,15 @@ impl CompareArgs {
             return Err(usage(
                 &"--fail-on needs a reference: give two commands (the first is the reference), \
                   or --baseline FILE",
+            ));
+        }
+        // One command compares with nothing, unless with its stored runs
+        // (--baseline) or to store them for a later comparison
+        // (--save-baseline).
+        let stored = self.baseline.is_some() || self.save_baseline.is_some();
+        if !stored && instances.len() < 2 {
+            return Err(usage(
+                &"give two or more commands; for one, use `tally run -n`",
             ));
         }
         let command_output = match (&self.command_output, self.show_output) {

@@ -140,6 +140,9 @@ pub(super) fn write(r: &CompareReport, out: &mut dyn Write, style: Style) -> io:
     } else {
         figure_table(r, out, style)?;
     }
+    if summary::shows_tick_sampled(r) {
+        paragraph(out, crate::run::report::TICK_NOTE, width)?;
+    }
     footer(r, out, width)
 }
 
@@ -317,12 +320,12 @@ fn footer(r: &CompareReport, out: &mut dyn Write, width: usize) -> io::Result<()
     if let Some(p) = &r.page_cache {
         let line = |what: &str, done: &str, files: u64, median: Option<u64>, total: u64| {
             format!(
-                "{what}: {} {done} before each of {} runs: {}µs per run (median), {}µs \
+                "{what}: {} {done} before each of {} runs: {} per run (median), {} \
                  in all, counted in no run",
                 crate::units::count(files, "file", "files"),
                 thousands(p.runs),
-                thousands(median.unwrap_or(0) / 1000),
-                thousands(total / 1000),
+                crate::units::time_ns(median.unwrap_or(0) as f64),
+                crate::units::time_ns(total as f64),
             )
         };
         if let Some(files) = p.warmed_files {

@@ -161,8 +161,8 @@ pub struct BaselineUse {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct View {
     pub sort: Sort,
-    /// Times in this unit (`--time-unit`); `None`: µs.
-    pub time_unit: Option<TimeUnit>,
+    /// Times in this unit (`--time-unit`; `auto` scales each).
+    pub time_unit: TimeUnit,
 }
 
 /// `--sort`: the order of the commands in each figure's rows (hyperfine's
@@ -180,14 +180,7 @@ pub enum Sort {
     MedianTime,
 }
 
-/// `--time-unit`: the unit of the human table's times (hyperfine's names).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum TimeUnit {
-    Nanosecond,
-    Microsecond,
-    Millisecond,
-    Second,
-}
+pub use crate::units::TimeUnit;
 
 /// Where the commands' stdout and stderr go (`--command-output`, as
 /// hyperfine's `--output`).

@@ -172,9 +172,11 @@ impl Render for CompareReport {
 
     /// With a gate: its headline, then a table per command (for a job
     /// summary or a pull-request comment); without, the one table.
+    /// The compact summary (a headline, one small table per command,
+    /// times scaled), with a gate or without; the full table of every run
+    /// is CSV's and JSON's.
     fn markdown(&self, out: &mut dyn Write) -> Option<io::Result<()>> {
-        self.gate.as_ref()?;
-        Some(gate_markdown(self, out))
+        Some(summary_markdown(self, out))
     }
 }
 
@@ -184,10 +186,23 @@ fn code(name: &str) -> String {
     format!("`{}`", name.replace('`', "'"))
 }
 
-fn gate_markdown(r: &CompareReport, out: &mut dyn Write) -> io::Result<()> {
-    let Some(g) = &r.gate else {
-        return Ok(());
-    };
+fn summary_markdown(r: &CompareReport, out: &mut dyn Write) -> io::Result<()> {
+    match &r.gate {
+        Some(g) => gate_headline(g, out)?,
+        None => {
+            let verdicts: Vec<String> = r
+                .commands
+                .iter()
+                .filter(|c| !c.headline.is_empty())
+                .map(|c| escape_text(&c.headline))
+                .collect();
+            writeln!(out, "**tally compare**: {}\n", verdicts.join("; "))?;
+        }
+    }
+    tables_markdown(r, out)
+}
+
+fn gate_headline(g: &super::report::Gate, out: &mut dyn Write) -> io::Result<()> {
     let word = g
         .headline
         .split_once(':')
@@ -215,7 +230,10 @@ fn gate_markdown(r: &CompareReport, out: &mut dyn Write) -> io::Result<()> {
         "**tally gate: {}**: {}\n",
         escape_text(word),
         parts.join("; ")
-    )?;
+    )
+}
+
+fn tables_markdown(r: &CompareReport, out: &mut dyn Write) -> io::Result<()> {
     for t in summary::tables(r) {
         let name = |i: usize| r.commands.get(i).map_or(String::new(), |c| code(&c.name));
         let reference = match r.commands.get(t.reference) {
@@ -265,6 +283,9 @@ fn gate_markdown(r: &CompareReport, out: &mut dyn Write) -> io::Result<()> {
     }
     for w in &r.warnings {
         writeln!(out, "> warning: {}\n", escape_text(w))?;
+    }
+    if summary::shows_tick_sampled(r) {
+        writeln!(out, "{}\n", escape_text(crate::run::report::TICK_NOTE))?;
     }
     let against = match &r.baseline {
         // Escaped once already, as every path shown.

@@ -4,39 +4,20 @@
 //! the model (it imports the model, the model imports no layout).
 
 use super::gate::{self, GateResult};
-use super::plan::{TimeUnit, View};
+use super::plan::View;
 use super::report::{CommandResult, CompareReport, FigureComparison, Verdict, direction, p_text};
 use crate::gate::Outcome;
 use crate::report::unit::{Quantity, Unit};
 use crate::run::report::{FIGURES, Figure};
-use crate::units::thousands_f;
 
 /// `value` of `fig` for people, times in the view's unit.
 pub(super) fn value(fig: &Figure, value: f64, view: &View) -> String {
-    let unit = match view.time_unit {
-        Some(TimeUnit::Nanosecond) => Unit::Nanoseconds,
-        Some(TimeUnit::Microsecond) => Unit::Microseconds,
-        Some(TimeUnit::Millisecond) => Unit::Milliseconds,
-        Some(TimeUnit::Second) => Unit::Seconds,
-        None => return fig.human(value),
-    };
     if fig.unit.base() != Unit::Seconds {
         return fig.human(value);
     }
-    let q = Quantity::new(value, fig.unit).to(unit).value;
-    // About four significant digits, and at least a whole.
-    let digits = match q.abs() {
-        x if x >= 1000.0 || x == 0.0 => 0,
-        x if x >= 100.0 => 1,
-        x if x >= 10.0 => 2,
-        x if x >= 1.0 => 3,
-        _ => 4,
-    };
-    if digits == 0 {
-        format!("{}{}", thousands_f(q), unit.symbol())
-    } else {
-        format!("{q:.digits$}{}", unit.symbol())
-    }
+    let ns = Quantity::new(value, fig.unit).to(Unit::Nanoseconds).value;
+    let mark = if fig.tick_sampled() { "~" } else { "" };
+    format!("{mark}{}", crate::units::time_in(ns, view.time_unit))
 }
 
 /// The verdict of a figure that is not gated, in words:
@@ -84,6 +65,15 @@ pub(super) struct CommandTable {
 
 fn median(c: &CommandResult, key: &str) -> Option<f64> {
     c.summary_of(key).map(|s| s.median)
+}
+
+/// Whether a user or kernel cpu figure (tick-sampled, shown with `~`) is
+/// in `r`: then [`crate::run::report::TICK_NOTE`] is said once.
+pub(super) fn shows_tick_sampled(r: &CompareReport) -> bool {
+    FIGURES
+        .iter()
+        .filter(|f| f.tick_sampled())
+        .any(|f| r.commands.iter().any(|c| c.summary_of(f.key).is_some()))
 }
 
 /// A table per command that has a reference.
@@ -165,16 +155,21 @@ pub(super) fn who(r: &CompareReport, i: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::units::TimeUnit;
 
     #[test]
     fn times_read_in_the_unit_asked_for() {
         let wall = &FIGURES[0];
         let rss = FIGURES.iter().find(|f| f.key == "max_rss_bytes").unwrap();
         let view = |u| View {
-            time_unit: Some(u),
+            time_unit: u,
             ..View::default()
         };
-        assert_eq!(value(wall, 1_186_000.0, &View::default()), "1,186µs");
+        assert_eq!(value(wall, 1_186_000.0, &View::default()), "1.186ms");
+        assert_eq!(
+            value(wall, 1_186_000.0, &view(TimeUnit::Microsecond)),
+            "1,186µs"
+        );
         assert_eq!(
             value(wall, 1_186_000.0, &view(TimeUnit::Millisecond)),
             "1.186ms"

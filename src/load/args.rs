@@ -15,7 +15,7 @@ use crate::failure::Usage;
         tally load --methods read,mmap --warm -n 5 model.bin\n  \
         tally load --touch none --cold model.bin   # what laziness costs\n  \
         tally load --format json --html load.html model.bin\n  \
-        tally load --procs 4 model.bin             # 4 processes at once: Σ PSS, read vs mmap\n  \
+        tally load --procs 4 model.bin             # Σ PSS of 4 at once, read vs mmap\n  \
         tally load --procs 4 --mem-limit 6G --cold model.bin\n  \
         tally load --procs-sweep --html pss.html model.bin\n\n\
         Each load runs in a child process of its own; cold loads evict the file \
@@ -50,6 +50,11 @@ pub struct LoadArgs {
     /// How much of the loaded data each method uses.
     #[arg(long, value_enum, default_value_t = Touch::All)]
     pub touch: Touch,
+
+    /// The unit of times in human output: `auto` (each scaled: ns, µs,
+    /// ms, s), `ns`, `us`, `ms` or `s`. JSON and CSV keep integers.
+    #[arg(short = 'u', long, value_enum, value_name = "UNIT", default_value_t = crate::units::TimeUnit::Auto)]
+    pub time_unit: crate::units::TimeUnit,
 
     /// Where the report goes.
     #[command(flatten)]

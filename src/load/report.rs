@@ -252,6 +252,12 @@ fn opt(v: Option<u64>) -> String {
     v.map(thousands).unwrap_or_else(|| "-".into())
 }
 
+/// Microseconds in the command line's time unit, or `-`.
+fn time(us: Option<u64>) -> String {
+    us.map(|us| crate::units::time_ns(us as f64 * 1e3))
+        .unwrap_or_else(|| "-".into())
+}
+
 // The formats LoadReport renders (checked before the command works).
 crate::forms_of!(LoadReport: Text, Data, Table, Page);
 
@@ -274,8 +280,8 @@ impl Render for LoadReport {
         let mut table = TextTable::new(vec![
             Column::text("mode"),
             Column::text("method"),
-            Column::number("wall µs"),
-            Column::number("cpu µs").droppable(5),
+            Column::number("wall"),
+            Column::number("cpu").droppable(5),
             Column::number("kernel").droppable(4),
             Column::number("peak RSS").droppable(3),
             Column::number("minor flt").droppable(2),
@@ -326,8 +332,8 @@ impl Render for LoadReport {
             table.row(vec![
                 mode.into(),
                 r.method.name().into(),
-                opt(r.wall_us),
-                opt(r.cpu_us()),
+                time(r.wall_us),
+                time(r.cpu_us()),
                 kernel,
                 r.max_rss_bytes
                     .map(human_bytes)
@@ -643,7 +649,7 @@ mod tests {
         let text = human(None);
         // The method column is as wide as the failed method's name.
         assert!(
-            text.contains("\ncold  read               1,000  "),
+            text.contains("\ncold  read             1.000ms  "),
             "{text}"
         );
         assert!(

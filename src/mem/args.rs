@@ -26,7 +26,7 @@ use crate::report::Format;
         tally mem --by user --human\n  \
         tally mem --filter '^python' --split-args --name comm\n  \
         tally mem --by cgroup --top 10\n  \
-        tally mem --format prometheus > /var/lib/node_exporter/textfile/tally_mem.prom\n  \
+        tally mem --format prometheus > /var/lib/node_exporter/textfile/mem.prom\n  \
         tally mem --textfile /var/lib/node_exporter/textfile --every 60\n\n\
         Users other than root see their own processes. To let every user see the memory \
         of every process /proc shows them (hidepid still hides what it hides): setcap \

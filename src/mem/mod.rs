@@ -289,6 +289,32 @@ pub fn closing_notes(report: &MemReport, privileged_install: bool, root: bool) -
     notes
 }
 
+/// A `--watch` frame for a screen of `rows` lines: at most `rows - 1`
+/// lines (the cursor's line stays free, so the screen never scrolls and
+/// no stale line is left behind per redraw). Rows ascend, so a frame too
+/// tall keeps its header and its biggest rows and TOTAL, and says how many
+/// it left out.
+pub fn fit_frame(frame: &str, rows: Option<usize>) -> String {
+    let lines: Vec<&str> = frame.lines().collect();
+    let room = rows.map_or(usize::MAX, |r| r.saturating_sub(1)).max(3);
+    if lines.len() <= room {
+        return frame.to_string();
+    }
+    let tail = room - 2;
+    let left_out = lines.len() - 1 - tail;
+    let mut out = String::new();
+    out.push_str(lines[0]);
+    out.push('\n');
+    out.push_str(&format!(
+        "… {left_out} smaller lines not shown: a taller terminal, or --top N\n"
+    ));
+    for line in &lines[lines.len() - tail..] {
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
 /// Scans and renders every `interval` until `stop` says so or stdout
 /// closes; on a terminal each frame replaces the last, on a pipe frames
 /// are appended. Returns the last report.
@@ -307,12 +333,21 @@ pub fn watch(
         let started = Instant::now();
         let report = measure(cfg, &mut Privilege::Ordinary)?;
         if terminal {
-            // Home, then clear the screen.
+            // Home, then clear the screen; the frame fits the screen, so
+            // nothing scrolls into the scrollback at each redraw.
             out.write_all(b"\x1b[H\x1b[2J").map_err(RenderError::Io)?;
-        } else if !first && format == Format::HUMAN {
-            out.write_all(b"\n").map_err(RenderError::Io)?;
+            let mut frame = Vec::new();
+            crate::report::render(&report, format, style, &mut frame)?;
+            let rows = crate::sys::tty::stdout_rows().map(usize::from);
+            let frame = fit_frame(&String::from_utf8_lossy(&frame), rows);
+            out.write_all(frame.as_bytes()).map_err(RenderError::Io)?;
+            out.flush().map_err(RenderError::Io)?;
+        } else {
+            if !first && format == Format::HUMAN {
+                out.write_all(b"\n").map_err(RenderError::Io)?;
+            }
+            crate::report::render(&report, format, style, out)?;
         }
-        crate::report::render(&report, format, style, out)?;
         first = false;
         last = Some(report);
         // Sleep in short steps so a signal ends the loop promptly.
@@ -322,4 +357,30 @@ pub fn watch(
         }
     }
     Ok(last)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fit_frame;
+
+    /// `mem --watch` on an 80×24 terminal left a stale line per redraw: a
+    /// frame as tall as the screen scrolled it by one.
+    #[test]
+    fn a_watch_frame_never_fills_the_screen() {
+        let frame: String = std::iter::once("header".to_string())
+            .chain((1..=30).map(|i| format!("row {i}")))
+            .chain(["TOTAL".to_string()])
+            .map(|l| l + "\n")
+            .collect();
+        let fitted = fit_frame(&frame, Some(24));
+        let lines: Vec<&str> = fitted.lines().collect();
+        assert_eq!(lines.len(), 23, "{fitted}");
+        assert_eq!(lines[0], "header");
+        assert!(lines[1].contains("10 smaller lines not shown"), "{fitted}");
+        assert_eq!(lines[2], "row 11");
+        assert_eq!(lines[22], "TOTAL");
+        // A frame that fits, or no height known, is left as it is.
+        assert_eq!(fit_frame(&frame, Some(100)), frame);
+        assert_eq!(fit_frame(&frame, None), frame);
+    }
 }

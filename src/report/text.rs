@@ -486,7 +486,29 @@ impl TextTable {
         }
         for row in &self.rows {
             let text = match row {
-                Row::Cells(cells) => render(cells, n, false, false).join(GAP_TEXT),
+                Row::Cells(cells) => {
+                    let parts = render(cells, n, false, false);
+                    let text = parts.join(GAP_TEXT);
+                    let long = |limit: usize| chars(&self.prefix) + chars(text.trim_end()) > limit;
+                    match (style.width, unpadded_last, parts.split_last()) {
+                        // Still too wide with every column fitted: the
+                        // last (words) wraps at its spaces, under itself,
+                        // never mid-word at the terminal's edge.
+                        (Some(limit), Some(_), Some((words, head)))
+                            if long(limit) && !head.is_empty() =>
+                        {
+                            let head = format!("{}{}{GAP_TEXT}", self.prefix, head.join(GAP_TEXT));
+                            let indent = format!(
+                                "{}{}",
+                                self.prefix,
+                                " ".repeat(chars(&head) - chars(&self.prefix))
+                            );
+                            lines.extend(wrap(words, &head, &indent, limit));
+                            continue;
+                        }
+                        _ => text,
+                    }
+                }
                 Row::Whole(cells) => render(cells, n, false, true).join(GAP_TEXT),
                 Row::Span(lead, rest) => {
                     let mut parts = render(lead, lead.len().min(n), true, false);
@@ -735,5 +757,42 @@ mod tests {
         assert_eq!(cut("abcdefgh", 5, Cut::Start), "…efgh");
         assert_eq!(cut("abc", 5, Cut::Start), "abc");
         assert_eq!(cut("firefox-web (12)", 9, Cut::Middle), "fire…(12)");
+    }
+
+    /// At 80 columns compare's rows ran past the edge and the terminal
+    /// broke them mid-word ("no significant differe/nce"). A row still too
+    /// wide wraps its last column at spaces, under that column.
+    #[test]
+    fn rows_never_wrap_mid_word() {
+        let mut t = TextTable::new(vec![
+            Column::text("").cut_end(),
+            Column::number("median"),
+            Column::text("verdict"),
+        ])
+        .prefix("tally: ");
+        t.row(s(&[
+            "#2",
+            "14.80ms ±22.8%",
+            "undecided (about 22253 runs of each would decide)",
+        ]));
+        let lines = t.lines(Style {
+            color: false,
+            width: Some(50),
+        });
+        assert!(lines.iter().all(|l| l.chars().count() <= 50), "{lines:#?}");
+        assert!(lines.iter().all(|l| l.starts_with("tally: ")), "{lines:#?}");
+        // The header's `verdict` starts the column, in characters.
+        let column = lines[0].find("verdict").unwrap();
+        let from = |l: &String, a: usize| l.chars().skip(a).collect::<String>();
+        let words: Vec<String> = lines[1..].iter().map(|l| from(l, column)).collect();
+        assert_eq!(
+            words.join(" "),
+            "undecided (about 22253 runs of each would decide)",
+            "{lines:#?}"
+        );
+        for l in &lines[2..] {
+            let lead: String = l.chars().take(column).skip(7).collect();
+            assert!(lead.trim().is_empty(), "{lines:#?}");
+        }
     }
 }

@@ -77,6 +77,11 @@ pub struct RunArgs {
           value_hint = clap::ValueHint::CommandWithArguments)]
     pub argv: Vec<OsString>,
 
+    /// The unit of times in human output: `auto` (each scaled: ns, µs,
+    /// ms, s), `ns`, `us`, `ms` or `s`. JSON and CSV keep integers.
+    #[arg(short = 'u', long, value_enum, value_name = "UNIT", default_value_t = crate::units::TimeUnit::Auto)]
+    pub time_unit: crate::units::TimeUnit,
+
     /// Where the report goes (stderr by default: stdout is the command's).
     #[command(flatten)]
     pub out: OutputArgs,
@@ -96,6 +101,7 @@ impl Default for RunArgs {
             why: false,
             gpu: false,
             argv: Vec::new(),
+            time_unit: crate::units::TimeUnit::Auto,
             out: OutputArgs::default(),
         }
     }

@@ -54,6 +54,7 @@ pub fn write(r: &RunReport, out: &mut dyn Write, style: Style) -> io::Result<()>
             Column::number("max").droppable(2),
         ])
         .prefix("tally: ");
+        let mut sampled = false;
         for fig in FIGURES {
             let Some(s) = r.summary_of(fig.key) else {
                 continue;
@@ -65,6 +66,7 @@ pub fn write(r: &RunReport, out: &mut dyn Write, style: Style) -> io::Result<()>
                 Some(sd) => format!("{} ± {}", fig.human(s.mean), fig.human(sd)),
                 None => fig.human(s.mean),
             };
+            sampled |= fig.tick_sampled();
             table.row(vec![
                 fig.label.to_string(),
                 fig.human(s.min),
@@ -74,6 +76,10 @@ pub fn write(r: &RunReport, out: &mut dyn Write, style: Style) -> io::Result<()>
             ]);
         }
         table.write(out, style)?;
+        if sampled {
+            let width = style.width.unwrap_or(NO_TERMINAL_WIDTH);
+            tally_lines(out, &format!("tally: {}", super::report::TICK_NOTE), width)?;
+        }
         if let Some(w) = &last.why {
             writeln!(out, "tally: where the wall time went, the last run:")?;
             human_why(w, last.wall_ns, report.why_table, out)?;
@@ -126,6 +132,11 @@ pub fn write(r: &RunReport, out: &mut dyn Write, style: Style) -> io::Result<()>
     Ok(())
 }
 
+/// `ns` nanoseconds in the command line's unit.
+fn time(ns: u64) -> String {
+    crate::units::time_ns(ns as f64)
+}
+
 fn share(part: u64, whole: u64) -> String {
     percent(part, whole)
         .map(|p| format!("{p}%"))
@@ -135,11 +146,7 @@ fn share(part: u64, whole: u64) -> String {
 fn human_single(r: &RunRecord, why_table: bool, out: &mut dyn Write) -> io::Result<()> {
     match &r.why {
         Some(w) => human_why(w, r.wall_ns, why_table, out)?,
-        None => writeln!(
-            out,
-            "tally: took {}µs wall time",
-            thousands(r.wall_ns / 1000)
-        )?,
+        None => writeln!(out, "tally: took {} wall time", time(r.wall_ns))?,
     }
     writeln!(
         out,
@@ -148,8 +155,8 @@ fn human_single(r: &RunRecord, why_table: bool, out: &mut dyn Write) -> io::Resu
     )?;
     writeln!(
         out,
-        "tally: needed {}µs cpu (~{} kernel, from tick sampling)",
-        thousands(r.cpu_us()),
+        "tally: needed {} cpu (~{} kernel, from tick sampling)",
+        time(r.cpu_us().saturating_mul(1000)),
         share(r.system_us, r.cpu_us())
     )?;
     let faults = r.minor_faults.saturating_add(r.major_faults);
@@ -218,10 +225,7 @@ fn human_why(w: &Why, wall_ns: u64, table: bool, out: &mut dyn Write) -> io::Res
     };
     let of = match w.of {
         WhyBasis::Wall => String::new(),
-        WhyBasis::TaskTime => format!(
-            "; its tasks spent {}µs together (task time)",
-            thousands(whole / 1000)
-        ),
+        WhyBasis::TaskTime => format!("; its tasks spent {} together (task time)", time(whole)),
     };
     let cpu = match (w.on_cpu_user_ns, w.on_cpu_kernel_ns) {
         (Some(u), Some(k)) => Some(u.saturating_add(k)),
@@ -230,13 +234,11 @@ fn human_why(w: &Why, wall_ns: u64, table: bool, out: &mut dyn Write) -> io::Res
     if table {
         writeln!(
             out,
-            "tally: took {}µs wall time{of}; where it went:",
-            thousands(wall_ns / 1000)
+            "tally: took {} wall time{of}; where it went:",
+            time(wall_ns)
         )?;
         for p in w.parts() {
-            let time =
-                p.ns.map(|ns| format!("{}µs", thousands(ns / 1000)))
-                    .unwrap_or_else(|| "unavailable".into());
+            let time = p.ns.map(time).unwrap_or_else(|| "unavailable".into());
             let share_text =
                 p.ns.map(|ns| format!("{}%", share(ns, whole)))
                     .unwrap_or_default();
@@ -254,8 +256,8 @@ fn human_why(w: &Why, wall_ns: u64, table: bool, out: &mut dyn Write) -> io::Res
     } else {
         writeln!(
             out,
-            "tally: took {}µs wall time{of}: {} ({}, {}), {},",
-            thousands(wall_ns / 1000),
+            "tally: took {} wall time{of}: {} ({}, {}), {},",
+            time(wall_ns),
             pct(cpu, "on a CPU"),
             pct(w.on_cpu_user_ns, "user"),
             pct(w.on_cpu_kernel_ns, "kernel"),
@@ -376,8 +378,8 @@ fn human_tree(t: &TreeUsage, out: &mut dyn Write) -> io::Result<()> {
     };
     let cpu = match (t.user_us, t.system_us) {
         (Some(u), Some(s)) => format!(
-            "{}µs cpu (~{} kernel)",
-            thousands(u.saturating_add(s)),
+            "{} cpu (~{} kernel)",
+            time(u.saturating_add(s).saturating_mul(1000)),
             share(s, u.saturating_add(s))
         ),
         _ => "cpu unavailable".into(),
@@ -438,12 +440,12 @@ fn human_cold(c: &ColdReport, out: &mut dyn Write) -> io::Result<()> {
     let left = c.cached_before_bytes.saturating_sub(c.cached_after_bytes);
     writeln!(
         out,
-        "tally: cold: {} of {} cached bytes left the cache ({}, {}) in {}µs, before the run; {} bytes stayed",
+        "tally: cold: {} of {} cached bytes left the cache ({}, {}) in {}, before the run; {} bytes stayed",
         thousands(left),
         thousands(c.cached_before_bytes),
         crate::units::count(count, "file", "files"),
         human_bytes(c.size_bytes),
-        thousands(c.evict_ns / 1000),
+        time(c.evict_ns),
         thousands(c.cached_after_bytes)
     )?;
     let mut said = 0u64;

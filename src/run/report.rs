@@ -416,9 +416,15 @@ pub struct Figure {
 }
 
 impl Figure {
-    /// `value` (in [`Figure::unit`]) in [`Figure::show`], for people: times
-    /// and sizes carry their unit, counts read bare.
+    /// `value` (in [`Figure::unit`]) for people: times in the command
+    /// line's unit ([`crate::units::time_ns`]), sizes in [`Figure::show`]
+    /// with their unit, counts bare.
     pub fn human(&self, value: f64) -> String {
+        if self.unit.base() == Unit::Seconds {
+            let ns = Quantity::new(value, self.unit).to(Unit::Nanoseconds).value;
+            let mark = if self.tick_sampled() { "~" } else { "" };
+            return format!("{mark}{}", crate::units::time_ns(ns));
+        }
         let q = Quantity::new(value, self.unit).to(self.show);
         let symbol = match self.show {
             Unit::Bytes => "",
@@ -427,6 +433,22 @@ impl Figure {
         format!("{}{symbol}", thousands_f(q.value))
     }
 }
+
+impl Figure {
+    /// Whether the kernel splits this figure from the cpu time by
+    /// sampling at each clock tick (user and kernel cpu): approximate, to
+    /// a tick, and shown with `~` ([`TICK_NOTE`]). Their sum, cpu time,
+    /// is measured.
+    pub fn tick_sampled(&self) -> bool {
+        matches!(self.key, "user_us" | "system_us")
+    }
+}
+
+/// What `~` before a user or kernel cpu figure means, said once under
+/// the table that shows one.
+pub const TICK_NOTE: &str = "~ user and kernel cpu: the kernel splits cpu time between them by \
+    sampling at each clock tick, so each is approximate (to a tick, often 4 ms); cpu time, \
+    their sum, is measured";
 
 /// Every per-run figure, in display order. Adding a figure is one line.
 #[rustfmt::skip]

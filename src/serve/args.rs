@@ -14,15 +14,15 @@ use crate::failure::Usage;
         scraper asks for it with Accept), / (a page naming them), /healthz. Anything \
         else is 404.\n\n\
         Examples:\n  \
-        tally serve                                   # 127.0.0.1:9643, memory per program\n  \
+        tally serve                # 127.0.0.1:9643, memory per program\n  \
         tally serve --listen 0.0.0.0:9643 --config /etc/tally/serve.toml \\\n      \
-        --web-config /etc/tally/web-config.yml     # HTTPS and a password, for a fleet\n\n\
+        --web-config /etc/tally/web-config.yml  # HTTPS and a password\n\n\
         The scan runs when scraped, at most once per min_interval (5 s; a scrape \
         sooner gets the last result) and never twice at once. Run as an ordinary \
         user it exports what that user may see; contrib/tally-serve.service runs it \
         with the least privilege that shows every process's memory.\n\
         SIGHUP re-reads the web config (certificates rotate); a bad new file keeps \
-        the one in force and says why. \
+        the one in force and says why.\n\
         Exit status: 0 after SIGTERM or SIGINT, 1 if it cannot start (the config \
         files' errors name their line), 2 bad usage."
 )]
