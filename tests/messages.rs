@@ -282,6 +282,12 @@ fn a_web_config_duplicate_key_named_the_parsers_option() {
     );
     assert!(err.contains("web.yml:3: the key a is given twice"), "{err}");
     assert!(!err.contains("DuplicateKeyPolicy"), "{err}");
+    // serve's TOML said "duplicate key" without naming it.
+    let err = serve_refuses("--config", "serve.toml", "[mem]\ntop = 5\ntop = 6\n");
+    assert!(
+        err.contains("serve.toml:3: the key top is given twice; keep one"),
+        "{err}"
+    );
 }
 
 /// `rate_limit.burst` of `-1s` said "invalid i64", of 2^64 the same; the
