@@ -389,3 +389,36 @@ fn a_listing_to_a_closed_stdout_exited_0() {
         assert!(err.contains("stdout is closed"), "{args}: {err}");
     }
 }
+
+/// An empty bench baseline (no benchmark) said "figure ids look like ;"
+/// for a `--fail-on` glob: it is refused as corrupt, naming the field.
+#[test]
+fn an_empty_bench_baseline_listed_no_figure_ids() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = common::tally_std()
+        .args(["bench", "timer", "--format", "json", "-o", "old.json"])
+        .current_dir(dir.path())
+        .output()
+        .expect("tally runs");
+    assert!(out.status.success(), "{out:?}");
+    let text = std::fs::read_to_string(dir.path().join("old.json")).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    v["benchmarks"] = serde_json::json!([]);
+    std::fs::write(dir.path().join("empty.json"), v.to_string()).unwrap();
+    let (code, err) = stderr_of(
+        &[
+            "bench",
+            "--baseline",
+            "empty.json",
+            "--fail-on",
+            "timer.*=5%",
+        ],
+        dir.path(),
+    );
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("empty.json is corrupt: it holds no benchmark (benchmarks is empty)"),
+        "{err}"
+    );
+    assert!(!err.contains("look like"), "{err}");
+}
