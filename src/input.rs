@@ -611,8 +611,119 @@ pub fn read_paths(
     Ok(out)
 }
 
+/// Where in a JSON document a reader's error stands, as a path
+/// (`commands[0].samples.cpu_us[2]`), found by scanning `bytes` up to the
+/// error's line and column; `None` at the top level.
+fn json_path_at(bytes: &[u8], line: usize, column: usize) -> Option<String> {
+    enum Frame {
+        /// The key being read, or `None` between a comma and the next key.
+        Object(Option<String>, bool),
+        Array(usize),
+    }
+    let line_start = if line <= 1 {
+        0
+    } else {
+        bytes
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| **b == b'\n')
+            .nth(line - 2)
+            .map_or(bytes.len(), |(i, _)| i + 1)
+    };
+    let end = line_start.saturating_add(column).min(bytes.len());
+    let mut stack: Vec<Frame> = Vec::new();
+    let mut i = 0;
+    while i < end {
+        match bytes[i] {
+            b'"' => {
+                let start = i + 1;
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'"' {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+                if let Some(Frame::Object(key, expecting @ true)) = stack.last_mut() {
+                    let text = String::from_utf8_lossy(&bytes[start..i.min(bytes.len())]);
+                    *key = Some(text.chars().take(60).collect());
+                    *expecting = false;
+                }
+            }
+            b'{' => stack.push(Frame::Object(None, true)),
+            b'[' => stack.push(Frame::Array(0)),
+            b'}' | b']' => {
+                stack.pop();
+            }
+            b',' => match stack.last_mut() {
+                Some(Frame::Array(n)) => *n += 1,
+                Some(Frame::Object(key, expecting)) => {
+                    *key = None;
+                    *expecting = true;
+                }
+                None => {}
+            },
+            _ => {}
+        }
+        i += 1;
+    }
+    let mut path = String::new();
+    for frame in &stack {
+        match frame {
+            Frame::Object(Some(key), _) => {
+                if !path.is_empty() {
+                    path.push('.');
+                }
+                path.push_str(key);
+            }
+            Frame::Object(None, _) => break,
+            Frame::Array(n) => path.push_str(&format!("[{n}]")),
+        }
+    }
+    (!path.is_empty()).then(|| crate::text::escape_text(&path))
+}
+
+/// A JSON reader's error on `bytes`, said with the field it is about:
+/// `commands[0].runs: invalid type: … (line 9, column 14)`. serde names
+/// the line only, and quotes what it found: text not from tally, escaped.
+pub fn json_error(bytes: &[u8], e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    let message = text
+        .rsplit_once(" at line ")
+        .map_or(text.as_str(), |(m, _)| m);
+    let message = crate::text::escape_text(message);
+    if e.line() == 0 {
+        return message;
+    }
+    let place = format!("line {}, column {}", e.line(), e.column());
+    match json_path_at(bytes, e.line(), e.column()) {
+        Some(path) => format!("{path}: {message} ({place})"),
+        None => format!("{message} ({place})"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_json_error_names_its_field() {
+        let text = b"{\n  \"a\": 1,\n  \"commands\": [\n    {\"runs\": [1, 2, -3]}\n  ]\n}";
+        #[derive(serde::Deserialize, Debug)]
+        #[allow(dead_code)]
+        struct C {
+            runs: Vec<u8>,
+        }
+        #[derive(serde::Deserialize, Debug)]
+        #[allow(dead_code)]
+        struct F {
+            a: u8,
+            commands: Vec<C>,
+        }
+        let e = serde_json::from_slice::<F>(text).unwrap_err();
+        let said = super::json_error(text, &e);
+        assert!(
+            said.starts_with("commands[0].runs[2]: invalid value"),
+            "{said}"
+        );
+        assert!(said.ends_with("(line 4, column 22)"), "{said}");
+    }
+
     use super::*;
 
     const SMALL: Bound = Bound {

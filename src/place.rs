@@ -528,6 +528,9 @@ pub struct Temp {
     /// The destination's directory, for the unlink on drop.
     dir: Arc<File>,
     named: Option<(OsString, Option<Guard>)>,
+    /// The regular file the destination's name holds, opened for writing
+    /// (see [`open_existing`]).
+    existing: Option<File>,
 }
 
 impl Temp {
@@ -539,6 +542,7 @@ impl Temp {
             source: e,
         };
         let dir = Arc::clone(&dest.dir);
+        let existing = open_existing(dest)?;
         if unnamed && proc_fd_present() {
             match sys::file::open_unnamed(&dest.dir, 0o600) {
                 Ok(file) => {
@@ -546,6 +550,7 @@ impl Temp {
                         file,
                         dir,
                         named: None,
+                        existing,
                     });
                 }
                 Err(e)
@@ -566,6 +571,7 @@ impl Temp {
                         file,
                         dir,
                         named: Some((tmp, guard)),
+                        existing,
                     });
                 }
                 Err(e) if e.raw_os_error() == Some(libc::EEXIST) => continue,
@@ -582,6 +588,11 @@ impl Temp {
             path: dest.path.clone(),
             source: e,
         };
+        if let Some(existing) = self.existing.take()
+            && !self.keeps_attributes_of(&existing)
+        {
+            return self.write_into(existing, dest);
+        }
         if self.named.is_none() {
             if dest.existing == Existing::Nothing {
                 match sys::file::link_unnamed(&self.file, &dest.dir, &dest.name) {
@@ -616,6 +627,93 @@ impl Temp {
         self.named = None;
         Ok(())
     }
+}
+
+impl Temp {
+    /// Gives the finished file the mode and owner of the `existing` one it
+    /// replaces; false where the replacement cannot keep what the existing
+    /// file is: more than one name (hard links would detach from it), or an
+    /// owner the caller cannot give away.
+    fn keeps_attributes_of(&self, existing: &File) -> bool {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let Ok(meta) = existing.metadata() else {
+            return false;
+        };
+        if meta.nlink() > 1 {
+            return false;
+        }
+        let owned = self
+            .file
+            .metadata()
+            .is_ok_and(|m| (m.uid(), m.gid()) == (meta.uid(), meta.gid()))
+            || std::os::unix::fs::fchown(&self.file, Some(meta.uid()), Some(meta.gid())).is_ok();
+        // After the owner: a change of owner clears set-id bits.
+        owned
+            && self
+                .file
+                .set_permissions(std::fs::Permissions::from_mode(meta.mode() & 0o7777))
+                .is_ok()
+    }
+
+    /// Writes the finished content into `existing` where it is, as cp
+    /// writes into an existing destination: its inode, links, mode and
+    /// owner stay; the temporary file goes.
+    fn write_into(&mut self, mut existing: File, dest: &Dest) -> Result<(), PlaceError> {
+        use std::io::Seek;
+        let failed = |e: io::Error| PlaceError::Other {
+            path: dest.path.clone(),
+            message: format!(
+                "cannot write into the existing file: {e} — {}",
+                write_fix(&e)
+            ),
+        };
+        existing.set_len(0).map_err(failed)?;
+        let mut from = &self.file;
+        from.seek(io::SeekFrom::Start(0)).map_err(failed)?;
+        io::copy(&mut from, &mut existing).map_err(failed)?;
+        Ok(())
+    }
+}
+
+/// The regular file `dest` names, opened for writing without truncating
+/// it, `O_NOFOLLOW` relative to the directory resolved, and checked to be
+/// the file resolved; `None` when the name holds no regular file. A file
+/// the caller may not write is refused here, before any data moves
+/// ("Permission denied", as cp says), rather than replaced by a rename the
+/// directory's permissions would allow.
+fn open_existing(dest: &Dest) -> Result<Option<File>, PlaceError> {
+    use std::os::unix::fs::MetadataExt;
+    let Existing::File(st) = dest.existing else {
+        return Ok(None);
+    };
+    let flags =
+        libc::O_WRONLY | libc::O_NOFOLLOW | libc::O_NOCTTY | libc::O_NONBLOCK | libc::O_CLOEXEC;
+    let refused = |e: io::Error| PlaceError::Other {
+        path: dest.path.clone(),
+        message: if e.raw_os_error() == Some(libc::EACCES) || e.raw_os_error() == Some(libc::EPERM)
+        {
+            format!(
+                "cannot write into the existing file: {e} — make it writable (chmod u+w), or name another destination"
+            )
+        } else {
+            format!("cannot open the existing file: {e}")
+        },
+    };
+    let file = match sys::file::open_at(&dest.dir, &dest.name, flags, 0) {
+        Ok(f) => f,
+        // A program that runs cannot be written into, but can be replaced
+        // by the rename, as before.
+        Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) => return Ok(None),
+        Err(e) => return Err(refused(e)),
+    };
+    let meta = file.metadata().map_err(refused)?;
+    if !meta.is_file() || meta.ino() != st.ino || meta.dev() != st.dev {
+        return Err(PlaceError::Other {
+            path: dest.path.clone(),
+            message: "was replaced while tally was writing it: run again".into(),
+        });
+    }
+    Ok(Some(file))
 }
 
 impl Drop for Temp {

@@ -282,6 +282,12 @@ fn a_web_config_duplicate_key_named_the_parsers_option() {
     );
     assert!(err.contains("web.yml:3: the key a is given twice"), "{err}");
     assert!(!err.contains("DuplicateKeyPolicy"), "{err}");
+    // serve's TOML said "duplicate key" without naming it.
+    let err = serve_refuses("--config", "serve.toml", "[mem]\ntop = 5\ntop = 6\n");
+    assert!(
+        err.contains("serve.toml:3: the key top is given twice; keep one"),
+        "{err}"
+    );
 }
 
 /// `rate_limit.burst` of `-1s` said "invalid i64", of 2^64 the same; the
@@ -382,4 +388,37 @@ fn a_listing_to_a_closed_stdout_exited_0() {
         assert_eq!(code, Some(1), "{args}: {err}");
         assert!(err.contains("stdout is closed"), "{args}: {err}");
     }
+}
+
+/// An empty bench baseline (no benchmark) said "figure ids look like ;"
+/// for a `--fail-on` glob: it is refused as corrupt, naming the field.
+#[test]
+fn an_empty_bench_baseline_listed_no_figure_ids() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = common::tally_std()
+        .args(["bench", "timer", "--format", "json", "-o", "old.json"])
+        .current_dir(dir.path())
+        .output()
+        .expect("tally runs");
+    assert!(out.status.success(), "{out:?}");
+    let text = std::fs::read_to_string(dir.path().join("old.json")).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    v["benchmarks"] = serde_json::json!([]);
+    std::fs::write(dir.path().join("empty.json"), v.to_string()).unwrap();
+    let (code, err) = stderr_of(
+        &[
+            "bench",
+            "--baseline",
+            "empty.json",
+            "--fail-on",
+            "timer.*=5%",
+        ],
+        dir.path(),
+    );
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("empty.json is corrupt: it holds no benchmark (benchmarks is empty)"),
+        "{err}"
+    );
+    assert!(!err.contains("look like"), "{err}");
 }

@@ -151,10 +151,22 @@ pub fn load(path: &Path) -> Result<BenchReport, BaselineError> {
     struct Version {
         schema_version: Option<u64>,
     }
-    let v: Version = serde_json::from_str(&text).map_err(|source| BaselineError::Parse {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    // Not JSON, or cut short: not a report. JSON with a field of the
+    // wrong kind: a damaged one, the field named.
+    let refused = |source: serde_json::Error| {
+        if source.classify() == serde_json::error::Category::Data {
+            BaselineError::Corrupt {
+                path: path.to_path_buf(),
+                why: crate::input::json_error(text.as_bytes(), &source),
+            }
+        } else {
+            BaselineError::Parse {
+                path: path.to_path_buf(),
+                source,
+            }
+        }
+    };
+    let v: Version = serde_json::from_str(&text).map_err(refused)?;
     if v.schema_version != Some(u64::from(crate::report::SCHEMA_VERSION)) {
         return Err(BaselineError::Schema {
             path: path.to_path_buf(),
@@ -162,11 +174,7 @@ pub fn load(path: &Path) -> Result<BenchReport, BaselineError> {
             expected: crate::report::SCHEMA_VERSION,
         });
     }
-    let report: BenchReport =
-        serde_json::from_str(&text).map_err(|source| BaselineError::Parse {
-            path: path.to_path_buf(),
-            source,
-        })?;
+    let report: BenchReport = serde_json::from_str(&text).map_err(refused)?;
     validate(&report).map_err(|why| BaselineError::Corrupt {
         path: path.to_path_buf(),
         why,

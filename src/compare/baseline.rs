@@ -521,7 +521,7 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<BaselineFile, BaselineError> {
             if e.classify() == serde_json::error::Category::Data
                 && e.to_string().starts_with("duplicate field") =>
         {
-            return Err(corrupt(crate::text::escape_text(&e.to_string())));
+            return Err(corrupt(crate::input::json_error(bytes, &e)));
         }
         Err(e) if e.classify() == serde_json::error::Category::Data => {
             return Err(BaselineError::Foreign {
@@ -576,8 +576,8 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<BaselineFile, BaselineError> {
         }
     }
     // serde quotes what it found: text not from tally.
-    let file: BaselineFile = serde_json::from_slice(bytes)
-        .map_err(|e| corrupt(crate::text::escape_text(&e.to_string())))?;
+    let file: BaselineFile =
+        serde_json::from_slice(bytes).map_err(|e| corrupt(crate::input::json_error(bytes, &e)))?;
     if file.commands.is_empty() {
         return Err(corrupt("it holds no command".into()));
     }

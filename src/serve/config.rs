@@ -214,7 +214,22 @@ fn line_of(text: &str, at: usize) -> usize {
 pub fn parse(text: &str) -> Result<Config, (usize, String)> {
     let file: File = toml::from_str(text).map_err(|e| {
         let line = e.span().map_or(1, |s| line_of(text, s.start));
-        (line, e.message().trim_end().to_string())
+        let message = e.message().trim_end();
+        // The parser says "duplicate key" alone: name the key, at its span.
+        let key = e
+            .span()
+            .and_then(|s| text.get(s))
+            .filter(|k| message == "duplicate key" && !k.is_empty() && k.len() <= 60);
+        match key {
+            Some(k) => (
+                line,
+                format!(
+                    "the key {} is given twice; keep one",
+                    crate::text::escape_text(k.trim())
+                ),
+            ),
+            None => (line, crate::text::escape_text(message)),
+        }
     })?;
     let src = Source { text };
     let mut cfg = Config::default();
