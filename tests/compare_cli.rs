@@ -335,8 +335,10 @@ fn html_page_has_plots_for_every_figure_and_the_ratio_table() {
     assert!(html.starts_with("<!DOCTYPE html>"));
     assert!(html.contains("class=\"ratios\""));
     assert!(html.contains("&lt;b&gt;") && !html.contains("echo <b>"));
-    // Wall, cpu and peak memory always have a box per command.
-    assert!(html.matches("class=\"box\"").count() >= 6);
+    // Wall, cpu and peak memory always have a plot per command: at 4 runs
+    // each its dots and median line, no box.
+    assert!(html.matches("class=\"median\"").count() >= 6);
+    assert_eq!(html.matches("class=\"box\"").count(), 0);
     assert!(html.contains("wall time in run order"));
 
     let run = tally()
@@ -355,11 +357,9 @@ fn html_page_has_plots_for_every_figure_and_the_ratio_table() {
         .unwrap();
     let html = String::from_utf8_lossy(&run.stdout);
     assert_eq!(run.status.code(), Some(0));
-    assert_eq!(
-        html.matches("class=\"bin\"").count(),
-        5,
-        "a histogram of wall time"
-    );
+    // Five runs: a dot each, no histogram.
+    assert_eq!(html.matches("class=\"bin\"").count(), 0);
+    assert!(html.matches("class=\"pt\"").count() >= 5, "a dot per run");
     assert!(html.contains("wall time in run order"));
 
     let out = tally().args(["mem", "--format", "html"]).output().unwrap();

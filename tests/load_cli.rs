@@ -454,9 +454,9 @@ fn load_format_html_is_the_page_and_prometheus_is_refused_by_name() {
     let stdout = String::from_utf8(out.stdout).expect("utf-8");
     assert!(stdout.starts_with("<!DOCTYPE html>"), "{stdout}");
     // One bar per method of the one mode, on stdout and in the export.
-    assert_eq!(stdout.matches("<rect").count(), 2, "{stdout}");
+    assert_eq!(stdout.matches("class=\"bar\"").count(), 2, "{stdout}");
     let exported = std::fs::read_to_string(&page).expect("export");
-    assert_eq!(exported.matches("<rect").count(), 2);
+    assert_eq!(exported.matches("class=\"bar\"").count(), 2);
     let out = tally()
         .args(["load", "--export"])
         .arg(format!(

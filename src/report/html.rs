@@ -536,7 +536,7 @@ pub fn run_order_plot(title: &str, y_label: &str, series: &[Series], colors: &[u
         text(&mut svg, sx(t), H - MB + 14.0, 11.0, "middle", "xl", &crate::units::thousands(t as u64));
     }
     // Above the legend, below the ticks.
-    x_axis_label(&mut svg, width, H - MB + 28.0, "run, in the order measured");
+    x_axis_label(&mut svg, width, H - MB + 27.0, "run, in the order measured");
     let names: Vec<String> = series.iter().map(|s| s.name.clone()).collect();
     let labels = distinct_labels(&names, 16);
     for (i, (s, label)) in series.iter().zip(&labels).enumerate() {
@@ -561,9 +561,9 @@ pub fn run_order_plot(title: &str, y_label: &str, series: &[Series], colors: &[u
             svg,
             r#"<rect x="{:.1}" y="{}" width="10" height="10" fill="{c}"/>"#,
             ML + 10.0 + i as f64 * 130.0,
-            H - 20.0
+            H - 16.0
         );
-        text(&mut svg, ML + 24.0 + i as f64 * 130.0, H - 11.0, 11.0, "start", "lg", label);
+        text(&mut svg, ML + 24.0 + i as f64 * 130.0, H - 7.0, 11.0, "start", "lg", label);
     }
     y_axis_label(&mut svg, y_label);
     svg.push_str("</svg>");

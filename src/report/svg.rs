@@ -562,15 +562,20 @@ pub fn ratio_chart(title: &str, rows: &[RatioBar], threshold: f64, level: f64) -
         y0 - 4.0,
         x0 + pw
     );
-    let axis = "ratio to the reference (1× = the reference)";
+    let axis_title = if axis.log {
+        "ratio to the reference (1× = the reference; log scale)"
+    } else {
+        "ratio to the reference (1× = the reference)"
+    };
+    let mid = x0 + pw / 2.0;
     text(
         &mut svg,
-        x0 + pw / 2.0,
+        mid,
         axis_y + 32.0,
         12.0,
         "middle",
         "ax",
-        axis,
+        axis_title,
     );
     for (i, r) in rows.iter().enumerate() {
         write_ratio_row(&mut svg, r, y0 + i as f64 * ROW + 12.0, x0, &sx);

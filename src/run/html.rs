@@ -84,6 +84,9 @@ pub fn render(r: &RunReport) -> String {
             "" => fig.label.to_string(),
             s => format!("{} ({s})", fig.label),
         };
+        if values.len() < 2 && fig.key != "wall_ns" {
+            continue;
+        }
         let _ = write!(body, "<h2>{}</h2>", esc(fig.label));
         if fig.key == "wall_ns" {
             let bins = (values.len() as f64).sqrt().ceil().clamp(5.0, 40.0) as usize;
@@ -94,21 +97,24 @@ pub fn render(r: &RunReport) -> String {
             };
             body.push_str(&histogram(&title, &label, &values, bins));
         }
-        let series = [Series {
-            spread: Vec::new(),
-            name: command.clone(),
-            points: values
-                .iter()
-                .enumerate()
-                .map(|(i, v)| ((i + 1) as f64, *v))
-                .collect(),
-        }];
-        body.push_str(&run_order_plot(
-            &format!("{} in run order", fig.label),
-            &label,
-            &series,
-            &[0],
-        ));
+        // One run has no order to draw: the table holds its figures.
+        if values.len() >= 2 {
+            let series = [Series {
+                spread: Vec::new(),
+                name: command.clone(),
+                points: values
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| ((i + 1) as f64, *v))
+                    .collect(),
+            }];
+            body.push_str(&run_order_plot(
+                &format!("{} in run order", fig.label),
+                &label,
+                &series,
+                &[0],
+            ));
+        }
     }
     if !r.warnings.is_empty() {
         body.push_str("<h2>Warnings</h2><ul>");
