@@ -422,3 +422,39 @@ fn an_empty_bench_baseline_listed_no_figure_ids() {
     );
     assert!(!err.contains("look like"), "{err}");
 }
+
+/// Regression: `run --cold` as a user the kernel would not tell a file's
+/// residency said "0 of 0 cached bytes left the cache", a made-up figure.
+/// Now the eviction is said and the amount is called unknown, with the
+/// file's reason below.
+#[test]
+fn run_cold_as_nobody_said_0_of_0_cached_bytes_left_when_residency_was_unknown() {
+    use std::os::unix::fs::PermissionsExt;
+    common::require!(common::can_switch_users());
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    // Root's, readable by all: nobody may open it but not learn its pages.
+    let file = dir.path().join("data");
+    std::fs::write(&file, vec![1u8; 1 << 20]).unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = common::command("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(common::tally_bin())
+        .arg("run")
+        .arg("--cold")
+        .arg(&file)
+        .args(["--", "true"])
+        .current_dir("/")
+        .output()
+        .expect("setpriv runs");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    let joined = said.replace("\ntally:   ", " ");
+    assert!(!joined.contains("0 of 0 cached bytes"), "{said}");
+    assert!(
+        joined.contains("tally: cold: 1 file (1.0 MiB) evicted in ")
+            && joined.contains("how much left the cache is unknown"),
+        "{said}"
+    );
+    assert!(joined.contains("residency unknown: "), "{said}");
+}

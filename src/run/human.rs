@@ -438,16 +438,37 @@ fn human_cold(c: &ColdReport, out: &mut dyn Write) -> io::Result<()> {
     // Records written before `file_count` existed list every file.
     let count = c.file_count.max(c.files.len() as u64);
     let left = c.cached_before_bytes.saturating_sub(c.cached_after_bytes);
-    writeln!(
-        out,
-        "tally: cold: {} of {} cached bytes left the cache ({}, {}) in {}, before the run; {} bytes stayed",
-        thousands(left),
-        thousands(c.cached_before_bytes),
-        crate::units::count(count, "file", "files"),
-        human_bytes(c.size_bytes),
-        time(c.evict_ns),
-        thousands(c.cached_after_bytes)
-    )?;
+    if c.unknown_files >= count {
+        // Nothing was measured: "0 of 0 bytes left" would pose as a figure.
+        writeln!(
+            out,
+            "tally: cold: {} ({}) evicted in {}, before the run; how much left the cache is \
+             unknown: the kernel would not tell the residency of any of them",
+            crate::units::count(count, "file", "files"),
+            human_bytes(c.size_bytes),
+            time(c.evict_ns),
+        )?;
+    } else {
+        let unknown = if c.unknown_files > 0 {
+            format!(
+                "; residency unknown for {}",
+                crate::units::count(c.unknown_files, "file", "files")
+            )
+        } else {
+            String::new()
+        };
+        writeln!(
+            out,
+            "tally: cold: {} of {} cached bytes left the cache ({}, {}) in {}, before the run; {} \
+             bytes stayed{unknown}",
+            thousands(left),
+            thousands(c.cached_before_bytes),
+            crate::units::count(count, "file", "files"),
+            human_bytes(c.size_bytes),
+            time(c.evict_ns),
+            thousands(c.cached_after_bytes)
+        )?;
+    }
     let mut said = 0u64;
     for f in &c.files {
         if let Some(reason) = &f.stayed_reason {
