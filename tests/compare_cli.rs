@@ -502,8 +502,32 @@ fn a_commands_peak_memory_is_its_own_not_the_spawners() {
              too high (is link/run-hot-path.order stale? run link/order-hot-path.sh)"
         );
     }
-    let warnings = r["warnings"].to_string();
-    assert!(!warnings.contains("upper bound"), "{warnings}");
+    spawner_peak_within_the_counters_error(&r, forked);
+}
+
+/// The spawner's own peak, named by a warning that a command's peak
+/// memory is an upper bound, stays within the kernel's error of counting
+/// resident pages (per-CPU counters read approximately: a few dozen pages
+/// either way on two CPUs, 192 KiB as above) of `own`, the peak of the
+/// smallest static program: a spawner that grew would be flagged for
+/// every small command, and this fails.
+fn spawner_peak_within_the_counters_error(r: &Value, own: u64) {
+    for w in r["warnings"].as_array().expect("warnings") {
+        let w = w.as_str().unwrap_or_default();
+        if !w.contains("upper bound") {
+            continue;
+        }
+        let floor_kib: u64 = w
+            .split("peak memory at most ")
+            .nth(1)
+            .and_then(|t| t.split(" KiB").next())
+            .and_then(|n| n.replace(',', "").parse().ok())
+            .unwrap_or_else(|| panic!("no floor in {w}"));
+        assert!(
+            floor_kib * 1024 <= own + 192 * 1024,
+            "the spawner's own peak, {floor_kib} KiB, is beyond the command's {own} bytes: {w}"
+        );
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -1084,5 +1108,5 @@ fn a_commands_peak_memory_stays_its_own_with_input_and_output_files() {
             "peak memory {a} bytes without the streams, {b} with"
         );
     }
-    assert!(!with["warnings"].to_string().contains("upper bound"));
+    spawner_peak_within_the_counters_error(&with, median(&peaks(&plain, 0)));
 }
