@@ -427,7 +427,7 @@ pub fn outcome_text(g: &GateResult) -> String {
             (Some(Reason::ZeroReference), _) => "reference 0".into(),
             (Some(Reason::OtherWork), _) => "machine busier or idler".into(),
             (Some(Reason::MachineSpeed), _) => "machine at another speed".into(),
-            (_, Some(n)) => format!("across {limit}, ~{n} runs"),
+            (_, Some(n)) => format!("across {limit}, {}", super::summary::about_runs(n)),
             (_, None) => format!("across {limit}"),
         },
     };

@@ -113,12 +113,12 @@ fn human_file(f: &FileCopy, out: &mut dyn Write) -> io::Result<()> {
     };
     writeln!(
         out,
-        "tally: {} -> {}: {} by {}{holes} in {}µs",
+        "tally: {} -> {}: {} by {}{holes} in {}",
         display(&f.source),
         display(&f.destination),
         human_bytes(f.size_bytes),
         f.method.name(),
-        thousands(f.wall_ns / 1000),
+        crate::units::time_ns(f.wall_ns as f64),
     )?;
     writeln!(
         out,
@@ -304,7 +304,7 @@ mod tests {
         let mut out = Vec::new();
         r.human(&mut out, Style::default()).expect("render");
         let text = String::from_utf8(out).expect("utf8");
-        assert!(text.contains("3.0 MiB by copy_file_range, 2.0 MiB of holes kept in 1,234µs"));
+        assert!(text.contains("3.0 MiB by copy_file_range, 2.0 MiB of holes kept in 1.234ms"));
         assert!(text.contains("destination unknown pages"));
         let t = r.table();
         assert_eq!(t.rows.len(), 1);
