@@ -50,7 +50,7 @@ pub fn run(ty: Ty, op: Op, dependent: bool, rounds: u64) -> Option<u64> {
 /// A chain of `n` steps (at least one) on one stack slot: load it, add
 /// the step's index, store it back, each step waiting for the store
 /// before it; returns the slot's final value, `n·(n−1)/2` (wrapping). The
-/// speed probe's memory work (`crate::speed`): a chain on a stack slot is
+/// speed probe's memory work (src/speed.rs): a chain on a stack slot is
 /// what a C loop over a local `volatile` runs, and on this VM its speed
 /// moved sevenfold (0.37 to 2.8 ns a step) from one minute to the next
 /// while register work did not. A slot addressed through another register
