@@ -409,6 +409,18 @@ pub fn phrase(g: &GateResult) -> String {
     }
 }
 
+/// `~40 runs`; beyond the most rounds a comparison takes by itself
+/// ([`super::sizing::MAX_ROUNDS`]), `over 10,000 runs`: a count of 1
+/// against 1 once asked for about 410,000.
+pub(super) fn about_runs(n: u32) -> String {
+    let most = super::sizing::MAX_ROUNDS;
+    if n > most {
+        format!("over {} runs", crate::units::thousands(u64::from(most)))
+    } else {
+        format!("~{n} runs")
+    }
+}
+
 /// The outcome in a table's few words: `regression (> +5%, p<0.001)`,
 /// `pass (≤ +5%)`, `inconclusive (~80 runs)`.
 pub fn outcome_text(g: &GateResult) -> String {
@@ -427,7 +439,7 @@ pub fn outcome_text(g: &GateResult) -> String {
             (Some(Reason::ZeroReference), _) => "reference 0".into(),
             (Some(Reason::OtherWork), _) => "machine busier or idler".into(),
             (Some(Reason::MachineSpeed), _) => "machine at another speed".into(),
-            (_, Some(n)) => format!("across {limit}, {}", super::summary::about_runs(n)),
+            (_, Some(n)) => format!("across {limit}, {}", about_runs(n)),
             (_, None) => format!("across {limit}"),
         },
     };

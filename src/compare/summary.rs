@@ -32,22 +32,10 @@ pub(super) fn verdict_text(fig: &Figure, v: &FigureComparison, threshold: f64) -
             None => word.to_string(),
         },
         Verdict::Undecided => match v.runs_needed {
-            Some(n) => format!("{word} ({})", about_runs(n)),
+            Some(n) => format!("{word} ({})", gate::about_runs(n)),
             None => word.to_string(),
         },
         Verdict::Unchanged => word.to_string(),
-    }
-}
-
-/// `~40 runs`; beyond the most rounds a comparison takes by itself
-/// ([`super::sizing::MAX_ROUNDS`]), `over 10,000 runs`: a count of 1
-/// against 1 once asked for about 410,000.
-pub(super) fn about_runs(n: u32) -> String {
-    let most = super::sizing::MAX_ROUNDS;
-    if n > most {
-        format!("over {} runs", crate::units::thousands(u64::from(most)))
-    } else {
-        format!("~{n} runs")
     }
 }
 
@@ -171,8 +159,8 @@ mod tests {
 
     #[test]
     fn runs_beyond_what_a_comparison_takes_are_not_counted_out() {
-        assert_eq!(about_runs(40), "~40 runs");
-        assert_eq!(about_runs(410_000), "over 10,000 runs");
+        assert_eq!(gate::about_runs(40), "~40 runs");
+        assert_eq!(gate::about_runs(410_000), "over 10,000 runs");
     }
 
     #[test]
