@@ -134,16 +134,24 @@ pub struct Schedule {
 impl Schedule {
     /// Probes now when it is time; the probe's time when it did.
     pub fn before_run(&mut self) -> Option<u64> {
-        let due = self
-            .probes
+        self.due().then(|| self.probe())
+    }
+
+    /// Whether a probe is due: none yet, or the runs since the last took
+    /// [`EVERY`] times its time.
+    pub fn due(&self) -> bool {
+        self.probes
             .last()
-            .is_none_or(|p| self.since_ns >= p.saturating_mul(EVERY));
-        due.then(|| {
-            let p = measure();
-            self.probes.push(p);
-            self.since_ns = 0;
-            p
-        })
+            .is_none_or(|p| self.since_ns >= p.saturating_mul(EVERY))
+    }
+
+    /// Probes now (a caller that must first let runs in flight end asks
+    /// [`Schedule::due`] itself); the probe's time.
+    pub fn probe(&mut self) -> u64 {
+        let p = measure();
+        self.probes.push(p);
+        self.since_ns = 0;
+        p
     }
 
     /// A run took `ns`.

@@ -281,6 +281,16 @@ fn save(dir: &Path, file: &str, command: &str) -> Output {
     )
 }
 
+/// `b.json` in `dir`: a baseline of `nap` (`sleep 0.01`), as saved and then
+/// changed by `edit`.
+fn save_and_edit(dir: &Path, edit: impl FnOnce(&mut Value)) {
+    assert!(save(dir, "b.json", "sleep 0.01").status.success());
+    let path = dir.join("b.json");
+    let mut b: Value = serde_json::from_slice(&std::fs::read(&path).expect("saved")).unwrap();
+    edit(&mut b);
+    std::fs::write(&path, serde_json::to_vec_pretty(&b).unwrap()).unwrap();
+}
+
 #[test]
 fn a_baseline_keeps_every_run_and_a_later_comparison_uses_it_as_reference() {
     let dir = scratch("baseline");
@@ -403,12 +413,10 @@ fn a_baseline_keeps_every_run_and_a_later_comparison_uses_it_as_reference() {
 #[test]
 fn another_machine_another_tally_or_other_options_are_warned_not_failed() {
     let dir = scratch("differs");
-    assert!(save(dir.path(), "b.json", "sleep 0.01").status.success());
-    let path = dir.path().join("b.json");
-    let mut b: Value = serde_json::from_slice(&std::fs::read(&path).expect("saved")).unwrap();
-    b["machine"]["cpu_model"] = "Another CPU 9000".into();
-    b["tally_version"] = "0.0.1".into();
-    std::fs::write(&path, serde_json::to_vec_pretty(&b).unwrap()).unwrap();
+    save_and_edit(dir.path(), |b| {
+        b["machine"]["cpu_model"] = "Another CPU 9000".into();
+        b["tally_version"] = "0.0.1".into();
+    });
     // Saved with -N; run now through sh.
     let out = run(
         dir.path(),
@@ -452,15 +460,13 @@ fn another_machine_another_tally_or_other_options_are_warned_not_failed() {
 #[test]
 fn a_baseline_whose_probes_timed_other_work_is_not_compared_on_speed() {
     let dir = scratch("probe-version");
-    assert!(save(dir.path(), "b.json", "sleep 0.01").status.success());
-    let path = dir.path().join("b.json");
-    let mut b: Value = serde_json::from_slice(&std::fs::read(&path).expect("saved")).unwrap();
-    assert_eq!(b["speed_probe_version"], ::tally::speed::VERSION, "{b}");
-    b.as_object_mut().unwrap().remove("speed_probe_version");
-    for p in b["speed_probe_ns"].as_array_mut().expect("probes") {
-        *p = (p.as_u64().expect("ns") / 3).into();
-    }
-    std::fs::write(&path, serde_json::to_vec_pretty(&b).unwrap()).unwrap();
+    save_and_edit(dir.path(), |b| {
+        assert_eq!(b["speed_probe_version"], ::tally::speed::VERSION, "{b}");
+        b.as_object_mut().unwrap().remove("speed_probe_version");
+        for p in b["speed_probe_ns"].as_array_mut().expect("probes") {
+            *p = (p.as_u64().expect("ns") / 3).into();
+        }
+    });
     let out = run(
         dir.path(),
         &[

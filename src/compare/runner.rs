@@ -388,10 +388,9 @@ struct Session<'c> {
     rounds: u32,
     /// Runs asked for ahead.
     depth: usize,
-    /// The speed probes so far (see `super::probe`), and the wall time of
-    /// the runs since the last.
-    probes: Vec<u64>,
-    since_probe_ns: u64,
+    /// The speed probes so far (see `super::probe`), and when the next is
+    /// due.
+    probes: probe::Schedule,
 }
 
 impl<'c> Session<'c> {
@@ -488,8 +487,7 @@ impl<'c> Session<'c> {
             } else {
                 run::spawner::AHEAD.max(k + 1)
             },
-            probes: Vec::new(),
-            since_probe_ns: 0,
+            probes: probe::Schedule::default(),
         })
     }
 
@@ -550,17 +548,12 @@ impl<'c> Session<'c> {
             // The speed probe, with nothing running: the runs asked for
             // ahead end first. The first run has one; later ones once the
             // runs since took `probe::EVERY` times its time.
-            let due = self
-                .probes
-                .last()
-                .is_none_or(|p| self.since_probe_ns >= p.saturating_mul(probe::EVERY));
-            if due {
+            if self.probes.due() {
                 if !self.in_flight.is_empty() {
                     self.upcoming.push_front(slot);
                     break;
                 }
-                self.probes.push(probe::measure());
-                self.since_probe_ns = 0;
+                self.probes.probe();
             }
             if let Some(prepare) = &cfg.prepare {
                 hook("--prepare", prepare, cfg)?;
@@ -614,7 +607,7 @@ impl<'c> Session<'c> {
         };
         let mut rec = match reply {
             Reply::Ran(rec, floor) => {
-                self.since_probe_ns = self.since_probe_ns.saturating_add(rec.wall_ns);
+                self.probes.ran(rec.wall_ns);
                 // Measured runs only: warm-up runs are not reported.
                 let floor = floor.filter(|f| !warmup && rec.max_rss_bytes <= f * 1024);
                 if let Some(floor) = floor {
@@ -790,7 +783,7 @@ impl<'c> Session<'c> {
         report.other_cpu_percent = other_cpu_percent;
         other_work_warning(&mut report, other_cpu_percent);
         report.page_cache = self.prepared.report();
-        speed(&mut report, &self.probes, cfg);
+        speed(&mut report, self.probes.probes(), cfg);
         if let Some(Sizing {
             rounds,
             short_of: Some(needed),
