@@ -125,17 +125,35 @@ pub fn judge(e: &Evidence, limit: f64) -> Outcome {
             Outcome::Inconclusive
         };
     };
-    let (beyond, within) = if e.higher_is_better {
-        (high < b, low >= b)
-    } else {
-        (low > b, high <= b)
-    };
+    let (beyond, within) = sides(low, high, b, e.higher_is_better);
     if within {
         Outcome::Pass
     } else if beyond && e.significant_worse && !e.too_few_runs {
         Outcome::Regression
     } else {
         Outcome::Inconclusive
+    }
+}
+
+/// Whether the interval `[low, high]` lies wholly beyond the bound `b`
+/// (worse), and whether wholly within it.
+fn sides(low: f64, high: f64, b: f64, higher_is_better: bool) -> (bool, bool) {
+    if higher_is_better {
+        (high < b, low >= b)
+    } else {
+        (low > b, high <= b)
+    }
+}
+
+/// Where an interval lies against `limit`, in the word the verdicts use:
+/// `beyond`, `within` or `across` (also for a figure left inconclusive
+/// for another reason, so the words never contradict the interval printed
+/// beside them).
+pub fn place(low: f64, high: f64, limit: f64, higher_is_better: bool) -> &'static str {
+    match sides(low, high, bound(limit, higher_is_better), higher_is_better) {
+        (true, _) => "beyond",
+        (_, true) => "within",
+        _ => "across",
     }
 }
 
@@ -248,6 +266,17 @@ pub fn limit_text(limit: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_interval_is_placed_as_the_verdicts_judge_it() {
+        assert_eq!(place(1.507, 2.494, 0.05, false), "beyond");
+        assert_eq!(place(0.9, 1.05, 0.05, false), "within");
+        assert_eq!(place(0.98, 1.2, 0.05, false), "across");
+        // Higher is better (a rate): worse is below 1 − limit.
+        assert_eq!(place(0.5, 0.9, 0.05, true), "beyond");
+        assert_eq!(place(0.95, 1.3, 0.05, true), "within");
+        assert_eq!(place(0.9, 1.1, 0.05, true), "across");
+    }
 
     fn worse(ratio: f64, low: f64, high: f64) -> Evidence {
         Evidence {

@@ -613,11 +613,19 @@ pub fn gate_phrase(r: &BenchGateResult) -> String {
             })
         ),
         Outcome::Pass => format!("within {sign}{limit}"),
-        Outcome::Inconclusive => match &r.note {
-            Some(n) if r.ratio_low.is_some() => format!("across {sign}{limit}: {n}"),
-            Some(n) => n.clone(),
-            None => format!("across {sign}{limit}"),
-        },
+        Outcome::Inconclusive => {
+            // Left inconclusive for another reason (the machine's speed):
+            // the words say where the interval lies, as it is printed.
+            let place = match (r.ratio_low, r.ratio_high) {
+                (Some(lo), Some(hi)) => gate::place(lo, hi, r.limit, r.higher_is_better),
+                _ => "across",
+            };
+            match &r.note {
+                Some(n) if r.ratio_low.is_some() => format!("{place} {sign}{limit}: {n}"),
+                Some(n) => n.clone(),
+                None => format!("{place} {sign}{limit}"),
+            }
+        }
     }
 }
 

@@ -400,9 +400,16 @@ pub fn phrase(g: &GateResult) -> String {
                 (Some(note), None) => note.clone(),
                 (None, None) => String::new(),
             };
+            // Inconclusive for another reason (the machine's speed, other
+            // work) with an interval wholly beyond or within the limit:
+            // the words say where the interval lies, as it is printed.
+            let place = match (g.ratio_low, g.ratio_high) {
+                (Some(lo), Some(hi)) => gate::place(lo, hi, g.limit, false),
+                _ => "across",
+            };
             match (g.ratio_low.is_some(), why.is_empty()) {
-                (true, true) => format!("across {limit}"),
-                (true, false) => format!("across {limit}: {why}"),
+                (true, true) => format!("{place} {limit}"),
+                (true, false) => format!("{place} {limit}: {why}"),
                 (false, _) => why,
             }
         }
@@ -481,6 +488,40 @@ fn headline(results: &[GateResult]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Regression: a figure left inconclusive by the machine's speed read
+    /// `+94.7% [+50.7, +149.4] across +5%`, an interval wholly beyond the
+    /// limit said to lie across it.
+    #[test]
+    fn an_inconclusive_figure_says_where_its_interval_lies() {
+        let g = |lo: f64, hi: f64| GateResult {
+            command: 0,
+            name: "work".into(),
+            reference: 1,
+            figure: "wall_ns",
+            limit: 0.05,
+            ratio: Some((lo + hi) / 2.0),
+            ratio_low: Some(lo),
+            ratio_high: Some(hi),
+            p_adjusted: Some(0.001),
+            outcome: Outcome::Inconclusive,
+            runs_needed: None,
+            reason: Some(Reason::MachineSpeed),
+            note: Some("this machine ran 80% faster".into()),
+        };
+        assert_eq!(
+            phrase(&g(1.507, 2.494)),
+            "beyond +5%: this machine ran 80% faster"
+        );
+        assert_eq!(
+            phrase(&g(0.9, 1.04)),
+            "within +5%: this machine ran 80% faster"
+        );
+        assert_eq!(
+            phrase(&g(0.98, 1.2)),
+            "across +5%: this machine ran 80% faster"
+        );
+    }
 
     #[test]
     fn every_figure_has_names_and_no_name_is_taken_twice() {
