@@ -7,16 +7,19 @@
 //! the command, each printing a sample every [`INTERVAL_MS`] ms
 //! (`-lms`): the GPU query (utilization, power, memory of every GPU) and
 //! the process query (GPU memory of every process). A reader thread per
-//! query folds the lines as they come (`fold`); the processes named are
-//! matched to the command's tree through /proc. Both children are killed
-//! and reaped on every exit path (and die with tally: `PR_SET_PDEATHSIG`).
+//! query keeps the lines as they come, in order (`timeline`); the
+//! processes named are matched to the command's tree through /proc. The
+//! figures of any stretch of the session can be taken from it: `tally
+//! run`'s one run, or each of `tally compare`'s runs, sampled by one
+//! session for the whole comparison. Both children are killed and reaped
+//! on every exit path (and die with tally: `PR_SET_PDEATHSIG`).
 //!
 //! Without `nvidia-smi` on `PATH` nothing is started: a default run costs
 //! one lookup of `PATH`.
 
-pub mod fold;
 pub mod human;
 pub mod parse;
+pub mod timeline;
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -27,7 +30,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use fold::Fold;
+use timeline::{Timeline, Window};
 
 /// The sampling period asked of nvidia-smi, in ms.
 pub const INTERVAL_MS: u32 = 20;
@@ -123,10 +126,17 @@ pub struct GpuPart {
 impl Eq for GpuPart {}
 
 impl GpuPart {
-    fn unavailable(reason: String) -> GpuPart {
+    pub fn unavailable(reason: String) -> GpuPart {
         GpuPart {
             gpu: GpuState::Unavailable,
             gpu_reason: Some(reason),
+        }
+    }
+
+    pub fn measured(g: Gpu) -> GpuPart {
+        GpuPart {
+            gpu: GpuState::Measured(g),
+            gpu_reason: None,
         }
     }
 }
@@ -143,11 +153,34 @@ pub fn on_path(name: &str) -> Option<PathBuf> {
         })
 }
 
+/// CLOCK_MONOTONIC ns of `at`: the clock `Instant` reads, as a number.
+pub fn ns_of(at: Instant) -> u64 {
+    let (now, now_ns) = (Instant::now(), crate::sys::monotonic_ns());
+    match now.checked_duration_since(at) {
+        Some(ago) => now_ns.saturating_sub(u64::try_from(ago.as_nanos()).unwrap_or(u64::MAX)),
+        None => now_ns
+            .saturating_add(u64::try_from(at.duration_since(now).as_nanos()).unwrap_or(u64::MAX)),
+    }
+}
+
+/// Whether nvidia-smi can be asked: `Some(path)` when it is on `PATH`;
+/// else, when the figures were `asked` for, the reason they cannot be had.
+fn find(asked: bool) -> Result<Option<PathBuf>, String> {
+    match on_path("nvidia-smi") {
+        Some(exe) => Ok(Some(exe)),
+        None if asked => Err(NOT_ON_PATH.into()),
+        None => Ok(None),
+    }
+}
+
+/// Why there are no GPU figures without nvidia-smi.
+pub const NOT_ON_PATH: &str = "nvidia-smi is not on PATH: no NVIDIA driver is installed here, or its tools are not on PATH (install the driver, or add the directory holding nvidia-smi to PATH)";
+
 /// One run's GPU sampling: off, unavailable (and why), or running.
 pub enum Session {
     Off,
     Unavailable(String),
-    Sampling(Sampler),
+    Sampling(Sampler, Option<u64>),
 }
 
 impl Session {
@@ -155,26 +188,18 @@ impl Session {
     /// a failure is kept and said; otherwise a missing or failing
     /// nvidia-smi leaves the run as it was without GPU figures.
     pub fn start(asked: bool) -> Session {
-        let Some(exe) = on_path("nvidia-smi") else {
-            return if asked {
-                Session::Unavailable(
-                    "nvidia-smi is not on PATH: no NVIDIA driver is installed here, or its tools are not on PATH (install the driver, or add the directory holding nvidia-smi to PATH)".into(),
-                )
-            } else {
-                Session::Off
-            };
-        };
-        match Sampler::start(&exe) {
-            Ok(s) => Session::Sampling(s),
-            Err(why) if asked => Session::Unavailable(why),
-            Err(_) => Session::Off,
+        match Sampler::when_present(asked, None) {
+            Ok(Some(s)) => Session::Sampling(s, None),
+            Ok(None) => Session::Off,
+            Err(why) => Session::Unavailable(why),
         }
     }
 
     /// The command `pid` starts now, at `at`.
-    pub fn begin(&self, pid: u32, at: Instant) {
-        if let Session::Sampling(s) = self {
-            s.lock().begin(pid, at);
+    pub fn begin(&mut self, pid: u32, at: Instant) {
+        if let Session::Sampling(s, start) = self {
+            s.root(pid);
+            *start = Some(ns_of(at));
         }
     }
 
@@ -183,17 +208,23 @@ impl Session {
         match self {
             Session::Off => GpuPart::default(),
             Session::Unavailable(why) => GpuPart::unavailable(why),
-            Session::Sampling(s) => GpuPart {
-                gpu: GpuState::Measured(s.finish(end)),
-                gpu_reason: None,
-            },
+            Session::Sampling(mut s, start) => {
+                let end = ns_of(end);
+                let apps_ok = s.stop();
+                let w = Window {
+                    start: start.unwrap_or(end),
+                    end,
+                    held_until: None,
+                };
+                GpuPart::measured(s.lock(|t| t.figures(w, apps_ok)))
+            }
         }
     }
 }
 
 /// The two nvidia-smi children and their readers.
 pub struct Sampler {
-    fold: Arc<Mutex<Option<Fold>>>,
+    timeline: Arc<Mutex<Timeline>>,
     gpu: Child,
     apps: Child,
     readers: Vec<JoinHandle<()>>,
@@ -235,10 +266,29 @@ fn each_line(from: impl Read, mut each: impl FnMut(&str)) {
 }
 
 impl Sampler {
+    /// Starts sampling when `nvidia-smi` is on `PATH` (`Ok(None)` when
+    /// it is not and the figures were not `asked` for). The tree is
+    /// rooted at `root` when given, else from [`Sampler::root`]. Not
+    /// asked for, a failing nvidia-smi is `Ok(None)` too.
+    pub fn when_present(asked: bool, root: Option<u32>) -> Result<Option<Sampler>, String> {
+        let Some(exe) = find(asked)? else {
+            return Ok(None);
+        };
+        match Sampler::start(&exe, root) {
+            Ok(s) => Ok(Some(s)),
+            Err(why) if asked => Err(why),
+            Err(_) => Ok(None),
+        }
+    }
+
     /// Starts both queries and waits for the first GPU sample.
-    fn start(exe: &Path) -> Result<Sampler, String> {
-        let judge: fold::Judge = Box::new(fold::membership);
-        let fold = Arc::new(Mutex::new(Some(Fold::new(judge))));
+    fn start(exe: &Path, root: Option<u32>) -> Result<Sampler, String> {
+        let judge: timeline::Judge = Box::new(timeline::membership);
+        let mut timeline = Timeline::new(judge, u64::from(INTERVAL_MS) * 1_000_000);
+        if let Some(root) = root {
+            timeline.root(root);
+        }
+        let timeline = Arc::new(Mutex::new(timeline));
         let exe_shown = crate::text::path::display(exe);
         let spawn = |q: &str, fields: &str| {
             nvidia_smi(exe, format!("--query-{q}={fields}"))
@@ -256,7 +306,7 @@ impl Sampler {
             }
         };
         let mut s = Sampler {
-            fold,
+            timeline,
             gpu,
             apps,
             readers: Vec::new(),
@@ -266,8 +316,7 @@ impl Sampler {
         s.read_gpu(ready_tx);
         s.read_apps();
         let came = ready.recv_timeout(FIRST_SAMPLE);
-        let sampled = s.lock_fold(|f| f.gpu_count() > 0);
-        if came.is_ok() && sampled == Some(true) {
+        if came.is_ok() && s.lock(|t| t.gpu_count() > 0) {
             return Ok(s);
         }
         let why = s.failure_text(came.is_err());
@@ -275,16 +324,33 @@ impl Sampler {
         Err(why)
     }
 
+    /// The tree's processes descend from `root` from now on.
+    pub fn root(&self, root: u32) {
+        self.lock(|t| t.root(root));
+    }
+
+    /// The figures of the stretch `w` (CLOCK_MONOTONIC ns) so far.
+    pub fn figures(&mut self, w: Window) -> Gpu {
+        let apps_ok = matches!(self.apps.try_wait(), Ok(None));
+        self.lock(|t| t.figures(w, apps_ok))
+    }
+
+    /// Forgets the samples wholly before `before` (see [`Timeline::prune`]).
+    pub fn prune(&self, before: u64) {
+        self.lock(|t| t.prune(before));
+    }
+
     fn read_gpu(&mut self, ready: mpsc::SyncSender<()>) {
         let out = self.gpu.stdout.take();
-        let fold = Arc::clone(&self.fold);
+        let timeline = Arc::clone(&self.timeline);
         self.readers.push(std::thread::spawn(move || {
             if let Some(out) = out {
                 each_line(out, |line| {
-                    let at = Instant::now();
-                    if let Some(f) = fold.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
-                        f.gpu(line, at);
-                    }
+                    let at = crate::sys::monotonic_ns();
+                    timeline
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .gpu(line, at);
                     let _ = ready.try_send(());
                 });
             }
@@ -308,28 +374,22 @@ impl Sampler {
 
     fn read_apps(&mut self) {
         let out = self.apps.stdout.take();
-        let fold = Arc::clone(&self.fold);
+        let timeline = Arc::clone(&self.timeline);
         self.readers.push(std::thread::spawn(move || {
             if let Some(out) = out {
                 each_line(out, |line| {
-                    if let Some(f) = fold.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
-                        f.app(line);
-                    }
+                    let at = crate::sys::monotonic_ns();
+                    timeline
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .app(line, at);
                 });
             }
         }));
     }
 
-    fn lock_fold<T>(&self, f: impl FnOnce(&mut Fold) -> T) -> Option<T> {
-        self.fold
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .as_mut()
-            .map(f)
-    }
-
-    fn lock(&self) -> LockedFold<'_> {
-        LockedFold(self)
+    fn lock<T>(&self, f: impl FnOnce(&mut Timeline) -> T) -> T {
+        f(&mut self.timeline.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
     /// Why no sample came: nvidia-smi's own words where it said some.
@@ -350,19 +410,8 @@ impl Sampler {
             }
             std::thread::sleep(Duration::from_millis(10));
         }
-        if status.is_none() {
-            let _ = self.gpu.kill();
-            let _ = self.gpu.wait();
-        }
-        let _ = self.apps.kill();
-        let _ = self.apps.wait();
-        // Its readers end with it.
-        for r in self.readers.drain(..) {
-            let _ = r.join();
-        }
-        let said = self
-            .lock_fold(|f| f.first_bad().map(str::to_string))
-            .flatten();
+        self.stop();
+        let said = self.lock(|t| t.first_bad().map(str::to_string));
         let err = String::from_utf8_lossy(&self.stderr.lock().unwrap_or_else(|e| e.into_inner()))
             .trim()
             .to_string();
@@ -375,17 +424,11 @@ impl Sampler {
         }
     }
 
-    /// Stops both children and returns the run's figures.
-    fn finish(mut self, end: Instant) -> Gpu {
-        let fold = self.fold.lock().unwrap_or_else(|e| e.into_inner()).take();
-        // Still running when stopped: the process query did not fail.
+    /// Stops both children and waits for their readers, so every line
+    /// printed is in the timeline. Returns whether the process query was
+    /// still running (it did not fail).
+    fn stop(&mut self) -> bool {
         let apps_ok = matches!(self.apps.try_wait(), Ok(None));
-        self.stop();
-        let fold = fold.unwrap_or_else(|| Fold::new(Box::new(fold::membership)));
-        fold.finish(end, u64::from(INTERVAL_MS) * 1_000_000, apps_ok)
-    }
-
-    fn stop(&mut self) {
         for c in [&mut self.gpu, &mut self.apps] {
             let _ = c.kill();
             let _ = c.wait();
@@ -393,20 +436,12 @@ impl Sampler {
         for r in self.readers.drain(..) {
             let _ = r.join();
         }
+        apps_ok
     }
 }
 
 impl Drop for Sampler {
     fn drop(&mut self) {
         self.stop();
-    }
-}
-
-/// The fold of a [`Sampler`], for [`Session::begin`].
-struct LockedFold<'a>(&'a Sampler);
-
-impl LockedFold<'_> {
-    fn begin(&self, pid: u32, at: Instant) {
-        self.0.lock_fold(|f| f.begin(pid, at));
     }
 }

@@ -401,7 +401,7 @@ fn run_once(ctx: &Ctx) -> Result<RunRecord, RunError> {
     let mut groups = RunGroups::make(cfg);
     let why_before = cfg.why.then(why::before);
     let cgroup = groups.take_fds();
-    let gpu = if cfg.gpu || cfg.gpu_when_present {
+    let mut gpu = if cfg.gpu || cfg.gpu_when_present {
         crate::gpu::Session::start(cfg.gpu)
     } else {
         crate::gpu::Session::Off

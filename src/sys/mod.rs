@@ -64,6 +64,22 @@ pub fn page_size() -> u64 {
     if size > 0 { size as u64 } else { 4096 }
 }
 
+/// CLOCK_MONOTONIC now, in ns: the clock `std::time::Instant` reads, as a
+/// number another process (the spawner) can send.
+#[inline]
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC exists on
+    // every Linux, so the call cannot fail (a failure leaves `ts` at 0).
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    (ts.tv_sec as u64)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(ts.tv_nsec as u64)
+}
+
 /// The name of a signal (`SIGKILL`), or `SIG<number>` for one without a name.
 pub fn signal_name(sig: i32) -> String {
     let name = match sig {
