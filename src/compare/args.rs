@@ -108,6 +108,13 @@ pub struct CompareArgs {
     #[arg(long)]
     pub drop_caches: bool,
 
+    /// Compare the command trees' GPU memory peak, GPU busy time and
+    /// energy (NVIDIA, through nvidia-smi), or say why they cannot be
+    /// measured. Without it they are compared when nvidia-smi is on PATH
+    /// and a command used a GPU.
+    #[arg(long)]
+    pub gpu: bool,
+
     /// Before every run, read PATH (a directory recursively) into the page
     /// cache. One path per option (repeat it).
     #[arg(long, value_name = "PATH", action = clap::ArgAction::Append,
@@ -320,6 +327,7 @@ impl CompareArgs {
             command_output,
             cold: self.cold.clone(),
             drop_caches: self.drop_caches,
+            gpu: self.gpu,
             warm: self.warm.clone(),
             reference,
             alpha: self.alpha,

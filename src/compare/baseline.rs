@@ -344,6 +344,7 @@ fn records(c: &StoredCommand) -> Result<Vec<RunRecord>, String> {
         "other_wait_ns",
     ]
     .map(|k| c.samples.get(k));
+    let gpu = ["gpu_mem_peak_bytes", "gpu_busy_ns", "gpu_energy_mj"].map(|k| c.samples.get(k));
     let at = |v: &Vec<u64>, i: usize| v.get(i).copied().unwrap_or(0);
     let mut out = Vec::with_capacity(c.runs);
     for i in 0..c.runs {
@@ -386,7 +387,12 @@ fn records(c: &StoredCommand) -> Result<Vec<RunRecord>, String> {
             },
             forwarded_signal: None,
             escalated_to_sigkill: false,
-            gpu: Default::default(),
+            gpu: if gpu.iter().any(Option::is_some) {
+                let [mem, busy, energy] = gpu.map(|g| g.map(|v| at(v, i)));
+                crate::gpu::GpuPart::measured(crate::gpu::Gpu::from_stored(mem, busy, energy))
+            } else {
+                Default::default()
+            },
         });
     }
     Ok(out)
@@ -867,6 +873,11 @@ mod tests {
                 io_source: None,
                 io_unavailable: None,
                 counters: None,
+                gpu: crate::gpu::GpuPart::measured(crate::gpu::Gpu::from_stored(
+                    Some((2_660 + i) << 20),
+                    Some(7_000_000 + i),
+                    Some(212_450 + i),
+                )),
                 ..RunRecord::bare(0)
             });
         }

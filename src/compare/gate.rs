@@ -35,6 +35,9 @@ const NAMES: &[(&str, &[&str])] = &[
     ("io_wait_ns", &["io_wait"]),
     ("memory_stall_ns", &["memory_stall"]),
     ("other_wait_ns", &["other_wait"]),
+    ("gpu_mem_peak_bytes", &["gpu_mem", "gpu_memory"]),
+    ("gpu_busy_ns", &["gpu_busy"]),
+    ("gpu_energy_mj", &["gpu_energy"]),
 ];
 
 /// The figure (its JSON key) `name` stands for.

@@ -6,7 +6,8 @@
 //! - [`plan`]: the [`Config`]; commands, names and parameter scans into the
 //!   instances run.
 //! - [`runner`]: warm-up, rounds, `--prepare`/`--setup`/`--cleanup`;
-//!   [`sizing`] how many rounds without `--runs`.
+//!   [`sizing`] how many rounds without `--runs`; `gpu` the GPU figures
+//!   of its runs, from one sampling session.
 //! - [`crate::speed`]: the speed probe made before runs, outside their clocks.
 //! - [`report`]: the model and its statistics; `render` the formats, with
 //!   `human` the terminal layout and [`html`] the page.
@@ -22,6 +23,7 @@ pub mod args;
 pub mod baseline;
 pub mod command;
 pub mod gate;
+mod gpu;
 pub mod html;
 mod human;
 pub mod plan;

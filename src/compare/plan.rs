@@ -32,6 +32,8 @@ pub struct Config {
     pub command_output: CommandOutput,
     pub cold: Vec<PathBuf>,
     pub drop_caches: bool,
+    /// `--gpu`: GPU figures asked for (see `runner`'s GPU sampling).
+    pub gpu: bool,
     pub warm: Vec<PathBuf>,
     /// 0-based; `None`: the fastest by median wall time.
     pub reference: Option<usize>,

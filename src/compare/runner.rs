@@ -309,6 +309,7 @@ pub fn execute(
     };
     let result = session.rounds(progress);
     drop(session.backend.take());
+    session.gpu.stop();
     let other_cpu_percent = started
         .1
         .other_cpu_ms(&crate::bench::machine::Reading::now())
@@ -391,6 +392,8 @@ struct Session<'c> {
     /// The speed probes so far (see `super::probe`), and when the next is
     /// due.
     probes: probe::Schedule,
+    /// The runs' GPU figures (see `super::gpu`).
+    gpu: super::gpu::Sampling,
 }
 
 impl<'c> Session<'c> {
@@ -411,7 +414,7 @@ impl<'c> Session<'c> {
             gpu_when_present: false,
         };
         let measurer = Measurer::new(&base)?;
-        let configs = cfg
+        let mut configs: Vec<run::Config> = cfg
             .instances
             .iter()
             .map(|i| run::Config {
@@ -454,6 +457,17 @@ impl<'c> Session<'c> {
             || !cfg.cold.is_empty()
             || cfg.drop_caches;
         let backend = Backend::start(cfg, &measurer, streams)?;
+        let spawner = match &backend {
+            Backend::Spawner(s) => Some(s.pid()),
+            Backend::Here => None,
+        };
+        let gpu = super::gpu::Sampling::start(cfg.gpu, spawner);
+        if let super::gpu::Sampling::PerRun = gpu {
+            for c in &mut configs {
+                c.gpu = cfg.gpu;
+                c.gpu_when_present = true;
+            }
+        }
         Ok(Session {
             cfg,
             k,
@@ -488,6 +502,7 @@ impl<'c> Session<'c> {
                 run::spawner::AHEAD.max(k + 1)
             },
             probes: probe::Schedule::default(),
+            gpu,
         })
     }
 
@@ -606,8 +621,10 @@ impl<'c> Session<'c> {
             None => return Err(spawner_error(std::io::Error::other("ended"))),
         };
         let mut rec = match reply {
-            Reply::Ran(rec, floor) => {
+            Reply::Ran(rec, floor, stretch) => {
                 self.probes.ran(rec.wall_ns);
+                let mut rec = *rec;
+                self.gpu.record(&mut rec, stretch);
                 // Measured runs only: warm-up runs are not reported.
                 let floor = floor.filter(|f| !warmup && rec.max_rss_bytes <= f * 1024);
                 if let Some(floor) = floor {
@@ -615,7 +632,7 @@ impl<'c> Session<'c> {
                     *n += 1;
                     *most = (*most).max(floor);
                 }
-                *rec
+                rec
             }
             Reply::Skipped { signal } => {
                 self.interrupted_by = signal.or_else(|| self.measurer.pending_signal());
@@ -771,8 +788,14 @@ impl<'c> Session<'c> {
             of: Some(runs * k as u64),
             warmup: false,
         });
+        super::gpu::keep_only_if_used(&mut results, cfg.gpu);
         results.extend(stored_results(cfg));
         let mut report = CompareReport::build(cfg, results, self.interrupted_by);
+        if let Some(why) = self.gpu.unavailable() {
+            report
+                .warnings
+                .push(format!("GPU figures unavailable: {why}"));
+        }
         if let Some((i, sig)) = &self.cut_short {
             report.warnings.push(format!(
                 "the run of command {} ({}) that {sig} interrupted is left out of the statistics",
@@ -981,7 +1004,11 @@ impl Backend {
             },
             Backend::Here => match measurer.pending_signal() {
                 Some(sig) => Ok(Reply::Skipped { signal: Some(sig) }),
-                None => Ok(Reply::Ran(Box::new(measurer.measure_as_is(cfg)?), None)),
+                None => Ok(Reply::Ran(
+                    Box::new(measurer.measure_as_is(cfg)?),
+                    None,
+                    None,
+                )),
             },
         }
     }

@@ -109,6 +109,36 @@ impl GpuState {
     pub fn is_not_sampled(&self) -> bool {
         matches!(self, GpuState::NotSampled)
     }
+
+    /// The figures, when measured.
+    pub fn measured(&self) -> Option<&Gpu> {
+        match self {
+            GpuState::Measured(g) => Some(g),
+            _ => None,
+        }
+    }
+}
+
+impl Gpu {
+    /// A stored run's totals (a baseline keeps no per-GPU figures).
+    pub fn from_stored(mem: Option<u64>, busy_ns: Option<u64>, energy_mj: Option<u64>) -> Gpu {
+        Gpu {
+            gpu_mem_peak_bytes: mem,
+            gpu_busy_ns: busy_ns,
+            gpu_energy_joules: energy_mj.map(|mj| mj as f64 / 1e3),
+            sample_interval_ns: u64::from(INTERVAL_MS) * 1_000_000,
+            source: format!("{SOURCE}; read from a baseline"),
+            gpus: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
+
+    /// The energy in whole millijoules: the unit the figure is compared
+    /// and stored in.
+    pub fn energy_mj(&self) -> Option<u64> {
+        let j = self.gpu_energy_joules?;
+        (j.is_finite() && j >= 0.0).then(|| (j * 1e3).round() as u64)
+    }
 }
 
 /// The `gpu` and `gpu_reason` keys of a run record.

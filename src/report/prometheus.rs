@@ -16,8 +16,9 @@ pub use super::unit::Unit;
 /// (`wall_us` → `wall`, `max_rss_kb` → `max_rss`, `pss_bytes` → `pss`),
 /// so [`Metric::new`] can append the base unit's.
 pub fn stem(key: &str) -> &str {
-    const UNIT_WORDS: [&str; 9] = [
-        "_ns", "_us", "_ms", "_seconds", "_kb", "_kib", "_bytes", "_mhz", "_hz",
+    const UNIT_WORDS: [&str; 12] = [
+        "_ns", "_us", "_ms", "_seconds", "_kb", "_kib", "_mib", "_bytes", "_mhz", "_hz", "_mj",
+        "_joules",
     ];
     UNIT_WORDS
         .iter()

@@ -123,6 +123,21 @@ impl ChartUnit {
                 let b = Quantity::new(max, unit).to(Unit::Bytes).value;
                 (Unit::Bytes, byte_scale(b))
             }
+            Unit::Joules => {
+                let in_joules = Quantity::new(max, unit).to(Unit::Joules).value >= 1.0;
+                let via = if in_joules {
+                    Unit::Joules
+                } else {
+                    Unit::Millijoules
+                };
+                (
+                    via,
+                    Scale {
+                        unit: via.symbol(),
+                        divisor: 1.0,
+                    },
+                )
+            }
             _ => (
                 unit,
                 Scale {

@@ -14,6 +14,8 @@ pub enum Unit {
     Bytes,
     /// 1024 bytes (the kernel's "kB").
     Kibibytes,
+    /// 1024² bytes (nvidia-smi's "MiB").
+    Mebibytes,
     BytesPerSecond,
     /// 10^9 bytes per second.
     GigabytesPerSecond,
@@ -23,6 +25,8 @@ pub enum Unit {
     Count,
     /// A fraction, 1 meaning all.
     Ratio,
+    Joules,
+    Millijoules,
 }
 
 impl Unit {
@@ -52,7 +56,10 @@ impl Unit {
             | Unit::BytesPerSecond
             | Unit::Hertz
             | Unit::Count
-            | Unit::Ratio => Factor::Mul(1.0),
+            | Unit::Ratio
+            | Unit::Joules => Factor::Mul(1.0),
+            Unit::Millijoules => Factor::Div(1e3),
+            Unit::Mebibytes => Factor::Mul(1024.0 * 1024.0),
             Unit::Milliseconds => Factor::Div(1e3),
             Unit::Microseconds => Factor::Div(1e6),
             Unit::Nanoseconds => Factor::Div(1e9),
@@ -68,7 +75,8 @@ impl Unit {
             Unit::Seconds | Unit::Milliseconds | Unit::Microseconds | Unit::Nanoseconds => {
                 Unit::Seconds
             }
-            Unit::Bytes | Unit::Kibibytes => Unit::Bytes,
+            Unit::Bytes | Unit::Kibibytes | Unit::Mebibytes => Unit::Bytes,
+            Unit::Joules | Unit::Millijoules => Unit::Joules,
             Unit::BytesPerSecond | Unit::GigabytesPerSecond => Unit::BytesPerSecond,
             Unit::Hertz | Unit::Megahertz => Unit::Hertz,
             Unit::Count => Unit::Count,
@@ -85,6 +93,7 @@ impl Unit {
             Unit::BytesPerSecond => "_bytes_per_second",
             Unit::Hertz => "_hertz",
             Unit::Ratio => "_ratio",
+            Unit::Joules => "_joules",
             _ => "",
         }
     }
@@ -99,6 +108,9 @@ impl Unit {
             Unit::Nanoseconds => "_ns",
             Unit::Bytes => "_bytes",
             Unit::Kibibytes => "_kb",
+            Unit::Mebibytes => "_mib",
+            Unit::Joules => "_joules",
+            Unit::Millijoules => "_mj",
             Unit::BytesPerSecond => "_bytes_per_second",
             Unit::GigabytesPerSecond => "_gb_per_s",
             Unit::Hertz => "_hz",
@@ -118,6 +130,9 @@ impl Unit {
             Unit::Nanoseconds => "ns",
             Unit::Bytes => "B",
             Unit::Kibibytes => "KiB",
+            Unit::Mebibytes => "MiB",
+            Unit::Joules => "J",
+            Unit::Millijoules => "mJ",
             Unit::BytesPerSecond => "B/s",
             Unit::GigabytesPerSecond => "GB/s",
             Unit::Hertz => "Hz",
@@ -178,6 +193,9 @@ mod tests {
             (Unit::Hertz, 50.0, 50.0, "_hertz"),
             (Unit::Count, 4.0, 4.0, ""),
             (Unit::Ratio, 0.5, 0.5, "_ratio"),
+            (Unit::Mebibytes, 2.0, 2097152.0, "_bytes"),
+            (Unit::Millijoules, 212_450.0, 212.45, "_joules"),
+            (Unit::Joules, 3.0, 3.0, "_joules"),
         ];
         for (unit, value, base, suffix) in cases {
             assert_eq!(unit.to_base(value), base, "{unit:?}");

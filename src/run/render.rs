@@ -17,8 +17,9 @@ impl Render for RunReport {
     }
 
     fn table(&self) -> Table {
+        let figures: Vec<_> = FIGURES.iter().filter(|f| f.in_table(&self.runs)).collect();
         let mut headers = vec!["run".to_string()];
-        headers.extend(FIGURES.iter().map(|f| f.key.to_string()));
+        headers.extend(figures.iter().map(|f| f.key.to_string()));
         headers.extend(["exit_code", "signal"].map(String::from));
         let rows = self
             .runs
@@ -27,7 +28,7 @@ impl Render for RunReport {
             .map(|(i, r)| {
                 let mut row = vec![(i + 1).to_string()];
                 row.extend(
-                    FIGURES
+                    figures
                         .iter()
                         .map(|f| (f.get)(r).map(|v| v.to_string()).unwrap_or_default()),
                 );

@@ -435,6 +435,18 @@ impl Figure {
 }
 
 impl Figure {
+    /// GPU figures: a table has their columns only where a GPU was
+    /// sampled, so that a report made without one reads as before GPU
+    /// figures existed.
+    pub fn only_when_measured(&self) -> bool {
+        self.key.starts_with("gpu_")
+    }
+
+    /// Whether a table of `runs` has this figure's column.
+    pub fn in_table(&self, runs: &[RunRecord]) -> bool {
+        !self.only_when_measured() || runs.iter().any(|r| (self.get)(r).is_some())
+    }
+
     /// Whether the kernel splits this figure from the cpu time by
     /// sampling at each clock tick (user and kernel cpu): approximate, to
     /// a tick, and shown with `~` ([`TICK_NOTE`]). Their sum, cpu time,
@@ -472,6 +484,9 @@ pub const FIGURES: &[Figure] = &[
     Figure { key: "io_wait_ns", label: "waiting for storage", unit: Unit::Nanoseconds, show: Unit::Microseconds, headline: false, get: |r| r.why.as_ref()?.io_wait_ns },
     Figure { key: "memory_stall_ns", label: "stalled on memory", unit: Unit::Nanoseconds, show: Unit::Microseconds, headline: false, get: |r| r.why.as_ref()?.memory_stall_ns },
     Figure { key: "other_wait_ns", label: "other waits", unit: Unit::Nanoseconds, show: Unit::Microseconds, headline: false, get: |r| r.why.as_ref()?.other_wait_ns },
+    Figure { key: "gpu_mem_peak_bytes", label: "GPU memory peak", unit: Unit::Bytes, show: Unit::Mebibytes, headline: false, get: |r| r.gpu.gpu.measured()?.gpu_mem_peak_bytes },
+    Figure { key: "gpu_busy_ns", label: "GPU busy", unit: Unit::Nanoseconds, show: Unit::Microseconds, headline: false, get: |r| r.gpu.gpu.measured()?.gpu_busy_ns },
+    Figure { key: "gpu_energy_mj", label: "GPU energy", unit: Unit::Millijoules, show: Unit::Joules, headline: false, get: |r| r.gpu.gpu.measured()?.energy_mj() },
 ];
 
 /// Outliers move a median by more than this fraction before they are
@@ -850,7 +865,13 @@ pub(crate) mod tests {
 
     #[test]
     fn every_figure_has_a_prometheus_family_in_base_units() {
-        let r = report(vec![record(1000, 1472)]);
+        let mut run = record(1000, 1472);
+        run.gpu = crate::gpu::GpuPart::measured(crate::gpu::Gpu::from_stored(
+            Some(2 << 30),
+            Some(400),
+            Some(212_450),
+        ));
+        let r = report(vec![run]);
         let metrics = r.metrics().expect("run has metrics");
         assert_eq!(metrics.len(), FIGURES.len());
         for (f, m) in FIGURES.iter().zip(&metrics) {
@@ -862,7 +883,11 @@ pub(crate) mod tests {
             );
             assert_eq!(f.unit.base(), f.show.base(), "{}", f.key);
             for word in m.name.split('_') {
-                assert!(!["us", "ns", "ms", "kb"].contains(&word), "{}", m.name);
+                assert!(
+                    !["us", "ns", "ms", "kb", "mj", "mib"].contains(&word),
+                    "{}",
+                    m.name
+                );
             }
         }
     }

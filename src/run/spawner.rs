@@ -138,10 +138,10 @@ fn read_frame<T: for<'de> Deserialize<'de>>(input: &mut impl Read) -> io::Result
 /// The spawner's answer to one request, as tally reads it.
 #[derive(Debug)]
 pub enum Reply {
-    /// The run, and the spawner's own peak resident set (kB) read just
-    /// after the command's exec, when it could be: at least what the
-    /// kernel carried into the command's peak.
-    Ran(Box<RunRecord>, Option<u64>),
+    /// The run, the spawner's own peak resident set (kB) read just after
+    /// the command's exec, when it could be (at least what the kernel
+    /// carried into the command's peak), and the run's stretch of time.
+    Ran(Box<RunRecord>, Option<u64>, Option<Stretch>),
     /// Not run: the spawner had stopped (see the module's text), or a
     /// signal (named) came before the run.
     Skipped { signal: Option<String> },
@@ -149,10 +149,19 @@ pub enum Reply {
     Error(RunError),
 }
 
+/// When a run started and ended, in CLOCK_MONOTONIC ns, and when the run
+/// after it started (`None` when none had when it was answered).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stretch {
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub next_start_ns: Option<u64>,
+}
+
 /// The fields of an answer on the wire: this many little-endian `u64`,
 /// then `IO_LEN` bytes of `/proc/PID/io` text. Written and read only by
 /// [`encode`] and [`decode`].
-const FIELDS: usize = 25;
+const FIELDS: usize = 28;
 const KIND: usize = 0;
 const WALL_NS: usize = 1;
 const PID: usize = 2;
@@ -180,6 +189,11 @@ const IO_LEN: usize = 21;
 const SCHED_STATE: usize = 22;
 const SCHED_ON_CPU_NS: usize = 23;
 const SCHED_RUN_DELAY_NS: usize = 24;
+/// When the run started and ended, and when the run after it started (0:
+/// none), in CLOCK_MONOTONIC ns: for the GPU samples of its stretch.
+const START_NS: usize = 25;
+const END_NS: usize = 26;
+const NEXT_START_NS: usize = 27;
 /// `KIND` values.
 const RAN: u64 = 0;
 const SKIPPED: u64 = 1;
@@ -374,6 +388,11 @@ fn decode(fields: &[u64; FIELDS], io: &[u8], argv: &[OsString]) -> Reply {
     Reply::Ran(
         Box::new(record),
         (fields[PEAK_KIB] != 0).then_some(fields[PEAK_KIB]),
+        Some(Stretch {
+            start_ns: fields[START_NS],
+            end_ns: fields[END_NS],
+            next_start_ns: (fields[NEXT_START_NS] != 0).then_some(fields[NEXT_START_NS]),
+        }),
     )
 }
 
@@ -713,6 +732,7 @@ fn run(
         own_group,
         ..PreExec::default()
     };
+    f[START_NS] = sys::monotonic_ns();
     let start = Instant::now();
     let spawned = sys::process::spawn_prepared(cmd, pre);
     if let Ok(s) = &spawned {
@@ -726,7 +746,8 @@ fn run(
         .as_ref()
         .and_then(|s| sys::shed::peak_kib(s).ok())
         .unwrap_or(0);
-    if let Some(p) = previous {
+    if let Some(mut p) = previous {
+        p.f[NEXT_START_NS] = f[START_NS];
         finish(p, outbox);
     }
     let spawned = match spawned {
@@ -743,6 +764,7 @@ fn run(
     let pid = spawned.pid;
     let waited = sys::process::wait_exited_keep(pid);
     let wall = start.elapsed();
+    f[END_NS] = f[START_NS].saturating_add(u64::try_from(wall.as_nanos()).unwrap_or(u64::MAX));
     forwarder.detach();
     f[FORWARDED] = forwarder.take_received().map_or(0, |s| s as u64);
     f[ESCALATED] = u64::from(forwarder.take_escalated());
@@ -967,7 +989,7 @@ mod tests {
         for _ in 0..2 {
             let (got, text) = read_answer(&mut input).unwrap();
             let argv = [OsString::from("/bin/false")];
-            let Reply::Ran(rec, _) = decode(&got, &text, &argv) else {
+            let Reply::Ran(rec, _, _) = decode(&got, &text, &argv) else {
                 panic!("not a run");
             };
             assert_eq!(rec.wall_ns, 1_234_567);
