@@ -14,6 +14,7 @@
 //! Without `nvidia-smi` on `PATH` nothing is started: a default run costs
 //! one lookup of `PATH`.
 
+pub mod apps;
 pub mod fold;
 pub mod human;
 pub mod parse;
