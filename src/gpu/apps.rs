@@ -128,6 +128,14 @@ pub fn query() -> Apps {
 }
 
 impl Query {
+    /// The pid of nvidia-smi while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        match self {
+            Query::Running(r) => Some(r.child.id()),
+            _ => None,
+        }
+    }
+
     /// Waits for the answer (at most [`LIMIT`] after the start).
     pub fn finish(self) -> Apps {
         match self {
