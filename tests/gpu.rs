@@ -717,6 +717,127 @@ fn mem_gives_up_on_a_silent_nvidia_smi_after_5_s_and_leaves_none_running() {
     );
 }
 
+// ---- tally serve: the GPU gauge ----
+
+/// What `tally serve` exports at its first scrape with `PATH` and `env`,
+/// and what it said on stderr by then.
+fn serve_scrape(path: &str, env: &[(&str, &str)], dir: &Path) -> (String, String) {
+    use std::io::{Read, Write};
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port();
+    let config = dir.join("serve.toml");
+    std::fs::write(&config, "[mem]\ntop = 10000\n").unwrap();
+    let log = dir.join("serve.log");
+    let mut cmd = common::tally_std();
+    cmd.env("PATH", path)
+        .args([
+            "serve",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--config",
+        ])
+        .arg(&config)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let _server = common::Reaper(vec![cmd.spawn().unwrap()]);
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let answer = std::net::TcpStream::connect(("127.0.0.1", port)).and_then(|mut s| {
+            s.write_all(b"GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n")?;
+            let mut raw = String::new();
+            s.read_to_string(&mut raw)?;
+            Ok(raw)
+        });
+        if let Ok(raw) = answer
+            && let Some((_, body)) = raw.split_once("\r\n\r\n")
+        {
+            return (body.to_string(), std::fs::read_to_string(&log).unwrap());
+        }
+        assert!(
+            std::time::Instant::now() < until,
+            "tally serve never answered: {}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn serve_exports_gpu_memory_per_program_as_a_gauge_beside_the_ram_gauges() {
+    let tmp = scratch();
+    let bin = fake_dir(tmp.path());
+    let (_reaper, _pids, pidfile) = holders(tmp.path(), "gpu-holder", 1);
+    let env = [("FAKE_GPU_PIDFILE", pidfile.to_str().unwrap())];
+    let (body, log) = serve_scrape(&path_with(Some(&bin)), &env, tmp.path());
+    for line in [
+        "# TYPE tally_mem_gpu_bytes gauge",
+        &format!("tally_mem_gpu_bytes{{program=\"gpu-holder\"}} {MIB_4112}"),
+        "# TYPE tally_mem_total_gpu_bytes gauge",
+        "tally_serve_collector_success{collector=\"gpu\"} 1",
+    ] {
+        assert!(
+            body.lines().any(|l| l == line),
+            "no {line:?} in\n{body}\n{log}"
+        );
+    }
+    assert!(
+        body.contains("tally_mem_pss_bytes{program=\"gpu-holder\"}"),
+        "{body}"
+    );
+    if let Some(promtool) = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .map(|d| d.join("promtool"))
+        .find(|p| p.is_file())
+    {
+        let (status, said) = common::promtool_check_metrics(&promtool, &body);
+        assert!(status.success() && said.trim().is_empty(), "{said}\n{body}");
+    } else {
+        common::skip_part!("promtool is not installed: the GPU gauge was not checked by it");
+    }
+}
+
+#[test]
+fn serve_exports_no_gpu_figure_when_nvidia_smi_fails_and_says_why_once() {
+    let tmp = scratch();
+    let bin = fake_dir(tmp.path());
+    let env = [("FAKE_GPU_MODE", "nodriver")];
+    let (body, log) = serve_scrape(&path_with(Some(&bin)), &env, tmp.path());
+    assert!(
+        !body.contains("tally_mem_gpu") && !body.contains("total_gpu"),
+        "{body}"
+    );
+    assert!(
+        body.lines()
+            .any(|l| l == "tally_serve_collector_success{collector=\"gpu\"} 0"),
+        "{body}"
+    );
+    assert!(
+        body.contains("tally_mem_pss_bytes"),
+        "mem still exported: {body}"
+    );
+    assert_eq!(
+        log.matches("GPU memory unavailable: nvidia-smi exited with status 9")
+            .count(),
+        1,
+        "{log}"
+    );
+    if real_nvidia_smi() {
+        common::skip_part!("nvidia-smi is installed here: serve without it cannot be seen");
+        return;
+    }
+    let (body, _) = serve_scrape(&path_with(None), &[], tmp.path());
+    for gpu in ["tally_mem_gpu", "tally_mem_total_gpu", "collector=\"gpu\""] {
+        assert!(
+            !body.contains(gpu),
+            "nothing GPU without nvidia-smi: {body}"
+        );
+    }
+}
+
 /// A python3 program that holds 1 GiB of GPU memory, through PyTorch or,
 /// without it, the driver's own library (libcuda): prints `ready` once it
 /// holds it, then sleeps.
