@@ -336,6 +336,33 @@ mod tests {
     }
 
     #[test]
+    fn a_report_with_gpu_memory_reads_back_as_written() {
+        use crate::mem::report::{Group, MemReport};
+        let mut report = MemReport::default();
+        report.groups.push(Group {
+            name: "python3".into(),
+            processes: 1,
+            gpu_bytes: GpuBytes::Known(1634 << 20),
+            ..Group::default()
+        });
+        report.groups.push(Group {
+            name: "mig".into(),
+            gpu_bytes: GpuBytes::Unknown,
+            ..Group::default()
+        });
+        report.total.gpu_bytes = GpuBytes::Unknown;
+        report.gpu.gpu = GpuState::Measured(GpuSummary::default());
+        let json = serde_json::to_string(&report).unwrap();
+        assert!(json.contains("\"gpu_bytes\":null"), "{json}");
+        let back: MemReport = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, report);
+        let unmeasured = serde_json::to_string(&MemReport::default()).unwrap();
+        assert!(!unmeasured.contains("gpu"), "{unmeasured}");
+        let back: MemReport = serde_json::from_str(&unmeasured).unwrap();
+        assert_eq!(back.gpu, GpuPart::default());
+    }
+
+    #[test]
     fn unknown_memory_makes_a_sum_unknown_never_smaller() {
         let sum = GpuBytes::Known(5)
             .plus(GpuBytes::Unknown)
