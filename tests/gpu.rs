@@ -365,3 +365,599 @@ fn run_on_a_real_gpu_reports_a_known_allocation() {
         r["gpu"]
     );
 }
+
+// ---- tally mem: GPU memory per row ----
+
+/// `tally mem ARGS` with `PATH` and `env`.
+fn mem(path: &str, env: &[(&str, &str)], args: &[&str]) -> Output {
+    let mut cmd = common::tally_std();
+    cmd.env("PATH", path).arg("mem").args(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("tally runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// stderr with each `tally:` paragraph on one line (notes are wrapped).
+fn paragraphs(o: &Output) -> Vec<String> {
+    stderr(o)
+        .replace("\ntally:   ", " ")
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+fn json(o: &Output) -> Value {
+    serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}{}", stdout(o), stderr(o)))
+}
+
+/// Sleeping processes named `name` (a copy of sleep), their pids written
+/// to the stand-in's pid file, reaped when dropped.
+fn holders(dir: &Path, name: &str, n: usize) -> (common::Reaper, Vec<u32>, PathBuf) {
+    let exe = dir.join(name);
+    std::fs::copy(which("sleep"), &exe).unwrap();
+    let children: Vec<_> = (0..n)
+        .map(|_| common::command(&exe).arg("60").spawn().unwrap())
+        .collect();
+    let pids: Vec<u32> = children.iter().map(|c| c.id()).collect();
+    let pidfile = dir.join("pids");
+    let text: String = pids.iter().map(|p| format!("{p}\n")).collect();
+    std::fs::write(&pidfile, text).unwrap();
+    (common::Reaper(children), pids, pidfile)
+}
+
+/// `name` on the test's own PATH.
+fn which(name: &str) -> PathBuf {
+    std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| panic!("{name} is not on PATH"))
+}
+
+fn pid_list(pids: &[u32]) -> String {
+    pids.iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+const MIB_4112: u64 = 4112 << 20;
+
+#[test]
+fn mem_shows_the_stand_ins_mib_for_the_process_row_in_json_human_and_csv() {
+    let tmp = scratch();
+    let bin = fake_dir(tmp.path());
+    let (_reaper, pids, pidfile) = holders(tmp.path(), "gpu-holder", 1);
+    let env = [("FAKE_GPU_PIDFILE", pidfile.to_str().unwrap())];
+    let path = path_with(Some(&bin));
+    let pid = pids[0].to_string();
+    let o = mem(&path, &env, &["--pid", &pid, "--format", "json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v = json(&o);
+    assert_eq!(v["groups"][0]["name"], "gpu-holder", "{v}");
+    assert_eq!(v["groups"][0]["gpu_bytes"], MIB_4112, "{v}");
+    assert_eq!(v["total"]["gpu_bytes"], MIB_4112, "{v}");
+    let g = &v["gpu"];
+    assert_eq!(g["listed_processes"], 1, "pid 1 was not asked for: {g}");
+    assert_eq!(g["elsewhere_processes"], 0, "{g}");
+    assert!(v.get("gpu_reason").is_none(), "{v}");
+    let o = mem(&path, &env, &["--pid", &pid]);
+    let text = stdout(&o);
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].contains("Swap MiB  GPU MiB  Program"), "{text}");
+    assert!(lines[1].ends_with("  4,112.0  gpu-holder (1)"), "{text}");
+    assert!(lines[3].contains("  4,112.0  TOTAL (1 process"), "{text}");
+    let o = mem(&path, &env, &["--pid", &pid, "--format", "csv"]);
+    let text = stdout(&o);
+    let mut rows = text.lines().map(|l| l.split(',').collect::<Vec<_>>());
+    let header = rows.next().unwrap();
+    let col = header
+        .iter()
+        .position(|h| *h == "gpu_bytes")
+        .expect("gpu_bytes");
+    assert_eq!(header.last(), Some(&"swap_not_attributed_bytes"));
+    for row in rows {
+        assert_eq!(row[col], MIB_4112.to_string(), "{text}");
+    }
+    assert_eq!(
+        started_from(&bin),
+        Vec::<String>::new(),
+        "nvidia-smi left running"
+    );
+}
+
+/// tally leaves itself out, and so its own nvidia-smi, though it runs
+/// while /proc is read.
+#[test]
+fn mem_leaves_its_own_nvidia_smi_out() {
+    let tmp = scratch();
+    let bin = fake_dir(tmp.path());
+    let env = [("FAKE_GPU_DELAY", "0.3")];
+    // The stand-in is a shell script: its comm is its name.
+    let o = mem(
+        &path_with(Some(&bin)),
+        &env,
+        &["--name", "comm", "--format", "json"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v = json(&o);
+    assert!(v["gpu"].is_object(), "{v}");
+    let names: Vec<&str> = v["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|g| g["name"].as_str())
+        .collect();
+    assert!(!names.contains(&"nvidia-smi"), "{names:?}");
+}
+
+#[test]
+fn mem_by_user_and_by_program_sum_the_gpu_memory_of_their_processes() {
+    let tmp = scratch();
+    let bin = fake_dir(tmp.path());
+    let (_reaper, pids, pidfile) = holders(tmp.path(), "gpu-holder", 2);
+    let env = [("FAKE_GPU_PIDFILE", pidfile.to_str().unwrap())];
+    let path = path_with(Some(&bin));
+    for by in ["user", "program"] {
+        let o = mem(
+            &path,
+            &env,
+            &["--by", by, "--pid", &pid_list(&pids), "--format", "json"],
+        );
+        assert!(o.status.success(), "{}", stderr(&o));
+        let v = json(&o);
+        assert_eq!(v["groups"].as_array().unwrap().len(), 1, "{v}");
+        assert_eq!(v["groups"][0]["processes"], 2, "{v}");
+        assert_eq!(v["groups"][0]["gpu_bytes"], 2 * MIB_4112, "--by {by}: {v}");
+        assert_eq!(v["total"]["gpu_bytes"], 2 * MIB_4112, "{v}");
+    }
+    let o = mem(
+        &path,
+        &env,
+        &["--by", "pid", "--pid", &pid_list(&pids), "--format", "json"],
+    );
+    let v = json(&o);
+    for g in v["groups"].as_array().unwrap() {
+        assert_eq!(g["gpu_bytes"], MIB_4112, "{v}");
+    }
+}
+
+#[test]
+fn mem_gpu_without_nvidia_smi_says_unavailable_and_why_with_the_same_exit_status() {
+    if real_nvidia_smi() {
+        common::skip!("nvidia-smi is installed here: the case without it cannot be made");
+    }
+    let o = mem(&path_with(None), &[], &["--gpu", "--pid", "1"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let said: Vec<String> = paragraphs(&o)
+        .into_iter()
+        .filter(|l| l.contains("GPU"))
+        .collect();
+    assert_eq!(
+        said,
+        [
+            "tally: GPU memory unavailable: nvidia-smi is not on PATH: no NVIDIA driver is installed here, or its tools are not on PATH (install the driver, or add the directory holding nvidia-smi to PATH)"
+        ]
+    );
+    assert!(!stdout(&o).contains("GPU"), "no column: {}", stdout(&o));
+    let o = mem(
+        &path_with(None),
+        &[],
+        &["--gpu", "--pid", "1", "--format", "json"],
+    );
+    let v = json(&o);
+    assert_eq!(v["gpu"], Value::Null, "{v}");
+    assert!(
+        v["gpu_reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("nvidia-smi is not on PATH")
+    );
+    assert!(v["total"].get("gpu_bytes").is_none(), "{v}");
+}
+
+#[test]
+fn mem_without_nvidia_smi_or_on_a_fixture_tree_is_unchanged() {
+    if real_nvidia_smi() {
+        common::skip!("nvidia-smi is installed here: the case without it cannot be made");
+    }
+    let tmp = scratch();
+    let bin = fake_dir(tmp.path());
+    let tree = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/proc/typical");
+    let tree = tree.to_str().unwrap();
+    // The stand-in on PATH does not touch a fixture tree's report unless
+    // --gpu asks: its pids are not the driver's.
+    for format in ["human", "json", "csv", "markdown", "prometheus"] {
+        let args = ["--procfs", tree, "--format", format];
+        let without = mem(&path_with(None), &[], &args);
+        let with = mem(&path_with(Some(&bin)), &[], &args);
+        assert!(without.status.success(), "{}", stderr(&without));
+        let strip = |o: &Output| {
+            // The JSON header's timestamp may tick between the two.
+            stdout(o)
+                .lines()
+                .filter(|l| !l.contains("\"timestamp\""))
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        assert_eq!(strip(&without), strip(&with), "{format}");
+        assert!(!stdout(&without).to_lowercase().contains("gpu"), "{format}");
+        assert_eq!(stderr(&without), stderr(&with), "{format}");
+    }
+    // Live, without nvidia-smi: no key, no column, nothing said.
+    let o = mem(&path_with(None), &[], &["--pid", "1", "--format", "json"]);
+    let v = json(&o);
+    assert!(
+        v.get("gpu").is_none() && v.get("gpu_reason").is_none(),
+        "{v}"
+    );
+    assert!(!stderr(&o).contains("GPU"), "{}", stderr(&o));
+}
+
+#[test]
+fn mem_gpu_with_nvidia_smi_but_no_driver_says_nvidia_smis_words() {
+    let tmp = scratch();
+    let bin = fake_dir(tmp.path());
+    let env = [("FAKE_GPU_MODE", "nodriver")];
+    let path = path_with(Some(&bin));
+    let o = mem(&path, &env, &["--gpu", "--pid", "1"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let said = paragraphs(&o);
+    assert!(
+        said.iter().any(|l| l == "tally: GPU memory unavailable: nvidia-smi exited with status 9: NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest NVIDIA driver is installed and running."),
+        "{said:?}"
+    );
+    // Not asked for: the report is as without GPU support.
+    let o = mem(&path, &env, &["--pid", "1", "--format", "json"]);
+    assert!(!stderr(&o).contains("GPU"), "{}", stderr(&o));
+    assert!(json(&o).get("gpu").is_none());
+}
+
+#[test]
+fn mem_leaves_out_a_process_not_in_this_proc_and_says_how_many_and_how_much() {
+    let tmp = scratch();
+    let bin = fake_dir(tmp.path());
+    // Above the largest pid_max: never in /proc.
+    let env = [("FAKE_GPU_ELSEWHERE", "4194304")];
+    let o = mem(
+        &path_with(Some(&bin)),
+        &env,
+        &["--filter", "^no such program$", "--format", "json"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v = json(&o);
+    let g = &v["gpu"];
+    assert_eq!(g["elsewhere_processes"], 1, "{g}");
+    assert_eq!(g["elsewhere_bytes"], 777u64 << 20, "{g}");
+    assert_eq!(v["total"]["gpu_bytes"], 0, "no row kept: {v}");
+    assert!(
+        paragraphs(&o).iter().any(|l| l.starts_with(
+            "tally: the NVIDIA driver lists 1 process holding 777 MiB that this /proc does not show"
+        )),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn mem_unknown_gpu_memory_is_null_and_a_dash_never_zero() {
+    let tmp = scratch();
+    let bin = fake_dir(tmp.path());
+    let (_reaper, pids, pidfile) = holders(tmp.path(), "gpu-holder", 1);
+    let env = [
+        ("FAKE_GPU_PIDFILE", pidfile.to_str().unwrap()),
+        ("FAKE_GPU_MIB", "[N/A]"),
+    ];
+    let pid = pids[0].to_string();
+    let o = mem(
+        &path_with(Some(&bin)),
+        &env,
+        &["--pid", &pid, "--format", "json"],
+    );
+    let v = json(&o);
+    assert_eq!(v["groups"][0]["gpu_bytes"], Value::Null, "{v}");
+    assert_eq!(v["total"]["gpu_bytes"], Value::Null, "{v}");
+    assert_eq!(v["gpu"]["unknown_processes"], 1, "{v}");
+    let o = mem(&path_with(Some(&bin)), &env, &["--pid", &pid]);
+    assert!(
+        stdout(&o).contains("        —  gpu-holder (1)"),
+        "{}",
+        stdout(&o)
+    );
+    let o = mem(
+        &path_with(Some(&bin)),
+        &env,
+        &["--pid", &pid, "--format", "prometheus"],
+    );
+    assert!(!stdout(&o).contains("gpu_bytes"), "{}", stdout(&o));
+}
+
+/// Processes whose environment holds `marker` (`KEY=VALUE`): what tally
+/// started with it, however it renamed itself (the silent stand-in execs
+/// `sleep`).
+fn running_with(marker: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(environ) = std::fs::read(e.path().join("environ")) else {
+            continue;
+        };
+        if environ.split(|&b| b == 0).any(|v| v == marker.as_bytes()) {
+            found.push(e.file_name().to_string_lossy().into_owned());
+        }
+    }
+    found
+}
+
+#[test]
+fn mem_gives_up_on_a_silent_nvidia_smi_after_5_s_and_leaves_none_running() {
+    let tmp = scratch();
+    let bin = fake_dir(tmp.path());
+    let marker = format!("TALLY_GPU_TEST_MARKER={}", std::process::id());
+    let (key, value) = marker.split_once('=').unwrap();
+    let env = [("FAKE_GPU_MODE", "silent"), (key, value)];
+    let o = mem(
+        &path_with(Some(&bin)),
+        &env,
+        &["--gpu", "--pid", "1", "--format", "json"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        json(&o)["gpu_reason"],
+        "nvidia-smi gave no answer in 5 s (stopped)"
+    );
+    assert_eq!(
+        running_with(&marker),
+        Vec::<String>::new(),
+        "nvidia-smi left running"
+    );
+}
+
+// ---- tally serve: the GPU gauge ----
+
+/// What `tally serve` exports at its first scrape with `PATH` and `env`,
+/// and what it said on stderr by then.
+fn serve_scrape(path: &str, env: &[(&str, &str)], dir: &Path) -> (String, String) {
+    use std::io::{Read, Write};
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port();
+    let config = dir.join("serve.toml");
+    std::fs::write(&config, "[mem]\ntop = 10000\n").unwrap();
+    let log = dir.join("serve.log");
+    let mut cmd = common::tally_std();
+    cmd.env("PATH", path)
+        .args([
+            "serve",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--config",
+        ])
+        .arg(&config)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let _server = common::Reaper(vec![cmd.spawn().unwrap()]);
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let answer = std::net::TcpStream::connect(("127.0.0.1", port)).and_then(|mut s| {
+            s.write_all(b"GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n")?;
+            let mut raw = String::new();
+            s.read_to_string(&mut raw)?;
+            Ok(raw)
+        });
+        if let Ok(raw) = answer
+            && let Some((_, body)) = raw.split_once("\r\n\r\n")
+        {
+            return (body.to_string(), std::fs::read_to_string(&log).unwrap());
+        }
+        assert!(
+            std::time::Instant::now() < until,
+            "tally serve never answered: {}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn serve_exports_gpu_memory_per_program_as_a_gauge_beside_the_ram_gauges() {
+    let tmp = scratch();
+    let bin = fake_dir(tmp.path());
+    let (_reaper, _pids, pidfile) = holders(tmp.path(), "gpu-holder", 1);
+    let env = [("FAKE_GPU_PIDFILE", pidfile.to_str().unwrap())];
+    let (body, log) = serve_scrape(&path_with(Some(&bin)), &env, tmp.path());
+    for line in [
+        "# TYPE tally_mem_gpu_bytes gauge",
+        &format!("tally_mem_gpu_bytes{{program=\"gpu-holder\"}} {MIB_4112}"),
+        "# TYPE tally_mem_total_gpu_bytes gauge",
+        "tally_serve_collector_success{collector=\"gpu\"} 1",
+    ] {
+        assert!(
+            body.lines().any(|l| l == line),
+            "no {line:?} in\n{body}\n{log}"
+        );
+    }
+    assert!(
+        body.contains("tally_mem_pss_bytes{program=\"gpu-holder\"}"),
+        "{body}"
+    );
+    if let Some(promtool) = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .map(|d| d.join("promtool"))
+        .find(|p| p.is_file())
+    {
+        let (status, said) = common::promtool_check_metrics(&promtool, &body);
+        assert!(status.success() && said.trim().is_empty(), "{said}\n{body}");
+    } else {
+        common::skip_part!("promtool is not installed: the GPU gauge was not checked by it");
+    }
+}
+
+#[test]
+fn serve_exports_no_gpu_figure_when_nvidia_smi_fails_and_says_why_once() {
+    let tmp = scratch();
+    let bin = fake_dir(tmp.path());
+    let env = [("FAKE_GPU_MODE", "nodriver")];
+    let (body, log) = serve_scrape(&path_with(Some(&bin)), &env, tmp.path());
+    assert!(
+        !body.contains("tally_mem_gpu") && !body.contains("total_gpu"),
+        "{body}"
+    );
+    assert!(
+        body.lines()
+            .any(|l| l == "tally_serve_collector_success{collector=\"gpu\"} 0"),
+        "{body}"
+    );
+    assert!(
+        body.contains("tally_mem_pss_bytes"),
+        "mem still exported: {body}"
+    );
+    assert_eq!(
+        log.matches("GPU memory unavailable: nvidia-smi exited with status 9")
+            .count(),
+        1,
+        "{log}"
+    );
+    if real_nvidia_smi() {
+        common::skip_part!("nvidia-smi is installed here: serve without it cannot be seen");
+        return;
+    }
+    let (body, _) = serve_scrape(&path_with(None), &[], tmp.path());
+    for gpu in ["tally_mem_gpu", "tally_mem_total_gpu", "collector=\"gpu\""] {
+        assert!(
+            !body.contains(gpu),
+            "nothing GPU without nvidia-smi: {body}"
+        );
+    }
+}
+
+/// A python3 program that holds 1 GiB of GPU memory, through PyTorch or,
+/// without it, the driver's own library (libcuda): prints `ready` once it
+/// holds it, then sleeps.
+const HOLD_1_GIB: &str = r#"
+import sys, time
+try:
+    import torch
+    x = torch.ones(2**28, device="cuda")
+    torch.cuda.synchronize()
+except Exception:
+    import ctypes
+    cuda = ctypes.CDLL("libcuda.so.1")
+    dev, ctx, ptr = ctypes.c_int(), ctypes.c_void_p(), ctypes.c_uint64()
+    ok = cuda.cuInit(0) == 0 and cuda.cuDeviceGet(ctypes.byref(dev), 0) == 0
+    ok = ok and cuda.cuCtxCreate_v2(ctypes.byref(ctx), 0, dev) == 0
+    ok = ok and cuda.cuMemAlloc_v2(ctypes.byref(ptr), ctypes.c_size_t(1 << 30)) == 0
+    if not ok:
+        sys.exit(3)
+print("ready", flush=True)
+time.sleep(60)
+"#;
+
+/// `nvidia-smi --query-compute-apps=pid,used_memory`'s listing: MiB per
+/// pid (summed over GPUs; `None` where a figure is not a number).
+fn smi_listing(smi: &Path) -> std::collections::BTreeMap<u32, Option<u64>> {
+    let o = common::command(smi)
+        .args([
+            "--query-compute-apps=pid,used_memory",
+            "--format=csv,noheader,nounits",
+        ])
+        .output()
+        .expect("nvidia-smi runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
+    let mut listing = std::collections::BTreeMap::new();
+    for line in String::from_utf8_lossy(&o.stdout).lines() {
+        let Some((pid, mib)) = line.split_once(',') else {
+            continue;
+        };
+        let Ok(pid) = pid.trim().parse::<u32>() else {
+            continue;
+        };
+        let mib = mib.trim().parse::<u64>().ok();
+        let slot = listing.entry(pid).or_insert(Some(0));
+        *slot = slot.zip(mib).map(|(a, b)| a + b);
+    }
+    listing
+}
+
+/// On a machine with an NVIDIA GPU (nvidia-smi on PATH) and python3 with
+/// PyTorch for CUDA (or the driver's libcuda): `tally mem --by pid` gives
+/// every process nvidia-smi lists, and which the scan read, the MiB
+/// nvidia-smi gives it, to the MiB; a process whose figure changed between
+/// the listings made before and after tally's is not compared.
+#[test]
+fn mem_on_a_real_gpu_agrees_with_nvidia_smi_to_the_mib() {
+    let Some(smi) = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .map(|d| d.join("nvidia-smi"))
+        .find(|p| p.is_file())
+    else {
+        common::skip!("needs an NVIDIA GPU and its driver (nvidia-smi is not on PATH)");
+    };
+    let Ok(mut child) = common::command("python3")
+        .args(["-c", HOLD_1_GIB])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+    else {
+        common::skip!("needs python3 (with PyTorch for CUDA, or ctypes and libcuda)");
+    };
+    let out = child.stdout.take().unwrap();
+    let holder = child.id();
+    let _reaper = common::Reaper(vec![child]);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = std::io::BufRead::read_line(&mut std::io::BufReader::new(out), &mut line);
+        let _ = tx.send(line);
+    });
+    let ready = rx.recv_timeout(std::time::Duration::from_secs(120));
+    if !ready.is_ok_and(|l| l.trim() == "ready") {
+        common::skip!(
+            "python3 could not take GPU memory (no PyTorch for CUDA, no libcuda, or no usable GPU)"
+        );
+    }
+    let before = smi_listing(&smi);
+    let o = common::tally_std()
+        .args(["mem", "--by", "pid", "--gpu", "--format", "json"])
+        .output()
+        .unwrap();
+    let after = smi_listing(&smi);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v = json(&o);
+    assert!(v["gpu"].is_object(), "{v}");
+    let rows: std::collections::BTreeMap<u64, Value> = v["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| (g["pid"].as_u64().unwrap(), g["gpu_bytes"].clone()))
+        .collect();
+    if !before.contains_key(&holder) {
+        common::skip!(
+            "nvidia-smi does not list the process holding GPU memory ({holder}): the driver names \
+             processes of another PID namespace (a container)"
+        );
+    }
+    let mut compared = 0;
+    for (pid, mib) in &before {
+        if after.get(pid) != Some(mib) {
+            continue;
+        }
+        let Some(row) = rows.get(&u64::from(*pid)) else {
+            continue;
+        };
+        let want = mib.map_or(Value::Null, |m| Value::from(m << 20));
+        assert_eq!(row, &want, "pid {pid}: nvidia-smi {mib:?} MiB; {v}");
+        compared += 1;
+    }
+    assert!(
+        rows.contains_key(&u64::from(holder)),
+        "no row for {holder}: {v}"
+    );
+    assert!(compared >= 1, "nothing compared: {before:?} {after:?}");
+}

@@ -17,6 +17,7 @@
 //! Without `nvidia-smi` on `PATH` nothing is started: a default run costs
 //! one lookup of `PATH`.
 
+pub mod apps;
 pub mod human;
 pub mod parse;
 pub mod timeline;

@@ -20,7 +20,8 @@ use crate::report::Format;
         page divided among the processes mapping it), Swap (SwapPss), in MiB unless told. \
         Rows ascend, so the biggest is next to the prompt. The TOTAL line adds the swap in \
         use that no process's SwapPss holds (tmpfs, SysV and shared anonymous memory). \
-        tally leaves itself out.\n\n\
+        tally leaves itself out. With NVIDIA's nvidia-smi on PATH, a GPU column: the GPU \
+        memory the driver attributes to the row's processes, at the moment of the scan.\n\n\
         Examples:\n  \
         tally mem\n  \
         tally mem --by user --human\n  \
@@ -104,6 +105,12 @@ pub struct MemArgs {
     #[arg(long, value_name = "SECS", value_parser = crate::units::parse_seconds, requires = "textfile")]
     pub every: Option<Duration>,
 
+    /// GPU memory per row, from NVIDIA's driver (nvidia-smi): shown
+    /// whenever nvidia-smi is on PATH and answers; --gpu also says why
+    /// when it cannot be measured, and matches a --procfs tree's pids.
+    #[arg(long)]
+    pub gpu: bool,
+
     /// Where proc is mounted (a fixture tree for tests).
     #[arg(long, value_name = "PATH")]
     pub procfs: Option<PathBuf>,
@@ -183,6 +190,11 @@ impl MemArgs {
             read_status: self.user.is_some(),
             user: self.user.clone(),
             notes,
+            gpu: if self.gpu {
+                super::gpu::Want::Asked
+            } else {
+                super::gpu::Want::Auto
+            },
         })
     }
 }

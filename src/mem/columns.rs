@@ -33,6 +33,73 @@ pub const COLUMNS: &[Column] = &[
     Column { key: "rss", sort: "rss", header: None, help: "Resident set size (shared pages counted in full).", total_help: "Sum of the resident set sizes of every process counted (shared pages counted in each).", kb: |m| m.rss_kb },
 ];
 
+/// The GPU column: the GPU memory the driver attributes to a row's
+/// processes (nvidia-smi), summed over processes and GPUs. Not one of
+/// [`COLUMNS`]: it comes from the driver, not from smaps, and is in a
+/// report only when measured (see [`super::gpu`]). JSON `gpu_bytes`, CSV
+/// `gpu_<unit>` after the COLUMNS, Prometheus `tally_mem_gpu_bytes` and
+/// `tally_mem_total_gpu_bytes`.
+pub struct Extra {
+    pub key: &'static str,
+    pub header: &'static str,
+    pub help: &'static str,
+    pub total_help: &'static str,
+}
+
+/// See [`Extra`].
+pub const GPU: Extra = Extra {
+    key: "gpu",
+    header: "GPU",
+    help: "GPU memory the NVIDIA driver attributes to the processes (nvidia-smi), summed over GPUs.",
+    total_help: "GPU memory the NVIDIA driver attributes to every process counted.",
+};
+
+/// GPU memory of a process, a row or the total, in bytes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum GpuBytes {
+    /// Not measured: no `gpu_bytes` key, no column.
+    #[default]
+    NotMeasured,
+    /// The driver gave no figure for a process of it (`[N/A]`): `null`.
+    Unknown,
+    Known(u64),
+}
+
+impl GpuBytes {
+    /// The sum of two: unknown when either is (a partial sum is no figure).
+    pub fn plus(self, other: GpuBytes) -> GpuBytes {
+        match (self, other) {
+            (GpuBytes::NotMeasured, x) | (x, GpuBytes::NotMeasured) => x,
+            (GpuBytes::Known(a), GpuBytes::Known(b)) => GpuBytes::Known(a.saturating_add(b)),
+            _ => GpuBytes::Unknown,
+        }
+    }
+
+    pub fn is_not_measured(&self) -> bool {
+        *self == GpuBytes::NotMeasured
+    }
+
+    pub fn known(self) -> Option<u64> {
+        match self {
+            GpuBytes::Known(b) => Some(b),
+            _ => None,
+        }
+    }
+}
+
+impl serde::Serialize for GpuBytes {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.known().serialize(s)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for GpuBytes {
+    /// A present key: a number, or `null` for unknown.
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<GpuBytes, D::Error> {
+        Ok(Option::<u64>::deserialize(d)?.map_or(GpuBytes::Unknown, GpuBytes::Known))
+    }
+}
+
 /// The index in [`COLUMNS`] of the column called `key`.
 pub const fn index_of(key: &str) -> Option<usize> {
     let mut i = 0;

@@ -147,6 +147,7 @@ mod tests {
             comm: None,
             cmdline: None,
             cgroup: None,
+            gpu: crate::mem::columns::GpuBytes::NotMeasured,
         }
     }
 

@@ -10,6 +10,7 @@ pub mod columns;
 pub mod command;
 pub mod error;
 pub mod exe;
+pub mod gpu;
 pub mod group;
 pub mod name;
 pub mod privilege;
@@ -48,6 +49,8 @@ pub struct Config {
     pub user: Option<String>,
     /// What to say before the scan (an option this install ignores).
     pub notes: Vec<String>,
+    /// Whether GPU memory per row is measured (`--gpu`).
+    pub gpu: gpu::Want,
 }
 
 impl Config {
@@ -81,14 +84,26 @@ pub fn measure(cfg: &Config, privilege: &mut Privilege) -> Result<MemReport, Mem
     if !privilege.is_elevated() {
         resolve_user(&mut cfg)?;
     }
-    let snap = scan(&cfg, *privilege);
+    // nvidia-smi answers while /proc is read; it is started with the
+    // caller's rights only (after the drop for an install with more).
+    let early = (!privilege.is_elevated()).then(|| gpu::start(cfg.gpu, &cfg.procfs));
+    let helper = early.as_ref().and_then(|g| g.helper(&cfg.procfs));
+    let snap = scan(&cfg, *privilege, helper);
     privilege.end_scan().map_err(MemError::DropPrivileges)?;
-    let snap = snap?;
+    let gpu = early.unwrap_or_else(|| gpu::start(cfg.gpu, &cfg.procfs));
+    let mut snap = snap?;
     resolve_user(&mut cfg)?;
     // No path a process names is looked at with more rights than the
     // caller's.
     cfg.grouping.check_replaced = !privilege.is_elevated();
-    Ok(summarize(&snap, &cfg))
+    let gpu = gpu.attribute(&mut snap, cfg.pids.as_deref());
+    let mut report = summarize(&snap, &cfg);
+    if let gpu::GpuState::Measured(_) = gpu.gpu {
+        // No process kept: none holds any.
+        report.total.gpu_bytes = report.total.gpu_bytes.plus(columns::GpuBytes::Known(0));
+    }
+    report.gpu = gpu;
+    Ok(report)
 }
 
 /// Looks `cfg.user` up into `cfg.grouping.uid`, once.
@@ -102,13 +117,14 @@ fn resolve_user(cfg: &mut Config) -> Result<(), MemError> {
 
 /// Reads the figures: the only step that needs privilege. With more
 /// rights than the caller, only the memory figures are read with them
-/// (see [`scan::scan_as_caller`]).
-pub fn scan(cfg: &Config, privilege: Privilege) -> Result<Snapshot, MemError> {
+/// (see [`scan::scan_as_caller`]). `helper`, tally's own nvidia-smi, is
+/// left out as tally is.
+pub fn scan(cfg: &Config, privilege: Privilege, helper: Option<u32>) -> Result<Snapshot, MemError> {
     let (root, pids, needs) = (&cfg.procfs, cfg.pids.as_deref(), cfg.needs());
     if privilege.is_elevated() {
         scan::scan_as_caller(root, pids, needs, cfg.threads, &|| privilege.as_caller())
     } else {
-        scan::scan(root, pids, needs, cfg.threads)
+        scan::scan(root, pids, needs, cfg.threads, helper)
     }
 }
 
@@ -152,6 +168,7 @@ pub fn summarize(snap: &Snapshot, cfg: &Config) -> MemReport {
             .filter(|s| s.source == scan::Source::Smaps)
             .count() as u64,
         warnings,
+        gpu: gpu::GpuPart::default(),
         view: cfg.view,
     }
 }
@@ -286,6 +303,7 @@ pub fn closing_notes(report: &MemReport, privileged_install: bool, root: bool) -
             s.first_error.as_deref().unwrap_or("unknown error")
         ));
     }
+    notes.extend(gpu::notes(&report.gpu));
     notes
 }
 

@@ -180,6 +180,7 @@ mod tests {
             comm: None,
             cmdline: cmdline.map(<[u8]>::to_vec),
             cgroup: None,
+            gpu: crate::mem::columns::GpuBytes::NotMeasured,
         }
     }
 

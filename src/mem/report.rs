@@ -22,12 +22,21 @@
 //!   `failed` (other errors, the first in `first_error`).
 //! - `read_from_smaps`: processes read from `smaps` for lack of a rollup.
 //! - `warnings[]`: in words.
+//! - GPU memory, only when measured (nvidia-smi on PATH and answering, or
+//!   `--gpu`): `gpu_bytes` in each row and in `total` (whole MiB from the
+//!   driver times 2^20; `null` when the driver gives no figure for one of
+//!   the processes), and `gpu` ([`super::gpu::GpuSummary`]: `source`,
+//!   `listed_processes`, `elsewhere_processes` and `elsewhere_bytes`,
+//!   `unread_processes` and `unread_bytes`, `unknown_processes`). With
+//!   `--gpu` and no answer: `"gpu": null` and `gpu_reason`, no `gpu_bytes`.
+//!   Without either, none of these keys.
 
 use std::io::{self, Write};
 
 use serde::{Deserialize, Serialize};
 
-use super::columns::COLUMNS;
+use super::columns::{COLUMNS, GPU, GpuBytes};
+use super::gpu::{GpuPart, GpuState};
 use super::group::GroupBy;
 use super::name::NameMode;
 pub use super::rows::{Group, SwapRest, Totals};
@@ -72,6 +81,10 @@ pub struct MemReport {
     pub skipped: Skipped,
     pub read_from_smaps: u64,
     pub warnings: Vec<String>,
+    /// GPU memory: `gpu` (absent when not measured, `null` with
+    /// `gpu_reason` when asked for and unavailable).
+    #[serde(flatten)]
+    pub gpu: GpuPart,
     #[serde(skip)]
     pub view: View,
 }
@@ -124,6 +137,20 @@ impl MemReport {
             Unit::K => (bytes / 1024).to_string(),
             Unit::M => tenths(bytes, 1 << 20).replace(',', ""),
             Unit::G => tenths(bytes, 1 << 30).replace(',', ""),
+        }
+    }
+
+    /// Whether the report has the GPU column (GPU memory was measured).
+    fn gpu_shown(&self) -> bool {
+        matches!(self.gpu.gpu, GpuState::Measured(_))
+    }
+
+    /// A GPU cell: the size, or `—` where the driver gave no figure.
+    fn gpu_cell(&self, gpu: GpuBytes, size: impl Fn(u64) -> String) -> String {
+        match gpu {
+            GpuBytes::Known(b) => size(b),
+            GpuBytes::Unknown => "—".to_string(),
+            GpuBytes::NotMeasured => String::new(),
         }
     }
 
@@ -191,6 +218,9 @@ impl Render for MemReport {
                 (_, h) => TextColumn::number(format!("{}{unit}", h.unwrap_or_default())),
             })
             .collect();
+        if self.gpu_shown() {
+            columns.push(TextColumn::number(format!("{}{unit}", GPU.header)));
+        }
         columns.push(TextColumn::text(what).cut_middle());
         let mut table = TextTable::new(columns);
         if self.view.total_only {
@@ -201,6 +231,9 @@ impl Render for MemReport {
                     .iter()
                     .map(|&i| self.size(g.figures.get(i).unwrap_or(0)))
                     .collect();
+                if self.gpu_shown() {
+                    cells.push(self.gpu_cell(g.gpu_bytes, |b| self.size(b)));
+                }
                 cells.push(self.label(g));
                 table.row(cells);
             }
@@ -216,6 +249,9 @@ impl Render for MemReport {
             .iter()
             .map(|&i| self.size(t.figures.get(i).unwrap_or(0)))
             .collect();
+        if self.gpu_shown() {
+            total.push(self.gpu_cell(t.gpu_bytes, |b| self.size(b)));
+        }
         total.push(format!(
             "TOTAL ({}, {}{hidden}){}",
             crate::units::count(t.processes, "process", "processes"),
@@ -250,12 +286,22 @@ impl Render for MemReport {
         }
         headers.push("processes".into());
         headers.extend(COLUMNS.iter().map(|c| figure(c.key)));
+        if self.gpu_shown() {
+            headers.push(figure(GPU.key));
+        }
         headers.push(figure("swap_not_attributed"));
         let mut rows = Vec::new();
-        let cells = |name: Vec<String>, n: u64, f: Vec<u64>| {
+        let cells = |name: Vec<String>, n: u64, f: Vec<u64>, gpu: GpuBytes| {
             let mut row = name;
             row.push(n.to_string());
             row.extend(f.into_iter().map(|b| self.plain_size(b)));
+            if self.gpu_shown() {
+                // Unknown: an empty cell, as CSV says "no value".
+                row.push(match gpu {
+                    GpuBytes::Known(b) => self.plain_size(b),
+                    _ => String::new(),
+                });
+            }
             // Only the TOTAL row has the swap no process holds.
             row.push(String::new());
             row
@@ -270,6 +316,7 @@ impl Render for MemReport {
                     name,
                     g.processes,
                     g.figures.iter().map(|(_, v)| v).collect(),
+                    g.gpu_bytes,
                 ));
             }
         }
@@ -282,6 +329,7 @@ impl Render for MemReport {
             name,
             t.processes,
             t.figures.iter().map(|(_, v)| v).collect(),
+            t.gpu_bytes,
         ));
         if let Some(cell) = rows.last_mut().and_then(|r| r.last_mut()) {
             *cell = t.swap_not_attributed.cell(|b| self.plain_size(b));
@@ -323,6 +371,18 @@ impl Render for MemReport {
             processes.push(labels(g), g.processes as f64);
         }
         metrics.push(processes);
+        if self.gpu_shown() {
+            // Rows whose figure is unknown are left out, never a 0.
+            let mut gpu = Metric::gauge(&format!("tally_mem_{}", GPU.key), Unit::Bytes, GPU.help);
+            for g in &self.groups {
+                if let GpuBytes::Known(b) = g.gpu_bytes {
+                    gpu.push(labels(g), b as f64);
+                }
+            }
+            if !gpu.samples.is_empty() {
+                metrics.push(gpu);
+            }
+        }
         metrics.extend(t.figures.iter().map(|(c, v)| {
             Metric::gauge(
                 &format!("tally_mem_total_{}", c.key),
@@ -339,6 +399,16 @@ impl Render for MemReport {
             )
             .with(Vec::new(), t.processes as f64),
         );
+        if let (true, GpuBytes::Known(b)) = (self.gpu_shown(), t.gpu_bytes) {
+            metrics.push(
+                Metric::gauge(
+                    &format!("tally_mem_total_{}", GPU.key),
+                    Unit::Bytes,
+                    GPU.total_help,
+                )
+                .with(Vec::new(), b as f64),
+            );
+        }
         if let Some(b) = t.swap_not_attributed.bytes {
             metrics.push(
                 Metric::gauge(

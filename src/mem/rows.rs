@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::columns::{COLUMNS, Column};
+use super::columns::{COLUMNS, Column, GpuBytes};
 use super::scan::ProcSample;
 
 /// The figures of a row or the total, in bytes: one per [`COLUMNS`]
@@ -84,6 +84,10 @@ pub struct Group {
     pub pids: Vec<u32>,
     #[serde(flatten)]
     pub figures: Figures,
+    /// GPU memory of its processes (see [`super::columns::GPU`]); the key
+    /// is absent when not measured, `null` when unknown.
+    #[serde(default, skip_serializing_if = "GpuBytes::is_not_measured")]
+    pub gpu_bytes: GpuBytes,
 }
 
 impl Group {
@@ -91,6 +95,7 @@ impl Group {
         self.processes = self.processes.saturating_add(1);
         self.pids.push(s.pid);
         self.figures.add(s);
+        self.gpu_bytes = self.gpu_bytes.plus(s.gpu);
     }
 }
 
@@ -101,6 +106,9 @@ pub struct Totals {
     pub groups: u64,
     #[serde(flatten)]
     pub figures: Figures,
+    /// GPU memory of every process counted, as in [`Group::gpu_bytes`].
+    #[serde(default, skip_serializing_if = "GpuBytes::is_not_measured")]
+    pub gpu_bytes: GpuBytes,
     /// Swap in use that no process's SwapPss holds.
     #[serde(default)]
     pub swap_not_attributed: SwapRest,
@@ -149,5 +157,6 @@ impl Totals {
     pub(crate) fn add(&mut self, s: &ProcSample) {
         self.processes = self.processes.saturating_add(1);
         self.figures.add(s);
+        self.gpu_bytes = self.gpu_bytes.plus(s.gpu);
     }
 }

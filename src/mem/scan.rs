@@ -23,6 +23,7 @@ use crate::procfs::status::{self, Status};
 use crate::procfs::{ProcRoot, cgroup};
 use crate::sys::privilege::Lowered;
 
+use super::columns::GpuBytes;
 use super::error::MemError;
 
 /// Which files besides the memory figures a scan reads.
@@ -60,6 +61,9 @@ pub struct ProcSample {
     /// NUL-separated arguments; `None` when empty or not read.
     pub cmdline: Option<Vec<u8>>,
     pub cgroup: Option<String>,
+    /// GPU memory the driver attributes to it, set after the scan
+    /// ([`super::gpu`]).
+    pub gpu: GpuBytes,
 }
 
 /// Processes left out of a scan, by reason.
@@ -102,11 +106,15 @@ pub struct Snapshot {
     pub skipped: Skipped,
     /// PIDs asked for with `--pid` that did not exist.
     pub missing_pids: Vec<u32>,
+    /// PIDs of the processes that could not be read (`denied`, `failed`),
+    /// sorted.
+    pub unread_pids: Vec<u32>,
 }
 
 /// The numeric entries of the proc root, sorted, without tally itself
-/// (the process `<root>/self` names; a fixture tree has none).
-pub fn list_pids(root: &ProcRoot) -> Result<Vec<u32>, MemError> {
+/// (the process `<root>/self` names; a fixture tree has none) and without
+/// its `helper` (the nvidia-smi it asks for GPU memory meanwhile).
+pub fn list_pids(root: &ProcRoot, helper: Option<u32>) -> Result<Vec<u32>, MemError> {
     let me = std::fs::read_link(root.path().join("self"))
         .ok()
         .and_then(|p| p.to_str().and_then(|s| s.parse::<u32>().ok()));
@@ -121,24 +129,25 @@ pub fn list_pids(root: &ProcRoot) -> Result<Vec<u32>, MemError> {
     if pids.is_empty() {
         return Err(MemError::NoProcesses(root.path().to_path_buf()));
     }
-    pids.retain(|&pid| Some(pid) != me);
+    pids.retain(|&pid| Some(pid) != me && Some(pid) != helper);
     pids.sort_unstable();
     Ok(pids)
 }
 
-/// Reads every process in `pids` (all of the root's when `None`) with
-/// `threads` workers (0: one per core).
+/// Reads every process in `pids` (all of the root's but `helper` when
+/// `None`) with `threads` workers (0: one per core).
 pub fn scan(
     root: &ProcRoot,
     pids: Option<&[u32]>,
     needs: Needs,
     threads: usize,
+    helper: Option<u32>,
 ) -> Result<Snapshot, MemError> {
     let listed;
     let pids = match pids {
         Some(p) => p,
         None => {
-            listed = list_pids(root)?;
+            listed = list_pids(root, helper)?;
             &listed[..]
         }
     };
@@ -175,7 +184,7 @@ pub fn scan_as_caller(
         Some(p) => p,
         None => {
             let lowered = lower()?;
-            let list = list_pids(root);
+            let list = list_pids(root, None);
             lowered.restore().map_err(MemError::CallerRights)?;
             listed = list?;
             &listed[..]
@@ -262,10 +271,12 @@ fn merge(parts: Vec<Part>) -> Snapshot {
         snap.samples.extend(part.samples);
         snap.skipped.merge(part.skipped);
         snap.missing_pids.extend(part.missing);
+        snap.unread_pids.extend(part.unread);
     }
     snap.samples.sort_unstable_by_key(|s| s.pid);
     snap.samples.dedup_by_key(|s| s.pid);
     snap.missing_pids.sort_unstable();
+    snap.unread_pids.sort_unstable();
     snap
 }
 
@@ -274,6 +285,7 @@ struct Part {
     samples: Vec<ProcSample>,
     skipped: Skipped,
     missing: Vec<u32>,
+    unread: Vec<u32>,
 }
 
 impl Part {
@@ -303,9 +315,11 @@ impl Part {
                 self.skipped.denied = self.skipped.denied.saturating_add(1);
                 let first = self.skipped.first_denied_pid.get_or_insert(pid);
                 *first = (*first).min(pid);
+                self.unread.push(pid);
             }
             Err(Outcome::Failed(msg)) => {
                 self.skipped.failed = self.skipped.failed.saturating_add(1);
+                self.unread.push(pid);
                 self.skipped.first_error.get_or_insert(msg);
             }
         }
@@ -630,6 +644,7 @@ fn read_one(r: &mut Reader, pid: u32, needs: Needs) -> Result<ProcSample, Outcom
         comm,
         cmdline,
         cgroup,
+        gpu: GpuBytes::NotMeasured,
     })
 }
 
@@ -706,6 +721,7 @@ fn read_opened(r: &mut Reader, o: &Opened) -> Result<ProcSample, Outcome> {
         comm: None,
         cmdline: o.cmdline.clone(),
         cgroup: o.cgroup.clone(),
+        gpu: GpuBytes::NotMeasured,
     })
 }
 
@@ -716,7 +732,8 @@ mod tests {
     #[test]
     fn scans_this_process() {
         let me = std::process::id();
-        let snap = scan(&ProcRoot::default(), Some(&[me]), Needs::default(), 1).expect("scan");
+        let snap =
+            scan(&ProcRoot::default(), Some(&[me]), Needs::default(), 1, None).expect("scan");
         assert_eq!(snap.samples.len(), 1);
         let s = &snap.samples[0];
         assert_eq!(s.pid, me);
@@ -747,7 +764,7 @@ mod tests {
             status: true,
             ..Needs::default()
         };
-        let snap = scan(&ProcRoot::default(), Some(&[me, tid]), needs, 1).expect("scan");
+        let snap = scan(&ProcRoot::default(), Some(&[me, tid]), needs, 1, None).expect("scan");
         let _ = stop_tx.send(());
         worker.join().expect("thread");
         assert_eq!(
@@ -789,6 +806,7 @@ mod tests {
             Some(&[4_999_999]),
             Needs::default(),
             1,
+            None,
         )
         .expect("scan");
         assert!(snap.samples.is_empty());

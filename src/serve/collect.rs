@@ -60,6 +60,8 @@ pub struct Collectors {
     bench: BenchState,
     /// When this process started (Unix time), if /proc tells.
     started_unix_s: Option<f64>,
+    /// The last reason the GPU query failed, said once.
+    gpu_failure: Mutex<Option<String>>,
 }
 
 /// The lazy bench collector: a scrape sets `wanted` when the last run is
@@ -123,6 +125,7 @@ impl Collectors {
             cached_scrapes: Mutex::new(0),
             bench: BenchState::default(),
             started_unix_s: process_start_unix_s(),
+            gpu_failure: Mutex::new(None),
         }
     }
 
@@ -139,6 +142,23 @@ impl Collectors {
         if !ok {
             s.errors += 1;
         }
+    }
+
+    /// The GPU part of a mem scan as a collector of its own (`gpu`), when
+    /// nvidia-smi was asked: its time and whether it answered. A failure
+    /// is said once, and again only when its reason changes.
+    fn record_gpu(&self, gpu: &crate::mem::gpu::GpuPart) {
+        let Some(took) = gpu.took else { return };
+        let failure = gpu.failure().map(str::to_string);
+        self.record("gpu", took, failure.is_none());
+        let mut said = lock(&self.gpu_failure);
+        if failure.is_some() && *said != failure {
+            crate::diag!(
+                "tally serve: mem: GPU memory unavailable: {}",
+                failure.as_deref().unwrap_or_default()
+            );
+        }
+        *said = failure;
     }
 
     /// Everything a scrape exports, in exposition order.
@@ -167,7 +187,10 @@ impl Collectors {
             let got = mem_metrics(mem, self.privilege);
             let ok = got.is_ok();
             match got {
-                Ok(m) => metrics.extend(m),
+                Ok((m, gpu)) => {
+                    metrics.extend(m);
+                    self.record_gpu(&gpu);
+                }
                 Err(e) => crate::diag!("tally serve: mem: {e}"),
             }
             self.record("mem", t0.elapsed(), ok);
@@ -358,10 +381,14 @@ fn merge(out: &mut Vec<Metric>, more: impl Iterator<Item = Metric>) {
 }
 
 /// One mem scan as configured: `tally mem`'s metrics (the skipped
-/// processes by reason among them), with the rows past `top` summed into
-/// one `other` row.
-fn mem_metrics(m: &config::Mem, privilege: Privilege) -> Result<Vec<Metric>, crate::mem::MemError> {
-    use crate::mem::{self, group, report};
+/// processes by reason among them, GPU memory per row when nvidia-smi is
+/// on PATH), with the rows past `top` summed into one `other` row; and
+/// what became of the GPU query.
+fn mem_metrics(
+    m: &config::Mem,
+    privilege: Privilege,
+) -> Result<(Vec<Metric>, crate::mem::gpu::GpuPart), crate::mem::MemError> {
+    use crate::mem::{self, gpu, group, report};
     let cfg = mem::Config {
         grouping: group::Grouping {
             by: m.by,
@@ -376,6 +403,13 @@ fn mem_metrics(m: &config::Mem, privilege: Privilege) -> Result<Vec<Metric>, cra
             unit: report::Unit::B,
             human_sizes: false,
             total_only: false,
+        },
+        // Asked when there: a failing query is a failing collector, and
+        // no GPU figure is exported.
+        gpu: if crate::gpu::on_path("nvidia-smi").is_some() {
+            gpu::Want::Asked
+        } else {
+            gpu::Want::Off
         },
         ..Default::default()
     };
@@ -394,7 +428,7 @@ fn mem_metrics(m: &config::Mem, privilege: Privilege) -> Result<Vec<Metric>, cra
         label,
         if taken { "other (not in top)" } else { "other" },
     );
-    Ok(metrics)
+    Ok((metrics, report.gpu))
 }
 
 /// For every row family `tally_mem_X` that has a total
