@@ -285,10 +285,15 @@ fn each_line(from: impl Read, mut each: impl FnMut(&str)) {
             Ok(_) => {}
         }
         if buf.last() != Some(&b'\n') && buf.len() as u64 == MAX_LINE {
-            // Skip the rest of the long line.
+            // Skip the rest of the long line, a bounded piece at a time.
             let mut rest = Vec::new();
-            if r.read_until(b'\n', &mut rest).is_err() {
-                return;
+            loop {
+                rest.clear();
+                match (&mut r).take(MAX_LINE).read_until(b'\n', &mut rest) {
+                    Ok(0) | Err(_) => return,
+                    Ok(_) if rest.last() == Some(&b'\n') => break,
+                    Ok(_) => {}
+                }
             }
         }
         let line = String::from_utf8_lossy(&buf);
@@ -344,8 +349,8 @@ impl Sampler {
             stderr: Arc::new(Mutex::new(Vec::new())),
         };
         let (ready_tx, ready) = mpsc::sync_channel::<()>(1);
-        s.read_gpu(ready_tx);
-        s.read_apps();
+        s.read_gpu(ready_tx)?;
+        s.read_apps()?;
         let came = ready.recv_timeout(FIRST_SAMPLE);
         if came.is_ok() && s.lock(|t| t.gpu_count() > 0) {
             return Ok(s);
@@ -371,10 +376,20 @@ impl Sampler {
         self.lock(|t| t.prune(before));
     }
 
-    fn read_gpu(&mut self, ready: mpsc::SyncSender<()>) {
+    /// Starts a reader thread (one that cannot start is the error).
+    fn reader(&mut self, f: impl FnOnce() + Send + 'static) -> Result<(), String> {
+        let t = std::thread::Builder::new()
+            .name("tally-gpu".into())
+            .spawn(f)
+            .map_err(|e| format!("cannot start a thread to read nvidia-smi: {e}"))?;
+        self.readers.push(t);
+        Ok(())
+    }
+
+    fn read_gpu(&mut self, ready: mpsc::SyncSender<()>) -> Result<(), String> {
         let out = self.gpu.stdout.take();
         let timeline = Arc::clone(&self.timeline);
-        self.readers.push(std::thread::spawn(move || {
+        self.reader(move || {
             if let Some(out) = out {
                 each_line(out, |line| {
                     let at = crate::sys::monotonic_ns();
@@ -386,27 +401,28 @@ impl Sampler {
                 });
             }
             let _ = ready.try_send(());
-        }));
+        })?;
         for err in [self.gpu.stderr.take(), self.apps.stderr.take()]
             .into_iter()
             .flatten()
         {
             let kept = Arc::clone(&self.stderr);
-            self.readers.push(std::thread::spawn(move || {
+            self.reader(move || {
                 let mut buf = Vec::new();
                 let mut err = err;
                 let _ = (&mut err).take(KEPT_STDERR).read_to_end(&mut buf);
                 kept.lock().unwrap_or_else(|e| e.into_inner()).extend(buf);
                 // Drained to the end, so nvidia-smi never blocks on it.
                 let _ = std::io::copy(&mut err, &mut std::io::sink());
-            }));
+            })?;
         }
+        Ok(())
     }
 
-    fn read_apps(&mut self) {
+    fn read_apps(&mut self) -> Result<(), String> {
         let out = self.apps.stdout.take();
         let timeline = Arc::clone(&self.timeline);
-        self.readers.push(std::thread::spawn(move || {
+        self.reader(move || {
             if let Some(out) = out {
                 each_line(out, |line| {
                     let at = crate::sys::monotonic_ns();
@@ -416,7 +432,7 @@ impl Sampler {
                         .app(line, at);
                 });
             }
-        }));
+        })
     }
 
     fn lock<T>(&self, f: impl FnOnce(&mut Timeline) -> T) -> T {

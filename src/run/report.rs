@@ -430,7 +430,15 @@ impl Figure {
             Unit::Bytes => "",
             u => u.symbol(),
         };
-        format!("{}{symbol}", thousands_f(q.value))
+        // Joules keep three significant digits below 100 (a short run's
+        // energy is a fraction of a joule).
+        let number = match q.value.abs() {
+            a if self.show == Unit::Joules && a > 0.0 && a < 1.0 => format!("{:.3}", q.value),
+            a if self.show == Unit::Joules && a < 10.0 => format!("{:.2}", q.value),
+            a if self.show == Unit::Joules && a < 100.0 => format!("{:.1}", q.value),
+            _ => thousands_f(q.value),
+        };
+        format!("{number}{symbol}")
     }
 }
 
@@ -861,6 +869,22 @@ pub(crate) mod tests {
         insta::assert_snapshot!("runs_csv", rendered(&r, Format::CSV));
         insta::assert_snapshot!("runs_markdown", rendered(&r, Format::MARKDOWN));
         insta::assert_snapshot!("runs_prometheus", rendered(&r, Format::PROMETHEUS));
+    }
+
+    #[test]
+    fn gpu_energy_reads_in_joules_with_the_digits_it_needs() {
+        let energy = FIGURES.iter().find(|f| f.key == "gpu_energy_mj").unwrap();
+        assert_eq!(energy.human(412_345.0), "412J");
+        assert_eq!(energy.human(22_060.0), "22.1J");
+        assert_eq!(energy.human(2_345.0), "2.35J");
+        assert_eq!(energy.human(123.0), "0.123J");
+        assert_eq!(energy.human(0.0), "0.00J");
+        assert_eq!(energy.human(1_234_567.0), "1,235J");
+        let mem = FIGURES
+            .iter()
+            .find(|f| f.key == "gpu_mem_peak_bytes")
+            .unwrap();
+        assert_eq!(mem.human((2660u64 << 20) as f64), "2,660MiB");
     }
 
     #[test]
