@@ -1,7 +1,8 @@
-//! Trees deeper than PATH_MAX. `tally cp -r` failed with ENAMETOOLONG
-//! ("File name too long") on a tree 5,000 levels deep and on one of 20
-//! levels of 250-byte names: it walked with whole paths, which the kernel
-//! refuses past 4,096 bytes, and left a skeleton 2,045 levels deep. Each
+//! Trees deeper than PATH_MAX. `tally cp -r`, `tally cache -r` and
+//! `--cold` (of `run` and `compare`) failed with ENAMETOOLONG ("File name
+//! too long") on a tree 5,000 levels deep and on one of 20 levels of
+//! 250-byte names: they walked with whole paths, which the kernel refuses
+//! past 4,096 bytes, and `cp -r` left a skeleton 2,045 levels deep. Each
 //! test builds its tree, runs tally under the default soft limit of 1,024
 //! open files, and checks the result through `/proc/self/fd/N/NAME`:
 //! never a path longer than one name below an open directory. Deep trees
@@ -440,4 +441,114 @@ fn interrupted_cp_r_of_a_tree_deeper_than_path_max_leaves_no_partial_file() {
             (a, b) = (open(&a, &name), open(&b, &name));
         }
     }
+}
+
+/// `tally cache -r` of a tree deeper than PATH_MAX listed the files within
+/// it and skipped the rest ("skipped: File name too long", exit 1). Now
+/// every file is listed once, by its whole path.
+#[test]
+fn cache_r_of_a_tree_deeper_than_path_max_skipped_files_with_enametoolong() {
+    for shape in [&DEEP, &LONG_NAMES] {
+        let scratch = Scratch::new();
+        let src = scratch.path().join("src");
+        let built = build(&src, shape, None);
+        let out = tally_limited(&[
+            "cache".as_ref(),
+            "-r".as_ref(),
+            "--format".as_ref(),
+            "json".as_ref(),
+            src.as_os_str(),
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        assert!(out.stderr.is_empty(), "{}", text(&out.stderr));
+        let report: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        let files = report["files"].as_array().expect("files");
+        assert_eq!(files.len(), built.files, "a row per file");
+        let paths: std::collections::HashSet<&str> =
+            files.iter().filter_map(|f| f["path"].as_str()).collect();
+        assert_eq!(paths.len(), built.files, "each file once, by a path");
+        let bottom = deepest(&src, shape, "big");
+        assert!(paths.contains(bottom.to_str().expect("utf-8")));
+        let sizes: u64 = files.iter().filter_map(|f| f["size_bytes"].as_u64()).sum();
+        let big = (shape.depth / 1000 + usize::from(shape.depth % 1000 != 0)) as u64;
+        assert!(sizes > big * (100 << 10), "{sizes}");
+    }
+}
+
+/// The pages of a file's residency, the file open.
+fn cached_pages(file: &File, what: &Path) -> u64 {
+    let size = file.metadata().expect("stat").len();
+    tally::pagecache::residency(file, what, size)
+        .cached_pages()
+        .expect("residency known for one's own file")
+}
+
+/// `run --cold` and `compare --cold` of a tree deeper than PATH_MAX
+/// refused to run ("File name too long — a file under it cannot be
+/// evicted"). Now every file is evicted, the deepest too, and checked.
+#[test]
+fn cold_runs_of_a_tree_deeper_than_path_max_failed_with_enametoolong() {
+    let scratch = Scratch::new();
+    let src = scratch.path().join("src");
+    let built = build(&src, &DEEP, None);
+    let bottom = down(&src, &DEEP, DEEP.depth);
+    let big = File::open(at(&bottom, OsStr::new("big"))).expect("open");
+    let warm = |f: &File| {
+        let mut buf = vec![0u8; f.metadata().expect("stat").len() as usize];
+        std::os::unix::fs::FileExt::read_exact_at(f, &mut buf, 0).expect("read");
+    };
+    warm(&big);
+    assert!(cached_pages(&big, Path::new("big")) > 0, "read, so cached");
+    let report = scratch.path().join("run.json");
+    let out = tally_limited(&[
+        "run".as_ref(),
+        "--cold".as_ref(),
+        src.as_os_str(),
+        "--format".as_ref(),
+        "json".as_ref(),
+        "-o".as_ref(),
+        report.as_os_str(),
+        "--".as_ref(),
+        "true".as_ref(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let run: Value =
+        serde_json::from_slice(&std::fs::read(&report).expect("report")).expect("JSON");
+    let cold = &run["runs"][0]["cold"];
+    assert_eq!(cold["file_count"], built.files, "{cold}");
+    assert_eq!(cold["cached_after_bytes"], 0, "{cold}");
+    assert_eq!(
+        cached_pages(&big, Path::new("big")),
+        0,
+        "the deepest file left the cache"
+    );
+
+    warm(&big);
+    let out = tally_limited(&[
+        "compare".as_ref(),
+        "-n".as_ref(),
+        "2".as_ref(),
+        "--cold".as_ref(),
+        src.as_os_str(),
+        "--format".as_ref(),
+        "json".as_ref(),
+        "true".as_ref(),
+        "true".as_ref(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let cmp: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let colds: Vec<&Value> = cmp["commands"]
+        .as_array()
+        .expect("commands")
+        .iter()
+        .flat_map(|c| c["runs"].as_array().into_iter().flatten())
+        .map(|r| &r["cold"])
+        .filter(|c| !c.is_null())
+        .collect();
+    assert!(!colds.is_empty(), "{cmp}");
+    for cold in colds {
+        assert_eq!(cold["file_count"], built.files, "{cold}");
+        assert_eq!(cold["cached_after_bytes"], 0, "{cold}");
+    }
+    assert_eq!(cached_pages(&big, Path::new("big")), 0);
 }
