@@ -246,6 +246,20 @@ pub fn kind_of(ft: std::fs::FileType) -> &'static str {
     }
 }
 
+/// The file type of a `st_mode` in words, as [`kind_of`] says it.
+pub fn kind_of_mode(mode: u32) -> &'static str {
+    match mode & libc::S_IFMT {
+        libc::S_IFREG => "a regular file",
+        libc::S_IFDIR => "a directory",
+        libc::S_IFIFO => "a FIFO",
+        libc::S_IFCHR => "a character device",
+        libc::S_IFBLK => "a block device",
+        libc::S_IFSOCK => "a socket",
+        libc::S_IFLNK => "a symbolic link",
+        _ => "not a file",
+    }
+}
+
 /// Opens `path` for reading without waiting (a FIFO without a writer
 /// opens at once) and without taking a terminal as controlling terminal.
 fn open_nonblocking(path: &Path) -> io::Result<File> {

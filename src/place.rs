@@ -521,16 +521,38 @@ fn salt(attempt: u64) -> u64 {
 /// The file a copy is written to before it is put in place. Dropped
 /// without [`Temp::commit`], it leaves nothing: an unnamed file vanishes
 /// with its descriptor (even on SIGKILL); a named one is unlinked, and
-/// armed for removal if a signal ends tally first.
+/// armed for removal if a signal ends tally first. Once in place it holds
+/// no descriptor but its file's (a recursive copy keeps many finished
+/// copies open until their pages are dropped, and not their directories).
 #[derive(Debug)]
 pub struct Temp {
     pub file: File,
-    /// The destination's directory, for the unlink on drop.
-    dir: Arc<File>,
-    named: Option<(OsString, Option<Guard>)>,
+    named: Option<Named>,
     /// The regular file the destination's name holds, opened for writing
     /// (see [`open_existing`]).
     existing: Option<File>,
+}
+
+/// A temporary file's name in its directory, armed for removal on a
+/// signal (through the directory's descriptor: no path is resolved).
+#[derive(Debug)]
+struct Named {
+    name: OsString,
+    /// Dropped before `dir`, which it names the file in.
+    _guard: Option<Guard>,
+    dir: Arc<File>,
+}
+
+impl Named {
+    /// `name` in `dir`, armed first: no moment where the name exists
+    /// unguarded.
+    fn arm(dir: &Arc<File>, name: OsString) -> Named {
+        Named {
+            _guard: Guard::arm_at(dir, &name).ok(),
+            name,
+            dir: Arc::clone(dir),
+        }
+    }
 }
 
 impl Temp {
@@ -541,14 +563,12 @@ impl Temp {
             dir: dest.dir_path.clone(),
             source: e,
         };
-        let dir = Arc::clone(&dest.dir);
         let existing = open_existing(dest)?;
         if unnamed && proc_fd_present() {
             match sys::file::open_unnamed(&dest.dir, 0o600) {
                 Ok(file) => {
                     return Ok(Temp {
                         file,
-                        dir,
                         named: None,
                         existing,
                     });
@@ -562,15 +582,12 @@ impl Temp {
             }
         }
         for attempt in 0..100 {
-            let tmp = temp_name(&dest.name, salt(attempt));
-            // Armed first: no moment where the name exists unguarded.
-            let guard = Guard::arm(&dest.dir_path.join(&tmp)).ok();
-            match sys::file::create_new_at(&dest.dir, &tmp, 0o600) {
+            let named = Named::arm(&dest.dir, temp_name(&dest.name, salt(attempt)));
+            match sys::file::create_new_at(&dest.dir, &named.name, 0o600) {
                 Ok(file) => {
                     return Ok(Temp {
                         file,
-                        dir,
-                        named: Some((tmp, guard)),
+                        named: Some(named),
                         existing,
                     });
                 }
@@ -604,11 +621,10 @@ impl Temp {
             }
             let mut linked = None;
             for attempt in 0..100 {
-                let tmp = temp_name(&dest.name, salt(attempt));
-                let guard = Guard::arm(&dest.dir_path.join(&tmp)).ok();
-                match sys::file::link_unnamed(&self.file, &dest.dir, &tmp) {
+                let named = Named::arm(&dest.dir, temp_name(&dest.name, salt(attempt)));
+                match sys::file::link_unnamed(&self.file, &dest.dir, &named.name) {
                     Ok(()) => {
-                        linked = Some((tmp, guard));
+                        linked = Some(named);
                         break;
                     }
                     Err(e) if e.raw_os_error() == Some(libc::EEXIST) => continue,
@@ -620,8 +636,8 @@ impl Temp {
                 None => return Err(rename_err(io::Error::from_raw_os_error(libc::EEXIST))),
             }
         }
-        if let Some((tmp, _)) = &self.named {
-            sys::file::rename_at(&dest.dir, tmp, &dest.name).map_err(rename_err)?;
+        if let Some(named) = &self.named {
+            sys::file::rename_at(&dest.dir, &named.name, &dest.name).map_err(rename_err)?;
         }
         // In place: nothing to remove any more (the guard disarms).
         self.named = None;
@@ -718,9 +734,8 @@ fn open_existing(dest: &Dest) -> Result<Option<File>, PlaceError> {
 
 impl Drop for Temp {
     fn drop(&mut self) {
-        if let Some((tmp, guard)) = self.named.take() {
-            let _ = sys::file::unlink_at(&self.dir, &tmp);
-            drop(guard);
+        if let Some(named) = self.named.take() {
+            let _ = sys::file::unlink_at(&named.dir, &named.name);
         }
     }
 }

@@ -460,7 +460,7 @@ fn copy_file_with(
     dst: &Path,
     on_bytes: &mut dyn FnMut(u64),
 ) -> Result<(FileCopy, Option<Deferred>), FileError> {
-    let (source, meta) = open_source(src, false)?;
+    let (source, meta) = open_source(src)?;
     // The destination's directory is opened, and a link at its name judged,
     // before any data moves (see `dest`).
     let dest = dest::resolve(dst)?;
@@ -484,33 +484,54 @@ fn copy_file_with(
     copy_into(shared, src, source, meta, dest, on_bytes)
 }
 
-/// Opens a source for reading and checks that what was opened is a
-/// regular file; `nofollow` inside a tree (a link swapped in for a file
-/// since the directory was read is not followed).
-fn open_source(src: &Path, nofollow: bool) -> Result<(File, std::fs::Metadata), FileError> {
-    let mut flags = libc::O_NOCTTY | libc::O_NONBLOCK;
-    if nofollow {
-        flags |= libc::O_NOFOLLOW;
-    }
+/// Opens a source named by the user for reading and checks that what was
+/// opened is a regular file.
+fn open_source(src: &Path) -> Result<(File, std::fs::Metadata), FileError> {
+    let opened = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOCTTY | libc::O_NONBLOCK)
+        .open(src);
+    checked_source(src, opened, || {
+        std::fs::metadata(src).map(|m| crate::input::kind_of(m.file_type()))
+    })
+}
+
+/// Opens the source `name` in the directory `dir` (`src` its path, for
+/// messages) as [`open_source`] does, `O_NOFOLLOW`: a link swapped in for
+/// a file since the directory was read is not followed.
+pub(crate) fn open_source_at(
+    dir: &File,
+    name: &std::ffi::OsStr,
+    src: &Path,
+) -> Result<(File, std::fs::Metadata), FileError> {
+    let flags = libc::O_RDONLY | libc::O_NOCTTY | libc::O_NONBLOCK | libc::O_NOFOLLOW;
+    let opened = sys::file::open_at(dir, name, flags, 0);
+    checked_source(src, opened, || {
+        sys::file::stat_at(dir, name).map(|st| crate::input::kind_of_mode(st.mode))
+    })
+}
+
+/// The source `opened`, checked to be a regular file; `kind` says what it
+/// is when it could not be opened.
+fn checked_source(
+    src: &Path,
+    opened: io::Result<File>,
+    kind: impl FnOnce() -> io::Result<&'static str>,
+) -> Result<(File, std::fs::Metadata), FileError> {
     let open_error = |e| FileError::OpenSource {
         path: src.to_path_buf(),
         source: e,
     };
-    let source = match OpenOptions::new().read(true).custom_flags(flags).open(src) {
+    let source = match opened {
         Ok(f) => f,
         Err(e) => {
             // A socket cannot be opened at all (ENXIO, "No such device or
             // address"): say what it is, as for a FIFO or a device.
-            let meta = if nofollow {
-                std::fs::symlink_metadata(src)
-            } else {
-                std::fs::metadata(src)
-            };
-            return Err(match meta {
-                Ok(m) if !m.is_file() && !m.is_dir() && !m.file_type().is_symlink() => {
+            return Err(match kind() {
+                Ok(k) if !matches!(k, "a regular file" | "a directory" | "a symbolic link") => {
                     FileError::NotRegular {
                         path: src.to_path_buf(),
-                        kind: crate::input::kind_of(m.file_type()),
+                        kind: k,
                     }
                 }
                 _ => open_error(e),

@@ -1,25 +1,25 @@
 //! `tally cp -r`: a directory copied on every core.
 //!
-//! The source is walked by `ignore`'s parallel walker (the walk of `tally
-//! cache`), one thread per core; each entry is a unit of work any thread
-//! may take, so a directory of 100,000 files keeps every core busy. A
-//! directory is made before anything under it is given out (the walker
-//! hands out a directory's entries only after it visited the directory).
+//! The source is walked by [`crate::pagecache::tree`] (the walk of `tally
+//! cache`), one unit of work per entry, so a directory of 100,000 files
+//! keeps every core busy; every directory of the source and of the copy is
+//! opened relative to its parent's descriptor, and every file relative to
+//! its directory's, so a tree deeper than `PATH_MAX` copies like any other.
+//! A directory is made before anything under it is copied.
 //!
 //! No link under the destination is followed: the destination directory is
 //! opened once (its path resolved as [`crate::place::open_dir_guarded`]
-//! says), and every directory below it is opened relative to it with
-//! `openat2(RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH)`, or where the kernel
-//! has no `openat2` one component at a time, each `O_NOFOLLOW` relative to
-//! its parent. A link planted where a directory of the copy goes stops that
-//! part of the copy with an error; a link where a file goes is replaced,
-//! never written through.
+//! says), and every directory below it is made (`mkdirat`) and opened
+//! `O_NOFOLLOW` relative to its parent, its device and inode checked
+//! whenever it is opened again. A link planted where a directory of the
+//! copy goes stops that part of the copy with an error; a link where a
+//! file goes is replaced, never written through.
 //!
 //! Directories are made owner-only (0700) and given their modes (and with
-//! `-p` owners and times) after their contents, deepest first, as GNU cp
-//! does: a read-only directory is filled before it becomes read-only, and
-//! an interrupted copy still ends with every directory it made as the
-//! source has it.
+//! `-p` owners and times) once everything under them is in, deepest first,
+//! as GNU cp does: a read-only directory is filled before it becomes
+//! read-only, and an interrupted copy still ends with every directory it
+//! made as the source has it.
 //!
 //! Each thread leaves the destination's pages of the files it copied to
 //! be written back by the kernel, and drops them in batches ([`Drops`]):
@@ -29,15 +29,15 @@ use std::ffi::OsStr;
 use std::fs::File;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{SyncSender, sync_channel};
-use std::sync::{Arc, Mutex};
 
 use super::report::{FileCopy, Problem};
-use super::{Deferred, FileError, Outcome, Shared, copy_into, open_source, stopping};
+use super::{Deferred, FileError, Outcome, Shared, copy_into, open_source_at, stopping};
+use crate::pagecache::tree::{self, Here, Node, Root, Visit};
 use crate::place::{self, Dest, Existing};
-use crate::sys;
-use crate::text::path::display;
+use crate::sys::{self, dir::Kind, file::StatAt};
 
 /// Rows a thread hands the calling thread at once.
 const BATCH: usize = 128;
@@ -52,10 +52,12 @@ const DROP_BYTES: u64 = 32 << 20;
 const THREADS_PER_CORE: usize = 4;
 /// Walking threads at most.
 const MAX_THREADS: usize = 16;
+/// Descriptors left for everything but the walk and the copies waiting.
+const SPARE_FILES: u64 = 128;
 
 /// What a walking thread tells the calling thread.
 enum Message {
-    Copied(FileCopy),
+    Copied(Row),
     Problem(Problem),
     /// A file whose copy a signal stopped.
     Stopped(PathBuf),
@@ -63,14 +65,45 @@ enum Message {
     Symlink,
 }
 
-/// A directory made by the copy, to be given its mode after its contents.
-struct Made {
-    /// Relative to the copy's root ("" for the root itself).
-    rel: PathBuf,
-    /// The mode to give it (the source's).
+/// What a directory of the copy is given once its contents are in: the
+/// source's mode and, with `-p`, its owner and times. `None` for a
+/// directory that was there already (merged into, left as it is).
+struct Finish {
     mode: u32,
-    /// With `-p`: the source's owner and times.
     meta: Option<std::fs::Metadata>,
+}
+
+type Data = Option<Finish>;
+
+/// A copied file's row on its way, without its paths: `name` in the
+/// directory `at`. Its paths are made by the calling thread as it hands
+/// the row out, so that the rows waiting (in groups, in the channel) hold
+/// no path as long as the tree is deep.
+struct Row {
+    copy: FileCopy,
+    at: Arc<Node<Data>>,
+    name: std::ffi::OsString,
+}
+
+impl Row {
+    fn new(mut copy: FileCopy, at: &Arc<Node<Data>>, name: &OsStr) -> Row {
+        copy.source = PathBuf::new();
+        copy.destination = PathBuf::new();
+        Row {
+            copy,
+            at: Arc::clone(at),
+            name: name.to_os_string(),
+        }
+    }
+
+    /// The row with its paths, the copy's root being `dst`.
+    fn made(self, dst: &Path) -> FileCopy {
+        FileCopy {
+            source: self.at.path(Some(&self.name)),
+            destination: self.at.under(dst, Some(&self.name)),
+            ..self.copy
+        }
+    }
 }
 
 /// Copies the directory `src` to `dst` (made if missing, else merged
@@ -83,28 +116,37 @@ pub(crate) fn copy(
     out: &mut Outcome,
     row: &mut dyn FnMut(FileCopy),
 ) {
-    let (root, made_root) = match open_root(shared, src, dst) {
+    let (root, made) = match open_root(shared, src, dst) {
         Ok(r) => r,
         Err(message) => {
             out.problems.push(Problem::new(dst, message));
             return;
         }
     };
-    let root = Arc::new(root);
-    let made: Mutex<Vec<Made>> = Mutex::new(Vec::new());
-    if let Some(m) = made_root {
+    if made {
         out.directories += 1;
-        if let Ok(mut v) = made.lock() {
-            v.push(m);
-        }
     }
+    let dst_root = root.dst_id();
     let (tx, rx) = sync_channel::<Vec<Message>>(16);
+    let threads = threads();
+    let files = drop_files(threads);
     std::thread::scope(|scope| {
-        let (root, made) = (&root, &made);
-        scope.spawn(move || walk(shared, src, dst, root, made, tx));
+        scope.spawn(move || {
+            tree::walk(vec![root], threads, || Worker {
+                shared,
+                dst,
+                dst_root,
+                rows: Vec::with_capacity(BATCH),
+                tx: tx.clone(),
+                drops: Drops {
+                    files,
+                    ..Drops::default()
+                },
+            });
+        });
         for msg in rx.into_iter().flatten() {
             match msg {
-                Message::Copied(f) => row(f),
+                Message::Copied(r) => row(r.made(dst)),
                 Message::Problem(p) => out.problems.push(p),
                 Message::Stopped(p) => out
                     .interrupted
@@ -116,21 +158,39 @@ pub(crate) fn copy(
             }
         }
     });
-    // Modes last, deepest first (see the module's text), also when a
-    // signal stopped the copy.
-    let mut made = made.into_inner().unwrap_or_default();
-    made.sort_by_key(|m| std::cmp::Reverse(m.rel.components().count()));
-    for m in made {
-        if let Err(message) = finish_dir(&root, &m) {
-            out.problems.push(Problem::new(&dst.join(&m.rel), message));
-        }
-    }
 }
 
-/// Opens (making it if missing) the copy's root directory `dst`; the
-/// second value is the root to give its mode at the end, when it was made.
-fn open_root(shared: &Shared, src: &Path, dst: &Path) -> Result<(File, Option<Made>), String> {
-    let meta = std::fs::metadata(src).map_err(|e| format!("cannot read {}: {e}", display(src)))?;
+/// Walking threads: more than cores (see [`THREADS_PER_CORE`]).
+fn threads() -> usize {
+    let cores = crate::pagecache::walk::threads(0);
+    cores
+        .saturating_mul(THREADS_PER_CORE)
+        .clamp(cores, MAX_THREADS)
+}
+
+/// Copies a thread may hold open while their pages wait to be dropped:
+/// each thread holds up to two groups, within the open-files limit, with
+/// room for the walk's directories (each a source and a copy: those each
+/// thread keeps, one more in use, and those the work waiting keeps) and
+/// everything else.
+fn drop_files(threads: usize) -> usize {
+    let nofile = crate::procfs::ProcRoot::default()
+        .read("self/limits")
+        .ok()
+        .and_then(|t| crate::procfs::limits::nofile_soft(&t))
+        .map_or(1024, |l| l.unwrap_or(u64::MAX));
+    let threads = threads as u64;
+    let walk = threads.saturating_mul(2 * (tree::WINDOW as u64 + 1)) + 2 * tree::LEASES as u64;
+    let left = nofile.saturating_sub(SPARE_FILES).saturating_sub(walk);
+    (left / (threads * 2)).clamp(4, DROP_FILES as u64) as usize
+}
+
+/// Opens the copy's root: the source `src` (followed as named) and the
+/// destination `dst` (made if missing); whether it was made.
+fn open_root(shared: &Shared, src: &Path, dst: &Path) -> Result<(Arc<Node<Data>>, bool), String> {
+    let cannot_read = |e: std::io::Error| format!("cannot read {}: {e}", display(src));
+    let src_dir = sys::file::open_dir(src).map_err(cannot_read)?;
+    let meta = src_dir.metadata().map_err(cannot_read)?;
     let dest = place::resolve(dst).map_err(|e| e.to_string())?;
     let made = match dest.existing {
         Existing::Nothing => {
@@ -143,78 +203,52 @@ fn open_root(shared: &Shared, src: &Path, dst: &Path) -> Result<(File, Option<Ma
             return Err("is not a directory: cannot copy a directory over it".into());
         }
     };
-    let root = sys::file::open_dir_at(Some(&dest.dir), &dest.name)
+    let dst_dir = sys::file::open_dir_at(Some(&dest.dir), &dest.name)
         .map_err(|e| format!("cannot open the directory: {e}"))?;
-    let record = (made || shared.cfg.preserve).then(|| Made {
-        rel: PathBuf::new(),
+    let finish = (made || shared.cfg.preserve).then(|| Finish {
         mode: meta.mode() & 0o7777,
-        meta: shared.cfg.preserve.then(|| meta.clone()),
+        meta: shared.cfg.preserve.then_some(meta),
     });
-    Ok((root, record))
+    let root = Root {
+        path: src.to_path_buf(),
+        src: Arc::new(src_dir),
+        dst: Some(Arc::new(dst_dir)),
+    };
+    let root = Node::root(root, finish).map_err(|e| format!("cannot open the directory: {e}"))?;
+    Ok((root, made))
 }
 
-/// Opens the directory `rel` under the copy's `root`, following no link.
-fn open_under(root: &File, rel: &Path) -> std::io::Result<File> {
-    match sys::file::open_dir_no_links(Some(root), rel, true) {
-        Err(e)
-            if matches!(
-                e.raw_os_error(),
-                Some(libc::ENOSYS) | Some(libc::EPERM) | Some(libc::EINVAL)
-            ) => {}
-        other => return other,
-    }
-    // No openat2: a component at a time, each O_NOFOLLOW.
-    let mut cur: Option<File> = None;
-    for part in rel.components() {
-        let std::path::Component::Normal(name) = part else {
-            return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
-        };
-        cur = Some(sys::file::open_dir_at(
-            Some(cur.as_ref().unwrap_or(root)),
-            name,
-        )?);
-    }
-    match cur {
-        Some(d) => Ok(d),
-        None => sys::file::open_dir_at(Some(root), OsStr::new(".")),
-    }
+fn display(path: &Path) -> String {
+    crate::text::path::display(path)
 }
 
 /// Gives a directory the copy made its mode (and with `-p` owner and
-/// times), opened under the root without following links.
-fn finish_dir(root: &File, m: &Made) -> Result<(), String> {
-    let dir = if m.rel.as_os_str().is_empty() {
-        root.try_clone()
-    } else {
-        open_under(root, &m.rel)
-    }
-    .map_err(|e| format!("cannot set the mode: {e}"))?;
-    let mut mode = m.mode;
-    if let Some(meta) = &m.meta {
-        if std::os::unix::fs::fchown(&dir, Some(meta.uid()), Some(meta.gid())).is_err() {
+/// times), through its descriptor.
+fn finish_dir(dir: &File, f: &Finish) -> Result<(), String> {
+    let mut mode = f.mode;
+    if let Some(meta) = &f.meta {
+        if std::os::unix::fs::fchown(dir, Some(meta.uid()), Some(meta.gid())).is_err() {
             // As cp -p (and tally's files): an owner a user may not give
             // is not an error; the group alone if allowed, and no
             // setuid/setgid bit for an owner the copy lacks.
-            let _ = std::os::unix::fs::fchown(&dir, None, Some(meta.gid()));
+            let _ = std::os::unix::fs::fchown(dir, None, Some(meta.gid()));
             mode &= !(libc::S_ISUID | libc::S_ISGID);
         }
-        let _ = super::set_times(&dir, meta);
+        let _ = super::set_times(dir, meta);
     }
     dir.set_permissions(std::fs::Permissions::from_mode(mode))
         .map_err(|e| format!("cannot set the mode: {e}"))
 }
 
-/// A walking thread's state: the directory it writes into last (most
-/// entries it takes are siblings), its rows on their way, and its copies
+/// A walking thread's state: its rows on their way, and its copies
 /// waiting for their pages to be dropped.
 struct Worker<'a> {
     shared: &'a Shared<'a>,
-    src: &'a Path,
+    /// The destination's root as named.
     dst: &'a Path,
-    root: &'a Arc<File>,
-    made: &'a Mutex<Vec<Made>>,
-    /// The destination directory of the last entry: (relative path, open).
-    dir: Option<(PathBuf, Arc<File>)>,
+    /// Its device and inode: a source directory that is the copy itself
+    /// is not copied into itself.
+    dst_root: Option<(u64, u64)>,
     rows: Vec<Message>,
     tx: SyncSender<Vec<Message>>,
     drops: Drops,
@@ -227,9 +261,9 @@ struct Worker<'a> {
 /// many writes at once, and the copy rarely waits for them.
 #[derive(Default)]
 struct Drops {
-    fresh: Vec<(FileCopy, Deferred)>,
+    fresh: Vec<(Row, Deferred)>,
     fresh_bytes: u64,
-    started: Vec<(FileCopy, Deferred)>,
+    started: Vec<(Row, Deferred)>,
     /// Files a group holds at most (see [`DROP_FILES`]).
     files: usize,
 }
@@ -250,8 +284,8 @@ impl<'a> Worker<'a> {
 
     /// Gathers a copy whose pages are to be dropped; a full group is
     /// started, and the group started before it dropped.
-    fn defer(&mut self, f: FileCopy, d: Deferred) -> bool {
-        self.drops.fresh_bytes = self.drops.fresh_bytes.saturating_add(f.size_bytes);
+    fn defer(&mut self, f: Row, d: Deferred) -> bool {
+        self.drops.fresh_bytes = self.drops.fresh_bytes.saturating_add(f.copy.size_bytes);
         self.drops.fresh.push((f, d));
         if self.drops.fresh.len() >= self.drops.files || self.drops.fresh_bytes >= DROP_BYTES {
             return self.turn();
@@ -263,8 +297,9 @@ impl<'a> Worker<'a> {
     /// fresh one.
     fn turn(&mut self) -> bool {
         let mut ok = true;
-        for (f, d) in std::mem::take(&mut self.drops.started) {
-            ok &= self.send(Message::Copied(d.finish(f)));
+        for (mut f, d) in std::mem::take(&mut self.drops.started) {
+            f.copy = d.finish(f.copy);
+            ok &= self.send(Message::Copied(f));
         }
         for (_, d) in &self.drops.fresh {
             d.start();
@@ -274,123 +309,49 @@ impl<'a> Worker<'a> {
         ok
     }
 
-    /// The open destination directory for entries under `rel_parent`.
-    fn dir_for(&mut self, rel_parent: &Path) -> std::io::Result<Arc<File>> {
-        if let Some((rel, dir)) = &self.dir
-            && rel == rel_parent
-        {
-            return Ok(Arc::clone(dir));
-        }
-        let dir = if rel_parent.as_os_str().is_empty() {
-            Arc::clone(self.root)
-        } else {
-            Arc::new(open_under(self.root, rel_parent)?)
-        };
-        self.dir = Some((rel_parent.to_path_buf(), Arc::clone(&dir)));
-        Ok(dir)
+    /// Where `name` in `node` lands in the copy.
+    fn dst_path(&self, node: &Node<Data>, name: Option<&OsStr>) -> PathBuf {
+        node.under(self.dst, name)
     }
 
-    /// One entry of the source: `false` ends the walk.
-    fn entry(&mut self, entry: ignore::DirEntry) -> bool {
-        if stopping() {
-            return false;
-        }
-        if entry.depth() == 0 {
-            return true;
-        }
-        let path = entry.path();
-        let Ok(rel) = path.strip_prefix(self.src) else {
-            return true;
-        };
-        let (Some(name), parent) = (rel.file_name(), rel.parent().unwrap_or(Path::new(""))) else {
-            return true;
-        };
-        let dst = self.dst.join(rel);
-        let dir = match self.dir_for(parent) {
-            Ok(d) => d,
-            Err(e) => {
-                let why = match e.raw_os_error() {
-                    Some(libc::ELOOP) | Some(libc::EXDEV) => {
-                        "a symbolic link is where a directory of the copy goes: not followed, \
-                         nothing copied under it; remove the link"
-                            .to_string()
-                    }
-                    _ => format!("cannot open the destination's directory: {e}"),
-                };
-                return self.send(Message::Problem(Problem::new(&dst, why)));
-            }
-        };
-        let Some(kind) = entry.file_type() else {
-            return true;
-        };
-        if kind.is_dir() {
-            return self.directory(path, rel, &dir, name, &dst);
-        }
-        if kind.is_symlink() {
-            let msg = match copy_link(path, &dir, name) {
-                Ok(()) => Message::Symlink,
-                Err(e) => Message::Problem(Problem::new(&dst, e)),
-            };
-            return self.send(msg);
-        }
-        self.file(path, dir, name, dst)
+    fn problem(&mut self, path: PathBuf, why: String) -> bool {
+        self.send(Message::Problem(Problem { path, error: why }))
     }
 
-    fn directory(&mut self, src: &Path, rel: &Path, dir: &File, name: &OsStr, dst: &Path) -> bool {
-        let meta = match std::fs::symlink_metadata(src) {
-            Ok(m) => m,
-            Err(e) => {
-                let p = Problem::new(src, format!("cannot read: {e}"));
-                return self.send(Message::Problem(p));
-            }
-        };
+    /// The directory `name` of the copy in `dir`: made (0700) or found;
+    /// whether it was made. Else why not.
+    fn make_dir(dir: &File, name: &OsStr) -> Result<(File, bool), String> {
+        const LINK: &str = "a symbolic link is where a directory of the copy goes: not followed, \
+                            nothing copied under it; remove the link";
         let made = match sys::file::mkdir_at(dir, name, 0o700) {
             Ok(()) => true,
             Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {
                 match sys::file::stat_at(dir, name) {
                     Ok(st) if st.is_dir() => false,
-                    Ok(st) if st.is_symlink() => {
-                        let p = Problem::new(
-                            dst,
-                            "a symbolic link is where a directory of the copy goes: not \
-                             followed, nothing copied under it; remove the link"
-                                .into(),
-                        );
-                        return self.send(Message::Problem(p));
-                    }
-                    _ => {
-                        let p = Problem::new(
-                            dst,
-                            "is not a directory: cannot copy a directory over it".into(),
-                        );
-                        return self.send(Message::Problem(p));
-                    }
+                    Ok(st) if st.is_symlink() => return Err(LINK.into()),
+                    _ => return Err("is not a directory: cannot copy a directory over it".into()),
                 }
             }
-            Err(e) => {
-                let p = Problem::new(dst, format!("cannot create the directory: {e}"));
-                return self.send(Message::Problem(p));
-            }
+            Err(e) => return Err(format!("cannot create the directory: {e}")),
         };
-        if (made || self.shared.cfg.preserve)
-            && let Ok(mut v) = self.made.lock()
-        {
-            v.push(Made {
-                rel: rel.to_path_buf(),
-                mode: meta.mode() & 0o7777,
-                meta: self.shared.cfg.preserve.then_some(meta),
-            });
+        match sys::file::open_dir_at(Some(dir), name) {
+            Ok(d) => Ok((d, made)),
+            Err(e) => Err(match e.raw_os_error() {
+                Some(libc::ELOOP) | Some(libc::ENOTDIR) => LINK.to_string(),
+                _ => format!("cannot open the directory: {e}"),
+            }),
         }
-        if made {
-            return self.send(Message::Directory);
-        }
-        true
     }
 
-    fn file(&mut self, src: &Path, dir: Arc<File>, name: &OsStr, dst: PathBuf) -> bool {
-        let copied = open_source(src, true).and_then(|(source, meta)| {
+    fn file(&mut self, here: &Here<Data>, name: &OsStr) -> bool {
+        let Some(dir) = here.dst else {
+            return true;
+        };
+        let src = here.node.path(Some(name));
+        let dst = self.dst_path(here.node, Some(name));
+        let copied = open_source_at(here.src, name, &src).and_then(|(source, meta)| {
             let dest = Dest {
-                dir,
+                dir: Arc::clone(dir),
                 dir_path: dst.parent().map(Path::to_path_buf).unwrap_or_default(),
                 name: name.to_os_string(),
                 // Made by this copy, or merged into: a name taken is
@@ -398,21 +359,109 @@ impl<'a> Worker<'a> {
                 existing: Existing::Nothing,
                 path: dst,
             };
-            copy_into(self.shared, src, source, meta, dest, &mut |_| {})
+            copy_into(self.shared, &src, source, meta, dest, &mut |_| {})
         });
         match copied {
             Ok((f, deferred)) => {
                 self.shared
                     .done_bytes
                     .fetch_add(f.size_bytes, Ordering::Relaxed);
+                let row = Row::new(f, here.node, name);
                 match deferred {
-                    Some(d) => self.defer(f, d),
-                    None => self.send(Message::Copied(f)),
+                    Some(d) => self.defer(row, d),
+                    None => self.send(Message::Copied(row)),
                 }
             }
             Err(FileError::Interrupted { path }) => self.send(Message::Stopped(path)),
-            Err(e) => self.send(Message::Problem(Problem::new(src, e.to_string()))),
+            Err(e) => self.send(Message::Problem(Problem::new(&src, e.to_string()))),
         }
+    }
+}
+
+impl Visit<Data> for Worker<'_> {
+    fn stopping(&self) -> bool {
+        stopping()
+    }
+
+    fn enter(
+        &mut self,
+        here: &Here<Data>,
+        name: &OsStr,
+        src: &File,
+        st: &StatAt,
+    ) -> Option<(Option<File>, Data)> {
+        if self.dst_root == Some((st.dev, st.ino)) {
+            let why = format!(
+                "cannot copy a directory into itself ({})",
+                display(&self.dst_path(here.node, Some(name)))
+            );
+            self.problem(here.node.path(Some(name)), why);
+            return None;
+        }
+        let preserve = self.shared.cfg.preserve;
+        let meta = if preserve {
+            match src.metadata() {
+                Ok(m) => Some(m),
+                Err(e) => {
+                    self.problem(here.node.path(Some(name)), format!("cannot read: {e}"));
+                    return None;
+                }
+            }
+        } else {
+            None
+        };
+        let (dir, made) = match Self::make_dir(here.dst?, name) {
+            Ok(d) => d,
+            Err(why) => {
+                self.problem(self.dst_path(here.node, Some(name)), why);
+                return None;
+            }
+        };
+        if made && !self.send(Message::Directory) {
+            return None;
+        }
+        let finish = (made || preserve).then_some(Finish {
+            mode: st.mode & 0o7777,
+            meta,
+        });
+        Some((Some(dir), finish))
+    }
+
+    fn entry(&mut self, here: &Here<Data>, name: &OsStr, kind: Kind) -> bool {
+        if kind != Kind::Symlink {
+            return self.file(here, name);
+        }
+        let msg = match here.dst.map(|d| copy_link(here.src, d, name)) {
+            Some(Ok(())) | None => Message::Symlink,
+            Some(Err(e)) => Message::Problem(Problem {
+                path: self.dst_path(here.node, Some(name)),
+                error: e,
+            }),
+        };
+        self.send(msg)
+    }
+
+    fn completes(&self) -> bool {
+        true
+    }
+
+    fn complete(&mut self, here: &Here<Data>) {
+        let (Some(f), Some(dir)) = (&here.node.data, here.dst) else {
+            return;
+        };
+        if let Err(why) = finish_dir(dir, f) {
+            let path = self.dst_path(here.node, None);
+            self.problem(path, why);
+        }
+    }
+
+    fn failed(&mut self, node: &Arc<Node<Data>>, name: Option<&OsStr>, error: String) -> bool {
+        let why = if error.starts_with("cannot") {
+            error
+        } else {
+            format!("cannot read: {error}")
+        };
+        self.problem(node.path(name), why)
     }
 }
 
@@ -425,84 +474,18 @@ impl Drop for Worker<'_> {
     }
 }
 
-fn copy_link(src: &Path, dir: &File, name: &OsStr) -> Result<(), String> {
-    let target = std::fs::read_link(src).map_err(|e| format!("cannot read the link: {e}"))?;
-    match sys::file::symlink_at(&target, dir, name) {
+/// Copies the link `name` of the source's directory `src` into `dst`.
+fn copy_link(src: &File, dst: &File, name: &OsStr) -> Result<(), String> {
+    let target =
+        sys::file::readlink_at(src, name).map_err(|e| format!("cannot read the link: {e}"))?;
+    match sys::file::symlink_at(&target, dst, name) {
         Ok(()) => Ok(()),
         Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {
             // Replaced, as cp does: the old entry goes (a directory stays).
-            sys::file::unlink_at(dir, name).map_err(|e| format!("cannot replace: {e}"))?;
-            sys::file::symlink_at(&target, dir, name)
+            sys::file::unlink_at(dst, name).map_err(|e| format!("cannot replace: {e}"))?;
+            sys::file::symlink_at(&target, dst, name)
                 .map_err(|e| format!("cannot create the link: {e}"))
         }
         Err(e) => Err(format!("cannot create the link: {e}")),
     }
-}
-
-/// The walk, on its own thread: one worker per walking thread.
-fn walk(
-    shared: &Shared,
-    src: &Path,
-    dst: &Path,
-    root: &Arc<File>,
-    made: &Mutex<Vec<Made>>,
-    tx: SyncSender<Vec<Message>>,
-) {
-    let cores = crate::pagecache::walk::threads(0);
-    let threads = cores
-        .saturating_mul(THREADS_PER_CORE)
-        .clamp(cores, MAX_THREADS);
-    // Each thread holds up to two groups of destinations open: within the
-    // open-files limit, with room for everything else.
-    let nofile = crate::procfs::ProcRoot::default()
-        .read("self/limits")
-        .ok()
-        .and_then(|t| crate::procfs::limits::nofile_soft(&t))
-        .map_or(1024, |l| l.unwrap_or(u64::MAX));
-    let files = (nofile.saturating_sub(128) / (threads as u64 * 2)).clamp(4, DROP_FILES as u64);
-    let mut builder = ignore::WalkBuilder::new(src);
-    builder
-        .standard_filters(false)
-        .follow_links(false)
-        .threads(threads);
-    builder.build_parallel().run(|| {
-        let mut worker = Worker {
-            shared,
-            src,
-            dst,
-            root,
-            made,
-            dir: None,
-            rows: Vec::with_capacity(BATCH),
-            tx: tx.clone(),
-            drops: Drops {
-                files: files as usize,
-                ..Drops::default()
-            },
-        };
-        Box::new(move |entry| {
-            let go = match entry {
-                Ok(e) => worker.entry(e),
-                Err(e) => {
-                    let (path, why) = walk_error(e, src);
-                    worker.send(Message::Problem(Problem::new(&path, why)))
-                }
-            };
-            if go {
-                ignore::WalkState::Continue
-            } else {
-                ignore::WalkState::Quit
-            }
-        })
-    });
-}
-
-/// A walk error as a path and words.
-fn walk_error(e: ignore::Error, root: &Path) -> (PathBuf, String) {
-    let (path, err) = crate::pagecache::walk::unwrap_walk_error(e);
-    let why = match &err {
-        ignore::Error::Io(io) => format!("cannot read: {io}"),
-        other => other.to_string(),
-    };
-    (path.unwrap_or_else(|| root.to_path_buf()), why)
 }

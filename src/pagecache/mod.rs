@@ -18,6 +18,7 @@
 
 pub mod bulk;
 pub mod evict;
+pub mod tree;
 pub mod walk;
 pub mod warm;
 

@@ -4,14 +4,16 @@
 //! Paths named directly are looked at with one `stat` each (a link named
 //! directly is followed), then opened; their results come back in the
 //! order they were named. Directories (with `recursive`) are walked by
-//! `ignore`'s parallel walker, one thread per core, every entry a unit of
-//! work any thread may take, so a directory of 100,000 files keeps every
-//! core busy too. The walk takes each entry's type from the directory
-//! itself (`getdents64`), opens only regular files, with `O_NOFOLLOW` (a
-//! link is never followed inside a directory, so a loop cannot trap the
-//! walk), and `fstat`s the open file once: a file costs one `open`, one
-//! `stat` and what the caller's work does with it. Results under
-//! directories come back in the order the threads finish them.
+//! [`super::tree`], one thread per core, every entry a unit of work any
+//! thread may take, so a directory of 100,000 files keeps every core busy
+//! too; every directory is opened relative to its parent's descriptor and
+//! every file relative to its directory's, so a tree deeper than
+//! `PATH_MAX` is walked whole. The walk takes each entry's type from the
+//! directory itself (`getdents64`), opens only regular files, with
+//! `O_NOFOLLOW` (a link is never followed inside a directory, so a loop
+//! cannot trap the walk), and `fstat`s the open file once: a file costs
+//! one `open`, one `stat` and what the caller's work does with it. Results
+//! under directories come back in the order the threads finish them.
 //!
 //! A file reached twice (a hard link, a path named twice, a directory
 //! named inside another) is given to the sink once: the walk remembers the
@@ -20,12 +22,17 @@
 //! come twice, so the memory does not grow with them.
 
 use std::collections::{BTreeMap, HashSet};
+use std::ffi::OsStr;
 use std::fs::{File, Metadata, OpenOptions};
 use std::io;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+
+use super::tree::{self, Here, Node, Root, Visit};
+use crate::sys::{dir::Kind, file::StatAt};
 
 /// Results a walking thread hands the sink at once: one wake-up of the
 /// sink's thread per batch, not per file.
@@ -33,6 +40,8 @@ const BATCH: usize = 128;
 /// Batches in flight between the walking threads and the sink: the walk
 /// waits when the sink falls this far behind, so memory stays bounded.
 const IN_FLIGHT: usize = 16;
+/// Directories named that a walk holds open at once.
+const ROOTS: usize = 64;
 
 /// One regular file, open for reading.
 #[derive(Debug)]
@@ -90,15 +99,7 @@ pub fn threads(requested: usize) -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-/// A walk error in words: the common ones said plainly.
-pub fn describe(e: &io::Error) -> String {
-    match e.raw_os_error() {
-        Some(libc::ENOENT) => "no such file or directory".into(),
-        Some(libc::EACCES) => "permission denied".into(),
-        Some(libc::ELOOP) => "too many levels of symbolic links (a link loop)".into(),
-        _ => e.to_string(),
-    }
-}
+pub use super::tree::describe;
 
 /// What a path that is neither a regular file nor a directory is.
 pub fn kind_of(meta: &Metadata) -> &'static str {
@@ -125,13 +126,11 @@ fn open_named(path: &Path) -> io::Result<File> {
         .open(path)
 }
 
-fn open_found(path: &Path) -> io::Result<File> {
+fn open_found(dir: &File, name: &OsStr) -> io::Result<File> {
     // O_NOFOLLOW: inside a directory a link is never followed, even one
     // swapped in since the directory was read.
-    OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_NOFOLLOW)
-        .open(path)
+    let flags = libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_NOFOLLOW;
+    crate::sys::file::open_at(dir, name, flags, 0)
 }
 
 /// A result on its way to the sink.
@@ -274,44 +273,105 @@ fn produce<T, W>(
     if dirs.is_empty() || stop.load(Ordering::Relaxed) {
         return;
     }
-    let mut builder = ignore::WalkBuilder::new(&dirs[0].1);
-    for (_, d) in dirs.iter().skip(1) {
-        builder.add(d);
+    // The roots are open for their walk: a few dozen at a time, so that
+    // thousands named stay within the open-files limit.
+    for chunk in dirs.chunks(ROOTS) {
+        let roots = open_roots(chunk, &tx);
+        if stop.load(Ordering::Relaxed) {
+            return;
+        }
+        tree::walk(roots, n, || Under {
+            out: Batch::new(tx.clone()),
+            stop,
+            work,
+        });
     }
-    builder
-        .standard_filters(false)
-        .follow_links(false)
-        .threads(n);
-    let first = dirs[0].1.clone();
-    builder.build_parallel().run(|| {
-        let mut out = Batch::new(tx.clone());
-        let first = first.clone();
-        Box::new(move |entry| {
-            use ignore::WalkState;
-            if stop.load(Ordering::Relaxed) {
-                return WalkState::Quit;
-            }
-            let msg = match entry {
-                Ok(e) if e.depth() == 0 => return WalkState::Continue,
-                Ok(e) if e.file_type().is_some_and(|t| t.is_file()) => {
-                    match found(e.into_path(), work) {
-                        Some(m) => m,
-                        None => return WalkState::Continue,
-                    }
-                }
-                Ok(_) => return WalkState::Continue,
-                Err(e) => Message {
+}
+
+/// The directories named, opened as roots of a walk; those that cannot
+/// be opened are skipped, said through `tx`.
+fn open_roots<T>(
+    dirs: &[(usize, PathBuf)],
+    tx: &SyncSender<Vec<Message<T>>>,
+) -> Vec<Arc<Node<()>>> {
+    let mut out = Batch::new(tx.clone());
+    let mut roots = Vec::with_capacity(dirs.len());
+    for (_, path) in dirs {
+        let opened = crate::sys::file::open_dir(path).map(|src| Root {
+            path: path.clone(),
+            src: Arc::new(src),
+            dst: None,
+        });
+        match opened.and_then(|root| Node::root(root, ())) {
+            Ok(node) => roots.push(node),
+            Err(e) => {
+                out.push(Message {
                     order: None,
                     key: None,
-                    event: Some(Event::Skipped(walk_error(e, &first))),
-                },
-            };
-            if !out.push(msg) {
-                return WalkState::Quit;
+                    event: Some(Event::Skipped(Skipped {
+                        path: path.clone(),
+                        error: describe(&e),
+                        named: true,
+                        kind: None,
+                    })),
+                });
             }
-            WalkState::Continue
+        }
+    }
+    roots
+}
+
+/// A walking thread's visitor: each regular file under a directory
+/// opened, given to the caller's work, and its result batched.
+struct Under<'a, T, W> {
+    out: Batch<T>,
+    stop: &'a AtomicBool,
+    work: &'a W,
+}
+
+impl<T: Send, W: Fn(Found) -> T + Sync> Visit<()> for Under<'_, T, W> {
+    fn stopping(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+
+    fn enter(
+        &mut self,
+        _: &Here<()>,
+        _: &OsStr,
+        _: &File,
+        _: &StatAt,
+    ) -> Option<(Option<File>, ())> {
+        Some((None, ()))
+    }
+
+    fn entry(&mut self, here: &Here<()>, name: &OsStr, kind: Kind) -> bool {
+        if kind != Kind::File {
+            return true;
+        }
+        match found(here, name, self.work) {
+            Some(msg) => self.out.push(msg),
+            None => true,
+        }
+    }
+
+    fn completes(&self) -> bool {
+        false
+    }
+
+    fn complete(&mut self, _: &Here<()>) {}
+
+    fn failed(&mut self, node: &Arc<Node<()>>, name: Option<&OsStr>, error: String) -> bool {
+        self.out.push(Message {
+            order: None,
+            key: None,
+            event: Some(Event::Skipped(Skipped {
+                path: node.path(name),
+                error,
+                named: false,
+                kind: None,
+            })),
         })
-    });
+    }
 }
 
 /// A walking thread's results on their way to the sink, [`BATCH`] at a
@@ -355,44 +415,35 @@ impl<T> Drop for Batch<T> {
 /// A regular file found under a directory, opened and given to `work`;
 /// `None` when it is gone or no longer a regular file (a link or a FIFO
 /// swapped in), as if the walk had not found it.
-fn found<T, W>(path: PathBuf, work: &W) -> Option<Message<T>>
+fn found<T, W>(here: &Here<()>, name: &OsStr, work: &W) -> Option<Message<T>>
 where
     W: Fn(Found) -> T,
 {
-    let file = match open_found(&path) {
+    let skipped = |error: String| {
+        Some(Message {
+            order: None,
+            key: None,
+            event: Some(Event::Skipped(Skipped {
+                path: here.node.path(Some(name)),
+                error,
+                named: false,
+                kind: None,
+            })),
+        })
+    };
+    let file = match open_found(here.src, name) {
         Ok(f) => f,
         Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT) | Some(libc::ELOOP)) => {
             return None;
         }
-        Err(e) => {
-            return Some(Message {
-                order: None,
-                key: None,
-                event: Some(Event::Skipped(Skipped {
-                    path,
-                    error: format!("cannot open: {}", describe(&e)),
-                    named: false,
-                    kind: None,
-                })),
-            });
-        }
+        Err(e) => return skipped(format!("cannot open: {}", describe(&e))),
     };
     let meta = match file.metadata() {
         Ok(m) if m.is_file() => m,
         Ok(_) => return None,
-        Err(e) => {
-            return Some(Message {
-                order: None,
-                key: None,
-                event: Some(Event::Skipped(Skipped {
-                    path,
-                    error: describe(&e),
-                    named: false,
-                    kind: None,
-                })),
-            });
-        }
+        Err(e) => return skipped(describe(&e)),
     };
+    let path = here.node.path(Some(name));
     Some(Message {
         order: None,
         key: key(&meta),
@@ -458,44 +509,6 @@ where
             }))),
         ),
         Err(e) => (None, skipped(format!("cannot open: {}", describe(&e)))),
-    }
-}
-
-/// A walk error without its wrappers: the innermost error and the
-/// outermost path it names (shared by `tally cp -r`'s walk).
-pub fn unwrap_walk_error(e: ignore::Error) -> (Option<PathBuf>, ignore::Error) {
-    let mut path = None;
-    let mut err = e;
-    loop {
-        err = match err {
-            ignore::Error::WithPath { path: p, err } => {
-                path.get_or_insert(p);
-                *err
-            }
-            ignore::Error::WithDepth { err, .. } | ignore::Error::WithLineNumber { err, .. } => {
-                *err
-            }
-            other => return (path, other),
-        };
-    }
-}
-
-/// A walk error as a skipped path.
-fn walk_error(e: ignore::Error, root: &Path) -> Skipped {
-    let (mut path, err) = unwrap_walk_error(e);
-    let error = match &err {
-        ignore::Error::Io(io) => describe(io),
-        ignore::Error::Loop { child, .. } => {
-            path.get_or_insert(child.clone());
-            "a link loop".into()
-        }
-        other => other.to_string(),
-    };
-    Skipped {
-        path: path.unwrap_or_else(|| root.to_path_buf()),
-        error,
-        named: false,
-        kind: None,
     }
 }
 

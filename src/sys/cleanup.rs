@@ -1,6 +1,8 @@
 //! Files to remove if tally dies: temporary copies and scratch files.
 //!
-//! A [`Guard`] arms one path. While it lives, a fatal signal (SIGINT,
+//! A [`Guard`] arms one path ([`Guard::arm`]), or one name in an open
+//! directory ([`Guard::arm_at`]: no path resolved, however deep the
+//! directory). While it lives, a fatal signal (SIGINT,
 //! SIGTERM, SIGHUP, SIGQUIT, and the crash signals SIGSEGV, SIGBUS, SIGILL,
 //! SIGFPE, SIGABRT) unlinks the path before the process dies of that signal
 //! as it would have (the default action is restored and the signal raised
@@ -8,8 +10,8 @@
 //! guard disarms it without removing anything: the owner decides what a
 //! normal exit keeps.
 //!
-//! The handler only calls `unlink` on paths stored in static buffers, which
-//! is async-signal-safe. A signal that was ignored when the first guard was
+//! The handler only calls `unlink` (or `unlinkat`) on paths stored in
+//! static buffers, which is async-signal-safe. A signal that was ignored when the first guard was
 //! armed stays ignored; a handler someone else installed (e.g. `tally run`'s
 //! forwarder) is left in place, so this module does not arm over it.
 //! Only SIGKILL and a power cut leave a file behind; callers that can use
@@ -48,6 +50,8 @@ const DYING: u8 = 3;
 
 struct Slot {
     state: AtomicU8,
+    /// The directory `path` is a name in (`arm_at`), or -1: a path.
+    dir: AtomicI32,
     path: UnsafeCell<[u8; PATH_CAP]>,
 }
 
@@ -59,6 +63,7 @@ unsafe impl Sync for Slot {}
 #[allow(clippy::declare_interior_mutable_const)]
 const EMPTY: Slot = Slot {
     state: AtomicU8::new(FREE),
+    dir: AtomicI32::new(-1),
     path: UnsafeCell::new([0; PATH_CAP]),
 };
 static TABLE: [Slot; SLOTS] = [EMPTY; SLOTS];
@@ -101,10 +106,18 @@ pub(super) fn remove_armed() {
             .compare_exchange(ARMED, DYING, Ordering::SeqCst, Ordering::SeqCst)
             .is_ok()
         {
-            // SAFETY: the slot is ARMED, so its buffer holds a complete
-            // NUL-terminated path that nobody writes any more; unlink is
-            // async-signal-safe.
-            unsafe { libc::unlink(slot.path.get().cast::<libc::c_char>()) };
+            let path = slot.path.get().cast::<libc::c_char>();
+            let dir = slot.dir.load(Ordering::SeqCst);
+            if dir >= 0 {
+                // SAFETY: as below; the guard's owner keeps `dir` open
+                // while the slot is armed.
+                unsafe { libc::unlinkat(dir, path, 0) };
+            } else {
+                // SAFETY: the slot is ARMED, so its buffer holds a
+                // complete NUL-terminated path that nobody writes any
+                // more; unlink is async-signal-safe.
+                unsafe { libc::unlink(path) };
+            }
         }
     }
 }
@@ -181,7 +194,19 @@ impl Guard {
     /// it). Fails when the path is too long or all slots are in use.
     pub fn arm(path: &Path) -> io::Result<Guard> {
         let abs = std::path::absolute(path)?;
-        let c = CString::new(abs.as_os_str().as_bytes())
+        Guard::take(-1, abs.as_os_str())
+    }
+
+    /// Arms the name `name` in the open directory `dir`, removed with
+    /// `unlinkat` (no path resolved, so a directory deeper than PATH_MAX
+    /// is no obstacle). The caller keeps `dir` open while the guard lives.
+    pub fn arm_at(dir: &std::fs::File, name: &std::ffi::OsStr) -> io::Result<Guard> {
+        use std::os::fd::AsRawFd;
+        Guard::take(dir.as_raw_fd(), name)
+    }
+
+    fn take(dir: i32, path: &std::ffi::OsStr) -> io::Result<Guard> {
+        let c = CString::new(path.as_bytes())
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path holds a NUL byte"))?;
         let bytes = c.as_bytes_with_nul();
         if bytes.len() > PATH_CAP {
@@ -200,6 +225,7 @@ impl Guard {
                 // SAFETY: this thread owns the slot (WRITING); the handler
                 // reads only ARMED slots.
                 unsafe { (&mut (*slot.path.get()))[..bytes.len()].copy_from_slice(bytes) };
+                slot.dir.store(dir, Ordering::SeqCst);
                 slot.state.store(ARMED, Ordering::SeqCst);
                 return Ok(Guard { slot: i });
             }
@@ -243,6 +269,20 @@ mod tests {
         let freed = a.slot;
         drop(a);
         assert_eq!(TABLE[freed].state.load(Ordering::SeqCst), FREE);
+    }
+
+    #[test]
+    fn a_name_armed_in_a_directory_is_removed_through_it() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("x"), b"x").unwrap();
+        let d = std::fs::File::open(dir.path()).unwrap();
+        let g = Guard::arm_at(&d, std::ffi::OsStr::new("x")).unwrap();
+        assert_eq!(TABLE[g.slot].dir.load(Ordering::SeqCst), {
+            use std::os::fd::AsRawFd;
+            d.as_raw_fd()
+        });
+        drop(g);
+        assert!(dir.path().join("x").exists(), "disarmed, not removed");
     }
 
     #[test]

@@ -9,6 +9,7 @@ pub mod buffers;
 pub mod cache;
 pub mod cleanup;
 pub mod cpu;
+pub mod dir;
 pub mod dontfork;
 pub mod entry;
 pub mod events;
