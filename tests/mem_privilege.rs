@@ -486,3 +486,38 @@ fn mem_names_the_process_it_could_not_read() {
         "{stderr}"
     );
 }
+
+/// `mem --textfile` of a file-capability install, run as user 65534 with
+/// /proc mounted `hidepid=1` (root's processes denied to it), advised
+/// installing tally with setcap, as it is already: the note of a
+/// privileged install says what it shows and why, as `mem` says it.
+#[test]
+fn mem_textfile_of_a_capability_install_advised_installing_it_with_setcap() {
+    common::require!(common::can_switch_users());
+    common::require!(common::tool("setcap", "libcap2-bin"));
+    if !common::have("unshare") {
+        common::skip_without_tool!("unshare", "a /proc mounted hidepid=1 (util-linux)");
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    if let Some(why) = installs_cannot_work(dir.path()) {
+        common::skip!("{why}");
+    }
+    let Some(bin) = capability_install(dir.path()) else {
+        panic!("setcap does not run");
+    };
+    let out_dir = dir.path().join("textfile");
+    std::fs::create_dir(&out_dir).expect("mkdir");
+    std::fs::set_permissions(&out_dir, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+    let _target = root_sleep();
+    let textfile = out_dir.to_str().unwrap();
+    let Some(out) = as_nobody_with_proc(&bin, "hidepid=1", &["mem", "--textfile", textfile])
+    else {
+        common::skip!("cannot mount proc in a private mount namespace");
+    };
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("could not be read"), "no process denied: {err}");
+    assert!(!err.contains("setcap"), "{err}");
+    assert!(err.contains("hidepid"), "{err}");
+    assert!(out_dir.join("tally_mem.prom").exists(), "{err}");
+}

@@ -18,10 +18,12 @@ pub fn metrics(
     mut privilege: Privilege,
 ) -> impl FnMut() -> Result<Vec<Metric>, String> + '_ {
     let mut first = true;
+    // Asked before the scan drops an install's privilege for good.
+    let elevated = privilege.is_elevated();
     move || {
         let report = measure(cfg, &mut privilege).map_err(|e| e.to_string())?;
         if first {
-            for msg in closing_notes(&report, false, crate::sys::geteuid() == 0) {
+            for msg in closing_notes(&report, elevated, crate::sys::geteuid() == 0) {
                 // One `tally:` paragraph each; a note that cannot be
                 // written is lost, nothing more.
                 let _ = crate::report::text::tally_lines(
