@@ -510,13 +510,15 @@ fn mem_textfile_of_a_capability_install_advised_installing_it_with_setcap() {
     std::fs::set_permissions(&out_dir, std::fs::Permissions::from_mode(0o777)).expect("chmod");
     let _target = root_sleep();
     let textfile = out_dir.to_str().unwrap();
-    let Some(out) = as_nobody_with_proc(&bin, "hidepid=1", &["mem", "--textfile", textfile])
-    else {
+    let Some(out) = as_nobody_with_proc(&bin, "hidepid=1", &["mem", "--textfile", textfile]) else {
         common::skip!("cannot mount proc in a private mount namespace");
     };
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
-    assert!(err.contains("could not be read"), "no process denied: {err}");
+    assert!(
+        err.contains("could not be read"),
+        "no process denied: {err}"
+    );
     assert!(!err.contains("setcap"), "{err}");
     assert!(err.contains("hidepid"), "{err}");
     assert!(out_dir.join("tally_mem.prom").exists(), "{err}");

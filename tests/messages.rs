@@ -290,6 +290,37 @@ fn a_web_config_duplicate_key_named_the_parsers_option() {
     );
 }
 
+/// A web config value of the wrong kind (a number where a mapping goes,
+/// a list where a string goes) said the parser's "expected mapping start"
+/// or "expected string scalar", naming no field: each names the field's
+/// dotted path and what it must be.
+#[test]
+fn a_web_config_value_of_the_wrong_kind_named_no_field() {
+    for (text, want) in [
+        (
+            "tls_server_config: 5\n",
+            "web.yml:1: tls_server_config must be a mapping",
+        ),
+        (
+            "http_server_config:\n  headers: 3\n",
+            "web.yml:2: http_server_config.headers must be a mapping",
+        ),
+        (
+            "basic_auth_users:\n  bob: [1]\n",
+            "web.yml:2: basic_auth_users.bob must be a string",
+        ),
+        (
+            "- a\n- b\n",
+            "web.yml:1: the file must be a mapping of tls_server_config",
+        ),
+    ] {
+        let err = serve_refuses("--web-config", "web.yml", text);
+        assert!(err.contains(want), "{text:?}: {err}");
+        assert!(!err.contains("expected mapping start"), "{err}");
+        assert!(!err.contains("scalar"), "{err}");
+    }
+}
+
 /// `rate_limit.burst` of `-1s` said "invalid i64", of 2^64 the same; the
 /// serve config's limits of 2^64 said "expected i64": each names the
 /// field and its range.

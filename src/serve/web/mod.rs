@@ -165,7 +165,13 @@ pub fn parse(text: &str, dir: &Path) -> Result<WebConfig, Mistake> {
             let message = plain
                 .rsplit_once(" at line ")
                 .map_or(plain.as_str(), |(m, _)| m);
-            (line, reworded(message))
+            (
+                line,
+                reworded(
+                    message,
+                    field_at(text, usize::try_from(line).unwrap_or(usize::MAX)).as_deref(),
+                ),
+            )
         })?
     };
     let mut notes = Vec::new();
@@ -230,17 +236,89 @@ pub fn parse(text: &str, dir: &Path) -> Result<WebConfig, Mistake> {
 
 /// The YAML parser's message, said as what is wrong in the file and the
 /// fix where the parser's own words name an option of the parser.
-fn reworded(message: &str) -> String {
-    match message
+/// The parser's `message` in words that name the field (`field`, the
+/// dotted path of the key at the mistake's line) and the fix.
+fn reworded(message: &str, field: Option<&str>) -> String {
+    if let Some((key, _)) = message
         .strip_prefix("duplicate mapping key: ")
         .and_then(|rest| rest.split_once(", set DuplicateKeyPolicy"))
     {
-        Some((key, _)) => format!(
+        return format!(
             "the key {} is given twice in one mapping; keep one",
             crate::text::escape_text(&key.chars().take(60).collect::<String>())
-        ),
-        None => crate::text::escape_text(message),
+        );
     }
+    let Some(field) = field else {
+        return match message {
+            "expected mapping start" => "the file must be a mapping of tls_server_config, \
+                 http_server_config, rate_limit and basic_auth_users (`key: value` lines), \
+                 not a list or a single value"
+                .into(),
+            _ => crate::text::escape_text(message),
+        };
+    };
+    let field = crate::text::escape_text(field);
+    match message {
+        "expected mapping start" => format!(
+            "{field} must be a mapping (`key: value` lines indented beneath it), not a single \
+             value or a list"
+        ),
+        "expected string scalar" => {
+            format!("{field} must be a string (a single value; quote it), not a list or a mapping")
+        }
+        "expected sequence start" => {
+            format!("{field} must be a list (`- value` lines indented beneath it)")
+        }
+        _ => format!("{field}: {}", crate::text::escape_text(message)),
+    }
+}
+
+/// The dotted path of the key at `line` (1-based) of a YAML `text`: the
+/// key on that line, or where the line holds only a value (a list's item),
+/// the key it is indented beneath, and the keys above it at smaller
+/// indentation (`http_server_config.headers`). `None` outside any key.
+fn field_at(text: &str, line: usize) -> Option<String> {
+    /// A line's indentation and the key it starts with, if any.
+    fn key_of(l: &str) -> Option<(usize, Option<&str>)> {
+        let body = l.trim_start_matches(' ');
+        if body.is_empty() || body.starts_with('#') {
+            return None;
+        }
+        let indent = l.len() - body.len();
+        let key = body.split_once(':').map(|(k, _)| k.trim()).filter(|k| {
+            !k.is_empty()
+                && k.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b))
+        });
+        Some((indent, key))
+    }
+    let lines: Vec<&str> = text.lines().take(line).collect();
+    let mut path: Vec<&str> = Vec::new();
+    let mut below = usize::MAX;
+    for l in lines.iter().rev() {
+        let Some((indent, key)) = key_of(l) else {
+            continue;
+        };
+        if indent >= below {
+            continue;
+        }
+        match key {
+            Some(k) if path.is_empty() || indent < below => {
+                path.push(k);
+                below = indent;
+            }
+            // A value-only line (`- a`): the key is above it.
+            None if path.is_empty() => below = indent + 1,
+            _ => {}
+        }
+        if below == 0 {
+            break;
+        }
+    }
+    (!path.is_empty()).then(|| {
+        path.reverse();
+        path.join(".")
+    })
 }
 
 fn rate_limit(r: &RateFile) -> Result<Option<auth::RateLimit>, Mistake> {
@@ -320,6 +398,20 @@ pub fn go_duration(text: &str) -> Option<Duration> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_mistake_names_the_dotted_path_of_its_key() {
+        use super::field_at;
+        let text = "tls_server_config: 5\nhttp_server_config:\n  headers: 3\nbasic_auth_users:\n  bob: [1]\nrate_limit:\n  - 1\n";
+        assert_eq!(field_at(text, 1).as_deref(), Some("tls_server_config"));
+        assert_eq!(
+            field_at(text, 3).as_deref(),
+            Some("http_server_config.headers")
+        );
+        assert_eq!(field_at(text, 5).as_deref(), Some("basic_auth_users.bob"));
+        assert_eq!(field_at(text, 7).as_deref(), Some("rate_limit"));
+        assert_eq!(field_at("- a\n- b\n", 1), None);
+    }
+
     use super::*;
 
     #[test]
