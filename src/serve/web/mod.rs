@@ -269,6 +269,8 @@ fn reworded(message: &str, field: Option<&str>) -> String {
         "expected sequence start" => {
             format!("{field} must be a list (`- value` lines indented beneath it)")
         }
+        // The parser named the key itself (`unknown field `colour``).
+        m if m.starts_with("unknown field") => crate::text::escape_text(m),
         _ => format!("{field}: {}", crate::text::escape_text(message)),
     }
 }
