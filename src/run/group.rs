@@ -38,9 +38,16 @@ impl Drop for RunGroup {
     }
 }
 
-/// The cgroup v2 mount point, from /proc/self/mountinfo.
+/// The cgroup v2 mount point: where systemd mounts it (unified, or beside
+/// v1 controllers), checked with one `statfs` each; else from
+/// /proc/self/mountinfo.
 fn cgroup2_mount(root: &ProcRoot) -> Option<PathBuf> {
-    mountinfo::cgroup2_mount(&root.read("self/mountinfo").ok()?)
+    ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"]
+        .into_iter()
+        .map(Path::new)
+        .find(|p| crate::sys::file::is_cgroup2_mount(p))
+        .map(Path::to_path_buf)
+        .or_else(|| mountinfo::cgroup2_mount(&root.read("self/mountinfo").ok()?))
 }
 
 /// This process's cgroup v2 path (the `0::` line of /proc/self/cgroup).
@@ -145,6 +152,11 @@ impl RunGroup {
             return;
         }
         self.removed = true;
+        // An empty group (the command and all it started have exited) goes
+        // at once; else its processes are moved out first.
+        if fs::remove_dir(&self.path).is_ok() {
+            return;
+        }
         let left = pids_in(&self.path.join("cgroup.procs"));
         if !left.is_empty() {
             notes.push(format!(

@@ -44,10 +44,31 @@ pub fn before() -> Before {
 }
 
 fn machine_busy_ticks() -> Option<u64> {
-    // The `cpu` line comes first; the rest of the file is not needed.
-    let mut buf = [0u8; 256];
+    machine_now().map(|(busy, _)| busy)
+}
+
+/// The machine's busy ticks and its CPUs online, from one read of
+/// /proc/stat (see [`cpus_listed`]; else asked of the C library).
+fn machine_now() -> Option<(u64, u32)> {
+    let mut buf = [0u8; 4096];
     let text = procfs::read_small(std::path::Path::new("/proc/stat"), &mut buf).ok()?;
-    procfs::kernel_stat::parse_cpu(text).map(|t| t.busy)
+    let busy = procfs::kernel_stat::parse_cpu(text)?.busy;
+    Some((busy, cpus_listed(text).unwrap_or_else(sys::online_cpus)))
+}
+
+/// The CPUs online in the start of /proc/stat: a `cpuN` line each after
+/// the `cpu` line; `None` unless the line after them (`intr`) was reached,
+/// so that none was cut off by the buffer.
+fn cpus_listed(text: &str) -> Option<u32> {
+    let cpus = text
+        .lines()
+        .skip(1)
+        .take_while(|l| l.starts_with("cpu") && l.as_bytes().get(3).is_some_and(u8::is_ascii_digit))
+        .count();
+    let next = text.lines().nth(cpus + 1)?;
+    (cpus > 0 && next.len() >= 4 && !next.starts_with("cpu"))
+        .then(|| u32::try_from(cpus).ok())
+        .flatten()
 }
 
 /// The command's own `/proc/PID/schedstat`, read while it is a zombie.
@@ -112,10 +133,10 @@ pub fn read(pid: u32, group: Result<&RunGroup, &str>, before: &Before, wall_ns: 
             )
         }
     };
-    let machine = before.busy_ticks.zip(machine_busy_ticks()).map(|(a, b)| {
+    let machine = before.busy_ticks.zip(machine_now()).map(|(a, (b, cpus))| {
         let hz = sys::clock_ticks_per_sec().max(1);
         MachineLoad {
-            cpus: sys::online_cpus(),
+            cpus,
             busy_ns: b.saturating_sub(a).saturating_mul(1_000_000_000 / hz),
         }
     });
@@ -395,6 +416,18 @@ fn advice(why: &Why, wall: u64) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_cpus_online_are_counted_in_proc_stat_only_when_all_were_read() {
+        use super::cpus_listed;
+        let full = "cpu  1 2 3 4\ncpu0 1 1 1 1\ncpu1 0 1 2 3\nintr 123 4 5\n";
+        assert_eq!(cpus_listed(full), Some(2));
+        assert_eq!(cpus_listed(&full[..full.find("intr").unwrap() + 2]), None);
+        assert_eq!(cpus_listed("cpu  1 2 3 4\ncpu0 1 1 1 1\ncpu1 0"), None);
+        assert_eq!(cpus_listed("cpu  1 2 3 4\ncpu0 1 1 1 1\nc"), None);
+        let live = std::fs::read_to_string("/proc/stat").unwrap();
+        assert_eq!(cpus_listed(&live), Some(crate::sys::online_cpus()));
+    }
+
     use super::*;
 
     fn raw(wall: u64, user: u64, system: u64, on_cpu: u64, delay: u64) -> Raw {

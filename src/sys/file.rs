@@ -339,6 +339,20 @@ pub fn on_procfs(dir: &File) -> io::Result<bool> {
     Ok(st.f_type == libc::PROC_SUPER_MAGIC)
 }
 
+/// Whether `path` is the root of a cgroup v2 mount: one `statfs`, where
+/// finding it in /proc/self/mountinfo reads and parses every mount.
+pub fn is_cgroup2_mount(path: &std::path::Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: statfs is plain data; zeroed is a valid value.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `c` is NUL-terminated and `st` writable for the call.
+    let ok = unsafe { libc::statfs(c.as_ptr(), &mut st) } == 0;
+    ok && st.f_type == libc::CGROUP2_SUPER_MAGIC
+}
+
 /// An unnamed file in `dir` (`O_TMPFILE`), open for writing with `mode`:
 /// it disappears with its last descriptor, even on SIGKILL, until
 /// [`link_unnamed`] gives it a name. EOPNOTSUPP (or EISDIR, ENOENT on old
