@@ -13,7 +13,7 @@
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, ExitStatus};
 use std::sync::mpsc::{self, Receiver};
 use std::time::{Duration, Instant};
 
@@ -28,7 +28,7 @@ pub const MAX_LINES: usize = 65_536;
 pub const QUERY: &str = "nvidia-smi --query-compute-apps=timestamp,pid,used_memory,gpu_uuid --format=csv,noheader,nounits";
 
 /// Why there is no answer when nvidia-smi is not on `PATH`.
-pub const NOT_ON_PATH: &str = "nvidia-smi is not on PATH: no NVIDIA driver is installed here, or its tools are not on PATH (install the driver, or add the directory holding nvidia-smi to PATH)";
+pub use super::NOT_ON_PATH;
 
 /// What nvidia-smi printed when no process uses a GPU (older drivers; the
 /// CSV form of driver 580 prints no line at all).
@@ -80,13 +80,8 @@ pub fn start() -> Query {
     let Some(exe) = super::on_path("nvidia-smi") else {
         return Query::Off;
     };
-    let mut cmd = Command::new(&exe);
-    cmd.arg(format!("--query-compute-apps={}", parse::APP_FIELDS))
-        .arg("--format=csv,noheader,nounits")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    crate::sys::sidecar::die_with_parent(&mut cmd);
+    let query = format!("--query-compute-apps={}", parse::APP_FIELDS);
+    let mut cmd = super::command(&exe, &query, None);
     crate::sys::sidecar::apart(&mut cmd);
     let started = Instant::now();
     let mut child = match cmd.spawn() {
@@ -97,7 +92,10 @@ pub fn start() -> Query {
         }
     };
     let out = child.stdout.take().map(|o| reader("out", move || lines(o)));
-    let err = child.stderr.take().map(|e| reader("err", move || kept(e)));
+    let err = child
+        .stderr
+        .take()
+        .map(|e| reader("err", move || super::kept(e)));
     let mut running = Running {
         child,
         reaped: false,
@@ -201,14 +199,6 @@ fn lines(from: impl Read) -> Lines {
         }
         None => Ok(got),
     }
-}
-
-/// The first bytes of `from` (for a message), the rest drained.
-fn kept(mut from: impl Read) -> Vec<u8> {
-    let mut buf = Vec::new();
-    let _ = (&mut from).take(super::KEPT_STDERR).read_to_end(&mut buf);
-    let _ = std::io::copy(&mut from, &mut std::io::sink());
-    buf
 }
 
 /// nvidia-smi running, with a reader on each of its pipes.

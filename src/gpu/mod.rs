@@ -262,15 +262,32 @@ pub struct Sampler {
     stderr: Arc<Mutex<Vec<u8>>>,
 }
 
-fn nvidia_smi(exe: &Path, query: String) -> std::io::Result<Child> {
+/// `nvidia-smi QUERY --format=csv,noheader,nounits` (with `-lms` every
+/// `every_ms`, else one sample), its streams piped, dying with tally.
+pub(crate) fn command(exe: &Path, query: &str, every_ms: Option<u32>) -> Command {
     let mut cmd = Command::new(exe);
-    cmd.arg(query)
-        .args(["--format=csv,noheader,nounits", "-lms"])
-        .arg(INTERVAL_MS.to_string())
-        .stdin(Stdio::null())
+    cmd.arg(query).arg("--format=csv,noheader,nounits");
+    if let Some(ms) = every_ms {
+        cmd.arg("-lms").arg(ms.to_string());
+    }
+    cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    crate::sys::sidecar::die_with_parent(&mut cmd).spawn()
+    crate::sys::sidecar::die_with_parent(&mut cmd);
+    cmd
+}
+
+fn nvidia_smi(exe: &Path, query: String) -> std::io::Result<Child> {
+    command(exe, &query, Some(INTERVAL_MS)).spawn()
+}
+
+/// The first [`KEPT_STDERR`] bytes of `from` (for a message), the rest
+/// drained so that nvidia-smi never blocks on a full pipe.
+pub(crate) fn kept(mut from: impl Read) -> Vec<u8> {
+    let mut buf = Vec::new();
+    let _ = (&mut from).take(KEPT_STDERR).read_to_end(&mut buf);
+    let _ = std::io::copy(&mut from, &mut std::io::sink());
+    buf
 }
 
 /// Calls `each` with every line `from` gives (a line over [`MAX_LINE`]
@@ -408,12 +425,8 @@ impl Sampler {
         {
             let kept = Arc::clone(&self.stderr);
             self.reader(move || {
-                let mut buf = Vec::new();
-                let mut err = err;
-                let _ = (&mut err).take(KEPT_STDERR).read_to_end(&mut buf);
+                let buf = self::kept(err);
                 kept.lock().unwrap_or_else(|e| e.into_inner()).extend(buf);
-                // Drained to the end, so nvidia-smi never blocks on it.
-                let _ = std::io::copy(&mut err, &mut std::io::sink());
             })?;
         }
         Ok(())
