@@ -159,7 +159,7 @@ fn judge(
     result.ratio_high = v.ratio_high.or(zero);
     result.p_adjusted = Some(v.p_adjusted);
     result.outcome = gate::judge(&evidence, rule.limit);
-    if let Some((reason, note)) = another_time(r, ref_cmd, rule.figure, result.outcome) {
+    if let Some((reason, note)) = another_time(r, c, ref_cmd, rule, result.outcome) {
         result.outcome = Outcome::Inconclusive;
         result.reason = Some(reason);
         result.note = Some(note);
@@ -177,10 +177,12 @@ fn judge(
 /// regression may hide). `None` when the outcome stands.
 fn another_time(
     r: &CompareReport,
+    c: &CommandResult,
     ref_cmd: &CommandResult,
-    figure: &str,
+    rule: &Rule,
     outcome: Outcome,
 ) -> Option<(Reason, String)> {
+    let figure = rule.figure;
     let time = FIGURES
         .iter()
         .any(|f| f.key == figure && f.unit.base() == crate::report::unit::Unit::Seconds);
@@ -195,7 +197,12 @@ fn another_time(
     {
         return Some((Reason::MachineSpeed, machine_speed(ratio)));
     }
-    let limit = super::report::OTHER_WORK_DIFFERS;
+    let waited = change_waited(c, ref_cmd, rule);
+    let limit = if waited.is_some() {
+        super::report::OTHER_WORK_DIFFERS_WAITING
+    } else {
+        super::report::OTHER_WORK_DIFFERS
+    };
     let (now, then) = other_work(r)?;
     let shaken = match outcome {
         Outcome::Regression => now > then + limit,
@@ -203,14 +210,46 @@ fn another_time(
         Outcome::Inconclusive => false,
     };
     shaken.then(|| {
+        let on_cpu = waited
+            .map(|(share, share_then)| {
+                format!(
+                    "; the command was on a CPU {:.0}% of its wall time, {:.0}% in the baseline's runs",
+                    share * 100.0,
+                    share_then * 100.0
+                )
+            })
+            .unwrap_or_default();
         (
             Reason::OtherWork,
             format!(
                 "other work on the machine took {now:.0}% of a CPU during these runs and \
-                 {then:.0}% during the baseline's: a change of this size may be the machine's"
+                 {then:.0}% during the baseline's: a change of this size may be the machine's\
+                 {on_cpu}"
             ),
         )
     })
+}
+
+/// When the wall time of `c` moved from its reference's by the rule's
+/// limit or more while its cpu time moved by less than half as much
+/// (medians): the change was in time spent waiting (for a CPU, among
+/// others), not working. Then the command's cpu time over its wall time,
+/// now and in the reference's runs; else `None`.
+fn change_waited(c: &CommandResult, reference: &CommandResult, rule: &Rule) -> Option<(f64, f64)> {
+    if rule.figure != "wall_ns" {
+        return None;
+    }
+    let median = |c: &CommandResult, key: &str| c.summary_of(key).map(|s| s.median);
+    let wall = median(c, "wall_ns")? / 1000.0;
+    let wall_then = median(reference, "wall_ns")? / 1000.0;
+    let cpu = median(c, "cpu_us")?;
+    let cpu_then = median(reference, "cpu_us")?;
+    let moved = wall - wall_then;
+    (wall > 0.0
+        && wall_then > 0.0
+        && moved.abs() >= rule.limit * wall_then
+        && (cpu - cpu_then).abs() < moved.abs() / 2.0)
+        .then(|| (cpu / wall, cpu_then / wall_then))
 }
 
 /// What an undecided figure awaits: the runs that would decide it, or why
@@ -648,6 +687,83 @@ mod tests {
         // Far idler now: a pass of the time is not trusted either.
         assert_eq!(outcome(100, 0.0).0, Outcome::Inconclusive);
         assert_eq!(outcome(100, 25.0).0, Outcome::Pass);
+    }
+
+    /// Regression: a busy loop sharing a 10 ms loop's CPU while it was
+    /// gated against a baseline saved without it stretched its wall time
+    /// by 60%, cpu time unchanged; other work measured 32% of a CPU
+    /// against 15% then, under the 20 points that make times
+    /// inconclusive, and the gate called the unchanged loop a regression.
+    #[test]
+    fn a_busy_loop_on_the_commands_cpu_made_a_wall_time_regression() {
+        let cfg = against_baseline(Some(15.0), Vec::new());
+        let rules = [parse_rule("wall=5%").unwrap()];
+        let outcome = |cpu_grew: bool| {
+            let mut now = runs("app", 16_000_000, 30, false);
+            let then = runs("app", 10_000_000, 30, true);
+            for (i, run) in now.runs.iter_mut().enumerate() {
+                // cpu time spread a little, as measured ones do; grown by
+                // 60% with the wall time, or not at all.
+                run.user_us = (if cpu_grew { 14_400 } else { 9_000 }) + (i % 5) as u64;
+            }
+            let mut then = then;
+            for (i, run) in then.runs.iter_mut().enumerate() {
+                run.user_us = 9_000 + (i % 5) as u64;
+            }
+            let mut r = CompareReport::build(&cfg, vec![now, then], None);
+            r.other_cpu_percent = Some(32.0);
+            let g = evaluate(&r, &rules, false);
+            (
+                (g.results[0].outcome, g.results[0].reason),
+                g.results[0].note.clone().unwrap_or_default(),
+            )
+        };
+        // The added time was waiting, and other work grew by 17 points.
+        assert_eq!(
+            outcome(false).0,
+            (Outcome::Inconclusive, Some(Reason::OtherWork))
+        );
+        assert!(
+            outcome(false).1.ends_with(
+                "the command was on a CPU 56% of its wall time, 90% in the baseline's runs"
+            ),
+            "{}",
+            outcome(false).1
+        );
+        // The command did 60% more work: the same machine load does not
+        // excuse it.
+        assert_eq!(outcome(true).0, (Outcome::Regression, None));
+    }
+
+    /// Regression: with two busy loops on the machine, a baseline saved
+    /// while they took 138% of a CPU, and the unchanged loop gated while
+    /// they took 124%: wall time −37%, cpu time unchanged, and the gate
+    /// passed it on time, though a 20% slower loop would have passed too.
+    #[test]
+    fn a_baseline_slowed_by_other_work_passed_a_loop_that_only_waited_less() {
+        let cfg = against_baseline(Some(138.0), Vec::new());
+        let rules = [parse_rule("wall=5%").unwrap()];
+        let outcome = |wall_now: u64, other_now: f64| {
+            let mut now = runs("app", wall_now, 30, false);
+            let mut then = runs("app", 16_000_000, 30, true);
+            for c in [&mut now, &mut then] {
+                for (i, run) in c.runs.iter_mut().enumerate() {
+                    run.user_us = 9_000 + (i % 5) as u64;
+                }
+            }
+            let mut r = CompareReport::build(&cfg, vec![now, then], None);
+            r.other_cpu_percent = Some(other_now);
+            let g = evaluate(&r, &rules, false);
+            (g.results[0].outcome, g.results[0].reason)
+        };
+        assert_eq!(
+            outcome(10_000_000, 124.0),
+            (Outcome::Inconclusive, Some(Reason::OtherWork))
+        );
+        // As busy as then, the same change passes: the loads match.
+        assert_eq!(outcome(10_000_000, 135.0), (Outcome::Pass, None));
+        // A change within the limit is not the machine's to explain.
+        assert_eq!(outcome(15_900_000, 124.0), (Outcome::Pass, None));
     }
 
     /// Against a baseline whose speed probes say the machine ran at

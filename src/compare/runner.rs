@@ -806,6 +806,10 @@ impl<'c> Session<'c> {
         report.other_cpu_percent = other_cpu_percent;
         other_work_warning(&mut report, other_cpu_percent);
         report.page_cache = self.prepared.report();
+        if cfg.baseline.is_some() || cfg.save_baseline.is_some() {
+            // The runs are over: probes enough to judge a baseline's speed.
+            self.probes.top_up(probe::FEWEST);
+        }
         speed(&mut report, self.probes.probes(), cfg);
         if let Some(Sizing {
             rounds,
