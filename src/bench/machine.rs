@@ -434,7 +434,12 @@ impl NoiseProbe {
 
     /// The noise of the run, given the measuring thread's involuntary
     /// switches.
-    pub fn finish(self, switches: Switches) -> Noise {
+    pub fn finish(mut self, switches: Switches) -> Noise {
+        // Probes enough to judge their spread against a baseline's, as
+        // `tally compare` makes (a bench of one benchmark reads twice).
+        while self.speed_probes.len() < crate::speed::FEWEST {
+            self.speed_probes.push(crate::speed::measure());
+        }
         let end = Reading::now();
         let load_end = load1(&ProcRoot::default());
         self.judge(&end, load_end, switches)

@@ -5,7 +5,9 @@
 //! [`crate::gate::judge`]: regression, pass or inconclusive.
 
 pub use super::plan::Rule;
-use super::report::{CommandResult, CompareReport, FigureComparison, Verdict, p_text};
+use super::report::{
+    CommandResult, CompareReport, FigureComparison, Verdict, p_text, runs_would_decide,
+};
 pub use super::report::{Gate, GateResult, Reason};
 use crate::gate::{self, Evidence, Outcome, Undecidable};
 use crate::run::report::{FIGURES, Figure};
@@ -437,8 +439,8 @@ pub fn phrase(g: &GateResult) -> String {
         Outcome::Pass => format!("within {limit}"),
         Outcome::Inconclusive => {
             let why = match (&g.note, g.runs_needed) {
-                (Some(note), Some(n)) => format!("{note}; about {n} runs of each would decide"),
-                (None, Some(n)) => format!("about {n} runs of each would decide"),
+                (Some(note), Some(n)) => format!("{note}; {}", runs_would_decide(n)),
+                (None, Some(n)) => runs_would_decide(n),
                 (Some(note), None) => note.clone(),
                 (None, None) => String::new(),
             };
@@ -458,17 +460,7 @@ pub fn phrase(g: &GateResult) -> String {
     }
 }
 
-/// `~40 runs`; beyond the most rounds a comparison takes by itself
-/// ([`super::sizing::MAX_ROUNDS`]), `over 10,000 runs`: a count of 1
-/// against 1 once asked for about 410,000.
-pub(super) fn about_runs(n: u32) -> String {
-    let most = super::sizing::MAX_ROUNDS;
-    if n > most {
-        format!("over {} runs", crate::units::thousands(u64::from(most)))
-    } else {
-        format!("~{n} runs")
-    }
-}
+pub(super) use super::report::about_runs;
 
 /// The outcome in a table's few words: `regression (> +5%, p<0.001)`,
 /// `pass (≤ +5%)`, `inconclusive (~80 runs)`.

@@ -376,6 +376,30 @@ pub fn decide(r: &stats::RatioShift, threshold: f64) -> Verdict {
     }
 }
 
+/// `~40 runs`; beyond the most rounds a comparison takes by itself
+/// ([`super::sizing::MAX_ROUNDS`]), `over 10,000 runs`: a count of 1
+/// against 1 once asked for about 410,000.
+pub fn about_runs(n: u32) -> String {
+    let most = super::sizing::MAX_ROUNDS;
+    if n > most {
+        format!("over {} runs", crate::units::thousands(u64::from(most)))
+    } else {
+        format!("~{n} runs")
+    }
+}
+
+/// `about 40 runs of each would decide`, `over 10,000 runs of each would
+/// decide`: the runs of [`about_runs`] in a sentence. Regression: a
+/// comparison's verdict line said "about 275721 runs of each would
+/// decide" below a table whose rows said "over 10,000 runs".
+pub fn runs_would_decide(n: u32) -> String {
+    if n > super::sizing::MAX_ROUNDS {
+        format!("{} of each would decide", about_runs(n))
+    } else {
+        format!("about {n} runs of each would decide")
+    }
+}
+
 /// About how many runs of each command would decide an open verdict: the
 /// runs with which the interval could be bounded at all (`too-few-runs`),
 /// else those with which it would shrink off `1 ± threshold` (see
@@ -824,7 +848,7 @@ fn headline(index: usize, c: &CommandResult, threshold: f64) -> String {
         }
         if let Some(n) = needed {
             let last = parts.pop().unwrap_or_default();
-            parts.push(format!("{last} (about {n} runs of each would decide)"));
+            parts.push(format!("{last} ({})", runs_would_decide(n)));
         }
     } else {
         let same = c
@@ -896,6 +920,18 @@ pub fn ratio_text(c: &FigureComparison) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Regression: a cold comparison's verdict line said "about 275721
+    /// runs of each would decide" below rows that said "over 10,000 runs".
+    #[test]
+    fn a_verdict_line_said_about_275721_runs_where_its_rows_said_over_10000() {
+        assert_eq!(
+            runs_would_decide(275_721),
+            "over 10,000 runs of each would decide"
+        );
+        assert_eq!(runs_would_decide(40), "about 40 runs of each would decide");
+        assert_eq!(about_runs(275_721), "over 10,000 runs");
+    }
 
     /// Regression: `1.0048×` stood beside `1.02×`, and a ratio near 1 got
     /// four decimals whatever its interval. One precision per ratio text;
