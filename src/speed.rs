@@ -209,7 +209,8 @@ fn varied(n: usize, spread: f64) -> bool {
 /// Whether probes made now and when a baseline was saved say the machine
 /// ran at another speed: the ratio of their medians (now over then) when
 /// its 99% interval lies beyond 1 ± [`DIFFERS`], or when either set
-/// varied (see [`varied`]); `None` when they agree or either set is empty.
+/// spread beyond [`SPREAD`], of [`FEWEST`] probes or more; `None` when they
+/// agree or either set is empty.
 pub fn differs(now: &[u64], then: &[u64]) -> Option<f64> {
     let as_f64 = |v: &[u64]| v.iter().map(|p| *p as f64).collect::<Vec<f64>>();
     let (a, b) = (as_f64(now), as_f64(then));
