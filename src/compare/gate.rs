@@ -692,13 +692,12 @@ mod tests {
         let rules = [parse_rule("wall=5%").unwrap()];
         let outcome = |cpu_grew: bool| {
             let mut now = runs("app", 16_000_000, 30, false);
-            let then = runs("app", 10_000_000, 30, true);
+            let mut then = runs("app", 10_000_000, 30, true);
             for (i, run) in now.runs.iter_mut().enumerate() {
                 // cpu time spread a little, as measured ones do; grown by
                 // 60% with the wall time, or not at all.
                 run.user_us = (if cpu_grew { 14_400 } else { 9_000 }) + (i % 5) as u64;
             }
-            let mut then = then;
             for (i, run) in then.runs.iter_mut().enumerate() {
                 run.user_us = 9_000 + (i % 5) as u64;
             }
