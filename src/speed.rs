@@ -208,18 +208,31 @@ fn varied(n: usize, spread: f64) -> bool {
 
 /// Whether probes made now and when a baseline was saved say the machine
 /// ran at another speed: the ratio of their medians (now over then) when
-/// its 99% interval lies beyond 1 ± [`DIFFERS`], or when either set
-/// spread beyond [`SPREAD`], of [`FEWEST`] probes or more; `None` when they
-/// agree or either set is empty.
+/// its 99% interval lies beyond 1 ± [`DIFFERS`]; when, of [`FEWEST`]
+/// probes a side or more, the medians differ by more than [`DIFFERS`] and
+/// both sets' spreads together; or when either set spread beyond
+/// [`SPREAD`], of [`FEWEST`] probes or more. `None` when they agree or
+/// either set is empty.
+///
+/// The medians' rule is there because of 5 probes a side the interval
+/// lies beyond only when the two sets do not overlap at all: one probe of
+/// the baseline's that other work preempted (2.64 ms among four of
+/// 0.62–0.63) hid a machine that ran twice as slow, and the gate called it
+/// a regression.
 pub fn differs(now: &[u64], then: &[u64]) -> Option<f64> {
     let as_f64 = |v: &[u64]| v.iter().map(|p| *p as f64).collect::<Vec<f64>>();
     let (a, b) = (as_f64(now), as_f64(then));
-    let (_, spread_now) = spread(now)?;
-    let (_, spread_then) = spread(then)?;
-    let e = stats::ratio_shift(&a, &b, 0.01)?;
-    let (ratio, low, high) = e.ratio?;
-    let beyond = low > 1.0 + DIFFERS || high < 1.0 - DIFFERS;
-    (beyond || varied(now.len(), spread_now) || varied(then.len(), spread_then)).then_some(ratio)
+    let (median_now, spread_now) = spread(now)?;
+    let (median_then, spread_then) = spread(then)?;
+    let medians = median_now / median_then;
+    let e = stats::ratio_shift(&a, &b, 0.01).and_then(|e| e.ratio);
+    let beyond = e.is_some_and(|(_, low, high)| low > 1.0 + DIFFERS || high < 1.0 - DIFFERS);
+    let margin = 1.0 + spread_now + spread_then;
+    let apart = now.len() >= FEWEST
+        && then.len() >= FEWEST
+        && (medians / margin > 1.0 + DIFFERS || medians * margin < 1.0 - DIFFERS);
+    (beyond || apart || varied(now.len(), spread_now) || varied(then.len(), spread_then))
+        .then(|| e.map_or(medians, |(ratio, _, _)| ratio))
 }
 
 /// `25% slower`, `12% faster`: a probe ratio (now over then) in words.
@@ -297,6 +310,24 @@ mod tests {
         let shaky = [1_327_458, 1_139_840, 1_320_000, 1_120_000, 1_316_000];
         assert!(Speed::of(&shaky).unwrap().varied());
         assert!(differs(&shaky, &then).is_some());
+    }
+
+    /// Regression: under other work, one of the baseline's five probes
+    /// was preempted (2.64 ms among four of 0.62–0.63 ms), so the sets
+    /// overlapped, the 99% interval of 5 against 5 held 1, and a machine
+    /// twice as slow was not seen: the bench gate called a time twice as
+    /// long a regression.
+    #[test]
+    fn one_preempted_probe_hid_a_machine_twice_as_slow() {
+        let then = [620_512, 2_640_450, 625_517, 628_197, 627_885];
+        let now = [1_269_412, 1_289_745, 1_295_555, 1_301_780, 1_261_558];
+        let r = differs(&now, &then).expect("twice as slow");
+        assert!((r - 2.0).abs() < 0.1, "{r}");
+        // Medians 2% apart, within the threshold: alike.
+        let near: Vec<u64> = now.iter().map(|p| p * 102 / 100).collect();
+        assert_eq!(differs(&near, &now), None);
+        // Of fewer than five a side, only the interval decides.
+        assert_eq!(differs(&now[..3], &then[..3]), None);
     }
 
     #[test]

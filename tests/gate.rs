@@ -495,6 +495,56 @@ fn a_baseline_whose_probes_timed_other_work_is_not_compared_on_speed() {
     assert_eq!(r["speed"]["version"], ::tally::speed::VERSION);
 }
 
+/// Regression: a baseline's stored command that no longer runs (given no
+/// command, `--baseline` runs the stored ones) failed with "command 1
+/// (nap) failed in run 1", naming nothing of the file it came from.
+#[test]
+fn a_stored_command_that_failed_named_no_baseline() {
+    let dir = scratch("stored-fails");
+    save_and_edit(dir.path(), |b| {
+        b["commands"][0]["command"] = "false".into();
+    });
+    let out = run(dir.path(), &["compare", "-n", "3", "--baseline", "b.json"]);
+    let (_, err) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.starts_with("tally: compare: command 1 (nap, as stored in b.json) failed in run 1:"),
+        "{err}"
+    );
+    // One that cannot start at all names it too.
+    save_and_edit(dir.path(), |b| {
+        b["commands"][0]["command"] = "/nonexistent/nap 0.01".into();
+    });
+    let out = run(dir.path(), &["compare", "-n", "3", "--baseline", "b.json"]);
+    let (_, err) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(
+        err.trim_end(),
+        "tally: compare: /nonexistent/nap: command not found (the command as stored in b.json)"
+    );
+    // A command given on the command line is the user's: no file named.
+    let out = run(
+        dir.path(),
+        &[
+            "compare",
+            "-N",
+            "-n",
+            "3",
+            "--baseline",
+            "b.json",
+            "--name",
+            "nap",
+            "/nonexistent/nap",
+        ],
+    );
+    let (_, err) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(
+        err.trim_end(),
+        "tally: compare: /nonexistent/nap: command not found"
+    );
+}
+
 /// Each bad input is one line on stderr naming the thing and the fix,
 /// and no command runs (the command would create a file).
 #[test]
@@ -837,7 +887,14 @@ fn bench_against_a_baseline_of_a_faster_machine_is_inconclusive_never_a_regressi
     ]
     .concat();
     let out = run(d, &gated);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out).1);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}\nthe baseline's probes (halved): {}\nthis run's: {}",
+        text(&out).1,
+        old["noise"]["reference"]["speed_probes_ns"],
+        text(&out).0
+    );
     let r = json(&out);
     let g = &r["baseline"]["gate"];
     assert_eq!(g["outcome"], "inconclusive", "{g}");

@@ -336,6 +336,7 @@ impl CompareArgs {
             seed: self.seed.unwrap_or_else(crate::stats::fresh_seed),
             baseline: None,
             baseline_file: self.baseline.clone(),
+            commands_from: None,
             save_baseline: self.save_baseline.clone(),
             gate: self.fail_on.clone(),
             strict: self.strict,

@@ -13,6 +13,7 @@ use super::runner::{self, CompareError};
 use crate::failure::{Failure, Usage};
 use crate::progress::Progress;
 use crate::report::{self, Output, OutputError, Stream};
+use crate::run::RunError;
 
 /// Why a comparison could not be made or written: what to say after
 /// `tally: `, and the exit code.
@@ -79,8 +80,39 @@ pub fn execute(cfg: &Config, progress: &mut Progress) -> Result<CompareReport, C
     let report = runner::execute(cfg, &mut |p| {
         let what = if p.warmup { "warm-up" } else { "runs" };
         progress.step(&what, p.done, p.of);
-    })?;
+    })
+    .map_err(|e| from_stored(e, cfg))?;
     Ok(report)
+}
+
+/// A command that failed or could not start, named with the baseline it
+/// was read from when it came from one (`--baseline` given no command).
+fn from_stored(e: CompareError, cfg: &Config) -> CompareError {
+    let Some(path) = &cfg.commands_from else {
+        return e;
+    };
+    let path = crate::text::path::display(path);
+    match e {
+        CompareError::Failed {
+            index,
+            name,
+            stage,
+            run,
+            how,
+        } => CompareError::Failed {
+            index,
+            name: format!("{name}, as stored in {path}"),
+            stage,
+            run,
+            how,
+        },
+        CompareError::Run(
+            source @ (RunError::NotFound { .. }
+            | RunError::InterpreterNotFound { .. }
+            | RunError::NotExecutable { .. }),
+        ) => CompareError::StoredCommand { path, source },
+        e => e,
+    }
 }
 
 /// `cfg` with the runs of the baseline at `path`, matched with its
@@ -90,6 +122,7 @@ fn baseline_read(cfg: &Config, path: &Path) -> Result<Config, CompareFailure> {
     let mut cfg = cfg.clone();
     if cfg.instances.is_empty() {
         cfg.instances = baseline::instances(&file);
+        cfg.commands_from = Some(path.to_path_buf());
         cfg.check_baseline_size()
             .map_err(|e| Usage::new(format!("compare: {e}")))?;
     }

@@ -51,6 +51,10 @@ pub struct Config {
     pub baseline: Option<Baseline>,
     /// `--baseline FILE`: where the stored runs are read from.
     pub baseline_file: Option<PathBuf>,
+    /// The file the commands were read from: a `--baseline` comparison
+    /// given no command runs the baseline's own, and a message about one
+    /// names where it came from.
+    pub commands_from: Option<PathBuf>,
     /// `--save-baseline FILE`: where this comparison's runs are kept.
     pub save_baseline: Option<PathBuf>,
     /// `--fail-on`: the gate's rules (none: no gate).

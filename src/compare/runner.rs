@@ -40,6 +40,10 @@ pub enum CompareError {
         command: String,
         how: String,
     },
+    /// A command stored in the baseline at `path` (run because none was
+    /// given) could not be started.
+    #[error("{source} (the command as stored in {path})")]
+    StoredCommand { path: String, source: RunError },
     #[error("--warm: {0}")]
     Warm(BulkError),
     /// `--command-output` cannot be opened (see [`crate::place`]).
