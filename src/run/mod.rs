@@ -13,6 +13,7 @@ mod group;
 mod html;
 mod human;
 use crate::speed as probe;
+pub mod quota;
 pub mod records;
 mod render;
 pub mod report;
@@ -433,7 +434,8 @@ fn run_once(ctx: &Ctx) -> Result<RunRecord, RunError> {
     }
     let io = read_io(pid, spawned.io.take());
     let wall_ns = nanos(wall);
-    let why_raw = why_before.map(|before| why::read(pid, groups.why_source(), &before, wall_ns));
+    let why_raw =
+        why_before.map(|before| why::read(pid, groups.why_source(), &before, wall_ns, cfg.warmup));
     let counters = match ctx.counters {
         None => None,
         Some(Err(reason)) => Some(Counters::Unavailable {
@@ -587,13 +589,13 @@ fn start_command(
 /// `wait4`'s cpu times; the breakdown's own group is removed (what the
 /// command left running in it is said in the notes).
 fn finish_why(
-    mut raw: why::Raw,
+    mut read: why::Read,
     usage: &sys::process::ChildUsage,
     why_group: Option<Result<group::RunGroup, String>>,
 ) -> Why {
-    raw.user_ns = nanos(usage.user);
-    raw.system_ns = nanos(usage.system);
-    let mut why = why::assemble(&raw);
+    read.raw.user_ns = nanos(usage.user);
+    read.raw.system_ns = nanos(usage.system);
+    let mut why = why::assemble_in(&read.raw, &read.context);
     if let Some(Ok(g)) = why_group {
         // Left running by the command: not measured, and said.
         g.cleanup(&mut why.notes);

@@ -122,6 +122,10 @@ pub struct MachineLoad {
     /// Time every CPU was busy during the run, the command's included
     /// (`/proc/stat`, in clock ticks made ns).
     pub busy_ns: u64,
+    /// CPUs the command may run on (its affinity mask: `taskset`, a
+    /// cpuset), when fewer than are online.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allowed_cpus: Option<u32>,
 }
 
 /// Where one run's wall time went: on a CPU (user, kernel), waiting for a
@@ -156,6 +160,11 @@ pub struct Why {
     /// The machine's load during the run, when `/proc/stat` could be read.
     #[serde(default)]
     pub machine: Option<MachineLoad>,
+    /// The CPU quota over the command (cgroup `cpu.max`, v1
+    /// `cpu.cfs_quota_us`) that throttled it most during the run, else the
+    /// tightest; absent without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_quota: Option<super::quota::CpuQuota>,
     /// One line of advice, when a part dominates.
     #[serde(default)]
     pub advice: Option<String>,
@@ -215,6 +224,7 @@ impl Why {
                 other_wait_ns: not(other_wait_ns),
             },
             machine: None,
+            cpu_quota: None,
             advice: None,
             notes: Vec::new(),
         }
@@ -562,6 +572,23 @@ fn first_run_warning(fig: &Figure, values: &[f64]) -> Option<String> {
     })
 }
 
+/// A figure that rises or falls over the runs (rank correlation `rho`):
+/// warm-up runs are suggested only when none were made.
+fn trend_warning(fig: &Figure, rho: f64, warmups: u32) -> String {
+    let way = if rho > 0.0 { "rises" } else { "falls" };
+    match warmups {
+        0 => format!(
+            "{}: {way} over the runs (rank correlation {rho:.2}); warm-up runs (--warmup) or a quieter machine may help",
+            fig.label
+        ),
+        n => format!(
+            "{}: {way} over the runs (rank correlation {rho:.2}) after {}: the machine's load changed while they ran, or the command's work does (a cache it keeps filling)",
+            fig.label,
+            crate::units::count(u64::from(n), "warm-up run", "warm-up runs")
+        ),
+    }
+}
+
 impl RunReport {
     /// Fills `summary` and `warnings` from `runs`.
     pub fn summarize(&mut self) {
@@ -595,11 +622,8 @@ impl RunReport {
                 self.warnings.push(w);
             }
             if let Some(rho) = stats::trend(&values) {
-                self.warnings.push(format!(
-                    "{}: {} over the runs (rank correlation {rho:.2}); warm-up runs (--warmup) or a quieter machine may help",
-                    fig.label,
-                    if rho > 0.0 { "rises" } else { "falls" },
-                ));
+                self.warnings
+                    .push(trend_warning(fig, rho, self.warmup_runs));
             }
         }
         let mut codes: Vec<String> = self.runs.iter().map(|r| exit_text(&r.exit)).collect();
@@ -738,7 +762,9 @@ pub(crate) mod tests {
             machine: Some(MachineLoad {
                 cpus: 2,
                 busy_ns: wall_ns,
+                allowed_cpus: None,
             }),
+            cpu_quota: None,
             advice: None,
             notes: Vec::new(),
         }
@@ -765,6 +791,35 @@ pub(crate) mod tests {
         let mut out = Vec::new();
         render(r, format, Style::default(), &mut out).expect("renders");
         String::from_utf8(out).expect("utf-8")
+    }
+
+    /// Regression: with `-n 10 -w 2` a rising wall time said "warm-up runs
+    /// (--warmup) … may help" though two were made. They are suggested
+    /// only when none were.
+    #[test]
+    fn a_trend_after_warm_ups_does_not_suggest_warm_ups() {
+        let walls = [1000, 1100, 1200, 1300, 1400, 1500, 1600, 1700];
+        let runs = || walls.iter().map(|w| record(*w, 1472)).collect::<Vec<_>>();
+        let r = report(runs());
+        let trend = |r: &RunReport| {
+            r.warnings
+                .iter()
+                .find(|w| w.contains("over the runs"))
+                .cloned()
+                .unwrap_or_default()
+        };
+        assert!(
+            trend(&r).contains("warm-up runs (--warmup)"),
+            "{:?}",
+            r.warnings
+        );
+        let mut r = report(Vec::new());
+        r.warmup_runs = 2;
+        r.runs = runs();
+        r.summarize();
+        let said = trend(&r);
+        assert!(said.contains("after 2 warm-up runs"), "{said}");
+        assert!(!said.contains("--warmup"), "{said}");
     }
 
     #[test]
