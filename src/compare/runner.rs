@@ -1012,11 +1012,13 @@ impl Backend {
             },
             Backend::Here => match measurer.pending_signal() {
                 Some(sig) => Ok(Reply::Skipped { signal: Some(sig) }),
-                None => Ok(Reply::Ran(
-                    Box::new(measurer.measure_as_is(cfg)?),
-                    None,
-                    None,
-                )),
+                None => match measurer.measure_as_is(cfg) {
+                    Ok(rec) => Ok(Reply::Ran(Box::new(rec), None, None)),
+                    Err(RunError::NotStarted { signal }) => Ok(Reply::Skipped {
+                        signal: Some(signal),
+                    }),
+                    Err(e) => Err(e.into()),
+                },
             },
         }
     }

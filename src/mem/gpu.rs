@@ -134,11 +134,16 @@ pub fn start(want: Want, procfs: &crate::procfs::ProcRoot) -> Pending {
 }
 
 impl Pending {
-    /// The pid of the nvidia-smi under way, when the tree read is the
-    /// `/proc` it runs in: a scan leaves it out, as it leaves tally out.
-    pub fn helper(&self, procfs: &crate::procfs::ProcRoot) -> Option<u32> {
+    /// The pids of the nvidia-smi helpers under way, when the tree read
+    /// is the `/proc` they run in: a scan leaves them out, as it leaves
+    /// tally out.
+    pub fn helpers(&self, procfs: &crate::procfs::ProcRoot) -> Vec<u32> {
         let on_proc = procfs.path() == std::path::Path::new("/proc");
-        self.query.pid().filter(|_| on_proc)
+        if on_proc {
+            self.query.pids()
+        } else {
+            Vec::new()
+        }
     }
 
     /// Waits for the answer and gives each process of `snap` its GPU

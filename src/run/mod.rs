@@ -125,6 +125,10 @@ pub enum RunError {
     /// A run made by `run::spawner`, which could not be made: its text.
     #[error("{0}")]
     Spawner(String),
+    /// A signal (its name) came before the command was let go: it was not
+    /// started. Not a failure: the caller stops as it does between runs.
+    #[error("{signal} came before the command started: it was not started")]
+    NotStarted { signal: String },
 }
 
 impl crate::failure::Failure for RunError {
@@ -165,6 +169,9 @@ pub struct Measurer {
     /// Start commands by [`sys::process::spawn_shared`] rather than fork
     /// (see [`Measurer::share_memory`]).
     shared: bool,
+    /// The GPU sampling of the runs, started before the first that wants
+    /// it and kept for the others (see [`crate::gpu::Runs`]).
+    gpu: std::cell::RefCell<crate::gpu::Runs>,
 }
 
 impl Measurer {
@@ -181,7 +188,45 @@ impl Measurer {
             cold: cfg.cold.clone(),
             counters,
             shared: false,
+            gpu: Default::default(),
         })
+    }
+
+    /// Starts the GPU sampling of the runs when `cfg` wants it (else the
+    /// first run that does starts it, silently), telling `say` what it
+    /// waits for when the wait lasts more than a moment. A signal during
+    /// the wait ends it: [`RunError::NotStarted`], and no run starts.
+    pub fn start_gpu(&self, cfg: &Config, say: &mut dyn FnMut(&str)) -> Result<(), RunError> {
+        self.gpu_for(cfg, Some(say))
+    }
+
+    fn gpu_for(&self, cfg: &Config, say: Option<&mut dyn FnMut(&str)>) -> Result<(), RunError> {
+        if !(cfg.gpu || cfg.gpu_when_present) {
+            return Ok(());
+        }
+        let interrupted = || self.forwarder.pending().is_some();
+        let mut waiting = crate::gpu::Waiting {
+            say,
+            interrupted: Some(&interrupted),
+        };
+        let started = self.gpu.borrow_mut().start(cfg.gpu, &mut waiting);
+        started.map_err(|_| self.not_started())
+    }
+
+    /// The error of a run that a signal kept from starting.
+    fn not_started(&self) -> RunError {
+        RunError::NotStarted {
+            signal: self
+                .forwarder
+                .pending()
+                .map_or_else(|| "a signal".to_string(), sys::signal_name),
+        }
+    }
+
+    /// What the GPU sampling has to say once about the runs: a wait
+    /// nobody asked for that came to nothing.
+    pub fn gpu_warning(&self) -> Option<String> {
+        self.gpu.borrow_mut().take_warning()
     }
 
     /// From now on, start commands the way `posix_spawn` does, sharing
@@ -223,10 +268,15 @@ impl Measurer {
     /// One measured run of `cfg.argv` in the page-cache state it finds
     /// (the caller evicts first when it should, see [`Measurer::evict`]).
     pub fn measure_as_is(&self, cfg: &Config) -> Result<RunRecord, RunError> {
+        self.gpu_for(cfg, None)?;
+        if self.forwarder.pending().is_some() {
+            return Err(self.not_started());
+        }
         run_once(&Ctx {
             cfg,
             counters: self.counters.as_ref(),
             forwarder: &self.forwarder,
+            gpu: &self.gpu,
             shared: self.shared
                 && !cfg.tree
                 && !cfg.quiet_command
@@ -264,6 +314,9 @@ pub fn execute(cfg: &Config, progress: &mut Progress) -> Result<RunReport, RunEr
         speed: None,
         why_table: false,
     };
+    if let Err(e) = measurer.start_gpu(cfg, &mut |what| progress.busy(&what, false)) {
+        report.interrupted_by = Some(not_started(e)?);
+    }
     let steps = cfg.warmup.saturating_add(cfg.runs);
     let mut step = |what: &str, done: u32| {
         if steps > 1 {
@@ -271,8 +324,17 @@ pub fn execute(cfg: &Config, progress: &mut Progress) -> Result<RunReport, RunEr
         }
     };
     for i in 0..cfg.warmup {
+        if report.interrupted_by.is_some() {
+            break;
+        }
         step("warm-up", i);
-        let rec = measurer.measure(cfg)?;
+        let rec = match measurer.measure(cfg) {
+            Ok(rec) => rec,
+            Err(e) => {
+                report.interrupted_by = Some(not_started(e)?);
+                break;
+            }
+        };
         report.warmup_runs += 1;
         // A warm-up run is never reported as a measured one, even when
         // the user interrupted it.
@@ -298,7 +360,13 @@ pub fn execute(cfg: &Config, progress: &mut Progress) -> Result<RunReport, RunEr
             {
                 probed_before.push(i);
             }
-            let rec = measurer.measure(cfg)?;
+            let rec = match measurer.measure(cfg) {
+                Ok(rec) => rec,
+                Err(e) => {
+                    report.interrupted_by = Some(not_started(e)?);
+                    break;
+                }
+            };
             if let Some(s) = probes.as_mut() {
                 s.ran(rec.wall_ns);
             }
@@ -315,6 +383,7 @@ pub fn execute(cfg: &Config, progress: &mut Progress) -> Result<RunReport, RunEr
     }
     report.runs = records.into_vec().map_err(RunError::Records)?;
     report.summarize();
+    report.warnings.extend(measurer.gpu_warning());
     report.speed = probes
         .and_then(|s| probe::Speed::of(s.probes()))
         .map(|probes| report::RunSpeed {
@@ -327,11 +396,21 @@ pub fn execute(cfg: &Config, progress: &mut Progress) -> Result<RunReport, RunEr
     Ok(report)
 }
 
+/// The signal of a run that was not started ([`RunError::NotStarted`]);
+/// any other error stays one.
+fn not_started(e: RunError) -> Result<String, RunError> {
+    match e {
+        RunError::NotStarted { signal } => Ok(signal),
+        e => Err(e),
+    }
+}
+
 struct Ctx<'a> {
     cfg: &'a Config,
     /// `Ok(user_only)` when counters can be opened, else the reason.
     counters: Option<&'a Result<bool, String>>,
     forwarder: &'a Forwarder,
+    gpu: &'a std::cell::RefCell<crate::gpu::Runs>,
     /// Spawn with [`sys::process::spawn_shared`].
     shared: bool,
 }
@@ -402,11 +481,6 @@ fn run_once(ctx: &Ctx) -> Result<RunRecord, RunError> {
     let mut groups = RunGroups::make(cfg);
     let why_before = cfg.why.then(why::before);
     let cgroup = groups.take_fds();
-    let mut gpu = if cfg.gpu || cfg.gpu_when_present {
-        crate::gpu::Session::start(cfg.gpu)
-    } else {
-        crate::gpu::Session::Off
-    };
     let Started {
         mut spawned,
         start,
@@ -414,13 +488,20 @@ fn run_once(ctx: &Ctx) -> Result<RunRecord, RunError> {
         counter_error,
     } = start_command(ctx, &program, cgroup)?;
     let pid = spawned.pid;
-    gpu.begin(pid, start);
+    let gpu_wanted = cfg.gpu || cfg.gpu_when_present;
+    if gpu_wanted {
+        ctx.gpu.borrow_mut().begin(pid, start);
+    }
     if let Some(t) = groups.tree.as_mut() {
         t.started(pid);
     }
     let waited = sys::process::wait_exited_keep(pid);
     let wall = start.elapsed();
-    let gpu = gpu.finish(start + wall);
+    let gpu = if gpu_wanted {
+        ctx.gpu.borrow_mut().finish(start + wall)
+    } else {
+        Default::default()
+    };
     if let Err(e) = waited {
         ctx.forwarder.detach();
         return Err(RunError::Wait(e));
@@ -565,6 +646,18 @@ fn start_command(
         source,
     })?;
     ctx.forwarder.attach(spawned.pid);
+    // A signal that came before the command was let go past its gate
+    // (sent to it there, before its exec): it is not started.
+    if !ctx.shared
+        && let Some(sig) = ctx.forwarder.take_received()
+    {
+        let _ = sys::signals::kill(spawned.pid, libc::SIGKILL);
+        let _ = sys::process::wait4(spawned.pid);
+        ctx.forwarder.detach();
+        return Err(RunError::NotStarted {
+            signal: sys::signal_name(sig),
+        });
+    }
     let mut counters = Vec::new();
     let mut counter_error = None;
     if let Some(Ok(user_only)) = ctx.counters {
