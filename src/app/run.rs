@@ -28,8 +28,8 @@ pub(super) fn run_command(args: RunArgs) -> u8 {
         Err(e) => return super::fail(&e),
     };
     report.why_table = why_table;
-    // The command ran: a report that cannot be written is tally's failure
-    // (stderr that cannot be written is none, see `OutputError::exit_code`).
+    // The command ran: a report that cannot be written (to a file, to
+    // stdout, to stderr: `2>/dev/full`) is tally's failure.
     if super::said(output.write(&report)) != 0 {
         return RUN_OWN_FAILURE;
     }
