@@ -5,6 +5,19 @@
 
 use std::time::Duration;
 
+/// `x` with `decimals` decimals; from a million up (in either sign),
+/// where fixed decimals would print up to 309 digits, in scientific
+/// notation with three significant digits (`2.67e301`). A ratio or a
+/// percentage of figures read from a file goes through it: those come
+/// from any value the file holds.
+pub fn decimals(x: f64, decimals: usize) -> String {
+    if x.is_finite() && x.abs() >= 1e6 {
+        format!("{x:.2e}")
+    } else {
+        format!("{x:.decimals$}")
+    }
+}
+
 /// `75260133` → `75,260,133`.
 pub fn thousands(n: u64) -> String {
     let digits = n.to_string();
@@ -226,6 +239,18 @@ pub fn parse_seconds(s: &str) -> Result<Duration, String> {
 
 #[cfg(test)]
 mod tests {
+
+    /// Regression: a bench baseline of figures of 1e-300 printed ratios
+    /// and percentages of 300 digits.
+    #[test]
+    fn decimals_stay_short_whatever_the_magnitude() {
+        assert_eq!(decimals(1.2345, 2), "1.23");
+        assert_eq!(decimals(999_999.0, 1), "999999.0");
+        assert_eq!(decimals(2.6726672e301, 2), "2.67e301");
+        assert_eq!(decimals(-3.0e10, 1), "-3.00e10");
+        assert_eq!(decimals(f64::INFINITY, 1), "inf");
+        assert!(decimals(f64::MAX, 1).len() < 10);
+    }
     use super::*;
 
     #[test]

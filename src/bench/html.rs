@@ -330,12 +330,12 @@ pub fn render(r: &BenchReport) -> String {
         for c in &b.comparisons {
             let _ = write!(
                 body,
-                "<tr><td>{}</td><td>{}</td><td>{:.4}</td><td>{:.4}</td><td>{:.2}×{}</td></tr>",
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}×{}</td></tr>",
                 esc(&c.id),
                 esc(&c.unit),
-                c.old_median,
-                c.new_median,
-                c.ratio,
+                crate::units::decimals(c.old_median, 4),
+                crate::units::decimals(c.new_median, 4),
+                crate::units::decimals(c.ratio, 2),
                 if c.higher_is_better {
                     " (higher is better)"
                 } else {
