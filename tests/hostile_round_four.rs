@@ -367,7 +367,21 @@ fn the_wait_for_nvidia_smi_says_what_it_waits_for() {
         said.contains("GPU figures unavailable: nvidia-smi printed no GPU sample in 5 s"),
         "{said}"
     );
-    none_left(&m, "a run on a terminal");
+    let line = format!("{} mem --gpu --pid 1", common::tally_bin().display());
+    let o = common::command("script")
+        .args(["-q", "-e", "-c", &line, "/dev/null"])
+        .env("PATH", &path)
+        .env("FAKE_GPU_MODE", "silent")
+        .env(&m.0, &m.1)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let said = text(&o.stdout);
+    assert!(
+        said.contains("waiting up to 5 s for nvidia-smi's answer (GPU memory per process)"),
+        "{said}"
+    );
+    none_left(&m, "a run and mem on a terminal");
 }
 
 // ---- 6. Absurd figures, garbage ----

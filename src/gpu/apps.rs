@@ -155,10 +155,16 @@ impl Query {
 
     /// Waits for the answer (at most [`LIMIT`] after the start).
     pub fn finish(self) -> Apps {
+        self.finish_saying(&mut |_| {})
+    }
+
+    /// [`Query::finish`], telling `say` what it waits for once the wait
+    /// has lasted more than a moment.
+    pub fn finish_saying(self, say: &mut dyn FnMut(&str)) -> Apps {
         match self {
             Query::Off => Apps::Off,
             Query::Failed(why) => Apps::Unavailable(why),
-            Query::Running(r) => remember(r.finish()),
+            Query::Running(r) => remember(r.finish(say)),
         }
     }
 }
@@ -275,8 +281,19 @@ pub struct Running {
 }
 
 impl Running {
-    fn finish(self) -> Apps {
+    fn finish(mut self, say: &mut dyn FnMut(&str)) -> Apps {
         let deadline = self.started + LIMIT;
+        if self
+            .apps
+            .helper
+            .wait_until(self.started + super::A_MOMENT)
+            .is_none()
+        {
+            say(&format!(
+                "waiting up to {} s for nvidia-smi's answer (GPU memory per process)",
+                LIMIT.as_secs()
+            ));
+        }
         let apps = self.apps.finish(deadline);
         let totals = self.totals.map(|t| t.finish(deadline));
         let Some(status) = apps.status else {

@@ -53,7 +53,7 @@ const FIRST_SAMPLE_ASKED: Duration = Duration::from_secs(5);
 /// never waits long for figures nobody asked for.
 const FIRST_SAMPLE_DEFAULT: Duration = Duration::from_secs(1);
 /// A wait for nvidia-smi longer than this says what it waits for.
-const A_MOMENT: Duration = Duration::from_millis(250);
+pub(crate) const A_MOMENT: Duration = Duration::from_millis(250);
 /// How long an nvidia-smi that printed a line tally cannot read gets to
 /// exit (for its status) before it is stopped.
 const EXIT_GRACE: Duration = Duration::from_millis(500);

@@ -151,8 +151,19 @@ impl Pending {
     /// report says of it. Not asked for, a failure leaves the scan as
     /// without GPU support.
     pub fn attribute(self, snap: &mut Snapshot, pids: Option<&[u32]>) -> GpuPart {
+        self.attribute_saying(snap, pids, &mut |_| {})
+    }
+
+    /// [`Pending::attribute`], telling `say` what it waits for once the
+    /// wait for nvidia-smi lasts more than a moment.
+    pub fn attribute_saying(
+        self,
+        snap: &mut Snapshot,
+        pids: Option<&[u32]>,
+        say: &mut dyn FnMut(&str),
+    ) -> GpuPart {
         let asked = self.want == Want::Asked;
-        let answer = self.query.finish();
+        let answer = self.query.finish_saying(say);
         let took = Some(self.started.elapsed());
         let unavailable = |why: String| GpuPart {
             gpu: GpuState::Unavailable,

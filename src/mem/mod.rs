@@ -80,6 +80,16 @@ impl Config {
 /// `--textfile` and `--watch`, and `tally serve`'s collector all measure
 /// here.
 pub fn measure(cfg: &Config, privilege: &mut Privilege) -> Result<MemReport, MemError> {
+    measure_saying(cfg, privilege, &mut |_| {})
+}
+
+/// [`measure`], telling `say` what it waits for when nvidia-smi takes
+/// more than a moment to answer.
+pub fn measure_saying(
+    cfg: &Config,
+    privilege: &mut Privilege,
+    say: &mut dyn FnMut(&str),
+) -> Result<MemReport, MemError> {
     let mut cfg = cfg.clone();
     if !privilege.is_elevated() {
         resolve_user(&mut cfg)?;
@@ -98,7 +108,7 @@ pub fn measure(cfg: &Config, privilege: &mut Privilege) -> Result<MemReport, Mem
     // No path a process names is looked at with more rights than the
     // caller's.
     cfg.grouping.check_replaced = !privilege.is_elevated();
-    let gpu = gpu.attribute(&mut snap, cfg.pids.as_deref());
+    let gpu = gpu.attribute_saying(&mut snap, cfg.pids.as_deref(), say);
     let mut report = summarize(&snap, &cfg);
     if let gpu::GpuState::Measured(_) = gpu.gpu {
         // No process kept: none holds any.
