@@ -65,35 +65,7 @@ pub fn main() -> u8 {
                     2
                 };
             }
-            let shown = matches!(
-                e.kind(),
-                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion
-            );
-            // std writes to a closed stdout as if to /dev/null: a help
-            // nobody can read is said to be so.
-            if shown && tally::sys::entry::stdout_was_closed() {
-                tally::diag!(
-                    "tally: stdout is closed, so the help would go nowhere: leave stdout open \
-                     (redirect it to a file or a pipe)"
-                );
-                return 1;
-            }
-            let printed = e.print().and_then(|()| io::stdout().lock().flush());
-            return match e.kind() {
-                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
-                    match printed {
-                        // A help nobody could read (`--help >/dev/full`) is
-                        // a failure; a reader that went away is not.
-                        Err(err) if err.kind() != io::ErrorKind::BrokenPipe => {
-                            tally::diag!("tally: cannot write the help: {err}");
-                            1
-                        }
-                        _ => 0,
-                    }
-                }
-                _ if args.get(1).is_some_and(|a| a == "run") => RUN_OWN_FAILURE,
-                _ => 2,
-            };
+            return clap_answered(&e, &args);
         }
     };
     // A setuid or file-capability install runs `tally mem` and nothing else.
@@ -142,6 +114,37 @@ pub fn main() -> u8 {
         } => quiet_pipe(|out| {
             cli::man::render(subcommand.as_deref(), out).context("cannot write the man page")
         }),
+    }
+}
+
+/// The exit code of a command line clap answered itself: help and
+/// version printed (1 when nobody can read them: stdout closed or
+/// unwritable), or a usage error said (125 for `tally run`, else 2).
+fn clap_answered(e: &clap::Error, args: &[std::ffi::OsString]) -> u8 {
+    let shown = matches!(
+        e.kind(),
+        clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion
+    );
+    // std writes to a closed stdout as if to /dev/null: a help nobody
+    // can read is said to be so.
+    if shown && tally::sys::entry::stdout_was_closed() {
+        tally::diag!(
+            "tally: stdout is closed, so the help would go nowhere: leave stdout open \
+             (redirect it to a file or a pipe)"
+        );
+        return 1;
+    }
+    let printed = e.print().and_then(|()| io::stdout().lock().flush());
+    match printed {
+        // A help nobody could read (`--help >/dev/full`) is a failure; a
+        // reader that went away is not.
+        Err(err) if shown && err.kind() != io::ErrorKind::BrokenPipe => {
+            tally::diag!("tally: cannot write the help: {err}");
+            1
+        }
+        _ if shown => 0,
+        _ if args.get(1).is_some_and(|a| a == "run") => RUN_OWN_FAILURE,
+        _ => 2,
     }
 }
 
