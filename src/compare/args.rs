@@ -176,6 +176,29 @@ pub struct CompareArgs {
     #[arg(long, requires = "fail_on")]
     pub strict: bool,
 
+    /// Count the work each command does, in figures no machine can move
+    /// (instructions first), and compare them exactly: a change is decided
+    /// from the runs there are when the counts repeat. `hw`: the CPU's
+    /// counters, in the timed runs (3 by default); `sim`: Valgrind's
+    /// Cachegrind, in runs of their own (--count-runs, 3 by default; not
+    /// timed unless --timed), which also says which functions a change is
+    /// in; `auto` (a bare --count): hw where it counts, else sim. Gate with
+    /// --fail-on instructions=1%. See docs/count.md.
+    #[arg(long, value_name = "SOURCE", num_args = 0..=1, require_equals = true,
+          default_missing_value = "auto", value_parser = crate::count::Choice::parse)]
+    pub count: Option<crate::count::Choice>,
+
+    /// With --count=sim: the runs of each command under Valgrind (default
+    /// 3; one is enough for a count that repeats).
+    #[arg(long, value_name = "N", requires = "count",
+          value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub count_runs: Option<u32>,
+
+    /// With --count=sim: time the commands as well, in runs of their own
+    /// interleaved as without --count, and report both.
+    #[arg(long, requires = "count")]
+    pub timed: bool,
+
     /// The order of the commands in the human table: `auto` (as given; with
     /// --baseline each after its stored runs), `command`, `mean-time` or
     /// `median-time` (fastest first).
@@ -286,6 +309,15 @@ impl CompareArgs {
             _ => self.plan(&commands, &names).map_err(|e| usage(&e))?,
         };
         gate::check_rules(&self.fail_on).map_err(|e| usage(&e))?;
+        if self.count.is_none()
+            && let Some(r) = self.fail_on.iter().find(|r| gate::counted(r.figure))
+        {
+            return Err(usage(&format!(
+                "--fail-on {}: a counted figure needs --count (--count=sim counts on any machine \
+                 with valgrind)",
+                r.figure
+            )));
+        }
         if !self.fail_on.is_empty() && self.baseline.is_none() && instances.len() < 2 {
             return Err(usage(
                 &"--fail-on needs a reference: give two commands (the first is the reference), \
@@ -344,6 +376,9 @@ impl CompareArgs {
                 sort: self.sort,
                 time_unit: self.time_unit,
             },
+            count: self.count,
+            count_runs: self.count_runs,
+            timed: self.timed,
         };
         if !cfg.instances.is_empty() {
             cfg.check_baseline_size().map_err(|e| usage(&e))?;

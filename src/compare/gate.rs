@@ -40,6 +40,13 @@ const NAMES: &[(&str, &[&str])] = &[
     ("gpu_mem_peak_bytes", &["gpu_mem", "gpu_memory"]),
     ("gpu_busy_ns", &["gpu_busy"]),
     ("gpu_energy_mj", &["gpu_energy"]),
+    ("instructions", &["ir", "instructions:u"]),
+    ("cycles", &["cycles:u"]),
+    ("estimated_cycles", &["est_cycles"]),
+    ("data_reads", &["dr"]),
+    ("data_writes", &["dw"]),
+    ("l1_misses", &["l1"]),
+    ("ll_misses", &["ll", "llc_misses"]),
 ];
 
 /// The figure (its JSON key) `name` stands for.
@@ -49,6 +56,11 @@ pub fn figure_of(name: &str) -> Option<&'static Figure> {
         .find(|(key, aliases)| *key == name || aliases.contains(&name))
         .map(|(key, _)| *key)?;
     FIGURES.iter().find(|f| f.key == key)
+}
+
+/// Whether the figure keyed `key` is counted work (`--count`).
+pub fn counted(key: &str) -> bool {
+    FIGURES.iter().any(|f| f.key == key && f.counted)
 }
 
 /// `wall (wall_ns), cpu (cpu_us), …`: the names, for an error.
@@ -133,6 +145,7 @@ fn judge(
         runs_needed: None,
         reason: None,
         note: None,
+        exact: false,
     };
     let Some(ref_cmd) = r.commands.get(reference) else {
         return result;
@@ -160,17 +173,42 @@ fn judge(
     result.ratio_low = v.ratio_low.or(zero);
     result.ratio_high = v.ratio_high.or(zero);
     result.p_adjusted = Some(v.p_adjusted);
+    result.exact = v.test == super::report::EXACT_TEST;
     result.outcome = gate::judge(&evidence, rule.limit);
+    if let Some(note) = other_source(r, ref_cmd, rule) {
+        result.outcome = Outcome::Inconclusive;
+        result.reason = Some(Reason::CountSource);
+        result.note = Some(note);
+        return result;
+    }
     if let Some((reason, note)) = another_time(r, c, ref_cmd, rule, result.outcome) {
         result.outcome = Outcome::Inconclusive;
         result.reason = Some(reason);
         result.note = Some(note);
         return result;
     }
-    if result.outcome == Outcome::Inconclusive {
+    if result.outcome == Outcome::Inconclusive && result.exact {
+        result.reason = Some(Reason::AtLimit);
+        result.note =
+            Some("the counts' range lies across the limit: more runs do not move a count".into());
+    } else if result.outcome == Outcome::Inconclusive {
         explain_undecided(&mut result, v, interval, c, ref_cmd);
     }
     result
+}
+
+/// Why a counted figure is not compared with a baseline's: counted by
+/// another source (see [`crate::count::Source::differs_from`]). `None`
+/// for other figures, without a baseline, or when the sources agree.
+fn other_source(r: &CompareReport, ref_cmd: &CommandResult, rule: &Rule) -> Option<String> {
+    let counted = FIGURES.iter().any(|f| f.key == rule.figure && f.counted);
+    if !counted || !ref_cmd.from_baseline {
+        return None;
+    }
+    let now = r.count.as_ref().map(|c| &c.source)?;
+    let then = r.baseline.as_ref()?.count_source.as_ref()?;
+    now.differs_from(then)
+        .map(|why| format!("{why}: counts of two sources are not compared"))
 }
 
 /// Why a time measured against a stored baseline is not the command's
@@ -433,6 +471,7 @@ pub fn phrase(g: &GateResult) -> String {
     let limit = format!("+{}", gate::limit_text(g.limit));
     match g.outcome {
         Outcome::Regression => match g.p_adjusted {
+            _ if g.exact => format!("beyond {limit}, exact"),
             Some(p) => format!("beyond {limit}, {}", p_text(p)),
             None => format!("beyond {limit}"),
         },
@@ -468,6 +507,7 @@ pub fn outcome_text(g: &GateResult) -> String {
     let limit = format!("+{}", gate::limit_text(g.limit));
     let why = match g.outcome {
         Outcome::Regression => match g.p_adjusted {
+            _ if g.exact => format!("> {limit}, exact"),
             Some(p) => format!("> {limit}, {}", p_text(p)),
             None => format!("> {limit}"),
         },
@@ -480,6 +520,7 @@ pub fn outcome_text(g: &GateResult) -> String {
             (Some(Reason::ZeroReference), _) => "reference 0".into(),
             (Some(Reason::OtherWork), _) => "machine busier or idler".into(),
             (Some(Reason::MachineSpeed), _) => "machine at another speed".into(),
+            (Some(Reason::CountSource), _) => "counted by another source".into(),
             (_, Some(n)) => format!("across {limit}, {}", about_runs(n)),
             (_, None) => format!("across {limit}"),
         },
@@ -542,6 +583,7 @@ mod tests {
             runs_needed: None,
             reason: Some(Reason::MachineSpeed),
             note: Some("this machine ran 80% faster".into()),
+            exact: false,
         };
         assert_eq!(
             phrase(&g(1.507, 2.494)),
@@ -604,6 +646,7 @@ mod tests {
                 io_source: None,
                 io_unavailable: Some("test".into()),
                 counters: None,
+                count: None,
                 ..RunRecord::bare(0)
             });
         }
@@ -631,6 +674,7 @@ mod tests {
                     machine: Fingerprint::default(),
                     other_cpu_percent,
                     speed_probe_ns,
+                    count_source: None,
                     differences: Vec::new(),
                 },
             }),

@@ -193,6 +193,10 @@ fn gate_tables(r: &CompareReport, out: &mut dyn Write, style: Style) -> io::Resu
 /// and min … max of each command's runs.
 fn mean_and_range(r: &CompareReport, out: &mut dyn Write, style: Style) -> io::Result<()> {
     let fig = &FIGURES[0];
+    // Commands counted under the simulator only were not timed.
+    if r.commands.iter().all(|c| c.summary_of(fig.key).is_none()) {
+        return Ok(());
+    }
     let mut table = TextTable::new(vec![
         Column::text(fig.label).cut_end(),
         Column::number("mean ± σ"),
@@ -348,20 +352,75 @@ fn footer(r: &CompareReport, out: &mut dyn Write, width: usize) -> io::Result<()
     } else {
         format!("#{}'s", r.reference + 1)
     };
-    paragraph(
-        out,
-        &format!(
-            "ratios over {over}: Hodges-Lehmann, {level} Mann-Whitney (Moses) interval \
-             (all {} together at {}, Bonferroni); verdict from the interval: beyond {} \
-             different, inside the same, across undecided",
-            r.family_size.max(1),
-            percent(1.0 - r.alpha),
-            percent(r.threshold)
-        ),
-        width,
-    )?;
+    if r.family_size > 0 || r.count.is_none() {
+        paragraph(
+            out,
+            &format!(
+                "ratios over {over}: Hodges-Lehmann, {level} Mann-Whitney (Moses) interval \
+                 (all {} together at {}, Bonferroni); verdict from the interval: beyond {} \
+                 different, inside the same, across undecided",
+                r.family_size.max(1),
+                percent(1.0 - r.alpha),
+                percent(r.threshold)
+            ),
+            width,
+        )?;
+    }
+    if let Some(c) = &r.count {
+        paragraph(
+            out,
+            &format!(
+                "counts: {}; a counted figure whose runs repeat within {} is compared exactly: \
+                 its interval runs from the smallest to the largest ratio of two runs",
+                crate::count::human::source_line(&crate::count::CountReport {
+                    source: c.source.clone(),
+                    profile: None,
+                    profile_run: None,
+                    notes: Vec::new(),
+                }),
+                percent(super::report::COUNT_SPREAD)
+            ),
+            width,
+        )?;
+    }
     for c in r.commands.iter().filter(|c| !c.headline.is_empty()) {
         paragraph(out, &format!("verdict {}", c.headline), width)?;
+    }
+    for (i, c) in r.commands.iter().enumerate() {
+        let (Some(a), Some(j)) = (&c.instructions_change, c.compared_with) else {
+            continue;
+        };
+        let whole = r
+            .commands
+            .get(j)
+            .and_then(|x| x.summary_of("instructions").map(|s| s.median as u64))
+            .or_else(|| {
+                r.commands
+                    .get(j)
+                    .and_then(|x| x.runs.iter().find_map(|run| run.counted()?.instructions))
+            })
+            .unwrap_or(0);
+        paragraph(
+            out,
+            &format!(
+                "where #{}'s instructions changed: {}",
+                i + 1,
+                crate::count::human::change_line(a, whole)
+            ),
+            width,
+        )?;
+    }
+    let mut said: Vec<&String> = Vec::new();
+    for note in r
+        .commands
+        .iter()
+        .filter_map(|c| c.count.as_ref())
+        .flat_map(|c| &c.notes)
+    {
+        if !said.contains(&note) {
+            said.push(note);
+            tally_lines(out, &format!("tally: note: {note}"), width)?;
+        }
     }
     for w in &r.warnings {
         if w.contains("runs failed") {

@@ -22,6 +22,7 @@
 pub mod args;
 pub mod baseline;
 pub mod command;
+mod counted;
 pub mod gate;
 mod gpu;
 pub mod html;

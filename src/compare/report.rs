@@ -15,7 +15,8 @@
 //!   `too-few-runs`, `same-within-threshold`, `lower`, `higher`: read from
 //!   the interval) and `runs_needed`.
 //! - `reference` (0-based; with a baseline, the first stored command),
-//!   `reference_is` (`fastest`, `chosen` or `baseline`), `alpha`,
+//!   `reference_is` (`fastest`, `chosen`, `baseline`, or `least-work`:
+//!   the fewest instructions, of commands counted and not timed), `alpha`,
 //!   `correction`, `family_size`, `interval_level`, `threshold`, `method`,
 //!   `seed`, `warnings`, `interrupted_by`, `other_cpu_percent` (other
 //!   work on the machine while the runs ran, percent of one CPU), `speed`
@@ -117,6 +118,14 @@ pub struct CommandResult {
     pub compared_with: Option<usize>,
     /// The runs were read from the `--baseline` file, not measured now.
     pub from_baseline: bool,
+    /// With `--count`: the command's counting (where its instructions
+    /// went, what its counts may not show).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub count: Option<crate::count::CountReport>,
+    /// With `--count=sim`: which functions its change of instructions
+    /// against its reference is in.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instructions_change: Option<crate::count::Attribution>,
 }
 
 impl CommandResult {
@@ -134,18 +143,15 @@ impl CommandResult {
             exits: Vec::new(),
             compared_with: None,
             from_baseline: false,
+            count: None,
+            instructions_change: None,
         }
     }
 
-    /// The figure's values over the runs, when every run has it.
+    /// The figure's values over the runs it applies to, when every one of
+    /// them has it (see [`crate::run::report::samples`]).
     pub fn values(&self, fig: &Figure) -> Option<Vec<f64>> {
-        let v: Vec<f64> = self
-            .runs
-            .iter()
-            .filter_map(|r| (fig.get)(r))
-            .map(|v| v as f64)
-            .collect();
-        (!v.is_empty() && v.len() == self.runs.len()).then_some(v)
+        crate::run::report::samples(fig, &self.runs)
     }
 
     pub fn summary_of(&self, key: &str) -> Option<&stats::Summary> {
@@ -210,6 +216,18 @@ pub struct CompareReport {
     /// The page cache made cold or warm before each run (`--cold`,
     /// `--warm`, `--drop-caches`); absent without them.
     pub page_cache: Option<PreparedCache>,
+    /// With `--count`: how the counted figures were counted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub count: Option<CompareCount>,
+}
+
+/// How a comparison's work was counted (`--count`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CompareCount {
+    pub source: crate::count::Source,
+    /// Counted runs of each command (under the simulator, apart from the
+    /// timed ones; with the CPU's counters, the timed runs themselves).
+    pub runs_per_command: u32,
 }
 
 /// The gate's outcome for one figure of one command.
@@ -238,6 +256,10 @@ pub struct GateResult {
     pub reason: Option<Reason>,
     /// The reason in words.
     pub note: Option<String>,
+    /// Counts compared by their range (see [`COUNT_SPREAD`]): the
+    /// outcome is certain, not a test's.
+    #[serde(default)]
+    pub exact: bool,
 }
 
 /// Why a figure is inconclusive, when its interval alone does not say.
@@ -263,6 +285,9 @@ pub enum Reason {
     /// machine ran at another speed than when the baseline was saved, or
     /// that its speed varied: neither a regression nor a pass.
     MachineSpeed,
+    /// Counts against a baseline counted by another source (another
+    /// Valgrind, cache geometry or CPU): not compared as like for like.
+    CountSource,
 }
 
 /// Points (percent of one CPU) by which other work on the machine may
@@ -527,6 +552,7 @@ impl CompareReport {
             gate: None,
             view: cfg.view,
             page_cache: None,
+            count: None,
         }
     }
 }
@@ -560,6 +586,7 @@ fn summarize(c: &mut CommandResult) -> Vec<String> {
         warnings: Vec::new(),
         interrupted_by: None,
         speed: None,
+        count: None,
         why_table: false,
     };
     rr.summarize();
@@ -591,8 +618,15 @@ fn references(cfg: &Config, commands: &mut [CommandResult]) -> (usize, &'static 
         }
         return (measured, "baseline");
     }
-    let median_wall = |c: &CommandResult| {
-        c.values(&FIGURES[0])
+    // The fastest by median wall time; of commands not timed (counted
+    // under the simulator only), the one that did the least work.
+    let timed = commands.iter().any(|c| c.values(&FIGURES[0]).is_some());
+    let (by, is) = match FIGURES.iter().find(|f| f.key == "instructions") {
+        Some(f) if !timed => (f, "least-work"),
+        _ => (&FIGURES[0], "fastest"),
+    };
+    let median = |c: &CommandResult| {
+        c.values(by)
             .and_then(|v| stats::summarize(&v))
             .map(|s| s.median)
             .unwrap_or(f64::INFINITY)
@@ -602,11 +636,11 @@ fn references(cfg: &Config, commands: &mut [CommandResult]) -> (usize, &'static 
         None => {
             let mut best = 0;
             for (i, c) in commands.iter().enumerate() {
-                if median_wall(c) < commands.get(best).map(median_wall).unwrap_or(f64::INFINITY) {
+                if median(c) < commands.get(best).map(median).unwrap_or(f64::INFINITY) {
                     best = i;
                 }
             }
-            (best, "fastest")
+            (best, is)
         }
     };
     for (i, c) in commands.iter_mut().enumerate() {
@@ -625,13 +659,18 @@ fn compare_figures(
 ) -> usize {
     let of = |i: usize, fi: usize| values.get(i).and_then(|v| v.get(fi)?.as_deref());
     let mut pairs: Vec<(usize, usize, usize)> = Vec::new();
-    for (i, c) in commands.iter().enumerate() {
+    for (i, c) in commands.iter_mut().enumerate() {
         let Some(j) = c.compared_with else {
             continue;
         };
-        for fi in 0..FIGURES.len() {
-            if of(i, fi).is_some() && of(j, fi).is_some() {
-                pairs.push((i, j, fi));
+        for (fi, fig) in FIGURES.iter().enumerate() {
+            let (Some(a), Some(b)) = (of(i, fi), of(j, fi)) else {
+                continue;
+            };
+            // Counts that repeat are compared exactly, outside the family.
+            match counted_comparison(fig, a, b, cfg.threshold) {
+                Some(v) => c.versus_reference.push(v),
+                None => pairs.push((i, j, fi)),
             }
         }
     }
@@ -658,6 +697,91 @@ fn compare_figures(
         });
     }
     m
+}
+
+/// Counted figures (`--count`) whose runs agree within this fraction on
+/// each side (the largest over the smallest, less 1) are compared by
+/// their range, not by a test: the interval runs from the smallest to the
+/// largest ratio of a run of one to a run of the other, and the verdict is
+/// read from it at any number of runs, one a side included. A count that
+/// repeats (Valgrind's, of a program that does the same work each time)
+/// has no sampling error to test; the CPU's counters of such a program
+/// differ by a few hundredths of a percent (interrupts counted on x86). A
+/// wider spread means the program's work varies from run to run, and the
+/// figure is tested as a time is.
+pub const COUNT_SPREAD: f64 = 0.01;
+
+/// What [`FigureComparison::test`] says of a counted figure compared by
+/// its range (see [`COUNT_SPREAD`]).
+pub const EXACT_TEST: &str = "counts";
+
+/// A counted figure of `a` (this command's runs) against `b` (its
+/// reference's) by their range, when both repeat within [`COUNT_SPREAD`];
+/// `None` for any other figure, which the family's test compares.
+pub fn counted_comparison(
+    fig: &Figure,
+    a: &[f64],
+    b: &[f64],
+    threshold: f64,
+) -> Option<FigureComparison> {
+    if !fig.counted {
+        return None;
+    }
+    let range = |v: &[f64]| -> Option<(f64, f64)> {
+        let lo = v.iter().copied().reduce(f64::min)?;
+        let hi = v.iter().copied().reduce(f64::max)?;
+        Some((lo, hi))
+    };
+    let ((alo, ahi), (blo, bhi)) = (range(a)?, range(b)?);
+    let repeats = |lo: f64, hi: f64| hi == lo || (lo > 0.0 && hi / lo - 1.0 <= COUNT_SPREAD);
+    if !repeats(alo, ahi) || !repeats(blo, bhi) {
+        return None;
+    }
+    let median = |v: &[f64]| stats::summarize(v).map(|s| s.median);
+    let (ma, mb) = (median(a)?, median(b)?);
+    let (ratio, low, high, verdict) = if blo > 0.0 {
+        let (low, high) = (alo / bhi, ahi / blo);
+        let verdict = if alo == ahi && blo == bhi && alo == blo {
+            Verdict::Unchanged
+        } else if low > 1.0 + threshold {
+            Verdict::Higher
+        } else if high < 1.0 - threshold {
+            Verdict::Lower
+        } else if low > 1.0 - threshold && high < 1.0 + threshold {
+            Verdict::SameWithinThreshold
+        } else {
+            Verdict::Undecided
+        };
+        (Some(ma / mb), Some(low), Some(high), verdict)
+    } else if ahi == 0.0 {
+        (None, None, None, Verdict::Unchanged)
+    } else {
+        // Counted now, none in the reference: more, by no ratio.
+        (None, None, None, Verdict::Higher)
+    };
+    let certain = if verdict.differs() { 0.0 } else { 1.0 };
+    Some(FigureComparison {
+        figure: fig.key.into(),
+        ratio,
+        ratio_low: low,
+        ratio_high: high,
+        p_value: certain,
+        p_adjusted: certain,
+        u: (a.len() * b.len()) as f64 / 2.0,
+        test: EXACT_TEST,
+        verdict,
+        runs_needed: None,
+    })
+}
+
+/// `p<0.001`, or `exact` for counts compared by their range: the
+/// evidence beside a verdict.
+pub fn evidence_text(v: &FigureComparison) -> String {
+    if v.test == EXACT_TEST {
+        "exact".into()
+    } else {
+        p_text(v.p_adjusted)
+    }
 }
 
 /// One figure's comparison from its estimate in a family of `m` (`None`:
@@ -804,7 +928,7 @@ fn headline(index: usize, c: &CommandResult, threshold: f64) -> String {
                 "{} {} ({})",
                 label(v),
                 ratio_text(v),
-                p_text(v.p_adjusted)
+                evidence_text(v)
             ));
         } else {
             // The ratio alone, in the precision its interval needs.
@@ -997,6 +1121,7 @@ mod tests {
             io_source: None,
             io_unavailable: Some("test".into()),
             counters: None,
+            count: None,
             exit: ExitInfo {
                 code: Some(code),
                 signal: None,

@@ -5,7 +5,9 @@
 
 use super::gate::{self, GateResult};
 use super::plan::View;
-use super::report::{CommandResult, CompareReport, FigureComparison, Verdict, direction, p_text};
+use super::report::{
+    CommandResult, CompareReport, FigureComparison, Verdict, direction, evidence_text,
+};
 use crate::gate::Outcome;
 use crate::report::unit::{Quantity, Unit};
 use crate::run::report::{FIGURES, Figure};
@@ -25,7 +27,7 @@ pub(super) fn value(fig: &Figure, value: f64, view: &View) -> String {
 pub(super) fn verdict_text(fig: &Figure, v: &FigureComparison, threshold: f64) -> String {
     let word = direction(fig, v.verdict);
     match v.verdict {
-        Verdict::Lower | Verdict::Higher => format!("{word} ({})", p_text(v.p_adjusted)),
+        Verdict::Lower | Verdict::Higher => format!("{word} ({})", evidence_text(v)),
         Verdict::SameWithinThreshold => format!("{word} {}", super::report::percent(threshold)),
         Verdict::TooFewRuns => match v.runs_needed {
             Some(n) => format!("{word} (need {n})"),
@@ -98,7 +100,11 @@ pub(super) fn tables(r: &CompareReport) -> Vec<CommandTable> {
         for fig in FIGURES {
             let g = gated(fig.key);
             let v = c.versus(fig.key);
-            let shown = g.is_some() || fig.headline || v.is_some_and(|v| v.verdict.differs());
+            // A headline figure measured by neither (the time of commands
+            // counted under the simulator only) has no row.
+            let measured = v.is_some() || median(c, fig.key).is_some();
+            let shown =
+                g.is_some() || (fig.headline && measured) || v.is_some_and(|v| v.verdict.differs());
             if !shown {
                 others += usize::from(v.is_some());
                 continue;

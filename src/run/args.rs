@@ -28,10 +28,12 @@ use crate::report::{Format, OutputArgs};
         Ctrl-C, which reaches the command itself, does not count). If tally \
         dies, the command gets SIGKILL (PR_SET_PDEATHSIG).")]
 pub struct RunArgs {
-    /// Run the command N times and report min, median, mean ± stddev, max.
-    #[arg(short = 'n', long, value_name = "N", default_value_t = 1, visible_short_alias = 'r',
+    /// Run the command N times and report min, median, mean ± stddev, max
+    /// (default 1; with --count 3, so that the report shows whether the
+    /// counts repeat).
+    #[arg(short = 'n', long, value_name = "N", visible_short_alias = 'r',
           value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
-    pub runs: u32,
+    pub runs: Option<u32>,
 
     /// Run the command N times first, unmeasured.
     #[arg(short = 'w', long, value_name = "N", default_value_t = 0,
@@ -59,6 +61,16 @@ pub struct RunArgs {
     /// Count cycles, instructions, cache and branch misses (perf_event_open).
     #[arg(long)]
     pub counters: bool,
+
+    /// Count the work done, in figures no machine can move: instructions
+    /// first. `hw`: the CPU's counters (needs a PMU); `sim`: Valgrind's
+    /// Cachegrind (any machine with valgrind installed; 20-100x slower,
+    /// and it says which functions did the work); `auto` (the default of a
+    /// bare --count): hw where it counts, else sim. A run under sim is not
+    /// timed: its time is Valgrind's. See docs/count.md.
+    #[arg(long, value_name = "SOURCE", num_args = 0..=1, require_equals = true,
+          default_missing_value = "auto", value_parser = crate::count::Choice::parse)]
+    pub count: Option<crate::count::Choice>,
 
     /// Show where the wall time went as a table, each part with its source
     /// and what it may miss (by default: two lines). `-v`/`--verbose` as
@@ -91,13 +103,14 @@ impl Default for RunArgs {
     /// The defaults clap applies: one run, no warm-up, human format.
     fn default() -> RunArgs {
         RunArgs {
-            runs: 1,
+            runs: None,
             warmup: 0,
             quiet_command: false,
             cold: Vec::new(),
             drop_caches: false,
             tree: false,
             counters: false,
+            count: None,
             why: false,
             gpu: false,
             argv: Vec::new(),
@@ -111,14 +124,20 @@ impl RunArgs {
     /// The run the arguments ask for (clap has checked them all).
     pub fn config(self) -> Result<Config, Usage> {
         Ok(Config {
-            runs: self.runs,
+            runs: self.runs.unwrap_or(if self.count.is_some() {
+                COUNTED_RUNS
+            } else {
+                1
+            }),
             warmup: self.warmup,
             quiet_command: self.quiet_command,
+            stdin_null: false,
             stdout_to_stderr: false,
             cold: self.cold,
             drop_caches: self.drop_caches,
             tree: self.tree,
             counters: self.counters,
+            count: self.count,
             // The breakdown is always measured; the variable turns it off
             // only to measure what it costs (benches/why_overhead.py).
             why: std::env::var_os(NO_BREAKDOWN_VAR).is_none(),
@@ -128,6 +147,10 @@ impl RunArgs {
         })
     }
 }
+
+/// Runs made by default with `--count`: the fewest that show whether the
+/// counts repeat from run to run.
+pub const COUNTED_RUNS: u32 = 3;
 
 /// Set (to anything), `run` leaves out the breakdown of the wall time:
 /// for measuring what the breakdown costs, not for use.
@@ -169,7 +192,7 @@ pub fn scan(args: &[OsString]) -> Option<RunArgs> {
                 out.argv = rest.cloned().collect();
                 break;
             }
-            b"-n" | b"-r" | b"--runs" if once(0) => out.runs = count(rest.next(), 1)?,
+            b"-n" | b"-r" | b"--runs" if once(0) => out.runs = Some(count(rest.next(), 1)?),
             b"-w" | b"--warmup" if once(1) => out.warmup = count(rest.next(), 0)?,
             b"--quiet-command" if once(2) => out.quiet_command = true,
             b"--drop-caches" if once(3) => out.drop_caches = true,

@@ -23,7 +23,9 @@ pub fn write(r: &RunReport, out: &mut dyn Write, style: Style) -> io::Result<()>
         if let Some(c) = &r.cold {
             human_cold(c, out)?;
         }
-        human_single(r, report.why_table, out)?;
+        if !r.simulated() {
+            human_single(r, report.why_table, out)?;
+        }
         if let Some(w) = &r.why {
             human_why_after(w, report.why_table, out)?;
         }
@@ -36,6 +38,7 @@ pub fn write(r: &RunReport, out: &mut dyn Write, style: Style) -> io::Result<()>
         for line in crate::gpu::human::lines(&r.gpu, r.wall_ns) {
             writeln!(out, "tally: {line}")?;
         }
+        human_count(report, style, out)?;
         human_exit(r, out)?;
     } else if let Some(last) = r.runs.last() {
         let warm = if r.warmup_runs > 0 {
@@ -90,6 +93,7 @@ pub fn write(r: &RunReport, out: &mut dyn Write, style: Style) -> io::Result<()>
             human_cold(c, out)?;
         }
         match (&last.io_source, &last.io_unavailable) {
+            _ if last.simulated() => {}
             (Some(source), _) => writeln!(
                 out,
                 "tally: storage and read()/write() figures: {}",
@@ -112,6 +116,7 @@ pub fn write(r: &RunReport, out: &mut dyn Write, style: Style) -> io::Result<()>
         for line in gpu {
             writeln!(out, "tally: {line}")?;
         }
+        human_count(report, style, out)?;
         human_exit(last, out)?;
     }
     if let Some(sig) = &r.interrupted_by {
@@ -328,6 +333,64 @@ fn human_why_after(w: &Why, table: bool, out: &mut dyn Write) -> io::Result<()> 
     }
     if let Some(advice) = &w.advice {
         tally_lines(out, &format!("tally: {advice}"), NO_TERMINAL_WIDTH)?;
+    }
+    Ok(())
+}
+
+/// Counted work (`--count`): the source, one run's figures (a table
+/// holds several runs'), where the instructions went and the notes; for
+/// runs under the simulator, the time they took, which is not the
+/// command's.
+fn human_count(r: &RunReport, style: Style, out: &mut dyn Write) -> io::Result<()> {
+    use crate::count::human;
+    let Some(c) = &r.count else {
+        return Ok(());
+    };
+    let width = style
+        .width
+        .unwrap_or(NO_TERMINAL_WIDTH)
+        .min(NO_TERMINAL_WIDTH);
+    let mut lines = vec![human::source_line(c)];
+    if let [one] = r.runs.as_slice() {
+        match one.count.as_ref() {
+            Some(crate::count::CountState::Measured(m)) => lines.extend(human::figures(m)),
+            Some(state) => lines.extend(human::unavailable(state)),
+            None => {}
+        }
+    } else if let Some(state) = r.runs.iter().find_map(|x| {
+        x.count
+            .as_ref()
+            .filter(|s| matches!(s, crate::count::CountState::Unavailable { .. }))
+    }) {
+        lines.extend(human::unavailable(state));
+    }
+    lines.extend(human::where_lines(c));
+    let simulated: Vec<u64> = r
+        .runs
+        .iter()
+        .filter(|x| x.simulated())
+        .map(|x| x.wall_ns)
+        .collect();
+    if !simulated.is_empty() {
+        let all: u64 = simulated.iter().fold(0u64, |a, b| a.saturating_add(*b));
+        lines.push(format!(
+            "under Valgrind the run{} took {}{}: that is Valgrind's time, not the command's \
+             (tally run without --count=sim times it)",
+            if simulated.len() == 1 { "" } else { "s" },
+            time(all),
+            if simulated.len() == 1 { "" } else { " in all" }
+        ));
+    }
+    for line in lines {
+        // The table of functions keeps its columns; sentences wrap.
+        if line.starts_with("  ") {
+            writeln!(out, "tally: {line}")?;
+        } else {
+            tally_lines(out, &format!("tally: {line}"), width)?;
+        }
+    }
+    for note in &c.notes {
+        tally_lines(out, &format!("tally: note: {note}"), width)?;
     }
     Ok(())
 }

@@ -48,6 +48,9 @@ pub struct Config {
     pub warmup: u32,
     /// The command's stdout and stderr to /dev/null.
     pub quiet_command: bool,
+    /// The command's stdin from /dev/null rather than tally's (compare's
+    /// runs under the simulator, as its other runs have it).
+    pub stdin_null: bool,
     /// The command's stdout to its stderr: set when the report takes
     /// stdout, which carries one stream.
     pub stdout_to_stderr: bool,
@@ -60,6 +63,8 @@ pub struct Config {
     pub tree: bool,
     /// Hardware counters read (perf_event_open).
     pub counters: bool,
+    /// Counted work (`--count`): the source asked for.
+    pub count: Option<crate::count::Choice>,
     /// Where the wall time went measured (see `why`): a cgroup v2 group
     /// made for each run where one can be.
     pub why: bool,
@@ -81,11 +86,13 @@ impl Default for Config {
             runs: 1,
             warmup: 0,
             quiet_command: false,
+            stdin_null: false,
             stdout_to_stderr: false,
             cold: Vec::new(),
             drop_caches: false,
             tree: false,
             counters: false,
+            count: None,
             why: true,
             gpu: false,
             gpu_when_present: false,
@@ -129,6 +136,9 @@ pub enum RunError {
     /// started. Not a failure: the caller stops as it does between runs.
     #[error("{signal} came before the command started: it was not started")]
     NotStarted { signal: String },
+    /// `--count` cannot count here, or a run could not be prepared for it.
+    #[error("--count: {0}")]
+    Count(String),
 }
 
 impl crate::failure::Failure for RunError {
@@ -166,6 +176,8 @@ pub struct Measurer {
     /// `--cold`'s paths, checked: walked and evicted before each run.
     cold: Vec<PathBuf>,
     counters: Option<Result<bool, String>>,
+    /// The counting source `--count` resolved to.
+    count: Option<crate::count::Counting>,
     /// Start commands by [`sys::process::spawn_shared`] rather than fork
     /// (see [`Measurer::share_memory`]).
     shared: bool,
@@ -183,10 +195,16 @@ impl Measurer {
         bulk::check(&cfg.cold, "evict")?;
         let forwarder = Forwarder::install().map_err(RunError::Signals)?;
         let counters = cfg.counters.then(probe_counters);
+        let count = cfg
+            .count
+            .map(crate::count::Counting::resolve)
+            .transpose()
+            .map_err(RunError::Count)?;
         Ok(Measurer {
             forwarder,
             cold: cfg.cold.clone(),
             counters,
+            count,
             shared: false,
             gpu: Default::default(),
         })
@@ -201,7 +219,12 @@ impl Measurer {
     }
 
     fn gpu_for(&self, cfg: &Config, say: Option<&mut dyn FnMut(&str)>) -> Result<(), RunError> {
-        if !(cfg.gpu || cfg.gpu_when_present) {
+        // Under the simulator the runs' GPU use is not measured.
+        let simulated = self
+            .count
+            .as_ref()
+            .is_some_and(|c| c.kind() == crate::count::Kind::Sim);
+        if !(cfg.gpu || cfg.gpu_when_present) || simulated {
             return Ok(());
         }
         let interrupted = || self.forwarder.pending().is_some();
@@ -275,15 +298,23 @@ impl Measurer {
         run_once(&Ctx {
             cfg,
             counters: self.counters.as_ref(),
+            count: self.count.as_ref(),
             forwarder: &self.forwarder,
             gpu: &self.gpu,
             shared: self.shared
                 && !cfg.tree
                 && !cfg.quiet_command
+                && !cfg.stdin_null
                 && !cfg.stdout_to_stderr
                 && !cfg.why
-                && self.counters.is_none(),
+                && self.counters.is_none()
+                && self.count.is_none(),
         })
+    }
+
+    /// The counting source the runs use, when `--count` asked for one.
+    pub fn counting(&self) -> Option<&crate::count::Counting> {
+        self.count.as_ref()
     }
 
     /// The name of a stopping signal (SIGINT, SIGTERM…) tally received
@@ -312,6 +343,7 @@ pub fn execute(cfg: &Config, progress: &mut Progress) -> Result<RunReport, RunEr
         warnings: Vec::new(),
         interrupted_by: None,
         speed: None,
+        count: None,
         why_table: false,
     };
     if let Err(e) = measurer.start_gpu(cfg, &mut |what| progress.busy(&what, false)) {
@@ -346,7 +378,14 @@ pub fn execute(cfg: &Config, progress: &mut Progress) -> Result<RunReport, RunEr
     // Kept where the forked commands do not inherit them (see `records`).
     let mut records = records::Records::new();
     // The machine's speed among the runs of `run -n`, outside their clocks.
-    let mut probes = (report.runs_requested > 1).then(probe::Schedule::default);
+    // Under the simulator the runs are not timed: nothing to probe for.
+    let simulated = measurer
+        .counting()
+        .is_some_and(|c| c.kind() == crate::count::Kind::Sim);
+    let mut probes = (report.runs_requested > 1 && !simulated).then(probe::Schedule::default);
+    // Where each counted run's instructions went (`sim`), kept apart from
+    // its record.
+    let mut profiles = Vec::new();
     let mut probed_before = Vec::new();
     if report.interrupted_by.is_none() {
         for i in 0..report.runs_requested {
@@ -360,14 +399,17 @@ pub fn execute(cfg: &Config, progress: &mut Progress) -> Result<RunReport, RunEr
             {
                 probed_before.push(i);
             }
-            let rec = match measurer.measure(cfg) {
+            let mut rec = match measurer.measure(cfg) {
                 Ok(rec) => rec,
                 Err(e) => {
                     report.interrupted_by = Some(not_started(e)?);
                     break;
                 }
             };
-            if let Some(s) = probes.as_mut() {
+            if let Some(p) = take_profile(&mut rec) {
+                profiles.push(p);
+            }
+            if let Some(s) = probes.as_mut().filter(|_| !rec.simulated()) {
                 s.ran(rec.wall_ns);
             }
             let stop = rec.forwarded_signal.clone();
@@ -384,6 +426,11 @@ pub fn execute(cfg: &Config, progress: &mut Progress) -> Result<RunReport, RunEr
     report.runs = records.into_vec().map_err(RunError::Records)?;
     report.summarize();
     report.warnings.extend(measurer.gpu_warning());
+    report.count = measurer.counting().map(|c| {
+        let counted: Vec<&crate::count::Counted> =
+            report.runs.iter().filter_map(|r| r.counted()).collect();
+        crate::count::CountReport::of(c, &counted, profiles)
+    });
     report.speed = probes
         .and_then(|s| probe::Speed::of(s.probes()))
         .map(|probes| report::RunSpeed {
@@ -409,6 +456,8 @@ struct Ctx<'a> {
     cfg: &'a Config,
     /// `Ok(user_only)` when counters can be opened, else the reason.
     counters: Option<&'a Result<bool, String>>,
+    /// The counting source (`--count`).
+    count: Option<&'a crate::count::Counting>,
     forwarder: &'a Forwarder,
     gpu: &'a std::cell::RefCell<crate::gpu::Runs>,
     /// Spawn with [`sys::process::spawn_shared`].
@@ -478,17 +527,28 @@ fn run_once(ctx: &Ctx) -> Result<RunRecord, RunError> {
         .first()
         .map(|p| crate::text::path::display(std::path::Path::new(p)))
         .unwrap_or_default();
-    let mut groups = RunGroups::make(cfg);
-    let why_before = cfg.why.then(why::before);
+    let mut counting = match ctx.count {
+        Some(c) => Some(c.prepare(&cfg.argv).map_err(RunError::Count)?),
+        None => None,
+    };
+    // Under the simulator the run's time, waits and GPU use are
+    // Valgrind's: none is measured, and the command is checked first, so
+    // that a missing one is said as for any run, not by Valgrind.
+    let simulated = counting.as_ref().is_some_and(|c| c.wrapped().is_some());
+    if simulated {
+        check_program(&cfg.argv, &program)?;
+    }
+    let mut groups = RunGroups::make(cfg, simulated);
+    let why_before = (cfg.why && !simulated).then(why::before);
     let cgroup = groups.take_fds();
     let Started {
         mut spawned,
         start,
         counters,
         counter_error,
-    } = start_command(ctx, &program, cgroup)?;
+    } = start_command(ctx, &program, cgroup, counting.as_mut())?;
     let pid = spawned.pid;
-    let gpu_wanted = cfg.gpu || cfg.gpu_when_present;
+    let gpu_wanted = (cfg.gpu || cfg.gpu_when_present) && !simulated;
     if gpu_wanted {
         ctx.gpu.borrow_mut().begin(pid, start);
     }
@@ -539,6 +599,7 @@ fn run_once(ctx: &Ctx) -> Result<RunRecord, RunError> {
     );
     rec.counters = counters;
     rec.gpu = gpu;
+    rec.count = counting.map(crate::count::RunCount::finish);
     let RunGroups { tree, why_group } = groups;
     rec.tree = match (tree, tree_usage) {
         (Some(t), Some(mut u)) => {
@@ -560,9 +621,9 @@ struct RunGroups {
 }
 
 impl RunGroups {
-    fn make(cfg: &Config) -> RunGroups {
+    fn make(cfg: &Config, simulated: bool) -> RunGroups {
         let tree = cfg.tree.then(tree::Tree::prepare);
-        let why_group = (cfg.why && tree.is_none()).then(group::RunGroup::make);
+        let why_group = (cfg.why && !simulated && tree.is_none()).then(group::RunGroup::make);
         RunGroups { tree, why_group }
     }
 
@@ -613,8 +674,11 @@ fn start_command(
     ctx: &Ctx,
     program: &str,
     (cgroup_procs, cgroup_dir): (Option<OwnedFd>, Option<OwnedFd>),
+    counting: Option<&mut crate::count::RunCount>,
 ) -> Result<Started, RunError> {
     let cfg = ctx.cfg;
+    let wrapped = counting.as_deref().and_then(|c| c.wrapped());
+    let argv = wrapped.map_or(cfg.argv.as_slice(), |(argv, _)| argv);
     // The child waits at the gate until tally has attached the counters
     // and opened its /proc/PID/io (in `spawn`, right after the fork).
     // Without the wait, a child that the scheduler ran first could exec
@@ -627,6 +691,7 @@ fn start_command(
         cgroup_procs,
         cgroup_dir,
         quiet: cfg.quiet_command,
+        stdin_null: cfg.stdin_null,
         stdout_to_stderr: cfg.stdout_to_stderr,
         open_io: true,
         // tally forks and waits on this same thread, which lives until the
@@ -634,6 +699,8 @@ fn start_command(
         // some other thread.
         die_with_parent: true,
         own_group: false,
+        env: wrapped.map(|(_, env)| env.to_vec()),
+        fixed_layout: wrapped.is_some(),
     };
     let spawn = if ctx.shared {
         sys::process::spawn_shared
@@ -641,7 +708,7 @@ fn start_command(
         sys::process::spawn
     };
     let mut start = Instant::now();
-    let mut spawned = spawn(&cfg.argv, pre).map_err(|source| RunError::Spawn {
+    let mut spawned = spawn(argv, pre).map_err(|source| RunError::Spawn {
         program: program.to_string(),
         source,
     })?;
@@ -667,6 +734,10 @@ fn start_command(
                 Err(e) => counter_error = Some(format!("perf_event_open({event:?}) failed: {e}")),
             }
         }
+        start = Instant::now();
+    }
+    if let Some(c) = counting.filter(|c| c.needs_gate()) {
+        c.attach(spawned.pid);
         start = Instant::now();
     }
     spawned.release();
@@ -698,6 +769,49 @@ fn finish_why(
 
 fn nanos(d: std::time::Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// Before a run under the simulator: the error the command's own `exec`
+/// would give, for a program that is not there or cannot be executed.
+fn check_program(argv: &[OsString], program: &str) -> Result<(), RunError> {
+    use std::os::unix::fs::PermissionsExt;
+    let Some(first) = argv.first() else {
+        return Err(RunError::NotFound {
+            program: program.to_string(),
+        });
+    };
+    let Some(path) = exec::resolve(first) else {
+        return Err(exec_failure(
+            argv,
+            program.to_string(),
+            io::ErrorKind::NotFound.into(),
+        ));
+    };
+    match std::fs::metadata(&path) {
+        Err(e) => Err(exec_failure(argv, program.to_string(), e)),
+        Ok(m) if m.is_dir() => Err(exec_failure(
+            argv,
+            program.to_string(),
+            io::Error::from_raw_os_error(libc::EISDIR),
+        )),
+        Ok(m) if m.permissions().mode() & 0o111 == 0 => Err(exec_failure(
+            argv,
+            program.to_string(),
+            io::Error::from_raw_os_error(libc::EACCES),
+        )),
+        Ok(_) => Ok(()),
+    }
+}
+
+/// The profile of a counted run (`sim`), taken out of its record, with
+/// its instructions: the records keep figures only.
+pub fn take_profile(rec: &mut RunRecord) -> Option<(u64, crate::count::Profile)> {
+    let c = match rec.count.as_mut()? {
+        crate::count::CountState::Measured(c) => c,
+        crate::count::CountState::Unavailable { .. } => return None,
+    };
+    let p = c.profile.take()?;
+    Some((c.instructions.unwrap_or(0), p))
 }
 
 /// The error of a command whose `exec` failed with `e`.
@@ -766,6 +880,7 @@ pub(crate) fn plain_record(
         io_source,
         io_unavailable,
         counters: None,
+        count: None,
         tree: None,
         cold: None,
         why: None,

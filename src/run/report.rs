@@ -317,6 +317,13 @@ pub struct RunRecord {
     pub io_unavailable: Option<String>,
     /// Present with `--counters`.
     pub counters: Option<Counters>,
+    /// Present with `--count`: the counted work of the run (instructions
+    /// and the rest), or why it could not be counted. A run whose counts
+    /// are `sim`'s ran under Valgrind: its `wall_ns`, cpu, memory, fault,
+    /// switch and I/O figures are Valgrind's, not the command's, and no
+    /// format reports them as the command's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<crate::count::CountState>,
     /// Present with `--tree`.
     pub tree: Option<TreeUsage>,
     /// Present with `--cold` or `--drop-caches`.
@@ -368,6 +375,19 @@ impl RunRecord {
     pub fn cpu_us(&self) -> u64 {
         self.user_us.saturating_add(self.system_us)
     }
+
+    /// The run's counted work, when it was counted.
+    pub fn counted(&self) -> Option<&crate::count::Counted> {
+        self.count.as_ref()?.measured()
+    }
+
+    /// Whether the run was made under the simulator (`--count=sim`): its
+    /// figures other than the counted ones are Valgrind's.
+    pub fn simulated(&self) -> bool {
+        self.count
+            .as_ref()
+            .is_some_and(crate::count::CountState::simulated)
+    }
 }
 
 /// The whole report.
@@ -385,6 +405,10 @@ pub struct RunReport {
     /// The speed probes made among the runs of `run -n` (none for one run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub speed: Option<RunSpeed>,
+    /// With `--count`: the counting source, where the instructions went
+    /// and what the counts may not show.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<crate::count::CountReport>,
     /// People see the breakdown of the wall time as a table with its
     /// sources (`--why`), not two lines.
     #[serde(skip)]
@@ -422,7 +446,10 @@ pub struct Figure {
     pub show: Unit,
     /// Always shown, and watched for outliers and trends.
     pub headline: bool,
-    pub get: fn(&RunRecord) -> Option<u64>,
+    /// Counted work (`--count`): read from the run's counts, and the only
+    /// figures a run under the simulator has (see [`Figure::value`]).
+    pub counted: bool,
+    get: fn(&RunRecord) -> Option<u64>,
 }
 
 impl Figure {
@@ -453,16 +480,38 @@ impl Figure {
 }
 
 impl Figure {
-    /// GPU figures: a table has their columns only where a GPU was
-    /// sampled, so that a report made without one reads as before GPU
-    /// figures existed.
+    /// The figure's value in run `r`: `None` where it was not measured,
+    /// and for every figure but the counted ones in a run under the
+    /// simulator, whose time, memory and I/O are Valgrind's.
+    pub fn value(&self, r: &RunRecord) -> Option<u64> {
+        if !self.counted && r.simulated() {
+            return None;
+        }
+        (self.get)(r)
+    }
+
+    /// Whether run `r` is one this figure is measured in: a counted
+    /// figure in runs that were counted, any other in runs that were not
+    /// simulated. A figure's samples are taken over these runs.
+    pub fn applies_to(&self, r: &RunRecord) -> bool {
+        if self.counted {
+            r.count.is_some()
+        } else {
+            !r.simulated()
+        }
+    }
+
+    /// GPU and counted figures: a table has their columns only where they
+    /// were measured, so that a report made without them reads as before
+    /// they existed.
     pub fn only_when_measured(&self) -> bool {
-        self.key.starts_with("gpu_")
+        self.key.starts_with("gpu_") || self.counted
     }
 
     /// Whether a table of `runs` has this figure's column.
     pub fn in_table(&self, runs: &[RunRecord]) -> bool {
-        !self.only_when_measured() || runs.iter().any(|r| (self.get)(r).is_some())
+        runs.iter().any(|r| self.applies_to(r))
+            && (!self.only_when_measured() || runs.iter().any(|r| self.value(r).is_some()))
     }
 
     /// Whether the kernel splits this figure from the cpu time by
@@ -483,29 +532,51 @@ pub const TICK_NOTE: &str = "~ user and kernel cpu: the kernel splits cpu time b
 /// Every per-run figure, in display order. Adding a figure is one line.
 #[rustfmt::skip]
 pub const FIGURES: &[Figure] = &[
-    Figure { key: "wall_ns", label: "wall time", unit: Unit::Nanoseconds, show: Unit::Microseconds, headline: true, get: |r| Some(r.wall_ns) },
-    Figure { key: "cpu_us", label: "cpu time", unit: Unit::Microseconds, show: Unit::Microseconds, headline: true, get: |r| Some(r.cpu_us()) },
-    Figure { key: "user_us", label: "user cpu", unit: Unit::Microseconds, show: Unit::Microseconds, headline: false, get: |r| Some(r.user_us) },
-    Figure { key: "system_us", label: "kernel cpu", unit: Unit::Microseconds, show: Unit::Microseconds, headline: false, get: |r| Some(r.system_us) },
-    Figure { key: "max_rss_bytes", label: "peak memory", unit: Unit::Bytes, show: Unit::Kibibytes, headline: true, get: |r| Some(r.max_rss_bytes) },
-    Figure { key: "minor_faults", label: "minor faults", unit: Unit::Count, show: Unit::Count, headline: false, get: |r| Some(r.minor_faults) },
-    Figure { key: "major_faults", label: "major faults", unit: Unit::Count, show: Unit::Count, headline: false, get: |r| Some(r.major_faults) },
-    Figure { key: "voluntary_switches", label: "voluntary switches", unit: Unit::Count, show: Unit::Count, headline: false, get: |r| Some(r.voluntary_switches) },
-    Figure { key: "involuntary_switches", label: "involuntary switches", unit: Unit::Count, show: Unit::Count, headline: false, get: |r| Some(r.involuntary_switches) },
-    Figure { key: "block_input_ops", label: "512-byte blocks read", unit: Unit::Count, show: Unit::Count, headline: false, get: |r| Some(r.block_input_ops) },
-    Figure { key: "block_output_ops", label: "512-byte blocks written", unit: Unit::Count, show: Unit::Count, headline: false, get: |r| Some(r.block_output_ops) },
-    Figure { key: "storage_read_bytes", label: "storage read bytes", unit: Unit::Bytes, show: Unit::Bytes, headline: false, get: |r| r.io.map(|i| i.storage_read_bytes) },
-    Figure { key: "storage_write_bytes", label: "storage written bytes", unit: Unit::Bytes, show: Unit::Bytes, headline: false, get: |r| r.io.map(|i| i.storage_write_bytes) },
-    Figure { key: "read_call_bytes", label: "read() passed bytes", unit: Unit::Bytes, show: Unit::Bytes, headline: false, get: |r| r.io.map(|i| i.read_call_bytes) },
-    Figure { key: "write_call_bytes", label: "write() passed bytes", unit: Unit::Bytes, show: Unit::Bytes, headline: false, get: |r| r.io.map(|i| i.write_call_bytes) },
-    Figure { key: "cpu_wait_ns", label: "waiting for a CPU", unit: Unit::Nanoseconds, show: Unit::Microseconds, headline: false, get: |r| r.why.as_ref()?.cpu_wait_ns },
-    Figure { key: "io_wait_ns", label: "waiting for storage", unit: Unit::Nanoseconds, show: Unit::Microseconds, headline: false, get: |r| r.why.as_ref()?.io_wait_ns },
-    Figure { key: "memory_stall_ns", label: "stalled on memory", unit: Unit::Nanoseconds, show: Unit::Microseconds, headline: false, get: |r| r.why.as_ref()?.memory_stall_ns },
-    Figure { key: "other_wait_ns", label: "other waits", unit: Unit::Nanoseconds, show: Unit::Microseconds, headline: false, get: |r| r.why.as_ref()?.other_wait_ns },
-    Figure { key: "gpu_mem_peak_bytes", label: "GPU memory peak", unit: Unit::Bytes, show: Unit::Mebibytes, headline: false, get: |r| r.gpu.gpu.measured()?.gpu_mem_peak_bytes },
-    Figure { key: "gpu_busy_ns", label: "GPU busy", unit: Unit::Nanoseconds, show: Unit::Microseconds, headline: false, get: |r| r.gpu.gpu.measured()?.gpu_busy_ns },
-    Figure { key: "gpu_energy_mj", label: "GPU energy", unit: Unit::Millijoules, show: Unit::Joules, headline: false, get: |r| r.gpu.gpu.measured()?.energy_mj() },
+    Figure { key: "wall_ns", label: "wall time", unit: Unit::Nanoseconds, show: Unit::Microseconds, headline: true, counted: false, get: |r| Some(r.wall_ns) },
+    Figure { key: "cpu_us", label: "cpu time", unit: Unit::Microseconds, show: Unit::Microseconds, headline: true, counted: false, get: |r| Some(r.cpu_us()) },
+    Figure { key: "user_us", label: "user cpu", unit: Unit::Microseconds, show: Unit::Microseconds, headline: false, counted: false, get: |r| Some(r.user_us) },
+    Figure { key: "system_us", label: "kernel cpu", unit: Unit::Microseconds, show: Unit::Microseconds, headline: false, counted: false, get: |r| Some(r.system_us) },
+    Figure { key: "max_rss_bytes", label: "peak memory", unit: Unit::Bytes, show: Unit::Kibibytes, headline: true, counted: false, get: |r| Some(r.max_rss_bytes) },
+    Figure { key: "minor_faults", label: "minor faults", unit: Unit::Count, show: Unit::Count, headline: false, counted: false, get: |r| Some(r.minor_faults) },
+    Figure { key: "major_faults", label: "major faults", unit: Unit::Count, show: Unit::Count, headline: false, counted: false, get: |r| Some(r.major_faults) },
+    Figure { key: "voluntary_switches", label: "voluntary switches", unit: Unit::Count, show: Unit::Count, headline: false, counted: false, get: |r| Some(r.voluntary_switches) },
+    Figure { key: "involuntary_switches", label: "involuntary switches", unit: Unit::Count, show: Unit::Count, headline: false, counted: false, get: |r| Some(r.involuntary_switches) },
+    Figure { key: "block_input_ops", label: "512-byte blocks read", unit: Unit::Count, show: Unit::Count, headline: false, counted: false, get: |r| Some(r.block_input_ops) },
+    Figure { key: "block_output_ops", label: "512-byte blocks written", unit: Unit::Count, show: Unit::Count, headline: false, counted: false, get: |r| Some(r.block_output_ops) },
+    Figure { key: "storage_read_bytes", label: "storage read bytes", unit: Unit::Bytes, show: Unit::Bytes, headline: false, counted: false, get: |r| r.io.map(|i| i.storage_read_bytes) },
+    Figure { key: "storage_write_bytes", label: "storage written bytes", unit: Unit::Bytes, show: Unit::Bytes, headline: false, counted: false, get: |r| r.io.map(|i| i.storage_write_bytes) },
+    Figure { key: "read_call_bytes", label: "read() passed bytes", unit: Unit::Bytes, show: Unit::Bytes, headline: false, counted: false, get: |r| r.io.map(|i| i.read_call_bytes) },
+    Figure { key: "write_call_bytes", label: "write() passed bytes", unit: Unit::Bytes, show: Unit::Bytes, headline: false, counted: false, get: |r| r.io.map(|i| i.write_call_bytes) },
+    Figure { key: "cpu_wait_ns", label: "waiting for a CPU", unit: Unit::Nanoseconds, show: Unit::Microseconds, headline: false, counted: false, get: |r| r.why.as_ref()?.cpu_wait_ns },
+    Figure { key: "io_wait_ns", label: "waiting for storage", unit: Unit::Nanoseconds, show: Unit::Microseconds, headline: false, counted: false, get: |r| r.why.as_ref()?.io_wait_ns },
+    Figure { key: "memory_stall_ns", label: "stalled on memory", unit: Unit::Nanoseconds, show: Unit::Microseconds, headline: false, counted: false, get: |r| r.why.as_ref()?.memory_stall_ns },
+    Figure { key: "other_wait_ns", label: "other waits", unit: Unit::Nanoseconds, show: Unit::Microseconds, headline: false, counted: false, get: |r| r.why.as_ref()?.other_wait_ns },
+    Figure { key: "gpu_mem_peak_bytes", label: "GPU memory peak", unit: Unit::Bytes, show: Unit::Mebibytes, headline: false, counted: false, get: |r| r.gpu.gpu.measured()?.gpu_mem_peak_bytes },
+    Figure { key: "gpu_busy_ns", label: "GPU busy", unit: Unit::Nanoseconds, show: Unit::Microseconds, headline: false, counted: false, get: |r| r.gpu.gpu.measured()?.gpu_busy_ns },
+    Figure { key: "gpu_energy_mj", label: "GPU energy", unit: Unit::Millijoules, show: Unit::Joules, headline: false, counted: false, get: |r| r.gpu.gpu.measured()?.energy_mj() },
+    Figure { key: "instructions", label: "instructions", unit: Unit::Count, show: Unit::Count, headline: true, counted: true, get: |r| r.counted()?.instructions },
+    Figure { key: "cycles", label: "cycles", unit: Unit::Count, show: Unit::Count, headline: false, counted: true, get: |r| r.counted()?.cycles },
+    Figure { key: "estimated_cycles", label: "estimated cycles", unit: Unit::Count, show: Unit::Count, headline: false, counted: true, get: |r| r.counted()?.estimated_cycles },
+    Figure { key: "data_reads", label: "data reads", unit: Unit::Count, show: Unit::Count, headline: false, counted: true, get: |r| r.counted()?.data_reads },
+    Figure { key: "data_writes", label: "data writes", unit: Unit::Count, show: Unit::Count, headline: false, counted: true, get: |r| r.counted()?.data_writes },
+    Figure { key: "l1_misses", label: "L1 misses", unit: Unit::Count, show: Unit::Count, headline: false, counted: true, get: |r| r.counted()?.l1_misses },
+    Figure { key: "ll_misses", label: "last-level misses", unit: Unit::Count, show: Unit::Count, headline: false, counted: true, get: |r| r.counted()?.ll_misses },
 ];
+
+/// The figure's values over the runs it applies to ([`Figure::applies_to`]:
+/// counted figures over the counted runs, the others over the runs not
+/// simulated), when every one of them has it and there is one.
+pub fn samples(fig: &Figure, runs: &[RunRecord]) -> Option<Vec<f64>> {
+    let mut n = 0usize;
+    let mut v = Vec::new();
+    for r in runs.iter().filter(|r| fig.applies_to(r)) {
+        n += 1;
+        if let Some(x) = fig.value(r) {
+            v.push(x as f64);
+        }
+    }
+    (n > 0 && v.len() == n).then_some(v)
+}
 
 /// Outliers move a median by more than this fraction before they are
 /// reported.
@@ -593,19 +664,13 @@ impl RunReport {
     /// Fills `summary` and `warnings` from `runs`.
     pub fn summarize(&mut self) {
         self.summary.clear();
-        if self.runs.len() < 2 {
-            return;
-        }
         for fig in FIGURES {
-            let values: Vec<f64> = self
-                .runs
-                .iter()
-                .filter_map(|r| (fig.get)(r))
-                .map(|v| v as f64)
-                .collect();
-            if values.len() != self.runs.len() {
+            // A count is a summary of one run too: it repeats (compare
+            // decides counts from one run a side).
+            let fewest = if fig.counted { 1 } else { 2 };
+            let Some(values) = samples(fig, &self.runs).filter(|v| v.len() >= fewest) else {
                 continue;
-            }
+            };
             if let Some(summary) = stats::summarize(&values) {
                 self.summary.push(FigureSummary {
                     figure: fig.key.into(),
@@ -684,6 +749,7 @@ impl RunRecord {
             io_source: None,
             io_unavailable: Some("test".into()),
             counters: None,
+            count: None,
             tree: None,
             cold: None,
             why: None,
@@ -781,6 +847,7 @@ pub(crate) mod tests {
             warnings: Vec::new(),
             interrupted_by: None,
             speed: None,
+            count: None,
             why_table: false,
         };
         r.summarize();
@@ -950,6 +1017,25 @@ pub(crate) mod tests {
             Some(400),
             Some(212_450),
         ));
+        run.count = Some(crate::count::CountState::Measured(Box::new(
+            crate::count::Counted {
+                source: crate::count::Kind::Hw,
+                instructions: Some(1_000_000),
+                cycles: Some(800_000),
+                data_reads: Some(300_000),
+                data_writes: Some(100_000),
+                l1_misses: Some(1_000),
+                ll_misses: Some(100),
+                estimated_cycles: Some(1_500_000),
+                processes: 1,
+                forked_copies: 0,
+                tool_version: None,
+                time_enabled_ns: Some(1_000),
+                time_running_ns: Some(1_000),
+                events: Vec::new(),
+                profile: None,
+            },
+        )));
         let r = report(vec![run]);
         let metrics = r.metrics().expect("run has metrics");
         assert_eq!(metrics.len(), FIGURES.len());
