@@ -5,9 +5,8 @@
 //! [`crate::gate::judge`]: regression, pass or inconclusive.
 
 pub use super::plan::Rule;
-use super::report::{
-    CommandResult, CompareReport, FigureComparison, Verdict, p_text, runs_would_decide,
-};
+use super::prose::{p_text, runs_would_decide};
+use super::report::{CommandResult, CompareReport, FigureComparison, Verdict};
 pub use super::report::{Gate, GateResult, Reason};
 use crate::gate::{self, Evidence, Outcome, Undecidable};
 use crate::run::report::{FIGURES, Figure};
@@ -460,7 +459,7 @@ pub fn phrase(g: &GateResult) -> String {
     }
 }
 
-pub(super) use super::report::about_runs;
+pub(super) use super::prose::about_runs;
 
 /// The outcome in a table's few words: `regression (> +5%, p<0.001)`,
 /// `pass (≤ +5%)`, `inconclusive (~80 runs)`.

@@ -5,7 +5,8 @@
 
 use std::fmt::Write as _;
 
-use super::report::{CompareReport, Verdict, direction};
+use super::prose::direction;
+use super::report::{CompareReport, Verdict};
 use crate::report::html::{
     Group, RatioRow, Series, distribution_plot, esc, page, ratio_table, run_order_plot,
 };

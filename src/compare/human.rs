@@ -7,7 +7,8 @@
 use std::io::{self, Write};
 
 use super::plan::Sort;
-use super::report::{CompareReport, percent, ratio_text};
+use super::prose::{percent, ratio_text};
+use super::report::CompareReport;
 use super::summary;
 use crate::report::Style;
 use crate::report::text::{Column, TextTable, paragraph, tally_lines};

@@ -303,9 +303,9 @@ fn tables_markdown(r: &CompareReport, out: &mut dyn Write) -> io::Result<()> {
          regresses when its whole interval lies beyond its limit.</sub>",
         r.runs_per_command,
         r.seed,
-        super::report::percent(r.interval_level),
+        super::prose::percent(r.interval_level),
         r.family_size,
-        super::report::percent(1.0 - r.alpha),
-        super::report::percent(r.threshold)
+        super::prose::percent(1.0 - r.alpha),
+        super::prose::percent(r.threshold)
     )
 }

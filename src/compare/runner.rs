@@ -827,9 +827,9 @@ impl<'c> Session<'c> {
                  find a difference of {} with {}% chance; {} needs about {needed} runs of each \
                  (--runs {needed})",
                 sizing::BUDGET.as_secs(),
-                super::report::percent(detectable),
+                super::prose::percent(detectable),
                 (sizing::POWER * 100.0).round(),
-                super::report::percent(sizing::DETECT),
+                super::prose::percent(sizing::DETECT),
             ));
         }
         if !cfg.gate.is_empty() {

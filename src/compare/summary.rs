@@ -5,7 +5,8 @@
 
 use super::gate::{self, GateResult};
 use super::plan::View;
-use super::report::{CommandResult, CompareReport, FigureComparison, Verdict, direction, p_text};
+use super::prose::{direction, p_text};
+use super::report::{CommandResult, CompareReport, FigureComparison, Verdict};
 use crate::gate::Outcome;
 use crate::report::unit::{Quantity, Unit};
 use crate::run::report::{FIGURES, Figure};
@@ -26,7 +27,7 @@ pub(super) fn verdict_text(fig: &Figure, v: &FigureComparison, threshold: f64) -
     let word = direction(fig, v.verdict);
     match v.verdict {
         Verdict::Lower | Verdict::Higher => format!("{word} ({})", p_text(v.p_adjusted)),
-        Verdict::SameWithinThreshold => format!("{word} {}", super::report::percent(threshold)),
+        Verdict::SameWithinThreshold => format!("{word} {}", super::prose::percent(threshold)),
         Verdict::TooFewRuns => match v.runs_needed {
             Some(n) => format!("{word} (need {n})"),
             None => word.to_string(),
