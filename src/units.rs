@@ -46,6 +46,42 @@ pub fn thousands_f(x: f64) -> String {
     }
 }
 
+/// `99.77%`, `95%`, `1%`: a fraction as a percentage, no more digits than
+/// it needs (at most two decimals).
+pub fn percent_text(fraction: f64) -> String {
+    let mut text = format!("{:.2}", fraction * 100.0);
+    while text.contains('.') && (text.ends_with('0') || text.ends_with('.')) {
+        text.pop();
+    }
+    format!("{text}%")
+}
+
+/// The decimals a ratio near `x` is written with: none from 100×, one
+/// from 10×, two down to 0.1×, and below that as many as keep two
+/// significant digits (`0.0016×`, never `0.00×` for 1 to 625).
+pub fn ratio_decimals(x: f64) -> usize {
+    let x = x.abs();
+    if !x.is_finite() || x >= 100.0 {
+        0
+    } else if x >= 10.0 {
+        1
+    } else if x >= 0.1 || x == 0.0 {
+        2
+    } else {
+        // 0.0016: -log10 = 2.8, so 4 decimals give two digits.
+        ((-x.log10()).ceil() as usize + 1).min(12)
+    }
+}
+
+/// `1.26×`, `41.9×`, `0.0016×`: a ratio in the decimals it needs
+/// ([`ratio_decimals`]); `inf×` beyond any number.
+pub fn ratio(x: f64) -> String {
+    if !x.is_finite() {
+        return "inf×".into();
+    }
+    format!("{x:.*}×", ratio_decimals(x))
+}
+
 /// A number as typed or read, short enough for a message whatever its
 /// size: as Rust writes it up to 10^9 (`0.25`, `-3`, `1500000`), in
 /// exponent form beyond (`1e308`, `-4.2e15`); `NaN`, `inf`.

@@ -187,6 +187,13 @@ pub struct CompareArgs {
     #[arg(short = 'u', long, value_enum, value_name = "UNIT", default_value_t = TimeUnit::Auto)]
     pub time_unit: TimeUnit,
 
+    /// Every figure in its own block of the human report. Without it, the
+    /// blocks are the wall time, cpu time, peak memory and the figures that
+    /// differ; the figures that did not move and those with no difference
+    /// shown are named on a line each.
+    #[arg(long)]
+    pub all_figures: bool,
+
     /// The family-wise significance level: the chance that a comparison
     /// calls any figure of any command different when none differs (each
     /// figure's interval at 1 − ALPHA/m over the m figures, Bonferroni).
@@ -343,6 +350,7 @@ impl CompareArgs {
             view: plan::View {
                 sort: self.sort,
                 time_unit: self.time_unit,
+                all_figures: self.all_figures,
             },
         };
         if !cfg.instances.is_empty() {

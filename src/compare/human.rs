@@ -7,12 +7,12 @@
 use std::io::{self, Write};
 
 use super::plan::Sort;
-use super::prose::{percent, ratio_text};
-use super::report::CompareReport;
+use super::prose::{percent, point_ratio, ratio_text};
+use super::report::{CompareReport, FigureComparison, Verdict};
 use super::summary;
 use crate::report::Style;
 use crate::report::text::{Column, TextTable, paragraph, tally_lines};
-use crate::run::report::FIGURES;
+use crate::run::report::{FIGURES, Figure};
 use crate::units::thousands;
 
 /// `#2 mmap`, `#2 ✗ mmap` when some of its runs failed; a command without a
@@ -214,23 +214,93 @@ fn mean_and_range(r: &CompareReport, out: &mut dyn Write, style: Style) -> io::R
     table.write(out, style)
 }
 
+/// Where a figure goes in the default layout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Place {
+    /// Its own block: a headline figure (wall time, cpu time, peak
+    /// memory), one that differs for some command, or one whose ranges
+    /// are apart where the runs are too few for an interval.
+    Block,
+    /// The `unchanged:` line: every command's median is its reference's,
+    /// and no verdict calls it different (every run alike, or runs that
+    /// vary around the same median).
+    Still,
+    /// The `not different` line: no difference shown, medians apart.
+    Quiet,
+}
+
+fn place(r: &CompareReport, fig: &Figure, present: &[usize]) -> Place {
+    let versus: Vec<&FigureComparison> = present
+        .iter()
+        .filter_map(|i| r.commands[*i].versus(fig.key))
+        .collect();
+    let apart = versus.iter().any(|v| v.ranges_overlap == Some(false));
+    if r.view.all_figures || fig.headline || apart || versus.iter().any(|v| v.verdict.differs()) {
+        return Place::Block;
+    }
+    let median = |i: usize| {
+        r.commands
+            .get(i)
+            .and_then(|c| c.summary_of(fig.key))
+            .map(|s| s.median)
+    };
+    let still = present.iter().all(|&i| match r.commands[i].compared_with {
+        Some(j) => median(i).is_some() && median(i) == median(j),
+        None => true,
+    });
+    if still { Place::Still } else { Place::Quiet }
+}
+
+/// The ratio of `i`'s median of `fig` over its reference's: what runs too
+/// few for an interval show.
+fn medians_ratio(r: &CompareReport, i: usize, fig: &Figure) -> Option<f64> {
+    let c = r.commands.get(i)?;
+    let here = c.summary_of(fig.key)?.median;
+    let there = r
+        .commands
+        .get(c.compared_with?)?
+        .summary_of(fig.key)?
+        .median;
+    (there != 0.0).then(|| here / there)
+}
+
+/// Whether some figure had too few runs for an interval: the table then
+/// shows each command's range and, for those figures, the ratio of the
+/// medians.
+fn too_few_runs(r: &CompareReport) -> bool {
+    r.commands
+        .iter()
+        .flat_map(|c| &c.versus_reference)
+        .any(|v| v.verdict == Verdict::TooFewRuns)
+}
+
 fn figure_table(r: &CompareReport, out: &mut dyn Write, style: Style) -> io::Result<()> {
     let reference = r.reference + 1;
     let level = percent(r.interval_level);
-    let versus = if r.baseline.is_some() {
-        format!("vs baseline ({level} CI)")
+    let few = too_few_runs(r);
+    let against = if r.baseline.is_some() {
+        "vs baseline".to_string()
     } else {
-        format!("vs #{reference} ({level} CI)")
+        format!("vs #{reference}")
+    };
+    let versus = if few {
+        against
+    } else {
+        format!("{against} ({level} CI)")
     };
     let mut table = TextTable::new(vec![
         Column::text("").cut_end(),
-        Column::number("median ± MAD"),
+        Column::number(if few {
+            "median (range)"
+        } else {
+            "median ± MAD"
+        }),
         Column::text(versus),
         Column::text("verdict"),
     ]);
     let order = row_order(r);
-    let mut unchanged = Vec::new();
-    // A difference whose medians' interval still holds 1 (marked `*`).
+    let mut still = Vec::new();
+    let mut quiet = Vec::new();
     for fig in FIGURES {
         let present: Vec<usize> = order
             .iter()
@@ -240,21 +310,22 @@ fn figure_table(r: &CompareReport, out: &mut dyn Write, style: Style) -> io::Res
         if present.is_empty() {
             continue;
         }
-        let all_same = r.unchanged(fig.key);
-        let zero = present.iter().all(|i| {
-            r.commands[*i]
-                .summary_of(fig.key)
-                .is_some_and(|s| s.max == 0.0)
-        });
-        if (all_same || zero) && !fig.headline {
-            let median = r
-                .commands
-                .get(r.reference)
-                .and_then(|c| c.summary_of(fig.key))
-                .map(|s| summary::value(fig, s.median, &r.view))
-                .unwrap_or_default();
-            unchanged.push(format!("{} ({median})", fig.label));
-            continue;
+        match place(r, fig, &present) {
+            Place::Block => {}
+            Place::Still => {
+                let median = r
+                    .commands
+                    .get(r.reference)
+                    .and_then(|c| c.summary_of(fig.key))
+                    .map(|s| summary::value(fig, s.median, &r.view))
+                    .unwrap_or_default();
+                still.push(format!("{} ({median})", fig.label));
+                continue;
+            }
+            Place::Quiet => {
+                quiet.push(fig.label.to_string());
+                continue;
+            }
         }
         table.span(vec![fig.label.to_string()], String::new());
         for &i in &present {
@@ -262,14 +333,20 @@ fn figure_table(r: &CompareReport, out: &mut dyn Write, style: Style) -> io::Res
             let Some(s) = c.summary_of(fig.key) else {
                 continue;
             };
-            let spread = if s.median != 0.0 {
-                format!(" ±{:.1}%", s.mad / s.median.abs() * 100.0)
+            let v = |x: f64| summary::value(fig, x, &r.view);
+            let median = if few {
+                format!("{} ({} … {})", v(s.median), v(s.min), v(s.max))
+            } else if s.median != 0.0 {
+                format!("{} ±{:.1}%", v(s.median), s.mad / s.median.abs() * 100.0)
             } else {
-                String::new()
+                v(s.median)
             };
-            let median = format!("{}{spread}", summary::value(fig, s.median, &r.view));
             let (ratio, verdict) = match c.versus(fig.key) {
-                Some(v) => (ratio_text(v), summary::verdict_text(fig, v, r.threshold)),
+                Some(x) if x.verdict == Verdict::TooFewRuns => (
+                    medians_ratio(r, i, fig).map_or("—".to_string(), point_ratio),
+                    summary::verdict_text(fig, x, r.threshold),
+                ),
+                Some(x) => (ratio_text(x), summary::verdict_text(fig, x, r.threshold)),
                 None if i == r.reference || c.from_baseline => {
                     ("reference".to_string(), String::new())
                 }
@@ -279,25 +356,64 @@ fn figure_table(r: &CompareReport, out: &mut dyn Write, style: Style) -> io::Res
         }
     }
     table.write(out, style)?;
-    if !unchanged.is_empty() {
-        let mut line = String::from("unchanged:");
-        let width = style.width.unwrap_or(100).min(100);
-        for (n, u) in unchanged.iter().enumerate() {
-            let piece = if n == 0 {
-                format!(" {u}")
-            } else {
-                format!(", {u}")
-            };
-            if line.chars().count() + piece.chars().count() + 1 > width {
-                writeln!(out, "{line},")?;
-                line = format!("  {}", piece.trim_start_matches(", ").trim_start());
-            } else {
-                line.push_str(&piece);
-            }
-        }
-        writeln!(out, "{line}")?;
+    let width = style.width.unwrap_or(100).min(100);
+    names_line(out, "unchanged:", &still, width)?;
+    if !quiet.is_empty() {
+        names_line(
+            out,
+            &format!(
+                "no difference shown{}:",
+                if r.view.all_figures {
+                    ""
+                } else {
+                    " (--all-figures shows them)"
+                }
+            ),
+            &quiet,
+            width,
+        )?;
     }
     Ok(())
+}
+
+/// `head` and `names`, comma-separated, in lines of at most `width`
+/// characters, continued two spaces in.
+fn names_line(out: &mut dyn Write, head: &str, names: &[String], width: usize) -> io::Result<()> {
+    if names.is_empty() {
+        return Ok(());
+    }
+    paragraph(out, &format!("{head} {}", names.join(", ")), width)
+}
+
+/// What the rows of figures too few runs could decide show instead of an
+/// interval, and how often ranges lie apart by chance.
+fn few_runs_note(r: &CompareReport) -> Option<String> {
+    let (mut least, mut need) = (usize::MAX, 0);
+    for (c, v) in r
+        .commands
+        .iter()
+        .flat_map(|c| c.versus_reference.iter().map(move |v| (c, v)))
+        .filter(|(_, v)| v.verdict == Verdict::TooFewRuns)
+    {
+        least = least.min(c.runs.len());
+        need = need.max(v.runs_needed.unwrap_or(0));
+    }
+    if least == usize::MAX {
+        return None;
+    }
+    let n = r
+        .commands
+        .get(r.reference)
+        .map_or(least, |c| c.runs.len())
+        .min(least);
+    let chance = super::prose::ranges_apart_by_chance(least, n);
+    Some(format!(
+        "too few runs: {least} of each bound no interval at {} ({need} would); those rows \
+         show each command's range (least … greatest) and the ratio of the medians, and no \
+         verdict: the ranges of a command and itself lie apart by chance {}",
+        percent(r.interval_level),
+        super::prose::one_in(chance)
+    ))
 }
 
 /// Failed runs, the method, the headlines and the warnings.
@@ -361,11 +477,14 @@ fn footer(r: &CompareReport, out: &mut dyn Write, width: usize) -> io::Result<()
         ),
         width,
     )?;
+    if let Some(text) = few_runs_note(r) {
+        paragraph(out, &text, width)?;
+    }
     for c in r.commands.iter().filter(|c| !c.headline.is_empty()) {
         paragraph(out, &format!("verdict {}", c.headline), width)?;
     }
     for w in &r.warnings {
-        if w.contains("runs failed") {
+        if w.contains("runs failed") || summary::said_by_gate(r, w) {
             continue;
         }
         tally_lines(out, &format!("tally: warning: {w}"), width)?;

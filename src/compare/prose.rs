@@ -10,12 +10,7 @@ use crate::stats;
 /// `99.7%`, `1%`, `0.5%`: a fraction as a percentage, no more digits than
 /// it needs.
 pub fn percent(fraction: f64) -> String {
-    let p = fraction * 100.0;
-    let mut text = format!("{p:.2}");
-    while text.contains('.') && (text.ends_with('0') || text.ends_with('.')) {
-        text.pop();
-    }
-    format!("{text}%")
+    crate::units::percent_text(fraction)
 }
 
 /// `p=0.003`, `p<0.001`.
@@ -28,29 +23,51 @@ pub fn p_text(p: f64) -> String {
 }
 
 /// `1.26× [1.24, 1.28]`: the ratio and its bounds in one precision, two
-/// decimals (one from a ratio of 10×, none from 100×); four (`1.0006× [1.0003,
+/// decimals (one from a ratio of 10×, none from 100×, two significant
+/// digits below 0.1×: `0.0016×`); four (`1.0006× [1.0003,
 /// 1.0009]`) only when the interval leaves 1 out by less than 0.005, so a
 /// difference shown is never read as `1.00×`.
 pub fn ratio_text(c: &FigureComparison) -> String {
     let Some(x) = c.ratio else {
         return "—".into();
     };
-    let bounds = c.ratio_low.zip(c.ratio_high);
+    interval_text(x, c.ratio_low.zip(c.ratio_high))
+}
+
+/// [`ratio_text`] of a ratio `x` and its interval's bounds, when it has
+/// them.
+pub fn interval_text(x: f64, bounds: Option<(f64, f64)>) -> String {
     let fine = bounds
         .is_some_and(|(lo, hi)| (lo > 1.0 && lo - 1.0 < 0.005) || (hi < 1.0 && 1.0 - hi < 0.005));
     let decimals = if fine {
         4
-    } else if x >= 100.0 {
-        0
-    } else if x >= 10.0 {
-        1
     } else {
-        2
+        crate::units::ratio_decimals(x)
     };
     let r = |v: f64| format!("{v:.decimals$}");
     match bounds {
         Some((lo, hi)) => format!("{}× [{}, {}]", r(x), r(lo), r(hi)),
         None => format!("{}×", r(x)),
+    }
+}
+
+/// `1.05×`, `1.005×`, `1.125×`: the ratio a gate's limit (a fraction,
+/// `--fail-on wall=5%`) stands for, in as many decimals as the limit has.
+pub fn limit_text(limit: f64) -> String {
+    let mut p = format!("{:.4}", 1.0 + limit);
+    while p.ends_with('0') && p.len() > 4 {
+        p.pop();
+    }
+    format!("{p}×")
+}
+
+/// The cells of a ratio in a table: the ratio and its interval apart
+/// (`1.26×`, `[1.24, 1.28]`), the interval empty where it is one value.
+pub fn ratio_cells(x: f64, bounds: Option<(f64, f64)>) -> (String, String) {
+    let text = interval_text(x, bounds.filter(|(lo, hi)| lo != hi));
+    match text.split_once(' ') {
+        Some((ratio, interval)) => (ratio.to_string(), interval.to_string()),
+        None => (text, String::new()),
     }
 }
 
@@ -78,7 +95,7 @@ pub fn about_runs(n: u32) -> String {
     if n > most {
         format!("over {} runs", crate::units::thousands(u64::from(most)))
     } else {
-        format!("~{n} runs")
+        format!("~{} runs", crate::units::thousands(u64::from(n)))
     }
 }
 
@@ -90,7 +107,10 @@ pub fn runs_would_decide(n: u32) -> String {
     if n > super::sizing::MAX_ROUNDS {
         format!("{} of each would decide", about_runs(n))
     } else {
-        format!("about {n} runs of each would decide")
+        format!(
+            "about {} runs of each would decide",
+            crate::units::thousands(u64::from(n))
+        )
     }
 }
 
@@ -113,14 +133,27 @@ pub(super) fn method_text(alpha: f64, m: usize, threshold: f64) -> String {
 /// One line: what differs from the reference, by how much, how sure, and
 /// what these runs left open. `wall time 1.10× [1.07, 1.13] (p<0.001);
 /// peak memory 0.52×; undecided: cpu time (about 60 runs of each would
-/// decide); no other figure differs by 1% or more`.
-pub(super) fn headline(index: usize, c: &CommandResult, threshold: f64) -> String {
+/// decide); no other figure differs by 1% or more`. A figure whose
+/// medians are the same is not listed as undecided: it did not move.
+/// Where the runs are too few for any interval, what they do show: the
+/// figures whose ranges are apart, with the ratio of their medians.
+pub(super) fn headline(
+    index: usize,
+    c: &CommandResult,
+    reference: Option<&CommandResult>,
+    threshold: f64,
+) -> String {
     let mut parts = Vec::new();
     let label = |v: &FigureComparison| {
         FIGURES
             .iter()
             .find(|f| f.key == v.figure)
             .map_or("figure", |f| f.label)
+    };
+    let median = |c: Option<&CommandResult>, key: &str| c?.summary_of(key).map(|s| s.median);
+    let still = |v: &FigureComparison| {
+        median(Some(c), &v.figure).is_some()
+            && median(Some(c), &v.figure) == median(reference, &v.figure)
     };
     for v in c.versus_reference.iter().filter(|v| v.verdict.differs()) {
         if parts.is_empty() {
@@ -140,36 +173,43 @@ pub(super) fn headline(index: usize, c: &CommandResult, threshold: f64) -> Strin
     let open: Vec<&FigureComparison> = c
         .versus_reference
         .iter()
-        .filter(|v| v.verdict.open())
+        .filter(|v| v.verdict.open() && !still(v))
         .collect();
     let needed = open.iter().filter_map(|v| v.runs_needed).max();
     if open.iter().any(|v| v.verdict == Verdict::TooFewRuns)
         && open.len()
             == c.versus_reference
                 .iter()
-                .filter(|v| v.verdict != Verdict::Unchanged)
+                .filter(|v| v.verdict != Verdict::Unchanged && !still(v))
                 .count()
     {
+        let apart: Vec<String> = open
+            .iter()
+            .filter(|v| v.ranges_overlap == Some(false))
+            .map(|v| {
+                let ratio = median(Some(c), &v.figure)
+                    .zip(median(reference, &v.figure))
+                    .filter(|(_, b)| *b != 0.0)
+                    .map(|(a, b)| format!(" {}", point_ratio(a / b)));
+                format!("{}{}", label(v), ratio.unwrap_or_default())
+            })
+            .collect();
+        if !apart.is_empty() {
+            parts.push(format!(
+                "ranges apart (ratio of medians): {}",
+                listed(&apart, 4)
+            ));
+        }
         let runs = c.runs.len();
-        let what = if parts.is_empty() {
-            "too few runs to tell"
-        } else {
-            "too few runs to tell the rest"
-        };
         parts.push(format!(
-            "{what}: {runs} run{} of each cannot show a difference, at least {} can",
+            "{} run{} of each are too few for a verdict, {} would decide",
+            runs,
             if runs == 1 { "" } else { "s" },
             needed.unwrap_or(0)
         ));
     } else if !open.is_empty() {
-        let mut names: Vec<&str> = open.iter().map(|v| label(v)).collect();
-        if names.len() > 3 {
-            let more = names.len() - 3;
-            names.truncate(3);
-            parts.push(format!("undecided: {} and {more} more", names.join(", ")));
-        } else {
-            parts.push(format!("undecided: {}", names.join(", ")));
-        }
+        let names: Vec<String> = open.iter().map(|v| label(v).to_string()).collect();
+        parts.push(format!("undecided: {}", listed(&names, 3)));
         if let Some(n) = needed {
             let last = parts.pop().unwrap_or_default();
             parts.push(format!("{last} ({})", runs_would_decide(n)));
@@ -187,6 +227,54 @@ pub(super) fn headline(index: usize, c: &CommandResult, threshold: f64) -> Strin
         });
     }
     format!("#{} {}: {}", index + 1, c.name, parts.join("; "))
+}
+
+/// `a, b, c and 2 more`: at most `most` names.
+fn listed(names: &[String], most: usize) -> String {
+    if names.len() > most {
+        format!(
+            "{} and {} more",
+            names[..most].join(", "),
+            names.len() - most
+        )
+    } else {
+        names.join(", ")
+    }
+}
+
+/// The chance that the ranges of `n` and `m` runs of one command lie apart
+/// (every run of one below every run of the other): 2 / C(n + m, n).
+pub fn ranges_apart_by_chance(n: usize, m: usize) -> f64 {
+    if n == 0 || m == 0 {
+        return 1.0;
+    }
+    let mut c = 1.0f64;
+    for k in 1..=n {
+        c *= (m + k) as f64 / k as f64;
+    }
+    (2.0 / c).min(1.0)
+}
+
+/// `once in 10 comparisons`, `once in 126 comparisons`.
+pub fn one_in(chance: f64) -> String {
+    if chance <= 0.0 {
+        return "never".into();
+    }
+    format!(
+        "once in {} comparisons",
+        crate::units::thousands((1.0 / chance).round() as u64)
+    )
+}
+
+/// A ratio without an interval (of two medians): as
+/// [`crate::units::ratio`], with four decimals where two would read a
+/// difference as `1.00×`.
+pub fn point_ratio(x: f64) -> String {
+    if x != 1.0 && (x - 1.0).abs() < 0.005 {
+        format!("{x:.4}×")
+    } else {
+        crate::units::ratio(x)
+    }
 }
 
 #[cfg(test)]
@@ -222,6 +310,7 @@ mod tests {
                 test: "exact",
                 verdict: Verdict::Undecided,
                 runs_needed: None,
+                ranges_overlap: None,
             })
         };
         assert_eq!(text(0.9955, 0.94, 1.09), "1.00× [0.94, 1.09]");
@@ -229,5 +318,30 @@ mod tests {
         assert_eq!(text(1.0048, 1.002, 1.008), "1.0048× [1.0020, 1.0080]");
         assert_eq!(text(0.996, 0.993, 0.998), "0.9960× [0.9930, 0.9980]");
         assert_eq!(text(12.0, 9.94, 16.2), "12.0× [9.9, 16.2]");
+        assert_eq!(
+            one_in(ranges_apart_by_chance(3, 3)),
+            "once in 10 comparisons"
+        );
+        assert_eq!(limit_text(0.05), "1.05×");
+        assert_eq!(limit_text(0.005), "1.005×");
+        assert_eq!(limit_text(0.125), "1.125×");
+        assert_eq!(limit_text(1.0), "2.00×");
+        assert_eq!(
+            ratio_cells(1.26, Some((1.24, 1.28))),
+            ("1.26×".to_string(), "[1.24, 1.28]".to_string())
+        );
+        assert_eq!(
+            ratio_cells(1.0, Some((1.0, 1.0))),
+            ("1.00×".to_string(), String::new())
+        );
+        assert_eq!(
+            one_in(ranges_apart_by_chance(5, 5)),
+            "once in 126 comparisons"
+        );
+        // Regression: a ratio of 1 to 625 read "0.00×".
+        assert_eq!(
+            text(1.0 / 625.0, 0.0012, 0.0021),
+            "0.0016× [0.0012, 0.0021]"
+        );
     }
 }

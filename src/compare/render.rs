@@ -207,24 +207,21 @@ fn gate_headline(g: &super::report::Gate, out: &mut dyn Write) -> io::Result<()>
         .headline
         .split_once(':')
         .map_or(g.outcome.name(), |(w, _)| w);
-    let mut ordered: Vec<&super::gate::GateResult> = g.results.iter().collect();
-    ordered.sort_by_key(|x| std::cmp::Reverse(x.outcome));
-    let parts: Vec<String> = ordered
-        .iter()
-        .map(|x| {
-            let label = FIGURES
-                .iter()
-                .find(|f| f.key == x.figure)
-                .map_or(x.figure, |f| f.label);
-            format!(
-                "{} {} {} {}",
-                code(&x.name),
-                escape_text(label),
-                escape_text(&super::gate::change_text(x)),
-                escape_text(&super::gate::phrase(x))
-            )
-        })
-        .collect();
+    let (speed, ordered) = super::gate::headline_parts(&g.results);
+    let mut parts: Vec<String> = speed.map(|n| escape_text(n)).into_iter().collect();
+    parts.extend(ordered.iter().map(|(x, phrase)| {
+        let label = FIGURES
+            .iter()
+            .find(|f| f.key == x.figure)
+            .map_or(x.figure, |f| f.label);
+        format!(
+            "{} {} {} {}",
+            code(&x.name),
+            escape_text(label),
+            escape_text(&super::gate::change_text(x)),
+            escape_text(phrase)
+        )
+    }));
     writeln!(
         out,
         "**tally gate: {}**: {}\n",
@@ -281,7 +278,7 @@ fn tables_markdown(r: &CompareReport, out: &mut dyn Write) -> io::Result<()> {
         }
         writeln!(out)?;
     }
-    for w in &r.warnings {
+    for w in r.warnings.iter().filter(|w| !summary::said_by_gate(r, w)) {
         writeln!(out, "> warning: {}\n", escape_text(w))?;
     }
     if summary::shows_tick_sampled(r) {

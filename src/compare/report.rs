@@ -13,7 +13,7 @@
 //!   interval; `ratio_high` null when unbounded), `p_value`, `p_adjusted`
 //!   (Bonferroni), `u`, `test`, `verdict` (`unchanged`, `undecided`,
 //!   `too-few-runs`, `same-within-threshold`, `lower`, `higher`: read from
-//!   the interval) and `runs_needed`.
+//!   the interval), `runs_needed` and, with `too-few-runs`, `ranges_overlap`.
 //! - `reference` (0-based; with a baseline, the first stored command),
 //!   `reference_is` (`fastest`, `chosen` or `baseline`), `alpha`,
 //!   `correction`, `family_size`, `interval_level`, `threshold`, `method`,
@@ -94,6 +94,12 @@ pub struct FigureComparison {
     /// With `undecided` or `too-few-runs`: about how many runs of each
     /// command would decide it.
     pub runs_needed: Option<u32>,
+    /// With `too-few-runs`: whether the ranges (least to greatest value)
+    /// of the two commands' runs overlap. What so few runs can say without
+    /// an interval, and no verdict: ranges apart at 3 runs each happen by
+    /// chance once in 10 comparisons of the same command.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ranges_overlap: Option<bool>,
 }
 
 /// One command's runs and figures.

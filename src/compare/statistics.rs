@@ -64,10 +64,16 @@ impl CompareReport {
             }
         }
         let threshold = cfg.threshold;
-        for (i, c) in commands.iter_mut().enumerate() {
-            if c.compared_with.is_some() {
-                c.headline = headline(i, c, threshold);
-            }
+        let headlines: Vec<String> = commands
+            .iter()
+            .enumerate()
+            .map(|(i, c)| match c.compared_with {
+                Some(j) => headline(i, c, commands.get(j), threshold),
+                None => String::new(),
+            })
+            .collect();
+        for (c, h) in commands.iter_mut().zip(headlines) {
+            c.headline = h;
         }
         CompareReport {
             schema_version: crate::report::SCHEMA_VERSION,
@@ -329,6 +335,7 @@ fn figure_comparison(
             test: "none",
             verdict: Verdict::Unchanged,
             runs_needed: None,
+            ranges_overlap: None,
         };
     };
     let verdict = decide(&e, threshold);
@@ -347,14 +354,52 @@ fn figure_comparison(
         } else {
             None
         },
+        ranges_overlap: (verdict == Verdict::TooFewRuns).then(|| ranges_overlap(a, b)),
+    }
+}
+
+/// Whether the ranges of `a` and `b` (least to greatest) share a value.
+pub fn ranges_overlap(a: &[f64], b: &[f64]) -> bool {
+    let range = |v: &[f64]| {
+        v.iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), x| {
+                (lo.min(*x), hi.max(*x))
+            })
+    };
+    let ((alo, ahi), (blo, bhi)) = (range(a), range(b));
+    alo <= bhi && blo <= ahi
+}
+
+/// Whether a difference (`with`, the verdict on every run) hangs on the
+/// outliers left out of `without` (its interval made again at the same
+/// level): without them the interval still bounds the ratio, and the ratio
+/// comes back within `1 ± threshold` (or turns to the other side), or the
+/// interval lies within it. Runs left out cost an interval its width: an
+/// interval that cannot be bounded at all without them (too few runs
+/// remain), or one that only widens around the same ratio, says nothing
+/// about the outliers. Regression: 42× differences at 6 runs were said to
+/// hang on outliers with "without them the ratio is 41.8× [0.0, inf]".
+fn hangs_on_outliers(without: &stats::RatioShift, with: &FigureComparison, threshold: f64) -> bool {
+    if without.unbounded() {
+        return false;
+    }
+    match decide(without, threshold) {
+        Verdict::SameWithinThreshold => true,
+        Verdict::Lower | Verdict::Higher | Verdict::Unchanged | Verdict::TooFewRuns => false,
+        Verdict::Undecided => match (without.ratio, with.ratio) {
+            (Some((x, _, _)), Some(before)) => {
+                (x - 1.0).abs() <= threshold || (x - 1.0).signum() != (before - 1.0).signum()
+            }
+            _ => false,
+        },
     }
 }
 
 /// Warnings about outliers that decide a verdict: a figure called
 /// different that would not be without the outliers of either command's
-/// runs (see `crate::stats::outliers`), its interval made again at the
-/// same level. Outliers that only move a median are warned about with the
-/// summaries (`tally run`'s rule).
+/// runs (see `crate::stats::outliers` and [`hangs_on_outliers`]).
+/// Outliers that only move a median are warned about with the summaries
+/// (`tally run`'s rule).
 fn outliers_deciding_verdicts(
     commands: &[CommandResult],
     values: &[Vec<Option<Vec<f64>>>],
@@ -389,7 +434,7 @@ fn outliers_deciding_verdicts(
             let Some(without) = stats::ratio_shift(&keep(a, &oa), &keep(b, &ob), each) else {
                 continue;
             };
-            if !decide(&without, cfg.threshold).differs() {
+            if hangs_on_outliers(&without, v, cfg.threshold) {
                 let runs = |o: &[usize], who: usize| {
                     o.iter()
                         .take(5)
@@ -519,6 +564,43 @@ mod tests {
             commands.push(c);
         }
         CompareReport::build(cfg, commands, None)
+    }
+
+    /// Regression: differences of 42× at 6 runs each were said to "hang
+    /// on outliers" because without two runs no interval could be made
+    /// ("without them the ratio is 41.8× [0.0, inf]").
+    #[test]
+    fn outliers_that_leave_no_interval_are_not_evidence() {
+        let v = |ratio: f64| FigureComparison {
+            figure: "wall_ns".into(),
+            ratio: Some(ratio),
+            ratio_low: Some(ratio * 0.9),
+            ratio_high: Some(ratio * 1.1),
+            p_value: 0.001,
+            p_adjusted: 0.01,
+            u: 0.0,
+            test: "exact",
+            verdict: Verdict::Higher,
+            runs_needed: None,
+            ranges_overlap: None,
+        };
+        let each = 0.05 / 15.0;
+        let fast = [1.0, 1.01, 0.99, 1.02, 0.98, 1.0];
+        // 4 runs against 6 cannot be bounded at 1 - 0.05/15.
+        let slow = [42.0, 41.0, 43.0, 42.5];
+        let without = stats::ratio_shift(&slow, &fast, each).unwrap();
+        assert!(without.unbounded());
+        assert!(!hangs_on_outliers(&without, &v(42.0), 0.01));
+        // With enough runs left: a ratio that comes back to 1 hangs on
+        // them, one that stays far from 1 does not.
+        let base: Vec<f64> = (0..20).map(|k| 1.0 + (k % 5) as f64 * 0.01).collect();
+        let same: Vec<f64> = (0..20).map(|k| 1.0 + ((k + 2) % 5) as f64 * 0.01).collect();
+        let far: Vec<f64> = base.iter().map(|x| x * 42.0).collect();
+        let w = stats::ratio_shift(&same, &base, each).unwrap();
+        assert!(!w.unbounded());
+        assert!(hangs_on_outliers(&w, &v(1.5), 0.01));
+        let w = stats::ratio_shift(&far, &base, each).unwrap();
+        assert!(!hangs_on_outliers(&w, &v(42.0), 0.01));
     }
 
     #[test]

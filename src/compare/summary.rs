@@ -5,7 +5,7 @@
 
 use super::gate::{self, GateResult};
 use super::plan::View;
-use super::prose::{direction, p_text};
+use super::prose::{direction, p_text, point_ratio, ratio_cells};
 use super::report::{CommandResult, CompareReport, FigureComparison, Verdict};
 use crate::gate::Outcome;
 use crate::report::unit::{Quantity, Unit};
@@ -22,16 +22,24 @@ pub(super) fn value(fig: &Figure, value: f64, view: &View) -> String {
 }
 
 /// The verdict of a figure that is not gated, in words:
-/// `slower (p<0.001)`, `same within 1%`, `too few runs (need 12)`, `undecided (~40 runs)`.
+/// `slower (p<0.001)`, `same within 1%`, `too few runs (need 6): ranges
+/// apart`, `undecided (~40 runs)`.
 pub(super) fn verdict_text(fig: &Figure, v: &FigureComparison, threshold: f64) -> String {
     let word = direction(fig, v.verdict);
     match v.verdict {
         Verdict::Lower | Verdict::Higher => format!("{word} ({})", p_text(v.p_adjusted)),
         Verdict::SameWithinThreshold => format!("{word} {}", super::prose::percent(threshold)),
-        Verdict::TooFewRuns => match v.runs_needed {
-            Some(n) => format!("{word} (need {n})"),
-            None => word.to_string(),
-        },
+        Verdict::TooFewRuns => {
+            let need = v
+                .runs_needed
+                .map_or(String::new(), |n| format!(" (need {n})"));
+            let ranges = match v.ranges_overlap {
+                Some(true) => ": ranges overlap",
+                Some(false) => ": ranges apart",
+                None => "",
+            };
+            format!("{word}{need}{ranges}")
+        }
         Verdict::Undecided => match v.runs_needed {
             Some(n) => format!("{word} ({})", gate::about_runs(n)),
             None => word.to_string(),
@@ -108,13 +116,19 @@ pub(super) fn tables(r: &CompareReport) -> Vec<CommandTable> {
                 median(c, fig.key).map_or("—".to_string(), |m| value(fig, m, &r.view))
             };
             let (ratio, interval) = match v {
-                Some(v) => (
-                    v.ratio.map_or("—".into(), crate::gate::change),
-                    match (v.ratio_low, v.ratio_high) {
-                        (Some(lo), Some(hi)) if lo != hi => crate::gate::change_interval(lo, hi),
-                        _ => String::new(),
-                    },
+                // Too few runs for an interval: the medians' ratio.
+                Some(v) if v.verdict == Verdict::TooFewRuns => (
+                    median(c, fig.key)
+                        .zip(median(reference, fig.key))
+                        .filter(|(_, b)| *b != 0.0)
+                        .map_or("—".into(), |(a, b)| point_ratio(a / b)),
+                    String::new(),
                 ),
+                Some(v) => match v.ratio {
+                    Some(x) => ratio_cells(x, v.ratio_low.zip(v.ratio_high)),
+                    // The reference's median is 0: no ratio, a direction.
+                    None => ("from 0".into(), String::new()),
+                },
                 None => ("—".into(), String::new()),
             };
             let verdict = match (g, v) {
@@ -140,6 +154,25 @@ pub(super) fn tables(r: &CompareReport) -> Vec<CommandTable> {
         });
     }
     out
+}
+
+/// Whether warning `w` only repeats a reason the gate's headline gives
+/// (the machine's speed against a baseline): each reason is said once.
+pub(super) fn said_by_gate(r: &CompareReport, w: &str) -> bool {
+    let Some(g) = &r.gate else {
+        return false;
+    };
+    // `baseline PATH: REASON: what follows`.
+    let reason = match &r.baseline {
+        Some(b) => w
+            .strip_prefix(&format!(
+                "baseline {}: ",
+                crate::text::path::display(&b.path)
+            ))
+            .and_then(|rest| rest.split(": ").next()),
+        None => None,
+    };
+    reason.is_some_and(|reason| !reason.is_empty() && g.headline.contains(reason))
 }
 
 /// `#2 new`, `#3 new (baseline)`.
