@@ -299,14 +299,10 @@ impl CompareArgs {
                   or --baseline FILE",
             ));
         }
-        // One command compares with nothing, unless with its stored runs
-        // (--baseline) or to store them for a later comparison
-        // (--save-baseline).
-        let stored = self.baseline.is_some() || self.save_baseline.is_some();
-        if !stored && instances.len() < 2 {
-            return Err(usage(
-                &"give two or more commands; for one, use `tally run -n`",
-            ));
+        // One command compares with nothing: its runs are summarised as
+        // hyperfine summarises them (`hyperfine CMD`, the commonest call).
+        if instances.is_empty() && self.baseline.is_none() {
+            return Err(usage(&"give one or more commands"));
         }
         let command_output = match (&self.command_output, self.show_output) {
             (Some(w), _) => plan::CommandOutput::parse(w),

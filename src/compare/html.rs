@@ -72,13 +72,18 @@ pub fn render(r: &CompareReport) -> String {
         }
         write_plots(&mut plots, r, fig, &labels);
     }
-    let chart = ratio_chart(
-        &format!("each command against {reference}"),
-        &bars,
-        r.threshold,
-        r.interval_level,
-        DOT,
-    );
+    // One command has nothing to be compared with: no chart of ratios.
+    let chart = if r.commands.len() > 1 {
+        ratio_chart(
+            &format!("each command against {reference}"),
+            &bars,
+            r.threshold,
+            r.interval_level,
+            DOT,
+        )
+    } else {
+        String::new()
+    };
     write_commands(&mut body, r, &chart);
     let key: Vec<String> = r
         .commands

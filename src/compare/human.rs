@@ -15,22 +15,29 @@ use crate::report::text::{Column, TextTable, paragraph, tally_lines};
 use crate::run::report::{FIGURES, Figure};
 use crate::units::thousands;
 
-/// `#2 mmap`, `#2 ✗ mmap` when some of its runs failed; a command without a
-/// name longer than 16 characters is its number alone (the list of
-/// commands above the table spells it out).
+/// `#2 mmap`, `#2 ✗ mmap` when some of its runs failed; a name longer
+/// than [`LABEL_CHARS`] keeps what tells it from the others' (`#2 …--mmap
+/// model.bin`), the part every name shares elided (a regression: a long
+/// command showed as `#2` alone, to be looked up above the table).
 fn label(r: &CompareReport, i: usize) -> String {
     let c = &r.commands[i];
     let flag = if c.failed_runs > 0 { " ✗" } else { "" };
     if c.from_baseline {
         return format!("#{}{flag} baseline", i + 1);
     }
+    let names: Vec<String> = r
+        .commands
+        .iter()
+        .map(|c| crate::text::escape_text(&c.name))
+        .collect();
+    let shown = crate::report::svg::distinct_labels(&names, LABEL_CHARS)
+        .swap_remove(i.min(names.len().saturating_sub(1)));
     // The flag goes before the name, which a narrow table may cut.
-    if c.name == c.command && c.name.chars().count() > 16 {
-        format!("#{}{flag}", i + 1)
-    } else {
-        format!("#{}{flag} {}", i + 1, crate::text::Foreign(&c.name))
-    }
+    format!("#{}{flag} {shown}", i + 1)
 }
+
+/// The most characters of a command's name in a row's label.
+const LABEL_CHARS: usize = 24;
 
 /// The order of the commands in each figure's rows (`--sort`).
 fn row_order(r: &CompareReport) -> Vec<usize> {
@@ -70,6 +77,9 @@ pub(super) fn write(r: &CompareReport, out: &mut dyn Write, style: Style) -> io:
         ..style
     };
     let width = style.width.unwrap_or(100).min(100);
+    if r.commands.len() == 1 {
+        return single(r, out, style, width);
+    }
     // A gate says first what it found.
     if let Some(g) = &r.gate {
         paragraph(out, &format!("gate: {}", g.headline), width)?;
@@ -145,6 +155,95 @@ pub(super) fn write(r: &CompareReport, out: &mut dyn Write, style: Style) -> io:
         paragraph(out, crate::run::report::TICK_NOTE, width)?;
     }
     footer(r, out, width)
+}
+
+/// One command, compared with nothing: hyperfine's summary of its wall
+/// time (`hyperfine CMD`: mean ± σ with user and system, min … max and the
+/// runs), then each figure's median ± MAD and range, as `tally run -n`
+/// gives them.
+fn single(r: &CompareReport, out: &mut dyn Write, style: Style, width: usize) -> io::Result<()> {
+    let Some(c) = r.commands.first() else {
+        return Ok(());
+    };
+    let warm = if r.warmup_runs > 0 {
+        format!(" after {} warm-up", r.warmup_runs)
+    } else {
+        String::new()
+    };
+    paragraph(
+        out,
+        &format!(
+            "{}: {}{warm}",
+            crate::text::escape_text(&c.command),
+            crate::units::count(c.runs.len() as u64, "run", "runs")
+        ),
+        width,
+    )?;
+    let wall = &FIGURES[0];
+    let v = |fig: &Figure, x: f64| summary::value(fig, x, &r.view);
+    let find = |key: &str| FIGURES.iter().find(|f| f.key == key);
+    if let Some(s) = c.summary_of(wall.key) {
+        let sd = s.stddev.map_or("—".to_string(), |sd| v(wall, sd));
+        let part = |key: &str| {
+            let fig = find(key)?;
+            Some(v(fig, c.summary_of(key)?.mean))
+        };
+        let cpu = match (part("user_us"), part("system_us")) {
+            (Some(u), Some(k)) => format!("  [user: {u}, kernel: {k}, means]"),
+            _ => String::new(),
+        };
+        let mut t = TextTable::new(vec![Column::text(""), Column::number(""), Column::text("")])
+            .prefix("  ")
+            .without_header();
+        t.row(vec![
+            "wall time (mean ± σ):".into(),
+            format!("{} ± {sd}", v(wall, s.mean)),
+            cpu,
+        ]);
+        t.row(vec![
+            "range (min … max):".into(),
+            format!("{} … {}", v(wall, s.min), v(wall, s.max)),
+            format!(
+                "  {}",
+                crate::units::count(c.runs.len() as u64, "run", "runs")
+            ),
+        ]);
+        t.write(out, style)?;
+    }
+    let mut t = TextTable::new(vec![
+        Column::text("").cut_end(),
+        Column::number("median ± MAD"),
+        Column::number("min … max"),
+    ]);
+    let mut zero = Vec::new();
+    for fig in FIGURES {
+        let Some(s) = c.summary_of(fig.key) else {
+            continue;
+        };
+        if s.max == 0.0 && !fig.headline {
+            zero.push(fig.label.to_string());
+            continue;
+        }
+        let spread = if s.median != 0.0 {
+            format!(" ±{:.1}%", s.mad / s.median.abs() * 100.0)
+        } else {
+            String::new()
+        };
+        t.row(vec![
+            format!("  {}", fig.label),
+            format!("{}{spread}", v(fig, s.median)),
+            format!("{} … {}", v(fig, s.min), v(fig, s.max)),
+        ]);
+    }
+    t.write(out, style)?;
+    names_line(out, "0 in every run:", &zero, width)?;
+    if summary::shows_tick_sampled(r) {
+        paragraph(out, crate::run::report::TICK_NOTE, width)?;
+    }
+    for w in &r.warnings {
+        tally_lines(out, &format!("tally: warning: {w}"), width)?;
+    }
+    Ok(())
 }
 
 /// With a gate: per command its gated figures, the headline figures and

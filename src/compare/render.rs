@@ -189,6 +189,27 @@ fn code(name: &str) -> String {
 fn summary_markdown(r: &CompareReport, out: &mut dyn Write) -> io::Result<()> {
     match &r.gate {
         Some(g) => gate_headline(g, out)?,
+        None if r.commands.len() == 1 => {
+            // One command: hyperfine's summary of it.
+            let wall = &FIGURES[0];
+            if let Some((c, s)) = r
+                .commands
+                .first()
+                .and_then(|c| Some((c, c.summary_of(wall.key)?)))
+            {
+                let v = |x: f64| summary::value(wall, x, &r.view);
+                writeln!(
+                    out,
+                    "**tally compare**: {}: wall time {} ± {} (mean ± σ), {} … {} (min … max), {} runs\n",
+                    code(&c.name),
+                    v(s.mean),
+                    s.stddev.map_or("—".to_string(), v),
+                    v(s.min),
+                    v(s.max),
+                    c.runs.len()
+                )?;
+            }
+        }
         None => {
             let verdicts: Vec<String> = r
                 .commands
@@ -292,6 +313,13 @@ fn tables_markdown(r: &CompareReport, out: &mut dyn Write) -> io::Result<()> {
         ),
         None => "interleaved".into(),
     };
+    if r.commands.len() == 1 {
+        return writeln!(
+            out,
+            "<sub>{} runs, seed {}.</sub>",
+            r.runs_per_command, r.seed
+        );
+    }
     writeln!(
         out,
         "<sub>{} runs of each, {against}, seed {}. Ratio: Hodges–Lehmann, Mann–Whitney \
