@@ -205,6 +205,33 @@ pub fn percent(part: u64, whole: u64) -> Option<u64> {
     Some(p.min(100) as u64)
 }
 
+/// A size in KiB (the kernel's kB, exact) for people: `5,444KiB` below
+/// 10 MiB, `212.2MiB` below 10 GiB, `12.3GiB` beyond. Regression: peak
+/// memory read "217,320KiB".
+pub fn memory_kib(kib: f64) -> String {
+    if !kib.is_finite() {
+        return "-".into();
+    }
+    if kib.abs() < 10.0 * 1024.0 {
+        format!("{}KiB", thousands_f(kib))
+    } else if kib.abs() < 10.0 * 1024.0 * 1024.0 {
+        format!("{}MiB", tenths_f(kib / 1024.0))
+    } else {
+        format!("{}GiB", tenths_f(kib / (1024.0 * 1024.0)))
+    }
+}
+
+/// `8,078.9`: a number with one decimal and thousands separators.
+pub fn tenths_f(x: f64) -> String {
+    let text = format!("{:.1}", x.abs());
+    let (whole, tenth) = text.split_once('.').unwrap_or((&text, "0"));
+    let sign = if x < 0.0 && text != "0.0" { "-" } else { "" };
+    format!(
+        "{sign}{}.{tenth}",
+        thousands(whole.parse::<u64>().unwrap_or(0))
+    )
+}
+
 /// Binary size with one decimal and IEC unit (`1.5 MiB`); bytes below 1 KiB.
 pub fn human_bytes(bytes: u64) -> String {
     const UNITS: [&str; 6] = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];

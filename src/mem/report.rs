@@ -52,10 +52,27 @@ pub enum Unit {
     /// KiB (the kernel's kB).
     K,
     /// MiB, one decimal.
-    #[default]
     M,
     /// GiB, one decimal.
     G,
+    /// The one that suits the largest total: KiB below 10 MiB, GiB from
+    /// 10 GiB, MiB between (the default for people: a fixed MiB read
+    /// 2,737.4 for 2.7 GiB and 0.0 for a 40 KiB program).
+    #[default]
+    Auto,
+}
+
+impl Unit {
+    /// `Auto` made K, M or G for a report whose largest total is
+    /// `largest_bytes`; another unit as it is.
+    pub fn resolve(self, largest_bytes: u64) -> Unit {
+        match self {
+            Unit::Auto if largest_bytes < 10 << 20 => Unit::K,
+            Unit::Auto if largest_bytes >= 10 << 30 => Unit::G,
+            Unit::Auto => Unit::M,
+            u => u,
+        }
+    }
 }
 
 /// How a report is shown; not part of the data.
@@ -122,7 +139,7 @@ impl MemReport {
         match self.view.unit {
             Unit::B => thousands(bytes),
             Unit::K => thousands(bytes / 1024),
-            Unit::M => tenths(bytes, 1 << 20),
+            Unit::M | Unit::Auto => tenths(bytes, 1 << 20),
             Unit::G => tenths(bytes, 1 << 30),
         }
     }
@@ -135,7 +152,7 @@ impl MemReport {
         match self.view.unit {
             Unit::B => bytes.to_string(),
             Unit::K => (bytes / 1024).to_string(),
-            Unit::M => tenths(bytes, 1 << 20).replace(',', ""),
+            Unit::M | Unit::Auto => tenths(bytes, 1 << 20).replace(',', ""),
             Unit::G => tenths(bytes, 1 << 30).replace(',', ""),
         }
     }
@@ -161,7 +178,7 @@ impl MemReport {
         match self.view.unit {
             Unit::B => "bytes",
             Unit::K => "kib",
-            Unit::M => "mib",
+            Unit::M | Unit::Auto => "mib",
             Unit::G => "gib",
         }
     }
@@ -187,7 +204,7 @@ impl Render for MemReport {
             match self.view.unit {
                 Unit::B => " B",
                 Unit::K => " KiB",
-                Unit::M => " MiB",
+                Unit::M | Unit::Auto => " MiB",
                 Unit::G => " GiB",
             }
             .to_string()

@@ -150,8 +150,8 @@ fn human_single(r: &RunRecord, why_table: bool, out: &mut dyn Write) -> io::Resu
     }
     writeln!(
         out,
-        "tally: peak memory {}KiB (ru_maxrss)",
-        thousands(r.max_rss_bytes / 1024)
+        "tally: peak memory {} (ru_maxrss)",
+        crate::units::memory_kib((r.max_rss_bytes / 1024) as f64)
     )?;
     writeln!(
         out,
@@ -388,8 +388,8 @@ fn human_tree(t: &TreeUsage, out: &mut dyn Write) -> io::Result<()> {
         .peak_memory_bytes
         .map(|b| {
             format!(
-                "peak memory {}KiB ({})",
-                thousands(b / 1024),
+                "peak memory {} ({})",
+                crate::units::memory_kib((b / 1024) as f64),
                 t.memory_method
             )
         })

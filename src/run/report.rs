@@ -426,6 +426,9 @@ impl Figure {
             return format!("{mark}{}", crate::units::time_ns(ns));
         }
         let q = Quantity::new(value, self.unit).to(self.show);
+        if self.show == Unit::Kibibytes {
+            return crate::units::memory_kib(q.value);
+        }
         let symbol = match self.show {
             Unit::Bytes => "",
             u => u.symbol(),
