@@ -9,7 +9,7 @@ use tally::run::{self, args::RunArgs};
 
 pub(super) fn run_command(args: RunArgs) -> u8 {
     tally::units::set_time_unit(args.time_unit);
-    let request = args.out.request();
+    let request = args.out.request_timed();
     let why_table = args.why;
     let mut cfg = match args.config() {
         Ok(cfg) => cfg,

@@ -27,28 +27,60 @@ pub struct OutputArgs {
     #[arg(long, value_name = "FILE")]
     pub html: Option<std::path::PathBuf>,
 
-    /// `--export json=FILE`, as hyperfine spells it.
+    /// hyperfine's spelling: on `run` and `compare` hyperfine's JSON
+    /// (`--export hyperfine=FILE`), elsewhere tally's (`--export
+    /// json=FILE`).
     #[arg(long, value_name = "FILE", hide_short_help = true)]
     pub export_json: Option<std::path::PathBuf>,
 
-    /// `--export csv=FILE`, as hyperfine spells it.
+    /// hyperfine's spelling: on `run` and `compare` hyperfine's CSV
+    /// (`--export hyperfine-csv=FILE`), elsewhere tally's (`--export
+    /// csv=FILE`).
     #[arg(long, value_name = "FILE", hide_short_help = true)]
     pub export_csv: Option<std::path::PathBuf>,
 
-    /// `--export markdown=FILE`, as hyperfine spells it.
+    /// hyperfine's spelling: on `run` and `compare` hyperfine's table
+    /// (`--export hyperfine-markdown=FILE`), elsewhere tally's (`--export
+    /// markdown=FILE`).
     #[arg(long, value_name = "FILE", hide_short_help = true)]
     pub export_markdown: Option<std::path::PathBuf>,
 }
 
 impl OutputArgs {
-    /// What was asked for, `--html` as the export it stands for.
+    /// What was asked for, `--html` as the export it stands for and
+    /// hyperfine's spellings as tally's formats.
     pub fn request(&self) -> Request {
+        self.request_as(false)
+    }
+
+    /// [`OutputArgs::request`] for a report of timed runs (`run`,
+    /// `compare`): hyperfine's spellings give hyperfine's shapes, so its
+    /// scripts (`json.load(f)["results"]`) read them. Regression: they gave
+    /// tally's own JSON and CSV.
+    pub fn request_timed(&self) -> Request {
+        self.request_as(true)
+    }
+
+    fn request_as(&self, timed: bool) -> Request {
         let mut exports = self.export.clone();
+        let pick = |hyperfine: Format, own: Format| if timed { hyperfine } else { own };
         for (path, format, flag) in [
             (&self.html, Format::HTML, "--html"),
-            (&self.export_json, Format::JSON, "--export-json"),
-            (&self.export_csv, Format::CSV, "--export-csv"),
-            (&self.export_markdown, Format::MARKDOWN, "--export-markdown"),
+            (
+                &self.export_json,
+                pick(Format::HYPERFINE, Format::JSON),
+                "--export-json",
+            ),
+            (
+                &self.export_csv,
+                pick(Format::HYPERFINE_CSV, Format::CSV),
+                "--export-csv",
+            ),
+            (
+                &self.export_markdown,
+                pick(Format::HYPERFINE_MARKDOWN, Format::MARKDOWN),
+                "--export-markdown",
+            ),
         ] {
             exports.extend(path.iter().map(|path| Export {
                 format,
