@@ -487,6 +487,7 @@ fn every_format_streams_as_whole<R, S>(
                 flag: "--export",
             })
             .collect(),
+        append: false,
     };
     let output = Output::open::<R>(&request, "test", None).expect("open");
     let mut stream = output.stream::<S>();

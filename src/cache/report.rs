@@ -1034,6 +1034,7 @@ mod tests {
                     flag: "--export",
                 })
                 .collect(),
+            append: false,
         };
         let output = Output::open::<CacheReport>(&request, "cache", None).expect("open");
         let mut stream_report = CacheStream::new(r.action, r.page_size_bytes, shown);

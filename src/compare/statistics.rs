@@ -212,6 +212,7 @@ fn summarize(c: &mut CommandResult) -> Vec<String> {
         interrupted_by: None,
         speed: None,
         why_table: false,
+        template: None,
     };
     rr.summarize();
     c.runs = std::mem::take(&mut rr.runs);

@@ -92,6 +92,7 @@ impl OutputArgs {
             format: self.format,
             output: self.output.clone(),
             exports,
+            append: false,
         }
     }
 }

@@ -17,6 +17,13 @@ pub fn write(r: &RunReport, out: &mut dyn Write, style: Style) -> io::Result<()>
     if let Some(line) = failure(&r.runs) {
         writeln!(out, "tally: {line}")?;
     }
+    // `-f TEMPLATE`: a line per run, as GNU time's -f gives.
+    if let Some(t) = &r.template {
+        for run in &r.runs {
+            writeln!(out, "{}", t.render(&r.command, run))?;
+        }
+        return Ok(());
+    }
     let report = r;
     if r.runs.len() == 1 {
         let r = &r.runs[0];

@@ -379,6 +379,9 @@ pub struct RunReport {
     /// sources (`--why`), not two lines.
     #[serde(skip)]
     pub why_table: bool,
+    /// People see one line per run made from this template (`-f`).
+    #[serde(skip)]
+    pub template: Option<super::template::Template>,
 }
 
 /// The speed probes of `run -n` (see [`super::probe`]): the machine's speed
@@ -759,6 +762,7 @@ pub(crate) mod tests {
             interrupted_by: None,
             speed: None,
             why_table: false,
+            template: None,
         };
         r.summarize();
         r
