@@ -12,18 +12,21 @@ pub struct OutputArgs {
     #[arg(long, value_enum, default_value_t = Format::HUMAN)]
     pub format: Format,
 
-    /// Write the report to FILE (`-`: stdout) instead of where it goes by
-    /// default (stdout; stderr for `run`). Put in place only when complete:
-    /// an earlier FILE survives a failed command.
+    /// Write the report to FILE (`-`: stdout).
+    ///
+    /// Instead of where it goes by default (stdout; stderr for `run`). Put
+    /// in place only when complete: an earlier FILE survives a failed
+    /// command.
     #[arg(short = 'o', long, value_name = "FILE", value_parser = ReportPlace)]
     pub output: Option<std::path::PathBuf>,
 
     #[arg(long, value_name = "FORMAT=FILE", value_parser = ExportParser,
-          action = clap::ArgAction::Append, help = EXPORT_HELP)]
+          action = clap::ArgAction::Append, help = EXPORT_HELP, long_help = EXPORT_LONG_HELP)]
     pub export: Vec<Export>,
 
-    /// Also write the self-contained HTML page to FILE (`--export
-    /// html=FILE`).
+    /// Also write the HTML page to FILE.
+    ///
+    /// The self-contained page, with its plots (`--export html=FILE`).
     #[arg(long, value_name = "FILE")]
     pub html: Option<std::path::PathBuf>,
 
@@ -140,7 +143,10 @@ impl clap::builder::TypedValueParser for ReportPlace {
 }
 
 /// The help of `--export`, shared by every command that reports.
-pub const EXPORT_HELP: &str = "Also write the report in FORMAT to FILE (`-`: stdout), \
+pub const EXPORT_HELP: &str = "Also write the report in FORMAT to FILE (repeatable)";
+
+/// The long help of `--export`.
+pub const EXPORT_LONG_HELP: &str = "Also write the report in FORMAT to FILE (`-`: stdout), \
     from the same measurement; repeatable. FORMAT: any value of --format";
 
 /// Parses `FORMAT=FILE` for `--export`; FILE may be any bytes.
