@@ -83,8 +83,8 @@ pub struct RunArgs {
     /// `%O`, `%x`, `%C`, `%Z`), `%{KEY}` for any figure of tally's by its
     /// JSON key (`%{io_wait_ns}`), `%%`, and `\n`, `\t`.
     #[arg(short = 'f', long = "template", value_name = "TEMPLATE",
-          value_parser = |s: &str| super::template::Template::parse(s))]
-    pub template: Option<super::template::Template>,
+          value_parser = |s: &str| super::template::Template::parse(s).map(|_| s.to_string()))]
+    pub template: Option<String>,
 
     /// With -o FILE: add the report to the end of FILE instead of
     /// replacing it (GNU time's -a).

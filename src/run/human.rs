@@ -18,13 +18,20 @@ pub fn write(r: &RunReport, out: &mut dyn Write, style: Style) -> io::Result<()>
         writeln!(out, "tally: {line}")?;
     }
     // `-f TEMPLATE`: a line per run, as GNU time's -f gives.
-    if let Some(t) = &r.template {
-        for run in &r.runs {
-            writeln!(out, "{}", t.render(&r.command, run))?;
+    if let Some(text) = &r.template {
+        match super::template::Template::parse(text) {
+            Ok(t) => {
+                for run in &r.runs {
+                    writeln!(out, "{}", t.render(&r.command, run))?;
+                }
+            }
+            Err(e) => writeln!(out, "tally: {e}")?,
         }
         return Ok(());
     }
     let report = r;
+    // Prose fits the terminal; off one, lines of 100.
+    let width = style.width.unwrap_or(NO_TERMINAL_WIDTH);
     if r.runs.len() == 1 {
         let r = &r.runs[0];
         if let Some(c) = &r.cold {
@@ -32,7 +39,7 @@ pub fn write(r: &RunReport, out: &mut dyn Write, style: Style) -> io::Result<()>
         }
         human_single(r, report.why_table, out)?;
         if let Some(w) = &r.why {
-            human_why_after(w, report.why_table, out)?;
+            human_why_after(w, report.why_table, width, out)?;
         }
         if let Some(t) = &r.tree {
             human_tree(t, out)?;
@@ -84,13 +91,12 @@ pub fn write(r: &RunReport, out: &mut dyn Write, style: Style) -> io::Result<()>
         }
         table.write(out, style)?;
         if sampled {
-            let width = style.width.unwrap_or(NO_TERMINAL_WIDTH);
             tally_lines(out, &format!("tally: {}", super::report::TICK_NOTE), width)?;
         }
         if let Some(w) = &last.why {
             writeln!(out, "tally: where the wall time went, the last run:")?;
             human_why(w, last.wall_ns, report.why_table, out)?;
-            human_why_after(w, report.why_table, out)?;
+            human_why_after(w, report.why_table, width, out)?;
         }
         if let Some(c) = &last.cold {
             writeln!(out, "tally: cold: before each run; the last:")?;
@@ -129,10 +135,6 @@ pub fn write(r: &RunReport, out: &mut dyn Write, style: Style) -> io::Result<()>
             r.runs_requested
         )?;
     }
-    let width = style
-        .width
-        .unwrap_or(NO_TERMINAL_WIDTH)
-        .min(NO_TERMINAL_WIDTH);
     for w in &r.warnings {
         tally_lines(out, &format!("tally: warning: {w}"), width)?;
     }
@@ -283,10 +285,10 @@ fn human_why(w: &Why, wall_ns: u64, table: bool, out: &mut dyn Write) -> io::Res
 
 /// After the other figures: why a part is unavailable (each reason once),
 /// the notes with the table, and the advice.
-fn human_why_after(w: &Why, table: bool, out: &mut dyn Write) -> io::Result<()> {
+fn human_why_after(w: &Why, table: bool, width: usize, out: &mut dyn Write) -> io::Result<()> {
     if table {
         for note in &w.notes {
-            tally_lines(out, &format!("tally: note: {note}"), NO_TERMINAL_WIDTH)?;
+            tally_lines(out, &format!("tally: note: {note}"), width)?;
         }
     } else {
         // Each reason once, with the parts it leaves unmeasured; a reason
@@ -330,11 +332,11 @@ fn human_why_after(w: &Why, table: bool, out: &mut dyn Write) -> io::Result<()> 
         // Extensions after the reason they extend.
         lines.sort_by_key(|l| l.contains(": also "));
         for line in lines {
-            tally_lines(out, &format!("tally: {line}"), NO_TERMINAL_WIDTH)?;
+            tally_lines(out, &format!("tally: {line}"), width)?;
         }
     }
     if let Some(advice) = &w.advice {
-        tally_lines(out, &format!("tally: {advice}"), NO_TERMINAL_WIDTH)?;
+        tally_lines(out, &format!("tally: {advice}"), width)?;
     }
     Ok(())
 }

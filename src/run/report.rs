@@ -379,9 +379,10 @@ pub struct RunReport {
     /// sources (`--why`), not two lines.
     #[serde(skip)]
     pub why_table: bool,
-    /// People see one line per run made from this template (`-f`).
+    /// People see one line per run made from this template (`-f`, read
+    /// by `super::template`; checked when the arguments were).
     #[serde(skip)]
-    pub template: Option<super::template::Template>,
+    pub template: Option<String>,
 }
 
 /// The speed probes of `run -n` (see [`super::probe`]): the machine's speed
