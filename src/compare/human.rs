@@ -445,6 +445,11 @@ fn figure_table(r: &CompareReport, out: &mut dyn Write, style: Style) -> io::Res
                     medians_ratio(r, i, fig).map_or("—".to_string(), point_ratio),
                     summary::verdict_text(fig, x, r.threshold),
                 ),
+                // The reference's median is 0: no ratio, a direction.
+                Some(x) if x.ratio.is_none() => (
+                    "from 0".to_string(),
+                    summary::verdict_text(fig, x, r.threshold),
+                ),
                 Some(x) => (ratio_text(x), summary::verdict_text(fig, x, r.threshold)),
                 None if i == r.reference || c.from_baseline => {
                     ("reference".to_string(), String::new())
