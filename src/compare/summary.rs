@@ -191,6 +191,53 @@ mod tests {
     use super::*;
     use crate::units::TimeUnit;
 
+    /// Regression: the speed probe's reason was said three times, once
+    /// before the results and once in each gated time's words.
+    #[test]
+    fn a_gates_reason_is_said_once() {
+        use super::super::gate::{Reason, headline_parts};
+        let g = |figure: &'static str| GateResult {
+            command: 0,
+            name: "work".into(),
+            reference: 1,
+            figure,
+            limit: 0.05,
+            ratio: Some(1.5),
+            ratio_low: Some(1.4),
+            ratio_high: Some(1.6),
+            p_adjusted: Some(0.001),
+            outcome: Outcome::Inconclusive,
+            runs_needed: None,
+            reason: Some(Reason::MachineSpeed),
+            note: Some("this machine ran 8% slower than when the baseline was saved".into()),
+        };
+        let results = [g("wall_ns"), g("cpu_us")];
+        let (speed, parts) = headline_parts(&results);
+        assert!(speed.is_some());
+        for (_, phrase) in &parts {
+            assert!(!phrase.contains("8% slower"), "{phrase}");
+        }
+        let other = GateResult {
+            reason: Some(Reason::OtherWork),
+            note: Some("other work differs".into()),
+            ..g("wall_ns")
+        };
+        let results = [
+            other.clone(),
+            GateResult {
+                figure: "cpu_us",
+                ..other
+            },
+        ];
+        let (speed, parts) = headline_parts(&results);
+        assert!(speed.is_none());
+        let said: usize = parts
+            .iter()
+            .filter(|(_, p)| p.contains("other work differs"))
+            .count();
+        assert_eq!(said, 1, "{parts:?}");
+    }
+
     #[test]
     fn runs_beyond_what_a_comparison_takes_are_not_counted_out() {
         assert_eq!(gate::about_runs(40), "~40 runs");
