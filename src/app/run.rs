@@ -16,10 +16,12 @@ pub(super) fn run_command(args: RunArgs) -> u8 {
     // A machine format asked for without -o goes where a human report
     // goes, stderr (stdout is the command's): said once when stdout is a
     // pipe, where the user waits for it (`tally run --format json -- cmd
-    // | jq` read nothing).
+    // | jq` read nothing), and stderr a terminal: stderr taken by a file or
+    // a pipe is where the report was wanted, and gets it alone.
     if request.format != tally::report::Format::HUMAN
         && request.output.is_none()
         && tally::sys::file::stdout_is_pipe()
+        && std::io::IsTerminal::is_terminal(&std::io::stderr())
     {
         tally::diag!(
             "tally: note: the {} report goes to stderr, not to the pipe (stdout is the \

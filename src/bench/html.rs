@@ -215,8 +215,9 @@ fn machine_table(r: &BenchReport) -> String {
         ),
         (
             "core clock (measured)",
-            m.core_mhz
-                .map_or("unavailable".into(), |v| format!("{v:.0} MHz")),
+            m.core_mhz.map_or("unavailable".into(), |v| {
+                format!("{} MHz", crate::units::thousands_f(v))
+            }),
         ),
         (
             "clocksource",

@@ -145,12 +145,6 @@ pub fn summarize(snap: &Snapshot, cfg: &Config) -> MemReport {
         "Swap"
     };
     let mut total = total;
-    let largest = columns::COLUMNS
-        .iter()
-        .enumerate()
-        .filter_map(|(i, _)| total.figures.get(i))
-        .max()
-        .unwrap_or(0);
     total.swap_not_attributed = swap_rest(snap, cfg, swap_source == "SwapPss");
     let mut warnings = Vec::new();
     if cfg.pids.is_some() {
@@ -175,10 +169,7 @@ pub fn summarize(snap: &Snapshot, cfg: &Config) -> MemReport {
             .count() as u64,
         warnings,
         gpu: gpu::GpuPart::default(),
-        view: View {
-            unit: cfg.view.unit.resolve(largest),
-            ..cfg.view
-        },
+        view: cfg.view,
     }
 }
 

@@ -132,11 +132,26 @@ impl MemReport {
     }
 
     /// A size in the view's unit.
+    /// The unit of the figures: `--unit`, or for `auto` the one that
+    /// suits the largest total (GPU memory included).
+    fn unit(&self) -> Unit {
+        let gpu = match self.total.gpu_bytes {
+            super::columns::GpuBytes::Known(b) => b,
+            _ => 0,
+        };
+        let largest = (0..COLUMNS.len())
+            .filter_map(|i| self.total.figures.get(i))
+            .chain([gpu])
+            .max()
+            .unwrap_or(0);
+        self.view.unit.resolve(largest)
+    }
+
     fn size(&self, bytes: u64) -> String {
         if self.view.human_sizes {
             return human_bytes(bytes);
         }
-        match self.view.unit {
+        match self.unit() {
             Unit::B => thousands(bytes),
             Unit::K => thousands(bytes / 1024),
             Unit::M | Unit::Auto => tenths(bytes, 1 << 20),
@@ -149,7 +164,7 @@ impl MemReport {
         if self.view.human_sizes {
             return human_bytes(bytes);
         }
-        match self.view.unit {
+        match self.unit() {
             Unit::B => bytes.to_string(),
             Unit::K => (bytes / 1024).to_string(),
             Unit::M | Unit::Auto => tenths(bytes, 1 << 20).replace(',', ""),
@@ -175,7 +190,7 @@ impl MemReport {
         if self.view.human_sizes {
             return "";
         }
-        match self.view.unit {
+        match self.unit() {
             Unit::B => "bytes",
             Unit::K => "kib",
             Unit::M | Unit::Auto => "mib",
@@ -201,7 +216,7 @@ impl Render for MemReport {
         let unit = if self.view.human_sizes {
             String::new()
         } else {
-            match self.view.unit {
+            match self.unit() {
                 Unit::B => " B",
                 Unit::K => " KiB",
                 Unit::M | Unit::Auto => " MiB",

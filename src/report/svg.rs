@@ -667,8 +667,15 @@ impl RatioAxis {
             let (a, b) = (lo / 1.1, hi * 1.1);
             let mut ticks = Vec::new();
             let mut p = 10f64.powf(a.log10().floor());
+            // Beyond three decades 1, 2 and 5 crowd the axis's labels
+            // into each other ("0.01×0.02×"): powers of 10 alone.
+            let marks: &[f64] = if (b / a).log10() > 3.0 {
+                &[1.0]
+            } else {
+                &[1.0, 2.0, 5.0]
+            };
             while p <= b && ticks.len() < 40 {
-                for m in [1.0, 2.0, 5.0] {
+                for &m in marks {
                     let t = p * m;
                     if t >= a && t <= b {
                         ticks.push(t);

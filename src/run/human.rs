@@ -19,15 +19,7 @@ pub fn write(r: &RunReport, out: &mut dyn Write, style: Style) -> io::Result<()>
     }
     // `-f TEMPLATE`: a line per run, as GNU time's -f gives.
     if let Some(text) = &r.template {
-        match super::template::Template::parse(text) {
-            Ok(t) => {
-                for run in &r.runs {
-                    writeln!(out, "{}", t.render(&r.command, run))?;
-                }
-            }
-            Err(e) => writeln!(out, "tally: {e}")?,
-        }
-        return Ok(());
+        return templated(r, text, out);
     }
     let report = r;
     // Prose fits the terminal; off one, lines of 100.
@@ -139,6 +131,19 @@ pub fn write(r: &RunReport, out: &mut dyn Write, style: Style) -> io::Result<()>
         tally_lines(out, &format!("tally: warning: {w}"), width)?;
     }
     Ok(())
+}
+
+/// A line per run made from the template `text` (`-f`).
+fn templated(r: &RunReport, text: &str, out: &mut dyn Write) -> io::Result<()> {
+    match super::template::Template::parse(text) {
+        Ok(t) => {
+            for run in &r.runs {
+                writeln!(out, "{}", t.render(&r.command, run))?;
+            }
+            Ok(())
+        }
+        Err(e) => writeln!(out, "tally: {e}"),
+    }
 }
 
 /// `ns` nanoseconds in the command line's unit.
