@@ -61,10 +61,11 @@ fn outliers_that_leave_too_few_runs_for_an_interval_are_not_said_to_decide_a_dif
     let dir = scratch("outliers");
     std::fs::write(dir.path().join("count"), "0").unwrap();
     // The third measured run (the warm-up is the counter's 0) is one
-    // slow outlier among 0.2 s runs, by construction.
+    // slow outlier among 0.5 s runs, by construction; `true` stays far
+    // below them even on a loaded machine.
     let slow = "sh -c 'n=$(cat count); echo $((n+1)) > count; \
-                if [ $n = 3 ]; then sleep 1; else sleep 0.2; fi'";
-    let r = compare_json(dir.path(), &["-w", "1", "-r", "6", "sleep 0.01", slow]);
+                if [ $n = 3 ]; then sleep 1.5; else sleep 0.5; fi'";
+    let r = compare_json(dir.path(), &["-w", "1", "-r", "6", "true", slow]);
     let runs: Vec<u64> = r["commands"][1]["runs"]
         .as_array()
         .unwrap()
@@ -92,7 +93,7 @@ fn outliers_that_leave_too_few_runs_for_an_interval_are_not_said_to_decide_a_dif
         );
         assert!(
             !(w.contains("wall time: the difference hangs on outliers")),
-            "a 20× difference does not hang on one outlier: {w}"
+            "a 100× difference does not hang on one outlier: {w}"
         );
     }
 }
@@ -278,7 +279,7 @@ fn three_runs_give_medians_ranges_whether_they_overlap_and_the_runs_a_verdict_ne
         .collect();
     assert!(
         wall.iter()
-            .any(|l| l.contains("too few runs (need 6): ranges apart")),
+            .any(|l| l.contains("too few runs (need ") && l.contains("): ranges apart")),
         "{human}"
     );
     assert!(
@@ -301,7 +302,9 @@ fn three_runs_give_medians_ranges_whether_they_overlap_and_the_runs_a_verdict_ne
     let v = versus(&r, i, "wall_ns");
     assert_eq!(v["verdict"], "too-few-runs");
     assert_eq!(v["ranges_overlap"], false);
-    assert_eq!(v["runs_needed"], 6);
+    // More than these 3 (how many more, the family's size sets: 5 of each
+    // reach 2 in C(10, 5) = 0.008, 6 of each 0.002).
+    assert!(v["runs_needed"].as_u64().is_some_and(|n| n > 3), "{v}");
 }
 
 /// Item 8: `compare 'cmd'` with one command was refused ("use tally run -n");
@@ -530,18 +533,35 @@ fn gnu_times_format_string_and_append_work_and_a_format_sent_past_a_pipe_is_said
         "{}",
         text(&out.stderr)
     );
-    // A machine format with stdout a pipe: said once, on stderr.
+    // A machine format with stdout a pipe and stderr a terminal: said
+    // once, on the terminal (`script` gives the shell a terminal).
+    if common::have("script") {
+        let line = format!(
+            "{} run --format json -- true | cat > /dev/null",
+            common::tally_bin().display()
+        );
+        let out = command("script")
+            .args(["-qec", &line, "/dev/null"])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let shown = text(&out.stdout);
+        assert_eq!(
+            shown.matches("goes to stderr, not to the pipe").count(),
+            1,
+            "{shown}"
+        );
+    } else {
+        common::skip_part!("script is not installed: the note to a terminal is not looked at");
+    }
+    // Stderr taken by a file or a pipe gets the report alone.
     let out = tally_std()
         .args(["run", "--format", "json", "--", "true"])
         .stdout(Stdio::piped())
         .output()
         .unwrap();
-    let err = text(&out.stderr);
-    assert_eq!(
-        err.matches("goes to stderr, not to the pipe").count(),
-        1,
-        "{err}"
-    );
+    assert!(!text(&out.stderr).contains("not to the pipe"));
+    assert!(serde_json::from_slice::<Value>(&out.stderr).is_ok());
     let out = tally_std()
         .args(["run", "--format", "json", "-o", "-", "--", "true"])
         .stdout(Stdio::piped())

@@ -386,7 +386,8 @@ fn a_baseline_keeps_every_run_and_a_later_comparison_uses_it_as_reference() {
     } else {
         assert_eq!(out.status.code(), Some(3), "{stdout}\n{stderr}");
         assert!(
-            stdout.starts_with("gate: 1 regression: `nap` wall time +"),
+            stdout.starts_with("gate: 1 regression: `nap` wall time ")
+                && stdout.lines().next().is_some_and(|l| l.contains("× [")),
             "{stdout}"
         );
     }
