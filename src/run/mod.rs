@@ -17,6 +17,7 @@ pub mod records;
 mod render;
 pub mod report;
 pub mod spawner;
+pub mod template;
 mod tree;
 mod why;
 
@@ -289,6 +290,7 @@ pub fn execute(cfg: &Config, progress: &mut Progress) -> Result<RunReport, RunEr
         speed: None,
         count: None,
         why_table: false,
+        template: None,
     };
     let steps = cfg.warmup.saturating_add(cfg.runs);
     let mut step = |what: &str, done: u32| {
