@@ -59,6 +59,42 @@ pub fn thousands_f(x: f64) -> String {
     }
 }
 
+/// `99.77%`, `95%`, `1%`: a fraction as a percentage, no more digits than
+/// it needs (at most two decimals).
+pub fn percent_text(fraction: f64) -> String {
+    let mut text = format!("{:.2}", fraction * 100.0);
+    while text.contains('.') && (text.ends_with('0') || text.ends_with('.')) {
+        text.pop();
+    }
+    format!("{text}%")
+}
+
+/// The decimals a ratio near `x` is written with: none from 100×, one
+/// from 10×, two down to 0.1×, and below that as many as keep two
+/// significant digits (`0.0016×`, never `0.00×` for 1 to 625).
+pub fn ratio_decimals(x: f64) -> usize {
+    let x = x.abs();
+    if !x.is_finite() || x >= 100.0 {
+        0
+    } else if x >= 10.0 {
+        1
+    } else if x >= 0.1 || x == 0.0 {
+        2
+    } else {
+        // 0.0016: -log10 = 2.8, so 4 decimals give two digits.
+        ((-x.log10()).ceil() as usize + 1).min(12)
+    }
+}
+
+/// `1.26×`, `41.9×`, `0.0016×`: a ratio in the decimals it needs
+/// ([`ratio_decimals`]); `inf×` beyond any number.
+pub fn ratio(x: f64) -> String {
+    if !x.is_finite() {
+        return "inf×".into();
+    }
+    format!("{}×", decimals(x, ratio_decimals(x)))
+}
+
 /// A number as typed or read, short enough for a message whatever its
 /// size: as Rust writes it up to 10^9 (`0.25`, `-3`, `1500000`), in
 /// exponent form beyond (`1e308`, `-4.2e15`); `NaN`, `inf`.
@@ -182,6 +218,33 @@ pub fn percent(part: u64, whole: u64) -> Option<u64> {
     Some(p.min(100) as u64)
 }
 
+/// A size in KiB (the kernel's kB, exact) for people: `5,444KiB` below
+/// 10 MiB, `212.2MiB` below 10 GiB, `12.3GiB` beyond. Regression: peak
+/// memory read "217,320KiB".
+pub fn memory_kib(kib: f64) -> String {
+    if !kib.is_finite() {
+        return "-".into();
+    }
+    if kib.abs() < 10.0 * 1024.0 {
+        format!("{}KiB", thousands_f(kib))
+    } else if kib.abs() < 10.0 * 1024.0 * 1024.0 {
+        format!("{}MiB", tenths_f(kib / 1024.0))
+    } else {
+        format!("{}GiB", tenths_f(kib / (1024.0 * 1024.0)))
+    }
+}
+
+/// `8,078.9`: a number with one decimal and thousands separators.
+pub fn tenths_f(x: f64) -> String {
+    let text = format!("{:.1}", x.abs());
+    let (whole, tenth) = text.split_once('.').unwrap_or((&text, "0"));
+    let sign = if x < 0.0 && text != "0.0" { "-" } else { "" };
+    format!(
+        "{sign}{}.{tenth}",
+        thousands(whole.parse::<u64>().unwrap_or(0))
+    )
+}
+
 /// Binary size with one decimal and IEC unit (`1.5 MiB`); bytes below 1 KiB.
 pub fn human_bytes(bytes: u64) -> String {
     const UNITS: [&str; 6] = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
@@ -250,6 +313,8 @@ mod tests {
         assert_eq!(decimals(-3.0e10, 1), "-3.00e10");
         assert_eq!(decimals(f64::INFINITY, 1), "inf");
         assert!(decimals(f64::MAX, 1).len() < 10);
+        assert_eq!(ratio(2.6726672e301), "2.67e301×");
+        assert_eq!(ratio(41.94), "41.9×");
     }
     use super::*;
 

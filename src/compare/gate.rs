@@ -5,9 +5,8 @@
 //! [`crate::gate::judge`]: regression, pass or inconclusive.
 
 pub use super::plan::Rule;
-use super::report::{
-    CommandResult, CompareReport, FigureComparison, Verdict, p_text, runs_would_decide,
-};
+use super::prose::{interval_text, limit_text, p_text, runs_would_decide};
+use super::report::{CommandResult, CompareReport, FigureComparison, Verdict};
 pub use super::report::{Gate, GateResult, Reason};
 use crate::gate::{self, Evidence, Outcome, Undecidable};
 use crate::run::report::{FIGURES, Figure};
@@ -444,31 +443,36 @@ fn under_load(r: &CompareReport, results: &[GateResult]) -> String {
             }
             let (x, lo, hi) = (v.ratio?, v.ratio_low?, v.ratio_high?);
             Some(format!(
-                "; cpu time {} {}: gate on cpu= to judge under load",
-                gate::change(x),
-                gate::change_interval(lo, hi)
+                "; cpu time {}: gate on cpu= to judge under load",
+                interval_text(x, Some((lo, hi)))
             ))
         })
         .unwrap_or_default()
 }
 
-/// `+20.3% [+18.1, +22.4]`, or what stands for it.
+/// `1.20× [1.18, 1.22]`, or what stands for it: ratios in one unit, as
+/// every other ratio of a comparison is written.
 pub fn change_text(g: &GateResult) -> String {
     match (g.ratio, g.ratio_low, g.ratio_high) {
-        (Some(x), Some(lo), Some(hi)) if lo != hi => {
-            format!("{} {}", gate::change(x), gate::change_interval(lo, hi))
-        }
-        (Some(x), ..) => gate::change(x),
+        (Some(x), Some(lo), Some(hi)) if lo != hi => interval_text(x, Some((lo, hi))),
+        (Some(x), ..) => interval_text(x, None),
         (None, ..) if g.p_adjusted.is_some() => "from 0".into(),
         (None, ..) => "not measured".into(),
     }
 }
 
-/// Why a result came out as it did, in a few words: `beyond +5%,
-/// p<0.001`, `within +5%`, `across +5%: about 80 runs of each would
+/// Why a result came out as it did, in a few words: `beyond 1.05×,
+/// p<0.001`, `within 1.05×`, `across 1.05×: about 80 runs of each would
 /// decide`.
 pub fn phrase(g: &GateResult) -> String {
-    let limit = format!("+{}", gate::limit_text(g.limit));
+    phrase_noting(g, true)
+}
+
+/// [`phrase`], with the result's note (why it is inconclusive) or without
+/// it, where it was said already.
+fn phrase_noting(g: &GateResult, with_note: bool) -> String {
+    let limit = limit_text(g.limit);
+    let note = g.note.as_ref().filter(|_| with_note);
     match g.outcome {
         Outcome::Regression => match g.p_adjusted {
             _ if g.exact => format!("beyond {limit}, exact"),
@@ -477,7 +481,7 @@ pub fn phrase(g: &GateResult) -> String {
         },
         Outcome::Pass => format!("within {limit}"),
         Outcome::Inconclusive => {
-            let why = match (&g.note, g.runs_needed) {
+            let why = match (note, g.runs_needed) {
                 (Some(note), Some(n)) => format!("{note}; {}", runs_would_decide(n)),
                 (None, Some(n)) => runs_would_decide(n),
                 (Some(note), None) => note.clone(),
@@ -499,12 +503,12 @@ pub fn phrase(g: &GateResult) -> String {
     }
 }
 
-pub(super) use super::report::about_runs;
+pub(super) use super::prose::about_runs;
 
-/// The outcome in a table's few words: `regression (> +5%, p<0.001)`,
-/// `pass (≤ +5%)`, `inconclusive (~80 runs)`.
+/// The outcome in a table's few words: `regression (> 1.05×, p<0.001)`,
+/// `pass (≤ 1.05×)`, `inconclusive (~80 runs)`.
 pub fn outcome_text(g: &GateResult) -> String {
-    let limit = format!("+{}", gate::limit_text(g.limit));
+    let limit = limit_text(g.limit);
     let why = match g.outcome {
         Outcome::Regression => match g.p_adjusted {
             _ if g.exact => format!("> {limit}, exact"),
@@ -528,36 +532,57 @@ pub fn outcome_text(g: &GateResult) -> String {
     format!("{} ({why})", g.outcome.name())
 }
 
-/// `1 regression: `new` wall time +20.3% [+18.1, +22.4] beyond +5%,
-/// p<0.001; `new` peak memory +0.2% [-0.4, +0.8] within +10%`.
-fn headline(results: &[GateResult]) -> String {
-    let summary = gate::outcome_counts(results.iter().map(|g| g.outcome));
+/// The parts of the gate's headline, worst first, each with its
+/// [`phrase`]: a note (why a result is inconclusive) is said once, and
+/// the machine's speed, returned apart, goes before them all.
+pub(super) fn headline_parts(
+    results: &[GateResult],
+) -> (Option<&String>, Vec<(&GateResult, String)>) {
     let mut ordered: Vec<&GateResult> = results.iter().collect();
     ordered.sort_by_key(|g| std::cmp::Reverse(g.outcome));
+    let speed = results
+        .iter()
+        .find(|g| g.reason == Some(Reason::MachineSpeed))
+        .and_then(|g| g.note.as_ref());
+    let mut said: Vec<&String> = speed.into_iter().collect();
+    let parts = ordered
+        .into_iter()
+        .map(|g| {
+            let new = g.note.as_ref().is_some_and(|n| !said.contains(&n));
+            if let (true, Some(n)) = (new, g.note.as_ref()) {
+                said.push(n);
+            }
+            (g, phrase_noting(g, new))
+        })
+        .collect();
+    (speed, parts)
+}
+
+/// `1 regression: `new` wall time 1.20× [1.18, 1.22] beyond 1.05×,
+/// p<0.001; `new` peak memory 1.00× [0.99, 1.01] within 1.10×`. Each
+/// reason once: the machine's speed first, where it left times
+/// inconclusive, and a note said for one result is not said again.
+fn headline(results: &[GateResult]) -> String {
+    let summary = gate::outcome_counts(results.iter().map(|g| g.outcome));
+    let (speed, ordered) = headline_parts(results);
     let parts: Vec<String> = ordered
         .iter()
-        .map(|g| {
+        .map(|(g, phrase)| {
             format!(
-                "`{}` {} {} {}",
+                "`{}` {} {} {phrase}",
                 crate::text::Foreign(&g.name),
                 label(g.figure),
                 change_text(g),
-                phrase(g)
             )
         })
         .collect();
     if parts.is_empty() {
         return format!("{summary}: no command has a reference");
     }
-    // The machine's speed first: no time of this comparison is judged.
-    if let Some(note) = results
-        .iter()
-        .find(|g| g.reason == Some(Reason::MachineSpeed))
-        .and_then(|g| g.note.as_ref())
-    {
-        return format!("inconclusive: {note}; {summary}: {}", parts.join("; "));
+    match speed {
+        Some(note) => format!("inconclusive: {note}; {summary}: {}", parts.join("; ")),
+        None => format!("{summary}: {}", parts.join("; ")),
     }
-    format!("{summary}: {}", parts.join("; "))
 }
 
 #[cfg(test)]
@@ -565,7 +590,7 @@ mod tests {
     use super::*;
 
     /// Regression: a figure left inconclusive by the machine's speed read
-    /// `+94.7% [+50.7, +149.4] across +5%`, an interval wholly beyond the
+    /// `+94.7% [+50.7, +149.4] across +5%` (now `1.95× [1.51, 2.49]`), an interval wholly beyond the
     /// limit said to lie across it.
     #[test]
     fn an_inconclusive_figure_says_where_its_interval_lies() {
@@ -587,15 +612,15 @@ mod tests {
         };
         assert_eq!(
             phrase(&g(1.507, 2.494)),
-            "beyond +5%: this machine ran 80% faster"
+            "beyond 1.05×: this machine ran 80% faster"
         );
         assert_eq!(
             phrase(&g(0.9, 1.04)),
-            "within +5%: this machine ran 80% faster"
+            "within 1.05×: this machine ran 80% faster"
         );
         assert_eq!(
             phrase(&g(0.98, 1.2)),
-            "across +5%: this machine ran 80% faster"
+            "across 1.05×: this machine ran 80% faster"
         );
     }
 
@@ -871,7 +896,7 @@ mod tests {
         let g = evaluate(&r, &[parse_rule("wall=5%").unwrap()], false);
         assert_eq!(g.results[0].outcome, Outcome::Inconclusive, "{g:?}");
         assert!(
-            g.headline.contains("; cpu time +15.4% [+15.3, +15.5]")
+            g.headline.contains("; cpu time 1.15× [1.15, 1.16]")
                 && g.headline.ends_with("gate on cpu= to judge under load"),
             "{}",
             g.headline

@@ -185,6 +185,9 @@ pub struct View {
     pub sort: Sort,
     /// Times in this unit (`--time-unit`; `auto` scales each).
     pub time_unit: TimeUnit,
+    /// Every figure in its own block (`--all-figures`), not only those
+    /// that differ or matter.
+    pub all_figures: bool,
 }
 
 /// `--sort`: the order of the commands in each figure's rows (hyperfine's

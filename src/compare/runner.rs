@@ -1061,18 +1061,19 @@ impl<'c> Session<'c> {
                  find a difference of {} with {}% chance; {} needs about {needed} runs of each \
                  (--runs {needed})",
                 sizing::BUDGET.as_secs(),
-                super::report::percent(detectable),
+                super::prose::percent(detectable),
                 (sizing::POWER * 100.0).round(),
-                super::report::percent(sizing::DETECT),
+                super::prose::percent(sizing::DETECT),
             ));
         }
         for (i, (n, floor)) in self.at_floor.into_iter().enumerate() {
             if n > 0 {
                 report.warnings.push(format!(
-                    "#{} {}: peak memory at most {floor} KiB in {n} run{}, the peak of tally's \
+                    "#{} {}: peak memory at most {} KiB in {n} run{}, the peak of tally's \
                      own spawner: those figures are upper bounds, not measurements",
                     i + 1,
                     crate::text::Foreign(&cfg.instances[i].name),
+                    crate::units::thousands(floor),
                     if n == 1 { "" } else { "s" }
                 ));
             }

@@ -9,8 +9,7 @@ use crate::units::thousands;
 pub const WHERE_LINES: usize = 10;
 
 /// The source in one line.
-pub fn source_line(r: &CountReport) -> String {
-    let s = &r.source;
+pub fn source_line(s: &super::Source) -> String {
     match s.kind {
         Kind::Sim => format!(
             "counted by {} on simulated caches ({})",

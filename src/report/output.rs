@@ -85,6 +85,8 @@ pub struct Request {
     /// `-o FILE`; `None`: the command's default stream.
     pub output: Option<PathBuf>,
     pub exports: Vec<Export>,
+    /// `-o FILE` is added to, not replaced (`run -a`, GNU time's).
+    pub append: bool,
 }
 
 /// A standard stream.
@@ -292,6 +294,23 @@ impl Output {
         }
         let main = match (request.output.as_deref(), main_default) {
             (None, None) => None,
+            (Some(p), _) if request.append && p.as_os_str() != "-" => {
+                // Added to where it is, as a device is written: opened by
+                // place's one opener for appending.
+                let (file, _) = place::open_append(p).map_err(|source| OutputError::Place {
+                    flag: "-o",
+                    path: p.to_path_buf(),
+                    source,
+                })?;
+                Some(Target {
+                    format: request.format,
+                    to: To::Special {
+                        file,
+                        path: p.to_path_buf(),
+                    },
+                    flag: "-o",
+                })
+            }
             (path, stream) => Some(target(
                 request.format,
                 path,

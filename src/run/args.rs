@@ -89,6 +89,20 @@ pub struct RunArgs {
           value_hint = clap::ValueHint::CommandWithArguments)]
     pub argv: Vec<OsString>,
 
+    /// The report as one line per run made from TEMPLATE, as GNU time's
+    /// `-f FORMAT`: its `%` letters (`%e` elapsed s, `%U`/`%S` user/kernel
+    /// s, `%M` peak KiB, `%P` cpu %, `%E`, `%F`, `%R`, `%w`, `%c`, `%I`,
+    /// `%O`, `%x`, `%C`, `%Z`), `%{KEY}` for any figure of tally's by its
+    /// JSON key (`%{io_wait_ns}`), `%%`, and `\n`, `\t`.
+    #[arg(short = 'f', long = "template", value_name = "TEMPLATE",
+          value_parser = |s: &str| super::template::Template::parse(s).map(|_| s.to_string()))]
+    pub template: Option<String>,
+
+    /// With -o FILE: add the report to the end of FILE instead of
+    /// replacing it (GNU time's -a).
+    #[arg(short = 'a', long, requires = "output")]
+    pub append: bool,
+
     /// The unit of times in human output: `auto` (each scaled: ns, µs,
     /// ms, s), `ns`, `us`, `ms` or `s`. JSON and CSV keep integers.
     #[arg(short = 'u', long, value_enum, value_name = "UNIT", default_value_t = crate::units::TimeUnit::Auto)]
@@ -114,6 +128,8 @@ impl Default for RunArgs {
             why: false,
             gpu: false,
             argv: Vec::new(),
+            template: None,
+            append: false,
             time_unit: crate::units::TimeUnit::Auto,
             out: OutputArgs::default(),
         }

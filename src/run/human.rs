@@ -17,7 +17,13 @@ pub fn write(r: &RunReport, out: &mut dyn Write, style: Style) -> io::Result<()>
     if let Some(line) = failure(&r.runs) {
         writeln!(out, "tally: {line}")?;
     }
+    // `-f TEMPLATE`: a line per run, as GNU time's -f gives.
+    if let Some(text) = &r.template {
+        return templated(r, text, out);
+    }
     let report = r;
+    // Prose fits the terminal; off one, lines of 100.
+    let width = style.width.unwrap_or(NO_TERMINAL_WIDTH);
     if r.runs.len() == 1 {
         let r = &r.runs[0];
         if let Some(c) = &r.cold {
@@ -27,7 +33,7 @@ pub fn write(r: &RunReport, out: &mut dyn Write, style: Style) -> io::Result<()>
             human_single(r, report.why_table, out)?;
         }
         if let Some(w) = &r.why {
-            human_why_after(w, report.why_table, out)?;
+            human_why_after(w, report.why_table, width, out)?;
         }
         if let Some(t) = &r.tree {
             human_tree(t, out)?;
@@ -80,13 +86,12 @@ pub fn write(r: &RunReport, out: &mut dyn Write, style: Style) -> io::Result<()>
         }
         table.write(out, style)?;
         if sampled {
-            let width = style.width.unwrap_or(NO_TERMINAL_WIDTH);
             tally_lines(out, &format!("tally: {}", super::report::TICK_NOTE), width)?;
         }
         if let Some(w) = &last.why {
             writeln!(out, "tally: where the wall time went, the last run:")?;
             human_why(w, last.wall_ns, report.why_table, out)?;
-            human_why_after(w, report.why_table, out)?;
+            human_why_after(w, report.why_table, width, out)?;
         }
         if let Some(c) = &last.cold {
             writeln!(out, "tally: cold: before each run; the last:")?;
@@ -127,14 +132,23 @@ pub fn write(r: &RunReport, out: &mut dyn Write, style: Style) -> io::Result<()>
             r.runs_requested
         )?;
     }
-    let width = style
-        .width
-        .unwrap_or(NO_TERMINAL_WIDTH)
-        .min(NO_TERMINAL_WIDTH);
     for w in &r.warnings {
         tally_lines(out, &format!("tally: warning: {w}"), width)?;
     }
     Ok(())
+}
+
+/// A line per run made from the template `text` (`-f`).
+fn templated(r: &RunReport, text: &str, out: &mut dyn Write) -> io::Result<()> {
+    match super::template::Template::parse(text) {
+        Ok(t) => {
+            for run in &r.runs {
+                writeln!(out, "{}", t.render(&r.command, run))?;
+            }
+            Ok(())
+        }
+        Err(e) => writeln!(out, "tally: {e}"),
+    }
 }
 
 /// `ns` nanoseconds in the command line's unit.
@@ -155,8 +169,8 @@ fn human_single(r: &RunRecord, why_table: bool, out: &mut dyn Write) -> io::Resu
     }
     writeln!(
         out,
-        "tally: peak memory {}KiB (ru_maxrss)",
-        thousands(r.max_rss_bytes / 1024)
+        "tally: peak memory {} (ru_maxrss)",
+        crate::units::memory_kib((r.max_rss_bytes / 1024) as f64)
     )?;
     writeln!(
         out,
@@ -281,10 +295,10 @@ fn human_why(w: &Why, wall_ns: u64, table: bool, out: &mut dyn Write) -> io::Res
 
 /// After the other figures: why a part is unavailable (each reason once),
 /// the notes with the table, and the advice.
-fn human_why_after(w: &Why, table: bool, out: &mut dyn Write) -> io::Result<()> {
+fn human_why_after(w: &Why, table: bool, width: usize, out: &mut dyn Write) -> io::Result<()> {
     if table {
         for note in &w.notes {
-            tally_lines(out, &format!("tally: note: {note}"), NO_TERMINAL_WIDTH)?;
+            tally_lines(out, &format!("tally: note: {note}"), width)?;
         }
     } else {
         // Each reason once, with the parts it leaves unmeasured; a reason
@@ -328,11 +342,11 @@ fn human_why_after(w: &Why, table: bool, out: &mut dyn Write) -> io::Result<()> 
         // Extensions after the reason they extend.
         lines.sort_by_key(|l| l.contains(": also "));
         for line in lines {
-            tally_lines(out, &format!("tally: {line}"), NO_TERMINAL_WIDTH)?;
+            tally_lines(out, &format!("tally: {line}"), width)?;
         }
     }
     if let Some(advice) = &w.advice {
-        tally_lines(out, &format!("tally: {advice}"), NO_TERMINAL_WIDTH)?;
+        tally_lines(out, &format!("tally: {advice}"), width)?;
     }
     Ok(())
 }
@@ -350,7 +364,7 @@ fn human_count(r: &RunReport, style: Style, out: &mut dyn Write) -> io::Result<(
         .width
         .unwrap_or(NO_TERMINAL_WIDTH)
         .min(NO_TERMINAL_WIDTH);
-    let mut lines = vec![human::source_line(c)];
+    let mut lines = vec![human::source_line(&c.source)];
     if let [one] = r.runs.as_slice() {
         match one.count.as_ref() {
             Some(crate::count::CountState::Measured(m)) => lines.extend(human::figures(m)),
@@ -451,8 +465,8 @@ fn human_tree(t: &TreeUsage, out: &mut dyn Write) -> io::Result<()> {
         .peak_memory_bytes
         .map(|b| {
             format!(
-                "peak memory {}KiB ({})",
-                thousands(b / 1024),
+                "peak memory {} ({})",
+                crate::units::memory_kib((b / 1024) as f64),
                 t.memory_method
             )
         })

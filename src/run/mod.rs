@@ -18,6 +18,7 @@ pub mod records;
 mod render;
 pub mod report;
 pub mod spawner;
+pub mod template;
 mod tree;
 mod why;
 
@@ -345,6 +346,7 @@ pub fn execute(cfg: &Config, progress: &mut Progress) -> Result<RunReport, RunEr
         speed: None,
         count: None,
         why_table: false,
+        template: None,
     };
     if let Err(e) = measurer.start_gpu(cfg, &mut |what| progress.busy(&what, false)) {
         report.interrupted_by = Some(not_started(e)?);

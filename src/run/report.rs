@@ -413,6 +413,10 @@ pub struct RunReport {
     /// sources (`--why`), not two lines.
     #[serde(skip)]
     pub why_table: bool,
+    /// People see one line per run made from this template (`-f`, read
+    /// by `super::template`; checked when the arguments were).
+    #[serde(skip)]
+    pub template: Option<String>,
 }
 
 /// The speed probes of `run -n` (see [`super::probe`]): the machine's speed
@@ -463,6 +467,9 @@ impl Figure {
             return format!("{mark}{}", crate::units::time_ns(ns));
         }
         let q = Quantity::new(value, self.unit).to(self.show);
+        if self.show == Unit::Kibibytes {
+            return crate::units::memory_kib(q.value);
+        }
         let symbol = match self.show {
             Unit::Bytes => "",
             u => u.symbol(),
@@ -849,6 +856,7 @@ pub(crate) mod tests {
             speed: None,
             count: None,
             why_table: false,
+            template: None,
         };
         r.summarize();
         r
