@@ -437,8 +437,24 @@ pub fn evaluate(r: &CompareReport, rules: &[Rule], strict: bool) -> Gate {
         strict,
         outcome: worst.unwrap_or(Outcome::Pass),
         exit_status: gate::exit_status(worst, strict),
-        headline: headline(&results) + &under_load(r, &results),
+        headline: headline(&results) + &under_load(r, &results) + &count_hint(r, &results),
         results,
+    }
+}
+
+/// When a time is left undecided because the machine's speed moved and
+/// nothing was counted: `; counted work decides where time cannot: …`,
+/// once; else nothing.
+fn count_hint(r: &CompareReport, results: &[GateResult]) -> String {
+    let speed = results
+        .iter()
+        .any(|g| g.outcome == Outcome::Inconclusive && g.reason == Some(Reason::MachineSpeed));
+    if speed && r.count.is_none() {
+        "; counted work decides where time cannot (--count --fail-on instructions=1%, \
+         docs/count.md)"
+            .into()
+    } else {
+        String::new()
     }
 }
 

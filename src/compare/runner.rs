@@ -1118,7 +1118,8 @@ fn speed(report: &mut CompareReport, probes: &[u64], cfg: &Config) {
     let Some(mut speed) = probe::Speed::of(probes) else {
         return;
     };
-    if speed.varied() {
+    // Against a baseline, its own warning says how the speed is judged.
+    if speed.varied() && cfg.baseline.is_none() {
         report.warnings.push(format!(
             "the machine's speed varied ±{:.0}% during these runs (speed probe): figures from \
              another time are not comparable",
