@@ -1158,9 +1158,11 @@ fn speed(report: &mut CompareReport, probes: &[u64], cfg: &Config) {
         let differs = probe::differs(probes, then);
         speed.versus_baseline =
             differs.or_else(|| probe::Speed::of(then).map(|t| speed.median_ns / t.median_ns));
+        // Every time against a baseline is judged in proportion to the
+        // speed the probes measured; a warning where they differ.
+        speed.allowance = probe::allowance(probes, then);
         if differs.is_some() {
             speed.not_comparable = true;
-            speed.allowance = probe::allowance(probes, then);
             if let Some(a) = &speed.allowance {
                 report.warnings.insert(
                     0,
