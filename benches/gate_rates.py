@@ -11,7 +11,10 @@ same `--name`):
    loop against it. Exit 0 (pass or inconclusive) is right; exit 3
    (regression) is a false alarm.
 2. Power: TRIES times, a fresh baseline and the loop doing 20% more work
-   against it. Exit 3 is right.
+   against it. Exit 3 is right. Then the same two with real work:
+   `gzip -6 -c FILE` (FILE about 1 MB of the project's Rust sources)
+   against its own baseline (right: exit 0), and `gzip -6 -c FILE2`, the
+   file twice over, against the baseline of FILE (right: exit 3).
 3. 10% more work against a 30% gate (should pass), and two commands in one
    run touching 20 MB and 60 MB against `--fail-on maxrss=10%` (should fail).
 4. The speed reference: TRIES times, a baseline saved while a busy loop
@@ -22,14 +25,16 @@ same `--name`):
    exit 0 without "inconclusive" first is a pass decided on time.
 
 With LOAD=N in the environment, N busy loops run (unpinned) through parts
-1 and 2: false alarms and power under load. Every busy loop started is
-killed before the script ends.
+1 and 2: false alarms and power under load. PARTS=gate,speed,other (the
+default: all) picks parts 1-2, part 4 and part 3. Every busy loop started
+is killed before the script ends.
 
-Prints every exit status, the rates, and the outcome lines of the last
-comparison of each kind.
+Prints every exit status, the rates, the first line of every gate of
+parts 1 and 2, and that of the last comparison of each other kind.
 
-Usage: benches/gate_rates.py [TRIES] [MAX_RUNS]   (20 300); TALLY_BIN=PATH measures
-that binary instead of building one.
+Usage: benches/gate_rates.py [TRIES] [MAX_RUNS]   (20 300); TALLY=PATH (or
+TALLY_BIN=PATH) measures that binary (default: the release binary in
+target/; nothing is built).
 """
 
 import json
@@ -39,7 +44,7 @@ import sys
 import tempfile
 import time
 
-from common import build_tally, busy_percent
+from common import ROOT, busy_percent, tally_binary
 
 WORK = r"""
 #include <stdlib.h>
@@ -88,10 +93,39 @@ def quiet():
         p.wait()
 
 
+def gzip_input(d):
+    """A file of about 1 MB of text (the project's Rust sources, repeated
+    as needed) at d/data, and the same twice over at d/data2; returns the
+    first path."""
+    text = b""
+    for top, _, names in sorted(os.walk(os.path.join(ROOT, "src"))):
+        for name in sorted(names):
+            if name.endswith(".rs"):
+                with open(os.path.join(top, name), "rb") as f:
+                    text += f.read()
+    text = (text * (1 + (1 << 20) // max(len(text), 1)))[:1 << 20]
+    path = os.path.join(d, "data")
+    with open(path, "wb") as f:
+        f.write(text)
+    with open(path + "2", "wb") as f:
+        f.write(text + text)
+    return path
+
+
 def tally_run(tally, args, cwd):
+    """Runs `tally compare ARGS`: its exit status, the gate's outcome (the
+    report's first line and the indented lines that go on with it, joined
+    with newlines) and the process."""
     p = subprocess.run([tally, "compare", *args], cwd=cwd, capture_output=True, text=True)
-    first = p.stdout.splitlines()[0] if p.stdout else p.stderr.strip()
-    return p.returncode, first, p
+    lines = p.stdout.splitlines()
+    if not lines:
+        return p.returncode, p.stderr.strip(), p
+    block = [lines[0]]
+    for line in lines[1:]:
+        if not line.startswith("  ") or not block[0].startswith("gate"):
+            break
+        block.append(line)
+    return p.returncode, "\n".join(block), p
 
 
 def main():
@@ -104,7 +138,7 @@ def main():
 def run_all():
     tries = int(sys.argv[1]) if len(sys.argv) > 1 else 20
     max_runs = sys.argv[2] if len(sys.argv) > 2 else "300"
-    tally = os.environ.get("TALLY_BIN") or build_tally()
+    tally = tally_binary()
     with tempfile.TemporaryDirectory() as d:
         src = os.path.join(d, "work.c")
         exe = os.path.join(d, "work")
@@ -115,33 +149,42 @@ def run_all():
         print(f"loop: {n} iterations (about 10 ms); machine {busy_percent(2):.0f}% busy "
               f"before the runs", flush=True)
 
-        def save():
+        def save(cmd=f"{exe} {n}", name="work"):
             code, first, p = tally_run(
-                tally, ["-N", "--max-runs", max_runs, "--save-baseline", "b.json", "--name", "work",
-                        f"{exe} {n}", "-o", "/dev/null"], d)
+                tally, ["-N", "--max-runs", max_runs, "--save-baseline", "b.json", "--name", name,
+                        cmd, "-o", "/dev/null"], d)
             if code != 0:
                 sys.exit(f"--save-baseline failed ({code}): {p.stderr}")
             with open(os.path.join(d, "b.json")) as f:
                 return json.load(f).get("other_cpu_percent")
 
-        def gate(cmd, limit="wall=5%"):
+        def gate(cmd, limit="wall=5%", name="work"):
             return tally_run(tally, ["-N", "--max-runs", max_runs, "--baseline", "b.json", "--fail-on", limit,
-                                     "--name", "work", cmd, "--export", "json=g.json"], d)
+                                     "--name", name, cmd, "--export", "json=g.json"], d)
 
         def other_now():
             with open(os.path.join(d, "g.json")) as f:
                 return json.load(f).get("other_cpu_percent")
 
         load = int(os.environ.get("LOAD", "0"))
+        parts = os.environ.get("PARTS", "gate,speed,other").split(",")
+        data = gzip_input(d)
         busy(load)
-        for label, work, limit, right in [
-            (f"same loop against its own baseline, wall=5% ({load} busy loops)", n, "wall=5%", 0),
-            (f"20% more work, wall=5% ({load} busy loops)", n * 12 // 10, "wall=5%", 3),
-        ]:
+        rows = [
+            (f"same loop against its own baseline, wall=5% ({load} busy loops)",
+             "work", f"{exe} {n}", f"{exe} {n}", 0),
+            (f"20% more work, wall=5% ({load} busy loops)",
+             "work", f"{exe} {n}", f"{exe} {n * 12 // 10}", 3),
+            (f"gzip -6 of the same file against its own baseline, wall=5% ({load} busy loops)",
+             "gzip", f"gzip -6 -c {data}", f"gzip -6 -c {data}", 0),
+            (f"gzip -6 of the file doubled, wall=5% ({load} busy loops)",
+             "gzip", f"gzip -6 -c {data}", f"gzip -6 -c {data}2", 3),
+        ]
+        for label, name, saved, cmd, right in rows if "gate" in parts else []:
             codes, firsts, others = [], [], []
             for _ in range(tries):
-                then = save()
-                code, first, _ = gate(f"{exe} {work}", limit)
+                then = save(saved, name)
+                code, first, _ = gate(cmd, "wall=5%", name)
                 codes.append(code)
                 firsts.append(first)
                 others.append(f"{then or 0:.0f}->{other_now() or 0:.0f}")
@@ -154,23 +197,28 @@ def run_all():
             outcomes = [f[len("gate: "):].split(":")[0]
                         if f.startswith("gate: ") else "?" for f in firsts]
             print(f"  outcomes: {', '.join(outcomes)}")
-            print(f"  last: {firsts[-1]}")
+            for first in firsts:
+                print("  " + first.replace("\n", "\n  "), flush=True)
 
         quiet()
-        speed_reference(tally, exe, n, max_runs, tries, d)
+        if "speed" in parts:
+            speed_reference(tally, exe, n, max_runs, tries, d)
+        if "other" not in parts:
+            return
 
         save()
         code, first, _ = gate(f"{exe} {n * 11 // 10}", "wall=30%")
-        print(f"\n10% more work, wall=30%: exit {code}\n  {first}")
+        print(f"\n10% more work, wall=30%: exit {code}\n  " + first.replace("\n", "\n  "))
 
         code, first, p = tally_run(
             tally, ["-N", "--fail-on", "maxrss=10%", "--name", "20MB", "--name", "60MB",
                     f"{exe} 1000 20", f"{exe} 1000 60"], d)
-        print(f"\n20 MB vs 60 MB, maxrss=10%: exit {code}\n  {first}")
+        print(f"\n20 MB vs 60 MB, maxrss=10%: exit {code}\n  " + first.replace("\n", "\n  "))
         code, first, p = tally_run(
             tally, ["-N", "--max-runs", max_runs, "--fail-on", "wall=5%", "--name", "same",
                     "--name", "same-again", f"{exe} {n}", f"{exe} {n}"], d)
-        print(f"\ninterleaved, the loop against itself, wall=5%: exit {code}\n  {first}")
+        print(f"\ninterleaved, the loop against itself, wall=5%: exit {code}\n  "
+              + first.replace("\n", "\n  "))
         print(f"\nmachine {busy_percent(2):.0f}% busy after the runs")
 
 
