@@ -35,6 +35,55 @@ parts 1 and 2, and that of the last comparison of each other kind.
 Usage: benches/gate_rates.py [TRIES] [MAX_RUNS]   (20 300); TALLY=PATH (or
 TALLY_BIN=PATH) measures that binary (default: the release binary in
 target/; nothing is built).
+
+Parts 1 and 2 with the gzip rows, on the 2-core VM, 2026-12-06, the
+release binary of main at 640eaa8 (`PARTS=gate TALLY=…
+benches/gate_rates.py 5 300`, then the same with `LOAD=2`). The VM was
+shared and never idle: other work (builds and tests) took 100-154% of a
+CPU (of 2) in the gates without busy loops, 108-183% with them (tally's
+`other_cpu_percent`, baseline->gate, printed per try). Exit statuses:
+
+| | no busy loops | two busy loops |
+|---|---|---|
+| the loop against its own baseline (right: 0) | 0 0 0 0 0 (2 pass, 3 inconclusive) | 0 0 0 0 0 (1 pass, 4 inconclusive) |
+| 20% more work (right: 3) | 3 0 0 3 3 | 0 0 3 3 3 |
+| `gzip -6` of the file against its own baseline (right: 0) | 0 0 0 0 0 (1 pass, 4 inconclusive) | 0 0 0 0 0 (1 pass, 4 inconclusive) |
+| `gzip -6` of the file doubled (right: 3) | 3 3 0 3 3 | 3 3 3 3 3 |
+
+No false alarm in 20 gates of unchanged commands; 15 of 20 regressions
+caught. The five missed, each the gate's words:
+
+- 20% more work, no busy loops: `1 inconclusive: `work` wall time 0.79×
+  [0.71, 0.90] within 1.05×: other work on the machine took 122% of a CPU
+  during these runs and 146% during the baseline's: a change of this size
+  may be the machine's; cpu time 1.20× [1.13, 1.27]: gate on cpu= to judge
+  under load`
+- 20% more work, no busy loops: `1 inconclusive: `work` wall time 1.10×
+  [1.02, 1.18] across 1.05×: the baseline's 300 runs are too few to decide
+  it however many run now: save a baseline with more runs`
+- gzip doubled, no busy loops: `1 inconclusive: `gzip` wall time 2.64×
+  [2.35, 2.78] beyond 1.05×: other work on the machine took 146% of a CPU
+  during these runs and 134% during the baseline's: a change of this size
+  may be the machine's; the command was on a CPU 50% of its wall time, 65%
+  in the baseline's runs; cpu time 2.03× [1.98, 2.07]: gate on cpu= to
+  judge under load`
+- 20% more work, two busy loops: `1 inconclusive: `work` wall time 1.07×
+  [0.96, 1.18] across 1.05×: the baseline's 300 runs are too few to decide
+  it however many run now: save a baseline with more runs`
+- 20% more work, two busy loops: `1 inconclusive: `work` wall time 0.95×
+  [0.85, 1.06] across 1.05×: about 558 runs of each would decide`
+
+Two kinds: a wall time that the other work made noisier than 300 runs of
+a 10 ms loop can resolve (three), and the other-work rule (a change that
+was waiting, other work 10 points or more apart), which made inconclusive
+a doubling of gzip's wall time (2.64× [2.35, 2.78]) whose cpu time was
+2.03× [1.98, 2.07], for other work only 12 points apart: that rule
+excuses a change of any size, not one in proportion to the difference.
+Of the speed probes' rule, two gates of unchanged gzip under the busy
+loops said, e.g., `inconclusive: the machine's speed varied ±6% during
+these runs (speed probes): the machine could account for a time from
+0.94× to 1.15× the baseline's; 1 inconclusive: `gzip` wall time 1.19×
+[1.07, 1.31] beyond 1.05×`, exit 0.
 """
 
 import json
