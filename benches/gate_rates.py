@@ -26,8 +26,10 @@ same `--name`):
 
 With LOAD=N in the environment, N busy loops run (unpinned) through parts
 1 and 2: false alarms and power under load. PARTS=gate,speed,other (the
-default: all) picks parts 1-2, part 4 and part 3. Every busy loop started
-is killed before the script ends.
+default: all) picks parts 1-2, part 4 and part 3. LOOP_MS=M sizes the
+loop for M ms (10), and RUNS=N makes the baselines and gates of parts
+1-3 run N times each (`-n N`) instead of as many as tally chooses. Every
+busy loop started is killed before the script ends.
 
 Prints every exit status, the rates, the first line of every gate of
 parts 1 and 2, and that of the last comparison of each other kind.
@@ -84,6 +86,38 @@ loops said, e.g., `inconclusive: the machine's speed varied ±6% during
 these runs (speed probes): the machine could account for a time from
 0.94× to 1.15× the baseline's; 1 inconclusive: `gzip` wall time 1.19×
 [1.07, 1.31] beyond 1.05×`, exit 0.
+
+The issue's own setting, a loop of about 40 ms and 30 runs a side
+(`PARTS=gate LOOP_MS=40 RUNS=30 TALLY=… benches/gate_rates.py 5 300`,
+then with `LOAD=2`), right after, the VM as busy (other work 112-169% of
+a CPU without busy loops, 157-186% with them):
+
+| | no busy loops | two busy loops |
+|---|---|---|
+| the loop against its own baseline (right: 0) | 0 0 0 0 0 (all inconclusive) | 0 0 0 0 0 (all inconclusive) |
+| 20% more work (right: 3) | 0 0 0 0 0 | 0 0 0 0 0 |
+| `gzip -6` of the file against its own baseline (right: 0) | 0 0 0 0 0 (all inconclusive) | 3 0 0 0 0 |
+| `gzip -6` of the file doubled (right: 3) | 0 0 3 3 3 | 3 3 3 0 0 |
+
+One false alarm, the unchanged gzip under the busy loops: `gate: 1
+regression: `gzip` wall time 1.35× [1.08, 1.93] beyond 1.05×, p=0.001`
+(other work 180% of a CPU during the baseline, 185% during the gate).
+No 20%-longer loop was caught: 30 runs a side on this machine left its
+intervals wide ([0.99, 1.62], [0.80, 1.39], [0.74, 1.27], …), or the
+probes' spread (±294%, ±14%) or other work 30 and 16 points apart made
+them inconclusive at 1.38×-2.00× wall time (where a gate named the cpu
+time, it was 1.14×-1.21×).
+Of the four doublings of gzip missed, one by the probes (`the machine's
+speed varied ±104% while the baseline was saved (speed probes): the
+machine could account for a time from 0.23× to 1.95× the baseline's; 1
+inconclusive: `gzip` wall time 2.48× [1.93, 3.10] beyond 1.05×`), three
+by the other-work rule at 10-15 points apart, with wall 2.55×-3.35× and
+cpu 1.89×-2.11× (`1 inconclusive: `gzip` wall time 3.35× [2.72, 4.77]
+beyond 1.05×: other work on the machine took 178% of a CPU during these
+runs and 163% during the baseline's: a change of this size may be the
+machine's; the command was on a CPU 23% of its wall time, 34% in the
+baseline's runs; cpu time 2.11× [2.04, 2.18]: gate on cpu= to judge
+under load`).
 """
 
 import json
@@ -194,13 +228,18 @@ def run_all():
         with open(src, "w") as f:
             f.write(WORK)
         subprocess.run(["cc", "-O2", "-o", exe, src], check=True)
-        n = iterations(exe, 10)
-        print(f"loop: {n} iterations (about 10 ms); machine {busy_percent(2):.0f}% busy "
+        loop_ms = int(os.environ.get("LOOP_MS", "10"))
+        n = iterations(exe, loop_ms)
+        fixed = os.environ.get("RUNS")
+        runs = ["-n", fixed] if fixed else ["--max-runs", max_runs]
+        print(f"loop: {n} iterations (about {loop_ms} ms); "
+              f"{'runs ' + fixed if fixed else 'at most ' + max_runs + ' runs'} a side; "
+              f"machine {busy_percent(2):.0f}% busy "
               f"before the runs", flush=True)
 
         def save(cmd=f"{exe} {n}", name="work"):
             code, first, p = tally_run(
-                tally, ["-N", "--max-runs", max_runs, "--save-baseline", "b.json", "--name", name,
+                tally, ["-N", *runs, "--save-baseline", "b.json", "--name", name,
                         cmd, "-o", "/dev/null"], d)
             if code != 0:
                 sys.exit(f"--save-baseline failed ({code}): {p.stderr}")
@@ -208,7 +247,7 @@ def run_all():
                 return json.load(f).get("other_cpu_percent")
 
         def gate(cmd, limit="wall=5%", name="work"):
-            return tally_run(tally, ["-N", "--max-runs", max_runs, "--baseline", "b.json", "--fail-on", limit,
+            return tally_run(tally, ["-N", *runs, "--baseline", "b.json", "--fail-on", limit,
                                      "--name", name, cmd, "--export", "json=g.json"], d)
 
         def other_now():
