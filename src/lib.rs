@@ -15,6 +15,7 @@ pub mod diag;
 pub mod failure;
 pub mod gate;
 pub mod gpu;
+pub mod history;
 pub mod input;
 pub mod load;
 pub mod mem;
