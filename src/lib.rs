@@ -23,6 +23,7 @@ pub mod pagecache;
 pub mod place;
 pub mod procfs;
 pub mod progress;
+pub mod record;
 pub mod report;
 pub mod run;
 pub mod serve;

@@ -11,6 +11,7 @@ pub(super) fn run_command(args: RunArgs) -> u8 {
     tally::units::set_time_unit(args.time_unit);
     let request = args.out.request();
     let why_table = args.why;
+    let record = args.record.clone();
     let mut cfg = match args.config() {
         Ok(cfg) => cfg,
         Err(e) => return super::fail_as(&e, RUN_OWN_FAILURE),
@@ -19,6 +20,10 @@ pub(super) fn run_command(args: RunArgs) -> u8 {
     let output = match run::open_output(&mut cfg, &request) {
         Ok(o) => o,
         Err(e) => return super::fail_as(&e, RUN_OWN_FAILURE),
+    };
+    let recorder = match super::recorder(&record, Some(RUN_OWN_FAILURE)) {
+        Ok(r) => r,
+        Err(code) => return code,
     };
     let mut drawn = Drawn::new();
     let result = run::execute(&cfg, &mut Progress::new(&mut |e| drawn.event(e)));
@@ -33,5 +38,6 @@ pub(super) fn run_command(args: RunArgs) -> u8 {
     if super::said(output.write(&report)) != 0 {
         return RUN_OWN_FAILURE;
     }
+    super::record(recorder, &report);
     report.exit_code()
 }

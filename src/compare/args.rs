@@ -217,6 +217,9 @@ pub struct CompareArgs {
     #[command(flatten)]
     pub out: crate::report::OutputArgs,
 
+    #[command(flatten)]
+    pub record: crate::record::RecordArgs,
+
     /// The commands to compare, each one string run by `sh -c` (or split
     /// on whitespace with -N); with --baseline, none runs every stored one.
     #[arg(required_unless_present = "baseline", value_name = "COMMAND",

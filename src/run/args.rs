@@ -85,6 +85,9 @@ pub struct RunArgs {
     /// Where the report goes (stderr by default: stdout is the command's).
     #[command(flatten)]
     pub out: OutputArgs,
+
+    #[command(flatten)]
+    pub record: crate::record::RecordArgs,
 }
 
 impl Default for RunArgs {
@@ -103,6 +106,7 @@ impl Default for RunArgs {
             argv: Vec::new(),
             time_unit: crate::units::TimeUnit::Auto,
             out: OutputArgs::default(),
+            record: crate::record::RecordArgs::default(),
         }
     }
 }
