@@ -186,6 +186,12 @@ pub struct ImportArgs {
     #[arg(long = "as-command", value_name = "NAME")]
     pub as_command: Option<String>,
 
+    /// The files were made on this machine: their points take its
+    /// fingerprint (compare and run reports name only their kernel, so
+    /// without it they are of a machine known by that alone).
+    #[arg(long)]
+    pub this_machine: bool,
+
     #[command(flatten)]
     pub out: crate::report::OutputArgs,
 }
@@ -233,6 +239,7 @@ impl HistoryArgs {
                         commit: i.commit.clone(),
                         branch: i.branch.clone(),
                         command: i.as_command.clone(),
+                        this_machine: i.this_machine,
                     }),
                 })
             }

@@ -265,12 +265,13 @@ fn run_like(command: &str, v: &Value, out: &mut Vec<FigureResult>) -> Result<(),
         .iter()
         .map(|r| serde_json::from_value::<RunRecord>((*r).clone()).ok())
         .collect();
-    for s in v
+    let summary: Vec<&Value> = v
         .get("summary")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
-    {
+        .collect();
+    for s in &summary {
         let Some(figure) = s.get("figure").and_then(Value::as_str) else {
             continue;
         };
@@ -279,6 +280,20 @@ fn run_like(command: &str, v: &Value, out: &mut Vec<FigureResult>) -> Result<(),
             out,
             from_summary(command, figure, unit_of(figure), s, samples),
         )?;
+    }
+    // One run has no summary: its figures are those of run's table that
+    // the record has.
+    if summary.is_empty() && !typed.is_empty() && typed.iter().all(Option::is_some) {
+        for f in FIGURES {
+            let samples: Vec<f64> = typed
+                .iter()
+                .flatten()
+                .filter_map(|r| (f.get)(r).map(|v| v as f64))
+                .collect();
+            if samples.len() == typed.len() {
+                push(out, from_samples(command, f.key, unit_of(f.key), samples))?;
+            }
+        }
     }
     Ok(())
 }

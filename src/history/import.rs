@@ -107,12 +107,22 @@ fn read_one(
             return Ok(("side file", vec![r]));
         }
         let e = super::extract::extract(&v)?;
-        let machine = identity::machine(
-            e.cpu_model.clone(),
-            e.cpus,
-            e.kernel.clone(),
-            e.counting.clone(),
-        );
+        let machine = if cfg.this_machine {
+            let f = crate::compare::baseline::fingerprint();
+            identity::machine(
+                f.cpu_model,
+                f.cpus.map(i64::from),
+                f.kernel,
+                e.counting.clone(),
+            )
+        } else {
+            identity::machine(
+                e.cpu_model.clone(),
+                e.cpus,
+                e.kernel.clone(),
+                e.counting.clone(),
+            )
+        };
         let point = PointMeta {
             recorded_at_ns: e.made_ns.unwrap_or_else(now_ns),
             commit: cfg.commit.clone(),
@@ -171,7 +181,12 @@ fn csv(path: &Path, text: &str, cfg: &ImportConfig) -> Result<Vec<Recording>, St
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_else(|| "csv".into())
     });
-    let machine = identity::machine(None, None, None, Some(("unknown".into(), None)));
+    let machine = if cfg.this_machine {
+        let f = crate::compare::baseline::fingerprint();
+        identity::machine(f.cpu_model, f.cpus.map(i64::from), f.kernel, None)
+    } else {
+        identity::machine(None, None, None, Some(("unknown".into(), None)))
+    };
     let now = now_ns();
     let mut out = Vec::new();
     for (row, rec) in reader.records().enumerate() {

@@ -59,6 +59,8 @@ pub struct ImportConfig {
     pub branch: Option<String>,
     /// The command of a CSV file's figures.
     pub command: Option<String>,
+    /// Points take this machine's fingerprint.
+    pub this_machine: bool,
 }
 
 /// Why `tally history` failed.

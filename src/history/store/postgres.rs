@@ -465,10 +465,20 @@ impl Backend for Postgres {
         self.in_transaction(|me| {
             // One writer at a time makes or steps up the schema.
             me.client
-                .batch_execute(&format!(
-                    "SELECT pg_advisory_xact_lock(7306228); CREATE SCHEMA IF NOT EXISTS {NAMESPACE}"
-                ))
+                .batch_execute("SELECT pg_advisory_xact_lock(7306228)")
                 .map_err(|e| fault(&e, None))?;
+            // Made only where missing: a user who may write the tables but
+            // not make schemas needs no right it does not use.
+            let exists = me
+                .client
+                .query_opt("SELECT 1 FROM pg_namespace WHERE nspname = $1", &[&NAMESPACE])
+                .map_err(|e| fault(&e, None))?
+                .is_some();
+            if !exists {
+                me.client
+                    .batch_execute(&format!("CREATE SCHEMA {NAMESPACE}"))
+                    .map_err(|e| fault(&e, None))?;
+            }
             match plan(me)? {
                 Prepare::Ready => me.writable(),
                 Prepare::Create => {

@@ -27,6 +27,20 @@ use crate::text::path::display;
 /// How long a writer waits for another's transaction.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// The environment variable that sets another wait, in milliseconds (1
+/// to 3,600,000), for a CI that would rather keep a side file than wait.
+pub const BUSY_VAR: &str = "TALLY_HISTORY_BUSY_MS";
+
+/// The wait for another writer: [`BUSY_VAR`] where it is a number in
+/// range, else [`BUSY_TIMEOUT`].
+pub fn busy_timeout() -> Duration {
+    std::env::var(BUSY_VAR)
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .filter(|ms| (1..=3_600_000).contains(ms))
+        .map_or(BUSY_TIMEOUT, Duration::from_millis)
+}
+
 pub struct Sqlite {
     conn: Connection,
     path: PathBuf,
@@ -77,7 +91,7 @@ impl Sqlite {
             .map_err(|e| fault(e, None))?;
         c.set_db_config(DbConfig::SQLITE_DBCONFIG_TRUSTED_SCHEMA, false)
             .map_err(|e| fault(e, None))?;
-        c.busy_timeout(BUSY_TIMEOUT).map_err(|e| fault(e, None))?;
+        c.busy_timeout(busy_timeout()).map_err(|e| fault(e, None))?;
         c.execute_batch("PRAGMA cell_size_check = ON; PRAGMA foreign_keys = ON;")
             .map_err(|e| fault(e, None))?;
         if mode == Mode::Write {
@@ -107,8 +121,8 @@ fn fault(e: rusqlite::Error, table: Option<&str>) -> Fault {
             C::NotADatabase => Fault::Foreign("it is not a SQLite database".into()),
             C::DatabaseCorrupt => Fault::Damaged(format!("{at}{e}")),
             C::DatabaseBusy | C::DatabaseLocked => Fault::Unreachable(format!(
-                "another writer held it for {} s: try again",
-                BUSY_TIMEOUT.as_secs()
+                "another writer held it for {} ms: try again",
+                busy_timeout().as_millis()
             )),
             C::ReadOnly => Fault::ReadOnly(format!(
                 "{e}: check the file and its directory are writable"
@@ -120,7 +134,8 @@ fn fault(e: rusqlite::Error, table: Option<&str>) -> Fault {
             _ => Fault::Failed(format!("{at}{e}")),
         },
         rusqlite::Error::InvalidColumnType(_, name, ty) => Fault::Damaged(format!(
-            "{at}field {name} holds {ty}, not what tally writes there"
+            "{at}field {name} holds {}, not what tally writes there",
+            ty.to_string().to_lowercase()
         )),
         rusqlite::Error::IntegralValueOutOfRange(_, v) => {
             Fault::Damaged(format!("{at}a field holds {v}, out of range"))
