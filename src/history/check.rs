@@ -103,7 +103,7 @@ pub fn judge(report: &HistoryReport, cfg: &CheckConfig) -> CheckOut {
         headline: String::new(),
         results,
     };
-    out.headline = headline(report, &out);
+    out.headline = headline(report, &out, false);
     out
 }
 
@@ -131,9 +131,14 @@ fn one(i: usize, s: &SeriesOut, limit: f64, cfg: &CheckConfig) -> CheckResult {
 }
 
 /// What one result says: `` `gzip` wall_ns +8.9% at abc1234 beyond +5%, p<0.001 ``.
-fn phrase(report: &HistoryReport, r: &CheckResult) -> String {
+fn phrase(report: &HistoryReport, r: &CheckResult, markdown: bool) -> String {
+    let rest = |s: String| if markdown { md(&s) } else { s };
     let Some(c) = &r.change else {
-        return format!("`{}` {} no change", code(&r.command), r.figure);
+        return format!(
+            "`{}` {}",
+            code(&r.command),
+            rest(format!("{} no change", r.figure))
+        );
     };
     let at = report
         .commits
@@ -148,10 +153,13 @@ fn phrase(report: &HistoryReport, r: &CheckResult) -> String {
         _ => "better".into(),
     };
     format!(
-        "`{}` {} {} from {at} {verdict}",
+        "`{}` {}",
         code(&r.command),
-        r.figure,
-        percent(c.change)
+        rest(format!(
+            "{} {} from {at} {verdict}",
+            r.figure,
+            percent(c.change)
+        ))
     )
 }
 
@@ -159,7 +167,9 @@ fn code(s: &str) -> String {
     crate::text::escape::escape_text(s).replace('`', "'")
 }
 
-fn headline(report: &HistoryReport, c: &CheckOut) -> String {
+/// `history check: 1 regression: …`; the part after the counts in
+/// Markdown (names in code spans, the rest escaped) when `markdown`.
+fn headline(report: &HistoryReport, c: &CheckOut, markdown: bool) -> String {
     let counts = gate::outcome_counts(c.results.iter().map(|r| r.outcome));
     let mut shown: Vec<&CheckResult> = c
         .results
@@ -167,7 +177,11 @@ fn headline(report: &HistoryReport, c: &CheckOut) -> String {
         .filter(|r| r.outcome != Outcome::Pass || r.reason == "within the limit")
         .collect();
     shown.sort_by_key(|r| std::cmp::Reverse(r.outcome));
-    let parts: Vec<String> = shown.iter().take(5).map(|r| phrase(report, r)).collect();
+    let parts: Vec<String> = shown
+        .iter()
+        .take(5)
+        .map(|r| phrase(report, r, markdown))
+        .collect();
     let more = shown.len().saturating_sub(5);
     let tail = if parts.is_empty() {
         format!(
@@ -209,12 +223,12 @@ impl CheckOut {
     /// compare's gate shape: the headline in bold, then per command a
     /// table of its gated figures that changed, then how it was decided.
     pub fn markdown(&self, report: &HistoryReport, out: &mut dyn Write) -> io::Result<()> {
-        let (word, rest) = self
-            .headline
+        let words = headline(report, self, true);
+        let (word, rest) = words
             .trim_start_matches("history check: ")
             .split_once(": ")
             .unwrap_or(("pass", ""));
-        writeln!(out, "**tally history check: {}**: {}\n", md(word), md(rest))?;
+        writeln!(out, "**tally history check: {}**: {rest}\n", md(word))?;
         let mut commands: Vec<(&str, Option<&str>)> = self
             .results
             .iter()
@@ -275,7 +289,7 @@ impl CheckOut {
         }
         writeln!(
             out,
-            "<sub>{} gated series of {}. {}. A gated figure regresses when its newest point belongs to a change point (at most {} points before it) that makes it worse beyond its limit; a change seen at the newest point alone is pending.</sub>",
+            "<sub>{} gated series of `{}`. {}. A gated figure regresses when its newest point belongs to a change point (at most {} points before it) that makes it worse beyond its limit; a change seen at the newest point alone is pending.</sub>",
             self.results.len(),
             crate::text::escape::escape_text(&report.store).replace('`', "'"),
             md(&report.method_line()),

@@ -18,6 +18,7 @@ use crate::report::unit::Unit;
 
 const W: f64 = 900.0;
 const H: f64 = 320.0;
+/// The least room left of the plot (more for long tick labels).
 const ML: f64 = 80.0;
 const MR: f64 = 20.0;
 const MT: f64 = 46.0;
@@ -122,6 +123,9 @@ fn change_table(r: &HistoryReport, s: &SeriesOut) -> String {
 /// Where a chart draws: the value range and the point count, and the
 /// plotting area.
 struct Frame {
+    /// The plot's left edge: room for the longest tick label and the
+    /// axis title.
+    ml: f64,
     n: usize,
     lo: f64,
     hi: f64,
@@ -131,11 +135,12 @@ struct Frame {
 
 impl Frame {
     fn sx(&self, i: f64) -> f64 {
-        ML + if self.n > 1 {
-            i / (self.n - 1) as f64 * self.pw
-        } else {
-            self.pw / 2.0
-        }
+        self.ml
+            + if self.n > 1 {
+                i / (self.n - 1) as f64 * self.pw
+            } else {
+                self.pw / 2.0
+            }
     }
 
     fn sy(&self, v: f64) -> f64 {
@@ -179,11 +184,18 @@ fn frame(y: &[f64], bands: &[(usize, usize, f64, f64)]) -> (Frame, Vec<f64>) {
         lo -= lo.abs().max(1.0) * 0.1;
     }
     let ticks = linear_ticks(lo, hi, 5);
+    let step = ticks.get(1).zip(ticks.first()).map_or(1.0, |(b, a)| b - a);
+    let widest = ticks
+        .iter()
+        .map(|t| text_width(&tick_label(*t, step), 11.0))
+        .fold(0.0, f64::max);
+    let ml = ML.max(widest + 34.0);
     let f = Frame {
+        ml,
         n: y.len(),
         lo: ticks.first().copied().unwrap_or(lo).min(lo),
         hi: ticks.last().copied().unwrap_or(hi).max(hi),
-        pw: W - ML - MR,
+        pw: W - ml - MR,
         ph: H - MT - MB,
     };
     (f, ticks)
@@ -191,22 +203,22 @@ fn frame(y: &[f64], bands: &[(usize, usize, f64, f64)]) -> (Frame, Vec<f64>) {
 
 /// The axes: the box, round ticks on both, and their titles with units.
 fn axes(svg: &mut String, f: &Frame, ticks: &[f64], y_label: &str) {
-    let (pw, ph) = (f.pw, f.ph);
+    let (pw, ph, ml) = (f.pw, f.ph, f.ml);
     let step = ticks.get(1).zip(ticks.first()).map_or(1.0, |(b, a)| b - a);
     let _ = write!(
         svg,
-        r##"<rect x="{ML}" y="{MT}" width="{pw}" height="{ph}" fill="none" stroke="#999"/>"##
+        r##"<rect x="{ml}" y="{MT}" width="{pw}" height="{ph}" fill="none" stroke="#999"/>"##
     );
     for t in ticks {
         let yy = f.sy(*t);
         let _ = write!(
             svg,
-            r##"<line x1="{ML}" x2="{:.1}" y1="{yy:.1}" y2="{yy:.1}" stroke="#eee"/>"##,
-            ML + pw
+            r##"<line x1="{ml}" x2="{:.1}" y1="{yy:.1}" y2="{yy:.1}" stroke="#eee"/>"##,
+            ml + pw
         );
         text(
             svg,
-            ML - 4.0,
+            ml - 4.0,
             yy + 4.0,
             11.0,
             "end",
@@ -235,15 +247,15 @@ fn axes(svg: &mut String, f: &Frame, ticks: &[f64], y_label: &str) {
         "point, in the order recorded ({} in all)",
         crate::units::thousands(f.n as u64)
     );
-    text(svg, ML + pw / 2.0, H - 10.0, 12.0, "middle", "ax", &x_label);
+    text(svg, ml + pw / 2.0, H - 10.0, 12.0, "middle", "ax", &x_label);
 }
 
 /// Each segment's band and median.
 fn draw_bands(svg: &mut String, f: &Frame, bands: &[(usize, usize, f64, f64)]) {
     for &(a, b, m, spread) in bands {
         let (x0, x1) = (
-            f.sx(a as f64 - 0.5).max(ML),
-            f.sx(b as f64 - 0.5).min(ML + f.pw),
+            f.sx(a as f64 - 0.5).max(f.ml),
+            f.sx(b as f64 - 0.5).min(f.ml + f.pw),
         );
         let (y0, y1) = (f.sy(m + spread).max(MT), f.sy(m - spread).min(MT + f.ph));
         let _ = write!(
@@ -341,7 +353,7 @@ fn chart(r: &HistoryReport, s: &SeriesOut) -> String {
     axes(&mut svg, &f, &ticks, &y_label);
     draw_bands(&mut svg, &f, &bands);
     draw_points(&mut svg, &f, r, s, &y, &outliers);
-    change_marks(&mut svg, s, &|i| f.sx(i), f.ph);
+    change_marks(&mut svg, s, &|i| f.sx(i), f.ph, f.ml);
     svg.push_str("</svg>");
     svg
 }
@@ -349,7 +361,7 @@ fn chart(r: &HistoryReport, s: &SeriesOut) -> String {
 /// The change points (and a pending one): a dashed line each, its change
 /// written above the plot, on the first of three rows where it overlaps
 /// no label already placed.
-fn change_marks(svg: &mut String, s: &SeriesOut, sx: &dyn Fn(f64) -> f64, ph: f64) {
+fn change_marks(svg: &mut String, s: &SeriesOut, sx: &dyn Fn(f64) -> f64, ph: f64, ml: f64) {
     let mut rows: [Vec<(f64, f64)>; 3] = [Vec::new(), Vec::new(), Vec::new()];
     let marks = s
         .change_points
@@ -371,7 +383,7 @@ fn change_marks(svg: &mut String, s: &SeriesOut, sx: &dyn Fn(f64) -> f64, ph: f6
             percent(c.change)
         };
         let w = text_width(&label, 11.0);
-        let x0 = (x - w / 2.0).min(W - MR - w).max(ML);
+        let x0 = (x - w / 2.0).min(W - MR - w).max(ml);
         let x1 = x0 + w;
         let Some(row) =
             (0..rows.len()).find(|&k| rows[k].iter().all(|&(a, b)| x1 + 4.0 < a || x0 > b + 4.0))
