@@ -152,11 +152,7 @@ pub fn analyze(values: &[f64], noise: &[f64], params: &Params) -> Analysis {
     };
     let noise_of = |i: usize| noise.get(i).copied().unwrap_or(0.0);
     if params.method == Method::Otava {
-        let seq = Seq {
-            x: values.to_vec(),
-            noise: Vec::new(),
-            method: params.method,
-        };
+        let seq = Seq::new(values.to_vec(), Vec::new(), params.method);
         let cps = merge(split(&seq, &params), &seq, &params);
         return Analysis {
             change_points: cps
@@ -173,11 +169,11 @@ pub fn analyze(values: &[f64], noise: &[f64], params: &Params) -> Analysis {
         let keep: Vec<usize> = (0..values.len())
             .filter(|i| outliers.binary_search(i).is_err())
             .collect();
-        let seq = Seq {
-            x: keep.iter().map(|&i| values[i]).collect(),
-            noise: keep.iter().map(|&i| noise_of(i)).collect(),
-            method: params.method,
-        };
+        let seq = Seq::new(
+            keep.iter().map(|&i| values[i]).collect(),
+            keep.iter().map(|&i| noise_of(i)).collect(),
+            params.method,
+        );
         let mut cps = merge(split(&seq, &params), &seq, &params);
         cps = merge(refine(&seq, cps), &seq, &params);
         let lone: Vec<usize> = lone_points(&cps).into_iter().map(|i| keep[i]).collect();
@@ -198,11 +194,11 @@ pub fn analyze(values: &[f64], noise: &[f64], params: &Params) -> Analysis {
     let keep: Vec<usize> = (0..values.len())
         .filter(|i| outliers.binary_search(i).is_err())
         .collect();
-    let seq = Seq {
-        x: keep.iter().map(|&i| values[i]).collect(),
-        noise: keep.iter().map(|&i| noise_of(i)).collect(),
-        method: params.method,
-    };
+    let seq = Seq::new(
+        keep.iter().map(|&i| values[i]).collect(),
+        keep.iter().map(|&i| noise_of(i)).collect(),
+        params.method,
+    );
     let mut cps = merge(split(&seq, &params), &seq, &params);
     let pending = pending_point(&seq, &mut cps, &params).map(|c| c.mapped(&keep));
     Analysis {
@@ -222,6 +218,42 @@ struct Seq {
     x: Vec<f64>,
     noise: Vec<f64>,
     method: Method,
+    /// Running sums for long segments: of `x - shift`, its square, and the
+    /// noise's square (entry `i` covers points before `i`).
+    sums: Vec<[f64; 3]>,
+    shift: f64,
+}
+
+/// Segments up to this long are summed point by point (as NumPy would);
+/// longer ones from the running sums, in constant time.
+const DIRECT: usize = 4096;
+
+impl Seq {
+    fn new(x: Vec<f64>, noise: Vec<f64>, method: Method) -> Seq {
+        let mut seq = Seq {
+            shift: 0.0,
+            sums: Vec::new(),
+            x,
+            noise,
+            method,
+        };
+        if seq.x.len() > DIRECT {
+            // Sums of values less one of them: the squares then hold the
+            // spread, not the level, and lose no digits to it.
+            let shift = seq.x[seq.x.len() / 2];
+            let mut acc = [0.0; 3];
+            seq.sums.reserve(seq.x.len() + 1);
+            seq.sums.push(acc);
+            for (i, v) in seq.x.iter().enumerate() {
+                let d = v - shift;
+                let e = seq.noise.get(i).copied().unwrap_or(0.0);
+                acc = [acc[0] + d, acc[1] + d * d, acc[2] + e * e];
+                seq.sums.push(acc);
+            }
+            seq.shift = shift;
+        }
+        seq
+    }
 }
 
 /// A change point inside the steps: an index into [`Seq::x`].
@@ -275,6 +307,17 @@ impl Seq {
         if part.is_empty() {
             return (0.0, 0.0);
         }
+        if part.len() > DIRECT && self.sums.len() == self.x.len() + 1 {
+            let (a, b) = (self.sums[lo], self.sums[hi]);
+            let n = part.len() as f64;
+            let mean = (b[0] - a[0]) / n;
+            let var = ((b[1] - a[1]) / n - mean * mean).max(0.0);
+            let mut std = var.sqrt();
+            if self.method == Method::Tally && !self.noise.is_empty() {
+                std = std.max(((b[2] - a[2]) / n).max(0.0).sqrt());
+            }
+            return (mean + self.shift, std);
+        }
         let n = part.len() as f64;
         let mean = part.iter().sum::<f64>() / n;
         let var = if part.len() >= 2 {
@@ -289,6 +332,64 @@ impl Seq {
             std = std.max(ms.sqrt());
         }
         (mean, std)
+    }
+
+    /// Whether any split of the whole series could pass the t-test at
+    /// `level`: the first split E-divisive proposes is tested with the
+    /// same degrees of freedom as every other, and the p-value falls as
+    /// |t| grows, so when the largest |t| of all splits fails, the
+    /// proposal fails too and the window has no change point (found in
+    /// linear time, where E-divisive's search is quadratic). A margin of
+    /// half the level keeps rounding from ever skipping a split that
+    /// passes.
+    fn may_split(&self, level: f64) -> bool {
+        let n = self.x.len();
+        if n < 3 {
+            return true;
+        }
+        let shift = self.x[0];
+        let mut pre = Vec::with_capacity(n + 1);
+        let mut acc = [0.0f64; 3];
+        pre.push(acc);
+        for (i, v) in self.x.iter().enumerate() {
+            let d = v - shift;
+            let e = self.noise.get(i).copied().unwrap_or(0.0);
+            acc = [acc[0] + d, acc[1] + d * d, acc[2] + e * e];
+            pre.push(acc);
+        }
+        let side = |lo: usize, hi: usize| -> (f64, f64) {
+            let k = (hi - lo) as f64;
+            let mean = (pre[hi][0] - pre[lo][0]) / k;
+            let var = if hi - lo >= 2 {
+                ((pre[hi][1] - pre[lo][1]) / k - mean * mean).max(0.0)
+            } else {
+                0.0
+            };
+            let mut var = var;
+            if self.method == Method::Tally && !self.noise.is_empty() {
+                var = var.max((pre[hi][2] - pre[lo][2]) / k);
+            }
+            (mean, var)
+        };
+        let df = (n - 2) as f64;
+        let mut best_t = 0.0f64;
+        for tau in 1..n {
+            let (m1, v1) = side(0, tau);
+            let (m2, v2) = side(tau, n);
+            let (a, b) = (tau as f64, (n - tau) as f64);
+            let pooled = ((a - 1.0) * v1 + (b - 1.0) * v2) / df;
+            let diff = (m1 - m2).abs();
+            let denom = (pooled * (1.0 / a + 1.0 / b)).sqrt();
+            if denom <= diff * 1e-12 {
+                // No spread against a difference: certain.
+                if diff > 0.0 {
+                    return true;
+                }
+                continue;
+            }
+            best_t = best_t.max(diff / denom);
+        }
+        super::ttest::student_two_sided(best_t, df) <= level * 1.5
     }
 
     /// The test of a change point at `cps[k]`, between its neighbours.
@@ -316,15 +417,14 @@ fn split(seq: &Seq, params: &Params) -> Vec<Cp> {
     let mut start = 0;
     while start < n {
         let end = (start + params.window).min(n);
-        let window = Seq {
-            x: seq.x[start..end].to_vec(),
-            noise: seq
-                .noise
+        let window = Seq::new(
+            seq.x[start..end].to_vec(),
+            seq.noise
                 .get(start..end)
                 .map(<[f64]>::to_vec)
                 .unwrap_or_default(),
-            method: seq.method,
-        };
+            seq.method,
+        );
         let new: Vec<usize> = detect(&window, relaxed).iter().map(|i| i + start).collect();
         let last = new.last().copied().unwrap_or(0);
         start = last.max(start + step);
@@ -335,11 +435,21 @@ fn split(seq: &Seq, params: &Params) -> Vec<Cp> {
         }
     }
     found.sort_unstable();
+    let placeholder = Stats {
+        mean_before: 0.0,
+        mean_after: 0.0,
+        std_before: 0.0,
+        std_after: 0.0,
+        n_before: 0,
+        n_after: 0,
+        p_value: 1.0,
+        p_adjusted: 1.0,
+    };
     let mut cps: Vec<Cp> = found
         .into_iter()
         .map(|index| Cp {
             index,
-            stats: seq.test(0, index, n),
+            stats: placeholder,
         })
         .collect();
     for k in 0..cps.len() {
@@ -353,6 +463,9 @@ fn split(seq: &Seq, params: &Params) -> Vec<Cp> {
 /// its t-test tester). Returns indices into the window, ascending.
 fn detect(window: &Seq, level: f64) -> Vec<usize> {
     let n = window.x.len();
+    if !window.may_split(level) {
+        return Vec::new();
+    }
     let sums = PairSums::new(&window.x);
     let mut cps: Vec<usize> = Vec::new();
     loop {
@@ -417,46 +530,45 @@ impl PairSums {
 /// diagonal), so the same τ is chosen.
 fn best_split(sums: &PairSums, lo: usize, hi: usize) -> (usize, f64) {
     let m = hi - lo - 1;
-    let mut best = (lo + 1, f64::NEG_INFINITY);
+    // 1/j for every count a term divides by.
+    let inv: Vec<f64> = (0..=hi - lo + 1)
+        .map(|j| if j == 0 { 0.0 } else { 1.0 / j as f64 })
+        .collect();
+    // The largest Q above the diagonal and the first (row, column) it is at.
+    let mut best = (usize::MAX, usize::MAX, f64::NEG_INFINITY);
     let mut within_left = 0.0;
     for i in 0..m {
         let tau = lo + 1 + i;
+        let n = tau - lo;
         // Pairs inside x[lo..tau]: add the pairs of x[tau - 1] with those before it.
         within_left += sums.between(tau - 1, lo, tau - 1);
         let mut cross = 0.0;
         let mut within_right = 0.0;
-        for j in 0..m {
-            if j < i {
-                // Below the diagonal Otava's matrix holds zeros.
-                if 0.0 > best.1 {
-                    best = (tau, 0.0);
-                }
-                continue;
-            }
+        for j in i..m {
             let kappa = lo + 2 + j;
             let y = kappa - 1;
             cross += sums.between(y, lo, tau);
             within_right += sums.between(y, tau, y);
-            let n = (tau - lo) as f64;
-            let k = (kappa - tau) as f64;
-            let a = 2.0 / (n + k) * cross;
-            let b = if tau - lo > 1 {
-                2.0 * k / ((n + k) * (n - 1.0)) * within_left
-            } else {
-                0.0
-            };
-            let c = if kappa - tau > 1 {
-                2.0 * n / ((n + k) * (k - 1.0)) * within_right
-            } else {
-                0.0
-            };
+            let k = kappa - tau;
+            let total = inv[n + k];
+            let a = 2.0 * total * cross;
+            // inv[0] is 0: no pairs on a side of one point.
+            let b = 2.0 * k as f64 * total * inv[n - 1] * within_left;
+            let c = 2.0 * n as f64 * total * inv[k - 1] * within_right;
             let q = a - b - c;
-            if q > best.1 {
-                best = (tau, q);
+            if q > best.2 {
+                best = (i, j, q);
             }
         }
     }
-    best
+    // Below the diagonal Otava's matrix holds zeros, the first at row 1,
+    // column 0 in NumPy's `argmax` order: it wins over a best below 0, and
+    // over a best of 0 that comes after it.
+    let (i, _, q) = best;
+    if m >= 2 && (q < 0.0 || q == 0.0 && i >= 1) {
+        return (lo + 2, 0.0);
+    }
+    (lo + 1 + i.min(m.saturating_sub(1)), q)
 }
 
 /// The merge step: drop the weakest point until every point is
@@ -577,57 +689,135 @@ fn pending_point(seq: &Seq, cps: &mut Vec<Cp>, params: &Params) -> Option<Cp> {
 pub fn lone_outliers(x: &[f64], noise: &[f64]) -> Vec<usize> {
     let n = x.len();
     let mut out = Vec::new();
-    let mut scratch = Vec::with_capacity(2 * SCREEN_CONTEXT);
+    // The points before and after, kept sorted as the screen moves along
+    // (a point in, a point out), so each median is read, not sought.
+    let mut before = Sorted::default();
+    let mut after = Sorted::default();
+    for v in x.iter().skip(1).take(SCREEN_CONTEXT) {
+        after.insert(*v);
+    }
+    let (mut dev_b, mut dev_a) = (Vec::new(), Vec::new());
     for i in 0..n {
-        let after = &x[i + 1..(i + 1 + SCREEN_CONTEXT).min(n)];
-        let before = &x[i.saturating_sub(SCREEN_CONTEXT)..i];
-        if after.is_empty() || before.is_empty() && after.len() < 3 {
+        if i > 0 {
+            before.insert(x[i - 1]);
+            if i > SCREEN_CONTEXT {
+                before.remove(x[i - 1 - SCREEN_CONTEXT]);
+            }
+            after.remove(x[i]);
+            if let Some(v) = x.get(i + SCREEN_CONTEXT) {
+                after.insert(*v);
+            }
+        }
+        if after.0.is_empty() || before.0.is_empty() && after.0.len() < 3 {
             continue;
         }
-        let med_a = median(after, &mut scratch);
-        let med_b = if before.is_empty() {
+        let med_a = after.median();
+        let med_b = if before.0.is_empty() {
             med_a
         } else {
-            median(before, &mut scratch)
+            before.median()
         };
-        scratch.clear();
-        scratch.extend(before.iter().map(|v| (v - med_b).abs()));
-        scratch.extend(after.iter().map(|v| (v - med_a).abs()));
-        let mad = median_in_place(&mut scratch);
-        let own = noise.get(i).copied().unwrap_or(0.0);
-        let sigma = (1.4826 * mad).hypot(own);
         let gap = (med_b - med_a).abs();
         let d = (x[i] - med_b).abs().min((x[i] - med_a).abs());
-        if d > SCREEN_DEVIATIONS * sigma + gap && d > 0.0 {
+        if d <= gap || d == 0.0 {
+            continue;
+        }
+        before.deviations(med_b, &mut dev_b);
+        after.deviations(med_a, &mut dev_a);
+        let mad = merged_median(&dev_b, &dev_a);
+        let own = noise.get(i).copied().unwrap_or(0.0);
+        let sigma = (1.4826 * mad).hypot(own);
+        if d > SCREEN_DEVIATIONS * sigma + gap {
             out.push(i);
         }
     }
     out
 }
 
+/// A few values kept in order.
+#[derive(Default)]
+struct Sorted(Vec<f64>);
+
+impl Sorted {
+    fn insert(&mut self, v: f64) {
+        let at = self.0.partition_point(|a| a.total_cmp(&v).is_lt());
+        self.0.insert(at, v);
+    }
+
+    fn remove(&mut self, v: f64) {
+        let at = self.0.partition_point(|a| a.total_cmp(&v).is_lt());
+        if at < self.0.len() {
+            self.0.remove(at);
+        }
+    }
+
+    fn median(&self) -> f64 {
+        let (v, m) = (&self.0, self.0.len() / 2);
+        if v.len() % 2 == 1 {
+            v[m]
+        } else {
+            (v[m - 1] + v[m]) / 2.0
+        }
+    }
+
+    /// The distances of the values from `m`, ascending: out from the
+    /// middle both ways, the nearer first.
+    fn deviations(&self, m: f64, out: &mut Vec<f64>) {
+        out.clear();
+        let v = &self.0;
+        let mut hi = v.partition_point(|a| *a < m);
+        let mut lo = hi;
+        while lo > 0 || hi < v.len() {
+            let down = (lo > 0).then(|| m - v[lo - 1]);
+            let up = (hi < v.len()).then(|| v[hi] - m);
+            match (down, up) {
+                (Some(d), Some(u)) if d <= u => {
+                    out.push(d);
+                    lo -= 1;
+                }
+                (Some(d), None) => {
+                    out.push(d);
+                    lo -= 1;
+                }
+                (_, Some(u)) => {
+                    out.push(u);
+                    hi += 1;
+                }
+                (None, None) => break,
+            }
+        }
+    }
+}
+
+/// The median of the union of two ascending lists.
+fn merged_median(a: &[f64], b: &[f64]) -> f64 {
+    let n = a.len() + b.len();
+    if n == 0 {
+        return 0.0;
+    }
+    let (mut i, mut j) = (0, 0);
+    let mut next = || -> f64 {
+        let take_a = j >= b.len() || i < a.len() && a[i] <= b[j];
+        if take_a {
+            i += 1;
+            a[i - 1]
+        } else {
+            j += 1;
+            b[j - 1]
+        }
+    };
+    let mut prev = 0.0;
+    for _ in 0..n / 2 {
+        prev = next();
+    }
+    let m = next();
+    if n % 2 == 1 { m } else { (prev + m) / 2.0 }
+}
+
 /// Points on each side of a point that the outlier screen looks at.
 pub const SCREEN_CONTEXT: usize = 10;
 /// Robust deviations beyond which a point is a lone outlier.
 pub const SCREEN_DEVIATIONS: f64 = 5.0;
-
-fn median(values: &[f64], scratch: &mut Vec<f64>) -> f64 {
-    scratch.clear();
-    scratch.extend_from_slice(values);
-    median_in_place(scratch)
-}
-
-fn median_in_place(v: &mut [f64]) -> f64 {
-    if v.is_empty() {
-        return 0.0;
-    }
-    v.sort_unstable_by(f64::total_cmp);
-    let mid = v.len() / 2;
-    if v.len() % 2 == 1 {
-        v[mid]
-    } else {
-        (v[mid - 1] + v[mid]) / 2.0
-    }
-}
 
 #[cfg(test)]
 mod tests;

@@ -121,6 +121,16 @@ pub fn build(
                     .is_some_and(|m| sel.keeps_machine(m))
         })
         .collect();
+    // Each point's place in the order recorded (time, then id), once.
+    let mut order: Vec<u32> = (0..loaded.points.len() as u32).collect();
+    order.sort_by_key(|&i| {
+        let p = &loaded.points[i as usize];
+        (p.meta.recorded_at_ns, p.id)
+    });
+    let mut rank = vec![0u32; order.len()];
+    for (r, &i) in order.iter().enumerate() {
+        rank[i as usize] = r as u32;
+    }
     let mut groups: Vec<(usize, String, Vec<super::store::Value>)> = Vec::new();
     for (si, s) in loaded.series.iter().enumerate() {
         if !sel.keeps_series(&s.command, &s.figure, &s.unit) {
@@ -147,10 +157,7 @@ pub fn build(
         keys.sort();
         for k in keys {
             let mut values = by.remove(&k).unwrap_or_default();
-            values.sort_by_key(|v| {
-                let p = &loaded.points[v.point as usize];
-                (p.meta.recorded_at_ns, p.id)
-            });
+            values.sort_by_key(|v| rank.get(v.point as usize).copied().unwrap_or(u32::MAX));
             groups.push((si, k, values));
         }
     }
@@ -284,12 +291,13 @@ pub fn segment_median(x: &[f64], outliers: &[usize], lo: usize, hi: usize) -> f6
     if v.is_empty() {
         return f64::NAN;
     }
-    v.sort_unstable_by(f64::total_cmp);
+    let odd = v.len() % 2 == 1;
     let m = v.len() / 2;
-    if v.len() % 2 == 1 {
-        v[m]
+    let (below, mid, _) = v.select_nth_unstable_by(m, f64::total_cmp);
+    if odd {
+        *mid
     } else {
-        (v[m - 1] + v[m]) / 2.0
+        (below.iter().copied().fold(f64::NEG_INFINITY, f64::max) + *mid) / 2.0
     }
 }
 

@@ -42,19 +42,11 @@ fn otava_single_series() {
 #[test]
 fn otava_significance_tester() {
     let same = [1.00, 1.02, 1.05, 0.95, 0.98, 1.00, 1.02, 1.05, 0.95, 0.98];
-    let seq = Seq {
-        x: same.to_vec(),
-        noise: Vec::new(),
-        method: Method::Otava,
-    };
+    let seq = Seq::new(same.to_vec(), Vec::new(), Method::Otava);
     let p = seq.test(0, 5, 10).p_value;
     assert!(0.99 < p && p < 1.01, "{p}");
     let moved = [1.00, 1.02, 1.05, 0.95, 0.98, 0.80, 0.82, 0.85, 0.79, 0.77];
-    let seq = Seq {
-        x: moved.to_vec(),
-        noise: Vec::new(),
-        method: Method::Otava,
-    };
+    let seq = Seq::new(moved.to_vec(), Vec::new(), Method::Otava);
     let p = seq.test(0, 5, 10).p_value;
     assert!(0.0 < p && p < 0.001, "{p}");
 }
@@ -135,11 +127,7 @@ fn otava_calculator_candidate() {
 /// 0.01 over the whole sequence → [5, 8].
 #[test]
 fn otava_ttest_detector() {
-    let seq = Seq {
-        x: SEQUENCE.to_vec(),
-        noise: Vec::new(),
-        method: Method::Otava,
-    };
+    let seq = Seq::new(SEQUENCE.to_vec(), Vec::new(), Method::Otava);
     assert_eq!(detect(&seq, 0.01), [5, 8]);
 }
 
@@ -354,18 +342,11 @@ const STEP_96: [f64; 200] = [
 #[test]
 fn both_neighbours_are_retested_after_a_drop() {
     let params = otava(50, 0.001, 0.0);
-    let as_otava = Seq {
-        x: STEP_96.to_vec(),
-        noise: Vec::new(),
-        method: Method::Otava,
-    };
+    let as_otava = Seq::new(STEP_96.to_vec(), Vec::new(), Method::Otava);
     let weak: Vec<usize> = split(&as_otava, &params).iter().map(|c| c.index).collect();
     assert_eq!(weak, [93, 100, 119, 167]);
     assert!(merge(split(&as_otava, &params), &as_otava, &params).is_empty());
-    let as_tally = Seq {
-        method: Method::Tally,
-        ..as_otava
-    };
+    let as_tally = Seq::new(STEP_96.to_vec(), Vec::new(), Method::Tally);
     let kept: Vec<usize> = merge(split(&as_tally, &params), &as_tally, &params)
         .iter()
         .map(|c| c.index)
@@ -388,5 +369,73 @@ fn degenerate_series() {
             let a = analyze(x, &[], &p);
             assert!(a.change_points.iter().all(|c| c.index < x.len()));
         }
+    }
+}
+
+/// The screen as first written, each median and MAD sought afresh: the
+/// sliding one must find the same points.
+fn lone_outliers_by_sorting(x: &[f64], noise: &[f64]) -> Vec<usize> {
+    let med = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        let m = v.len() / 2;
+        if v.len() % 2 == 1 {
+            v[m]
+        } else {
+            (v[m - 1] + v[m]) / 2.0
+        }
+    };
+    let mut out = Vec::new();
+    for i in 0..x.len() {
+        let after = &x[i + 1..(i + 1 + SCREEN_CONTEXT).min(x.len())];
+        let before = &x[i.saturating_sub(SCREEN_CONTEXT)..i];
+        if after.is_empty() || before.is_empty() && after.len() < 3 {
+            continue;
+        }
+        let med_a = med(&mut after.to_vec());
+        let med_b = if before.is_empty() {
+            med_a
+        } else {
+            med(&mut before.to_vec())
+        };
+        let mut dev: Vec<f64> = before.iter().map(|v| (v - med_b).abs()).collect();
+        dev.extend(after.iter().map(|v| (v - med_a).abs()));
+        let sigma = (1.4826 * med(&mut dev)).hypot(noise.get(i).copied().unwrap_or(0.0));
+        let gap = (med_b - med_a).abs();
+        let d = (x[i] - med_b).abs().min((x[i] - med_a).abs());
+        if d > SCREEN_DEVIATIONS * sigma + gap && d > 0.0 {
+            out.push(i);
+        }
+    }
+    out
+}
+
+#[test]
+fn the_sliding_screen_finds_what_sorting_finds() {
+    for seed in 0..20 {
+        let mut x = level(400, &[], 0.02, seed);
+        for k in 0..12 {
+            let at = (seed * 37 + k * 31) % 400;
+            x[at] *= 1.2 + 0.05 * k as f64;
+        }
+        for v in &mut x[150 + seed % 50..] {
+            *v *= 1.04;
+        }
+        // Ties: an exact stretch.
+        for v in &mut x[300..330] {
+            *v = 1234.0;
+        }
+        let noise: Vec<f64> = (0..400)
+            .map(|i| if i % 3 == 0 { 2.0 } else { 0.0 })
+            .collect();
+        assert_eq!(
+            lone_outliers(&x, &noise),
+            lone_outliers_by_sorting(&x, &noise),
+            "seed {seed}"
+        );
+        assert_eq!(
+            lone_outliers(&x, &[]),
+            lone_outliers_by_sorting(&x, &[]),
+            "seed {seed}"
+        );
     }
 }

@@ -51,18 +51,22 @@ fn id(table: &str, field: &str, row: &str, v: i64) -> Result<(), String> {
 }
 
 pub fn machine_row(m: &MachineRow) -> Result<(), String> {
-    let row = format!("machine {}", m.id);
+    // The row's name is made only when there is something to say.
+    machine_row_as(m, "").or_else(|_| machine_row_as(m, &format!("machine {}", m.id)))
+}
+
+fn machine_row_as(m: &MachineRow, row: &str) -> Result<(), String> {
     let t = "machines";
-    id(t, "id", &row, m.id)?;
+    id(t, "id", row, m.id)?;
     let mm = &m.machine;
-    text(t, "fingerprint", &row, &mm.fingerprint, MAX_SHORT)?;
+    text(t, "fingerprint", row, &mm.fingerprint, MAX_SHORT)?;
     if mm.fingerprint.is_empty() {
         return Err(format!("table {t}: field fingerprint of {row} is empty"));
     }
-    opt(t, "cpu_model", &row, &mm.cpu_model, MAX_SHORT)?;
-    opt(t, "kernel", &row, &mm.kernel, MAX_SHORT)?;
-    text(t, "counting", &row, &mm.counting, MAX_SHORT)?;
-    opt(t, "counting_version", &row, &mm.counting_version, MAX_SHORT)?;
+    opt(t, "cpu_model", row, &mm.cpu_model, MAX_SHORT)?;
+    opt(t, "kernel", row, &mm.kernel, MAX_SHORT)?;
+    text(t, "counting", row, &mm.counting, MAX_SHORT)?;
+    opt(t, "counting_version", row, &mm.counting_version, MAX_SHORT)?;
     if let Some(c) = mm.cpus
         && !(1..=1_000_000).contains(&c)
     {
@@ -74,11 +78,15 @@ pub fn machine_row(m: &MachineRow) -> Result<(), String> {
 }
 
 pub fn point_row(p: &PointRow) -> Result<(), String> {
-    let row = format!("point {}", p.id);
+    // The row's name is made only when there is something to say.
+    point_row_as(p, "").or_else(|_| point_row_as(p, &format!("point {}", p.id)))
+}
+
+fn point_row_as(p: &PointRow, row: &str) -> Result<(), String> {
     let t = "points";
-    id(t, "id", &row, p.id)?;
-    id(t, "machine_id", &row, p.machine_id)?;
-    point_meta(t, &row, &p.meta)
+    id(t, "id", row, p.id)?;
+    id(t, "machine_id", row, p.machine_id)?;
+    point_meta(t, row, &p.meta)
 }
 
 fn point_meta(t: &str, row: &str, m: &super::PointMeta) -> Result<(), String> {
@@ -96,12 +104,16 @@ fn point_meta(t: &str, row: &str, m: &super::PointMeta) -> Result<(), String> {
 }
 
 pub fn series_row(s: &SeriesRow) -> Result<(), String> {
-    let row = format!("series {}", s.id);
+    // The row's name is made only when there is something to say.
+    series_row_as(s, "").or_else(|_| series_row_as(s, &format!("series {}", s.id)))
+}
+
+fn series_row_as(s: &SeriesRow, row: &str) -> Result<(), String> {
     let t = "series";
-    id(t, "id", &row, s.id)?;
-    text(t, "command", &row, &s.command, MAX_COMMAND)?;
-    text(t, "figure", &row, &s.figure, MAX_FIGURE)?;
-    text(t, "unit", &row, &s.unit, MAX_UNIT)?;
+    id(t, "id", row, s.id)?;
+    text(t, "command", row, &s.command, MAX_COMMAND)?;
+    text(t, "figure", row, &s.figure, MAX_FIGURE)?;
+    text(t, "unit", row, &s.unit, MAX_UNIT)?;
     if s.figure.is_empty() {
         return Err(format!("table {t}: field figure of {row} is empty"));
     }
@@ -144,11 +156,20 @@ fn summary(
 }
 
 pub fn result_row(r: &ResultRow) -> Result<(), String> {
-    let row = format!("point {} of series {}", r.point_id, r.series_id);
+    // The row's name is made only when there is something to say.
+    result_row_as(r, "").or_else(|_| {
+        result_row_as(
+            r,
+            &format!("point {} of series {}", r.point_id, r.series_id),
+        )
+    })
+}
+
+fn result_row_as(r: &ResultRow, row: &str) -> Result<(), String> {
     let t = "results";
-    id(t, "series_id", &row, r.series_id)?;
-    id(t, "point_id", &row, r.point_id)?;
-    summary(t, &row, r.n, r.median, r.mad, r.min, r.max)
+    id(t, "series_id", row, r.series_id)?;
+    id(t, "point_id", row, r.point_id)?;
+    summary(t, row, r.n, r.median, r.mad, r.min, r.max)
 }
 
 /// The samples blob as written: little-endian f64s, one per sample, or

@@ -500,23 +500,13 @@ fn read(
         out.points.push(p);
         Ok(())
     })?;
-    let point_at: std::collections::HashMap<i64, u32> = out
-        .points
-        .iter()
-        .enumerate()
-        .map(|(i, p)| (p.id, i as u32))
-        .collect();
-    let series_at: std::collections::HashMap<i64, usize> = out
-        .series
-        .iter()
-        .enumerate()
-        .map(|(i, s)| (s.id, i))
-        .collect();
+    let point_at = IdIndex::new(out.points.iter().map(|p| p.id));
+    let series_at = IdIndex::new(out.series.iter().map(|s| s.id));
     out.values = vec![Vec::new(); out.series.len()];
     let mut count = 0usize;
     b.results(&q, &mut |r| {
         check::result_row(&r).map_err(Fault::Damaged)?;
-        let Some(&s) = series_at.get(&r.series_id) else {
+        let Some(s) = series_at.get(r.series_id) else {
             if q.series.is_some() {
                 return Ok(());
             }
@@ -528,7 +518,7 @@ fn read(
         // A point before --since is not read; one that is not there at
         // all is damage, but telling the two apart would cost a lookup
         // per row: points are checked whole when no --since is given.
-        let Some(&p) = point_at.get(&r.point_id) else {
+        let Some(p) = point_at.get(r.point_id) else {
             if q.since_ns.is_none() {
                 return Err(Fault::Damaged(format!(
                     "table results: field point_id names no point ({})",
@@ -539,7 +529,7 @@ fn read(
         };
         count += 1;
         bounded(count - 1, MAX_RESULTS, "results")?;
-        out.values[s].push(Value {
+        out.values[s as usize].push(Value {
             point: p,
             n: u32::try_from(r.n).unwrap_or(u32::MAX),
             median: r.median,
@@ -562,6 +552,43 @@ fn same_unit(command: &str, figure: &str, had: &str, unit: &str) -> Result<(), F
         )));
     }
     Ok(())
+}
+
+/// Where each id is in a list: a table by id where the ids are dense (as
+/// a store assigns them), else a hash map.
+enum IdIndex {
+    Dense { first: i64, at: Vec<u32> },
+    Sparse(std::collections::HashMap<i64, u32>),
+}
+
+impl IdIndex {
+    fn new(ids: impl Iterator<Item = i64> + Clone) -> IdIndex {
+        let (lo, hi, n) = ids
+            .clone()
+            .fold((i64::MAX, i64::MIN, 0usize), |(lo, hi, n), id| {
+                (lo.min(id), hi.max(id), n + 1)
+            });
+        let span = hi.saturating_sub(lo).saturating_add(1);
+        if n > 0 && span > 0 && (span as u128) <= 4 * n as u128 + 1024 {
+            let mut at = vec![u32::MAX; span as usize];
+            for (i, id) in ids.enumerate() {
+                at[(id - lo) as usize] = i as u32;
+            }
+            IdIndex::Dense { first: lo, at }
+        } else {
+            IdIndex::Sparse(ids.enumerate().map(|(i, id)| (id, i as u32)).collect())
+        }
+    }
+
+    fn get(&self, id: i64) -> Option<u32> {
+        match self {
+            IdIndex::Dense { first, at } => {
+                let k = usize::try_from(id.checked_sub(*first)?).ok()?;
+                at.get(k).copied().filter(|&i| i != u32::MAX)
+            }
+            IdIndex::Sparse(m) => m.get(&id).copied(),
+        }
+    }
 }
 
 fn bounded(have: usize, max: usize, what: &str) -> Result<(), Fault> {
