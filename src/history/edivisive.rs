@@ -497,7 +497,7 @@ fn detect(window: &Seq, level: f64) -> Vec<usize> {
     cps
 }
 
-/// Sums of distances within a window: `row[z][t]` is Σ_{i<t} |x_i − x_z|.
+/// Sums of distances within a window: `row[t][z]` is Σ_{i<t} |x_i − x_z|.
 struct PairSums {
     n: usize,
     row: Vec<f64>,
@@ -506,11 +506,14 @@ struct PairSums {
 impl PairSums {
     fn new(x: &[f64]) -> PairSums {
         let n = x.len();
-        let mut row = vec![0.0; n * (n + 1)];
-        for (z, &xz) in x.iter().enumerate() {
-            let r = &mut row[z * (n + 1)..(z + 1) * (n + 1)];
-            for (t, &xt) in x.iter().enumerate() {
-                r[t + 1] = r[t] + (xt - xz).abs();
+        // By t, then z: each step adds |x_t − x_z| for every z at once (no
+        // chain of dependent additions, so it vectorises).
+        let mut row = vec![0.0; (n + 1) * n];
+        for (t, &xt) in x.iter().enumerate() {
+            let (done, next) = row.split_at_mut((t + 1) * n);
+            let prev = &done[t * n..];
+            for ((acc, &p), &xz) in next[..n].iter_mut().zip(prev).zip(x) {
+                *acc = p + (xt - xz).abs();
             }
         }
         PairSums { n, row }
@@ -518,8 +521,7 @@ impl PairSums {
 
     /// Σ_{lo≤i<hi} |x_i − x_z|.
     fn between(&self, z: usize, lo: usize, hi: usize) -> f64 {
-        let r = z * (self.n + 1);
-        self.row[r + hi] - self.row[r + lo]
+        self.row[hi * self.n + z] - self.row[lo * self.n + z]
     }
 }
 
@@ -682,13 +684,17 @@ fn pending_point(seq: &Seq, cps: &mut Vec<Cp>, params: &Params) -> Option<Cp> {
 }
 
 /// Lone outliers: points further than [`SCREEN_DEVIATIONS`] robust
-/// deviations (1.4826 MAD, and at least the point's own noise) beyond the
-/// medians of the [`SCREEN_CONTEXT`] points before and after them, and
-/// further from both than those medians are from each other. The newest
-/// point (nothing after it) is never one; the oldest needs three after it.
+/// deviations beyond the medians of the [`SCREEN_CONTEXT`] points before
+/// and after them, and further from both than those medians are from each
+/// other. A deviation is the spread of the point's block of
+/// [`SCREEN_BLOCK`] points (1.4826 MAD: a few outliers do not move it; a
+/// step inside the block widens it, so the screen is the more careful
+/// beside a step), and at least the point's own noise. The newest point
+/// (nothing after it) is never one; the oldest needs three after it.
 pub fn lone_outliers(x: &[f64], noise: &[f64]) -> Vec<usize> {
     let n = x.len();
     let mut out = Vec::new();
+    let spread = block_spreads(x);
     // The points before and after, kept sorted as the screen moves along
     // (a point in, a point out), so each median is read, not sought.
     let mut before = Sorted::default();
@@ -696,7 +702,6 @@ pub fn lone_outliers(x: &[f64], noise: &[f64]) -> Vec<usize> {
     for v in x.iter().skip(1).take(SCREEN_CONTEXT) {
         after.insert(*v);
     }
-    let (mut dev_b, mut dev_a) = (Vec::new(), Vec::new());
     for i in 0..n {
         if i > 0 {
             before.insert(x[i - 1]);
@@ -719,19 +724,44 @@ pub fn lone_outliers(x: &[f64], noise: &[f64]) -> Vec<usize> {
         };
         let gap = (med_b - med_a).abs();
         let d = (x[i] - med_b).abs().min((x[i] - med_a).abs());
-        if d <= gap || d == 0.0 {
-            continue;
-        }
-        before.deviations(med_b, &mut dev_b);
-        after.deviations(med_a, &mut dev_a);
-        let mad = merged_median(&dev_b, &dev_a);
         let own = noise.get(i).copied().unwrap_or(0.0);
-        let sigma = (1.4826 * mad).hypot(own);
-        if d > SCREEN_DEVIATIONS * sigma + gap {
+        let sigma = spread[i / SCREEN_BLOCK].hypot(own);
+        if d > SCREEN_DEVIATIONS * sigma + gap && d > 0.0 {
             out.push(i);
         }
     }
     out
+}
+
+/// Points whose spread is taken together.
+pub const SCREEN_BLOCK: usize = 64;
+
+/// Each block's spread: 1.4826 MAD of its values.
+fn block_spreads(x: &[f64]) -> Vec<f64> {
+    let mut v = Vec::with_capacity(SCREEN_BLOCK);
+    x.chunks(SCREEN_BLOCK)
+        .map(|chunk| {
+            v.clear();
+            v.extend_from_slice(chunk);
+            let m = middle(&mut v);
+            for d in v.iter_mut() {
+                *d = (*d - m).abs();
+            }
+            1.4826 * middle(&mut v)
+        })
+        .collect()
+}
+
+/// The median of `v` (reordered).
+fn middle(v: &mut [f64]) -> f64 {
+    let odd = v.len() % 2 == 1;
+    let mid = v.len() / 2;
+    let (below, m, _) = v.select_nth_unstable_by(mid, f64::total_cmp);
+    if odd {
+        *m
+    } else {
+        (below.iter().copied().fold(f64::NEG_INFINITY, f64::max) + *m) / 2.0
+    }
 }
 
 /// A few values kept in order.
@@ -759,59 +789,6 @@ impl Sorted {
             (v[m - 1] + v[m]) / 2.0
         }
     }
-
-    /// The distances of the values from `m`, ascending: out from the
-    /// middle both ways, the nearer first.
-    fn deviations(&self, m: f64, out: &mut Vec<f64>) {
-        out.clear();
-        let v = &self.0;
-        let mut hi = v.partition_point(|a| *a < m);
-        let mut lo = hi;
-        while lo > 0 || hi < v.len() {
-            let down = (lo > 0).then(|| m - v[lo - 1]);
-            let up = (hi < v.len()).then(|| v[hi] - m);
-            match (down, up) {
-                (Some(d), Some(u)) if d <= u => {
-                    out.push(d);
-                    lo -= 1;
-                }
-                (Some(d), None) => {
-                    out.push(d);
-                    lo -= 1;
-                }
-                (_, Some(u)) => {
-                    out.push(u);
-                    hi += 1;
-                }
-                (None, None) => break,
-            }
-        }
-    }
-}
-
-/// The median of the union of two ascending lists.
-fn merged_median(a: &[f64], b: &[f64]) -> f64 {
-    let n = a.len() + b.len();
-    if n == 0 {
-        return 0.0;
-    }
-    let (mut i, mut j) = (0, 0);
-    let mut next = || -> f64 {
-        let take_a = j >= b.len() || i < a.len() && a[i] <= b[j];
-        if take_a {
-            i += 1;
-            a[i - 1]
-        } else {
-            j += 1;
-            b[j - 1]
-        }
-    };
-    let mut prev = 0.0;
-    for _ in 0..n / 2 {
-        prev = next();
-    }
-    let m = next();
-    if n % 2 == 1 { m } else { (prev + m) / 2.0 }
 }
 
 /// Points on each side of a point that the outlier screen looks at.

@@ -372,8 +372,7 @@ fn degenerate_series() {
     }
 }
 
-/// The screen as first written, each median and MAD sought afresh: the
-/// sliding one must find the same points.
+/// The screen written plainly, each median sought afresh.
 fn lone_outliers_by_sorting(x: &[f64], noise: &[f64]) -> Vec<usize> {
     let med = |v: &mut Vec<f64>| {
         v.sort_by(f64::total_cmp);
@@ -384,6 +383,14 @@ fn lone_outliers_by_sorting(x: &[f64], noise: &[f64]) -> Vec<usize> {
             (v[m - 1] + v[m]) / 2.0
         }
     };
+    let spread: Vec<f64> = x
+        .chunks(SCREEN_BLOCK)
+        .map(|c| {
+            let m = med(&mut c.to_vec());
+            let mut dev: Vec<f64> = c.iter().map(|v| (v - m).abs()).collect();
+            1.4826 * med(&mut dev)
+        })
+        .collect();
     let mut out = Vec::new();
     for i in 0..x.len() {
         let after = &x[i + 1..(i + 1 + SCREEN_CONTEXT).min(x.len())];
@@ -397,9 +404,7 @@ fn lone_outliers_by_sorting(x: &[f64], noise: &[f64]) -> Vec<usize> {
         } else {
             med(&mut before.to_vec())
         };
-        let mut dev: Vec<f64> = before.iter().map(|v| (v - med_b).abs()).collect();
-        dev.extend(after.iter().map(|v| (v - med_a).abs()));
-        let sigma = (1.4826 * med(&mut dev)).hypot(noise.get(i).copied().unwrap_or(0.0));
+        let sigma = spread[i / SCREEN_BLOCK].hypot(noise.get(i).copied().unwrap_or(0.0));
         let gap = (med_b - med_a).abs();
         let d = (x[i] - med_b).abs().min((x[i] - med_a).abs());
         if d > SCREEN_DEVIATIONS * sigma + gap && d > 0.0 {
