@@ -285,12 +285,13 @@ fn run_like(command: &str, v: &Value, out: &mut Vec<FigureResult>) -> Result<(),
     // the record has.
     if summary.is_empty() && !typed.is_empty() && typed.iter().all(Option::is_some) {
         for f in FIGURES {
-            let samples: Vec<f64> = typed
+            let runs: Vec<&RunRecord> =
+                typed.iter().flatten().filter(|r| f.applies_to(r)).collect();
+            let samples: Vec<f64> = runs
                 .iter()
-                .flatten()
-                .filter_map(|r| (f.get)(r).map(|v| v as f64))
+                .filter_map(|r| f.value(r).map(|v| v as f64))
                 .collect();
-            if samples.len() == typed.len() {
+            if !samples.is_empty() && samples.len() == runs.len() {
                 push(out, from_samples(command, f.key, unit_of(f.key), samples))?;
             }
         }
@@ -307,7 +308,8 @@ fn samples_of(figure: &str, runs: &[&Value], typed: &[Option<RunRecord>]) -> Vec
         return typed
             .iter()
             .flatten()
-            .filter_map(|r| (f.get)(r).map(|v| v as f64))
+            .filter(|r| f.applies_to(r))
+            .filter_map(|r| f.value(r).map(|v| v as f64))
             .collect();
     }
     runs.iter()

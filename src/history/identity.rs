@@ -8,8 +8,8 @@
 //! closed, at most [`GIT_LIMIT`] each, killed with its group past that.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 use super::store::Machine;
 
@@ -70,42 +70,34 @@ fn ci_branch() -> Option<String> {
     .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
 }
 
-/// Runs `git ARGS` in `dir`: whether it exited 0, and its first line.
+/// Runs `git ARGS` in `dir` as a helper: whether it exited 0, and its
+/// first line.
 fn git(dir: &Path, args: &[&str]) -> Result<(bool, String), String> {
     use std::io::Read;
     let mut cmd = Command::new("git");
     cmd.args(args)
         .current_dir(dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
         .env("GIT_OPTIONAL_LOCKS", "0");
-    crate::sys::sidecar::apart(&mut cmd);
-    let mut child = cmd
-        .spawn()
+    let mut helper = crate::sys::helper::Helper::start(cmd)
         .map_err(|e| format!("git cannot be started ({e}): give --commit"))?;
-    let started = Instant::now();
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if started.elapsed() < GIT_LIMIT => {
-                std::thread::sleep(Duration::from_millis(2))
-            }
-            _ => {
-                let _ = crate::sys::sidecar::kill_group(child.id());
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!(
-                    "git took over {} s to answer: give --commit",
-                    GIT_LIMIT.as_secs()
-                ));
-            }
-        }
+    // Read beside the wait, so that output beyond a pipe's buffer cannot
+    // hold git up; the read ends when git does or is stopped.
+    let reader = helper.stdout().map(|mut stdout| {
+        std::thread::spawn(move || {
+            let mut out = Vec::new();
+            let _ = stdout.by_ref().take(4096).read_to_end(&mut out);
+            out
+        })
+    });
+    let status = helper.wait_until(helper.started() + GIT_LIMIT);
+    helper.stop();
+    let out = reader.and_then(|t| t.join().ok()).unwrap_or_default();
+    let Some(status) = status else {
+        return Err(format!(
+            "git took over {} s to answer: give --commit",
+            GIT_LIMIT.as_secs()
+        ));
     };
-    let mut out = Vec::new();
-    if let Some(mut stdout) = child.stdout.take() {
-        let _ = stdout.by_ref().take(4096).read_to_end(&mut out);
-    }
     let text = String::from_utf8_lossy(&out);
     Ok((
         status.success(),

@@ -72,17 +72,8 @@ impl RunGroup {
         );
         let path = parent.join(name);
         if let Err(e) = fs::create_dir(&path) {
-            let hint = if e.kind() == io::ErrorKind::PermissionDenied
-                || e.raw_os_error() == Some(libc::EROFS)
-            {
-                ": run as root or in a delegated group"
-            } else {
-                ""
-            };
-            return Err(format!(
-                "cannot create a cgroup v2 group under {} ({e}){hint}",
-                crate::text::path::display(&parent)
-            ));
+            let root = crate::sys::geteuid() == 0;
+            return Err(cgroup::mkdir_failure(&parent, &e, root));
         }
         match OpenOptions::new()
             .write(true)
@@ -159,9 +150,12 @@ impl RunGroup {
         }
         let left = pids_in(&self.path.join("cgroup.procs"));
         if !left.is_empty() {
+            let (they, run, were) = match left.len() {
+                1 => ("1 process".to_string(), "runs", "it was"),
+                n => (format!("{n} processes"), "run", "they were"),
+            };
             notes.push(format!(
-                "{} processes of the tree still run after the command exited; they were moved back to {}",
-                left.len(),
+                "{they} of the tree still {run} after the command exited; {were} moved back to {}",
                 self.parent.display()
             ));
             for pid in left {

@@ -13,10 +13,12 @@ mod group;
 mod html;
 mod human;
 use crate::speed as probe;
+pub mod quota;
 pub mod records;
 mod render;
 pub mod report;
 pub mod spawner;
+pub mod template;
 mod tree;
 mod why;
 
@@ -47,6 +49,9 @@ pub struct Config {
     pub warmup: u32,
     /// The command's stdout and stderr to /dev/null.
     pub quiet_command: bool,
+    /// The command's stdin from /dev/null rather than tally's (compare's
+    /// runs under the simulator, as its other runs have it).
+    pub stdin_null: bool,
     /// The command's stdout to its stderr: set when the report takes
     /// stdout, which carries one stream.
     pub stdout_to_stderr: bool,
@@ -59,6 +64,8 @@ pub struct Config {
     pub tree: bool,
     /// Hardware counters read (perf_event_open).
     pub counters: bool,
+    /// Counted work (`--count`): the source asked for.
+    pub count: Option<crate::count::Choice>,
     /// Where the wall time went measured (see `why`): a cgroup v2 group
     /// made for each run where one can be.
     pub why: bool,
@@ -80,11 +87,13 @@ impl Default for Config {
             runs: 1,
             warmup: 0,
             quiet_command: false,
+            stdin_null: false,
             stdout_to_stderr: false,
             cold: Vec::new(),
             drop_caches: false,
             tree: false,
             counters: false,
+            count: None,
             why: true,
             gpu: false,
             gpu_when_present: false,
@@ -124,6 +133,13 @@ pub enum RunError {
     /// A run made by `run::spawner`, which could not be made: its text.
     #[error("{0}")]
     Spawner(String),
+    /// A signal (its name) came before the command was let go: it was not
+    /// started. Not a failure: the caller stops as it does between runs.
+    #[error("{signal} came before the command started: it was not started")]
+    NotStarted { signal: String },
+    /// `--count` cannot count here, or a run could not be prepared for it.
+    #[error("--count: {0}")]
+    Count(String),
 }
 
 impl crate::failure::Failure for RunError {
@@ -161,9 +177,14 @@ pub struct Measurer {
     /// `--cold`'s paths, checked: walked and evicted before each run.
     cold: Vec<PathBuf>,
     counters: Option<Result<bool, String>>,
+    /// The counting source `--count` resolved to.
+    count: Option<crate::count::Counting>,
     /// Start commands by [`sys::process::spawn_shared`] rather than fork
     /// (see [`Measurer::share_memory`]).
     shared: bool,
+    /// The GPU sampling of the runs, started before the first that wants
+    /// it and kept for the others (see [`crate::gpu::Runs`]).
+    gpu: std::cell::RefCell<crate::gpu::Runs>,
 }
 
 impl Measurer {
@@ -175,12 +196,61 @@ impl Measurer {
         bulk::check(&cfg.cold, "evict")?;
         let forwarder = Forwarder::install().map_err(RunError::Signals)?;
         let counters = cfg.counters.then(probe_counters);
+        let count = cfg
+            .count
+            .map(crate::count::Counting::resolve)
+            .transpose()
+            .map_err(RunError::Count)?;
         Ok(Measurer {
             forwarder,
             cold: cfg.cold.clone(),
             counters,
+            count,
             shared: false,
+            gpu: Default::default(),
         })
+    }
+
+    /// Starts the GPU sampling of the runs when `cfg` wants it (else the
+    /// first run that does starts it, silently), telling `say` what it
+    /// waits for when the wait lasts more than a moment. A signal during
+    /// the wait ends it: [`RunError::NotStarted`], and no run starts.
+    pub fn start_gpu(&self, cfg: &Config, say: &mut dyn FnMut(&str)) -> Result<(), RunError> {
+        self.gpu_for(cfg, Some(say))
+    }
+
+    fn gpu_for(&self, cfg: &Config, say: Option<&mut dyn FnMut(&str)>) -> Result<(), RunError> {
+        // Under the simulator the runs' GPU use is not measured.
+        let simulated = self
+            .count
+            .as_ref()
+            .is_some_and(|c| c.kind() == crate::count::Kind::Sim);
+        if !(cfg.gpu || cfg.gpu_when_present) || simulated {
+            return Ok(());
+        }
+        let interrupted = || self.forwarder.pending().is_some();
+        let mut waiting = crate::gpu::Waiting {
+            say,
+            interrupted: Some(&interrupted),
+        };
+        let started = self.gpu.borrow_mut().start(cfg.gpu, &mut waiting);
+        started.map_err(|_| self.not_started())
+    }
+
+    /// The error of a run that a signal kept from starting.
+    fn not_started(&self) -> RunError {
+        RunError::NotStarted {
+            signal: self
+                .forwarder
+                .pending()
+                .map_or_else(|| "a signal".to_string(), sys::signal_name),
+        }
+    }
+
+    /// What the GPU sampling has to say once about the runs: a wait
+    /// nobody asked for that came to nothing.
+    pub fn gpu_warning(&self) -> Option<String> {
+        self.gpu.borrow_mut().take_warning()
     }
 
     /// From now on, start commands the way `posix_spawn` does, sharing
@@ -222,17 +292,30 @@ impl Measurer {
     /// One measured run of `cfg.argv` in the page-cache state it finds
     /// (the caller evicts first when it should, see [`Measurer::evict`]).
     pub fn measure_as_is(&self, cfg: &Config) -> Result<RunRecord, RunError> {
+        self.gpu_for(cfg, None)?;
+        if self.forwarder.pending().is_some() {
+            return Err(self.not_started());
+        }
         run_once(&Ctx {
             cfg,
             counters: self.counters.as_ref(),
+            count: self.count.as_ref(),
             forwarder: &self.forwarder,
+            gpu: &self.gpu,
             shared: self.shared
                 && !cfg.tree
                 && !cfg.quiet_command
+                && !cfg.stdin_null
                 && !cfg.stdout_to_stderr
                 && !cfg.why
-                && self.counters.is_none(),
+                && self.counters.is_none()
+                && self.count.is_none(),
         })
+    }
+
+    /// The counting source the runs use, when `--count` asked for one.
+    pub fn counting(&self) -> Option<&crate::count::Counting> {
+        self.count.as_ref()
     }
 
     /// The name of a stopping signal (SIGINT, SIGTERM…) tally received
@@ -261,8 +344,13 @@ pub fn execute(cfg: &Config, progress: &mut Progress) -> Result<RunReport, RunEr
         warnings: Vec::new(),
         interrupted_by: None,
         speed: None,
+        count: None,
         why_table: false,
+        template: None,
     };
+    if let Err(e) = measurer.start_gpu(cfg, &mut |what| progress.busy(&what, false)) {
+        report.interrupted_by = Some(not_started(e)?);
+    }
     let steps = cfg.warmup.saturating_add(cfg.runs);
     let mut step = |what: &str, done: u32| {
         if steps > 1 {
@@ -270,8 +358,17 @@ pub fn execute(cfg: &Config, progress: &mut Progress) -> Result<RunReport, RunEr
         }
     };
     for i in 0..cfg.warmup {
+        if report.interrupted_by.is_some() {
+            break;
+        }
         step("warm-up", i);
-        let rec = measurer.measure(cfg)?;
+        let rec = match measurer.measure(cfg) {
+            Ok(rec) => rec,
+            Err(e) => {
+                report.interrupted_by = Some(not_started(e)?);
+                break;
+            }
+        };
         report.warmup_runs += 1;
         // A warm-up run is never reported as a measured one, even when
         // the user interrupted it.
@@ -283,7 +380,14 @@ pub fn execute(cfg: &Config, progress: &mut Progress) -> Result<RunReport, RunEr
     // Kept where the forked commands do not inherit them (see `records`).
     let mut records = records::Records::new();
     // The machine's speed among the runs of `run -n`, outside their clocks.
-    let mut probes = (report.runs_requested > 1).then(probe::Schedule::default);
+    // Under the simulator the runs are not timed: nothing to probe for.
+    let simulated = measurer
+        .counting()
+        .is_some_and(|c| c.kind() == crate::count::Kind::Sim);
+    let mut probes = (report.runs_requested > 1 && !simulated).then(probe::Schedule::default);
+    // Where each counted run's instructions went (`sim`), kept apart from
+    // its record.
+    let mut profiles = Vec::new();
     let mut probed_before = Vec::new();
     if report.interrupted_by.is_none() {
         for i in 0..report.runs_requested {
@@ -297,8 +401,17 @@ pub fn execute(cfg: &Config, progress: &mut Progress) -> Result<RunReport, RunEr
             {
                 probed_before.push(i);
             }
-            let rec = measurer.measure(cfg)?;
-            if let Some(s) = probes.as_mut() {
+            let mut rec = match measurer.measure(cfg) {
+                Ok(rec) => rec,
+                Err(e) => {
+                    report.interrupted_by = Some(not_started(e)?);
+                    break;
+                }
+            };
+            if let Some(p) = take_profile(&mut rec) {
+                profiles.push(p);
+            }
+            if let Some(s) = probes.as_mut().filter(|_| !rec.simulated()) {
                 s.ran(rec.wall_ns);
             }
             let stop = rec.forwarded_signal.clone();
@@ -314,6 +427,12 @@ pub fn execute(cfg: &Config, progress: &mut Progress) -> Result<RunReport, RunEr
     }
     report.runs = records.into_vec().map_err(RunError::Records)?;
     report.summarize();
+    report.warnings.extend(measurer.gpu_warning());
+    report.count = measurer.counting().map(|c| {
+        let counted: Vec<&crate::count::Counted> =
+            report.runs.iter().filter_map(|r| r.counted()).collect();
+        crate::count::CountReport::of(c, &counted, profiles)
+    });
     report.speed = probes
         .and_then(|s| probe::Speed::of(s.probes()))
         .map(|probes| report::RunSpeed {
@@ -326,11 +445,23 @@ pub fn execute(cfg: &Config, progress: &mut Progress) -> Result<RunReport, RunEr
     Ok(report)
 }
 
+/// The signal of a run that was not started ([`RunError::NotStarted`]);
+/// any other error stays one.
+fn not_started(e: RunError) -> Result<String, RunError> {
+    match e {
+        RunError::NotStarted { signal } => Ok(signal),
+        e => Err(e),
+    }
+}
+
 struct Ctx<'a> {
     cfg: &'a Config,
     /// `Ok(user_only)` when counters can be opened, else the reason.
     counters: Option<&'a Result<bool, String>>,
+    /// The counting source (`--count`).
+    count: Option<&'a crate::count::Counting>,
     forwarder: &'a Forwarder,
+    gpu: &'a std::cell::RefCell<crate::gpu::Runs>,
     /// Spawn with [`sys::process::spawn_shared`].
     shared: bool,
 }
@@ -398,28 +529,41 @@ fn run_once(ctx: &Ctx) -> Result<RunRecord, RunError> {
         .first()
         .map(|p| crate::text::path::display(std::path::Path::new(p)))
         .unwrap_or_default();
-    let mut groups = RunGroups::make(cfg);
-    let why_before = cfg.why.then(why::before);
-    let cgroup = groups.take_fds();
-    let mut gpu = if cfg.gpu || cfg.gpu_when_present {
-        crate::gpu::Session::start(cfg.gpu)
-    } else {
-        crate::gpu::Session::Off
+    let mut counting = match ctx.count {
+        Some(c) => Some(c.prepare(&cfg.argv).map_err(RunError::Count)?),
+        None => None,
     };
+    // Under the simulator the run's time, waits and GPU use are
+    // Valgrind's: none is measured, and the command is checked first, so
+    // that a missing one is said as for any run, not by Valgrind.
+    let simulated = counting.as_ref().is_some_and(|c| c.wrapped().is_some());
+    if simulated {
+        check_program(&cfg.argv, &program)?;
+    }
+    let mut groups = RunGroups::make(cfg, simulated);
+    let why_before = (cfg.why && !simulated).then(why::before);
+    let cgroup = groups.take_fds();
     let Started {
         mut spawned,
         start,
         counters,
         counter_error,
-    } = start_command(ctx, &program, cgroup)?;
+    } = start_command(ctx, &program, cgroup, counting.as_mut())?;
     let pid = spawned.pid;
-    gpu.begin(pid, start);
+    let gpu_wanted = (cfg.gpu || cfg.gpu_when_present) && !simulated;
+    if gpu_wanted {
+        ctx.gpu.borrow_mut().begin(pid, start);
+    }
     if let Some(t) = groups.tree.as_mut() {
         t.started(pid);
     }
     let waited = sys::process::wait_exited_keep(pid);
     let wall = start.elapsed();
-    let gpu = gpu.finish(start + wall);
+    let gpu = if gpu_wanted {
+        ctx.gpu.borrow_mut().finish(start + wall)
+    } else {
+        Default::default()
+    };
     if let Err(e) = waited {
         ctx.forwarder.detach();
         return Err(RunError::Wait(e));
@@ -433,7 +577,8 @@ fn run_once(ctx: &Ctx) -> Result<RunRecord, RunError> {
     }
     let io = read_io(pid, spawned.io.take());
     let wall_ns = nanos(wall);
-    let why_raw = why_before.map(|before| why::read(pid, groups.why_source(), &before, wall_ns));
+    let why_raw =
+        why_before.map(|before| why::read(pid, groups.why_source(), &before, wall_ns, cfg.warmup));
     let counters = match ctx.counters {
         None => None,
         Some(Err(reason)) => Some(Counters::Unavailable {
@@ -456,6 +601,7 @@ fn run_once(ctx: &Ctx) -> Result<RunRecord, RunError> {
     );
     rec.counters = counters;
     rec.gpu = gpu;
+    rec.count = counting.map(crate::count::RunCount::finish);
     let RunGroups { tree, why_group } = groups;
     rec.tree = match (tree, tree_usage) {
         (Some(t), Some(mut u)) => {
@@ -477,9 +623,9 @@ struct RunGroups {
 }
 
 impl RunGroups {
-    fn make(cfg: &Config) -> RunGroups {
+    fn make(cfg: &Config, simulated: bool) -> RunGroups {
         let tree = cfg.tree.then(tree::Tree::prepare);
-        let why_group = (cfg.why && tree.is_none()).then(group::RunGroup::make);
+        let why_group = (cfg.why && !simulated && tree.is_none()).then(group::RunGroup::make);
         RunGroups { tree, why_group }
     }
 
@@ -530,8 +676,11 @@ fn start_command(
     ctx: &Ctx,
     program: &str,
     (cgroup_procs, cgroup_dir): (Option<OwnedFd>, Option<OwnedFd>),
+    counting: Option<&mut crate::count::RunCount>,
 ) -> Result<Started, RunError> {
     let cfg = ctx.cfg;
+    let wrapped = counting.as_deref().and_then(|c| c.wrapped());
+    let argv = wrapped.map_or(cfg.argv.as_slice(), |(argv, _)| argv);
     // The child waits at the gate until tally has attached the counters
     // and opened its /proc/PID/io (in `spawn`, right after the fork).
     // Without the wait, a child that the scheduler ran first could exec
@@ -544,6 +693,7 @@ fn start_command(
         cgroup_procs,
         cgroup_dir,
         quiet: cfg.quiet_command,
+        stdin_null: cfg.stdin_null,
         stdout_to_stderr: cfg.stdout_to_stderr,
         open_io: true,
         // tally forks and waits on this same thread, which lives until the
@@ -551,6 +701,8 @@ fn start_command(
         // some other thread.
         die_with_parent: true,
         own_group: false,
+        env: wrapped.map(|(_, env)| env.to_vec()),
+        fixed_layout: wrapped.is_some(),
     };
     let spawn = if ctx.shared {
         sys::process::spawn_shared
@@ -558,11 +710,23 @@ fn start_command(
         sys::process::spawn
     };
     let mut start = Instant::now();
-    let mut spawned = spawn(&cfg.argv, pre).map_err(|source| RunError::Spawn {
+    let mut spawned = spawn(argv, pre).map_err(|source| RunError::Spawn {
         program: program.to_string(),
         source,
     })?;
     ctx.forwarder.attach(spawned.pid);
+    // A signal that came before the command was let go past its gate
+    // (sent to it there, before its exec): it is not started.
+    if !ctx.shared
+        && let Some(sig) = ctx.forwarder.take_received()
+    {
+        let _ = sys::signals::kill(spawned.pid, libc::SIGKILL);
+        let _ = sys::process::wait4(spawned.pid);
+        ctx.forwarder.detach();
+        return Err(RunError::NotStarted {
+            signal: sys::signal_name(sig),
+        });
+    }
     let mut counters = Vec::new();
     let mut counter_error = None;
     if let Some(Ok(user_only)) = ctx.counters {
@@ -572,6 +736,10 @@ fn start_command(
                 Err(e) => counter_error = Some(format!("perf_event_open({event:?}) failed: {e}")),
             }
         }
+        start = Instant::now();
+    }
+    if let Some(c) = counting.filter(|c| c.needs_gate()) {
+        c.attach(spawned.pid);
         start = Instant::now();
     }
     spawned.release();
@@ -587,13 +755,13 @@ fn start_command(
 /// `wait4`'s cpu times; the breakdown's own group is removed (what the
 /// command left running in it is said in the notes).
 fn finish_why(
-    mut raw: why::Raw,
+    mut read: why::Read,
     usage: &sys::process::ChildUsage,
     why_group: Option<Result<group::RunGroup, String>>,
 ) -> Why {
-    raw.user_ns = nanos(usage.user);
-    raw.system_ns = nanos(usage.system);
-    let mut why = why::assemble(&raw);
+    read.raw.user_ns = nanos(usage.user);
+    read.raw.system_ns = nanos(usage.system);
+    let mut why = why::assemble_in(&read.raw, &read.context);
     if let Some(Ok(g)) = why_group {
         // Left running by the command: not measured, and said.
         g.cleanup(&mut why.notes);
@@ -603,6 +771,49 @@ fn finish_why(
 
 fn nanos(d: std::time::Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// Before a run under the simulator: the error the command's own `exec`
+/// would give, for a program that is not there or cannot be executed.
+fn check_program(argv: &[OsString], program: &str) -> Result<(), RunError> {
+    use std::os::unix::fs::PermissionsExt;
+    let Some(first) = argv.first() else {
+        return Err(RunError::NotFound {
+            program: program.to_string(),
+        });
+    };
+    let Some(path) = exec::resolve(first) else {
+        return Err(exec_failure(
+            argv,
+            program.to_string(),
+            io::ErrorKind::NotFound.into(),
+        ));
+    };
+    match std::fs::metadata(&path) {
+        Err(e) => Err(exec_failure(argv, program.to_string(), e)),
+        Ok(m) if m.is_dir() => Err(exec_failure(
+            argv,
+            program.to_string(),
+            io::Error::from_raw_os_error(libc::EISDIR),
+        )),
+        Ok(m) if m.permissions().mode() & 0o111 == 0 => Err(exec_failure(
+            argv,
+            program.to_string(),
+            io::Error::from_raw_os_error(libc::EACCES),
+        )),
+        Ok(_) => Ok(()),
+    }
+}
+
+/// The profile of a counted run (`sim`), taken out of its record, with
+/// its instructions: the records keep figures only.
+pub fn take_profile(rec: &mut RunRecord) -> Option<(u64, crate::count::Profile)> {
+    let c = match rec.count.as_mut()? {
+        crate::count::CountState::Measured(c) => c,
+        crate::count::CountState::Unavailable { .. } => return None,
+    };
+    let p = c.profile.take()?;
+    Some((c.instructions.unwrap_or(0), p))
 }
 
 /// The error of a command whose `exec` failed with `e`.
@@ -671,6 +882,7 @@ pub(crate) fn plain_record(
         io_source,
         io_unavailable,
         counters: None,
+        count: None,
         tree: None,
         cold: None,
         why: None,
