@@ -1,14 +1,14 @@
 //! The CI story, end to end: a small C program built at 30 successive
 //! commits of a git repository, its work (read from a file the commits
-//! change) 3% more from commit 20 on; each commit recorded with `tally run
-//! --record` (the commit and branch from git), then gated with `tally
-//! history check`. The gate must pass at every commit before 20, fail at
-//! commit 20 or 21, and its Markdown name the commit.
-//!
-//! The gated figure is exact: the program writes its work's thousandth in
-//! bytes, so `write_call_bytes` moves by exactly 3% (counted work,
-//! `--count`, is gated too where the binary has it). Time is recorded and
-//! analysed beside it, gated at 50% so a noisy machine does not fail it.
+//! change) 3% more from commit 20 on; each commit recorded twice with
+//! `tally run --record` (the commit and branch from git): once counted
+//! under the simulator (`--count=sim`: instructions, exact) and once timed
+//! (wall time, and the bytes written: the program writes its work's
+//! thousandth, so `write_call_bytes` moves by exactly 3%). Then gated with
+//! `tally history check`: it must pass at every commit before 20, fail at
+//! commit 20 or 21, and its Markdown name the commit and both exact
+//! figures. Time is recorded and analysed beside them, gated at 50% so a
+//! noisy machine does not fail it.
 
 mod common;
 
@@ -65,6 +65,7 @@ fn text(o: &Output) -> String {
 fn history_check_fails_at_the_commit_that_changed_the_work_and_names_it() {
     common::require!(common::tool("gcc", "gcc"));
     common::require!(common::tool("git", "git"));
+    common::require!(common::tool("valgrind", "valgrind"));
     let dir = tempfile::tempdir().unwrap();
     let repo = dir.path().join("repo");
     std::fs::create_dir(&repo).unwrap();
@@ -73,12 +74,6 @@ fn history_check_fails_at_the_commit_that_changed_the_work_and_names_it() {
     std::fs::write(repo.join(".gitignore"), "prog\n").unwrap();
     let store = dir.path().join("history.db");
     let summary = dir.path().join("summary.md");
-    let help = tally().args(["run", "--help"]).output().unwrap();
-    let help = String::from_utf8_lossy(&help.stdout).into_owned();
-    // `--count`, not `--counters`.
-    let counted = help.match_indices("--count").any(|(at, m)| {
-        !help[at + m.len()..].starts_with(|c: char| c.is_ascii_alphanumeric() || c == '-')
-    });
     let mut first_failure = None;
     let mut hashes = Vec::new();
     for i in 1..=30 {
@@ -95,20 +90,22 @@ fn history_check_fails_at_the_commit_that_changed_the_work_and_names_it() {
             .output()
             .unwrap();
         assert!(built.status.success(), "{}", text(&built));
-        let mut run = tally();
-        run.current_dir(&repo)
-            .args(["run", "-n", "5", "--quiet-command", "--record"])
-            .arg(&store);
-        if counted {
-            run.arg("--count");
+        for how in [&["--count=sim", "-n", "1"][..], &["-n", "5"][..]] {
+            let out = tally()
+                .current_dir(&repo)
+                .args(["run", "--quiet-command", "--record"])
+                .arg(&store)
+                .args(how)
+                .args(["--", "./prog"])
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "commit {i} {how:?}: {}", text(&out));
+            assert!(
+                text(&out).contains("recorded in"),
+                "commit {i}: {}",
+                text(&out)
+            );
         }
-        let out = run.args(["--", "./prog"]).output().unwrap();
-        assert!(out.status.success(), "commit {i}: {}", text(&out));
-        assert!(
-            text(&out).contains("recorded in"),
-            "commit {i}: {}",
-            text(&out)
-        );
         let mut check = tally();
         check.args(["history", "check"]).arg(&store).args([
             "--command",
@@ -117,10 +114,9 @@ fn history_check_fails_at_the_commit_that_changed_the_work_and_names_it() {
             "write_call_bytes=1%",
             "--fail-on",
             "wall=50%",
+            "--fail-on",
+            "instructions=1%",
         ]);
-        if counted {
-            check.args(["--fail-on", "instructions=1%"]);
-        }
         let out = check
             .arg("--export")
             .arg(format!("markdown={}", summary.display()))
@@ -140,7 +136,7 @@ fn history_check_fails_at_the_commit_that_changed_the_work_and_names_it() {
             let md = std::fs::read_to_string(&summary).unwrap();
             let commit20 = &hashes[19][..10];
             assert!(
-                md.starts_with("**tally history check: 1 regression**"),
+                md.starts_with("**tally history check: 2 regressions**"),
                 "{md}"
             );
             assert!(
@@ -151,6 +147,7 @@ fn history_check_fails_at_the_commit_that_changed_the_work_and_names_it() {
                 md.contains("write_call_bytes") && md.contains("+3.00%"),
                 "{md}"
             );
+            assert!(md.contains("| instructions |"), "{md}");
             assert!(
                 md.contains("| figure | before | now | change | commits | verdict |"),
                 "{md}"
@@ -185,7 +182,44 @@ fn history_check_fails_at_the_commit_that_changed_the_work_and_names_it() {
         hashes[18].as_str()
     );
     assert!((cps[0]["change"].as_f64().unwrap() - 0.03).abs() < 1e-9);
-    if !counted {
-        eprintln!("recorded with time and write_call_bytes (exact); this tally has no --count");
-    }
+    // The counted series: 30 exact points (every run of a commit the same
+    // count), one change, at commit 20, counted under the simulator.
+    let out = tally()
+        .args(["history"])
+        .arg(&store)
+        .args(["--format", "json", "--figure", "instructions"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let s = &doc["series"][0];
+    let points = s["points"].as_array().unwrap();
+    assert_eq!(points.len(), 30);
+    let medians: Vec<f64> = points
+        .iter()
+        .map(|p| p["median"].as_f64().unwrap())
+        .collect();
+    assert!(
+        medians[..19].iter().all(|&m| m == medians[0])
+            && medians[19..].iter().all(|&m| m == medians[19]),
+        "a count under the simulator is the same at every commit of the same work: {medians:?}"
+    );
+    let cps = s["change_points"].as_array().unwrap();
+    assert_eq!(cps.len(), 1, "{cps:?}");
+    assert_eq!(cps[0]["index"], 19);
+    let change = cps[0]["change"].as_f64().unwrap();
+    assert!((0.02..0.04).contains(&change), "{change}");
+    let machine = doc["machines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["fingerprint"] == s["machine"])
+        .unwrap_or_else(|| panic!("{doc}"));
+    assert_eq!(machine["counting"], "sim", "{machine}");
+    assert!(
+        machine["counting_version"]
+            .as_str()
+            .is_some_and(|v| v.contains("Valgrind")),
+        "{machine}"
+    );
 }

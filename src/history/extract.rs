@@ -113,20 +113,32 @@ pub fn extract(v: &Value) -> Result<Extracted, String> {
 }
 
 /// The counting source a report names (a `count`/`counted`/`counting`
-/// object with a `source`, and its `version`); `None`: times alone.
+/// object with a `source`: a name and its `version`, or, as `--count`
+/// writes it, an object with its `kind` (`sim`, `hw`) and `tool`
+/// (`cachegrind (Valgrind 3.19.0)`)); `None`: times alone.
 fn counting(v: &Value) -> Option<(String, Option<String>)> {
     let obj = v.as_object()?;
     for (key, val) in obj {
         if !key.starts_with("count") {
             continue;
         }
-        if let Some(source) = val.get("source").and_then(Value::as_str) {
-            let version = val
-                .get("version")
-                .or_else(|| val.get("source_version"))
-                .and_then(Value::as_str)
-                .map(str::to_string);
-            return Some((source.to_string(), version));
+        match val.get("source") {
+            Some(Value::String(source)) => {
+                let version = val
+                    .get("version")
+                    .or_else(|| val.get("source_version"))
+                    .and_then(Value::as_str)
+                    .map(str::to_string);
+                return Some((source.clone(), version));
+            }
+            Some(Value::Object(source)) => {
+                let Some(kind) = source.get("kind").and_then(Value::as_str) else {
+                    continue;
+                };
+                let tool = source.get("tool").and_then(Value::as_str);
+                return Some((kind.to_string(), tool.map(str::to_string)));
+            }
+            _ => {}
         }
     }
     None
@@ -523,6 +535,27 @@ mod tests {
         assert_eq!(e.figures[0].unit, "count");
         assert_eq!(e.figures[1].command, "a (#2)");
         assert!(e.figures[1].samples.is_empty(), "no runs: no samples");
+    }
+
+    #[test]
+    fn count_source_as_count_writes_it_names_the_kind_and_tool() {
+        let report = serde_json::json!({
+            "command": ["/bin/true"],
+            "summary": [{"figure": "instructions", "count": 1, "min": 5.0,
+                         "median": 5.0, "max": 5.0, "mad": 0.0}],
+            "runs": [],
+            "count": {"source": {"kind": "sim", "tool": "cachegrind (Valgrind 3.19.0)",
+                                 "machine": "I1 32768 B 8-way"}},
+        });
+        let e = extract(&report).unwrap();
+        assert_eq!(
+            e.counting,
+            Some(("sim".into(), Some("cachegrind (Valgrind 3.19.0)".into())))
+        );
+        // A source without its kind is no source.
+        let mut odd = report.clone();
+        odd["count"]["source"] = serde_json::json!({"tool": "x"});
+        assert_eq!(extract(&odd).unwrap().counting, None);
     }
 
     #[test]
