@@ -26,6 +26,7 @@ both_stores!(
     schema_versions_are_checked,
     a_store_that_fails_after_the_runs_gets_a_side_file,
     filters_select_and_machines_stay_apart,
+    counted_compare_gives_exact_points_and_is_gated,
 );
 
 fn text(o: &Output) -> String {
@@ -952,4 +953,95 @@ fn postgres_is_found_where_install_deps_puts_it() {
         }
         None => common::skip!("postgresql is not installed: Debian package postgresql-15"),
     }
+}
+
+/// `compare --count=sim` recorded at 8 commits, the shell script it runs
+/// 10% more loop turns from commit 7: the instructions series is exact
+/// (one count per commit, the same at every commit of the same work,
+/// kept with the simulator's fingerprint), and `history check --fail-on
+/// instructions=1%` passes while the change is pending and fails once it
+/// is a change point, naming the commit; a 20% limit lets it pass.
+fn counted_compare_gives_exact_points_and_is_gated(w: &Where) {
+    common::require!(common::tool("valgrind", "valgrind"));
+    let store = w.store();
+    let dir = w.scratch().join("counted");
+    std::fs::create_dir_all(&dir).unwrap();
+    let check = |limit: &str| {
+        let md = dir.join("check.md");
+        let out = tally()
+            .args([
+                "history",
+                "check",
+                &store,
+                "--figure",
+                "instructions",
+                "--fail-on",
+            ])
+            .arg(format!("instructions={limit}"))
+            .arg("--export")
+            .arg(format!("markdown={}", md.display()))
+            .output()
+            .unwrap();
+        (out, std::fs::read_to_string(&md).unwrap_or_default())
+    };
+    for i in 1..=8 {
+        let turns = if i < 7 { 1000 } else { 1100 };
+        std::fs::write(
+            dir.join("work.sh"),
+            format!("i=0; while [ $i -lt {turns} ]; do i=$((i+1)); done\n"),
+        )
+        .unwrap();
+        let out = tally()
+            .current_dir(&dir)
+            .args([
+                "compare",
+                "--count=sim",
+                "--count-runs",
+                "1",
+                "--record",
+                &store,
+            ])
+            .args(["--commit", &format!("c{i}"), "sh work.sh"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "commit {i}: {}", text(&out));
+        let (out, md) = check("1%");
+        let want = if i < 8 { 0 } else { 3 };
+        assert_eq!(out.status.code(), Some(want), "commit {i}: {}", text(&out));
+        if i == 8 {
+            assert!(md.contains("| instructions |") && md.contains("c7"), "{md}");
+        }
+    }
+    let (out, _) = check("20%");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let doc = history_json(w, &["--figure", "instructions"]);
+    let s = series(&doc, "sh work.sh", "instructions");
+    assert_eq!(s.len(), 1, "{doc}");
+    let points = s[0]["points"].as_array().unwrap();
+    let medians: Vec<f64> = points
+        .iter()
+        .map(|p| p["median"].as_f64().unwrap())
+        .collect();
+    assert_eq!(medians.len(), 8);
+    assert!(
+        medians[..6].iter().all(|&m| m == medians[0])
+            && medians[6..].iter().all(|&m| m == medians[6])
+            && medians[6] > medians[0] * 1.01,
+        "counts are exact: {medians:?}"
+    );
+    assert!(
+        points.iter().all(|p| p["mad"] == 0.0 && p["n"] == 1),
+        "{points:?}"
+    );
+    let cps = s[0]["change_points"].as_array().unwrap();
+    assert_eq!(cps.len(), 1, "{cps:?}");
+    assert_eq!(cps[0]["index"], 6);
+    assert_eq!(commits_of(&doc, s[0])[6], "c7");
+    let machine = doc["machines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["fingerprint"] == s[0]["machine"])
+        .unwrap_or_else(|| panic!("{doc}"));
+    assert_eq!(machine["counting"], "sim", "{machine}");
 }
