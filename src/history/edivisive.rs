@@ -2,16 +2,16 @@
 //! 2014) split into sliding windows and merged as Apache Otava 0.8 does
 //! (`otava/analysis.py`, after Fleming et al., "Hunter", ICPE 2023), with a
 //! deterministic significance test (Student's t on the two sides of a
-//! point, [`super::ttest`]) in place of permutations.
+//! point, `ttest`) in place of permutations.
 //!
 //! The steps, one function each:
-//! - [`split`]: windows of [`Params::window`] points, half a window apart;
+//! - `split`: windows of [`Params::window`] points, half a window apart;
 //!   in each, E-divisive picks the split that maximises the energy
-//!   distance between its two sides ([`best_split`]) and keeps splitting
+//!   distance between its two sides (`best_split`) and keeps splitting
 //!   while the t-test passes at a relaxed p-value (ten times the maximum,
 //!   as Otava does). The union of what the windows find are the weak
 //!   change points.
-//! - [`merge`]: each weak point is tested between its neighbours; the
+//! - `merge`: each weak point is tested between its neighbours; the
 //!   weakest (largest p-value, or if all pass the smallest relative change
 //!   under [`Params::min_magnitude`]) is dropped and its neighbours tested
 //!   again, until every point left is significant.

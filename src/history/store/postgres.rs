@@ -2,7 +2,7 @@
 //! many machines: the same tables as the SQLite store, in a schema of
 //! their own (`tally_history`, so a shared database's other tables are
 //! not tally's business), reached by URL with TLS as libpq does it
-//! ([`super::tls`]).
+//! (`tls`).
 //!
 //! The URL is libpq's (`postgres://user:password@host:port/db?sslmode=…`);
 //! where it leaves something out, libpq's environment fills it
