@@ -8,6 +8,8 @@ use std::ffi::OsString;
 /// each command that measures).
 #[derive(Debug, Clone, Default, PartialEq, Eq, clap::Args)]
 pub struct RecordArgs {
+    /// Record the result in a history store (see `tally history`).
+    ///
     /// Record the result in STORE after the runs: a SQLite file (created
     /// if missing) or a PostgreSQL URL (`postgres://user@host/db`, TLS as
     /// `sslmode` says). Checked before any run; a store that cannot be
@@ -18,11 +20,21 @@ pub struct RecordArgs {
     /// With --record: the commit the result belongs to (default: `git
     /// rev-parse HEAD` of the working directory, marked dirty when the
     /// work tree has changes).
-    #[arg(long, value_name = "COMMIT", requires = "record")]
+    #[arg(
+        long,
+        value_name = "COMMIT",
+        requires = "record",
+        hide_short_help = true
+    )]
     pub commit: Option<String>,
 
     /// With --record: the branch (default: the current git branch, or
     /// the CI's own variable).
-    #[arg(long, value_name = "BRANCH", requires = "record")]
+    #[arg(
+        long,
+        value_name = "BRANCH",
+        requires = "record",
+        hide_short_help = true
+    )]
     pub branch: Option<String>,
 }
