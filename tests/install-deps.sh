@@ -5,9 +5,10 @@
 #   libcap2-bin (setcap), python3, gcc and libc6-dev (static test programs),
 #   procps, strace (system-call counts), hyperfine (its JSON export, read
 #   beside tally's), tmux (reports at 80 and 120 columns), valgrind
-#   (counted work under the simulator), Debian's prometheus (the server and
-#   promtool), and PostgreSQL 15 (the history tests start a server of their
-#   own in a scratch directory; Debian's cluster is not used).
+#   (`--count=sim`: Cachegrind counts the instructions), Debian's
+#   prometheus (the server and promtool), and PostgreSQL 15 (the history
+#   tests start a server of their own in a scratch directory; Debian's
+#   cluster is not used).
 # tests/release.sh runs it under CI (CI=true); elsewhere run it yourself.
 # Needs root and apt-get; without them it says what is missing.
 set -euo pipefail

@@ -424,38 +424,30 @@ fn counted_records(name: &str, c: &StoredCounted) -> Result<Vec<RunRecord>, Stri
         .collect()
 }
 
+/// Exit statuses read from a baseline (`field`'s): 0 to 255, or null
+/// for a run a signal killed.
+fn exit_codes(codes: &[Option<i32>], field: impl Fn() -> String) -> Result<(), String> {
+    match codes.iter().flatten().find(|e| !(0..=255).contains(*e)) {
+        Some(code) => Err(format!(
+            "{} holds {code}; an exit status is 0 to 255 (null: killed by a signal)",
+            field()
+        )),
+        None => Ok(()),
+    }
+}
+
 /// A stored run with no figure but its wall time and exit: what the
 /// stored figures are set on.
 fn stored_run(wall_ns: u64, code: Option<i32>) -> RunRecord {
-    RunRecord {
-        wall_ns,
-        user_us: 0,
-        system_us: 0,
-        max_rss_bytes: 0,
-        minor_faults: 0,
-        major_faults: 0,
-        voluntary_switches: 0,
-        involuntary_switches: 0,
-        block_input_ops: 0,
-        block_output_ops: 0,
-        io: None,
-        io_source: None,
-        io_unavailable: None,
-        counters: None,
-        count: None,
-        tree: None,
-        cold: None,
-        why: None,
-        exit: ExitInfo {
-            code,
-            signal: code.is_none().then(|| "a signal".into()),
-            signal_number: None,
-            core_dumped: false,
-        },
-        forwarded_signal: None,
-        escalated_to_sigkill: false,
-        gpu: Default::default(),
-    }
+    let mut run = RunRecord::bare(wall_ns);
+    run.io_unavailable = None;
+    run.exit = ExitInfo {
+        code,
+        signal: code.is_none().then(|| "a signal".into()),
+        signal_number: None,
+        core_dumped: false,
+    };
+    run
 }
 
 /// A stored command's timed runs as run records.
@@ -713,40 +705,7 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<BaselineFile, BaselineError> {
             what: kind_of(&probe),
         });
     }
-    let version = probe.schema_version.as_ref().map(|v| (v.as_u64(), v));
-    match version {
-        Some((Some(v), _)) if v > u64::from(SCHEMA_VERSION) => {
-            return Err(BaselineError::Newer {
-                path: path_buf(),
-                found: v,
-                version: probe
-                    .tally_version
-                    .as_ref()
-                    .and_then(|t| t.as_str())
-                    // Text from the file: escaped, and short.
-                    .map(|t| crate::text::escape_text(&t.chars().take(40).collect::<String>())),
-            });
-        }
-        Some((Some(v), _))
-            if (u64::from(FIRST_VERSION)..=u64::from(SCHEMA_VERSION)).contains(&v) => {}
-        Some((Some(v), _)) => {
-            return Err(corrupt(format!(
-                "schema_version is {v}, this tally reads {FIRST_VERSION} to {SCHEMA_VERSION}"
-            )));
-        }
-        Some((None, raw)) => {
-            let shown: String = raw.to_string().chars().take(40).collect();
-            return Err(corrupt(format!(
-                "schema_version is {}, not a whole number (this tally reads {SCHEMA_VERSION})",
-                crate::text::escape_text(&shown)
-            )));
-        }
-        None => {
-            return Err(corrupt(format!(
-                "schema_version is missing (this tally reads {SCHEMA_VERSION})"
-            )));
-        }
-    }
+    check_version(path, &probe)?;
     // serde quotes what it found: text not from tally.
     let file: BaselineFile =
         serde_json::from_slice(bytes).map_err(|e| corrupt(crate::input::json_error(bytes, &e)))?;
@@ -794,6 +753,50 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<BaselineFile, BaselineError> {
     Ok(file)
 }
 
+/// The probe's `schema_version`: one this tally reads, or why not.
+fn check_version(path: &Path, probe: &Probe) -> Result<(), BaselineError> {
+    let corrupt = |why: String| BaselineError::Corrupt {
+        path: path.to_path_buf(),
+        why,
+    };
+    let path_buf = || path.to_path_buf();
+    let version = probe.schema_version.as_ref().map(|v| (v.as_u64(), v));
+    match version {
+        Some((Some(v), _)) if v > u64::from(SCHEMA_VERSION) => {
+            return Err(BaselineError::Newer {
+                path: path_buf(),
+                found: v,
+                version: probe
+                    .tally_version
+                    .as_ref()
+                    .and_then(|t| t.as_str())
+                    // Text from the file: escaped, and short.
+                    .map(|t| crate::text::escape_text(&t.chars().take(40).collect::<String>())),
+            });
+        }
+        Some((Some(v), _))
+            if (u64::from(FIRST_VERSION)..=u64::from(SCHEMA_VERSION)).contains(&v) => {}
+        Some((Some(v), _)) => {
+            return Err(corrupt(format!(
+                "schema_version is {v}, this tally reads {FIRST_VERSION} to {SCHEMA_VERSION}"
+            )));
+        }
+        Some((None, raw)) => {
+            let shown: String = raw.to_string().chars().take(40).collect();
+            return Err(corrupt(format!(
+                "schema_version is {}, not a whole number (this tally reads {SCHEMA_VERSION})",
+                crate::text::escape_text(&shown)
+            )));
+        }
+        None => {
+            return Err(corrupt(format!(
+                "schema_version is missing (this tally reads {SCHEMA_VERSION})"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// The largest value a stored sample may hold: 2^53, the largest integer
 /// the statistics (in f64) hold exactly; 104 days in ns, 8 PiB in bytes.
 pub const MAX_SAMPLE: u64 = 1 << 53;
@@ -814,6 +817,7 @@ fn validate(file: &BaselineFile) -> Result<(), String> {
             crate::units::short_number(p)
         ));
     }
+    crate::speed::check_probes("speed_probe_ns", &file.speed_probe_ns)?;
     if file.machine.cpus == Some(0) {
         return Err("machine.cpus is 0; a machine has at least one CPU".into());
     }
@@ -843,17 +847,7 @@ fn validate(file: &BaselineFile) -> Result<(), String> {
                 c.failed_runs
             ));
         }
-        if let Some(code) = c
-            .exit_codes
-            .iter()
-            .flatten()
-            .find(|e| !(0..=255).contains(*e))
-        {
-            return Err(format!(
-                "{} holds {code}; an exit status is 0 to 255 (null: killed by a signal)",
-                at("exit_codes")
-            ));
-        }
+        exit_codes(&c.exit_codes, || at("exit_codes"))?;
         for (key, values) in &c.samples {
             if let Some(v) = values.iter().find(|v| **v > MAX_SAMPLE) {
                 return Err(format!(
@@ -870,17 +864,7 @@ fn validate(file: &BaselineFile) -> Result<(), String> {
                     k.runs
                 ));
             }
-            if let Some(code) = k
-                .exit_codes
-                .iter()
-                .flatten()
-                .find(|e| !(0..=255).contains(*e))
-            {
-                return Err(format!(
-                    "{} holds {code}; an exit status is 0 to 255 (null: killed by a signal)",
-                    at("counted.exit_codes")
-                ));
-            }
+            exit_codes(&k.exit_codes, || at("counted.exit_codes"))?;
             for (key, values) in &k.samples {
                 if !super::gate::counted(key) {
                     return Err(format!(
@@ -1015,13 +999,14 @@ pub fn matched(path: &Path, file: &BaselineFile, cfg: &Config) -> Result<Baselin
             other_cpu_percent: file.other_cpu_percent,
             // A probe of 0 ns or over a second is no probe of this work,
             // and probes of another version timed other work.
-            speed_probe_ns: file
-                .speed_probe_ns
-                .iter()
-                .copied()
-                .filter(|p| (1..1_000_000_000).contains(p))
-                .filter(|_| file.speed_probe_version == crate::speed::VERSION)
-                .collect(),
+            // Probes of another version timed other work (said above).
+            speed_probe_ns: if file.speed_probe_version == crate::speed::VERSION {
+                file.speed_probe_ns.clone()
+            } else {
+                Vec::new()
+            },
+            probes_of_other_work: !file.speed_probe_ns.is_empty()
+                && file.speed_probe_version != crate::speed::VERSION,
             count_source: file.count_source.clone(),
             differences,
         },
