@@ -1023,9 +1023,16 @@ fn counted_compare_gives_exact_points_and_is_gated(w: &Where) {
         .map(|p| p["median"].as_f64().unwrap())
         .collect();
     assert_eq!(medians.len(), 8);
+    // The same work counts the same at every commit but for the digits of
+    // the process ids: a process under Valgrind counts about 19
+    // instructions more when its pid has one more digit (measured: `sh work.sh`
+    // counted 11,642,072 at pid 8,718 and 11,642,091 at pid 10,162), and
+    // pids wrap at 32,768 here (12,154,433 and 12,154,471 were seen for two
+    // processes). A hundred-thousandth of the count holds that.
+    let same = |a: f64, b: f64| (a - b).abs() <= a * 1e-5;
     assert!(
-        medians[..6].iter().all(|&m| m == medians[0])
-            && medians[6..].iter().all(|&m| m == medians[6])
+        medians[..6].iter().all(|&m| same(m, medians[0]))
+            && medians[6..].iter().all(|&m| same(m, medians[6]))
             && medians[6] > medians[0] * 1.01,
         "counts are exact: {medians:?}"
     );
