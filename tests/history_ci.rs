@@ -7,8 +7,10 @@
 //! thousandth, so `write_call_bytes` moves by exactly 3%). Then gated with
 //! `tally history check`: it must pass at every commit before 20, fail at
 //! commit 20 or 21, and its Markdown name the commit and both exact
-//! figures. Time is recorded and analysed beside them, gated at 50% so a
-//! noisy machine does not fail it.
+//! figures. Time is recorded and analysed beside them but not gated: on
+//! this shared machine another build beside the test moved the program's
+//! wall time by 81% between two commits, a real change of the machine that
+//! no limit tells from one of the program.
 
 mod common;
 
@@ -113,8 +115,6 @@ fn history_check_fails_at_the_commit_that_changed_the_work_and_names_it() {
             "--fail-on",
             "write_call_bytes=1%",
             "--fail-on",
-            "wall=50%",
-            "--fail-on",
             "instructions=1%",
         ]);
         let out = check
@@ -182,6 +182,16 @@ fn history_check_fails_at_the_commit_that_changed_the_work_and_names_it() {
         hashes[18].as_str()
     );
     assert!((cps[0]["change"].as_f64().unwrap() - 0.03).abs() < 1e-9);
+    // The timed series is kept beside the exact ones, a point per commit.
+    let out = tally()
+        .args(["history"])
+        .arg(&store)
+        .args(["--format", "json", "--figure", "wall"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["series"][0]["points"].as_array().unwrap().len(), 30);
     // The counted series: 30 exact points (every run of a commit the same
     // count), one change, at commit 20, counted under the simulator.
     let out = tally()
