@@ -31,7 +31,7 @@ const FLOORS: &[&str] = &[
 
 /// The ground floor: leaves every floor uses, which import only each other.
 const GROUND: &[&str] = &[
-    "text", "units", "stats", "gate", "diag", "failure", "progress",
+    "text", "units", "stats", "gate", "diag", "failure", "progress", "record",
 ];
 
 /// The binary and the command-line definitions: they alone see `cli` and
@@ -48,6 +48,7 @@ const ARGS: &[&str] = &[
     "CpArgs",
     "LoadArgs",
     "ServeArgs",
+    "HistoryArgs",
 ];
 
 /// The checkout read: this one, or `TALLY_TREE` (another checkout, to see

@@ -351,6 +351,44 @@ fn load_page_bars_have_an_axis_a_unit_and_a_colour_per_mode() {
     assert!(page.contains("cold: the file evicted") || page.contains("warm: the file"));
 }
 
+#[test]
+fn history_pages_at_5_and_5000_points_have_axes_units_and_their_changes_apart() {
+    let dir = scratch("history");
+    for n in [5usize, 5000] {
+        // Times of about 1 ms and counts in the billions (the longest tick
+        // labels), three changes close together and one far off.
+        let mut t = String::from("time,commit,wall_ns,instructions\n");
+        for i in 0..n {
+            let level = [0.0, 0.2, 0.4, 0.45, 0.5]
+                .iter()
+                .filter(|f| i as f64 >= *f * n as f64 && **f > 0.0)
+                .count() as f64;
+            let wobble = ((i * 7919) % 13) as f64 / 13.0 - 0.5;
+            let wall = 1_000_000.0 * (1.0 + 0.06 * level) * (1.0 + 0.002 * wobble);
+            let ins = 2_500_000_000.0 * (1.0 + 0.01 * level);
+            t.push_str(&format!("{},c{i},{wall},{ins}\n", 1_793_491_200 + 60 * i));
+        }
+        let csv = dir.path().join("s.csv");
+        std::fs::write(&csv, t).unwrap();
+        let store = dir.path().join(format!("h{n}.db"));
+        let out = tally()
+            .args(["history", "import"])
+            .arg(&store)
+            .arg(&csv)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let store = store.to_string_lossy().into_owned();
+        let page = page(dir.path(), &["history", &store], 2);
+        assert_eq!(check_charts(&page, &format!("history at {n} points")), 2);
+        assert!(page.contains("wall_ns (ms)"), "the unit of the time axis");
+    }
+}
+
 /// The checks themselves: text over text, ticks out of step and a bar
 /// value away from its bar are each caught.
 #[test]

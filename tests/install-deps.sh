@@ -5,13 +5,15 @@
 #   libcap2-bin (setcap), python3, gcc and libc6-dev (static test programs),
 #   procps, strace (system-call counts), hyperfine (its JSON export, read
 #   beside tally's), tmux (reports at 80 and 120 columns), valgrind
-#   (`--count=sim`: Cachegrind counts the instructions), and Debian's
-#   prometheus (the server and promtool).
+#   (`--count=sim`: Cachegrind counts the instructions), Debian's
+#   prometheus (the server and promtool), and PostgreSQL 15 (the history
+#   tests start a server of their own in a scratch directory; Debian's
+#   cluster is not used).
 # tests/release.sh runs it under CI (CI=true); elsewhere run it yourself.
 # Needs root and apt-get; without them it says what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-packages=(util-linux bsdutils libcap2-bin python3 gcc libc6-dev procps coreutils strace hyperfine tmux valgrind)
+packages=(util-linux bsdutils libcap2-bin python3 gcc libc6-dev procps coreutils strace hyperfine tmux valgrind postgresql-15)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -22,6 +24,12 @@ if [ ${#missing[@]} -gt 0 ]; then
         exit 1
     fi
     apt-get update -qq
+    # The tests start PostgreSQL servers of their own: Debian's package
+    # need not make and start a cluster of its own on port 5432.
+    if [[ " ${missing[*]} " == *" postgresql-15 "* ]] && [ ! -e /etc/postgresql-common/createcluster.conf ]; then
+        mkdir -p /etc/postgresql-common
+        echo 'create_main_cluster = false' > /etc/postgresql-common/createcluster.conf
+    fi
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 bash tests/install-prometheus.sh

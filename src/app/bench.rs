@@ -21,8 +21,15 @@ pub(super) fn bench_command(args: BenchArgs) -> u8 {
         Ok(o) => o,
         Err(code) => return code,
     };
+    let recorder = match super::recorder(&args.record, None) {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
     let mut drawn = Drawn::new();
     let result = bench::execute(&cfg, &mut Progress::new(&mut |e| drawn.event(e)));
     drop(drawn);
+    if let Ok(report) = &result {
+        super::record(recorder, report);
+    }
     super::finish(output, result)
 }

@@ -16,11 +16,19 @@ pub(super) fn compare_command(args: CompareArgs) -> u8 {
         Ok(o) => o,
         Err(e) => return super::fail(&e),
     };
+    let recorder = match super::recorder(&args.record, None) {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
     let mut drawn = Drawn::new();
     let result = compare::execute(&cfg, &mut Progress::new(&mut |e| drawn.event(e)));
     drop(drawn);
     match result {
-        Ok(report) => command::output(outputs, &report, &cfg),
+        Ok(report) => {
+            let code = command::output(outputs, &report, &cfg);
+            super::record(recorder, &report);
+            code
+        }
         Err(e) => super::fail(&e),
     }
 }

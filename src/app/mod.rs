@@ -7,6 +7,7 @@ mod bench;
 mod cache;
 mod compare;
 mod cp;
+mod history;
 mod load;
 mod mem;
 mod progress;
@@ -89,6 +90,7 @@ pub fn main() -> u8 {
         Command::Cp(args) => cp::cp_command(args),
         Command::Load(args) => load::load_command(args),
         Command::Serve(args) => serve::serve_command(args),
+        Command::History(args) => history::history_command(*args),
         Command::Completions { shell } => quiet_pipe(|out| {
             cli::complete::write(shell, out).context("cannot write the completion script")
         }),
@@ -203,6 +205,34 @@ fn say_lines(lines: impl IntoIterator<Item = String>) {
     }
     if !text.is_empty() {
         let _ = io::stderr().lock().write_all(text.as_bytes());
+    }
+}
+
+/// Opens the store `--record` names, before any run: a store that
+/// cannot be written is said now, with its exit code (`run`'s own failure
+/// is `run_code`, 125, whatever it is).
+fn recorder(
+    args: &tally::record::RecordArgs,
+    run_code: Option<u8>,
+) -> Result<Option<tally::history::record::Recorder>, u8> {
+    let said = |e: &dyn Failure| match run_code {
+        Some(code) => fail_as(e, code),
+        None => fail(e),
+    };
+    match tally::history::record::config(args) {
+        Err(e) => Err(said(&e)),
+        Ok(None) => Ok(None),
+        Ok(Some(cfg)) => tally::history::record::open(&cfg)
+            .map(Some)
+            .map_err(|e| said(&e)),
+    }
+}
+
+/// Records `report` in the store opened before the runs, and says where
+/// it went (or where it was kept instead).
+fn record(recorder: Option<tally::history::record::Recorder>, report: &dyn Document) {
+    if let Some(r) = recorder {
+        say_lines(r.record(report));
     }
 }
 

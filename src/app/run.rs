@@ -12,6 +12,7 @@ pub(super) fn run_command(args: RunArgs) -> u8 {
     let mut request = args.out.request_timed();
     request.append = args.append;
     let why_table = args.why;
+    let record = args.record.clone();
     let template = args.template.clone();
     // A machine format asked for without -o goes where a human report
     // goes, stderr (stdout is the command's): said once when stdout is a
@@ -38,6 +39,10 @@ pub(super) fn run_command(args: RunArgs) -> u8 {
         Ok(o) => o,
         Err(e) => return super::fail_as(&e, RUN_OWN_FAILURE),
     };
+    let recorder = match super::recorder(&record, Some(RUN_OWN_FAILURE)) {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
     let mut drawn = Drawn::new();
     let result = run::execute(&cfg, &mut Progress::new(&mut |e| drawn.event(e)));
     drop(drawn);
@@ -52,5 +57,6 @@ pub(super) fn run_command(args: RunArgs) -> u8 {
     if super::said(output.write(&report)) != 0 {
         return RUN_OWN_FAILURE;
     }
+    super::record(recorder, &report);
     report.exit_code()
 }

@@ -36,6 +36,9 @@ pub struct BenchArgs {
     #[command(flatten)]
     pub out: crate::report::OutputArgs,
 
+    #[command(flatten)]
+    pub record: crate::record::RecordArgs,
+
     /// Compare with an earlier `--format json` report (ratios per figure).
     #[arg(long, value_name = "OLD.json")]
     pub baseline: Option<PathBuf>,

@@ -326,6 +326,50 @@ pub const PAGES: &[Extra] = &[
         ],
     },
     Extra {
+        name: "history",
+        exit_status: &[
+            (
+                "0",
+                "the store was read (check: no gated figure changed for the worse at the newest point).",
+            ),
+            (
+                "1",
+                "the store cannot be read, is refused (foreign, damaged, newer), or a file to import cannot be read.",
+            ),
+            USAGE,
+            (
+                "3",
+                "check: the newest point belongs to a change point that makes a gated figure worse beyond its --fail-on limit.",
+            ),
+            (
+                "4",
+                "check --strict: a change seen at the newest point alone (one more point decides).",
+            ),
+        ],
+        examples: &[
+            (
+                "tally compare -N --record history.db ./app",
+                "in CI, once per commit: record the comparison with its commit, branch and machine.",
+            ),
+            (
+                "tally history history.db",
+                "every series and the commits where it changed.",
+            ),
+            (
+                "tally history check history.db --fail-on wall=5% --export markdown=summary.md",
+                "the CI gate, with a summary for the pull request.",
+            ),
+            (
+                "tally history history.db --figure wall --html history.html",
+                "the wall-time series drawn against commit order.",
+            ),
+            (
+                "tally history import history.db old/*.json",
+                "old reports and baselines become history.",
+            ),
+        ],
+    },
+    Extra {
         name: "completions",
         exit_status: &[("0", "the script was written."), USAGE],
         examples: &[(

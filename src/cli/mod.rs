@@ -8,7 +8,7 @@ pub mod peers;
 
 use clap::{Parser, Subcommand};
 
-use crate::{bench, cache, compare, copy as cp, load, mem, run, serve};
+use crate::{bench, cache, compare, copy as cp, history, load, mem, run, serve};
 
 /// What does this cost, and why?
 #[derive(Debug, Parser)]
@@ -50,6 +50,9 @@ pub enum Command {
     Load(load::args::LoadArgs),
     /// Export memory per program and more to Prometheus: an HTTP /metrics endpoint.
     Serve(serve::args::ServeArgs),
+    /// Every recorded result (--record) and the commits where a figure
+    /// changed: change points per command and figure, and a CI gate.
+    History(Box<history::args::HistoryArgs>),
     /// Print a shell completion script.
     Completions {
         /// The shell to complete for.

@@ -157,7 +157,13 @@ pub struct CompareArgs {
     pub parameter_scan: Vec<String>,
 
     /// The step of --parameter-scan (1 by default; needed for decimals).
-    #[arg(short = 'D', long, value_name = "STEP", requires = "parameter_scan")]
+    #[arg(
+        short = 'D',
+        long,
+        value_name = "STEP",
+        requires = "parameter_scan",
+        hide_short_help = true
+    )]
     pub parameter_step_size: Option<String>,
 
     /// Run each command for every value of {NAME} in a list.
@@ -302,6 +308,9 @@ pub struct CompareArgs {
 
     #[command(flatten)]
     pub out: crate::report::OutputArgs,
+
+    #[command(flatten)]
+    pub record: crate::record::RecordArgs,
 
     /// The commands to compare (one: hyperfine's summary of it).
     ///

@@ -111,6 +111,9 @@ pub struct RunArgs {
     /// Where the report goes (stderr by default: stdout is the command's).
     #[command(flatten)]
     pub out: OutputArgs,
+
+    #[command(flatten)]
+    pub record: crate::record::RecordArgs,
 }
 
 impl Default for RunArgs {
@@ -132,6 +135,7 @@ impl Default for RunArgs {
             append: false,
             time_unit: crate::units::TimeUnit::Auto,
             out: OutputArgs::default(),
+            record: crate::record::RecordArgs::default(),
         }
     }
 }

@@ -1,0 +1,601 @@
+//! The history store: where recorded results are kept, a SQLite file or a
+//! PostgreSQL database with one schema ([`schema`]). The backends
+//! ([`sqlite`], [`postgres`]) only move rows; what is written, what is
+//! checked and what a bad row means is said here, once for both.
+//!
+//! Safe by construction: a store is checked table by table and column by
+//! column before anything is read or written (a foreign table, a trigger,
+//! a view or a column of another type is refused, naming it), every value
+//! read is validated once at this boundary ([`check`]), a recording is
+//! written in one transaction (concurrent writers wait for each other:
+//! SQLite's write lock with a busy timeout, PostgreSQL's transactions),
+//! and the rows a query may read are bounded.
+
+pub mod check;
+pub mod postgres;
+pub mod schema;
+pub mod sqlite;
+mod tls;
+
+use std::ffi::{OsStr, OsString};
+use std::path::PathBuf;
+
+use crate::failure::Failure;
+
+/// The most results one query reads (about 24 bytes each in memory).
+pub const MAX_RESULTS: usize = 10_000_000;
+/// The most points, series and machines one query reads.
+pub const MAX_POINTS: usize = 5_000_000;
+pub const MAX_SERIES: usize = 1_000_000;
+pub const MAX_MACHINES: usize = 100_000;
+
+/// Where a store is: a SQLite file, or a PostgreSQL URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    Sqlite(PathBuf),
+    Postgres(postgres::Url),
+}
+
+impl Target {
+    /// Reads STORE: `postgres://…` or `postgresql://…` is PostgreSQL,
+    /// anything else a file path. Pure (no system call).
+    pub fn parse(store: &OsStr) -> Result<Target, crate::failure::Usage> {
+        let bytes = std::os::unix::ffi::OsStrExt::as_bytes(store);
+        if bytes.is_empty() {
+            return Err(crate::failure::Usage::new(
+                "the history store is empty: give a file (history.db) or a postgres:// URL",
+            ));
+        }
+        let lower = String::from_utf8_lossy(&bytes[..bytes.len().min(16)]).to_ascii_lowercase();
+        if lower.starts_with("postgres://") || lower.starts_with("postgresql://") {
+            let text = store.to_str().ok_or_else(|| {
+                crate::failure::Usage::new("the PostgreSQL URL is not UTF-8: percent-encode it")
+            })?;
+            return postgres::Url::parse(text)
+                .map(Target::Postgres)
+                .map_err(crate::failure::Usage::new);
+        }
+        Ok(Target::Sqlite(PathBuf::from(OsString::from(store))))
+    }
+
+    /// The store as messages name it (a URL without its password).
+    pub fn name(&self) -> String {
+        match self {
+            Target::Sqlite(p) => crate::text::path::display(p),
+            Target::Postgres(u) => u.shown(),
+        }
+    }
+}
+
+/// A machine's fingerprint and what makes it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Machine {
+    /// A short hash of everything below: the key of a machine.
+    pub fingerprint: String,
+    pub cpu_model: Option<String>,
+    pub cpus: Option<i64>,
+    pub kernel: Option<String>,
+    /// What counted the figures: `clock` for times alone, else the
+    /// counting source (`perf`, `cachegrind`, …).
+    pub counting: String,
+    pub counting_version: Option<String>,
+}
+
+/// What identifies a recording.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct PointMeta {
+    /// When it was recorded (or, imported, when its report was made).
+    pub recorded_at_ns: i64,
+    pub commit: Option<String>,
+    /// The work tree had changes not in the commit.
+    pub dirty: bool,
+    pub branch: Option<String>,
+    /// The command that measured: `run`, `compare`, `bench`, or `import`.
+    pub tool: String,
+    pub tally_version: String,
+    /// Where it came from: `recorded`, or the file it was imported from.
+    pub origin: String,
+}
+
+/// One figure of one command in a recording: its summary and samples.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct FigureResult {
+    pub command: String,
+    pub figure: String,
+    pub unit: String,
+    pub n: u64,
+    pub median: f64,
+    pub mad: f64,
+    pub min: f64,
+    pub max: f64,
+    /// Every sample, where the report kept them; empty where it did not.
+    pub samples: Vec<f64>,
+}
+
+/// One recording: a point of every series it has a figure of.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Recording {
+    pub machine: Machine,
+    pub point: PointMeta,
+    pub figures: Vec<FigureResult>,
+}
+
+/// A machine as read, with its id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MachineRow {
+    pub id: i64,
+    pub machine: Machine,
+}
+
+/// A point as read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PointRow {
+    pub id: i64,
+    pub meta: PointMeta,
+    pub machine_id: i64,
+}
+
+/// A series as read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SeriesRow {
+    pub id: i64,
+    pub command: String,
+    pub figure: String,
+    pub unit: String,
+}
+
+/// A result as read (its samples are not: the analysis needs the
+/// summary, and the samples stay in the store).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ResultRow {
+    pub series_id: i64,
+    pub point_id: i64,
+    pub n: u64,
+    pub median: f64,
+    pub mad: f64,
+    pub min: f64,
+    pub max: f64,
+}
+
+/// What a query asks the store for; the rest of the filtering is the
+/// caller's.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Query {
+    /// Only points recorded at or after this (ns since the epoch).
+    pub since_ns: Option<i64>,
+    /// Only these series (all when `None`).
+    pub series: Option<Vec<i64>>,
+}
+
+/// A store that could not be used, with the fix. The store's name comes
+/// first in every message.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("history store {store}: cannot be reached: {why}")]
+    Unreachable { store: String, why: String },
+    #[error("history store {store}: cannot be written: {why}")]
+    ReadOnly { store: String, why: String },
+    #[error("history store {store}: there is none: record one first (--record {store})")]
+    Missing { store: String },
+    #[error(
+        "history store {store}: not a tally history store: {what}; give a new file or \
+         another store"
+    )]
+    Foreign { store: String, what: String },
+    #[error("history store {store}: refused: {what}")]
+    Refused { store: String, what: String },
+    #[error(
+        "history store {store}: damaged: {what}; restore it from a copy, or import its \
+         reports into a new store (tally history import NEW FILE…)"
+    )]
+    Damaged { store: String, what: String },
+    #[error("history store {store}: {what}")]
+    Failed { store: String, what: String },
+}
+
+impl Failure for StoreError {
+    fn exit_code(&self) -> u8 {
+        1
+    }
+}
+
+impl StoreError {
+    /// Whether the store could not be reached at all (so a recording goes
+    /// to a side file), rather than refused.
+    pub fn unreachable(&self) -> bool {
+        matches!(
+            self,
+            StoreError::Unreachable { .. } | StoreError::Failed { .. }
+        )
+    }
+}
+
+/// A failure inside a backend, before it is given the store's name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fault {
+    Unreachable(String),
+    ReadOnly(String),
+    Missing,
+    Foreign(String),
+    Refused(String),
+    Damaged(String),
+    Failed(String),
+}
+
+impl Fault {
+    pub fn named(self, store: &str) -> StoreError {
+        let store = store.to_string();
+        match self {
+            Fault::Unreachable(why) => StoreError::Unreachable { store, why },
+            Fault::ReadOnly(why) => StoreError::ReadOnly { store, why },
+            Fault::Missing => StoreError::Missing { store },
+            Fault::Foreign(what) => StoreError::Foreign { store, what },
+            Fault::Refused(what) => StoreError::Refused { store, what },
+            Fault::Damaged(what) => StoreError::Damaged { store, what },
+            Fault::Failed(what) => StoreError::Failed { store, what },
+        }
+    }
+}
+
+/// What a backend does with rows; [`Store`] says what the rows are.
+pub trait Backend {
+    /// The SQL dialect it speaks.
+    fn dialect(&self) -> schema::Dialect;
+    /// Every table, index, view and trigger in the store's namespace:
+    /// `(kind, name)`, kind as SQLite names them.
+    fn objects(&mut self) -> Result<Vec<(String, String)>, Fault>;
+    /// The columns of `table`, in order.
+    fn columns(&mut self, table: &str) -> Result<Vec<schema::Found>, Fault>;
+    /// The rows of `meta`.
+    fn meta(&mut self) -> Result<Vec<(String, String)>, Fault>;
+    /// Makes the schema in an empty store, or steps an older one up, in
+    /// one transaction that first checks again what the store holds (a
+    /// concurrent writer may have made it meanwhile).
+    fn prepare(
+        &mut self,
+        plan: &dyn Fn(&mut dyn Backend) -> Result<Prepare, Fault>,
+    ) -> Result<(), Fault>;
+    /// Runs `statements` (with `{p}` for the table prefix).
+    fn execute(&mut self, statements: &[String]) -> Result<(), Fault>;
+    /// Writes `recordings` in one transaction.
+    fn write(&mut self, recordings: &[Recording]) -> Result<(), Fault>;
+    /// Streams the rows of each table.
+    fn machines(
+        &mut self,
+        each: &mut dyn FnMut(MachineRow) -> Result<(), Fault>,
+    ) -> Result<(), Fault>;
+    fn points(
+        &mut self,
+        q: &Query,
+        each: &mut dyn FnMut(PointRow) -> Result<(), Fault>,
+    ) -> Result<(), Fault>;
+    fn series(&mut self, each: &mut dyn FnMut(SeriesRow) -> Result<(), Fault>)
+    -> Result<(), Fault>;
+    fn results(
+        &mut self,
+        q: &Query,
+        each: &mut dyn FnMut(ResultRow) -> Result<(), Fault>,
+    ) -> Result<(), Fault>;
+}
+
+/// What [`Backend::prepare`] is to do, decided from what the store holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Prepare {
+    /// The store is tally's and current.
+    Ready,
+    /// Empty: make every table.
+    Create,
+    /// Older: run these statements and record the new version.
+    Migrate(Vec<String>),
+}
+
+/// How a store is opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// To read: it must exist.
+    Read,
+    /// To write: made if missing, checked writable now.
+    Write,
+}
+
+/// An open, checked store.
+pub struct Store {
+    name: String,
+    backend: Box<dyn Backend>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("name", &self.name).finish()
+    }
+}
+
+impl Store {
+    /// Opens `target` and checks it is a tally history store of this
+    /// schema (making it, or stepping it up, when writing).
+    pub fn open(target: &Target, mode: Mode) -> Result<Store, StoreError> {
+        let name = target.name();
+        let backend: Box<dyn Backend> = match target {
+            Target::Sqlite(path) => {
+                Box::new(sqlite::Sqlite::open(path, mode).map_err(|f| f.named(&name))?)
+            }
+            Target::Postgres(url) => {
+                Box::new(postgres::Postgres::open(url, mode).map_err(|f| f.named(&name))?)
+            }
+        };
+        let mut store = Store { name, backend };
+        store.settle(mode)?;
+        Ok(store)
+    }
+
+    /// The store's name, for messages.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn settle(&mut self, mode: Mode) -> Result<(), StoreError> {
+        let name = self.name.clone();
+        let plan = |b: &mut dyn Backend| -> Result<Prepare, Fault> { decide(b) };
+        match mode {
+            Mode::Write => self.backend.prepare(&plan).map_err(|f| f.named(&name)),
+            Mode::Read => match decide(self.backend.as_mut()).map_err(|f| f.named(&name))? {
+                Prepare::Ready => Ok(()),
+                Prepare::Create => Err(StoreError::Missing { store: name }),
+                Prepare::Migrate(_) => Err(StoreError::Refused {
+                    store: name,
+                    what: "its schema is older than this tally's: record into it once \
+                           (or run tally history import on it with no files) to step it up"
+                        .into(),
+                }),
+            },
+        }
+    }
+
+    /// Writes `recordings` in one transaction, each checked first.
+    pub fn write(&mut self, recordings: &[Recording]) -> Result<(), StoreError> {
+        for r in recordings {
+            check::recording(r).map_err(|what| StoreError::Refused {
+                store: self.name.clone(),
+                what,
+            })?;
+        }
+        self.backend
+            .write(recordings)
+            .map_err(|f| f.named(&self.name))
+    }
+
+    /// Reads what `q` asks for, of the series `keep` keeps, every row
+    /// validated.
+    pub fn read(
+        &mut self,
+        q: &Query,
+        keep: &dyn Fn(&SeriesRow) -> bool,
+    ) -> Result<Loaded, StoreError> {
+        read(self.backend.as_mut(), q, keep).map_err(|f| f.named(&self.name))
+    }
+}
+
+/// Decides what a store needs from what it holds: nothing (empty), tally's
+/// tables of this schema, of an older one, or something else (refused).
+fn decide(b: &mut dyn Backend) -> Result<Prepare, Fault> {
+    let objects = b.objects()?;
+    if objects.is_empty() {
+        return Ok(Prepare::Create);
+    }
+    let ours = |kind: &str, name: &str| match kind {
+        "table" => schema::TABLES.iter().any(|t| t.name == name),
+        "index" => {
+            schema::INDEXES.iter().any(|i| i.0 == name)
+                || name.starts_with("sqlite_autoindex_")
+                || name.ends_with("_pkey")
+                || name.ends_with("_key")
+        }
+        // The sequence of an id column (PostgreSQL's identity).
+        "sequence" => schema::TABLES.iter().any(|t| {
+            t.columns.iter().any(|c| c.kind == schema::Kind::Id)
+                && name == format!("{}_id_seq", t.name)
+        }),
+        _ => false,
+    };
+    if let Some((kind, name)) = objects.iter().find(|(k, n)| !ours(k, n)) {
+        return Err(Fault::Foreign(format!(
+            "{kind} {} is not tally's",
+            crate::text::escape::escape_text(name)
+        )));
+    }
+    if !objects.iter().any(|(k, n)| k == "table" && n == "meta") {
+        return Err(Fault::Foreign("it has no table meta".into()));
+    }
+    let meta = b.meta()?;
+    let get = |key: &str| meta.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str());
+    if get("format") != Some(schema::FORMAT) {
+        return Err(Fault::Foreign(format!(
+            "table meta: field value of key format is {}, not {}",
+            get("format").map_or("missing".into(), |v| format!(
+                "\"{}\"",
+                crate::text::escape::escape_text(v)
+            )),
+            schema::FORMAT
+        )));
+    }
+    let version: i64 = get("schema_version")
+        .and_then(|v| v.parse().ok())
+        .filter(|v| (1..=1_000_000).contains(v))
+        .ok_or_else(|| {
+            Fault::Damaged("table meta: field value of key schema_version is not a version".into())
+        })?;
+    let steps = schema::steps(version, schema::SCHEMA_VERSION, schema::MIGRATIONS)
+        .map_err(Fault::Refused)?;
+    if steps.is_empty() {
+        for t in schema::TABLES {
+            if !objects.iter().any(|(k, n)| k == "table" && n == t.name) {
+                return Err(Fault::Damaged(format!("table {} is missing", t.name)));
+            }
+            let found = b.columns(t.name)?;
+            schema::check_columns(t, &found, b.dialect()).map_err(Fault::Damaged)?;
+        }
+        return Ok(Prepare::Ready);
+    }
+    let statements = steps
+        .iter()
+        .flat_map(|m| m.statements.iter().map(|s| s.to_string()))
+        .collect();
+    Ok(Prepare::Migrate(statements))
+}
+
+/// Everything a query read, every value checked.
+#[derive(Debug, Default)]
+pub struct Loaded {
+    pub machines: Vec<MachineRow>,
+    pub points: Vec<PointRow>,
+    pub series: Vec<SeriesRow>,
+    /// Per series (in `series`' order), its values, in no order.
+    pub values: Vec<Vec<Value>>,
+}
+
+/// One value of a series: the point (an index into [`Loaded::points`]),
+/// its median, MAD and sample count.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Value {
+    pub point: u32,
+    pub n: u32,
+    pub median: f64,
+    pub mad: f64,
+}
+
+fn read(
+    b: &mut dyn Backend,
+    q: &Query,
+    keep: &dyn Fn(&SeriesRow) -> bool,
+) -> Result<Loaded, Fault> {
+    let mut out = Loaded::default();
+    let mut q = q.clone();
+    b.machines(&mut |m| {
+        check::machine_row(&m).map_err(Fault::Damaged)?;
+        bounded(out.machines.len(), MAX_MACHINES, "machines")?;
+        out.machines.push(m);
+        Ok(())
+    })?;
+    b.series(&mut |s| {
+        check::series_row(&s).map_err(Fault::Damaged)?;
+        bounded(out.series.len(), MAX_SERIES, "series")?;
+        out.series.push(s);
+        Ok(())
+    })?;
+    let all = out.series.len();
+    out.series.retain(|s| keep(s));
+    if out.series.len() < all {
+        q.series = Some(out.series.iter().map(|s| s.id).collect());
+    }
+    let machine_ids: std::collections::HashSet<i64> = out.machines.iter().map(|m| m.id).collect();
+    b.points(&q, &mut |p| {
+        check::point_row(&p).map_err(Fault::Damaged)?;
+        if !machine_ids.contains(&p.machine_id) {
+            return Err(Fault::Damaged(format!(
+                "table points: field machine_id of point {} names no machine ({})",
+                p.id, p.machine_id
+            )));
+        }
+        bounded(out.points.len(), MAX_POINTS, "points")?;
+        out.points.push(p);
+        Ok(())
+    })?;
+    let point_at = IdIndex::new(out.points.iter().map(|p| p.id));
+    let series_at = IdIndex::new(out.series.iter().map(|s| s.id));
+    out.values = vec![Vec::new(); out.series.len()];
+    let mut count = 0usize;
+    b.results(&q, &mut |r| {
+        check::result_row(&r).map_err(Fault::Damaged)?;
+        let Some(s) = series_at.get(r.series_id) else {
+            if q.series.is_some() {
+                return Ok(());
+            }
+            return Err(Fault::Damaged(format!(
+                "table results: field series_id names no series ({})",
+                r.series_id
+            )));
+        };
+        // A point before --since is not read; one that is not there at
+        // all is damage, but telling the two apart would cost a lookup
+        // per row: points are checked whole when no --since is given.
+        let Some(p) = point_at.get(r.point_id) else {
+            if q.since_ns.is_none() {
+                return Err(Fault::Damaged(format!(
+                    "table results: field point_id names no point ({})",
+                    r.point_id
+                )));
+            }
+            return Ok(());
+        };
+        count += 1;
+        bounded(count - 1, MAX_RESULTS, "results")?;
+        out.values[s as usize].push(Value {
+            point: p,
+            n: u32::try_from(r.n).unwrap_or(u32::MAX),
+            median: r.median,
+            mad: r.mad,
+        });
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+/// A series keeps the unit it was first recorded in.
+fn same_unit(command: &str, figure: &str, had: &str, unit: &str) -> Result<(), Fault> {
+    if had != unit {
+        return Err(Fault::Refused(format!(
+            "figure {} of {} was recorded in {} and now comes in {}: a series keeps one unit",
+            crate::text::escape::escape_text(figure),
+            crate::text::escape::escape_text(command),
+            crate::text::escape::escape_text(had),
+            crate::text::escape::escape_text(unit)
+        )));
+    }
+    Ok(())
+}
+
+/// Where each id is in a list: a table by id where the ids are dense (as
+/// a store assigns them), else a hash map.
+enum IdIndex {
+    Dense { first: i64, at: Vec<u32> },
+    Sparse(std::collections::HashMap<i64, u32>),
+}
+
+impl IdIndex {
+    fn new(ids: impl Iterator<Item = i64> + Clone) -> IdIndex {
+        let (lo, hi, n) = ids
+            .clone()
+            .fold((i64::MAX, i64::MIN, 0usize), |(lo, hi, n), id| {
+                (lo.min(id), hi.max(id), n + 1)
+            });
+        let span = hi.saturating_sub(lo).saturating_add(1);
+        if n > 0 && span > 0 && (span as u128) <= 4 * n as u128 + 1024 {
+            let mut at = vec![u32::MAX; span as usize];
+            for (i, id) in ids.enumerate() {
+                at[(id - lo) as usize] = i as u32;
+            }
+            IdIndex::Dense { first: lo, at }
+        } else {
+            IdIndex::Sparse(ids.enumerate().map(|(i, id)| (id, i as u32)).collect())
+        }
+    }
+
+    fn get(&self, id: i64) -> Option<u32> {
+        match self {
+            IdIndex::Dense { first, at } => {
+                let k = usize::try_from(id.checked_sub(*first)?).ok()?;
+                at.get(k).copied().filter(|&i| i != u32::MAX)
+            }
+            IdIndex::Sparse(m) => m.get(&id).copied(),
+        }
+    }
+}
+
+fn bounded(have: usize, max: usize, what: &str) -> Result<(), Fault> {
+    if have >= max {
+        return Err(Fault::Refused(format!(
+            "more than {max} {what} for one query: narrow it with --since, --command or --figure"
+        )));
+    }
+    Ok(())
+}
