@@ -20,17 +20,28 @@ pub(super) fn run_command(args: RunArgs) -> u8 {
         Ok(o) => o,
         Err(e) => return super::fail_as(&e, RUN_OWN_FAILURE),
     };
+    let measurer = match run::Measurer::new(&cfg) {
+        Ok(m) => m,
+        Err(e) => return super::fail(&e),
+    };
     let mut drawn = Drawn::new();
-    let result = run::execute(&cfg, &mut Progress::new(&mut |e| drawn.event(e)));
+    let result = run::execute_with(&measurer, &cfg, &mut Progress::new(&mut |e| drawn.event(e)));
     drop(drawn);
     let mut report = match result {
         Ok(r) => r,
-        Err(e) => return super::fail(&e),
+        Err(e) => {
+            let code = super::fail(&e);
+            super::say_lines(measurer.finish().into_iter().map(|n| format!("note: {n}")));
+            return code;
+        }
     };
     report.why_table = why_table;
     // The command ran: a report that cannot be written is tally's failure
     // (stderr that cannot be written is none, see `OutputError::exit_code`).
-    if super::said(output.write(&report)) != 0 {
+    let written = super::said(output.write(&report));
+    // The run's group goes after the report: its removal need not delay it.
+    super::say_lines(measurer.finish().into_iter().map(|n| format!("note: {n}")));
+    if written != 0 {
         return RUN_OWN_FAILURE;
     }
     report.exit_code()

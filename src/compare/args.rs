@@ -115,6 +115,12 @@ pub struct CompareArgs {
     #[arg(long)]
     pub gpu: bool,
 
+    /// Leave out where the wall time went (CPU wait, storage wait, memory
+    /// stall, other waits): the runs are not put in a cgroup of their own
+    /// and those figures are not compared.
+    #[arg(long)]
+    pub no_why: bool,
+
     /// Before every run, read PATH (a directory recursively) into the page
     /// cache. One path per option (repeat it).
     #[arg(long, value_name = "PATH", action = clap::ArgAction::Append,
@@ -328,6 +334,7 @@ impl CompareArgs {
             cold: self.cold.clone(),
             drop_caches: self.drop_caches,
             gpu: self.gpu,
+            why: !self.no_why,
             warm: self.warm.clone(),
             reference,
             alpha: self.alpha,

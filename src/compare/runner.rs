@@ -413,7 +413,7 @@ impl<'c> Session<'c> {
             drop_caches: cfg.drop_caches,
             tree: false,
             counters: false,
-            why: true,
+            why: cfg.why,
             gpu: false,
             gpu_when_present: false,
         };
@@ -975,7 +975,7 @@ impl Backend {
                 CommandOutput::Null | CommandOutput::Inherit
             );
         let argvs: Vec<_> = cfg.instances.iter().map(|i| i.argv.clone()).collect();
-        match Spawner::start(&argvs, streams, !cfg.ignore_failure) {
+        match Spawner::start(&argvs, streams, !cfg.ignore_failure, measurer.group_dir()) {
             Ok(s) => {
                 measurer.relay_signals_to(s.pid());
                 Ok(Backend::Spawner(s))
