@@ -30,7 +30,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import build_tally  # noqa: E402
 
 QUERIES = [
-    "--query-gpu=index,name,uuid,utilization.gpu,power.draw,memory.used",
+    "--query-gpu=index,name,uuid,utilization.gpu,power.draw,power.limit,power.max_limit,memory.used,memory.total",
     "--query-compute-apps=timestamp,pid,used_memory,gpu_uuid",
 ]
 

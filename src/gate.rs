@@ -244,7 +244,8 @@ pub fn change(ratio: f64) -> String {
     }
     let p = (ratio - 1.0) * 100.0;
     let digits = if p.abs() < 1.0 { 2 } else { 1 };
-    format!("{}{p:.digits$}%", if p >= 0.0 { "+" } else { "" })
+    let sign = if p >= 0.0 { "+" } else { "" };
+    format!("{sign}{}%", crate::units::decimals(p, digits))
 }
 
 /// `[+18.1, +22.4]`: an interval of a ratio as changes in percent.

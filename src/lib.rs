@@ -11,6 +11,7 @@ pub mod cache;
 pub mod cli;
 pub mod compare;
 pub mod copy;
+pub mod count;
 pub mod diag;
 pub mod failure;
 pub mod gate;

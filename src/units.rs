@@ -5,6 +5,19 @@
 
 use std::time::Duration;
 
+/// `x` with `decimals` decimals; from a million up (in either sign),
+/// where fixed decimals would print up to 309 digits, in scientific
+/// notation with three significant digits (`2.67e301`). A ratio or a
+/// percentage of figures read from a file goes through it: those come
+/// from any value the file holds.
+pub fn decimals(x: f64, decimals: usize) -> String {
+    if x.is_finite() && x.abs() >= 1e6 {
+        format!("{x:.2e}")
+    } else {
+        format!("{x:.decimals$}")
+    }
+}
+
 /// `75260133` → `75,260,133`.
 pub fn thousands(n: u64) -> String {
     let digits = n.to_string();
@@ -44,6 +57,42 @@ pub fn thousands_f(x: f64) -> String {
     } else {
         thousands(r as u64)
     }
+}
+
+/// `99.77%`, `95%`, `1%`: a fraction as a percentage, no more digits than
+/// it needs (at most two decimals).
+pub fn percent_text(fraction: f64) -> String {
+    let mut text = format!("{:.2}", fraction * 100.0);
+    while text.contains('.') && (text.ends_with('0') || text.ends_with('.')) {
+        text.pop();
+    }
+    format!("{text}%")
+}
+
+/// The decimals a ratio near `x` is written with: none from 100×, one
+/// from 10×, two down to 0.1×, and below that as many as keep two
+/// significant digits (`0.0016×`, never `0.00×` for 1 to 625).
+pub fn ratio_decimals(x: f64) -> usize {
+    let x = x.abs();
+    if !x.is_finite() || x >= 100.0 {
+        0
+    } else if x >= 10.0 {
+        1
+    } else if x >= 0.1 || x == 0.0 {
+        2
+    } else {
+        // 0.0016: -log10 = 2.8, so 4 decimals give two digits.
+        ((-x.log10()).ceil() as usize + 1).min(12)
+    }
+}
+
+/// `1.26×`, `41.9×`, `0.0016×`: a ratio in the decimals it needs
+/// ([`ratio_decimals`]); `inf×` beyond any number.
+pub fn ratio(x: f64) -> String {
+    if !x.is_finite() {
+        return "inf×".into();
+    }
+    format!("{}×", decimals(x, ratio_decimals(x)))
 }
 
 /// A number as typed or read, short enough for a message whatever its
@@ -169,6 +218,33 @@ pub fn percent(part: u64, whole: u64) -> Option<u64> {
     Some(p.min(100) as u64)
 }
 
+/// A size in KiB (the kernel's kB, exact) for people: `5,444KiB` below
+/// 10 MiB, `212.2MiB` below 10 GiB, `12.3GiB` beyond. Regression: peak
+/// memory read "217,320KiB".
+pub fn memory_kib(kib: f64) -> String {
+    if !kib.is_finite() {
+        return "-".into();
+    }
+    if kib.abs() < 10.0 * 1024.0 {
+        format!("{}KiB", thousands_f(kib))
+    } else if kib.abs() < 10.0 * 1024.0 * 1024.0 {
+        format!("{}MiB", tenths_f(kib / 1024.0))
+    } else {
+        format!("{}GiB", tenths_f(kib / (1024.0 * 1024.0)))
+    }
+}
+
+/// `8,078.9`: a number with one decimal and thousands separators.
+pub fn tenths_f(x: f64) -> String {
+    let text = format!("{:.1}", x.abs());
+    let (whole, tenth) = text.split_once('.').unwrap_or((&text, "0"));
+    let sign = if x < 0.0 && text != "0.0" { "-" } else { "" };
+    format!(
+        "{sign}{}.{tenth}",
+        thousands(whole.parse::<u64>().unwrap_or(0))
+    )
+}
+
 /// Binary size with one decimal and IEC unit (`1.5 MiB`); bytes below 1 KiB.
 pub fn human_bytes(bytes: u64) -> String {
     const UNITS: [&str; 6] = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
@@ -226,6 +302,20 @@ pub fn parse_seconds(s: &str) -> Result<Duration, String> {
 
 #[cfg(test)]
 mod tests {
+
+    /// Regression: a bench baseline of figures of 1e-300 printed ratios
+    /// and percentages of 300 digits.
+    #[test]
+    fn decimals_stay_short_whatever_the_magnitude() {
+        assert_eq!(decimals(1.2345, 2), "1.23");
+        assert_eq!(decimals(999_999.0, 1), "999999.0");
+        assert_eq!(decimals(2.6726672e301, 2), "2.67e301");
+        assert_eq!(decimals(-3.0e10, 1), "-3.00e10");
+        assert_eq!(decimals(f64::INFINITY, 1), "inf");
+        assert!(decimals(f64::MAX, 1).len() < 10);
+        assert_eq!(ratio(2.6726672e301), "2.67e301×");
+        assert_eq!(ratio(41.94), "41.9×");
+    }
     use super::*;
 
     #[test]

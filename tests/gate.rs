@@ -104,7 +104,7 @@ fn three_times_the_peak_memory_fails_a_ten_percent_gate() {
     assert_eq!(out.status.code(), Some(3), "{stdout}\n{stderr}");
     let first = stdout.lines().next().unwrap_or_default();
     assert!(
-        first.starts_with("gate: 1 regression: `fat` peak memory +"),
+        first.starts_with("gate: 1 regression: `fat` peak memory ") && first.contains("× ["),
         "{stdout}"
     );
     let summary = std::fs::read_to_string(&md).expect("markdown written");
@@ -169,7 +169,8 @@ fn a_longer_sleep_regresses_an_equal_one_passes_and_the_first_is_the_reference()
     assert!(code != 0 && code != 1 && code != 2, "{code}: {stderr}");
     assert_eq!(code, 3, "{stdout}");
     assert!(
-        stdout.starts_with("gate: 1 regression: `new` wall time +"),
+        stdout.starts_with("gate: 1 regression: `new` wall time ")
+            && stdout.lines().next().is_some_and(|l| l.contains("× [")),
         "{stdout}"
     );
     assert!(stdout.contains("regression"), "{stdout}");
@@ -385,7 +386,8 @@ fn a_baseline_keeps_every_run_and_a_later_comparison_uses_it_as_reference() {
     } else {
         assert_eq!(out.status.code(), Some(3), "{stdout}\n{stderr}");
         assert!(
-            stdout.starts_with("gate: 1 regression: `nap` wall time +"),
+            stdout.starts_with("gate: 1 regression: `nap` wall time ")
+                && stdout.lines().next().is_some_and(|l| l.contains("× [")),
             "{stdout}"
         );
     }

@@ -439,7 +439,7 @@ fn a_reports_formats_follow_from_its_forms() {
         |f: Vec<tally::report::Format>| f.iter().map(|f| f.name()).collect::<Vec<_>>().join(" ");
     assert_eq!(
         names(tally::run::report::RunReport::formats()),
-        "human json csv markdown prometheus html hyperfine"
+        "human json csv markdown prometheus html hyperfine hyperfine-csv hyperfine-markdown"
     );
     assert_eq!(
         names(tally::copy::report::CopyReport::formats()),
@@ -487,6 +487,7 @@ fn every_format_streams_as_whole<R, S>(
                 flag: "--export",
             })
             .collect(),
+        append: false,
     };
     let output = Output::open::<R>(&request, "test", None).expect("open");
     let mut stream = output.stream::<S>();

@@ -208,11 +208,7 @@ fn peer_options_are_answered_with_tallys_name() {
             2,
             "hyperfine's --style",
         ),
-        (
-            &["run", "-f", "%e", "--", "true"],
-            125,
-            "GNU time's -f FORMAT",
-        ),
+        (&["run", "-p", "--", "true"], 125, "GNU time's -p"),
         (&["mem", "-S"], 2, "always shows swap"),
         (&["mem", "-u"], 2, "--by user"),
         (&["mem", "-d"], 2, "--by pid"),

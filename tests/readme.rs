@@ -103,3 +103,31 @@ fn every_readme_example_runs_and_prints_what_the_readme_shows() {
         }
     }
 }
+
+/// Item 17 of a user's first hour: the README's "two set-up commands" were
+/// a build-and-demo and the test suite, said in a paragraph after the
+/// first examples. Install comes first, and each of the two says what it
+/// does on its own line.
+#[test]
+fn install_comes_before_the_examples_and_each_set_up_command_says_what_it_does() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).expect("README.md");
+    let install = readme.find("\n## Install\n").expect("an Install section");
+    let glance = readme.find("\n## At a glance\n").expect("examples");
+    assert!(install < glance, "Install comes before the examples");
+    for command in [
+        "cargo install --locked --path .",
+        "cargo run --release -- run -- ls -lR /usr/share/doc",
+        "bash tests/release.sh",
+    ] {
+        let line = readme
+            .lines()
+            .find(|l| l.trim_start().starts_with(command))
+            .unwrap_or_else(|| panic!("no line for {command}"));
+        let said = line.split_once(" # ").map(|(_, s)| s.trim());
+        assert!(
+            said.is_some_and(|s| s.split_whitespace().count() >= 4),
+            "{command}: what it does, on its line: {line:?}"
+        );
+    }
+}

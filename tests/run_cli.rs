@@ -1039,8 +1039,12 @@ fn non_utf8_cold_path_keeps_the_json_and_the_exit_code() {
     assert!(err.lines().all(|l| l.starts_with("tally: ")), "{err}");
 }
 
+/// The report on stderr is a report like any other: with `2>/dev/full`
+/// it is lost, and that is tally's failure (125), as the help says (it
+/// exited with the command's code, the report gone without a trace). A
+/// reader that went away is no failure: the command's code stays.
 #[test]
-fn unwritable_stderr_keeps_the_commands_exit_code() {
+fn unwritable_stderr_loses_the_report_and_is_tallys_failure() {
     for format in ["human", "json"] {
         let full = fs::OpenOptions::new()
             .write(true)
@@ -1052,7 +1056,16 @@ fn unwritable_stderr_keeps_the_commands_exit_code() {
             .stderr(Stdio::from(full))
             .status()
             .unwrap();
-        assert_eq!(status.code(), Some(7), "--format {format}");
+        assert_eq!(status.code(), Some(125), "--format {format}");
+        let (reader, writer) = std::io::pipe().expect("pipe");
+        drop(reader);
+        let status = tally()
+            .args(["run", "--format", format, "--", "sh", "-c", "exit 7"])
+            .stdout(Stdio::null())
+            .stderr(writer)
+            .status()
+            .unwrap();
+        assert_eq!(status.code(), Some(7), "closed pipe, --format {format}");
     }
     // A report asked for that cannot be written: said on stderr, and
     // tally's own failure (125), as the report is lost.

@@ -12,7 +12,7 @@ pub(super) fn compare_command(args: CompareArgs) -> u8 {
         Ok(cfg) => cfg,
         Err(e) => return super::fail(&e),
     };
-    let outputs = match command::open(&args.out.request(), &cfg) {
+    let outputs = match command::open(&args.out.request_timed(), &cfg) {
         Ok(o) => o,
         Err(e) => return super::fail(&e),
     };

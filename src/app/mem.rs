@@ -33,7 +33,16 @@ pub(super) fn mem_command(args: MemArgs, mut privilege: Privilege) -> u8 {
     }
     let result = match args.watch {
         Some(interval) => command::watch_stdout(&cfg, interval, args.out.format),
-        None => mem::measure(&cfg, &mut privilege),
+        None => {
+            // On a terminal a person waits: a long wait says for what.
+            let terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
+            let mut say = |what: &str| {
+                if terminal {
+                    tally::diag!("tally: {what}");
+                }
+            };
+            mem::measure_saying(&cfg, &mut privilege, &mut say)
+        }
     };
     let report = match result {
         Ok(report) => report,

@@ -65,22 +65,7 @@ pub fn main() -> u8 {
                     2
                 };
             }
-            let printed = e.print().and_then(|()| io::stdout().lock().flush());
-            return match e.kind() {
-                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
-                    match printed {
-                        // A help nobody could read (`--help >/dev/full`) is
-                        // a failure; a reader that went away is not.
-                        Err(err) if err.kind() != io::ErrorKind::BrokenPipe => {
-                            tally::diag!("tally: cannot write the help: {err}");
-                            1
-                        }
-                        _ => 0,
-                    }
-                }
-                _ if args.get(1).is_some_and(|a| a == "run") => RUN_OWN_FAILURE,
-                _ => 2,
-            };
+            return clap_answered(&e, &args);
         }
     };
     // A setuid or file-capability install runs `tally mem` and nothing else.
@@ -111,12 +96,13 @@ pub fn main() -> u8 {
             dir: Some(dir),
             subcommand: _,
         } => match cli::man::install(&dir) {
-            Ok(written) => {
+            Ok(written) => quiet_pipe(|out| {
                 for path in written {
-                    let _ = writeln!(io::stdout(), "{}", tally::text::path::display(&path));
+                    writeln!(out, "{}", tally::text::path::display(&path))
+                        .context("cannot write the list of pages written")?;
                 }
-                0
-            }
+                Ok(())
+            }),
             Err(e) => {
                 tally::diag!("tally: {e}");
                 1
@@ -131,6 +117,37 @@ pub fn main() -> u8 {
     }
 }
 
+/// The exit code of a command line clap answered itself: help and
+/// version printed (1 when nobody can read them: stdout closed or
+/// unwritable), or a usage error said (125 for `tally run`, else 2).
+fn clap_answered(e: &clap::Error, args: &[std::ffi::OsString]) -> u8 {
+    let shown = matches!(
+        e.kind(),
+        clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion
+    );
+    // std writes to a closed stdout as if to /dev/null: a help nobody
+    // can read is said to be so.
+    if shown && tally::sys::entry::stdout_was_closed() {
+        tally::diag!(
+            "tally: stdout is closed, so the help would go nowhere: leave stdout open \
+             (redirect it to a file or a pipe)"
+        );
+        return 1;
+    }
+    let printed = e.print().and_then(|()| io::stdout().lock().flush());
+    match printed {
+        // A help nobody could read (`--help >/dev/full`) is a failure; a
+        // reader that went away is not.
+        Err(err) if shown && err.kind() != io::ErrorKind::BrokenPipe => {
+            tally::diag!("tally: cannot write the help: {err}");
+            1
+        }
+        _ if shown => 0,
+        _ if args.get(1).is_some_and(|a| a == "run") => RUN_OWN_FAILURE,
+        _ => 2,
+    }
+}
+
 /// Opens where a command's report `R` goes (see `report::output`), before
 /// the command works; a failure is said on stderr and is the exit code.
 fn open_output<R: report::Report>(
@@ -139,7 +156,7 @@ fn open_output<R: report::Report>(
     default: Option<report::Stream>,
 ) -> Result<report::Output, u8> {
     report::Output::open::<R>(&out.request(), command, default).map_err(|e| {
-        tally::diag!("tally: {e}");
+        report::output::say_somewhere(&format!("tally: {e}"));
         e.exit_code()
     })
 }
@@ -150,14 +167,14 @@ fn fail(e: &dyn Failure) -> u8 {
     if e.is_broken_pipe() {
         return 0;
     }
-    tally::diag!("tally: {e}");
+    report::output::say_somewhere(&format!("tally: {e}"));
     e.exit_code()
 }
 
-/// Says `e` on stderr; returns `code` (`tally run`'s own failures are
-/// all 125, whatever they are).
+/// Says `e` on stderr (see `report::output::say_somewhere`); returns
+/// `code` (`tally run`'s own failures are all 125, whatever they are).
 fn fail_as(e: &dyn Failure, code: u8) -> u8 {
-    tally::diag!("tally: {e}");
+    report::output::say_somewhere(&format!("tally: {e}"));
     code
 }
 

@@ -9,8 +9,26 @@ use tally::run::{self, args::RunArgs};
 
 pub(super) fn run_command(args: RunArgs) -> u8 {
     tally::units::set_time_unit(args.time_unit);
-    let request = args.out.request();
+    let mut request = args.out.request_timed();
+    request.append = args.append;
     let why_table = args.why;
+    let template = args.template.clone();
+    // A machine format asked for without -o goes where a human report
+    // goes, stderr (stdout is the command's): said once when stdout is a
+    // pipe, where the user waits for it (`tally run --format json -- cmd
+    // | jq` read nothing), and stderr a terminal: stderr taken by a file or
+    // a pipe is where the report was wanted, and gets it alone.
+    if request.format != tally::report::Format::HUMAN
+        && request.output.is_none()
+        && tally::sys::file::stdout_is_pipe()
+        && std::io::IsTerminal::is_terminal(&std::io::stderr())
+    {
+        tally::diag!(
+            "tally: note: the {} report goes to stderr, not to the pipe (stdout is the \
+             command's): -o - puts it on stdout, -o FILE in a file",
+            request.format
+        );
+    }
     let mut cfg = match args.config() {
         Ok(cfg) => cfg,
         Err(e) => return super::fail_as(&e, RUN_OWN_FAILURE),
@@ -36,8 +54,9 @@ pub(super) fn run_command(args: RunArgs) -> u8 {
         }
     };
     report.why_table = why_table;
-    // The command ran: a report that cannot be written is tally's failure
-    // (stderr that cannot be written is none, see `OutputError::exit_code`).
+    report.template = template;
+    // The command ran: a report that cannot be written (to a file, to
+    // stdout, to stderr: `2>/dev/full`) is tally's failure.
     let written = super::said(output.write(&report));
     // The run's group goes after the report: its removal need not delay it.
     super::say_lines(measurer.finish().into_iter().map(|n| format!("note: {n}")));

@@ -16,6 +16,26 @@ use super::model::{BenchReport, BenchResult};
 use super::spec::{Marks, Plot, PlotKind};
 use crate::units::human_bytes;
 
+/// `1.00 µs` → `1 µs`, `2.50 GB/s` → `2.5 GB/s`: a value's trailing
+/// zeros after the decimal point left out.
+fn axis_label(text: &str) -> String {
+    let (number, unit) = text.split_once(' ').unwrap_or((text, ""));
+    let mut n = number.to_string();
+    if n.contains('.') {
+        while n.ends_with('0') {
+            n.pop();
+        }
+        if n.ends_with('.') {
+            n.pop();
+        }
+    }
+    if unit.is_empty() {
+        n
+    } else {
+        format!("{n} {unit}")
+    }
+}
+
 /// One plot a benchmark declared, of its measured figures (implausible
 /// ones are left out: `median()` is `None` for them).
 fn plot(r: &BenchReport, b: &BenchResult, p: &Plot) -> String {
@@ -26,9 +46,14 @@ fn plot(r: &BenchReport, b: &BenchResult, p: &Plot) -> String {
         .iter()
         .find(|f| keep(f) && f.median().is_some())
         .map(|f| f.value.clone());
-    let fmt_y = |v: f64| match &unit {
-        Some(u) => format_value(u, v),
-        None => format_ns(v),
+    // An axis's ticks are round numbers: written without the zeros a
+    // figure's precision adds (a regression: "1.00 µs", "100.0 ns" and
+    // "100.00 ms" on one axis; now "1 µs", "100 ns", "100 ms").
+    let fmt_y = |v: f64| {
+        axis_label(&match &unit {
+            Some(u) => format_value(u, v),
+            None => format_ns(v),
+        })
     };
     match p.kind {
         PlotKind::Bars => bars(b, p, &keep),
@@ -190,8 +215,9 @@ fn machine_table(r: &BenchReport) -> String {
         ),
         (
             "core clock (measured)",
-            m.core_mhz
-                .map_or("unavailable".into(), |v| format!("{v:.0} MHz")),
+            m.core_mhz.map_or("unavailable".into(), |v| {
+                format!("{} MHz", crate::units::thousands_f(v))
+            }),
         ),
         (
             "clocksource",
@@ -330,12 +356,12 @@ pub fn render(r: &BenchReport) -> String {
         for c in &b.comparisons {
             let _ = write!(
                 body,
-                "<tr><td>{}</td><td>{}</td><td>{:.4}</td><td>{:.4}</td><td>{:.2}×{}</td></tr>",
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}×{}</td></tr>",
                 esc(&c.id),
                 esc(&c.unit),
-                c.old_median,
-                c.new_median,
-                c.ratio,
+                crate::units::decimals(c.old_median, 4),
+                crate::units::decimals(c.new_median, 4),
+                crate::units::decimals(c.ratio, 2),
                 if c.higher_is_better {
                     " (higher is better)"
                 } else {
@@ -364,6 +390,15 @@ pub fn write(r: &BenchReport, out: &mut dyn Write) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn axis_ticks_carry_no_trailing_zeros() {
+        assert_eq!(axis_label(&format_ns(1000.0)), "1 µs");
+        assert_eq!(axis_label(&format_ns(100.0)), "100 ns");
+        assert_eq!(axis_label(&format_ns(1e8)), "100 ms");
+        assert_eq!(axis_label(&format_ns(2.5)), "2.5 ns");
+        assert_eq!(axis_label("1,000 MHz"), "1,000 MHz");
+    }
 
     #[test]
     fn implausible_figures_stay_out_of_plots_and_are_explained() {

@@ -352,6 +352,13 @@ impl<'a> Run<'a> {
         {
             machine.core_mhz = Some(mhz);
         }
+        // One clock in every line that uses one: the header's, the timer's
+        // note and the cycle counts of ops.
+        let mut results = results;
+        for r in &mut results {
+            timer::restate_clock_note(r, machine.core_mhz);
+            ops::restate_cycles(r, machine.core_mhz);
+        }
         BenchReport {
             schema_version: crate::report::SCHEMA_VERSION,
             mode: cfg.mode,

@@ -243,7 +243,11 @@ fn write_singles(
                     .as_ref()
                     .and_then(|b| b.comparison_of(&f.id))
                     .map_or(String::new(), |c| {
-                        format!("{:.2}× {}", c.ratio, c.verdict.mark())
+                        format!(
+                            "{}× {}",
+                            crate::units::decimals(c.ratio, 2),
+                            c.verdict.mark()
+                        )
                     }),
             );
         }
@@ -307,8 +311,11 @@ fn write_sweep(
             wrapped(
                 out,
                 &format!(
-                    "vs baseline: median ratio {:.2}× over {} points (min {:.2}×, max {:.2}×)",
-                    s.median, s.count, s.min, s.max
+                    "vs baseline: median ratio {}× over {} points (min {}×, max {}×)",
+                    crate::units::decimals(s.median, 2),
+                    s.count,
+                    crate::units::decimals(s.min, 2),
+                    crate::units::decimals(s.max, 2)
                 ),
                 "    ",
                 "        ",
@@ -560,10 +567,11 @@ impl Render for BenchReport {
         for b in &self.benchmarks {
             for f in &b.figures {
                 let s = f.measured();
-                let num = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v:.4}"));
+                let num =
+                    |v: Option<f64>| v.map_or(String::new(), |v| crate::units::decimals(v, 4));
                 let pct = |v: Option<f64>| {
                     v.filter(|_| s.is_some())
-                        .map_or(String::new(), |v| format!("{v:.2}"))
+                        .map_or(String::new(), |v| crate::units::decimals(v, 2))
                 };
                 rows.push(vec![
                     b.name.clone(),

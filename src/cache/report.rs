@@ -244,14 +244,28 @@ fn writeback(r: &Residency) -> Option<u64> {
 }
 
 /// No table without rows: says so (the skipped paths, if any, are on
-/// standard error).
-fn nothing_found(skipped: usize, out: &mut dyn Write) -> io::Result<()> {
-    match skipped {
+/// standard error), and, where directories were named without `-r`, how
+/// to take their files (a regression: `tally cache DIR` said only "no
+/// regular files found (1 path skipped)"; vmtouch walks DIR by default).
+fn nothing_found(problems: &[PathProblem], out: &mut dyn Write) -> io::Result<()> {
+    let dirs = problems
+        .iter()
+        .filter(|p| p.error.contains("is a directory"))
+        .count();
+    let hint = match dirs {
+        0 => String::new(),
+        1 => ": a directory was named; -r takes the files under it".to_string(),
+        n => format!(
+            ": {} directories were named; -r takes the files under them",
+            thousands(n as u64)
+        ),
+    };
+    match problems.len() {
         0 => writeln!(out, "no regular files found"),
-        1 => writeln!(out, "no regular files found (1 path skipped)"),
+        1 => writeln!(out, "no regular files found (1 path skipped){hint}"),
         n => writeln!(
             out,
-            "no regular files found ({} paths skipped)",
+            "no regular files found ({} paths skipped){hint}",
             thousands(n as u64)
         ),
     }
@@ -717,7 +731,7 @@ impl HumanRows<CacheStream> for HumanCache {
     fn finish(&mut self, report: &CacheStream, out: &mut dyn Write) -> io::Result<()> {
         let t = &report.tail.total;
         if self.seen == 0 {
-            return nothing_found(report.tail.problems.len(), out);
+            return nothing_found(&report.tail.problems, out);
         }
         let total = (self.seen > 1).then_some(t);
         if self.shown.all {
@@ -785,7 +799,7 @@ crate::forms_of!(CacheReport: Text, Data, Table, Metrics);
 impl Render for CacheReport {
     fn human(&self, out: &mut dyn Write, style: Style) -> io::Result<()> {
         if self.files.is_empty() {
-            return nothing_found(self.problems.len(), out);
+            return nothing_found(&self.problems, out);
         }
         let look = Look {
             action: self.action,
@@ -1034,6 +1048,7 @@ mod tests {
                     flag: "--export",
                 })
                 .collect(),
+            append: false,
         };
         let output = Output::open::<CacheReport>(&request, "cache", None).expect("open");
         let mut stream_report = CacheStream::new(r.action, r.page_size_bytes, shown);

@@ -45,21 +45,6 @@ const ANSWERS: &[Answer] = &[
     // GNU time
     a(
         "run",
-        "-f",
-        "GNU time's -f FORMAT: tally calls this --format (human, json, csv, markdown, …); pick fields from --format json or csv",
-    ),
-    a(
-        "run",
-        "-a",
-        "GNU time's -a (--append): tally writes whole reports; --export FORMAT=FILE writes another, and -o replaces its file only when complete",
-    ),
-    a(
-        "run",
-        "--append",
-        "GNU time's --append: tally writes whole reports; --export FORMAT=FILE writes another, and -o replaces its file only when complete",
-    ),
-    a(
-        "run",
         "-p",
         "GNU time's -p (--portability): tally calls this --format csv or --format json (seconds are µs here, named in each column)",
     ),

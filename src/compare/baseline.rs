@@ -41,8 +41,20 @@ use crate::text::path::display;
 /// The `format` of a baseline file.
 pub const FORMAT: &str = "tally-compare-baseline";
 
-/// The version of the baseline format this tally writes and reads.
-pub const SCHEMA_VERSION: u32 = 1;
+/// The version of the baseline format this tally writes; it reads this
+/// one and every one before it ([`FIRST_VERSION`]). Version 2 added
+/// counted work (`count_source`, each command's `counted` runs), and with
+/// it commands of counted runs only (`runs` 0).
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// The oldest baseline format this tally reads.
+pub const FIRST_VERSION: u32 = 1;
+
+/// The most functions of a command's profile a baseline keeps (the rest
+/// are added up in its `other_instructions`), and the longest name or
+/// file of one.
+pub const MAX_PROFILE_FUNCTIONS: usize = 100;
+const MAX_PROFILE_TEXT: usize = 256;
 
 /// The most runs a baseline holds, all commands together.
 pub const MAX_RUNS: usize = 100_000;
@@ -66,7 +78,9 @@ const VALUES_PER_RUN: usize = FIGURES.len() + 1;
 /// command, parameters, the I/O note) and keys. Anything larger is not a
 /// baseline this tally wrote.
 pub const MAX_FILE_BYTES: u64 = (MAX_RUNS * VALUES_PER_RUN * MAX_VALUE_BYTES
-    + MAX_COMMANDS * (4 * MAX_TEXT_BYTES + 4096)) as u64;
+    + MAX_COMMANDS * (4 * MAX_TEXT_BYTES + 4096)
+    + MAX_COMMANDS * MAX_PROFILE_FUNCTIONS * (3 * MAX_PROFILE_TEXT + 256))
+    as u64;
 
 /// This machine's fingerprint.
 pub fn fingerprint() -> Fingerprint {
@@ -169,6 +183,22 @@ impl RunShape {
     }
 }
 
+/// A command's runs under the simulator (`--count=sim`) in a baseline:
+/// their counted figures, and where the instructions went. (The CPU's
+/// counters count the timed runs: their figures are in `samples`.)
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredCounted {
+    pub runs: usize,
+    /// Each run's exit code; null when a signal killed it.
+    pub exit_codes: Vec<Option<i32>>,
+    /// Every run's value of each counted figure, by JSON key.
+    pub samples: BTreeMap<String, Vec<u64>>,
+    /// Where the instructions went, in the run of median instructions
+    /// (at most [`MAX_PROFILE_FUNCTIONS`] functions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<crate::count::Profile>,
+}
+
 /// One command's runs in a baseline.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StoredCommand {
@@ -186,6 +216,9 @@ pub struct StoredCommand {
     pub io_unavailable: Option<String>,
     /// Every run's value of each figure, by JSON key.
     pub samples: BTreeMap<String, Vec<u64>>,
+    /// Runs under the simulator (`--count=sim`), apart from the timed ones.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counted: Option<StoredCounted>,
 }
 
 /// A baseline file (see the module's text).
@@ -206,6 +239,9 @@ pub struct BaselineFile {
     #[serde(default = "crate::speed::first_version")]
     pub speed_probe_version: u32,
     pub options: RunShape,
+    /// How the counted figures were counted (`--count`), when they were.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count_source: Option<crate::count::Source>,
     pub seed: u64,
     pub commands: Vec<StoredCommand>,
     /// Read from the header (the output stage writes it).
@@ -267,6 +303,7 @@ impl BaselineFile {
                 .unwrap_or_default(),
             speed_probe_version: crate::speed::VERSION,
             options: RunShape::of(cfg),
+            count_source: report.count.as_ref().map(|c| c.source.clone()),
             seed: report.seed,
             commands,
             tally_version: None,
@@ -276,27 +313,153 @@ impl BaselineFile {
 }
 
 fn stored(c: &CommandResult) -> StoredCommand {
-    let samples = FIGURES
-        .iter()
-        .filter_map(|f| {
-            let v: Option<Vec<u64>> = c.runs.iter().map(|r| (f.get)(r)).collect();
-            Some((f.key.to_string(), v.filter(|v| !v.is_empty())?))
-        })
-        .collect();
+    let (simulated, timed): (Vec<&RunRecord>, Vec<&RunRecord>) =
+        c.runs.iter().partition(|r| r.simulated());
+    let samples_of = |runs: &[&RunRecord], counted_only: bool| -> BTreeMap<String, Vec<u64>> {
+        FIGURES
+            .iter()
+            .filter(|f| !counted_only || f.counted)
+            .filter_map(|f| {
+                let v: Option<Vec<u64>> = runs.iter().map(|r| f.value(r)).collect();
+                Some((f.key.to_string(), v.filter(|v| !v.is_empty())?))
+            })
+            .collect()
+    };
+    let counted = (!simulated.is_empty()).then(|| StoredCounted {
+        runs: simulated.len(),
+        exit_codes: simulated.iter().map(|r| r.exit.code).collect(),
+        samples: samples_of(&simulated, true),
+        profile: c
+            .count
+            .as_ref()
+            .and_then(|r| r.profile.clone())
+            .map(|p| p.truncated(MAX_PROFILE_FUNCTIONS, MAX_PROFILE_TEXT)),
+    });
     StoredCommand {
         name: c.name.clone(),
         command: c.command.clone(),
         parameters: c.parameters.clone(),
-        runs: c.runs.len(),
-        failed_runs: c.failed_runs,
-        exit_codes: c.runs.iter().map(|r| r.exit.code).collect(),
-        io_unavailable: c.runs.iter().find_map(|r| r.io_unavailable.clone()),
-        samples,
+        runs: timed.len(),
+        failed_runs: timed.iter().filter(|r| r.exit.code != Some(0)).count() as u32,
+        exit_codes: timed.iter().map(|r| r.exit.code).collect(),
+        io_unavailable: timed.iter().find_map(|r| r.io_unavailable.clone()),
+        samples: samples_of(&timed, false),
+        counted,
     }
 }
 
-/// A stored command's runs as run records, or why they are not whole.
+/// A stored command's runs as run records (the timed ones, then those
+/// under the simulator), or why they are not whole.
 fn records(c: &StoredCommand) -> Result<Vec<RunRecord>, String> {
+    let mut out = if c.runs == 0 {
+        Vec::new()
+    } else {
+        timed_records(c)?
+    };
+    if let Some(counted) = &c.counted {
+        out.extend(counted_records(&c.name, counted)?);
+    }
+    Ok(out)
+}
+
+/// The counted figures of run `i` from `samples`, by JSON key.
+fn counted_of(
+    source: crate::count::Kind,
+    samples: &BTreeMap<String, Vec<u64>>,
+    i: usize,
+) -> Option<crate::count::CountState> {
+    let get = |k: &str| samples.get(k).and_then(|v| v.get(i)).copied();
+    let instructions = get("instructions");
+    instructions?;
+    Some(crate::count::CountState::Measured(Box::new(
+        crate::count::Counted {
+            source,
+            instructions,
+            cycles: get("cycles"),
+            data_reads: get("data_reads"),
+            data_writes: get("data_writes"),
+            l1_misses: get("l1_misses"),
+            ll_misses: get("ll_misses"),
+            estimated_cycles: get("estimated_cycles"),
+            processes: 0,
+            forked_copies: 0,
+            tool_version: None,
+            time_enabled_ns: None,
+            time_running_ns: None,
+            events: Vec::new(),
+            profile: None,
+        },
+    )))
+}
+
+/// A stored command's runs under the simulator as run records.
+fn counted_records(name: &str, c: &StoredCounted) -> Result<Vec<RunRecord>, String> {
+    for (key, values) in &c.samples {
+        if values.len() != c.runs {
+            return Err(format!(
+                "command {name:?}: counted {key} has {} values for {} runs",
+                values.len(),
+                c.runs
+            ));
+        }
+    }
+    if c.exit_codes.len() != c.runs {
+        return Err(format!(
+            "command {name:?}: {} counted exit codes for {} runs",
+            c.exit_codes.len(),
+            c.runs
+        ));
+    }
+    if !c.samples.contains_key("instructions") {
+        return Err(format!(
+            "command {name:?}: counted runs without instructions"
+        ));
+    }
+    (0..c.runs)
+        .map(|i| {
+            let mut r = stored_run(0, c.exit_codes.get(i).copied().flatten());
+            r.count = counted_of(crate::count::Kind::Sim, &c.samples, i);
+            Ok(r)
+        })
+        .collect()
+}
+
+/// A stored run with no figure but its wall time and exit: what the
+/// stored figures are set on.
+fn stored_run(wall_ns: u64, code: Option<i32>) -> RunRecord {
+    RunRecord {
+        wall_ns,
+        user_us: 0,
+        system_us: 0,
+        max_rss_bytes: 0,
+        minor_faults: 0,
+        major_faults: 0,
+        voluntary_switches: 0,
+        involuntary_switches: 0,
+        block_input_ops: 0,
+        block_output_ops: 0,
+        io: None,
+        io_source: None,
+        io_unavailable: None,
+        counters: None,
+        count: None,
+        tree: None,
+        cold: None,
+        why: None,
+        exit: ExitInfo {
+            code,
+            signal: code.is_none().then(|| "a signal".into()),
+            signal_number: None,
+            core_dumped: false,
+        },
+        forwarded_signal: None,
+        escalated_to_sigkill: false,
+        gpu: Default::default(),
+    }
+}
+
+/// A stored command's timed runs as run records.
+fn timed_records(c: &StoredCommand) -> Result<Vec<RunRecord>, String> {
     for (key, values) in &c.samples {
         if values.len() != c.runs {
             return Err(format!(
@@ -373,6 +536,8 @@ fn records(c: &StoredCommand) -> Result<Vec<RunRecord>, String> {
             io_source: None,
             io_unavailable: c.io_unavailable.clone(),
             counters: None,
+            // The CPU's counters counted the timed runs.
+            count: counted_of(crate::count::Kind::Hw, &c.samples, i),
             tree: None,
             cold: None,
             why: waits.iter().any(Option::is_some).then(|| {
@@ -562,10 +727,11 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<BaselineFile, BaselineError> {
                     .map(|t| crate::text::escape_text(&t.chars().take(40).collect::<String>())),
             });
         }
-        Some((Some(v), _)) if v == u64::from(SCHEMA_VERSION) => {}
+        Some((Some(v), _))
+            if (u64::from(FIRST_VERSION)..=u64::from(SCHEMA_VERSION)).contains(&v) => {}
         Some((Some(v), _)) => {
             return Err(corrupt(format!(
-                "schema_version is {v}, this tally reads {SCHEMA_VERSION}"
+                "schema_version is {v}, this tally reads {FIRST_VERSION} to {SCHEMA_VERSION}"
             )));
         }
         Some((None, raw)) => {
@@ -593,15 +759,18 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<BaselineFile, BaselineError> {
             file.commands.len()
         )));
     }
-    let runs: usize = file
-        .commands
-        .iter()
-        .fold(0usize, |a, c| a.saturating_add(c.runs));
+    let runs: usize = file.commands.iter().fold(0usize, |a, c| {
+        a.saturating_add(c.runs)
+            .saturating_add(c.counted.as_ref().map_or(0, |k| k.runs))
+    });
     if runs > MAX_RUNS {
         return Err(corrupt(format!("{runs} runs, at most {MAX_RUNS}")));
     }
     for c in &file.commands {
-        if c.runs < 2 {
+        // Timed runs: two at least to compare; none where the command's
+        // runs were all counted under the simulator.
+        let counted_only = c.runs == 0 && c.counted.as_ref().is_some_and(|k| k.runs > 0);
+        if c.runs < 2 && !counted_only {
             return Err(corrupt(format!(
                 "command {:?} has {} run{}, a comparison needs at least 2",
                 c.name,
@@ -693,6 +862,50 @@ fn validate(file: &BaselineFile) -> Result<(), String> {
                 ));
             }
         }
+        if let Some(k) = &c.counted {
+            if k.runs > MAX_RUNS {
+                return Err(format!(
+                    "{} is {}, at most {MAX_RUNS}",
+                    at("counted.runs"),
+                    k.runs
+                ));
+            }
+            if let Some(code) = k
+                .exit_codes
+                .iter()
+                .flatten()
+                .find(|e| !(0..=255).contains(*e))
+            {
+                return Err(format!(
+                    "{} holds {code}; an exit status is 0 to 255 (null: killed by a signal)",
+                    at("counted.exit_codes")
+                ));
+            }
+            for (key, values) in &k.samples {
+                if !super::gate::counted(key) {
+                    return Err(format!(
+                        "{} is not a counted figure",
+                        at(&format!(
+                            "counted.samples.{}",
+                            crate::text::escape_text(key)
+                        ))
+                    ));
+                }
+                if let Some(v) = values.iter().find(|v| **v > MAX_SAMPLE) {
+                    return Err(format!(
+                        "{} holds {v}, over {MAX_SAMPLE}, more than any run counts",
+                        at(&format!(
+                            "counted.samples.{}",
+                            crate::text::escape_text(key)
+                        ))
+                    ));
+                }
+            }
+            if let Some(p) = &k.profile {
+                p.check(MAX_PROFILE_FUNCTIONS, MAX_PROFILE_TEXT)
+                    .map_err(|why| format!("{}: {why}", at("counted.profile")))?;
+            }
+        }
         if let Some(wall) = c.samples.get("wall_ns")
             && wall.contains(&0)
         {
@@ -759,6 +972,7 @@ pub fn matched(path: &Path, file: &BaselineFile, cfg: &Config) -> Result<Baselin
             parameters: stored.parameters.clone(),
             runs,
             failed_runs: stored.failed_runs,
+            profile: stored.counted.as_ref().and_then(|k| k.profile.clone()),
         });
     }
     let mut differences = Vec::new();
@@ -808,6 +1022,7 @@ pub fn matched(path: &Path, file: &BaselineFile, cfg: &Config) -> Result<Baselin
                 .filter(|p| (1..1_000_000_000).contains(p))
                 .filter(|_| file.speed_probe_version == crate::speed::VERSION)
                 .collect(),
+            count_source: file.count_source.clone(),
             differences,
         },
     })
@@ -873,6 +1088,7 @@ mod tests {
                 io_source: None,
                 io_unavailable: None,
                 counters: None,
+                count: None,
                 gpu: crate::gpu::GpuPart::measured(crate::gpu::Gpu::from_stored(
                     Some((2_660 + i) << 20),
                     Some(7_000_000 + i),
@@ -893,6 +1109,7 @@ mod tests {
             speed_probe_ns: Vec::new(),
             speed_probe_version: crate::speed::VERSION,
             options: RunShape::default(),
+            count_source: None,
             seed: 7,
             commands: vec![stored(c)],
             tally_version: None,
@@ -914,8 +1131,8 @@ mod tests {
         let runs = records(&back.commands[0]).unwrap();
         assert_eq!(runs.len(), 12);
         for fig in FIGURES {
-            let then: Vec<Option<u64>> = c.runs.iter().map(|r| (fig.get)(r)).collect();
-            let now: Vec<Option<u64>> = runs.iter().map(|r| (fig.get)(r)).collect();
+            let then: Vec<Option<u64>> = c.runs.iter().map(|r| fig.value(r)).collect();
+            let now: Vec<Option<u64>> = runs.iter().map(|r| fig.value(r)).collect();
             assert_eq!(then, now, "{}", fig.key);
         }
         assert_eq!(back.commands[0].parameters, c.parameters);

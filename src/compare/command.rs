@@ -195,6 +195,7 @@ fn baseline_output(path: &Option<PathBuf>) -> Result<Option<Output>, OutputError
             path: path.clone(),
             flag: "--save-baseline",
         }],
+        append: false,
     };
     Output::open::<baseline::BaselineFile>(&request, "compare", None).map(Some)
 }

@@ -5,9 +5,8 @@
 //! [`crate::gate::judge`]: regression, pass or inconclusive.
 
 pub use super::plan::Rule;
-use super::report::{
-    CommandResult, CompareReport, FigureComparison, Verdict, p_text, runs_would_decide,
-};
+use super::prose::{interval_text, limit_text, p_text, runs_would_decide};
+use super::report::{CommandResult, CompareReport, FigureComparison, Verdict};
 pub use super::report::{Gate, GateResult, Reason};
 use crate::gate::{self, Evidence, Outcome, Undecidable};
 use crate::run::report::{FIGURES, Figure};
@@ -40,6 +39,13 @@ const NAMES: &[(&str, &[&str])] = &[
     ("gpu_mem_peak_bytes", &["gpu_mem", "gpu_memory"]),
     ("gpu_busy_ns", &["gpu_busy"]),
     ("gpu_energy_mj", &["gpu_energy"]),
+    ("instructions", &["ir", "instructions:u"]),
+    ("cycles", &["cycles:u"]),
+    ("estimated_cycles", &["est_cycles"]),
+    ("data_reads", &["dr"]),
+    ("data_writes", &["dw"]),
+    ("l1_misses", &["l1"]),
+    ("ll_misses", &["ll", "llc_misses"]),
 ];
 
 /// The figure (its JSON key) `name` stands for.
@@ -49,6 +55,11 @@ pub fn figure_of(name: &str) -> Option<&'static Figure> {
         .find(|(key, aliases)| *key == name || aliases.contains(&name))
         .map(|(key, _)| *key)?;
     FIGURES.iter().find(|f| f.key == key)
+}
+
+/// Whether the figure keyed `key` is counted work (`--count`).
+pub fn counted(key: &str) -> bool {
+    FIGURES.iter().any(|f| f.key == key && f.counted)
 }
 
 /// `wall (wall_ns), cpu (cpu_us), …`: the names, for an error.
@@ -133,6 +144,7 @@ fn judge(
         runs_needed: None,
         reason: None,
         note: None,
+        exact: false,
     };
     let Some(ref_cmd) = r.commands.get(reference) else {
         return result;
@@ -160,17 +172,42 @@ fn judge(
     result.ratio_low = v.ratio_low.or(zero);
     result.ratio_high = v.ratio_high.or(zero);
     result.p_adjusted = Some(v.p_adjusted);
+    result.exact = v.test == super::report::EXACT_TEST;
     result.outcome = gate::judge(&evidence, rule.limit);
+    if let Some(note) = other_source(r, ref_cmd, rule) {
+        result.outcome = Outcome::Inconclusive;
+        result.reason = Some(Reason::CountSource);
+        result.note = Some(note);
+        return result;
+    }
     if let Some((reason, note)) = another_time(r, c, ref_cmd, rule, result.outcome) {
         result.outcome = Outcome::Inconclusive;
         result.reason = Some(reason);
         result.note = Some(note);
         return result;
     }
-    if result.outcome == Outcome::Inconclusive {
+    if result.outcome == Outcome::Inconclusive && result.exact {
+        result.reason = Some(Reason::AtLimit);
+        result.note =
+            Some("the counts' range lies across the limit: more runs do not move a count".into());
+    } else if result.outcome == Outcome::Inconclusive {
         explain_undecided(&mut result, v, interval, c, ref_cmd);
     }
     result
+}
+
+/// Why a counted figure is not compared with a baseline's: counted by
+/// another source (see [`crate::count::Source::differs_from`]). `None`
+/// for other figures, without a baseline, or when the sources agree.
+fn other_source(r: &CompareReport, ref_cmd: &CommandResult, rule: &Rule) -> Option<String> {
+    let counted = FIGURES.iter().any(|f| f.key == rule.figure && f.counted);
+    if !counted || !ref_cmd.from_baseline {
+        return None;
+    }
+    let now = r.count.as_ref().map(|c| &c.source)?;
+    let then = r.baseline.as_ref()?.count_source.as_ref()?;
+    now.differs_from(then)
+        .map(|why| format!("{why}: counts of two sources are not compared"))
 }
 
 /// Why a time measured against a stored baseline is not the command's
@@ -406,39 +443,45 @@ fn under_load(r: &CompareReport, results: &[GateResult]) -> String {
             }
             let (x, lo, hi) = (v.ratio?, v.ratio_low?, v.ratio_high?);
             Some(format!(
-                "; cpu time {} {}: gate on cpu= to judge under load",
-                gate::change(x),
-                gate::change_interval(lo, hi)
+                "; cpu time {}: gate on cpu= to judge under load",
+                interval_text(x, Some((lo, hi)))
             ))
         })
         .unwrap_or_default()
 }
 
-/// `+20.3% [+18.1, +22.4]`, or what stands for it.
+/// `1.20× [1.18, 1.22]`, or what stands for it: ratios in one unit, as
+/// every other ratio of a comparison is written.
 pub fn change_text(g: &GateResult) -> String {
     match (g.ratio, g.ratio_low, g.ratio_high) {
-        (Some(x), Some(lo), Some(hi)) if lo != hi => {
-            format!("{} {}", gate::change(x), gate::change_interval(lo, hi))
-        }
-        (Some(x), ..) => gate::change(x),
+        (Some(x), Some(lo), Some(hi)) if lo != hi => interval_text(x, Some((lo, hi))),
+        (Some(x), ..) => interval_text(x, None),
         (None, ..) if g.p_adjusted.is_some() => "from 0".into(),
         (None, ..) => "not measured".into(),
     }
 }
 
-/// Why a result came out as it did, in a few words: `beyond +5%,
-/// p<0.001`, `within +5%`, `across +5%: about 80 runs of each would
+/// Why a result came out as it did, in a few words: `beyond 1.05×,
+/// p<0.001`, `within 1.05×`, `across 1.05×: about 80 runs of each would
 /// decide`.
 pub fn phrase(g: &GateResult) -> String {
-    let limit = format!("+{}", gate::limit_text(g.limit));
+    phrase_noting(g, true)
+}
+
+/// [`phrase`], with the result's note (why it is inconclusive) or without
+/// it, where it was said already.
+fn phrase_noting(g: &GateResult, with_note: bool) -> String {
+    let limit = limit_text(g.limit);
+    let note = g.note.as_ref().filter(|_| with_note);
     match g.outcome {
         Outcome::Regression => match g.p_adjusted {
+            _ if g.exact => format!("beyond {limit}, exact"),
             Some(p) => format!("beyond {limit}, {}", p_text(p)),
             None => format!("beyond {limit}"),
         },
         Outcome::Pass => format!("within {limit}"),
         Outcome::Inconclusive => {
-            let why = match (&g.note, g.runs_needed) {
+            let why = match (note, g.runs_needed) {
                 (Some(note), Some(n)) => format!("{note}; {}", runs_would_decide(n)),
                 (None, Some(n)) => runs_would_decide(n),
                 (Some(note), None) => note.clone(),
@@ -460,14 +503,15 @@ pub fn phrase(g: &GateResult) -> String {
     }
 }
 
-pub(super) use super::report::about_runs;
+pub(super) use super::prose::about_runs;
 
-/// The outcome in a table's few words: `regression (> +5%, p<0.001)`,
-/// `pass (≤ +5%)`, `inconclusive (~80 runs)`.
+/// The outcome in a table's few words: `regression (> 1.05×, p<0.001)`,
+/// `pass (≤ 1.05×)`, `inconclusive (~80 runs)`.
 pub fn outcome_text(g: &GateResult) -> String {
-    let limit = format!("+{}", gate::limit_text(g.limit));
+    let limit = limit_text(g.limit);
     let why = match g.outcome {
         Outcome::Regression => match g.p_adjusted {
+            _ if g.exact => format!("> {limit}, exact"),
             Some(p) => format!("> {limit}, {}", p_text(p)),
             None => format!("> {limit}"),
         },
@@ -480,6 +524,7 @@ pub fn outcome_text(g: &GateResult) -> String {
             (Some(Reason::ZeroReference), _) => "reference 0".into(),
             (Some(Reason::OtherWork), _) => "machine busier or idler".into(),
             (Some(Reason::MachineSpeed), _) => "machine at another speed".into(),
+            (Some(Reason::CountSource), _) => "counted by another source".into(),
             (_, Some(n)) => format!("across {limit}, {}", about_runs(n)),
             (_, None) => format!("across {limit}"),
         },
@@ -487,36 +532,57 @@ pub fn outcome_text(g: &GateResult) -> String {
     format!("{} ({why})", g.outcome.name())
 }
 
-/// `1 regression: `new` wall time +20.3% [+18.1, +22.4] beyond +5%,
-/// p<0.001; `new` peak memory +0.2% [-0.4, +0.8] within +10%`.
-fn headline(results: &[GateResult]) -> String {
-    let summary = gate::outcome_counts(results.iter().map(|g| g.outcome));
+/// The parts of the gate's headline, worst first, each with its
+/// [`phrase`]: a note (why a result is inconclusive) is said once, and
+/// the machine's speed, returned apart, goes before them all.
+pub(super) fn headline_parts(
+    results: &[GateResult],
+) -> (Option<&String>, Vec<(&GateResult, String)>) {
     let mut ordered: Vec<&GateResult> = results.iter().collect();
     ordered.sort_by_key(|g| std::cmp::Reverse(g.outcome));
+    let speed = results
+        .iter()
+        .find(|g| g.reason == Some(Reason::MachineSpeed))
+        .and_then(|g| g.note.as_ref());
+    let mut said: Vec<&String> = speed.into_iter().collect();
+    let parts = ordered
+        .into_iter()
+        .map(|g| {
+            let new = g.note.as_ref().is_some_and(|n| !said.contains(&n));
+            if let (true, Some(n)) = (new, g.note.as_ref()) {
+                said.push(n);
+            }
+            (g, phrase_noting(g, new))
+        })
+        .collect();
+    (speed, parts)
+}
+
+/// `1 regression: `new` wall time 1.20× [1.18, 1.22] beyond 1.05×,
+/// p<0.001; `new` peak memory 1.00× [0.99, 1.01] within 1.10×`. Each
+/// reason once: the machine's speed first, where it left times
+/// inconclusive, and a note said for one result is not said again.
+fn headline(results: &[GateResult]) -> String {
+    let summary = gate::outcome_counts(results.iter().map(|g| g.outcome));
+    let (speed, ordered) = headline_parts(results);
     let parts: Vec<String> = ordered
         .iter()
-        .map(|g| {
+        .map(|(g, phrase)| {
             format!(
-                "`{}` {} {} {}",
+                "`{}` {} {} {phrase}",
                 crate::text::Foreign(&g.name),
                 label(g.figure),
                 change_text(g),
-                phrase(g)
             )
         })
         .collect();
     if parts.is_empty() {
         return format!("{summary}: no command has a reference");
     }
-    // The machine's speed first: no time of this comparison is judged.
-    if let Some(note) = results
-        .iter()
-        .find(|g| g.reason == Some(Reason::MachineSpeed))
-        .and_then(|g| g.note.as_ref())
-    {
-        return format!("inconclusive: {note}; {summary}: {}", parts.join("; "));
+    match speed {
+        Some(note) => format!("inconclusive: {note}; {summary}: {}", parts.join("; ")),
+        None => format!("{summary}: {}", parts.join("; ")),
     }
-    format!("{summary}: {}", parts.join("; "))
 }
 
 #[cfg(test)]
@@ -524,7 +590,7 @@ mod tests {
     use super::*;
 
     /// Regression: a figure left inconclusive by the machine's speed read
-    /// `+94.7% [+50.7, +149.4] across +5%`, an interval wholly beyond the
+    /// `+94.7% [+50.7, +149.4] across +5%` (now `1.95× [1.51, 2.49]`), an interval wholly beyond the
     /// limit said to lie across it.
     #[test]
     fn an_inconclusive_figure_says_where_its_interval_lies() {
@@ -542,18 +608,19 @@ mod tests {
             runs_needed: None,
             reason: Some(Reason::MachineSpeed),
             note: Some("this machine ran 80% faster".into()),
+            exact: false,
         };
         assert_eq!(
             phrase(&g(1.507, 2.494)),
-            "beyond +5%: this machine ran 80% faster"
+            "beyond 1.05×: this machine ran 80% faster"
         );
         assert_eq!(
             phrase(&g(0.9, 1.04)),
-            "within +5%: this machine ran 80% faster"
+            "within 1.05×: this machine ran 80% faster"
         );
         assert_eq!(
             phrase(&g(0.98, 1.2)),
-            "across +5%: this machine ran 80% faster"
+            "across 1.05×: this machine ran 80% faster"
         );
     }
 
@@ -604,6 +671,7 @@ mod tests {
                 io_source: None,
                 io_unavailable: Some("test".into()),
                 counters: None,
+                count: None,
                 ..RunRecord::bare(0)
             });
         }
@@ -631,6 +699,7 @@ mod tests {
                     machine: Fingerprint::default(),
                     other_cpu_percent,
                     speed_probe_ns,
+                    count_source: None,
                     differences: Vec::new(),
                 },
             }),
@@ -827,7 +896,7 @@ mod tests {
         let g = evaluate(&r, &[parse_rule("wall=5%").unwrap()], false);
         assert_eq!(g.results[0].outcome, Outcome::Inconclusive, "{g:?}");
         assert!(
-            g.headline.contains("; cpu time +15.4% [+15.3, +15.5]")
+            g.headline.contains("; cpu time 1.15× [1.15, 1.16]")
                 && g.headline.ends_with("gate on cpu= to judge under load"),
             "{}",
             g.headline

@@ -17,7 +17,7 @@
 
 use super::report::CommandResult;
 use crate::gpu::timeline::Window;
-use crate::gpu::{GpuPart, GpuState, Sampler};
+use crate::gpu::{Failed, GpuPart, GpuState, Sampler, Waiting};
 use crate::run::report::RunRecord;
 use crate::run::spawner::Stretch;
 
@@ -40,10 +40,11 @@ impl Sampling {
         let Some(root) = spawner else {
             return Sampling::PerRun;
         };
-        match Sampler::when_present(asked, Some(root)) {
+        match Sampler::when_present(asked, Some(root), &mut Waiting::default()) {
             Ok(Some(s)) => Sampling::Session(s),
             Ok(None) => Sampling::Off,
-            Err(why) => Sampling::Unavailable(why),
+            Err(Failed::Unavailable { why, .. }) if asked => Sampling::Unavailable(why),
+            Err(_) => Sampling::Off,
         }
     }
 

@@ -5,7 +5,8 @@
 
 use std::fmt::Write as _;
 
-use super::report::{CompareReport, Verdict, direction};
+use super::prose::{interval_text, point_ratio, ratio_cells};
+use super::report::{CompareReport, Verdict};
 use crate::report::html::{
     Group, RatioRow, Series, distribution_plot, esc, page, ratio_table, run_order_plot,
 };
@@ -16,6 +17,13 @@ use crate::run::report::{FIGURES, Figure};
 /// run shorter than a tick can read 0): approximate, so left out of the
 /// plots, marked in the table of ratios.
 const TICK_SAMPLED: [&str; 2] = ["user_us", "system_us"];
+
+/// What the dot of the chart of ratios is: the report's ratio, the
+/// Hodges–Lehmann estimate, which is not the ratio of the medians (a
+/// regression: the legend said "ratio of medians" beside 1.008× for
+/// medians of 1,568 and 1,604 KiB).
+pub const DOT: &str = "the ratio, Hodges–Lehmann: the median of the ratios of every run of the \
+     command to every run of the reference (not the ratio of the medians)";
 
 /// Each command's label on the page: `#N` and its name, with what the
 /// names share at the start and end elided when they are long.
@@ -49,7 +57,7 @@ pub fn render(r: &CompareReport) -> String {
             continue;
         }
         let sampled = TICK_SAMPLED.contains(&fig.key);
-        rows.extend(ratio_rows(r, fig, &labels, sampled));
+        rows.extend(ratio_rows(r, fig, sampled));
         if sampled {
             continue;
         }
@@ -64,17 +72,30 @@ pub fn render(r: &CompareReport) -> String {
         }
         write_plots(&mut plots, r, fig, &labels);
     }
-    let chart = ratio_chart(
-        &format!("each command against {reference}"),
-        &bars,
-        r.threshold,
-        r.interval_level,
-    );
+    // One command has nothing to be compared with: no chart of ratios.
+    let chart = if r.commands.len() > 1 {
+        ratio_chart(
+            &format!("each command against {reference}"),
+            &bars,
+            r.threshold,
+            r.interval_level,
+            DOT,
+        )
+    } else {
+        String::new()
+    };
     write_commands(&mut body, r, &chart);
+    let key: Vec<String> = r
+        .commands
+        .iter()
+        .enumerate()
+        .map(|(i, c)| format!("#{} <code>{}</code>", i + 1, esc(&c.name)))
+        .collect();
     let _ = write!(
         body,
-        "<h2>Against {}</h2><p>Every figure; the chart at the top draws the headline figures and those that differ. User and kernel cpu are sampled at the kernel's clock tick (a run shorter than a tick can read 0): approximate (≈), so they are left out of the charts; cpu time, their sum, is measured.</p>{}",
+        "<h2>Against {}</h2><p>Every figure; the chart at the top draws the headline figures and those that differ. User and kernel cpu are sampled at the kernel's clock tick (a run shorter than a tick can read 0): approximate (≈), so they are left out of the charts; cpu time, their sum, is measured.</p><p>Commands: {}.</p>{}",
         esc(&reference),
+        key.join(", "),
         ratio_table(&reference, &rows)
     );
     if !unchanged.is_empty() {
@@ -140,22 +161,28 @@ fn write_commands(body: &mut String, r: &CompareReport, chart: &str) {
 
 /// The ratio of each command to the reference in figure `fig`; `sampled`
 /// marks the figure approximate.
-fn ratio_rows(r: &CompareReport, fig: &Figure, labels: &[String], sampled: bool) -> Vec<RatioRow> {
+fn ratio_rows(r: &CompareReport, fig: &Figure, sampled: bool) -> Vec<RatioRow> {
     let mut rows = Vec::new();
     for (i, c) in r.commands.iter().enumerate() {
         if let Some(v) = c.versus(fig.key) {
+            let (ratio, interval) = match v.ratio {
+                Some(x) if v.verdict != Verdict::TooFewRuns => {
+                    ratio_cells(x, v.ratio_low.zip(v.ratio_high))
+                }
+                Some(x) => (point_ratio(x), String::new()),
+                None => ("from 0".into(), String::new()),
+            };
             rows.push(RatioRow {
                 figure: if sampled {
                     format!("{} ≈ (tick-sampled)", fig.label)
                 } else {
                     fig.label.into()
                 },
-                name: labels.get(i).cloned().unwrap_or_default(),
-                ratio: v.ratio,
-                low: v.ratio_low,
-                high: v.ratio_high,
+                name: format!("#{}", i + 1),
+                ratio,
+                interval,
                 p: Some(v.p_adjusted),
-                verdict: direction(fig, v.verdict).into(),
+                verdict: super::summary::verdict_text(fig, v, r.threshold),
                 class: match v.verdict {
                     Verdict::Lower => "lower",
                     Verdict::Higher => "higher",
@@ -181,6 +208,11 @@ fn ratio_bars(r: &CompareReport, fig: &Figure, labels: &[String]) -> Vec<RatioBa
                 ratio: v.ratio?,
                 low: v.ratio_low.unwrap_or(f64::NAN),
                 high: v.ratio_high.unwrap_or(f64::NAN),
+                words: if v.verdict == Verdict::TooFewRuns {
+                    point_ratio(v.ratio?)
+                } else {
+                    interval_text(v.ratio?, v.ratio_low.zip(v.ratio_high))
+                },
             })
         })
         .collect()

@@ -9,8 +9,9 @@
 //!   [`sizing`] how many rounds without `--runs`; `gpu` the GPU figures
 //!   of its runs, from one sampling session.
 //! - [`crate::speed`]: the speed probe made before runs, outside their clocks.
-//! - [`report`]: the model and its statistics; `render` the formats, with
-//!   `human` the terminal layout and [`html`] the page.
+//! - [`report`]: the model; [`statistics`] how it is made from the runs (the
+//!   family of intervals and the verdicts), [`prose`] how it reads; `render`
+//!   the formats, with `human` the terminal layout and [`html`] the page.
 //! - [`baseline`]: `--save-baseline` and `--baseline`, the runs kept for a
 //!   later comparison; [`gate`]: `--fail-on`, the regression gate read off
 //!   the report's statistics.
@@ -22,15 +23,18 @@
 pub mod args;
 pub mod baseline;
 pub mod command;
+mod counted;
 pub mod gate;
 mod gpu;
 pub mod html;
 mod human;
 pub mod plan;
+pub mod prose;
 mod render;
 pub mod report;
 pub mod runner;
 pub mod sizing;
+pub mod statistics;
 mod summary;
 
 pub use command::{CompareFailure, execute};

@@ -64,7 +64,18 @@ pub struct Config {
     /// `--strict`: an inconclusive figure fails the gate too.
     pub strict: bool,
     pub view: View,
+    /// `--count`: the counting source asked for.
+    pub count: Option<crate::count::Choice>,
+    /// `--count-runs`: counted runs of each command under the simulator
+    /// (default [`COUNTED_RUNS`]).
+    pub count_runs: Option<u32>,
+    /// `--timed`: with the simulator, timed runs as well.
+    pub timed: bool,
 }
+
+/// Counted runs of each command by default (`--count`): the fewest that
+/// show whether its counts repeat.
+pub const COUNTED_RUNS: u32 = 3;
 
 /// One `--fail-on FIGURE=PCT`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -84,6 +95,8 @@ pub struct StoredRuns {
     pub parameters: Vec<(String, String)>,
     pub runs: Vec<RunRecord>,
     pub failed_runs: u32,
+    /// Where its instructions went (`--count=sim`), as the baseline kept it.
+    pub profile: Option<crate::count::Profile>,
 }
 
 /// `--baseline`: the stored runs matched to the instances, and about them.
@@ -160,6 +173,9 @@ pub struct BaselineUse {
     /// The speed probes made with the baseline's runs (none in a baseline
     /// saved before there were).
     pub speed_probe_ns: Vec<u64>,
+    /// How its counted figures were counted (`--count`), when they were.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub count_source: Option<crate::count::Source>,
     /// How this comparison differs from the one that saved it (machine,
     /// tally's version, options, other work): warned about, not failed.
     pub differences: Vec<String>,
@@ -171,6 +187,9 @@ pub struct View {
     pub sort: Sort,
     /// Times in this unit (`--time-unit`; `auto` scales each).
     pub time_unit: TimeUnit,
+    /// Every figure in its own block (`--all-figures`), not only those
+    /// that differ or matter.
+    pub all_figures: bool,
 }
 
 /// `--sort`: the order of the commands in each figure's rows (hyperfine's

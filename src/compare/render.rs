@@ -189,6 +189,27 @@ fn code(name: &str) -> String {
 fn summary_markdown(r: &CompareReport, out: &mut dyn Write) -> io::Result<()> {
     match &r.gate {
         Some(g) => gate_headline(g, out)?,
+        None if r.commands.len() == 1 => {
+            // One command: hyperfine's summary of it.
+            let wall = &FIGURES[0];
+            if let Some((c, s)) = r
+                .commands
+                .first()
+                .and_then(|c| Some((c, c.summary_of(wall.key)?)))
+            {
+                let v = |x: f64| summary::value(wall, x, &r.view);
+                writeln!(
+                    out,
+                    "**tally compare**: {}: wall time {} ± {} (mean ± σ), {} … {} (min … max), {} runs\n",
+                    code(&c.name),
+                    v(s.mean),
+                    s.stddev.map_or("—".to_string(), v),
+                    v(s.min),
+                    v(s.max),
+                    c.runs.len()
+                )?;
+            }
+        }
         None => {
             let verdicts: Vec<String> = r
                 .commands
@@ -207,24 +228,21 @@ fn gate_headline(g: &super::report::Gate, out: &mut dyn Write) -> io::Result<()>
         .headline
         .split_once(':')
         .map_or(g.outcome.name(), |(w, _)| w);
-    let mut ordered: Vec<&super::gate::GateResult> = g.results.iter().collect();
-    ordered.sort_by_key(|x| std::cmp::Reverse(x.outcome));
-    let parts: Vec<String> = ordered
-        .iter()
-        .map(|x| {
-            let label = FIGURES
-                .iter()
-                .find(|f| f.key == x.figure)
-                .map_or(x.figure, |f| f.label);
-            format!(
-                "{} {} {} {}",
-                code(&x.name),
-                escape_text(label),
-                escape_text(&super::gate::change_text(x)),
-                escape_text(&super::gate::phrase(x))
-            )
-        })
-        .collect();
+    let (speed, ordered) = super::gate::headline_parts(&g.results);
+    let mut parts: Vec<String> = speed.map(|n| escape_text(n)).into_iter().collect();
+    parts.extend(ordered.iter().map(|(x, phrase)| {
+        let label = FIGURES
+            .iter()
+            .find(|f| f.key == x.figure)
+            .map_or(x.figure, |f| f.label);
+        format!(
+            "{} {} {} {}",
+            code(&x.name),
+            escape_text(label),
+            escape_text(&super::gate::change_text(x)),
+            escape_text(phrase)
+        )
+    }));
     writeln!(
         out,
         "**tally gate: {}**: {}\n",
@@ -281,7 +299,7 @@ fn tables_markdown(r: &CompareReport, out: &mut dyn Write) -> io::Result<()> {
         }
         writeln!(out)?;
     }
-    for w in &r.warnings {
+    for w in r.warnings.iter().filter(|w| !summary::said_by_gate(r, w)) {
         writeln!(out, "> warning: {}\n", escape_text(w))?;
     }
     if summary::shows_tick_sampled(r) {
@@ -295,6 +313,13 @@ fn tables_markdown(r: &CompareReport, out: &mut dyn Write) -> io::Result<()> {
         ),
         None => "interleaved".into(),
     };
+    if r.commands.len() == 1 {
+        return writeln!(
+            out,
+            "<sub>{} runs, seed {}.</sub>",
+            r.runs_per_command, r.seed
+        );
+    }
     writeln!(
         out,
         "<sub>{} runs of each, {against}, seed {}. Ratio: Hodges–Lehmann, Mann–Whitney \
@@ -303,9 +328,9 @@ fn tables_markdown(r: &CompareReport, out: &mut dyn Write) -> io::Result<()> {
          regresses when its whole interval lies beyond its limit.</sub>",
         r.runs_per_command,
         r.seed,
-        super::report::percent(r.interval_level),
+        super::prose::percent(r.interval_level),
         r.family_size,
-        super::report::percent(1.0 - r.alpha),
-        super::report::percent(r.threshold)
+        super::prose::percent(1.0 - r.alpha),
+        super::prose::percent(r.threshold)
     )
 }

@@ -1,5 +1,5 @@
 //! The report of `tally compare`: per command its runs and the summary of
-//! every figure of `tally run` ([`FIGURES`]), and per figure its ratio to
+//! every figure of `tally run` ([`FIGURES`](crate::run::report::FIGURES)), and per figure its ratio to
 //! the reference command with an interval and a test.
 //!
 //! JSON schema (`schema_version` 2), keys carry their unit:
@@ -13,9 +13,10 @@
 //!   interval; `ratio_high` null when unbounded), `p_value`, `p_adjusted`
 //!   (Bonferroni), `u`, `test`, `verdict` (`unchanged`, `undecided`,
 //!   `too-few-runs`, `same-within-threshold`, `lower`, `higher`: read from
-//!   the interval) and `runs_needed`.
+//!   the interval), `runs_needed` and, with `too-few-runs`, `ranges_overlap`.
 //! - `reference` (0-based; with a baseline, the first stored command),
-//!   `reference_is` (`fastest`, `chosen` or `baseline`), `alpha`,
+//!   `reference_is` (`fastest`, `chosen`, `baseline`, or `least-work`:
+//!   the fewest instructions, of commands counted and not timed), `alpha`,
 //!   `correction`, `family_size`, `interval_level`, `threshold`, `method`,
 //!   `seed`, `warnings`, `interrupted_by`, `other_cpu_percent` (other
 //!   work on the machine while the runs ran, percent of one CPU), `speed`
@@ -24,12 +25,15 @@
 //! - `baseline`: with `--baseline`, see [`BaselineUse`]; `gate`: with
 //!   `--fail-on`, see [`Gate`].
 
+//!
+//! The model alone: how its figures are compared is [`super::statistics`]
+//! (which builds it), and how its verdicts read is [`super::prose`].
+
 use serde::Serialize;
 
-use super::plan::{BaselineUse, Config, Instance, Rule, View};
+use super::plan::{BaselineUse, Instance, Rule, View};
 use crate::gate::Outcome;
-use crate::report::unit::Unit;
-use crate::run::report::{FIGURES, Figure, FigureSummary, RunRecord, RunReport};
+use crate::run::report::{Figure, FigureSummary, RunRecord};
 use crate::stats;
 
 /// What a figure of a command did against the reference, read from the
@@ -66,6 +70,22 @@ impl Verdict {
     }
 }
 
+/// Counted figures (`--count`) whose runs agree within this fraction on
+/// each side (the largest over the smallest, less 1) are compared by
+/// their range, not by a test: the interval runs from the smallest to the
+/// largest ratio of a run of one to a run of the other, and the verdict is
+/// read from it at any number of runs, one a side included. A count that
+/// repeats (Valgrind's, of a program that does the same work each time)
+/// has no sampling error to test; the CPU's counters of such a program
+/// differ by a few hundredths of a percent (interrupts counted on x86). A
+/// wider spread means the program's work varies from run to run, and the
+/// figure is tested as a time is.
+pub const COUNT_SPREAD: f64 = 0.01;
+
+/// What [`FigureComparison::test`] says of a counted figure compared by
+/// its range (see [`COUNT_SPREAD`]).
+pub const EXACT_TEST: &str = "counts";
+
 /// One figure of one command against the reference.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FigureComparison {
@@ -91,6 +111,12 @@ pub struct FigureComparison {
     /// With `undecided` or `too-few-runs`: about how many runs of each
     /// command would decide it.
     pub runs_needed: Option<u32>,
+    /// With `too-few-runs`: whether the ranges (least to greatest value)
+    /// of the two commands' runs overlap. What so few runs can say without
+    /// an interval, and no verdict: ranges apart at 3 runs each happen by
+    /// chance once in 10 comparisons of the same command.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ranges_overlap: Option<bool>,
 }
 
 /// One command's runs and figures.
@@ -117,6 +143,14 @@ pub struct CommandResult {
     pub compared_with: Option<usize>,
     /// The runs were read from the `--baseline` file, not measured now.
     pub from_baseline: bool,
+    /// With `--count`: the command's counting (where its instructions
+    /// went, what its counts may not show).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub count: Option<crate::count::CountReport>,
+    /// With `--count=sim`: which functions its change of instructions
+    /// against its reference is in.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instructions_change: Option<crate::count::Attribution>,
 }
 
 impl CommandResult {
@@ -134,18 +168,15 @@ impl CommandResult {
             exits: Vec::new(),
             compared_with: None,
             from_baseline: false,
+            count: None,
+            instructions_change: None,
         }
     }
 
-    /// The figure's values over the runs, when every run has it.
+    /// The figure's values over the runs it applies to, when every one of
+    /// them has it (see [`crate::run::report::samples`]).
     pub fn values(&self, fig: &Figure) -> Option<Vec<f64>> {
-        let v: Vec<f64> = self
-            .runs
-            .iter()
-            .filter_map(|r| (fig.get)(r))
-            .map(|v| v as f64)
-            .collect();
-        (!v.is_empty() && v.len() == self.runs.len()).then_some(v)
+        crate::run::report::samples(fig, &self.runs)
     }
 
     pub fn summary_of(&self, key: &str) -> Option<&stats::Summary> {
@@ -210,6 +241,18 @@ pub struct CompareReport {
     /// The page cache made cold or warm before each run (`--cold`,
     /// `--warm`, `--drop-caches`); absent without them.
     pub page_cache: Option<PreparedCache>,
+    /// With `--count`: how the counted figures were counted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub count: Option<CompareCount>,
+}
+
+/// How a comparison's work was counted (`--count`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CompareCount {
+    pub source: crate::count::Source,
+    /// Counted runs of each command (under the simulator, apart from the
+    /// timed ones; with the CPU's counters, the timed runs themselves).
+    pub runs_per_command: u32,
 }
 
 /// The gate's outcome for one figure of one command.
@@ -238,6 +281,11 @@ pub struct GateResult {
     pub reason: Option<Reason>,
     /// The reason in words.
     pub note: Option<String>,
+    /// Counts compared by their range (see
+    /// [`COUNT_SPREAD`]): the outcome is certain, not a
+    /// test's.
+    #[serde(default)]
+    pub exact: bool,
 }
 
 /// Why a figure is inconclusive, when its interval alone does not say.
@@ -263,6 +311,9 @@ pub enum Reason {
     /// machine ran at another speed than when the baseline was saved, or
     /// that its speed varied: neither a regression nor a pass.
     MachineSpeed,
+    /// Counts against a baseline counted by another source (another
+    /// Valgrind, cache geometry or CPU): not compared as like for like.
+    CountSource,
 }
 
 /// Points (percent of one CPU) by which other work on the machine may
@@ -313,122 +364,6 @@ pub struct PreparedCache {
     pub warm_ns_median: Option<u64>,
 }
 
-fn exit_text(r: &RunRecord) -> String {
-    match (&r.exit.signal, r.exit.code) {
-        (Some(sig), _) => format!("killed by {sig}"),
-        (None, Some(code)) => format!("exit {code}"),
-        (None, None) => "unknown".into(),
-    }
-}
-
-/// The family of a comparison: for each pair of samples (a figure of a
-/// command, the same figure of its reference) whose values are not all
-/// one value, its ratio with the interval at 1 − alpha/m, m the number of
-/// such pairs (Bonferroni: the m intervals hold together at 1 − alpha);
-/// `None` where there is nothing to test. Also returns m.
-pub fn compare_family(
-    pairs: &[(&[f64], &[f64])],
-    alpha: f64,
-) -> (Vec<Option<stats::RatioShift>>, usize) {
-    let varies = |(a, b): &(&[f64], &[f64])| {
-        let first = a.first().or(b.first()).copied().unwrap_or(0.0);
-        !a.iter().chain(b.iter()).all(|v| *v == first)
-    };
-    let m = pairs.iter().filter(|p| varies(p)).count();
-    let each = alpha / m.max(1) as f64;
-    let estimates = pairs
-        .iter()
-        .map(|p| {
-            if varies(p) {
-                stats::ratio_shift(p.0, p.1, each)
-            } else {
-                None
-            }
-        })
-        .collect();
-    (estimates, m)
-}
-
-/// The verdict the interval gives against `threshold` (a fraction): see
-/// [`Verdict`]. Without a ratio (the reference's median 0), the shift's
-/// interval says the direction, and only that.
-pub fn decide(r: &stats::RatioShift, threshold: f64) -> Verdict {
-    if r.unbounded() {
-        return Verdict::TooFewRuns;
-    }
-    let Some((_, low, high)) = r.ratio else {
-        return if r.shift.low > 0.0 {
-            Verdict::Higher
-        } else if r.shift.high < 0.0 {
-            Verdict::Lower
-        } else {
-            Verdict::Undecided
-        };
-    };
-    if low > 1.0 + threshold {
-        Verdict::Higher
-    } else if high < 1.0 - threshold {
-        Verdict::Lower
-    } else if low > 1.0 - threshold && high < 1.0 + threshold {
-        Verdict::SameWithinThreshold
-    } else {
-        Verdict::Undecided
-    }
-}
-
-/// `~40 runs`; beyond the most rounds a comparison takes by itself
-/// ([`super::sizing::MAX_ROUNDS`]), `over 10,000 runs`: a count of 1
-/// against 1 once asked for about 410,000.
-pub fn about_runs(n: u32) -> String {
-    let most = super::sizing::MAX_ROUNDS;
-    if n > most {
-        format!("over {} runs", crate::units::thousands(u64::from(most)))
-    } else {
-        format!("~{n} runs")
-    }
-}
-
-/// `about 40 runs of each would decide`, `over 10,000 runs of each would
-/// decide`: the runs of [`about_runs`] in a sentence. Regression: a
-/// comparison's verdict line said "about 275721 runs of each would
-/// decide" below a table whose rows said "over 10,000 runs".
-pub fn runs_would_decide(n: u32) -> String {
-    if n > super::sizing::MAX_ROUNDS {
-        format!("{} of each would decide", about_runs(n))
-    } else {
-        format!("about {n} runs of each would decide")
-    }
-}
-
-/// About how many runs of each command would decide an open verdict: the
-/// runs with which the interval could be bounded at all (`too-few-runs`),
-/// else those with which it would shrink off `1 ± threshold` (see
-/// [`crate::gate::runs_to_decide`]; with `reference_fixed`, a stored
-/// baseline, only this command's runs grow). `None` when no number would.
-pub fn runs_to_decide(
-    r: &stats::RatioShift,
-    threshold: f64,
-    runs: (usize, usize),
-    reference_fixed: bool,
-) -> Option<u32> {
-    if r.unbounded() {
-        return Some(stats::runs_to_reach(r.shift.alpha));
-    }
-    let (x, low, high) = r.ratio?;
-    let at = |bound: f64| {
-        crate::gate::runs_to_decide(Some((x, low, high)), bound, runs.0, runs.1, reference_fixed)
-            .ok()
-    };
-    let (up, down) = (1.0 + threshold, 1.0 - threshold);
-    if x >= up {
-        at(up)
-    } else if x <= down {
-        at(down)
-    } else {
-        Some(at(up)?.max(at(down)?))
-    }
-}
-
 impl CompareReport {
     /// Whether figure `key` is unchanged (every run of every command gave
     /// the same value) for every command against the reference.
@@ -441,524 +376,10 @@ impl CompareReport {
                     .is_some_and(|v| v.verdict == Verdict::Unchanged)
             })
     }
-
-    /// Summaries, warnings, the reference, every comparison and the
-    /// headlines.
-    pub(super) fn build(
-        cfg: &Config,
-        mut commands: Vec<CommandResult>,
-        interrupted_by: Option<String>,
-    ) -> CompareReport {
-        let mut warnings: Vec<String> = cfg
-            .baseline
-            .iter()
-            .flat_map(|b| {
-                b.about.differences.iter().map(|d| {
-                    format!(
-                        "baseline {}: {d}",
-                        crate::text::path::display(&b.about.path)
-                    )
-                })
-            })
-            .collect();
-        for (i, c) in commands.iter_mut().enumerate() {
-            warnings.extend(
-                summarize(c)
-                    .into_iter()
-                    .map(|w| format!("#{} {}: {w}", i + 1, crate::text::Foreign(&c.name))),
-            );
-        }
-        let (reference, reference_is) = references(cfg, &mut commands);
-        // Each figure's values over each command's runs, when every run has it.
-        let values: Vec<Vec<Option<Vec<f64>>>> = commands
-            .iter()
-            .map(|c| FIGURES.iter().map(|f| c.values(f)).collect())
-            .collect();
-        let m = compare_figures(cfg, &mut commands, &values);
-        let level = 1.0 - cfg.alpha / m.max(1) as f64;
-        warnings.extend(outliers_deciding_verdicts(
-            &commands,
-            &values,
-            cfg,
-            cfg.alpha / m.max(1) as f64,
-        ));
-        for (i, c) in commands.iter().enumerate() {
-            if c.failed_runs > 0 {
-                warnings.push(format!(
-                    "#{} {}: {} of {} runs failed ({})",
-                    i + 1,
-                    crate::text::Foreign(&c.name),
-                    c.failed_runs,
-                    c.runs.len(),
-                    c.exits.join(", ")
-                ));
-            }
-        }
-        let threshold = cfg.threshold;
-        for (i, c) in commands.iter_mut().enumerate() {
-            if c.compared_with.is_some() {
-                c.headline = headline(i, c, threshold);
-            }
-        }
-        CompareReport {
-            schema_version: crate::report::SCHEMA_VERSION,
-            runs_per_command: commands
-                .iter()
-                .filter(|c| !c.from_baseline)
-                .map(|c| c.runs.len())
-                .max()
-                .unwrap_or(0) as u32,
-            commands,
-            reference,
-            reference_is,
-            alpha: cfg.alpha,
-            correction: "bonferroni",
-            family_size: m as u32,
-            interval_level: level,
-            threshold,
-            method: method_text(cfg.alpha, m, threshold),
-            warmup_runs: cfg.warmup,
-            seed: cfg.seed,
-            warnings,
-            interrupted_by,
-            other_cpu_percent: None,
-            speed: None,
-            baseline: cfg.baseline.as_ref().map(|b| b.about.clone()),
-            gate: None,
-            view: cfg.view,
-            page_cache: None,
-        }
-    }
-}
-
-/// How intervals and verdicts are made, in words, for the report's `method`.
-fn method_text(alpha: f64, m: usize, threshold: f64) -> String {
-    format!(
-        "ratio: the Hodges-Lehmann estimate of the shift of log values (of the values over \
-         the reference's median where a value is 0), with the Moses interval from the \
-         Mann-Whitney U distribution (exact up to {} runs each, ties broken against a \
-         difference) at {} each, so that the {m} intervals hold together at {:.0}% \
-         (Bonferroni); verdict: different when the interval lies beyond {}, the same within \
-         it when inside, undecided otherwise; p-values from the same test",
-        stats::EXACT_MAX,
-        percent(1.0 - alpha / m.max(1) as f64),
-        (1.0 - alpha) * 100.0,
-        percent(threshold)
-    )
-}
-
-/// A command's summary (the figures and the outlier and trend warnings of
-/// `tally run -n`) and how its runs ended; returns the warnings.
-fn summarize(c: &mut CommandResult) -> Vec<String> {
-    let mut rr = RunReport {
-        schema_version: crate::report::SCHEMA_VERSION,
-        command: Vec::new(),
-        runs_requested: 0,
-        warmup_runs: 0,
-        runs: std::mem::take(&mut c.runs),
-        summary: Vec::new(),
-        warnings: Vec::new(),
-        interrupted_by: None,
-        speed: None,
-        why_table: false,
-    };
-    rr.summarize();
-    c.runs = std::mem::take(&mut rr.runs);
-    c.summary = rr.summary;
-    let mut exits: Vec<String> = c
-        .runs
-        .iter()
-        .filter(|r| r.exit.code != Some(0))
-        .map(exit_text)
-        .collect();
-    exits.sort();
-    exits.dedup();
-    c.exits = exits;
-    rr.warnings
-}
-
-/// Whom each command is compared with, set in `compared_with`: with a
-/// baseline, each command measured now with its stored runs (appended
-/// after the commands measured now, in the same order); else every command
-/// with the one reference (`--reference`, or the fastest by median wall
-/// time). Returns the reference and how it was chosen.
-fn references(cfg: &Config, commands: &mut [CommandResult]) -> (usize, &'static str) {
-    let k = commands.len();
-    let measured = commands.iter().filter(|c| !c.from_baseline).count();
-    if measured < k {
-        for (i, c) in commands.iter_mut().enumerate() {
-            c.compared_with = (i < measured && measured + i < k).then_some(measured + i);
-        }
-        return (measured, "baseline");
-    }
-    let median_wall = |c: &CommandResult| {
-        c.values(&FIGURES[0])
-            .and_then(|v| stats::summarize(&v))
-            .map(|s| s.median)
-            .unwrap_or(f64::INFINITY)
-    };
-    let (reference, is) = match cfg.reference {
-        Some(r) => (r.min(k.saturating_sub(1)), "chosen"),
-        None => {
-            let mut best = 0;
-            for (i, c) in commands.iter().enumerate() {
-                if median_wall(c) < commands.get(best).map(median_wall).unwrap_or(f64::INFINITY) {
-                    best = i;
-                }
-            }
-            (best, "fastest")
-        }
-    };
-    for (i, c) in commands.iter_mut().enumerate() {
-        c.compared_with = (i != reference).then_some(reference);
-    }
-    (reference, is)
-}
-
-/// Every figure of every command against its reference, in the order of
-/// [`FIGURES`]: the family's intervals and the verdicts they give. Returns
-/// the family's size.
-fn compare_figures(
-    cfg: &Config,
-    commands: &mut [CommandResult],
-    values: &[Vec<Option<Vec<f64>>>],
-) -> usize {
-    let of = |i: usize, fi: usize| values.get(i).and_then(|v| v.get(fi)?.as_deref());
-    let mut pairs: Vec<(usize, usize, usize)> = Vec::new();
-    for (i, c) in commands.iter().enumerate() {
-        let Some(j) = c.compared_with else {
-            continue;
-        };
-        for fi in 0..FIGURES.len() {
-            if of(i, fi).is_some() && of(j, fi).is_some() {
-                pairs.push((i, j, fi));
-            }
-        }
-    }
-    let samples: Vec<(&[f64], &[f64])> = pairs
-        .iter()
-        .filter_map(|&(i, j, fi)| Some((of(i, fi)?, of(j, fi)?)))
-        .collect();
-    let (estimates, m) = compare_family(&samples, cfg.alpha);
-    for (&(i, j, fi), e) in pairs.iter().zip(estimates) {
-        let (Some(fig), Some(a), Some(b)) = (FIGURES.get(fi), of(i, fi), of(j, fi)) else {
-            continue;
-        };
-        let fixed = commands.get(j).is_some_and(|c| c.from_baseline);
-        commands[i]
-            .versus_reference
-            .push(figure_comparison(fig, a, b, e, m, cfg.threshold, fixed));
-    }
-    for c in commands.iter_mut() {
-        c.versus_reference.sort_by_key(|v| {
-            FIGURES
-                .iter()
-                .position(|f| f.key == v.figure)
-                .unwrap_or(usize::MAX)
-        });
-    }
-    m
-}
-
-/// One figure's comparison from its estimate in a family of `m` (`None`:
-/// every run of both gave one value).
-fn figure_comparison(
-    fig: &Figure,
-    a: &[f64],
-    b: &[f64],
-    estimate: Option<stats::RatioShift>,
-    m: usize,
-    threshold: f64,
-    reference_fixed: bool,
-) -> FigureComparison {
-    let Some(e) = estimate else {
-        let shown = (a.first().copied().unwrap_or(0.0) != 0.0).then_some(1.0);
-        return FigureComparison {
-            figure: fig.key.into(),
-            ratio: shown,
-            ratio_low: shown,
-            ratio_high: shown,
-            p_value: 1.0,
-            p_adjusted: 1.0,
-            u: (a.len() * b.len()) as f64 / 2.0,
-            test: "none",
-            verdict: Verdict::Unchanged,
-            runs_needed: None,
-        };
-    };
-    let verdict = decide(&e, threshold);
-    FigureComparison {
-        figure: fig.key.into(),
-        ratio: e.ratio.map(|r| r.0),
-        ratio_low: e.ratio.map(|r| r.1),
-        ratio_high: e.ratio.map(|r| r.2),
-        p_value: e.shift.p,
-        p_adjusted: (e.shift.p * m.max(1) as f64).min(1.0),
-        u: e.shift.u,
-        test: e.shift.method,
-        verdict,
-        runs_needed: if verdict.open() {
-            runs_to_decide(&e, threshold, (a.len(), b.len()), reference_fixed)
-        } else {
-            None
-        },
-    }
-}
-
-/// `99.7%`, `1%`, `0.5%`: a fraction as a percentage, no more digits than
-/// it needs.
-pub fn percent(fraction: f64) -> String {
-    let p = fraction * 100.0;
-    let mut text = format!("{p:.2}");
-    while text.contains('.') && (text.ends_with('0') || text.ends_with('.')) {
-        text.pop();
-    }
-    format!("{text}%")
-}
-
-/// Warnings about outliers that decide a verdict: a figure called
-/// different that would not be without the outliers of either command's
-/// runs (see `crate::stats::outliers`), its interval made again at the
-/// same level. Outliers that only move a median are warned about with the
-/// summaries (`tally run`'s rule).
-fn outliers_deciding_verdicts(
-    commands: &[CommandResult],
-    values: &[Vec<Option<Vec<f64>>>],
-    cfg: &Config,
-    each: f64,
-) -> Vec<String> {
-    let mut out = Vec::new();
-    let of = |i: usize, fi: usize| values.get(i).and_then(|v| v.get(fi)?.as_deref());
-    for (i, c) in commands.iter().enumerate() {
-        let Some(reference) = c.compared_with else {
-            continue;
-        };
-        for (fi, fig) in FIGURES.iter().enumerate() {
-            let (Some(a), Some(b), Some(v)) = (of(i, fi), of(reference, fi), c.versus(fig.key))
-            else {
-                continue;
-            };
-            if !v.verdict.differs() || v.p_value <= 0.0 {
-                continue;
-            }
-            let (oa, ob) = (stats::outliers(a), stats::outliers(b));
-            if oa.is_empty() && ob.is_empty() {
-                continue;
-            }
-            let keep = |v: &[f64], o: &[usize]| -> Vec<f64> {
-                v.iter()
-                    .enumerate()
-                    .filter(|(k, _)| !o.contains(k))
-                    .map(|(_, x)| *x)
-                    .collect()
-            };
-            let Some(without) = stats::ratio_shift(&keep(a, &oa), &keep(b, &ob), each) else {
-                continue;
-            };
-            if !decide(&without, cfg.threshold).differs() {
-                let runs = |o: &[usize], who: usize| {
-                    o.iter()
-                        .take(5)
-                        .map(|k| format!("#{} run {}", who + 1, k + 1))
-                        .collect::<Vec<_>>()
-                };
-                let mut named = runs(&oa, i);
-                named.extend(runs(&ob, reference));
-                let shown = FigureComparison {
-                    ratio: without.ratio.map(|r| r.0),
-                    ratio_low: without.ratio.map(|r| r.1),
-                    ratio_high: without.ratio.map(|r| r.2),
-                    ..v.clone()
-                };
-                out.push(format!(
-                    "#{} {}: {}: the difference hangs on outliers ({}): without them the \
-                     ratio is {}, not beyond {}",
-                    i + 1,
-                    c.name,
-                    fig.label,
-                    named.join(", "),
-                    ratio_text(&shown),
-                    percent(cfg.threshold)
-                ));
-            }
-        }
-    }
-    out
-}
-
-/// One line: what differs from the reference, by how much, how sure, and
-/// what these runs left open. `wall time 1.10× [1.07, 1.13] (p<0.001);
-/// peak memory 0.52×; undecided: cpu time (about 60 runs of each would
-/// decide); no other figure differs by 1% or more`.
-fn headline(index: usize, c: &CommandResult, threshold: f64) -> String {
-    let mut parts = Vec::new();
-    let label = |v: &FigureComparison| {
-        FIGURES
-            .iter()
-            .find(|f| f.key == v.figure)
-            .map_or("figure", |f| f.label)
-    };
-    for v in c.versus_reference.iter().filter(|v| v.verdict.differs()) {
-        if parts.is_empty() {
-            parts.push(format!(
-                "{} {} ({})",
-                label(v),
-                ratio_text(v),
-                p_text(v.p_adjusted)
-            ));
-        } else {
-            // The ratio alone, in the precision its interval needs.
-            let text = ratio_text(v);
-            let ratio = text.split(" [").next().unwrap_or(&text);
-            parts.push(format!("{} {ratio}", label(v)));
-        }
-    }
-    let open: Vec<&FigureComparison> = c
-        .versus_reference
-        .iter()
-        .filter(|v| v.verdict.open())
-        .collect();
-    let needed = open.iter().filter_map(|v| v.runs_needed).max();
-    if open.iter().any(|v| v.verdict == Verdict::TooFewRuns)
-        && open.len()
-            == c.versus_reference
-                .iter()
-                .filter(|v| v.verdict != Verdict::Unchanged)
-                .count()
-    {
-        let runs = c.runs.len();
-        let what = if parts.is_empty() {
-            "too few runs to tell"
-        } else {
-            "too few runs to tell the rest"
-        };
-        parts.push(format!(
-            "{what}: {runs} run{} of each cannot show a difference, at least {} can",
-            if runs == 1 { "" } else { "s" },
-            needed.unwrap_or(0)
-        ));
-    } else if !open.is_empty() {
-        let mut names: Vec<&str> = open.iter().map(|v| label(v)).collect();
-        if names.len() > 3 {
-            let more = names.len() - 3;
-            names.truncate(3);
-            parts.push(format!("undecided: {} and {more} more", names.join(", ")));
-        } else {
-            parts.push(format!("undecided: {}", names.join(", ")));
-        }
-        if let Some(n) = needed {
-            let last = parts.pop().unwrap_or_default();
-            parts.push(format!("{last} ({})", runs_would_decide(n)));
-        }
-    } else {
-        let same = c
-            .versus_reference
-            .iter()
-            .any(|v| v.verdict == Verdict::SameWithinThreshold);
-        let other = if parts.is_empty() { "no" } else { "no other" };
-        parts.push(if same {
-            format!("{other} figure differs by {} or more", percent(threshold))
-        } else {
-            format!("{other} figure differs")
-        });
-    }
-    format!("#{} {}: {}", index + 1, c.name, parts.join("; "))
-}
-
-/// How a figure's direction reads: times are faster or slower, the rest
-/// less or more.
-pub fn direction(fig: &Figure, verdict: Verdict) -> &'static str {
-    let time = fig.unit.base() == Unit::Seconds;
-    match (verdict, time) {
-        (Verdict::Lower, true) => "faster",
-        (Verdict::Higher, true) => "slower",
-        (Verdict::Lower, false) => "less",
-        (Verdict::Higher, false) => "more",
-        (Verdict::Unchanged, _) => "unchanged",
-        (Verdict::Undecided, _) => "undecided",
-        (Verdict::TooFewRuns, _) => "too few runs",
-        (Verdict::SameWithinThreshold, _) => "same within",
-    }
-}
-
-/// `p=0.003`, `p<0.001`.
-pub fn p_text(p: f64) -> String {
-    if p < 0.001 {
-        "p<0.001".into()
-    } else {
-        format!("p={p:.3}")
-    }
-}
-
-/// `1.26× [1.24, 1.28]`: the ratio and its bounds in one precision, two
-/// decimals (one from a ratio of 10×, none from 100×); four (`1.0006× [1.0003,
-/// 1.0009]`) only when the interval leaves 1 out by less than 0.005, so a
-/// difference shown is never read as `1.00×`.
-pub fn ratio_text(c: &FigureComparison) -> String {
-    let Some(x) = c.ratio else {
-        return "—".into();
-    };
-    let bounds = c.ratio_low.zip(c.ratio_high);
-    let fine = bounds
-        .is_some_and(|(lo, hi)| (lo > 1.0 && lo - 1.0 < 0.005) || (hi < 1.0 && 1.0 - hi < 0.005));
-    let decimals = if fine {
-        4
-    } else if x >= 100.0 {
-        0
-    } else if x >= 10.0 {
-        1
-    } else {
-        2
-    };
-    let r = |v: f64| format!("{v:.decimals$}");
-    match bounds {
-        Some((lo, hi)) => format!("{}× [{}, {}]", r(x), r(lo), r(hi)),
-        None => format!("{}×", r(x)),
-    }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-
-    /// Regression: a cold comparison's verdict line said "about 275721
-    /// runs of each would decide" below rows that said "over 10,000 runs".
-    #[test]
-    fn a_verdict_line_said_about_275721_runs_where_its_rows_said_over_10000() {
-        assert_eq!(
-            runs_would_decide(275_721),
-            "over 10,000 runs of each would decide"
-        );
-        assert_eq!(runs_would_decide(40), "about 40 runs of each would decide");
-        assert_eq!(about_runs(275_721), "over 10,000 runs");
-    }
-
-    /// Regression: `1.0048×` stood beside `1.02×`, and a ratio near 1 got
-    /// four decimals whatever its interval. One precision per ratio text;
-    /// four decimals only where two would read a difference as 1.00.
-    #[test]
-    fn a_ratio_and_its_bounds_share_one_precision() {
-        let text = |x: f64, lo: f64, hi: f64| {
-            ratio_text(&FigureComparison {
-                figure: "wall_ns".into(),
-                ratio: Some(x),
-                ratio_low: Some(lo),
-                ratio_high: Some(hi),
-                p_value: 1.0,
-                p_adjusted: 1.0,
-                u: 0.0,
-                test: "exact",
-                verdict: Verdict::Undecided,
-                runs_needed: None,
-            })
-        };
-        assert_eq!(text(0.9955, 0.94, 1.09), "1.00× [0.94, 1.09]");
-        assert_eq!(text(1.26, 1.24, 1.28), "1.26× [1.24, 1.28]");
-        assert_eq!(text(1.0048, 1.002, 1.008), "1.0048× [1.0020, 1.0080]");
-        assert_eq!(text(0.996, 0.993, 0.998), "0.9960× [0.9930, 0.9980]");
-        assert_eq!(text(12.0, 9.94, 16.2), "12.0× [9.9, 16.2]");
-    }
-    use crate::report::{Format, Render, Style, render};
 
     #[test]
     fn the_models_of_run_and_compare_import_no_layout() {
@@ -977,531 +398,5 @@ mod tests {
             assert!(uses("render").contains(&"report".to_string()), "{folder}");
             assert_no_circles(&graph);
         }
-    }
-    use crate::run::report::{ExitInfo, RunRecord};
-
-    fn record(wall_ns: u64, rss: u64, code: i32) -> RunRecord {
-        RunRecord {
-            wall_ns,
-            // The same spread for every command: no significant difference.
-            user_us: 1_000_000 + (wall_ns / 37_000_123 % 7) * 1000,
-            system_us: wall_ns / 2000,
-            max_rss_bytes: rss,
-            minor_faults: 271_634,
-            major_faults: 0,
-            voluntary_switches: 150,
-            involuntary_switches: 40,
-            block_input_ops: 2_097_152,
-            block_output_ops: 0,
-            io: None,
-            io_source: None,
-            io_unavailable: Some("test".into()),
-            counters: None,
-            exit: ExitInfo {
-                code: Some(code),
-                signal: None,
-                signal_number: None,
-                core_dumped: false,
-            },
-            ..RunRecord::bare(0)
-        }
-    }
-
-    fn report() -> CompareReport {
-        let cfg = Config {
-            alpha: 0.05,
-            seed: 1,
-            ..Config::default()
-        };
-        let mut commands = Vec::new();
-        for (i, (name, base, code)) in [
-            ("python3 load.py --read model.bin", 2_416_884_000u64, 0),
-            ("python3 load.py --mmap model.bin", 665_440_000, 3),
-        ]
-        .into_iter()
-        .enumerate()
-        {
-            let mut c = CommandResult::new(
-                &Instance {
-                    name: format!("{} loader", &name[16..]),
-                    command: name.into(),
-                    argv: Vec::new(),
-                    parameters: Vec::new(),
-                },
-                10,
-            );
-            for r in 0..10u64 {
-                let rec = record(
-                    base + r * 37_000_123,
-                    1_087_602_688 + r * 4096 * i as u64,
-                    code,
-                );
-                if code != 0 {
-                    c.failed_runs += 1;
-                }
-                c.runs.push(rec);
-                c.run_order.push((r * 2 + i as u64 + 1) as u32);
-            }
-            commands.push(c);
-        }
-        CompareReport::build(&cfg, commands, None)
-    }
-
-    /// Two commands of `n` runs whose wall times are `base` and
-    /// `base · scale`, spreading by a fraction `spread`.
-    fn two(n: u64, base: u64, scale: f64, spread: f64, cfg: &Config) -> CompareReport {
-        let mut commands = Vec::new();
-        for (i, s) in [1.0, scale].into_iter().enumerate() {
-            let mut c = CommandResult::new(
-                &Instance {
-                    name: format!("c{i}"),
-                    command: format!("c{i}"),
-                    argv: Vec::new(),
-                    parameters: Vec::new(),
-                },
-                n as usize,
-            );
-            for r in 0..n {
-                let jitter = 1.0 + spread * ((r * 7919 + i as u64 * 104_729) % 101) as f64 / 100.0;
-                let mut rec = record((base as f64 * s * jitter) as u64, 1 << 20, 0);
-                rec.user_us = 1000;
-                rec.system_us = 1000;
-                c.runs.push(rec);
-                c.run_order.push((2 * r + i as u64 + 1) as u32);
-            }
-            commands.push(c);
-        }
-        CompareReport::build(cfg, commands, None)
-    }
-
-    #[test]
-    fn a_significant_difference_under_the_threshold_is_the_same_within_it() {
-        let cfg = |threshold: f64| Config {
-            alpha: 0.05,
-            threshold,
-            seed: 3,
-            reference: Some(0),
-            ..Config::default()
-        };
-        // 0.5% slower, every run: significant, but under 1%.
-        let r = two(30, 10_000_000, 1.005, 0.001, &cfg(0.01));
-        let v = r.commands[1].versus("wall_ns").unwrap();
-        assert!(v.p_adjusted < 0.05, "{v:?}");
-        assert_eq!(v.verdict, Verdict::SameWithinThreshold);
-        assert!(
-            r.commands[1]
-                .headline
-                .contains("no figure differs by 1% or more")
-        );
-        let r = two(30, 10_000_000, 1.005, 0.001, &cfg(0.001));
-        assert_eq!(
-            r.commands[1].versus("wall_ns").unwrap().verdict,
-            Verdict::Higher
-        );
-        let h = &r.commands[1].headline;
-        assert!(
-            h.starts_with("#2 c1: wall time 1.0") && h.contains("(p<0.001)"),
-            "{h}"
-        );
-    }
-
-    /// The intervals are made without resampling: the same runs give the
-    /// same intervals whatever the seed.
-    #[test]
-    fn the_same_runs_give_the_same_intervals_whatever_the_seed() {
-        let cfg = |seed: u64| Config {
-            alpha: 0.05,
-            threshold: 0.01,
-            seed,
-            reference: Some(0),
-            ..Config::default()
-        };
-        let interval = |seed: u64| {
-            let r = two(25, 1_000_000, 1.1, 0.2, &cfg(seed));
-            let v = r.commands[1].versus("wall_ns").unwrap().clone();
-            (v.ratio_low, v.ratio_high)
-        };
-        assert_eq!(interval(5), interval(5));
-        assert_eq!(interval(5), interval(6));
-    }
-
-    fn human(r: &CompareReport, width: Option<usize>) -> String {
-        let mut out = Vec::new();
-        r.human(
-            &mut out,
-            Style {
-                color: false,
-                width,
-            },
-        )
-        .unwrap();
-        String::from_utf8(out).unwrap()
-    }
-
-    /// Long figures and long ratios once pushed the verdict column out of
-    /// 100 columns; it must stay, in at most 100 columns.
-    #[test]
-    fn human_layout_keeps_the_verdict_within_100_columns() {
-        let r = report();
-        assert_eq!(r.reference, 1, "the faster is the reference");
-        for width in [None, Some(100), Some(200)] {
-            let text = human(&r, width);
-            assert!(
-                text.lines().all(|l| l.chars().count() <= 100),
-                "{width:?}:\n{text}"
-            );
-            assert!(text.contains("verdict"), "{text}");
-            assert!(text.contains("slower (p<0.001)"), "{text}");
-        }
-        // A narrower terminal still gets the verdict of every row.
-        let narrow = human(&r, Some(90));
-        assert!(narrow.contains("verdict"), "{narrow}");
-        assert!(narrow.contains("undecided"), "{narrow}");
-        assert!(!narrow.contains("significant"), "{narrow}");
-        let text = human(&r, None);
-        // The failing command is flagged on its every row and in the list.
-        let rows: Vec<&str> = text.lines().filter(|l| l.starts_with("  #2")).collect();
-        assert!(
-            rows.len() > 3 && rows.iter().all(|l| l.contains('✗')),
-            "{text}"
-        );
-        assert!(text.contains("undecided"), "{text}");
-        let unchanged = text.split("unchanged:").nth(1).unwrap_or_default();
-        assert!(unchanged.contains("major faults (0)"), "{text}");
-    }
-
-    #[test]
-    fn every_format_renders_and_the_table_has_a_row_per_command_and_figure() {
-        let r = report();
-        let t = r.table();
-        let figures = r.commands[0].summary.len();
-        assert_eq!(t.rows.len(), 2 * figures);
-        assert!(t.rows.iter().all(|row| row.len() == t.headers.len()));
-        for f in [
-            Format::JSON,
-            Format::CSV,
-            Format::MARKDOWN,
-            Format::PROMETHEUS,
-            Format::HTML,
-        ] {
-            let mut out = Vec::new();
-            render(&r, f, Style::PLAIN, &mut out).unwrap();
-            assert!(!out.is_empty(), "{f}");
-        }
-        let v = r.commands[0].versus("wall_ns").unwrap();
-        assert_eq!(v.verdict, Verdict::Higher);
-        assert!(
-            v.ratio_low.unwrap() <= v.ratio.unwrap() && v.ratio.unwrap() <= v.ratio_high.unwrap()
-        );
-    }
-}
-
-#[cfg(test)]
-mod simulation {
-    //! Seeded simulations of whole comparisons, through the family's
-    //! intervals and verdicts (`compare_family`, `decide`) as `CompareReport::build`
-    //! makes them: how often a command is called different from itself
-    //! (the family-wise rate), and how often a real shift is found.
-    use super::*;
-    use crate::stats::Rng;
-
-    fn lognormal(rng: &mut Rng, median: f64, cv: f64) -> f64 {
-        let u = rng.unit().clamp(1e-12, 1.0 - 1e-12);
-        median * (cv * stats::normal_quantile(u)).exp()
-    }
-
-    fn poisson(rng: &mut Rng, lambda: f64) -> f64 {
-        let (mut k, mut p, target) = (0.0, 1.0, (-lambda).exp());
-        loop {
-            p *= rng.unit();
-            if p <= target {
-                return k;
-            }
-            k += 1.0;
-        }
-    }
-
-    /// One command's runs, as the figures of `/bin/true` or a small
-    /// program spread: times continuous, memory and counts with ties, the
-    /// I/O figures constant. `wall_shift` scales its wall and cpu times.
-    fn runs(rng: &mut Rng, n: usize, wall_shift: f64) -> Vec<Vec<f64>> {
-        let mut figures: Vec<Vec<f64>> = (0..10).map(|_| Vec::with_capacity(n)).collect();
-        for _ in 0..n {
-            let row = [
-                lognormal(rng, 18_000.0 * wall_shift, 0.08),
-                lognormal(rng, 17_500.0 * wall_shift, 0.10),
-                lognormal(rng, 17_000.0 * wall_shift, 0.10),
-                lognormal(rng, 500.0, 0.30),
-                548.0 + 4.0 * poisson(rng, 1.0),
-                27.0 + poisson(rng, 0.5),
-                1.0 + poisson(rng, 0.1),
-                poisson(rng, 0.3),
-                0.0,
-                816.0,
-            ];
-            for (f, v) in figures.iter_mut().zip(row) {
-                f.push(v);
-            }
-        }
-        figures
-    }
-
-    /// (any figure called different, wall called different, any figure
-    /// below alpha without a correction) for one comparison.
-    fn compare(rng: &mut Rng, n: usize, shift: f64) -> (bool, bool, bool) {
-        let a = runs(rng, n, shift);
-        let b = runs(rng, n, 1.0);
-        let pairs: Vec<(&[f64], &[f64])> = a
-            .iter()
-            .zip(&b)
-            .map(|(x, y)| (x.as_slice(), y.as_slice()))
-            .collect();
-        let (estimates, _) = compare_family(&pairs, 0.05);
-        let verdicts: Vec<Verdict> = estimates
-            .iter()
-            .map(|e| e.as_ref().map_or(Verdict::Unchanged, |e| decide(e, 0.01)))
-            .collect();
-        // The p-value does not depend on the level: each at 5% alone.
-        let uncorrected = estimates.iter().flatten().any(|e| e.shift.p < 0.05);
-        (
-            verdicts.iter().any(|v| v.differs()),
-            verdicts.first().is_some_and(|v| v.differs()),
-            uncorrected,
-        )
-    }
-
-    /// A figure's values: lognormal (spread `cv`), bimodal (two modes
-    /// 1.6 apart, each a little spread) or tied (small counts, often 0),
-    /// each scaled by `ratio`.
-    fn figure(rng: &mut Rng, kind: usize, n: usize, ratio: f64) -> Vec<f64> {
-        (0..n)
-            .map(|_| match kind {
-                0 => lognormal(rng, 1e7 * ratio, 0.1),
-                1 => {
-                    let mode = if rng.unit() < 0.6 { 1.0 } else { 1.6 };
-                    lognormal(rng, 2e6 * mode * ratio, 0.03)
-                }
-                _ => (poisson(rng, 2.0) * ratio).round(),
-            })
-            .collect()
-    }
-
-    /// 10,000 seeded comparisons of 3 to 60 runs, 1 to 4 commands against
-    /// a reference, with lognormal, bimodal and tied figures, shifted or
-    /// not: every verdict is the one its interval gives, the p-value is
-    /// within the family's level exactly when the interval leaves out 1,
-    /// and figures whose every value lies beyond the threshold from every
-    /// value of the reference are never the same.
-    #[test]
-    fn verdicts_never_disagree_with_their_intervals() {
-        let mut rng = Rng::new(32);
-        let mut seen = std::collections::BTreeMap::<String, usize>::new();
-        for case in 0..10_000 {
-            let n = 3 + rng.below(58);
-            let k = 1 + rng.below(4);
-            let alpha = [0.05, 0.01][case % 2];
-            let threshold = [0.0, 0.01, 0.05][rng.below(3)];
-            let kinds: Vec<usize> = (0..1 + rng.below(3)).map(|_| rng.below(3)).collect();
-            let reference: Vec<Vec<f64>> =
-                kinds.iter().map(|&f| figure(&mut rng, f, n, 1.0)).collect();
-            let mut samples: Vec<Vec<f64>> = Vec::new();
-            for _ in 0..k {
-                let ratio = [1.0, 1.0, 1.005, 1.05, 1.3, 0.7, 3.0][rng.below(7)];
-                for &f in &kinds {
-                    samples.push(figure(&mut rng, f, n, ratio));
-                }
-            }
-            let pairs: Vec<(&[f64], &[f64])> = samples
-                .iter()
-                .enumerate()
-                .map(|(i, a)| (a.as_slice(), reference[i % kinds.len()].as_slice()))
-                .collect();
-            let (estimates, m) = compare_family(&pairs, alpha);
-            let each = alpha / m.max(1) as f64;
-            for (&(a, b), e) in pairs.iter().zip(estimates) {
-                let v = figure_comparison(&FIGURES[0], a, b, e, m, threshold, false);
-                *seen.entry(format!("{:?}", v.verdict)).or_default() += 1;
-                let context = || format!("case {case}: {v:?}\n{a:?}\n{b:?}");
-                let Some(e) = e else {
-                    assert_eq!(v.verdict, Verdict::Unchanged, "{}", context());
-                    continue;
-                };
-                match (v.ratio_low, v.ratio_high) {
-                    (Some(lo), Some(hi)) => {
-                        let want = if e.unbounded() {
-                            assert_eq!((lo, hi), (0.0, f64::INFINITY), "{}", context());
-                            Verdict::TooFewRuns
-                        } else if lo > 1.0 + threshold {
-                            Verdict::Higher
-                        } else if hi < 1.0 - threshold {
-                            Verdict::Lower
-                        } else if lo > 1.0 - threshold && hi < 1.0 + threshold {
-                            Verdict::SameWithinThreshold
-                        } else {
-                            Verdict::Undecided
-                        };
-                        assert_eq!(v.verdict, want, "{}", context());
-                        assert!(
-                            lo <= v.ratio.unwrap() && v.ratio.unwrap() <= hi,
-                            "{}",
-                            context()
-                        );
-                        assert_eq!(v.p_value <= each, lo > 1.0 || hi < 1.0, "{}", context());
-                    }
-                    _ => assert_eq!(
-                        v.verdict.differs(),
-                        e.shift.low > 0.0 || e.shift.high < 0.0,
-                        "{}",
-                        context()
-                    ),
-                }
-                if v.verdict.differs() {
-                    assert!(v.p_adjusted <= alpha, "{}", context());
-                }
-                // More runs decide an open verdict, unless its ratio sits
-                // on 1 ± threshold.
-                let on_bound = v
-                    .ratio
-                    .is_none_or(|x| x == 1.0 + threshold || x == 1.0 - threshold);
-                if v.verdict.open() && !on_bound {
-                    assert!(
-                        v.runs_needed.is_some_and(|r| r as usize > n),
-                        "{}",
-                        context()
-                    );
-                }
-                let min = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
-                let max = |v: &[f64]| v.iter().copied().fold(0.0, f64::max);
-                if max(b) > 0.0 && min(a) > max(b) * (1.0 + threshold) {
-                    assert!(
-                        matches!(v.verdict, Verdict::Higher | Verdict::TooFewRuns),
-                        "{}",
-                        context()
-                    );
-                }
-            }
-        }
-        eprintln!("verdicts over 10,000 comparisons: {seen:?}");
-        for verdict in [
-            "Higher",
-            "Lower",
-            "SameWithinThreshold",
-            "Undecided",
-            "TooFewRuns",
-        ] {
-            assert!(
-                seen.get(verdict).is_some_and(|n| *n > 50),
-                "{verdict}: {seen:?}"
-            );
-        }
-    }
-
-    /// Family-wise coverage: in comparisons of three commands (two against
-    /// the reference, shifted by 1.25 and 0.9) with four independent
-    /// figures each, the chance that all eight intervals hold their true
-    /// ratio, at 5, 10, 20 and 40 runs, on lognormal and bimodal figures.
-    /// Prints the table (`TALLY_COVERAGE_REPS` sets the comparisons per
-    /// cell; 400 by default, whose 95% is known to ±2.2 points).
-    #[test]
-    fn family_wise_coverage_is_at_least_the_nominal_95_percent() {
-        let reps: usize = std::env::var("TALLY_COVERAGE_REPS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(400);
-        let mut rng = Rng::new(2032);
-        let mut table =
-            String::from("runs  lognormal  bimodal   (family of 8 intervals, nominal 95%)\n");
-        let mut worst: f64 = 1.0;
-        for n in [5, 10, 20, 40] {
-            let mut row = format!("{n:>4}");
-            for kind in [0, 1] {
-                let mut covered = 0;
-                for _ in 0..reps {
-                    let mut pairs_values = Vec::new();
-                    let reference: Vec<Vec<f64>> =
-                        (0..4).map(|_| figure(&mut rng, kind, n, 1.0)).collect();
-                    for ratio in [1.25, 0.9] {
-                        for r in &reference {
-                            pairs_values.push((figure(&mut rng, kind, n, ratio), r.clone(), ratio));
-                        }
-                    }
-                    let pairs: Vec<(&[f64], &[f64])> = pairs_values
-                        .iter()
-                        .map(|(a, b, _)| (a.as_slice(), b.as_slice()))
-                        .collect();
-                    let (estimates, _) = compare_family(&pairs, 0.05);
-                    let all = estimates
-                        .iter()
-                        .zip(&pairs_values)
-                        .all(|(e, (_, _, truth))| {
-                            e.and_then(|e| e.ratio)
-                                .is_some_and(|(_, lo, hi)| lo <= *truth && *truth <= hi)
-                        });
-                    covered += usize::from(all);
-                }
-                let rate = covered as f64 / reps as f64;
-                worst = worst.min(rate);
-                row.push_str(&format!("  {:>8.1}%", rate * 100.0));
-            }
-            table.push_str(&row);
-            table.push('\n');
-        }
-        eprintln!("family-wise coverage, {reps} comparisons per cell:\n{table}");
-        // 95% nominal; three standard errors of Monte Carlo slack.
-        let slack = 3.0 * (0.05 * 0.95 / reps as f64).sqrt();
-        assert!(worst >= 0.95 - slack, "{table}");
-    }
-
-    #[test]
-    fn a_command_against_itself_is_called_different_in_at_most_5_percent_of_comparisons() {
-        let mut rng = Rng::new(2026);
-        let trials = 1000;
-        let (mut any, mut uncorrected) = (0, 0);
-        for _ in 0..trials {
-            let (flagged, _, raw) = compare(&mut rng, 40, 1.0);
-            any += usize::from(flagged);
-            uncorrected += usize::from(raw);
-        }
-        let rate = any as f64 / trials as f64;
-        eprintln!(
-            "{trials} comparisons of identical commands, 40 runs each: {any} flag a figure \
-             (family-wise rate {rate:.3}); without the correction {uncorrected} would"
-        );
-        assert!(rate <= 0.05, "family-wise rate {rate}");
-        // What the correction is for: tested one by one at 5%, some figure
-        // of many comparisons comes out below it.
-        assert!(uncorrected > 2 * any.max(10), "{uncorrected} vs {any}");
-    }
-
-    #[test]
-    fn a_ten_percent_shift_in_wall_time_is_found() {
-        let mut rng = Rng::new(2027);
-        let trials = 1000;
-        let (mut wall10, mut wall5) = (0, 0);
-        for _ in 0..trials {
-            wall10 += usize::from(compare(&mut rng, 40, 1.10).1);
-            wall5 += usize::from(compare(&mut rng, 40, 1.05).1);
-        }
-        eprintln!(
-            "40 runs each, wall times spreading 8%: a 10% shift found in {wall10} of {trials} \
-             comparisons, a 5% shift in {wall5}"
-        );
-        assert!(wall10 as f64 / trials as f64 >= 0.95, "{wall10}");
-        assert!(wall5 > 0 && wall5 < wall10, "{wall5} {wall10}");
-    }
-
-    #[test]
-    fn the_runs_sizing_chooses_find_a_five_percent_shift_nine_times_in_ten() {
-        // The rounds `sizing` asks for at 8% spread over this family.
-        // (a difference is one beyond the 1% threshold: 4% to find).
-        let n = stats::runs_for_power(0.08, 0.04, 0.05 / 8.0, 0.9) as usize;
-        let mut rng = Rng::new(2028);
-        let trials = 400;
-        let found = (0..trials).filter(|_| compare(&mut rng, n, 1.05).1).count();
-        eprintln!("{n} runs each: a 5% shift found in {found} of {trials}");
-        assert!(
-            found as f64 / trials as f64 >= 0.85,
-            "{found} of {trials} with {n} runs"
-        );
     }
 }

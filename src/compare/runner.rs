@@ -9,12 +9,14 @@ use std::process::{Command, Stdio};
 use super::plan::{CommandOutput, Config, PlanError};
 use super::report::{CommandResult, CompareReport, OTHER_WORK_DIFFERS, PreparedCache};
 use super::sizing::{self, Sizing};
+use crate::count::{Counting, Kind};
 use crate::pagecache::bulk::{self, BulkError};
 use crate::run::records::Records;
 use crate::run::report::{ColdReport, FIGURES, RunRecord};
 use crate::run::spawner::{Reply, Spawner, Streams};
 use crate::run::{self, Measurer, RunError};
 use crate::speed as probe;
+use crate::stats::Rng as CountedRng;
 use crate::stats::Rng;
 
 /// Why a comparison could not be made.
@@ -67,6 +69,7 @@ impl CompareError {
         match self {
             CompareError::Plan(_) => 2,
             CompareError::Run(RunError::Cold(_)) => 2,
+            CompareError::Run(RunError::Count(_)) => 2,
             CompareError::Warm(_) => 2,
             _ => 1,
         }
@@ -85,7 +88,7 @@ pub struct Progress {
 
 /// Runs `--prepare`, `--conclude`, `--setup` or `--cleanup` with the
 /// comparison's shell (`sh -c` without one).
-fn hook(option: &'static str, command: &str, cfg: &Config) -> Result<(), CompareError> {
+pub(super) fn hook(option: &'static str, command: &str, cfg: &Config) -> Result<(), CompareError> {
     let out = || {
         if cfg.command_output == CommandOutput::Inherit {
             Stdio::inherit()
@@ -269,13 +272,134 @@ fn drain(read: std::os::fd::OwnedFd) {
         });
 }
 
-fn failure(rec: &RunRecord) -> Option<String> {
+pub(super) fn failure(rec: &RunRecord) -> Option<String> {
     match (rec.exit.code, &rec.exit.signal) {
         (_, Some(sig)) => Some(format!("killed by {sig}")),
         (Some(0), None) => None,
         (Some(code), None) => Some(format!("exit status {code}")),
         (None, None) => Some("ended in an unknown way".into()),
     }
+}
+
+/// The counting `--count` asks for, resolved on this machine; `None`
+/// without `--count`. A source that cannot count here is bad usage.
+fn resolve_count(cfg: &Config) -> Result<Option<Counting>, CompareError> {
+    let Some(choice) = cfg.count else {
+        return Ok(None);
+    };
+    let counting = Counting::resolve(choice).map_err(RunError::Count)?;
+    if counting.kind() == Kind::Sim {
+        // The runs under the simulator are tally's own: stdin is
+        // /dev/null, their output /dev/null or tally's.
+        if cfg.input.is_some() {
+            return Err(PlanError(
+                "--input cannot be given with --count=sim: the runs under Valgrind read \
+                 /dev/null"
+                    .into(),
+            )
+            .into());
+        }
+        if matches!(
+            cfg.command_output,
+            CommandOutput::Pipe | CommandOutput::File(_)
+        ) {
+            return Err(PlanError(
+                "--command-output pipe or FILE cannot be given with --count=sim: the runs under \
+                 Valgrind send their output to /dev/null (or, with --show-output, to tally's)"
+                    .into(),
+            )
+            .into());
+        }
+    }
+    Ok(Some(counting))
+}
+
+/// Makes the counted rounds under the simulator (`--count=sim`).
+fn counted_rounds(
+    cfg: &Config,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<super::counted::CountedRuns, CompareError> {
+    let k = cfg.instances.len();
+    let n = super::counted::runs_asked(cfg);
+    let base = run::Config {
+        argv: Vec::new(),
+        quiet_command: cfg.command_output != CommandOutput::Inherit,
+        stdin_null: true,
+        cold: cfg.cold.clone(),
+        drop_caches: cfg.drop_caches,
+        count: cfg.count,
+        why: false,
+        ..run::Config::default()
+    };
+    let measurer = Measurer::new(&base)?;
+    let configs: Vec<run::Config> = cfg
+        .instances
+        .iter()
+        .map(|i| run::Config {
+            argv: i.argv.clone(),
+            ..base.clone()
+        })
+        .collect();
+    let mut out = super::counted::CountedRuns {
+        runs: vec![Vec::new(); k],
+        profiles: vec![Vec::new(); k],
+        order: vec![Vec::new(); k],
+        interrupted_by: None,
+    };
+    let mut made = 0u32;
+    // Its own order, from the seed: the timed rounds keep theirs.
+    let mut rng = CountedRng::new(cfg.seed ^ 0x636f_756e_7465_6421);
+    let mut order: Vec<usize> = (0..k).collect();
+    for round in 0..n {
+        rng.shuffle(&mut order);
+        for (pos, &i) in order.iter().enumerate() {
+            progress(Progress {
+                done: u64::from(round) * k as u64 + pos as u64,
+                of: Some(u64::from(n) * k as u64),
+                warmup: false,
+            });
+            if let Some(sig) = measurer.pending_signal() {
+                out.interrupted_by = Some(sig);
+                return Ok(out);
+            }
+            if let Some(prepare) = &cfg.prepare {
+                hook("--prepare", prepare, cfg)?;
+            }
+            let mut rec = match measurer.measure(&configs[i]) {
+                Err(RunError::NotStarted { signal }) => {
+                    out.interrupted_by = Some(signal);
+                    return Ok(out);
+                }
+                r => r?,
+            };
+            if let Some(conclude) = &cfg.conclude {
+                hook("--conclude", conclude, cfg)?;
+            }
+            if let Some(sig) = rec.forwarded_signal.take() {
+                out.interrupted_by = Some(sig);
+                return Ok(out);
+            }
+            if !cfg.ignore_failure
+                && let Some(how) = failure(&rec)
+            {
+                return Err(CompareError::Failed {
+                    index: i + 1,
+                    name: crate::text::escape_text(&cfg.instances[i].name),
+                    stage: "run under Valgrind",
+                    run: round + 1,
+                    how,
+                });
+            }
+            if let Some(p) = run::take_profile(&mut rec) {
+                out.profiles[i].push(p);
+            }
+            rec.cold = None;
+            out.runs[i].push(rec);
+            made += 1;
+            out.order[i].push(made);
+        }
+    }
+    Ok(out)
 }
 
 /// Runs the comparison and returns its report: an outline over a
@@ -289,6 +413,20 @@ pub fn execute(
     // Checked before anything runs: a path that cannot be warmed is an
     // error, not a warm run made cold.
     bulk::check(&cfg.warm, "warm").map_err(CompareError::Warm)?;
+    let counting = resolve_count(cfg)?;
+    let simulated = counting.as_ref().is_some_and(|c| c.kind() == Kind::Sim);
+    // The CPU's counters count the timed runs, 3 of each by default.
+    let with_runs;
+    let cfg = match &counting {
+        Some(c) if c.kind() == Kind::Hw && cfg.runs.is_none() => {
+            with_runs = Config {
+                runs: Some(super::plan::COUNTED_RUNS),
+                ..cfg.clone()
+            };
+            &with_runs
+        }
+        _ => cfg,
+    };
     let streams = streams(cfg)?;
     // Other work on the machine while the runs run: what tally and its
     // children (the spawner, the commands, the hooks) did not use.
@@ -303,6 +441,32 @@ pub fn execute(
         Some(c) => hook("--cleanup", c, cfg),
         None => Ok(()),
     };
+    let counted = if simulated {
+        match counted_rounds(cfg, progress) {
+            Ok(c) => Some(c),
+            Err(e) => {
+                let _ = cleanup();
+                return Err(e);
+            }
+        }
+    } else {
+        None
+    };
+    let other = |started: &(std::time::Instant, crate::bench::machine::Reading)| {
+        started
+            .1
+            .other_cpu_ms(&crate::bench::machine::Reading::now())
+            .map(|ms| ms as f64 * 100.0 / (started.0.elapsed().as_secs_f64() * 1000.0).max(1.0))
+    };
+    // Counted runs only (or stopped by a signal): no timed round follows.
+    let mut counted = counted;
+    if let Some(c) = counted.take_if(|c| !cfg.timed || c.interrupted_by.is_some()) {
+        cleanup()?;
+        let profiles = c.profiles.clone();
+        let mut report = counted_only(cfg, c, progress);
+        report.other_cpu_percent = other(&started);
+        return Ok(conclude(report, cfg, counting.as_ref(), profiles));
+    }
     let mut session = match Session::start(cfg, streams) {
         Ok(s) => s,
         Err(e) => {
@@ -311,18 +475,70 @@ pub fn execute(
             return Err(e);
         }
     };
+    if let Some(c) = &counted {
+        // The timed runs come after the counted ones in the session's order.
+        session.sequence = c.runs.iter().map(|r| r.len() as u32).sum();
+    }
     let result = session.rounds(progress);
     drop(session.backend.take());
     session.gpu.stop();
-    let other_cpu_percent = started
-        .1
-        .other_cpu_ms(&crate::bench::machine::Reading::now())
-        .map(|ms| ms as f64 * 100.0 / (started.0.elapsed().as_secs_f64() * 1000.0).max(1.0));
+    let other_cpu_percent = other(&started);
     // --cleanup runs whatever happened, as long as --setup ran.
     let cleaned = cleanup();
     result?;
     cleaned?;
-    session.finish(other_cpu_percent, progress)
+    let profiles = counted
+        .as_ref()
+        .map(|c| c.profiles.clone())
+        .unwrap_or_else(|| vec![Vec::new(); cfg.instances.len()]);
+    let report = session.finish(other_cpu_percent, progress, counted)?;
+    Ok(conclude(report, cfg, counting.as_ref(), profiles))
+}
+
+/// The report of a comparison of counted runs only (`--count=sim`
+/// without `--timed`): the counted runs, the baseline's after them.
+fn counted_only(
+    cfg: &Config,
+    counted: super::counted::CountedRuns,
+    progress: &mut dyn FnMut(Progress),
+) -> CompareReport {
+    let k = cfg.instances.len() as u64;
+    let most = counted.runs.iter().map(Vec::len).max().unwrap_or(0) as u64;
+    progress(Progress {
+        done: most * k,
+        of: Some(most * k),
+        warmup: false,
+    });
+    let mut results: Vec<CommandResult> = cfg
+        .instances
+        .iter()
+        .zip(counted.runs.into_iter().zip(counted.order))
+        .map(|(inst, (runs, order))| {
+            let mut c = CommandResult::new(inst, runs.len());
+            c.failed_runs = runs.iter().filter(|r| failure(r).is_some()).count() as u32;
+            c.runs = runs;
+            c.run_order = order;
+            c
+        })
+        .collect();
+    results.extend(stored_results(cfg));
+    CompareReport::build(cfg, results, counted.interrupted_by)
+}
+
+/// The counting's part of the report, then the gate over every figure.
+fn conclude(
+    mut report: CompareReport,
+    cfg: &Config,
+    counting: Option<&crate::count::Counting>,
+    profiles: Vec<Vec<(u64, crate::count::Profile)>>,
+) -> CompareReport {
+    if let Some(c) = counting {
+        super::counted::annotate(&mut report, c, profiles);
+    }
+    if !cfg.gate.is_empty() {
+        report.gate = Some(super::gate::evaluate(&report, &cfg.gate, cfg.strict));
+    }
+    report
 }
 
 /// The commands and `--reference` make a comparison.
@@ -403,16 +619,21 @@ struct Session<'c> {
 impl<'c> Session<'c> {
     fn start(cfg: &'c Config, streams: Streams) -> Result<Session<'c>, CompareError> {
         let k = cfg.instances.len();
+        // With the CPU's counters, the timed runs are counted (by tally's
+        // own runs: the counters are attached at its gate).
+        let hw = cfg.count.is_some();
         let base = run::Config {
             argv: Vec::new(),
             runs: 1,
             warmup: 0,
             quiet_command: cfg.command_output != CommandOutput::Inherit,
+            stdin_null: false,
             stdout_to_stderr: false,
             cold: cfg.cold.clone(),
             drop_caches: cfg.drop_caches,
             tree: false,
             counters: false,
+            count: cfg.count.filter(|_| hw),
             why: cfg.why,
             gpu: false,
             gpu_when_present: false,
@@ -446,7 +667,7 @@ impl<'c> Session<'c> {
         };
         let gated_reference = gated_figures
             .iter()
-            .map(|(fig, _)| stored(&|r| (fig.get)(r).map(|v| v as f64)))
+            .map(|(fig, _)| stored(&|r| fig.value(r).map(|v| v as f64)))
             .collect();
         let baseline_walls = cfg
             .baseline
@@ -460,7 +681,11 @@ impl<'c> Session<'c> {
             || !cfg.warm.is_empty()
             || !cfg.cold.is_empty()
             || cfg.drop_caches;
-        let backend = Backend::start(cfg, &measurer, streams)?;
+        let backend = if hw {
+            Backend::here(cfg)?
+        } else {
+            Backend::start(cfg, &measurer, streams)?
+        };
         let spawner = match &backend {
             Backend::Spawner(s) => Some(s.pid()),
             Backend::Here => None,
@@ -692,12 +917,12 @@ impl<'c> Session<'c> {
         rec.counters = None;
         self.walls[i].push(rec.wall_ns as f64);
         for ((fig, _), values) in self.gated_figures.iter().zip(self.gated.iter_mut()) {
-            if let (Some(v), Some(of)) = ((fig.get)(&rec), values.get_mut(i)) {
+            if let (Some(v), Some(of)) = (fig.value(&rec), values.get_mut(i)) {
                 of.push(v as f64);
             }
         }
         for (range, fig) in self.ranges.iter_mut().zip(FIGURES) {
-            if let Some(v) = (fig.get)(&rec) {
+            if let Some(v) = fig.value(&rec) {
                 let (lo, hi) = range.get_or_insert((v, v));
                 *lo = (*lo).min(v);
                 *hi = (*hi).max(v);
@@ -777,6 +1002,7 @@ impl<'c> Session<'c> {
         mut self,
         other_cpu_percent: Option<f64>,
         progress: &mut dyn FnMut(Progress),
+        counted: Option<super::counted::CountedRuns>,
     ) -> Result<CompareReport, CompareError> {
         let (cfg, k) = (self.cfg, self.k);
         let mut results = std::mem::take(&mut self.results);
@@ -785,6 +1011,14 @@ impl<'c> Session<'c> {
                 store.push(&held).map_err(RunError::Records)?;
             }
             r.runs = store.into_vec().map_err(RunError::Records)?;
+        }
+        // The runs under the simulator, after the timed ones.
+        if let Some(c) = counted {
+            for (r, (runs, order)) in results.iter_mut().zip(c.runs.into_iter().zip(c.order)) {
+                r.failed_runs += runs.iter().filter(|x| failure(x).is_some()).count() as u32;
+                r.runs.extend(runs);
+                r.run_order.extend(order);
+            }
         }
         let runs = results.iter().map(|r| r.runs.len()).max().unwrap_or(0) as u64;
         progress(Progress {
@@ -827,21 +1061,19 @@ impl<'c> Session<'c> {
                  find a difference of {} with {}% chance; {} needs about {needed} runs of each \
                  (--runs {needed})",
                 sizing::BUDGET.as_secs(),
-                super::report::percent(detectable),
+                super::prose::percent(detectable),
                 (sizing::POWER * 100.0).round(),
-                super::report::percent(sizing::DETECT),
+                super::prose::percent(sizing::DETECT),
             ));
-        }
-        if !cfg.gate.is_empty() {
-            report.gate = Some(super::gate::evaluate(&report, &cfg.gate, cfg.strict));
         }
         for (i, (n, floor)) in self.at_floor.into_iter().enumerate() {
             if n > 0 {
                 report.warnings.push(format!(
-                    "#{} {}: peak memory at most {floor} KiB in {n} run{}, the peak of tally's \
+                    "#{} {}: peak memory at most {} KiB in {n} run{}, the peak of tally's \
                      own spawner: those figures are upper bounds, not measurements",
                     i + 1,
                     crate::text::Foreign(&cfg.instances[i].name),
+                    crate::units::thousands(floor),
                     if n == 1 { "" } else { "s" }
                 ));
             }
@@ -870,6 +1102,11 @@ fn stored_results(cfg: &Config) -> Vec<CommandResult> {
             c.run_order = (1..=c.runs.len() as u32).collect();
             c.failed_runs = stored.failed_runs;
             c.from_baseline = true;
+            super::counted::stored(
+                &mut c,
+                b.about.count_source.as_ref(),
+                stored.profile.clone(),
+            );
             c
         })
         .collect()
@@ -993,6 +1230,25 @@ impl Backend {
         }
     }
 
+    /// Runs made by tally itself (with the CPU's counters attached at its
+    /// gate), which the commands' own streams cannot be given to.
+    fn here(cfg: &Config) -> Result<Backend, CompareError> {
+        if cfg.input.is_some()
+            || matches!(
+                cfg.command_output,
+                CommandOutput::Pipe | CommandOutput::File(_)
+            )
+        {
+            return Err(PlanError(
+                "--input and --command-output pipe or FILE cannot be given with --count=hw: \
+                 tally starts the counted runs itself"
+                    .into(),
+            )
+            .into());
+        }
+        Ok(Backend::Here)
+    }
+
     /// Asks for a run of command `i`; `false` when it must wait until the
     /// answers to runs in flight are read (see `Spawner::submit`).
     fn submit(&mut self, i: usize) -> Result<bool, CompareError> {
@@ -1012,11 +1268,13 @@ impl Backend {
             },
             Backend::Here => match measurer.pending_signal() {
                 Some(sig) => Ok(Reply::Skipped { signal: Some(sig) }),
-                None => Ok(Reply::Ran(
-                    Box::new(measurer.measure_as_is(cfg)?),
-                    None,
-                    None,
-                )),
+                None => match measurer.measure_as_is(cfg) {
+                    Ok(rec) => Ok(Reply::Ran(Box::new(rec), None, None)),
+                    Err(RunError::NotStarted { signal }) => Ok(Reply::Skipped {
+                        signal: Some(signal),
+                    }),
+                    Err(e) => Err(e.into()),
+                },
             },
         }
     }

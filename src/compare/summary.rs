@@ -5,7 +5,8 @@
 
 use super::gate::{self, GateResult};
 use super::plan::View;
-use super::report::{CommandResult, CompareReport, FigureComparison, Verdict, direction, p_text};
+use super::prose::{direction, evidence_text, point_ratio, ratio_cells};
+use super::report::{CommandResult, CompareReport, FigureComparison, Verdict};
 use crate::gate::Outcome;
 use crate::report::unit::{Quantity, Unit};
 use crate::run::report::{FIGURES, Figure};
@@ -21,16 +22,24 @@ pub(super) fn value(fig: &Figure, value: f64, view: &View) -> String {
 }
 
 /// The verdict of a figure that is not gated, in words:
-/// `slower (p<0.001)`, `same within 1%`, `too few runs (need 12)`, `undecided (~40 runs)`.
+/// `slower (p<0.001)`, `same within 1%`, `too few runs (need 6): ranges
+/// apart`, `undecided (~40 runs)`.
 pub(super) fn verdict_text(fig: &Figure, v: &FigureComparison, threshold: f64) -> String {
     let word = direction(fig, v.verdict);
     match v.verdict {
-        Verdict::Lower | Verdict::Higher => format!("{word} ({})", p_text(v.p_adjusted)),
-        Verdict::SameWithinThreshold => format!("{word} {}", super::report::percent(threshold)),
-        Verdict::TooFewRuns => match v.runs_needed {
-            Some(n) => format!("{word} (need {n})"),
-            None => word.to_string(),
-        },
+        Verdict::Lower | Verdict::Higher => format!("{word} ({})", evidence_text(v)),
+        Verdict::SameWithinThreshold => format!("{word} {}", super::prose::percent(threshold)),
+        Verdict::TooFewRuns => {
+            let need = v
+                .runs_needed
+                .map_or(String::new(), |n| format!(" (need {n})"));
+            let ranges = match v.ranges_overlap {
+                Some(true) => ": ranges overlap",
+                Some(false) => ": ranges apart",
+                None => "",
+            };
+            format!("{word}{need}{ranges}")
+        }
         Verdict::Undecided => match v.runs_needed {
             Some(n) => format!("{word} ({})", gate::about_runs(n)),
             None => word.to_string(),
@@ -98,7 +107,11 @@ pub(super) fn tables(r: &CompareReport) -> Vec<CommandTable> {
         for fig in FIGURES {
             let g = gated(fig.key);
             let v = c.versus(fig.key);
-            let shown = g.is_some() || fig.headline || v.is_some_and(|v| v.verdict.differs());
+            // A headline figure measured by neither (the time of commands
+            // counted under the simulator only) has no row.
+            let measured = v.is_some() || median(c, fig.key).is_some();
+            let shown =
+                g.is_some() || (fig.headline && measured) || v.is_some_and(|v| v.verdict.differs());
             if !shown {
                 others += usize::from(v.is_some());
                 continue;
@@ -107,13 +120,19 @@ pub(super) fn tables(r: &CompareReport) -> Vec<CommandTable> {
                 median(c, fig.key).map_or("—".to_string(), |m| value(fig, m, &r.view))
             };
             let (ratio, interval) = match v {
-                Some(v) => (
-                    v.ratio.map_or("—".into(), crate::gate::change),
-                    match (v.ratio_low, v.ratio_high) {
-                        (Some(lo), Some(hi)) if lo != hi => crate::gate::change_interval(lo, hi),
-                        _ => String::new(),
-                    },
+                // Too few runs for an interval: the medians' ratio.
+                Some(v) if v.verdict == Verdict::TooFewRuns => (
+                    median(c, fig.key)
+                        .zip(median(reference, fig.key))
+                        .filter(|(_, b)| *b != 0.0)
+                        .map_or("—".into(), |(a, b)| point_ratio(a / b)),
+                    String::new(),
                 ),
+                Some(v) => match v.ratio {
+                    Some(x) => ratio_cells(x, v.ratio_low.zip(v.ratio_high)),
+                    // The reference's median is 0: no ratio, a direction.
+                    None => ("from 0".into(), String::new()),
+                },
                 None => ("—".into(), String::new()),
             };
             let verdict = match (g, v) {
@@ -141,6 +160,25 @@ pub(super) fn tables(r: &CompareReport) -> Vec<CommandTable> {
     out
 }
 
+/// Whether warning `w` only repeats a reason the gate's headline gives
+/// (the machine's speed against a baseline): each reason is said once.
+pub(super) fn said_by_gate(r: &CompareReport, w: &str) -> bool {
+    let Some(g) = &r.gate else {
+        return false;
+    };
+    // `baseline PATH: REASON: what follows`.
+    let reason = match &r.baseline {
+        Some(b) => w
+            .strip_prefix(&format!(
+                "baseline {}: ",
+                crate::text::path::display(&b.path)
+            ))
+            .and_then(|rest| rest.split(": ").next()),
+        None => None,
+    };
+    reason.is_some_and(|reason| !reason.is_empty() && g.headline.contains(reason))
+}
+
 /// `#2 new`, `#3 new (baseline)`.
 pub(super) fn who(r: &CompareReport, i: usize) -> String {
     match r.commands.get(i) {
@@ -152,10 +190,81 @@ pub(super) fn who(r: &CompareReport, i: usize) -> String {
     }
 }
 
+/// `where #2's instructions changed: +6,000,000 instructions (+49.5%):
+/// 100.0% of the change in work_a (two.c)`: a line per command whose
+/// change of instructions was put on functions (`--count=sim`).
+pub(super) fn where_changed(r: &CompareReport) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, c) in r.commands.iter().enumerate() {
+        let (Some(a), Some(j)) = (&c.instructions_change, c.compared_with) else {
+            continue;
+        };
+        let whole = r
+            .commands
+            .get(j)
+            .and_then(|x| x.summary_of("instructions"))
+            .map_or(0, |s| s.median as u64);
+        out.push(format!(
+            "where #{}'s instructions changed: {}",
+            i + 1,
+            crate::count::human::change_line(a, whole)
+        ));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::units::TimeUnit;
+
+    /// Regression: the speed probe's reason was said three times, once
+    /// before the results and once in each gated time's words.
+    #[test]
+    fn a_gates_reason_is_said_once() {
+        use super::super::gate::{Reason, headline_parts};
+        let g = |figure: &'static str| GateResult {
+            command: 0,
+            name: "work".into(),
+            reference: 1,
+            figure,
+            limit: 0.05,
+            ratio: Some(1.5),
+            ratio_low: Some(1.4),
+            ratio_high: Some(1.6),
+            p_adjusted: Some(0.001),
+            outcome: Outcome::Inconclusive,
+            runs_needed: None,
+            reason: Some(Reason::MachineSpeed),
+            note: Some("this machine ran 8% slower than when the baseline was saved".into()),
+            exact: false,
+        };
+        let results = [g("wall_ns"), g("cpu_us")];
+        let (speed, parts) = headline_parts(&results);
+        assert!(speed.is_some());
+        for (_, phrase) in &parts {
+            assert!(!phrase.contains("8% slower"), "{phrase}");
+        }
+        let other = GateResult {
+            reason: Some(Reason::OtherWork),
+            note: Some("other work differs".into()),
+            ..g("wall_ns")
+        };
+        let results = [
+            other.clone(),
+            GateResult {
+                figure: "cpu_us",
+                ..other
+            },
+        ];
+        let (speed, parts) = headline_parts(&results);
+        assert!(speed.is_none());
+        let said: usize = parts
+            .iter()
+            .filter(|(_, p)| p.contains("other work differs"))
+            .count();
+        assert_eq!(said, 1, "{parts:?}");
+    }
 
     #[test]
     fn runs_beyond_what_a_comparison_takes_are_not_counted_out() {

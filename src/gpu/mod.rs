@@ -9,10 +9,18 @@
 //! the process query (GPU memory of every process). A reader thread per
 //! query keeps the lines as they come, in order (`timeline`); the
 //! processes named are matched to the command's tree through /proc. The
-//! figures of any stretch of the session can be taken from it: `tally
-//! run`'s one run, or each of `tally compare`'s runs, sampled by one
-//! session for the whole comparison. Both children are killed and reaped
-//! on every exit path (and die with tally: `PR_SET_PDEATHSIG`).
+//! figures of any stretch of the session can be taken from it: each run
+//! of `tally run -n` or of `tally compare`, sampled by one session for
+//! the whole invocation ([`Runs`], `compare`'s own), whose start is paid
+//! once and whose failure is found once. Both queries are helper
+//! processes ([`crate::sys::helper`]): each in a process group of its
+//! own, ended as a group on every exit path, every wait on them bounded,
+//! and dying with tally (`PR_SET_PDEATHSIG`).
+//!
+//! The first command waits for the first GPU sample, at most 5 s when the
+//! figures were asked for (`--gpu`) and 1 s when not; past a moment the
+//! wait says what it waits for, and a signal ends it (the command is then
+//! not started).
 //!
 //! Without `nvidia-smi` on `PATH` nothing is started: a default run costs
 //! one lookup of `PATH`.
@@ -24,20 +32,31 @@ pub mod timeline;
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::{Arc, Mutex, mpsc};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use crate::sys::helper::Helper;
 use timeline::{Timeline, Window};
 
 /// The sampling period asked of nvidia-smi, in ms.
 pub const INTERVAL_MS: u32 = 20;
-/// How long tally waits for nvidia-smi's first sample before the command
-/// starts (it starts the driver connection, which can take a while).
-const FIRST_SAMPLE: Duration = Duration::from_secs(5);
+/// How long tally waits for nvidia-smi's first sample before the first
+/// command starts, when the figures were asked for (`--gpu`): it starts
+/// the driver connection, which can take a while without persistence mode.
+const FIRST_SAMPLE_ASKED: Duration = Duration::from_secs(5);
+/// The same wait when they were not asked for: forty times the 25 ms
+/// the first line took on the H200, and short enough that a default run
+/// never waits long for figures nobody asked for.
+const FIRST_SAMPLE_DEFAULT: Duration = Duration::from_secs(1);
+/// A wait for nvidia-smi longer than this says what it waits for.
+pub(crate) const A_MOMENT: Duration = Duration::from_millis(250);
+/// How long an nvidia-smi that printed a line tally cannot read gets to
+/// exit (for its status) before it is stopped.
+const EXIT_GRACE: Duration = Duration::from_millis(500);
 /// Longest line read from nvidia-smi; a longer one is refused.
 const MAX_LINE: u64 = 4096;
 /// Bytes of nvidia-smi's stderr kept for a message.
@@ -196,10 +215,13 @@ pub fn ns_of(at: Instant) -> u64 {
 
 /// Whether nvidia-smi can be asked: `Some(path)` when it is on `PATH`;
 /// else, when the figures were `asked` for, the reason they cannot be had.
-fn find(asked: bool) -> Result<Option<PathBuf>, String> {
+fn find(asked: bool) -> Result<Option<PathBuf>, Failed> {
     match on_path("nvidia-smi") {
         Some(exe) => Ok(Some(exe)),
-        None if asked => Err(NOT_ON_PATH.into()),
+        None if asked => Err(Failed::Unavailable {
+            why: NOT_ON_PATH.into(),
+            timed_out: false,
+        }),
         None => Ok(None),
     }
 }
@@ -207,78 +229,174 @@ fn find(asked: bool) -> Result<Option<PathBuf>, String> {
 /// Why there are no GPU figures without nvidia-smi.
 pub const NOT_ON_PATH: &str = "nvidia-smi is not on PATH: no NVIDIA driver is installed here, or its tools are not on PATH (install the driver, or add the directory holding nvidia-smi to PATH)";
 
-/// One run's GPU sampling: off, unavailable (and why), or running.
-pub enum Session {
-    Off,
-    Unavailable(String),
-    Sampling(Sampler, Option<u64>),
+/// What a wait for nvidia-smi says and asks while it lasts.
+#[derive(Default)]
+pub struct Waiting<'s, 'i> {
+    /// Told once, when the wait has lasted a quarter of a second, what it
+    /// waits for.
+    pub say: Option<&'s mut dyn FnMut(&str)>,
+    /// Whether to stop waiting: a signal came, and nothing should start.
+    pub interrupted: Option<&'i dyn Fn() -> bool>,
 }
 
-impl Session {
-    /// Starts sampling when `nvidia-smi` is on `PATH`. `asked` (`--gpu`):
-    /// a failure is kept and said; otherwise a missing or failing
-    /// nvidia-smi leaves the run as it was without GPU figures.
-    pub fn start(asked: bool) -> Session {
-        match Sampler::when_present(asked, None) {
-            Ok(Some(s)) => Session::Sampling(s, None),
-            Ok(None) => Session::Off,
-            Err(why) => Session::Unavailable(why),
+impl Waiting<'_, '_> {
+    fn say(&mut self, what: &str) {
+        if let Some(say) = &mut self.say {
+            say(what);
         }
     }
 
-    /// The command `pid` starts now, at `at`.
+    fn interrupted(&self) -> bool {
+        self.interrupted.is_some_and(|f| f())
+    }
+}
+
+/// Why sampling did not start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Failed {
+    /// nvidia-smi cannot be asked, or gave no sample: why, in words;
+    /// `timed_out` when it said nothing within the wait.
+    Unavailable { why: String, timed_out: bool },
+    /// A signal came during the wait: nothing should start.
+    Interrupted,
+}
+
+impl Failed {
+    fn unavailable(why: String) -> Failed {
+        Failed::Unavailable {
+            why,
+            timed_out: false,
+        }
+    }
+}
+
+/// The wait for the first sample when the figures were asked for or not.
+fn first_sample_bound(asked: bool) -> Duration {
+    if asked {
+        FIRST_SAMPLE_ASKED
+    } else {
+        FIRST_SAMPLE_DEFAULT
+    }
+}
+
+/// A signal stopped the wait for nvidia-smi: the command is not started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Interrupted;
+
+/// The GPU sampling of one invocation's runs (`tally run`, and `tally
+/// compare`'s runs when tally makes them itself): one session started
+/// before the first run and kept for all of them, so that nvidia-smi's
+/// start is paid once, and what made it unavailable (a missing, failing
+/// or silent nvidia-smi) is found once and stands for every run.
+#[derive(Default)]
+pub struct Runs {
+    state: RunsState,
+    /// Said once in the report: a wait the user paid for and did not ask.
+    warning: Option<String>,
+}
+
+#[derive(Default)]
+enum RunsState {
+    #[default]
+    NotStarted,
+    Off,
+    Unavailable(String),
+    /// Sampling; the current run's start (CLOCK_MONOTONIC ns) once begun.
+    Sampling(Box<Sampler>, Option<u64>),
+}
+
+impl Runs {
+    /// Starts the session unless it was started (`asked`: `--gpu`, a
+    /// failure is kept and said; otherwise a missing or failing
+    /// nvidia-smi leaves the runs as they were without GPU figures, and
+    /// one that said nothing within its wait is a warning).
+    /// `Err(Interrupted)` when a signal ended the wait.
+    pub fn start(&mut self, asked: bool, waiting: &mut Waiting) -> Result<(), Interrupted> {
+        if !matches!(self.state, RunsState::NotStarted) {
+            return Ok(());
+        }
+        self.state = match Sampler::when_present(asked, None, waiting) {
+            Ok(Some(s)) => RunsState::Sampling(Box::new(s), None),
+            Ok(None) => RunsState::Off,
+            Err(Failed::Interrupted) => return Err(Interrupted),
+            Err(Failed::Unavailable { why, .. }) if asked => RunsState::Unavailable(why),
+            Err(Failed::Unavailable { why, timed_out }) => {
+                if timed_out {
+                    self.warning = Some(format!(
+                        "GPU figures: {why}, so none were measured (with --gpu tally waits {} s, and says why)",
+                        FIRST_SAMPLE_ASKED.as_secs()
+                    ));
+                }
+                RunsState::Off
+            }
+        };
+        Ok(())
+    }
+
+    /// The warning of a wait nobody asked for, once.
+    pub fn take_warning(&mut self) -> Option<String> {
+        self.warning.take()
+    }
+
+    /// The command `pid` starts now, at `at`: the samples before it are
+    /// forgotten and the tree is rooted at it.
     pub fn begin(&mut self, pid: u32, at: Instant) {
-        if let Session::Sampling(s, start) = self {
+        if let RunsState::Sampling(s, start) = &mut self.state {
+            let ns = ns_of(at);
+            s.prune(ns);
             s.root(pid);
-            *start = Some(ns_of(at));
+            *start = Some(ns);
         }
     }
 
-    /// Stops sampling: the command ended at `end`.
-    pub fn finish(self, end: Instant) -> GpuPart {
-        match self {
-            Session::Off => GpuPart::default(),
-            Session::Unavailable(why) => GpuPart::unavailable(why),
-            Session::Sampling(mut s, start) => {
+    /// The figures of the run that began last, over the window from
+    /// `start` (the moment its clock started, no earlier than the `at`
+    /// it began at) to `end`.
+    pub fn finish_from(&mut self, start: Instant, end: Instant) -> GpuPart {
+        if let RunsState::Sampling(_, began) = &mut self.state
+            && began.is_some()
+        {
+            *began = Some(ns_of(start));
+        }
+        self.finish(end)
+    }
+
+    /// The figures of the run that began last and ended at `end`.
+    pub fn finish(&mut self, end: Instant) -> GpuPart {
+        match &mut self.state {
+            RunsState::NotStarted | RunsState::Off => GpuPart::default(),
+            RunsState::Unavailable(why) => GpuPart::unavailable(why.clone()),
+            RunsState::Sampling(s, start) => {
                 let end = ns_of(end);
-                let apps_ok = s.stop();
                 let w = Window {
-                    start: start.unwrap_or(end),
+                    start: start.take().unwrap_or(end),
                     end,
                     held_until: None,
                 };
-                GpuPart::measured(s.lock(|t| t.figures(w, apps_ok)))
+                GpuPart::measured(s.figures(w))
             }
         }
     }
 }
 
-/// The two nvidia-smi children and their readers.
+/// The two nvidia-smi helpers and their readers.
 pub struct Sampler {
     timeline: Arc<Mutex<Timeline>>,
-    gpu: Child,
-    apps: Child,
+    gpu: Helper,
+    apps: Helper,
     readers: Vec<JoinHandle<()>>,
     stderr: Arc<Mutex<Vec<u8>>>,
 }
 
 /// `nvidia-smi QUERY --format=csv,noheader,nounits` (with `-lms` every
-/// `every_ms`, else one sample), its streams piped, dying with tally.
+/// `every_ms`, else one sample), to start as a [`Helper`].
 pub(crate) fn command(exe: &Path, query: &str, every_ms: Option<u32>) -> Command {
     let mut cmd = Command::new(exe);
     cmd.arg(query).arg("--format=csv,noheader,nounits");
     if let Some(ms) = every_ms {
         cmd.arg("-lms").arg(ms.to_string());
     }
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    crate::sys::sidecar::die_with_parent(&mut cmd);
     cmd
-}
-
-fn nvidia_smi(exe: &Path, query: String) -> std::io::Result<Child> {
-    command(exe, &query, Some(INTERVAL_MS)).spawn()
 }
 
 /// The first [`KEPT_STDERR`] bytes of `from` (for a message), the rest
@@ -320,22 +438,28 @@ fn each_line(from: impl Read, mut each: impl FnMut(&str)) {
 
 impl Sampler {
     /// Starts sampling when `nvidia-smi` is on `PATH` (`Ok(None)` when
-    /// it is not and the figures were not `asked` for). The tree is
-    /// rooted at `root` when given, else from [`Sampler::root`]. Not
-    /// asked for, a failing nvidia-smi is `Ok(None)` too.
-    pub fn when_present(asked: bool, root: Option<u32>) -> Result<Option<Sampler>, String> {
+    /// it is not and the figures were not `asked` for), waiting for the
+    /// first GPU sample at most 5 s when they were asked for, else 1 s.
+    /// The tree is rooted at `root` when given, else from
+    /// [`Sampler::root`].
+    pub fn when_present(
+        asked: bool,
+        root: Option<u32>,
+        waiting: &mut Waiting,
+    ) -> Result<Option<Sampler>, Failed> {
         let Some(exe) = find(asked)? else {
             return Ok(None);
         };
-        match Sampler::start(&exe, root) {
-            Ok(s) => Ok(Some(s)),
-            Err(why) if asked => Err(why),
-            Err(_) => Ok(None),
-        }
+        Sampler::start(&exe, root, first_sample_bound(asked), waiting).map(Some)
     }
 
     /// Starts both queries and waits for the first GPU sample.
-    fn start(exe: &Path, root: Option<u32>) -> Result<Sampler, String> {
+    fn start(
+        exe: &Path,
+        root: Option<u32>,
+        bound: Duration,
+        waiting: &mut Waiting,
+    ) -> Result<Sampler, Failed> {
         let judge: timeline::Judge = Box::new(timeline::membership);
         let mut timeline = Timeline::new(judge, u64::from(INTERVAL_MS) * 1_000_000);
         if let Some(root) = root {
@@ -344,20 +468,14 @@ impl Sampler {
         let timeline = Arc::new(Mutex::new(timeline));
         let exe_shown = crate::text::path::display(exe);
         let spawn = |q: &str, fields: &str| {
-            nvidia_smi(exe, format!("--query-{q}={fields}"))
-                .map_err(|e| format!("cannot start {exe_shown}: {e}"))
+            let query = format!("--query-{q}={fields}");
+            Helper::start(command(exe, &query, Some(INTERVAL_MS)))
+                .map_err(|e| Failed::unavailable(format!("cannot start {exe_shown}: {e}")))
         };
         // The process query first: by the GPU query's first line it has
         // had as long to connect to the driver.
-        let mut apps = spawn("compute-apps", parse::APP_FIELDS)?;
-        let gpu = match spawn("gpu", parse::GPU_FIELDS) {
-            Ok(g) => g,
-            Err(e) => {
-                let _ = apps.kill();
-                let _ = apps.wait();
-                return Err(e);
-            }
-        };
+        let apps = spawn("compute-apps", parse::APP_FIELDS)?;
+        let gpu = spawn("gpu", parse::GPU_FIELDS)?;
         let mut s = Sampler {
             timeline,
             gpu,
@@ -366,15 +484,54 @@ impl Sampler {
             stderr: Arc::new(Mutex::new(Vec::new())),
         };
         let (ready_tx, ready) = mpsc::sync_channel::<()>(1);
-        s.read_gpu(ready_tx)?;
-        s.read_apps()?;
-        let came = ready.recv_timeout(FIRST_SAMPLE);
-        if came.is_ok() && s.lock(|t| t.gpu_count() > 0) {
-            return Ok(s);
+        s.read_gpu(ready_tx).map_err(Failed::unavailable)?;
+        s.read_apps().map_err(Failed::unavailable)?;
+        s.first_sample(&ready, bound, waiting)?;
+        Ok(s)
+    }
+
+    /// Waits for the first GPU sample, at most `bound` after the start;
+    /// says what it waits for once the wait lasts [`A_MOMENT`], and stops
+    /// at a line it cannot read, at the query's end, or at a signal.
+    fn first_sample(
+        &mut self,
+        ready: &mpsc::Receiver<()>,
+        bound: Duration,
+        waiting: &mut Waiting,
+    ) -> Result<(), Failed> {
+        let started = self.gpu.started();
+        let deadline = started + bound;
+        let mut said = false;
+        loop {
+            let slice =
+                Duration::from_millis(50).min(deadline.saturating_duration_since(Instant::now()));
+            let ended = matches!(
+                ready.recv_timeout(slice),
+                Err(mpsc::RecvTimeoutError::Disconnected)
+            );
+            if self.lock(|t| t.gpu_count() > 0) {
+                return Ok(());
+            }
+            if ended || self.lock(|t| t.first_bad().is_some()) || self.gpu.exited().is_some() {
+                return Err(Failed::unavailable(self.failure_text()));
+            }
+            if waiting.interrupted() {
+                return Err(Failed::Interrupted);
+            }
+            if Instant::now() >= deadline {
+                return Err(Failed::Unavailable {
+                    why: format!("nvidia-smi printed no GPU sample in {} s", bound.as_secs()),
+                    timed_out: true,
+                });
+            }
+            if !said && started.elapsed() >= A_MOMENT {
+                waiting.say(&format!(
+                    "waiting up to {} s for nvidia-smi's first GPU sample",
+                    bound.as_secs()
+                ));
+                said = true;
+            }
         }
-        let why = s.failure_text(came.is_err());
-        drop(s);
-        Err(why)
     }
 
     /// The tree's processes descend from `root` from now on.
@@ -384,7 +541,7 @@ impl Sampler {
 
     /// The figures of the stretch `w` (CLOCK_MONOTONIC ns) so far.
     pub fn figures(&mut self, w: Window) -> Gpu {
-        let apps_ok = matches!(self.apps.try_wait(), Ok(None));
+        let apps_ok = self.apps.exited().is_none();
         self.lock(|t| t.figures(w, apps_ok))
     }
 
@@ -404,7 +561,7 @@ impl Sampler {
     }
 
     fn read_gpu(&mut self, ready: mpsc::SyncSender<()>) -> Result<(), String> {
-        let out = self.gpu.stdout.take();
+        let out = self.gpu.stdout();
         let timeline = Arc::clone(&self.timeline);
         self.reader(move || {
             if let Some(out) = out {
@@ -417,9 +574,8 @@ impl Sampler {
                     let _ = ready.try_send(());
                 });
             }
-            let _ = ready.try_send(());
         })?;
-        for err in [self.gpu.stderr.take(), self.apps.stderr.take()]
+        for err in [self.gpu.stderr(), self.apps.stderr()]
             .into_iter()
             .flatten()
         {
@@ -433,7 +589,7 @@ impl Sampler {
     }
 
     fn read_apps(&mut self) -> Result<(), String> {
-        let out = self.apps.stdout.take();
+        let out = self.apps.stdout();
         let timeline = Arc::clone(&self.timeline);
         self.reader(move || {
             if let Some(out) = out {
@@ -452,47 +608,52 @@ impl Sampler {
         f(&mut self.timeline.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
-    /// Why no sample came: nvidia-smi's own words where it said some.
-    fn failure_text(&mut self, timed_out: bool) -> String {
-        if timed_out {
-            return format!(
-                "nvidia-smi printed no GPU sample in {} s",
-                FIRST_SAMPLE.as_secs()
-            );
-        }
-        // It said something that is not a sample: it exits, or is stopped
-        // here within a second.
-        let mut status = None;
-        for _ in 0..100 {
-            status = self.gpu.try_wait().ok().flatten();
-            if status.is_some() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
+    /// Why no sample came, once a line was refused or the query ended:
+    /// its exit status and its own words where it exited with a failure,
+    /// else the line refused and why.
+    fn failure_text(&mut self) -> String {
+        use std::os::unix::process::ExitStatusExt;
+        // It exits on its own when it failed; else it is stopped.
+        let status = self.gpu.wait_until(Instant::now() + EXIT_GRACE);
         self.stop();
-        let said = self.lock(|t| t.first_bad().map(str::to_string));
+        let bad = self.lock(|t| t.first_bad().map(|(l, w)| (l.to_string(), w.to_string())));
         let err = String::from_utf8_lossy(&self.stderr.lock().unwrap_or_else(|e| e.into_inner()))
             .trim()
             .to_string();
-        let words = said
-            .or_else(|| (!err.is_empty()).then(|| crate::text::escape::escape_text(&err)))
-            .unwrap_or_else(|| "it printed nothing".into());
-        match status.and_then(|s| s.code()) {
-            Some(code) => format!("nvidia-smi exited with status {code}: {words}"),
-            None => format!("nvidia-smi stopped: {words}"),
+        let words = |bad: Option<&str>| {
+            bad.map(str::to_string)
+                .or_else(|| (!err.is_empty()).then(|| crate::text::escape::escape_text(&err)))
+                .unwrap_or_else(|| "it printed nothing".into())
+        };
+        match (status.and_then(|s| s.code()), &bad) {
+            (Some(code), _) if code != 0 => {
+                format!(
+                    "nvidia-smi exited with status {code}: {}",
+                    words(bad.as_ref().map(|(l, _)| l.as_str()))
+                )
+            }
+            (_, Some((line, why))) => {
+                format!("nvidia-smi printed a line tally refused ({why}): {line}")
+            }
+            _ => match status.and_then(|s| s.signal()) {
+                Some(sig) => format!(
+                    "nvidia-smi was killed by {}: {}",
+                    crate::sys::signal_name(sig),
+                    words(None)
+                ),
+                None => format!("nvidia-smi ended without a GPU sample: {}", words(None)),
+            },
         }
     }
 
-    /// Stops both children and waits for their readers, so every line
+    /// Stops both helpers and waits for their readers, so every line
     /// printed is in the timeline. Returns whether the process query was
     /// still running (it did not fail).
     fn stop(&mut self) -> bool {
-        let apps_ok = matches!(self.apps.try_wait(), Ok(None));
-        for c in [&mut self.gpu, &mut self.apps] {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
+        let apps_ok = self.apps.exited().is_none();
+        self.gpu.stop();
+        self.apps.stop();
+        // Bounded: a helper's pipes end when it is stopped.
         for r in self.readers.drain(..) {
             let _ = r.join();
         }

@@ -83,6 +83,8 @@ struct Track {
     name: String,
     /// Named by the GPU query (not only by the process query).
     named: bool,
+    /// Its memory, as the GPU query gives it: no process holds more.
+    total_mib: Option<u64>,
     pieces: VecDeque<Piece>,
     held: VecDeque<Held>,
 }
@@ -140,9 +142,11 @@ impl Timeline {
         self.tracks.iter().filter(|t| t.named).count()
     }
 
-    /// The first line that could not be read.
-    pub fn first_bad(&self) -> Option<&str> {
-        self.first_bad.as_ref().map(|(line, _)| line.as_str())
+    /// The first line that could not be read (escaped), and why.
+    pub fn first_bad(&self) -> Option<(&str, &str)> {
+        self.first_bad
+            .as_ref()
+            .map(|(line, why)| (line.as_str(), why.as_str()))
     }
 
     /// The tree's processes descend from `root` (the command, or the
@@ -187,6 +191,7 @@ impl Timeline {
         t.index = l.index;
         t.name = l.name;
         t.named = true;
+        t.total_mib = l.memory_total_mib.or(t.total_mib);
         let from = t
             .pieces
             .back()
@@ -207,7 +212,14 @@ impl Timeline {
 
     /// A line of the process query, read at `at` (ns).
     pub fn app(&mut self, line: &str, at: u64) {
-        match parse::app_line(line) {
+        let tracks = &self.tracks;
+        let total_of = |uuid: &str| {
+            tracks
+                .iter()
+                .find(|t| t.uuid == uuid)
+                .and_then(|t| t.total_mib)
+        };
+        match parse::app_line(line, &total_of) {
             Ok(l) => self.app_sample(l, at),
             Err(why) => self.bad(line, why),
         }
@@ -248,7 +260,7 @@ impl Timeline {
             per_track: Vec::new(),
         });
         match batch.per_track.iter_mut().find(|(t, _)| *t == track) {
-            Some((_, sum)) => *sum += mib,
+            Some((_, sum)) => *sum = sum.saturating_add(mib),
             None => batch.per_track.push((track, mib)),
         }
     }
@@ -257,9 +269,21 @@ impl Timeline {
         let Some(b) = self.batch.take() else {
             return;
         };
-        let mut total = 0;
+        // The tree's processes on one GPU hold no more than it has: a
+        // moment beyond that is refused whole.
+        for &(track, mib) in &b.per_track {
+            if let Some(t) = self.tracks.get(track)
+                && let Err(why) =
+                    parse::check_mib(mib, "the command's processes' memory", t.total_mib)
+            {
+                let moment = format!("the moment {} on {}", b.timestamp, t.uuid);
+                self.bad(&moment, why);
+                return;
+            }
+        }
+        let mut total = 0u64;
         for (track, mib) in b.per_track {
-            total += mib;
+            total = total.saturating_add(mib);
             if let Some(t) = self.tracks.get_mut(track) {
                 push_held(&mut t.held, b.at, mib, &mut self.merged);
             }
@@ -272,7 +296,9 @@ impl Timeline {
     /// again from now (a pid may be reused), and the notes start afresh.
     pub fn prune(&mut self, before: u64) {
         for t in &mut self.tracks {
-            while t.pieces.front().is_some_and(|p| p.to < before) {
+            // The last piece before it stays: the next sample's piece
+            // starts where it ends, so no stretch is left uncovered.
+            while t.pieces.get(1).is_some_and(|p| p.to < before) {
                 t.pieces.pop_front();
             }
             while t.held.front().is_some_and(|h| h.last < before) {
@@ -527,9 +553,15 @@ mod tests {
     #[test]
     fn busy_and_energy_cover_the_wall_time_exactly() {
         let mut t = Timeline::new(judge(), EVERY);
-        t.gpu(&format!("0, NVIDIA H200, {A}, 90, 500, 1"), 0);
+        t.gpu(
+            &format!("0, NVIDIA H200, {A}, 90, 500, [N/A], [N/A], 1, [N/A]"),
+            0,
+        );
         for i in 1..=5 {
-            t.gpu(&format!("0, NVIDIA H200, {A}, 50, 100, 1"), i * 20 * MS);
+            t.gpu(
+                &format!("0, NVIDIA H200, {A}, 50, 100, [N/A], [N/A], 1, [N/A]"),
+                i * 20 * MS,
+            );
         }
         // 10 ms to 120 ms: at 50% and 100 W throughout (the piece that ends
         // at 20 ms is the second sample's).
@@ -544,9 +576,15 @@ mod tests {
     #[test]
     fn a_run_takes_the_sample_after_its_end_for_its_last_piece() {
         let mut t = Timeline::new(judge(), EVERY);
-        t.gpu(&format!("0, H200, {A}, 0, 100, 1"), 0);
-        t.gpu(&format!("0, H200, {A}, 0, 100, 1"), 20 * MS);
-        t.gpu(&format!("0, H200, {A}, 100, 100, 1"), 40 * MS);
+        t.gpu(&format!("0, H200, {A}, 0, 100, [N/A], [N/A], 1, [N/A]"), 0);
+        t.gpu(
+            &format!("0, H200, {A}, 0, 100, [N/A], [N/A], 1, [N/A]"),
+            20 * MS,
+        );
+        t.gpu(
+            &format!("0, H200, {A}, 100, 100, [N/A], [N/A], 1, [N/A]"),
+            40 * MS,
+        );
         // 10 to 30 ms: 10 ms at 0%, then 10 ms of the piece that the 40 ms
         // sample (100%) describes.
         let g = t.figures(run(10 * MS, 30 * MS), true);
@@ -559,8 +597,14 @@ mod tests {
         let mut t = Timeline::new(judge(), EVERY);
         t.app(&format!("t1, 100, 4000, {A}"), 0);
         t.root(100);
-        t.gpu(&format!("0, H200, {A}, 0, 1, 1"), 20 * MS);
-        t.gpu(&format!("1, H200, {B}, 0, 1, 1"), 20 * MS);
+        t.gpu(
+            &format!("0, H200, {A}, 0, 1, [N/A], [N/A], 1, [N/A]"),
+            20 * MS,
+        );
+        t.gpu(
+            &format!("1, H200, {B}, 0, 1, [N/A], [N/A], 1, [N/A]"),
+            20 * MS,
+        );
         for (l, at) in [
             (format!("t2, 100, 1000, {A}"), 21),
             (format!("t2, 101, 112, {A}"), 21),
@@ -586,14 +630,17 @@ mod tests {
     fn each_run_of_a_session_gets_the_moments_of_its_own_stretch() {
         let mut t = Timeline::new(judge(), EVERY);
         t.root(1);
-        t.gpu(&format!("0, H200, {A}, 0, 1, 1"), 0);
+        t.gpu(&format!("0, H200, {A}, 0, 1, [N/A], [N/A], 1, [N/A]"), 0);
         // Run 1 from 10 to 50 ms, run 2 from 60 to 100 ms; a moment of run
         // 1 read at 55 ms, after its end and before run 2.
         for (ts, mib, at) in [("a", 3000, 30), ("b", 2000, 55), ("c", 6000, 80)] {
             t.app(&format!("{ts}, 100, {mib}, {A}"), at * MS);
         }
         for i in 1..=6 {
-            t.gpu(&format!("0, H200, {A}, 10, 1, 1"), i * 20 * MS);
+            t.gpu(
+                &format!("0, H200, {A}, 10, 1, [N/A], [N/A], 1, [N/A]"),
+                i * 20 * MS,
+            );
         }
         let first = Window {
             start: 10 * MS,
@@ -611,7 +658,10 @@ mod tests {
     fn not_available_figures_are_none_never_zero() {
         let mut t = Timeline::new(judge(), EVERY);
         t.root(100);
-        t.gpu(&format!("0, H200, {A}, [N/A], [Not Supported], 1"), 20 * MS);
+        t.gpu(
+            &format!("0, H200, {A}, [N/A], [Not Supported], [N/A], [N/A], 1, [N/A]"),
+            20 * MS,
+        );
         t.gpu("garbage", 21 * MS);
         let g = t.figures(run(0, 30 * MS), false);
         assert_eq!(g.gpus[0].busy_ns, None);
@@ -631,7 +681,7 @@ mod tests {
     #[test]
     fn a_run_shorter_than_a_sample_has_no_busy_figure() {
         let mut t = Timeline::new(judge(), EVERY);
-        t.gpu(&format!("0, H200, {A}, 10, 100, 1"), 0);
+        t.gpu(&format!("0, H200, {A}, 10, 100, [N/A], [N/A], 1, [N/A]"), 0);
         let g = t.figures(run(MS, 2 * MS), true);
         assert_eq!(g.gpus[0].busy_ns, None);
         assert!(g.notes[0].contains("no sample came"), "{:?}", g.notes);
@@ -644,7 +694,10 @@ mod tests {
         let n = 3 * KEEP as u64;
         for i in 0..=n {
             let util = if i % 2 == 0 { 20 } else { 60 };
-            t.gpu(&format!("0, H200, {A}, {util}, 100, 1"), i * EVERY);
+            t.gpu(
+                &format!("0, H200, {A}, {util}, 100, [N/A], [N/A], 1, [N/A]"),
+                i * EVERY,
+            );
             let mib = if i == n / 3 { 9000 } else { 1000 };
             t.app(&format!("t{i}, 100, {mib}, {A}"), i * EVERY + MS);
         }
@@ -661,6 +714,59 @@ mod tests {
             "{:?}",
             g.notes
         );
+    }
+
+    /// A process's memory over its GPU's total, or the tree's over it at
+    /// one moment, is refused with the reason, and no peak is made of it.
+    #[test]
+    fn memory_over_the_gpus_total_is_refused_with_the_reason() {
+        let mut t = Timeline::new(judge(), EVERY);
+        t.root(100);
+        t.gpu(&format!("0, H200, {A}, 0, 1, 700, 700, 1, 1000"), 0);
+        t.app(&format!("t1, 100, 1001, {A}"), MS);
+        t.app(&format!("t2, 100, 600, {A}"), 21 * MS);
+        t.app(&format!("t2, 101, 600, {A}"), 21 * MS);
+        t.app(&format!("t3, 100, 900, {A}"), 41 * MS);
+        let g = t.figures(run(0, 60 * MS), true);
+        assert_eq!(g.gpu_mem_peak_bytes, Some(900 * MIB));
+        assert!(
+            g.notes
+                .iter()
+                .any(|n| n.contains("2 lines tally could not read")
+                    && n.contains(
+                        "used memory 1,001 MiB is over the GPU's memory total, 1,000 MiB"
+                    )),
+            "{:?}",
+            g.notes
+        );
+        let (_, why) = t.first_bad().unwrap();
+        assert_eq!(
+            why,
+            "used memory 1,001 MiB is over the GPU's memory total, 1,000 MiB"
+        );
+    }
+
+    /// Regression: with one session for every run of `tally run -n`, the
+    /// samples before a run were forgotten up to its start, and the piece
+    /// the next sample closed began a period before that sample, not
+    /// where the last one ended: a late sample left part of the run
+    /// uncovered (36% busy where every sample said 38%).
+    #[test]
+    fn forgetting_the_samples_before_a_run_leaves_none_of_it_uncovered() {
+        let mut t = Timeline::new(judge(), EVERY);
+        t.gpu(&format!("0, H200, {A}, 38, 100, [N/A], [N/A], 1, [N/A]"), 0);
+        t.gpu(
+            &format!("0, H200, {A}, 38, 100, [N/A], [N/A], 1, [N/A]"),
+            20 * MS,
+        );
+        // The run starts at 30 ms; the next sample is late, at 90 ms.
+        t.prune(30 * MS);
+        t.gpu(
+            &format!("0, H200, {A}, 38, 100, [N/A], [N/A], 1, [N/A]"),
+            90 * MS,
+        );
+        let g = t.figures(run(30 * MS, 100 * MS), true);
+        assert_eq!(g.gpu_busy_ns, Some(70 * MS * 38 / 100));
     }
 
     #[test]

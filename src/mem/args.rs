@@ -76,7 +76,8 @@ pub struct MemArgs {
     #[arg(short = 't', long)]
     pub total_only: bool,
 
-    /// Unit of sizes: b, k (KiB), m (MiB, the default for people), g (GiB);
+    /// Unit of sizes: b, k (KiB), m (MiB), g (GiB), auto (the default for
+    /// people: KiB below a 10 MiB total, GiB from 10 GiB, MiB between);
     /// CSV defaults to bytes.
     #[arg(long, value_enum, value_name = "UNIT")]
     pub unit: Option<Unit>,
@@ -182,7 +183,9 @@ impl MemArgs {
                 check_replaced: !elevated,
             },
             view: View {
-                unit: self.unit.unwrap_or(if machine { Unit::B } else { Unit::M }),
+                unit: self
+                    .unit
+                    .unwrap_or(if machine { Unit::B } else { Unit::Auto }),
                 human_sizes: self.human,
                 total_only: self.total_only,
             },

@@ -134,11 +134,16 @@ pub fn start(want: Want, procfs: &crate::procfs::ProcRoot) -> Pending {
 }
 
 impl Pending {
-    /// The pid of the nvidia-smi under way, when the tree read is the
-    /// `/proc` it runs in: a scan leaves it out, as it leaves tally out.
-    pub fn helper(&self, procfs: &crate::procfs::ProcRoot) -> Option<u32> {
+    /// The pids of the nvidia-smi helpers under way, when the tree read
+    /// is the `/proc` they run in: a scan leaves them out, as it leaves
+    /// tally out.
+    pub fn helpers(&self, procfs: &crate::procfs::ProcRoot) -> Vec<u32> {
         let on_proc = procfs.path() == std::path::Path::new("/proc");
-        self.query.pid().filter(|_| on_proc)
+        if on_proc {
+            self.query.pids()
+        } else {
+            Vec::new()
+        }
     }
 
     /// Waits for the answer and gives each process of `snap` its GPU
@@ -146,8 +151,19 @@ impl Pending {
     /// report says of it. Not asked for, a failure leaves the scan as
     /// without GPU support.
     pub fn attribute(self, snap: &mut Snapshot, pids: Option<&[u32]>) -> GpuPart {
+        self.attribute_saying(snap, pids, &mut |_| {})
+    }
+
+    /// [`Pending::attribute`], telling `say` what it waits for once the
+    /// wait for nvidia-smi lasts more than a moment.
+    pub fn attribute_saying(
+        self,
+        snap: &mut Snapshot,
+        pids: Option<&[u32]>,
+        say: &mut dyn FnMut(&str),
+    ) -> GpuPart {
         let asked = self.want == Want::Asked;
-        let answer = self.query.finish();
+        let answer = self.query.finish_saying(say);
         let took = Some(self.started.elapsed());
         let unavailable = |why: String| GpuPart {
             gpu: GpuState::Unavailable,

@@ -80,6 +80,16 @@ impl Config {
 /// `--textfile` and `--watch`, and `tally serve`'s collector all measure
 /// here.
 pub fn measure(cfg: &Config, privilege: &mut Privilege) -> Result<MemReport, MemError> {
+    measure_saying(cfg, privilege, &mut |_| {})
+}
+
+/// [`measure`], telling `say` what it waits for when nvidia-smi takes
+/// more than a moment to answer.
+pub fn measure_saying(
+    cfg: &Config,
+    privilege: &mut Privilege,
+    say: &mut dyn FnMut(&str),
+) -> Result<MemReport, MemError> {
     let mut cfg = cfg.clone();
     if !privilege.is_elevated() {
         resolve_user(&mut cfg)?;
@@ -87,8 +97,10 @@ pub fn measure(cfg: &Config, privilege: &mut Privilege) -> Result<MemReport, Mem
     // nvidia-smi answers while /proc is read; it is started with the
     // caller's rights only (after the drop for an install with more).
     let early = (!privilege.is_elevated()).then(|| gpu::start(cfg.gpu, &cfg.procfs));
-    let helper = early.as_ref().and_then(|g| g.helper(&cfg.procfs));
-    let snap = scan(&cfg, *privilege, helper);
+    let helpers = early
+        .as_ref()
+        .map_or_else(Vec::new, |g| g.helpers(&cfg.procfs));
+    let snap = scan(&cfg, *privilege, &helpers);
     privilege.end_scan().map_err(MemError::DropPrivileges)?;
     let gpu = early.unwrap_or_else(|| gpu::start(cfg.gpu, &cfg.procfs));
     let mut snap = snap?;
@@ -96,7 +108,7 @@ pub fn measure(cfg: &Config, privilege: &mut Privilege) -> Result<MemReport, Mem
     // No path a process names is looked at with more rights than the
     // caller's.
     cfg.grouping.check_replaced = !privilege.is_elevated();
-    let gpu = gpu.attribute(&mut snap, cfg.pids.as_deref());
+    let gpu = gpu.attribute_saying(&mut snap, cfg.pids.as_deref(), say);
     let mut report = summarize(&snap, &cfg);
     if let gpu::GpuState::Measured(_) = gpu.gpu {
         // No process kept: none holds any.
@@ -117,14 +129,14 @@ fn resolve_user(cfg: &mut Config) -> Result<(), MemError> {
 
 /// Reads the figures: the only step that needs privilege. With more
 /// rights than the caller, only the memory figures are read with them
-/// (see [`scan::scan_as_caller`]). `helper`, tally's own nvidia-smi, is
-/// left out as tally is.
-pub fn scan(cfg: &Config, privilege: Privilege, helper: Option<u32>) -> Result<Snapshot, MemError> {
+/// (see [`scan::scan_as_caller`]). `helpers`, tally's own nvidia-smi
+/// queries, are left out as tally is.
+pub fn scan(cfg: &Config, privilege: Privilege, helpers: &[u32]) -> Result<Snapshot, MemError> {
     let (root, pids, needs) = (&cfg.procfs, cfg.pids.as_deref(), cfg.needs());
     if privilege.is_elevated() {
         scan::scan_as_caller(root, pids, needs, cfg.threads, &|| privilege.as_caller())
     } else {
-        scan::scan(root, pids, needs, cfg.threads, helper)
+        scan::scan(root, pids, needs, cfg.threads, helpers)
     }
 }
 

@@ -52,10 +52,27 @@ pub enum Unit {
     /// KiB (the kernel's kB).
     K,
     /// MiB, one decimal.
-    #[default]
     M,
     /// GiB, one decimal.
     G,
+    /// The one that suits the largest total: KiB below 10 MiB, GiB from
+    /// 10 GiB, MiB between (the default for people: a fixed MiB read
+    /// 2,737.4 for 2.7 GiB and 0.0 for a 40 KiB program).
+    #[default]
+    Auto,
+}
+
+impl Unit {
+    /// `Auto` made K, M or G for a report whose largest total is
+    /// `largest_bytes`; another unit as it is.
+    pub fn resolve(self, largest_bytes: u64) -> Unit {
+        match self {
+            Unit::Auto if largest_bytes < 10 << 20 => Unit::K,
+            Unit::Auto if largest_bytes >= 10 << 30 => Unit::G,
+            Unit::Auto => Unit::M,
+            u => u,
+        }
+    }
 }
 
 /// How a report is shown; not part of the data.
@@ -115,14 +132,29 @@ impl MemReport {
     }
 
     /// A size in the view's unit.
+    /// The unit of the figures: `--unit`, or for `auto` the one that
+    /// suits the largest total (GPU memory included).
+    fn unit(&self) -> Unit {
+        let gpu = match self.total.gpu_bytes {
+            super::columns::GpuBytes::Known(b) => b,
+            _ => 0,
+        };
+        let largest = (0..COLUMNS.len())
+            .filter_map(|i| self.total.figures.get(i))
+            .chain([gpu])
+            .max()
+            .unwrap_or(0);
+        self.view.unit.resolve(largest)
+    }
+
     fn size(&self, bytes: u64) -> String {
         if self.view.human_sizes {
             return human_bytes(bytes);
         }
-        match self.view.unit {
+        match self.unit() {
             Unit::B => thousands(bytes),
             Unit::K => thousands(bytes / 1024),
-            Unit::M => tenths(bytes, 1 << 20),
+            Unit::M | Unit::Auto => tenths(bytes, 1 << 20),
             Unit::G => tenths(bytes, 1 << 30),
         }
     }
@@ -132,10 +164,10 @@ impl MemReport {
         if self.view.human_sizes {
             return human_bytes(bytes);
         }
-        match self.view.unit {
+        match self.unit() {
             Unit::B => bytes.to_string(),
             Unit::K => (bytes / 1024).to_string(),
-            Unit::M => tenths(bytes, 1 << 20).replace(',', ""),
+            Unit::M | Unit::Auto => tenths(bytes, 1 << 20).replace(',', ""),
             Unit::G => tenths(bytes, 1 << 30).replace(',', ""),
         }
     }
@@ -158,10 +190,10 @@ impl MemReport {
         if self.view.human_sizes {
             return "";
         }
-        match self.view.unit {
+        match self.unit() {
             Unit::B => "bytes",
             Unit::K => "kib",
-            Unit::M => "mib",
+            Unit::M | Unit::Auto => "mib",
             Unit::G => "gib",
         }
     }
@@ -184,10 +216,10 @@ impl Render for MemReport {
         let unit = if self.view.human_sizes {
             String::new()
         } else {
-            match self.view.unit {
+            match self.unit() {
                 Unit::B => " B",
                 Unit::K => " KiB",
-                Unit::M => " MiB",
+                Unit::M | Unit::Auto => " MiB",
                 Unit::G => " GiB",
             }
             .to_string()

@@ -113,8 +113,8 @@ pub struct Snapshot {
 
 /// The numeric entries of the proc root, sorted, without tally itself
 /// (the process `<root>/self` names; a fixture tree has none) and without
-/// its `helper` (the nvidia-smi it asks for GPU memory meanwhile).
-pub fn list_pids(root: &ProcRoot, helper: Option<u32>) -> Result<Vec<u32>, MemError> {
+/// its `helpers` (the nvidia-smi queries it asks for GPU memory meanwhile).
+pub fn list_pids(root: &ProcRoot, helpers: &[u32]) -> Result<Vec<u32>, MemError> {
     let me = std::fs::read_link(root.path().join("self"))
         .ok()
         .and_then(|p| p.to_str().and_then(|s| s.parse::<u32>().ok()));
@@ -129,25 +129,25 @@ pub fn list_pids(root: &ProcRoot, helper: Option<u32>) -> Result<Vec<u32>, MemEr
     if pids.is_empty() {
         return Err(MemError::NoProcesses(root.path().to_path_buf()));
     }
-    pids.retain(|&pid| Some(pid) != me && Some(pid) != helper);
+    pids.retain(|&pid| Some(pid) != me && !helpers.contains(&pid));
     pids.sort_unstable();
     Ok(pids)
 }
 
-/// Reads every process in `pids` (all of the root's but `helper` when
+/// Reads every process in `pids` (all of the root's but `helpers` when
 /// `None`) with `threads` workers (0: one per core).
 pub fn scan(
     root: &ProcRoot,
     pids: Option<&[u32]>,
     needs: Needs,
     threads: usize,
-    helper: Option<u32>,
+    helpers: &[u32],
 ) -> Result<Snapshot, MemError> {
     let listed;
     let pids = match pids {
         Some(p) => p,
         None => {
-            listed = list_pids(root, helper)?;
+            listed = list_pids(root, helpers)?;
             &listed[..]
         }
     };
@@ -184,7 +184,7 @@ pub fn scan_as_caller(
         Some(p) => p,
         None => {
             let lowered = lower()?;
-            let list = list_pids(root, None);
+            let list = list_pids(root, &[]);
             lowered.restore().map_err(MemError::CallerRights)?;
             listed = list?;
             &listed[..]
@@ -732,8 +732,7 @@ mod tests {
     #[test]
     fn scans_this_process() {
         let me = std::process::id();
-        let snap =
-            scan(&ProcRoot::default(), Some(&[me]), Needs::default(), 1, None).expect("scan");
+        let snap = scan(&ProcRoot::default(), Some(&[me]), Needs::default(), 1, &[]).expect("scan");
         assert_eq!(snap.samples.len(), 1);
         let s = &snap.samples[0];
         assert_eq!(s.pid, me);
@@ -764,7 +763,7 @@ mod tests {
             status: true,
             ..Needs::default()
         };
-        let snap = scan(&ProcRoot::default(), Some(&[me, tid]), needs, 1, None).expect("scan");
+        let snap = scan(&ProcRoot::default(), Some(&[me, tid]), needs, 1, &[]).expect("scan");
         let _ = stop_tx.send(());
         worker.join().expect("thread");
         assert_eq!(
@@ -806,7 +805,7 @@ mod tests {
             Some(&[4_999_999]),
             Needs::default(),
             1,
-            None,
+            &[],
         )
         .expect("scan");
         assert!(snap.samples.is_empty());

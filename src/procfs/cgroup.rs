@@ -50,8 +50,66 @@ pub fn parse_v1(text: &str, controller: &str) -> Option<String> {
     })
 }
 
+/// Why a cgroup v2 group could not be made under `parent` (`mkdir`'s
+/// `error`), in words a user can act on: a limit on groups that is
+/// reached (EAGAIN), a read-only cgroupfs (EROFS, where not even root may
+/// write), or no right to write there (root is not told to become root).
+pub fn mkdir_failure(parent: &std::path::Path, error: &std::io::Error, root: bool) -> String {
+    let shown = crate::text::path::display(parent);
+    let fix = match error.raw_os_error() {
+        Some(libc::EAGAIN) => format!(
+            ": a limit on the number of groups is reached (cgroup.max.descendants or \
+             cgroup.max.depth of {shown} or a group above it): raise it, or remove the \
+             groups left there"
+        ),
+        Some(libc::EROFS) => ": the cgroup filesystem is mounted read-only here (a container \
+             without write access to it): not even root can make a group"
+            .to_string(),
+        Some(libc::EACCES) | Some(libc::EPERM) if root => ": root may not write there (a \
+             container's cgroupfs, or a user namespace): run in a group delegated to it"
+            .to_string(),
+        Some(libc::EACCES) | Some(libc::EPERM) => {
+            ": run as root or in a delegated group".to_string()
+        }
+        _ => String::new(),
+    };
+    format!("cannot create a cgroup v2 group under {shown} ({error}){fix}")
+}
+
 #[cfg(test)]
 mod tests {
+    use std::io::Error;
+    use std::path::Path;
+
+    /// Regression: `cgroup.max.descendants` reached was a bare "Resource
+    /// temporarily unavailable (os error 11)", and a read-only cgroupfs
+    /// told root to "run as root".
+    #[test]
+    fn a_group_that_cannot_be_made_says_which_limit_and_never_tells_root_to_be_root() {
+        let parent = Path::new("/sys/fs/cgroup/unified/job");
+        let eagain = super::mkdir_failure(parent, &Error::from_raw_os_error(libc::EAGAIN), true);
+        assert!(
+            eagain.contains(
+                "cgroup.max.descendants or cgroup.max.depth of /sys/fs/cgroup/unified/job"
+            ),
+            "{eagain}"
+        );
+        for errno in [libc::EROFS, libc::EACCES, libc::EPERM] {
+            let said = super::mkdir_failure(parent, &Error::from_raw_os_error(errno), true);
+            assert!(!said.contains("run as root"), "{said}");
+        }
+        let rofs = super::mkdir_failure(parent, &Error::from_raw_os_error(libc::EROFS), false);
+        assert!(
+            rofs.contains("read-only") && !rofs.contains("run as root"),
+            "{rofs}"
+        );
+        let denied = super::mkdir_failure(parent, &Error::from_raw_os_error(libc::EACCES), false);
+        assert!(
+            denied.ends_with(": run as root or in a delegated group"),
+            "{denied}"
+        );
+    }
+
     use super::*;
 
     #[test]

@@ -12,43 +12,78 @@ pub struct OutputArgs {
     #[arg(long, value_enum, default_value_t = Format::HUMAN)]
     pub format: Format,
 
-    /// Write the report to FILE (`-`: stdout) instead of where it goes by
-    /// default (stdout; stderr for `run`). Put in place only when complete:
-    /// an earlier FILE survives a failed command.
+    /// Write the report to FILE (`-`: stdout).
+    ///
+    /// Instead of where it goes by default (stdout; stderr for `run`). Put
+    /// in place only when complete: an earlier FILE survives a failed
+    /// command.
     #[arg(short = 'o', long, value_name = "FILE", value_parser = ReportPlace)]
     pub output: Option<std::path::PathBuf>,
 
     #[arg(long, value_name = "FORMAT=FILE", value_parser = ExportParser,
-          action = clap::ArgAction::Append, help = EXPORT_HELP)]
+          action = clap::ArgAction::Append, help = EXPORT_HELP, long_help = EXPORT_LONG_HELP)]
     pub export: Vec<Export>,
 
-    /// Also write the self-contained HTML page to FILE (`--export
-    /// html=FILE`).
+    /// Also write the HTML page to FILE.
+    ///
+    /// The self-contained page, with its plots (`--export html=FILE`).
     #[arg(long, value_name = "FILE")]
     pub html: Option<std::path::PathBuf>,
 
-    /// `--export json=FILE`, as hyperfine spells it.
+    /// hyperfine's spelling: on `run` and `compare` hyperfine's JSON
+    /// (`--export hyperfine=FILE`), elsewhere tally's (`--export
+    /// json=FILE`).
     #[arg(long, value_name = "FILE", hide_short_help = true)]
     pub export_json: Option<std::path::PathBuf>,
 
-    /// `--export csv=FILE`, as hyperfine spells it.
+    /// hyperfine's spelling: on `run` and `compare` hyperfine's CSV
+    /// (`--export hyperfine-csv=FILE`), elsewhere tally's (`--export
+    /// csv=FILE`).
     #[arg(long, value_name = "FILE", hide_short_help = true)]
     pub export_csv: Option<std::path::PathBuf>,
 
-    /// `--export markdown=FILE`, as hyperfine spells it.
+    /// hyperfine's spelling: on `run` and `compare` hyperfine's table
+    /// (`--export hyperfine-markdown=FILE`), elsewhere tally's (`--export
+    /// markdown=FILE`).
     #[arg(long, value_name = "FILE", hide_short_help = true)]
     pub export_markdown: Option<std::path::PathBuf>,
 }
 
 impl OutputArgs {
-    /// What was asked for, `--html` as the export it stands for.
+    /// What was asked for, `--html` as the export it stands for and
+    /// hyperfine's spellings as tally's formats.
     pub fn request(&self) -> Request {
+        self.request_as(false)
+    }
+
+    /// [`OutputArgs::request`] for a report of timed runs (`run`,
+    /// `compare`): hyperfine's spellings give hyperfine's shapes, so its
+    /// scripts (`json.load(f)["results"]`) read them. Regression: they gave
+    /// tally's own JSON and CSV.
+    pub fn request_timed(&self) -> Request {
+        self.request_as(true)
+    }
+
+    fn request_as(&self, timed: bool) -> Request {
         let mut exports = self.export.clone();
+        let pick = |hyperfine: Format, own: Format| if timed { hyperfine } else { own };
         for (path, format, flag) in [
             (&self.html, Format::HTML, "--html"),
-            (&self.export_json, Format::JSON, "--export-json"),
-            (&self.export_csv, Format::CSV, "--export-csv"),
-            (&self.export_markdown, Format::MARKDOWN, "--export-markdown"),
+            (
+                &self.export_json,
+                pick(Format::HYPERFINE, Format::JSON),
+                "--export-json",
+            ),
+            (
+                &self.export_csv,
+                pick(Format::HYPERFINE_CSV, Format::CSV),
+                "--export-csv",
+            ),
+            (
+                &self.export_markdown,
+                pick(Format::HYPERFINE_MARKDOWN, Format::MARKDOWN),
+                "--export-markdown",
+            ),
         ] {
             exports.extend(path.iter().map(|path| Export {
                 format,
@@ -60,6 +95,7 @@ impl OutputArgs {
             format: self.format,
             output: self.output.clone(),
             exports,
+            append: false,
         }
     }
 }
@@ -107,7 +143,10 @@ impl clap::builder::TypedValueParser for ReportPlace {
 }
 
 /// The help of `--export`, shared by every command that reports.
-pub const EXPORT_HELP: &str = "Also write the report in FORMAT to FILE (`-`: stdout), \
+pub const EXPORT_HELP: &str = "Also write the report in FORMAT to FILE (repeatable)";
+
+/// The long help of `--export`.
+pub const EXPORT_LONG_HELP: &str = "Also write the report in FORMAT to FILE (`-`: stdout), \
     from the same measurement; repeatable. FORMAT: any value of --format";
 
 /// Parses `FORMAT=FILE` for `--export`; FILE may be any bytes.

@@ -125,8 +125,12 @@ pub fn line_plot(
     );
     f.write_grid(&mut svg, x_base, fmt_x, fmt_y);
     f.write_marks(&mut svg, marks);
+    // Legend entries one under another, each name whole in as many lines
+    // as it needs.
+    let mut ly = MT + 10.0;
     for (i, s) in series.iter().enumerate() {
-        f.write_series(&mut svg, i, s);
+        let lines = f.write_series(&mut svg, i, s, ly);
+        ly += 18.0 + 14.0 * lines.saturating_sub(1) as f64;
     }
     text(&mut svg, ML + pw / 2.0, H - 8.0, 12.0, "middle", "ax", x_label);
     y_axis_label(&mut svg, y_label);
@@ -201,8 +205,9 @@ impl Frame {
         }
     }
 
-    /// Series `i`: its whiskers, its line, its points and its legend entry.
-    fn write_series(&self, svg: &mut String, i: usize, s: &Series) {
+    /// Series `i`: its whiskers, its line, its points and its legend entry
+    /// at `ly`; returns the lines the entry took.
+    fn write_series(&self, svg: &mut String, i: usize, s: &Series, ly: f64) -> usize {
         let color = COLORS.get(i % COLORS.len()).copied().unwrap_or("#000");
         // Past the palette, dashes keep series apart (events has 9).
         let dash = match i / COLORS.len() {
@@ -217,7 +222,7 @@ impl Frame {
             .map(|(x, y)| format!("{:.1},{:.1}", self.sx(*x), self.sy(*y)))
             .collect();
         if path.is_empty() {
-            return;
+            return 0;
         }
         for &(x, lo, hi) in &s.spread {
             if x > 0.0 && lo > 0.0 && hi >= lo && hi.is_finite() {
@@ -242,7 +247,6 @@ impl Frame {
                 let _ = write!(svg, r#"<circle cx="{x}" cy="{y}" r="2.5" fill="{color}"/>"#);
             }
         }
-        let ly = MT + 10.0 + i as f64 * 18.0;
         let pw = self.pw;
         let _ = write!(
             svg,
@@ -250,9 +254,45 @@ impl Frame {
             ML + pw + 10.0,
             ML + pw + 30.0
         );
-        let name = distinct_labels(std::slice::from_ref(&s.name), 21).remove(0);
-        text(svg, ML + pw + 35.0, ly + 4.0, 12.0, "start", "lg", &name);
+        // Whole, in lines of the legend's width (a regression: names were
+        // cut to 21 characters, "anonymous,…ge written").
+        let lines = legend_lines(&s.name, LEGEND_CHARS);
+        for (k, line) in lines.iter().enumerate() {
+            let y = ly + 4.0 + 14.0 * k as f64;
+            text(svg, ML + pw + 35.0, y, 12.0, "start", "lg", line);
+        }
+        lines.len()
     }
+}
+
+/// Characters of a legend entry's line beside a plot (12 px text in the
+/// right margin).
+const LEGEND_CHARS: usize = 22;
+
+/// `name` in lines of at most `width` characters, broken at spaces; a word
+/// longer than a line is broken in it (a path without spaces).
+pub fn legend_lines(name: &str, width: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    for word in name.split(' ').filter(|w| !w.is_empty()) {
+        let mut word: Vec<char> = word.chars().collect();
+        let room = |l: &String| l.chars().count() + 1 + word.len() <= width;
+        match lines.last_mut() {
+            Some(l) if room(l) => {
+                l.push(' ');
+                l.extend(&word);
+                continue;
+            }
+            _ => {}
+        }
+        while word.len() > width {
+            lines.push(word.drain(..width).collect());
+        }
+        lines.push(word.into_iter().collect());
+    }
+    if lines.is_empty() {
+        lines.push(String::new());
+    }
+    lines
 }
 
 /// A whole page: `title` (escaped here) and `body` (markup already).
@@ -688,22 +728,26 @@ pub fn dot_strip(title: &str, x_label: &str, values: &[f64]) -> String {
     svg
 }
 
-/// One row of [`ratio_table`].
+/// One row of [`ratio_table`]: one command's ratio in one figure, in the
+/// words of the report's other formats.
 pub struct RatioRow {
     pub figure: String,
+    /// The command's number (`#2`): its name is in the table of commands.
     pub name: String,
-    pub ratio: Option<f64>,
-    pub low: Option<f64>,
-    pub high: Option<f64>,
+    /// `1.26×`, `—`.
+    pub ratio: String,
+    /// `[1.24, 1.28]`, or empty.
+    pub interval: String,
     pub p: Option<f64>,
-    /// Words, e.g. `faster`, `undecided`.
+    /// Words, e.g. `faster (p<0.001)`, `same within 1%`.
     pub verdict: String,
     /// `lower`, `higher` or `same`: the row's colour.
     pub class: &'static str,
 }
 
 /// A table of ratios with their intervals, in figures (the chart of
-/// [`super::svg::ratio_chart`] draws them).
+/// [`super::svg::ratio_chart`] draws them): a figure's name once over its
+/// rows, no cell cut (a cell wraps rather than lose its end).
 pub fn ratio_table(reference: &str, rows: &[RatioRow]) -> String {
     let mut s = String::new();
     let _ = write!(
@@ -711,26 +755,30 @@ pub fn ratio_table(reference: &str, rows: &[RatioRow]) -> String {
         "<table class=\"ratios\"><tr><th>figure</th><th>command</th><th>ratio to {}</th><th>interval</th><th>p (adjusted)</th><th>verdict</th></tr>",
         esc(reference)
     );
-    for r in rows {
-        let num = |v: Option<f64>| {
-            v.filter(|v| v.is_finite())
-                .map(|v| format!("{v:.3}"))
-                .unwrap_or_else(|| "—".into())
-        };
-        let _ = write!(
-            s,
-            "<tr class=\"{}\"><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">[{}, {}]</td><td class=\"n\">{}</td><td class=\"{}\">{}</td></tr>",
-            r.class,
-            esc(&r.figure),
-            esc(&r.name),
-            r.ratio.map(|v| format!("{v:.3}×")).unwrap_or_else(|| "—".into()),
-            num(r.low),
-            num(r.high),
-            r.p.map(|p| if p < 0.001 { "<0.001".to_string() } else { format!("{p:.3}") })
-                .unwrap_or_default(),
-            r.class,
-            esc(&r.verdict)
-        );
+    let mut k = 0;
+    while let Some(first) = rows.get(k) {
+        let span = rows[k..]
+            .iter()
+            .take_while(|r| r.figure == first.figure)
+            .count();
+        for (j, r) in rows[k..k + span].iter().enumerate() {
+            let _ = write!(s, "<tr class=\"{}\">", r.class);
+            if j == 0 {
+                let _ = write!(s, "<td rowspan=\"{span}\">{}</td>", esc(&r.figure));
+            }
+            let _ = write!(
+                s,
+                "<td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"{}\">{}</td></tr>",
+                esc(&r.name),
+                esc(&r.ratio),
+                esc(&r.interval),
+                r.p.map(|p| if p < 0.001 { "<0.001".to_string() } else { format!("{p:.3}") })
+                    .unwrap_or_default(),
+                r.class,
+                esc(&r.verdict)
+            );
+        }
+        k += span;
     }
     s.push_str("</table>");
     s
@@ -871,17 +919,19 @@ mod tests {
 
     #[test]
     fn ratio_table_gives_each_interval() {
-        let row = RatioRow {
+        let row = |name: &str| RatioRow {
             figure: "wall".into(),
-            name: "#1".into(),
-            ratio: Some(1.2),
-            low: Some(1.1),
-            high: Some(1.3),
+            name: name.into(),
+            ratio: "1.20×".into(),
+            interval: "[1.10, 1.30]".into(),
             p: Some(0.001),
-            verdict: "slower".into(),
+            verdict: "same within 1%".into(),
             class: "higher",
         };
-        let t = ratio_table("#2", &[row]);
-        assert!(t.contains("1.200×") && t.contains("[1.100, 1.300]"), "{t}");
+        let t = ratio_table("#2", &[row("#1"), row("#3")]);
+        assert!(t.contains("1.20×") && t.contains("[1.10, 1.30]"), "{t}");
+        // The figure once over its rows; the verdict whole.
+        assert_eq!(t.matches(">wall<").count(), 1, "{t}");
+        assert!(t.contains("rowspan=\"2\"") && t.contains("same within 1%"), "{t}");
     }
 }

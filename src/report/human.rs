@@ -11,8 +11,21 @@ pub const FORMAT: super::FormatSpec = super::FormatSpec {
     name: "human",
     help: "Text for people (the default)",
     needs: super::Form::Text,
-    render: |r, style, out| Ok(r.forms().human(out, style)?),
+    render: |r, style, out| match style.width {
+        // On a terminal every line fits it (`super::text::Fit`).
+        Some(w) => {
+            let mut fit = super::text::Fit::new(out, w);
+            r.forms().human(&mut fit, style)?;
+            fit.finish()?;
+            Ok(())
+        }
+        None => Ok(r.forms().human(out, style)?),
+    },
     rows: Some(|r, style, out| {
+        let out: Box<dyn Write> = match style.width {
+            Some(w) => Box::new(super::text::Fit::new(out, w)),
+            None => out,
+        };
         Ok(Box::new(Human {
             text: r.text(style),
             out,

@@ -91,6 +91,36 @@ pub fn write(commands: &[TimedCommand<'_>], out: &mut dyn std::io::Write) -> std
     out.write_all(b"\n")
 }
 
+/// hyperfine's figures of one command, seconds: what its CSV and Markdown
+/// exports hold.
+pub struct Summary<'a> {
+    pub command: &'a str,
+    pub mean: f64,
+    pub stddev: Option<f64>,
+    pub median: f64,
+    pub user: f64,
+    pub system: f64,
+    pub min: f64,
+    pub max: f64,
+    pub parameters: std::collections::BTreeMap<&'a str, &'a str>,
+}
+
+/// [`Summary`] of `c`, as hyperfine computes it.
+pub fn summary<'a>(c: &'a TimedCommand<'a>) -> Summary<'a> {
+    let b = result(c);
+    Summary {
+        command: b.command,
+        mean: b.mean,
+        stddev: b.stddev,
+        median: b.median,
+        user: b.user,
+        system: b.system,
+        min: b.min,
+        max: b.max,
+        parameters: b.parameters,
+    }
+}
+
 fn result<'a>(c: &'a TimedCommand<'a>) -> Benchmark<'a> {
     let secs = |ns: f64| ns / 1e9;
     let times: Vec<f64> = c.runs.iter().map(|r| secs(r.wall_ns as f64)).collect();

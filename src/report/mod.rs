@@ -47,6 +47,8 @@ formats! {
     prometheus,
     html,
     hyperfine,
+    hyperfine_csv,
+    hyperfine_markdown,
 }
 
 /// One output format: its `--format` name, its help line, the form of a
@@ -157,6 +159,12 @@ impl Format {
     pub const PROMETHEUS: Format = Format::named("prometheus");
     /// A self-contained HTML page with plots.
     pub const HTML: Format = Format::named("html");
+    /// hyperfine's `--export-json` document.
+    pub const HYPERFINE: Format = Format::named("hyperfine");
+    /// hyperfine's `--export-csv` table.
+    pub const HYPERFINE_CSV: Format = Format::named("hyperfine-csv");
+    /// hyperfine's `--export-markdown` table.
+    pub const HYPERFINE_MARKDOWN: Format = Format::named("hyperfine-markdown");
 
     /// The format called `name`; a name not in [`FORMATS`] fails the build
     /// where it is used in a constant.

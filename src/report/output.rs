@@ -11,8 +11,8 @@
 //! - lets at most one rendering claim stdout: a second is a usage error,
 //!   and the default human report steps aside to stderr when an export
 //!   takes stdout, so stdout carries one document;
-//! - refuses stdout when it was closed at start (`>&-`), where a report
-//!   would vanish;
+//! - refuses stdout or stderr when it was closed at start (`>&-`, `2>&-`),
+//!   where a report would vanish;
 //! - resolves every file and creates its temporary file in the file's
 //!   directory ([`crate::place`]), so an unwritable place fails before the
 //!   work, not after.
@@ -85,6 +85,8 @@ pub struct Request {
     /// `-o FILE`; `None`: the command's default stream.
     pub output: Option<PathBuf>,
     pub exports: Vec<Export>,
+    /// `-o FILE` is added to, not replaced (`run -a`, GNU time's).
+    pub append: bool,
 }
 
 /// A standard stream.
@@ -152,6 +154,10 @@ pub enum OutputError {
         "stdout is closed, so the {0} report would go nowhere: give -o FILE, or leave stdout open"
     )]
     StdoutClosed(Format),
+    #[error(
+        "stderr is closed, so the {0} report would go nowhere: give -o FILE, or leave stderr open"
+    )]
+    StderrClosed(Format),
     /// The path said once: most of [`PlaceError`]'s messages begin with it.
     #[error("{}", source.for_option(flag, path))]
     Place {
@@ -172,29 +178,40 @@ pub enum OutputError {
 
 impl OutputError {
     /// 2 for a request that cannot be met (bad usage), 1 for a place or
-    /// a write that failed; 0 for stderr that cannot be written (`2>/dev/full`):
-    /// the place of diagnostics, where nothing more can be said either, does
-    /// not change how a command ended.
+    /// a write that failed, stderr's (`2>/dev/full`) too: a report that
+    /// was not written is a failure wherever it was to go (`tally run`
+    /// makes every such failure its own 125).
     pub fn exit_code(&self) -> u8 {
         match self {
             OutputError::Unsupported { .. }
             | OutputError::TwoOnStdout { .. }
             | OutputError::SameFile { .. } => 2,
-            OutputError::Write { to, .. } if to == "stderr" => 0,
             _ => 1,
         }
     }
 
-    /// Says every failure of `errors` on stderr (`tally: ` and the
-    /// error); returns the exit code they call for (0 when there were
-    /// none).
+    /// Says every failure of `errors` ([`say_somewhere`]); returns the
+    /// exit code they call for (0 when there were none).
     pub fn say(errors: Vec<OutputError>) -> u8 {
         let mut code = 0;
         for e in errors {
-            crate::diag!("tally: {e}");
+            say_somewhere(&format!("tally: {e}"));
             code = code.max(e.exit_code());
         }
         code
+    }
+}
+
+/// Says `line` on stderr; where stderr cannot take it (closed at start,
+/// full, gone) and stdout is a terminal, there: a person sees why, and
+/// no pipe or file gets a line that is not its data.
+pub fn say_somewhere(line: &str) {
+    use std::io::IsTerminal;
+    let line = crate::text::controls_escaped(line, true);
+    let said =
+        !crate::sys::entry::stderr_was_closed() && writeln!(io::stderr().lock(), "{line}").is_ok();
+    if !said && io::stdout().is_terminal() {
+        let _ = writeln!(io::stdout().lock(), "{line}");
     }
 }
 
@@ -277,6 +294,23 @@ impl Output {
         }
         let main = match (request.output.as_deref(), main_default) {
             (None, None) => None,
+            (Some(p), _) if request.append && p.as_os_str() != "-" => {
+                // Added to where it is, as a device is written: opened by
+                // place's one opener for appending.
+                let (file, _) = place::open_append(p).map_err(|source| OutputError::Place {
+                    flag: "-o",
+                    path: p.to_path_buf(),
+                    source,
+                })?;
+                Some(Target {
+                    format: request.format,
+                    to: To::Special {
+                        file,
+                        path: p.to_path_buf(),
+                    },
+                    flag: "-o",
+                })
+            }
             (path, stream) => Some(target(
                 request.format,
                 path,
@@ -297,6 +331,13 @@ impl Output {
                 .find(|t| matches!(t.to, To::Stream(Stream::Stdout)))
                 .map_or(request.format, |t| t.format);
             return Err(OutputError::StdoutClosed(format));
+        }
+        if let Some(t) = output
+            .targets()
+            .find(|t| matches!(t.to, To::Stream(Stream::Stderr)))
+            && crate::sys::entry::stderr_was_closed()
+        {
+            return Err(OutputError::StderrClosed(t.format));
         }
         Ok(output)
     }

@@ -498,13 +498,23 @@ pub struct RatioBar {
     pub ratio: f64,
     pub low: f64,
     pub high: f64,
+    /// The ratio and its interval in words, as the report's other formats
+    /// write them (`1.26× [1.24, 1.28]`), right of the line.
+    pub words: String,
 }
 
 /// Each command against the reference: per row the interval as a line
 /// and the ratio as a dot, on one linear axis of ratios with round ticks,
 /// 1× marked, and the band `1 ± threshold` (a shift inside it counts as
-/// the same) shaded when `threshold` is above 0.
-pub fn ratio_chart(title: &str, rows: &[RatioBar], threshold: f64, level: f64) -> String {
+/// the same) shaded when `threshold` is above 0. `dot` says what the dot
+/// is (the legend says what is drawn).
+pub fn ratio_chart(
+    title: &str,
+    rows: &[RatioBar],
+    threshold: f64,
+    level: f64,
+    dot: &str,
+) -> String {
     let rows: Vec<&RatioBar> = rows
         .iter()
         .filter(|r| r.ratio.is_finite() && r.ratio > 0.0)
@@ -526,31 +536,41 @@ pub fn ratio_chart(title: &str, rows: &[RatioBar], threshold: f64, level: f64) -
     let axis = RatioAxis::new(lo, hi);
     let sx = |v: f64| x0 + axis.at(v) * pw;
     let legend_y = 38.0;
-    let y0 = legend_y + 16.0;
+    // The legend in lines of the chart's width (11 px text, about 6 px a
+    // character), whole.
+    let mut legend = super::text::wrap(&format!("dot: {dot}"), "", "", 118);
+    legend.extend(super::text::wrap(
+        &format!(
+            "line: its {} interval.{}",
+            crate::units::percent_text(level),
+            if threshold > 0.0 {
+                format!(
+                    " shaded: within ±{} of 1×, the same",
+                    crate::units::percent_text(threshold)
+                )
+            } else {
+                String::new()
+            }
+        ),
+        "",
+        "",
+        118,
+    ));
+    let y0 = legend_y + 14.0 * legend.len() as f64 + 2.0;
     let axis_y = y0 + ROW * rows.len().max(1) as f64 + 4.0;
     let mut svg = String::new();
     open(&mut svg, BAR_W, axis_y + 40.0, title);
-    let band = if threshold > 0.0 {
-        format!(
-            "shaded: within ±{}% of 1×, the same",
-            value_label(threshold * 100.0)
-        )
-    } else {
-        String::new()
-    };
-    let legend = format!(
-        "dot: ratio of medians; line: its {}% interval. {band}",
-        value_label(level * 100.0)
-    );
-    text(
-        &mut svg,
-        10.0,
-        legend_y,
-        11.0,
-        "start",
-        "lg",
-        legend.trim_end(),
-    );
+    for (k, line) in legend.iter().enumerate() {
+        text(
+            &mut svg,
+            10.0,
+            legend_y + 14.0 * k as f64,
+            11.0,
+            "start",
+            "lg",
+            line,
+        );
+    }
     if threshold > 0.0 {
         let (l, r) = (sx(1.0 - threshold), sx(1.0 + threshold));
         let _ = write!(
@@ -616,13 +636,12 @@ fn write_ratio_row(svg: &mut String, r: &RatioBar, y: f64, x0: f64, sx: &dyn Fn(
                 sx(low),
                 sx(high).max(sx(low) + 1.0)
             );
-            let words = format!("{:.3}× [{low:.3}, {high:.3}]", r.ratio);
-            (sx(high).max(sx(r.ratio)), words)
+            (sx(high).max(sx(r.ratio)), r.words.clone())
         }
-        None => {
-            let words = format!("{:.3}×, no interval: too few runs", r.ratio);
-            (sx(r.ratio), words)
-        }
+        None => (
+            sx(r.ratio),
+            format!("{}, no interval: too few runs", r.words),
+        ),
     };
     let _ = write!(
         svg,
@@ -648,8 +667,15 @@ impl RatioAxis {
             let (a, b) = (lo / 1.1, hi * 1.1);
             let mut ticks = Vec::new();
             let mut p = 10f64.powf(a.log10().floor());
+            // Beyond three decades 1, 2 and 5 crowd the axis's labels
+            // into each other ("0.01×0.02×"): powers of 10 alone.
+            let marks: &[f64] = if (b / a).log10() > 3.0 {
+                &[1.0]
+            } else {
+                &[1.0, 2.0, 5.0]
+            };
             while p <= b && ticks.len() < 40 {
-                for m in [1.0, 2.0, 5.0] {
+                for &m in marks {
                     let t = p * m;
                     if t >= a && t <= b {
                         ticks.push(t);
@@ -810,11 +836,13 @@ mod tests {
             ratio: 1.2,
             low: 1.1,
             high: 1.3,
+            words: "1.20× [1.10, 1.30]".into(),
         }];
-        let svg = ratio_chart("r", &rows, 0.02, 0.95);
+        let svg = ratio_chart("r", &rows, 0.02, 0.95, "the ratio");
         assert_eq!(svg.matches("class=\"interval\"").count(), 1);
         assert!(svg.contains("class=\"one\"") && svg.contains("class=\"band\""));
-        assert!(svg.contains("1.200× [1.100, 1.300]"), "{svg}");
-        assert!(!ratio_chart("r", &[], 0.0, 0.95).contains("NaN"));
+        assert!(svg.contains("1.20× [1.10, 1.30]"), "{svg}");
+        assert!(svg.contains("dot: the ratio"), "{svg}");
+        assert!(!ratio_chart("r", &[], 0.0, 0.95, "x").contains("NaN"));
     }
 }

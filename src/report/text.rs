@@ -190,6 +190,119 @@ pub fn wrap(text: &str, first: &str, rest: &str, width: usize) -> Vec<String> {
     lines
 }
 
+/// A writer that fits every line of a human report to a terminal's
+/// `width`: a line that fits passes as it is; a longer one is broken at
+/// spaces ([`wrap`]) and continued under `tally:   ` (a diagnostic's
+/// line) or two spaces further in than it began, so the terminal never
+/// breaks a word. Every human report written to a terminal goes through
+/// one (see `super::human`); a file or a pipe (no width) keeps whole
+/// lines. Regression: `run`'s report was wrapped near 100 columns
+/// whatever the terminal, and broke "50% o / n a CPU" at 80.
+pub struct Fit<W: Write> {
+    inner: W,
+    width: usize,
+    pending: Vec<u8>,
+}
+
+impl<W: Write> Fit<W> {
+    pub fn new(inner: W, width: usize) -> Fit<W> {
+        Fit {
+            inner,
+            width: width.max(20),
+            pending: Vec::new(),
+        }
+    }
+
+    /// Writes the complete lines held (and, with `all`, the rest).
+    fn drain(&mut self, all: bool) -> io::Result<()> {
+        while let Some(end) = self.pending.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = self.pending.drain(..=end).collect();
+            let text = String::from_utf8_lossy(&line[..line.len() - 1]).into_owned();
+            for part in fit_line(&text, self.width) {
+                writeln!(self.inner, "{part}")?;
+            }
+        }
+        if all && !self.pending.is_empty() {
+            let text = String::from_utf8_lossy(&self.pending).into_owned();
+            self.pending.clear();
+            let parts = fit_line(&text, self.width);
+            let last = parts.len().saturating_sub(1);
+            for (i, part) in parts.iter().enumerate() {
+                if i == last {
+                    write!(self.inner, "{part}")?;
+                } else {
+                    writeln!(self.inner, "{part}")?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes what is held, a last line without its line break too.
+    pub fn finish(&mut self) -> io::Result<()> {
+        self.drain(true)?;
+        self.inner.flush()
+    }
+}
+
+impl<W: Write> Write for Fit<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.pending.extend_from_slice(buf);
+        self.drain(false)?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.drain(false)?;
+        self.inner.flush()
+    }
+}
+
+impl<W: Write> Drop for Fit<W> {
+    fn drop(&mut self) {
+        let _ = self.drain(true);
+        let _ = self.inner.flush();
+    }
+}
+
+/// The characters a terminal shows of `line`: escape sequences (bold)
+/// take no column.
+fn shown_chars(line: &str) -> usize {
+    let mut n = 0;
+    let mut escape = false;
+    for c in line.chars() {
+        match (escape, c) {
+            (false, '\x1b') => escape = true,
+            (true, c) if c.is_ascii_alphabetic() => escape = false,
+            (true, _) => {}
+            (false, _) => n += 1,
+        }
+    }
+    n
+}
+
+/// `line` in lines of at most `width` shown characters (see [`Fit`]).
+pub fn fit_line(line: &str, width: usize) -> Vec<String> {
+    if shown_chars(line) <= width {
+        return vec![line.to_string()];
+    }
+    let (first, rest, body) = match line.strip_prefix("tally: ") {
+        Some(body) => {
+            let lead = body.len() - body.trim_start().len();
+            let indent = format!("tally: {}", " ".repeat(lead));
+            (indent.clone(), format!("{indent}  "), body.trim_start())
+        }
+        None => {
+            let lead = line.len() - line.trim_start().len();
+            let indent = " ".repeat(lead);
+            (indent.clone(), format!("{indent}  "), line.trim_start())
+        }
+    };
+    // `wrap` counts every character; escapes are few (a bold header).
+    let extra = body.chars().count() - shown_chars(body);
+    wrap(body, &first, &rest, width + extra)
+}
+
 /// Cells as one line each, with no control character
 /// ([`crate::text::controls_escaped`]): a cell's text may come from a
 /// name or a file.

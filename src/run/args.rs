@@ -28,10 +28,12 @@ use crate::report::{Format, OutputArgs};
         Ctrl-C, which reaches the command itself, does not count). If tally \
         dies, the command gets SIGKILL (PR_SET_PDEATHSIG).")]
 pub struct RunArgs {
-    /// Run the command N times and report min, median, mean ± stddev, max.
-    #[arg(short = 'n', long, value_name = "N", default_value_t = 1, visible_short_alias = 'r',
+    /// Run the command N times and report min, median, mean ± stddev, max
+    /// (default 1; with --count 3, so that the report shows whether the
+    /// counts repeat).
+    #[arg(short = 'n', long, value_name = "N", visible_short_alias = 'r',
           value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
-    pub runs: u32,
+    pub runs: Option<u32>,
 
     /// Run the command N times first, unmeasured.
     #[arg(short = 'w', long, value_name = "N", default_value_t = 0,
@@ -60,6 +62,16 @@ pub struct RunArgs {
     #[arg(long)]
     pub counters: bool,
 
+    /// Count the work done, in figures no machine can move: instructions
+    /// first. `hw`: the CPU's counters (needs a PMU); `sim`: Valgrind's
+    /// Cachegrind (any machine with valgrind installed; 20-100x slower,
+    /// and it says which functions did the work); `auto` (the default of a
+    /// bare --count): hw where it counts, else sim. A run under sim is not
+    /// timed: its time is Valgrind's. See docs/count.md.
+    #[arg(long, value_name = "SOURCE", num_args = 0..=1, require_equals = true,
+          default_missing_value = "auto", value_parser = crate::count::Choice::parse)]
+    pub count: Option<crate::count::Choice>,
+
     /// Show where the wall time went as a table, each part with its source
     /// and what it may miss (by default: two lines). `-v`/`--verbose` as
     /// GNU time's: the full account.
@@ -83,6 +95,20 @@ pub struct RunArgs {
           value_hint = clap::ValueHint::CommandWithArguments)]
     pub argv: Vec<OsString>,
 
+    /// The report as one line per run made from TEMPLATE, as GNU time's
+    /// `-f FORMAT`: its `%` letters (`%e` elapsed s, `%U`/`%S` user/kernel
+    /// s, `%M` peak KiB, `%P` cpu %, `%E`, `%F`, `%R`, `%w`, `%c`, `%I`,
+    /// `%O`, `%x`, `%C`, `%Z`), `%{KEY}` for any figure of tally's by its
+    /// JSON key (`%{io_wait_ns}`), `%%`, and `\n`, `\t`.
+    #[arg(short = 'f', long = "template", value_name = "TEMPLATE",
+          value_parser = |s: &str| super::template::Template::parse(s).map(|_| s.to_string()))]
+    pub template: Option<String>,
+
+    /// With -o FILE: add the report to the end of FILE instead of
+    /// replacing it (GNU time's -a).
+    #[arg(short = 'a', long, requires = "output")]
+    pub append: bool,
+
     /// The unit of times in human output: `auto` (each scaled: ns, µs,
     /// ms, s), `ns`, `us`, `ms` or `s`. JSON and CSV keep integers.
     #[arg(short = 'u', long, value_enum, value_name = "UNIT", default_value_t = crate::units::TimeUnit::Auto)]
@@ -97,17 +123,20 @@ impl Default for RunArgs {
     /// The defaults clap applies: one run, no warm-up, human format.
     fn default() -> RunArgs {
         RunArgs {
-            runs: 1,
+            runs: None,
             warmup: 0,
             quiet_command: false,
             cold: Vec::new(),
             drop_caches: false,
             tree: false,
             counters: false,
+            count: None,
             why: false,
             no_why: false,
             gpu: false,
             argv: Vec::new(),
+            template: None,
+            append: false,
             time_unit: crate::units::TimeUnit::Auto,
             out: OutputArgs::default(),
         }
@@ -118,14 +147,20 @@ impl RunArgs {
     /// The run the arguments ask for (clap has checked them all).
     pub fn config(self) -> Result<Config, Usage> {
         Ok(Config {
-            runs: self.runs,
+            runs: self.runs.unwrap_or(if self.count.is_some() {
+                COUNTED_RUNS
+            } else {
+                1
+            }),
             warmup: self.warmup,
             quiet_command: self.quiet_command,
+            stdin_null: false,
             stdout_to_stderr: false,
             cold: self.cold,
             drop_caches: self.drop_caches,
             tree: self.tree,
             counters: self.counters,
+            count: self.count,
             why: !self.no_why,
             gpu: self.gpu,
             gpu_when_present: true,
@@ -133,6 +168,10 @@ impl RunArgs {
         })
     }
 }
+
+/// Runs made by default with `--count`: the fewest that show whether the
+/// counts repeat from run to run.
+pub const COUNTED_RUNS: u32 = 3;
 
 /// Reads `tally run …` without clap, for the common spellings only.
 ///
@@ -170,7 +209,7 @@ pub fn scan(args: &[OsString]) -> Option<RunArgs> {
                 out.argv = rest.cloned().collect();
                 break;
             }
-            b"-n" | b"-r" | b"--runs" if once(0) => out.runs = count(rest.next(), 1)?,
+            b"-n" | b"-r" | b"--runs" if once(0) => out.runs = Some(count(rest.next(), 1)?),
             b"-w" | b"--warmup" if once(1) => out.warmup = count(rest.next(), 0)?,
             b"--quiet-command" if once(2) => out.quiet_command = true,
             b"--drop-caches" if once(3) => out.drop_caches = true,

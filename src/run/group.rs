@@ -135,36 +135,6 @@ pub fn pressure_of(file: &Path, read: io::Result<&str>) -> Result<Pressure, Stri
     }
 }
 
-/// Why a group cannot be made under `parent` (mkdir failed with `e`), in
-/// words a user can act on.
-fn make_error(parent: &Path, mount: &Path, e: &io::Error) -> String {
-    let shown = crate::text::path::display(parent);
-    let root = crate::sys::geteuid() == 0;
-    match e.raw_os_error() {
-        Some(libc::EROFS) => format!(
-            "cannot create a cgroup v2 group under {shown}: the cgroup filesystem {} is mounted read-only",
-            crate::text::path::display(mount)
-        ),
-        Some(libc::EAGAIN) => {
-            let limit = |name: &str| {
-                crate::input::read_proc_text(&parent.join(name))
-                    .map(|t| t.trim().to_string())
-                    .unwrap_or_else(|_| "unknown".into())
-            };
-            format!(
-                "cannot create a cgroup v2 group under {shown}: it has as many groups below it as it may \
-                 (cgroup.max.descendants {}, cgroup.max.depth {})",
-                limit("cgroup.max.descendants"),
-                limit("cgroup.max.depth")
-            )
-        }
-        Some(libc::EACCES) | Some(libc::EPERM) if !root => format!(
-            "cannot create a cgroup v2 group under {shown} ({e}): run as root or in a delegated group"
-        ),
-        _ => format!("cannot create a cgroup v2 group under {shown} ({e})"),
-    }
-}
-
 impl RunGroup {
     /// Makes a fresh group beside tally's own and opens its directory;
     /// else says why not, in words a user can act on.
@@ -182,7 +152,8 @@ impl RunGroup {
         );
         let path = parent.join(name);
         if let Err(e) = fs::create_dir(&path) {
-            return Err(make_error(&parent, &mount, &e));
+            let root = crate::sys::geteuid() == 0;
+            return Err(cgroup::mkdir_failure(&parent, &e, root));
         }
         match crate::sys::file::open_dir(&path) {
             Ok(dir) => Ok(RunGroup {
@@ -442,14 +413,13 @@ pub fn move_out_leftovers(path: &Path, notes: &mut Vec<String>) {
     if left.is_empty() {
         return;
     }
+    let (run, were) = match left.len() {
+        1 => ("runs", "it was"),
+        _ => ("run", "they were"),
+    };
     notes.push(format!(
-        "{} of the tree still ran after the command exited; {} moved back to {} and not measured",
+        "{} of the tree still {run} after the command exited; {were} moved back to {} and not measured",
         crate::units::count(left.len() as u64, "process", "processes"),
-        if left.len() == 1 {
-            "it was"
-        } else {
-            "they were"
-        },
         crate::text::path::display(own)
     ));
     let procs = own.join("cgroup.procs");

@@ -26,7 +26,7 @@ fn figures_table(r: &RunReport) -> String {
             fig.label.to_string()
         };
         if one {
-            let Some(v) = r.runs.first().and_then(|run| (fig.get)(run)) else {
+            let Some(v) = r.runs.first().and_then(|run| fig.value(run)) else {
                 continue;
             };
             let _ = write!(
@@ -72,7 +72,7 @@ pub fn render(r: &RunReport) -> String {
         let raw: Vec<f64> = r
             .runs
             .iter()
-            .filter_map(|x| (fig.get)(x))
+            .filter_map(|x| fig.value(x))
             .map(|v| v as f64)
             .collect();
         if raw.is_empty() {

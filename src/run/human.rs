@@ -17,15 +17,23 @@ pub fn write(r: &RunReport, out: &mut dyn Write, style: Style) -> io::Result<()>
     if let Some(line) = failure(&r.runs) {
         writeln!(out, "tally: {line}")?;
     }
+    // `-f TEMPLATE`: a line per run, as GNU time's -f gives.
+    if let Some(text) = &r.template {
+        return templated(r, text, out);
+    }
     let report = r;
+    // Prose fits the terminal; off one, lines of 100.
+    let width = style.width.unwrap_or(NO_TERMINAL_WIDTH);
     if r.runs.len() == 1 {
         let r = &r.runs[0];
         if let Some(c) = &r.cold {
             human_cold(c, out)?;
         }
-        human_single(r, report.why_table, out)?;
+        if !r.simulated() {
+            human_single(r, report.why_table, out)?;
+        }
         if let Some(w) = &r.why {
-            human_why_after(w, report.why_table, out)?;
+            human_why_after(w, report.why_table, width, out)?;
         }
         if let Some(t) = &r.tree {
             human_tree(t, out)?;
@@ -36,6 +44,7 @@ pub fn write(r: &RunReport, out: &mut dyn Write, style: Style) -> io::Result<()>
         for line in crate::gpu::human::lines(&r.gpu, r.wall_ns) {
             writeln!(out, "tally: {line}")?;
         }
+        human_count(report, style, out)?;
         human_exit(r, out)?;
     } else if let Some(last) = r.runs.last() {
         let warm = if r.warmup_runs > 0 {
@@ -77,19 +86,19 @@ pub fn write(r: &RunReport, out: &mut dyn Write, style: Style) -> io::Result<()>
         }
         table.write(out, style)?;
         if sampled {
-            let width = style.width.unwrap_or(NO_TERMINAL_WIDTH);
             tally_lines(out, &format!("tally: {}", super::report::TICK_NOTE), width)?;
         }
         if let Some(w) = &last.why {
             writeln!(out, "tally: where the wall time went, the last run:")?;
             human_why(w, last.wall_ns, report.why_table, out)?;
-            human_why_after(w, report.why_table, out)?;
+            human_why_after(w, report.why_table, width, out)?;
         }
         if let Some(c) = &last.cold {
             writeln!(out, "tally: cold: before each run; the last:")?;
             human_cold(c, out)?;
         }
         match (&last.io_source, &last.io_unavailable) {
+            _ if last.simulated() => {}
             (Some(source), _) => writeln!(
                 out,
                 "tally: storage and read()/write() figures: {}",
@@ -112,6 +121,7 @@ pub fn write(r: &RunReport, out: &mut dyn Write, style: Style) -> io::Result<()>
         for line in gpu {
             writeln!(out, "tally: {line}")?;
         }
+        human_count(report, style, out)?;
         human_exit(last, out)?;
     }
     if let Some(sig) = &r.interrupted_by {
@@ -122,14 +132,23 @@ pub fn write(r: &RunReport, out: &mut dyn Write, style: Style) -> io::Result<()>
             r.runs_requested
         )?;
     }
-    let width = style
-        .width
-        .unwrap_or(NO_TERMINAL_WIDTH)
-        .min(NO_TERMINAL_WIDTH);
     for w in &r.warnings {
         tally_lines(out, &format!("tally: warning: {w}"), width)?;
     }
     Ok(())
+}
+
+/// A line per run made from the template `text` (`-f`).
+fn templated(r: &RunReport, text: &str, out: &mut dyn Write) -> io::Result<()> {
+    match super::template::Template::parse(text) {
+        Ok(t) => {
+            for run in &r.runs {
+                writeln!(out, "{}", t.render(&r.command, run))?;
+            }
+            Ok(())
+        }
+        Err(e) => writeln!(out, "tally: {e}"),
+    }
 }
 
 /// `ns` nanoseconds in the command line's unit.
@@ -150,8 +169,8 @@ fn human_single(r: &RunRecord, why_table: bool, out: &mut dyn Write) -> io::Resu
     }
     writeln!(
         out,
-        "tally: peak memory {}KiB (ru_maxrss)",
-        thousands(r.max_rss_bytes / 1024)
+        "tally: peak memory {} (ru_maxrss)",
+        crate::units::memory_kib((r.max_rss_bytes / 1024) as f64)
     )?;
     writeln!(
         out,
@@ -276,10 +295,10 @@ fn human_why(w: &Why, wall_ns: u64, table: bool, out: &mut dyn Write) -> io::Res
 
 /// After the other figures: why a part is unavailable (each reason once),
 /// the notes with the table, and the advice.
-fn human_why_after(w: &Why, table: bool, out: &mut dyn Write) -> io::Result<()> {
+fn human_why_after(w: &Why, table: bool, width: usize, out: &mut dyn Write) -> io::Result<()> {
     if table {
         for note in &w.notes {
-            tally_lines(out, &format!("tally: note: {note}"), NO_TERMINAL_WIDTH)?;
+            tally_lines(out, &format!("tally: note: {note}"), width)?;
         }
     } else {
         // Each reason once, with the parts it leaves unmeasured; a reason
@@ -323,11 +342,69 @@ fn human_why_after(w: &Why, table: bool, out: &mut dyn Write) -> io::Result<()> 
         // Extensions after the reason they extend.
         lines.sort_by_key(|l| l.contains(": also "));
         for line in lines {
-            tally_lines(out, &format!("tally: {line}"), NO_TERMINAL_WIDTH)?;
+            tally_lines(out, &format!("tally: {line}"), width)?;
         }
     }
     if let Some(advice) = &w.advice {
-        tally_lines(out, &format!("tally: {advice}"), NO_TERMINAL_WIDTH)?;
+        tally_lines(out, &format!("tally: {advice}"), width)?;
+    }
+    Ok(())
+}
+
+/// Counted work (`--count`): the source, one run's figures (a table
+/// holds several runs'), where the instructions went and the notes; for
+/// runs under the simulator, the time they took, which is not the
+/// command's.
+fn human_count(r: &RunReport, style: Style, out: &mut dyn Write) -> io::Result<()> {
+    use crate::count::human;
+    let Some(c) = &r.count else {
+        return Ok(());
+    };
+    let width = style
+        .width
+        .unwrap_or(NO_TERMINAL_WIDTH)
+        .min(NO_TERMINAL_WIDTH);
+    let mut lines = vec![human::source_line(&c.source)];
+    if let [one] = r.runs.as_slice() {
+        match one.count.as_ref() {
+            Some(crate::count::CountState::Measured(m)) => lines.extend(human::figures(m)),
+            Some(state) => lines.extend(human::unavailable(state)),
+            None => {}
+        }
+    } else if let Some(state) = r.runs.iter().find_map(|x| {
+        x.count
+            .as_ref()
+            .filter(|s| matches!(s, crate::count::CountState::Unavailable { .. }))
+    }) {
+        lines.extend(human::unavailable(state));
+    }
+    lines.extend(human::where_lines(c));
+    let simulated: Vec<u64> = r
+        .runs
+        .iter()
+        .filter(|x| x.simulated())
+        .map(|x| x.wall_ns)
+        .collect();
+    if !simulated.is_empty() {
+        let all: u64 = simulated.iter().fold(0u64, |a, b| a.saturating_add(*b));
+        lines.push(format!(
+            "under Valgrind the run{} took {}{}: that is Valgrind's time, not the command's \
+             (tally run without --count=sim times it)",
+            if simulated.len() == 1 { "" } else { "s" },
+            time(all),
+            if simulated.len() == 1 { "" } else { " in all" }
+        ));
+    }
+    for line in lines {
+        // The table of functions keeps its columns; sentences wrap.
+        if line.starts_with("  ") {
+            writeln!(out, "tally: {line}")?;
+        } else {
+            tally_lines(out, &format!("tally: {line}"), width)?;
+        }
+    }
+    for note in &c.notes {
+        tally_lines(out, &format!("tally: note: {note}"), width)?;
     }
     Ok(())
 }
@@ -388,8 +465,8 @@ fn human_tree(t: &TreeUsage, out: &mut dyn Write) -> io::Result<()> {
         .peak_memory_bytes
         .map(|b| {
             format!(
-                "peak memory {}KiB ({})",
-                thousands(b / 1024),
+                "peak memory {} ({})",
+                crate::units::memory_kib((b / 1024) as f64),
                 t.memory_method
             )
         })

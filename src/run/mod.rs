@@ -13,10 +13,12 @@ mod group;
 mod html;
 mod human;
 use crate::speed as probe;
+pub mod quota;
 pub mod records;
 mod render;
 pub mod report;
 pub mod spawner;
+pub mod template;
 mod tree;
 mod why;
 
@@ -47,6 +49,9 @@ pub struct Config {
     pub warmup: u32,
     /// The command's stdout and stderr to /dev/null.
     pub quiet_command: bool,
+    /// The command's stdin from /dev/null rather than tally's (compare's
+    /// runs under the simulator, as its other runs have it).
+    pub stdin_null: bool,
     /// The command's stdout to its stderr: set when the report takes
     /// stdout, which carries one stream.
     pub stdout_to_stderr: bool,
@@ -59,6 +64,8 @@ pub struct Config {
     pub tree: bool,
     /// Hardware counters read (perf_event_open).
     pub counters: bool,
+    /// Counted work (`--count`): the source asked for.
+    pub count: Option<crate::count::Choice>,
     /// Where the wall time went measured (see `why`): a cgroup v2 group
     /// made for each run where one can be.
     pub why: bool,
@@ -80,11 +87,13 @@ impl Default for Config {
             runs: 1,
             warmup: 0,
             quiet_command: false,
+            stdin_null: false,
             stdout_to_stderr: false,
             cold: Vec::new(),
             drop_caches: false,
             tree: false,
             counters: false,
+            count: None,
             why: true,
             gpu: false,
             gpu_when_present: false,
@@ -124,6 +133,13 @@ pub enum RunError {
     /// A run made by `run::spawner`, which could not be made: its text.
     #[error("{0}")]
     Spawner(String),
+    /// A signal (its name) came before the command was let go: it was not
+    /// started. Not a failure: the caller stops as it does between runs.
+    #[error("{signal} came before the command started: it was not started")]
+    NotStarted { signal: String },
+    /// `--count` cannot count here, or a run could not be prepared for it.
+    #[error("--count: {0}")]
+    Count(String),
 }
 
 impl crate::failure::Failure for RunError {
@@ -162,6 +178,8 @@ pub struct Measurer {
     /// `--cold`'s paths, checked: walked and evicted before each run.
     cold: Vec<PathBuf>,
     counters: Option<Result<bool, String>>,
+    /// The counting source `--count` resolved to.
+    count: Option<crate::count::Counting>,
     /// Start commands by [`sys::process::spawn_shared`] rather than fork
     /// (see [`Measurer::share_memory`]).
     shared: bool,
@@ -169,6 +187,9 @@ pub struct Measurer {
     /// [`group::SessionGroup`]): made with the measurer when the breakdown
     /// is on and `--tree` makes a group of its own per run.
     group: RefCell<Option<group::SessionGroup>>,
+    /// The GPU sampling of the runs, started before the first that wants
+    /// it and kept for the others (see [`crate::gpu::Runs`]).
+    gpu: std::cell::RefCell<crate::gpu::Runs>,
 }
 
 impl Measurer {
@@ -180,27 +201,42 @@ impl Measurer {
         bulk::check(&cfg.cold, "evict")?;
         let forwarder = Forwarder::install().map_err(RunError::Signals)?;
         let counters = cfg.counters.then(probe_counters);
+        let count = cfg
+            .count
+            .map(crate::count::Counting::resolve)
+            .transpose()
+            .map_err(RunError::Count)?;
+        let simulated = count
+            .as_ref()
+            .is_some_and(|c| c.kind() == crate::count::Kind::Sim);
         Ok(Measurer {
             forwarder,
             cold: cfg.cold.clone(),
             counters,
+            count,
             shared: false,
-            group: RefCell::new((cfg.why && !cfg.tree).then(group::SessionGroup::make)),
+            gpu: Default::default(),
+            // Under the simulator the runs' waits are not measured.
+            group: RefCell::new(
+                (cfg.why && !cfg.tree && !simulated).then(group::SessionGroup::make),
+            ),
         })
     }
 
     /// The directory of the session's group, for commands started by
     /// another process (`run::spawner`): the descriptor lives as long as
-    /// the measurer. `Err` says why there is none.
-    pub fn group_dir(&self) -> Result<(std::os::fd::RawFd, PathBuf), String> {
+    /// the measurer. `Err` says why there is none; `None`: the breakdown
+    /// is off.
+    pub fn group_dir(&self) -> Option<Result<(std::os::fd::RawFd, PathBuf), String>> {
         use std::os::fd::AsRawFd;
-        match self.group.borrow().as_ref() {
-            Some(g) => g
+        let session = self.group.borrow();
+        Some(
+            session
+                .as_ref()?
                 .group()
                 .map(|g| (g.dir().as_raw_fd(), g.path().to_path_buf()))
                 .map_err(group::no_group),
-            None => Err("the breakdown is off".into()),
-        }
+        )
     }
 
     /// After the last run, before the report: what the report should say
@@ -216,6 +252,48 @@ impl Measurer {
             .into_inner()
             .map(group::SessionGroup::finish)
             .unwrap_or_default()
+    }
+
+    /// Starts the GPU sampling of the runs when `cfg` wants it (else the
+    /// first run that does starts it, silently), telling `say` what it
+    /// waits for when the wait lasts more than a moment. A signal during
+    /// the wait ends it: [`RunError::NotStarted`], and no run starts.
+    pub fn start_gpu(&self, cfg: &Config, say: &mut dyn FnMut(&str)) -> Result<(), RunError> {
+        self.gpu_for(cfg, Some(say))
+    }
+
+    fn gpu_for(&self, cfg: &Config, say: Option<&mut dyn FnMut(&str)>) -> Result<(), RunError> {
+        // Under the simulator the runs' GPU use is not measured.
+        let simulated = self
+            .count
+            .as_ref()
+            .is_some_and(|c| c.kind() == crate::count::Kind::Sim);
+        if !(cfg.gpu || cfg.gpu_when_present) || simulated {
+            return Ok(());
+        }
+        let interrupted = || self.forwarder.pending().is_some();
+        let mut waiting = crate::gpu::Waiting {
+            say,
+            interrupted: Some(&interrupted),
+        };
+        let started = self.gpu.borrow_mut().start(cfg.gpu, &mut waiting);
+        started.map_err(|_| self.not_started())
+    }
+
+    /// The error of a run that a signal kept from starting.
+    fn not_started(&self) -> RunError {
+        RunError::NotStarted {
+            signal: self
+                .forwarder
+                .pending()
+                .map_or_else(|| "a signal".to_string(), sys::signal_name),
+        }
+    }
+
+    /// What the GPU sampling has to say once about the runs: a wait
+    /// nobody asked for that came to nothing.
+    pub fn gpu_warning(&self) -> Option<String> {
+        self.gpu.borrow_mut().take_warning()
     }
 
     /// From now on, start commands the way `posix_spawn` does, sharing
@@ -257,18 +335,31 @@ impl Measurer {
     /// One measured run of `cfg.argv` in the page-cache state it finds
     /// (the caller evicts first when it should, see [`Measurer::evict`]).
     pub fn measure_as_is(&self, cfg: &Config) -> Result<RunRecord, RunError> {
+        self.gpu_for(cfg, None)?;
+        if self.forwarder.pending().is_some() {
+            return Err(self.not_started());
+        }
         run_once(&Ctx {
             cfg,
             counters: self.counters.as_ref(),
+            count: self.count.as_ref(),
             forwarder: &self.forwarder,
             group: &self.group,
+            gpu: &self.gpu,
             shared: self.shared
                 && !cfg.tree
                 && !cfg.quiet_command
+                && !cfg.stdin_null
                 && !cfg.stdout_to_stderr
                 && !cfg.why
-                && self.counters.is_none(),
+                && self.counters.is_none()
+                && self.count.is_none(),
         })
+    }
+
+    /// The counting source the runs use, when `--count` asked for one.
+    pub fn counting(&self) -> Option<&crate::count::Counting> {
+        self.count.as_ref()
     }
 
     /// The name of a stopping signal (SIGINT, SIGTERM…) tally received
@@ -310,8 +401,13 @@ pub fn execute_with(
         warnings: Vec::new(),
         interrupted_by: None,
         speed: None,
+        count: None,
         why_table: false,
+        template: None,
     };
+    if let Err(e) = measurer.start_gpu(cfg, &mut |what| progress.busy(&what, false)) {
+        report.interrupted_by = Some(not_started(e)?);
+    }
     let steps = cfg.warmup.saturating_add(cfg.runs);
     let mut step = |what: &str, done: u32| {
         if steps > 1 {
@@ -319,8 +415,17 @@ pub fn execute_with(
         }
     };
     for i in 0..cfg.warmup {
+        if report.interrupted_by.is_some() {
+            break;
+        }
         step("warm-up", i);
-        let rec = measurer.measure(cfg)?;
+        let rec = match measurer.measure(cfg) {
+            Ok(rec) => rec,
+            Err(e) => {
+                report.interrupted_by = Some(not_started(e)?);
+                break;
+            }
+        };
         report.warmup_runs += 1;
         // A warm-up run is never reported as a measured one, even when
         // the user interrupted it.
@@ -332,7 +437,14 @@ pub fn execute_with(
     // Kept where the forked commands do not inherit them (see `records`).
     let mut records = records::Records::new();
     // The machine's speed among the runs of `run -n`, outside their clocks.
-    let mut probes = (report.runs_requested > 1).then(probe::Schedule::default);
+    // Under the simulator the runs are not timed: nothing to probe for.
+    let simulated = measurer
+        .counting()
+        .is_some_and(|c| c.kind() == crate::count::Kind::Sim);
+    let mut probes = (report.runs_requested > 1 && !simulated).then(probe::Schedule::default);
+    // Where each counted run's instructions went (`sim`), kept apart from
+    // its record.
+    let mut profiles = Vec::new();
     let mut probed_before = Vec::new();
     if report.interrupted_by.is_none() {
         for i in 0..report.runs_requested {
@@ -346,8 +458,17 @@ pub fn execute_with(
             {
                 probed_before.push(i);
             }
-            let rec = measurer.measure(cfg)?;
-            if let Some(s) = probes.as_mut() {
+            let mut rec = match measurer.measure(cfg) {
+                Ok(rec) => rec,
+                Err(e) => {
+                    report.interrupted_by = Some(not_started(e)?);
+                    break;
+                }
+            };
+            if let Some(p) = take_profile(&mut rec) {
+                profiles.push(p);
+            }
+            if let Some(s) = probes.as_mut().filter(|_| !rec.simulated()) {
                 s.ran(rec.wall_ns);
             }
             let stop = rec.forwarded_signal.clone();
@@ -369,6 +490,12 @@ pub fn execute_with(
         why.notes.push(note);
     }
     report.summarize();
+    report.warnings.extend(measurer.gpu_warning());
+    report.count = measurer.counting().map(|c| {
+        let counted: Vec<&crate::count::Counted> =
+            report.runs.iter().filter_map(|r| r.counted()).collect();
+        crate::count::CountReport::of(c, &counted, profiles)
+    });
     report.speed = probes
         .and_then(|s| probe::Speed::of(s.probes()))
         .map(|probes| report::RunSpeed {
@@ -381,13 +508,25 @@ pub fn execute_with(
     Ok(report)
 }
 
+/// The signal of a run that was not started ([`RunError::NotStarted`]);
+/// any other error stays one.
+fn not_started(e: RunError) -> Result<String, RunError> {
+    match e {
+        RunError::NotStarted { signal } => Ok(signal),
+        e => Err(e),
+    }
+}
+
 struct Ctx<'a> {
     cfg: &'a Config,
     /// `Ok(user_only)` when counters can be opened, else the reason.
     counters: Option<&'a Result<bool, String>>,
+    /// The counting source (`--count`).
+    count: Option<&'a crate::count::Counting>,
     forwarder: &'a Forwarder,
     /// The session's group (see [`Measurer`]).
     group: &'a RefCell<Option<group::SessionGroup>>,
+    gpu: &'a std::cell::RefCell<crate::gpu::Runs>,
     /// Spawn with [`sys::process::spawn_shared`].
     shared: bool,
 }
@@ -455,11 +594,23 @@ fn run_once(ctx: &Ctx) -> Result<RunRecord, RunError> {
         .first()
         .map(|p| crate::text::path::display(std::path::Path::new(p)))
         .unwrap_or_default();
+    let mut counting = match ctx.count {
+        Some(c) => Some(c.prepare(&cfg.argv).map_err(RunError::Count)?),
+        None => None,
+    };
+    // Under the simulator the run's time, waits and GPU use are
+    // Valgrind's: none is measured, and the command is checked first, so
+    // that a missing one is said as for any run, not by Valgrind.
+    let simulated = counting.as_ref().is_some_and(|c| c.wrapped().is_some());
+    if simulated {
+        check_program(&cfg.argv, &program)?;
+    }
     let mut tree = cfg.tree.then(tree::Tree::prepare);
+    let why_wanted = cfg.why && !simulated;
     let mut session = ctx.group.borrow_mut();
     // The group's totals the run starts from (see `group`), read before
     // anything of the run.
-    let before = cfg.why.then(|| match (tree.as_mut(), session.as_mut()) {
+    let before = why_wanted.then(|| match (tree.as_mut(), session.as_mut()) {
         (Some(t), _) => t
             .group_mut()
             .map(|g| g.pressures())
@@ -467,24 +618,25 @@ fn run_once(ctx: &Ctx) -> Result<RunRecord, RunError> {
         (None, Some(s)) => s.before_run(),
         (None, None) => Err(group::no_group("none was made")),
     });
-    let why_before = cfg.why.then(why::before);
-    let mut gpu = if cfg.gpu || cfg.gpu_when_present {
-        crate::gpu::Session::start(cfg.gpu)
-    } else {
-        crate::gpu::Session::Off
-    };
+    let why_before = why_wanted.then(why::before);
     let cgroup_dir = match (&tree, session.as_ref()) {
         (Some(t), _) => t.group().ok().map(group::RunGroup::dir),
         (None, Some(s)) => s.group().ok().map(group::RunGroup::dir),
         (None, None) => None,
     };
+    let before_start = Instant::now();
     let Started {
         mut spawned,
         counters,
         counter_error,
-    } = start_command(ctx, &program, cgroup_dir)?;
+    } = start_command(ctx, &program, cgroup_dir, counting.as_mut())?;
     let pid = spawned.pid;
-    gpu.begin(pid, Instant::now());
+    let gpu_wanted = (cfg.gpu || cfg.gpu_when_present) && !simulated;
+    if gpu_wanted {
+        // Before the clock started: the window is set to the clock's
+        // interval once it is known (`finish_from`).
+        ctx.gpu.borrow_mut().begin(pid, before_start);
+    }
     let joined = std::mem::replace(&mut spawned.cgroup, sys::process::Joined::NotAsked);
     if let Some(t) = tree.as_mut() {
         if let Err(why) = group::outside(&joined) {
@@ -495,12 +647,25 @@ fn run_once(ctx: &Ctx) -> Result<RunRecord, RunError> {
     let waited = sys::process::wait_exited_keep(pid);
     // The clock stops as soon as the exit is seen.
     let end_ns = sys::monotonic_ns();
-    let gpu = gpu.finish(Instant::now());
     if let Err(e) = waited {
         ctx.forwarder.detach();
         return Err(RunError::Wait(e));
     }
     let outcome = spawned.outcome();
+    // The GPU figures over the clock's own interval (`Instant` reads the
+    // same CLOCK_MONOTONIC).
+    let gpu = if gpu_wanted {
+        let (now, now_ns) = (Instant::now(), sys::monotonic_ns());
+        let at = |ns: u64| {
+            now.checked_sub(std::time::Duration::from_nanos(now_ns.saturating_sub(ns)))
+                .unwrap_or(now)
+        };
+        ctx.gpu
+            .borrow_mut()
+            .finish_from(at(outcome.started_ns), at(end_ns))
+    } else {
+        Default::default()
+    };
     if let Some(e) = outcome.exec_error {
         // The child exited with 127 after exec failed: reap it and clean up.
         let _ = sys::process::wait4(pid);
@@ -527,13 +692,13 @@ fn run_once(ctx: &Ctx) -> Result<RunRecord, RunError> {
             (None, Some(s)) => s.after_run(before, &joined, &mut notes),
             (None, None) => before,
         };
-        let mut raw = why::read(pid, pressures, &machine, wall_ns);
+        let mut read = why::read(pid, pressures, &machine, wall_ns, cfg.warmup);
         let text = outcome
             .started_sched
             .as_ref()
             .and_then(|(text, len)| std::str::from_utf8(text.get(..*len)?).ok());
-        raw.before_exec = why::before_exec(text, outcome.started_on_cpu_ns);
-        raw
+        read.raw.before_exec = why::before_exec(text, outcome.started_on_cpu_ns);
+        read
     });
     drop(session);
     let counters = match ctx.counters {
@@ -558,6 +723,7 @@ fn run_once(ctx: &Ctx) -> Result<RunRecord, RunError> {
     );
     rec.counters = counters;
     rec.gpu = gpu;
+    rec.count = counting.map(crate::count::RunCount::finish);
     rec.tree = match (tree, tree_usage) {
         (Some(t), Some(mut u)) => {
             t.cleanup(&mut u);
@@ -586,8 +752,11 @@ fn start_command(
     ctx: &Ctx,
     program: &str,
     cgroup_dir: Option<std::os::fd::BorrowedFd<'_>>,
+    counting: Option<&mut crate::count::RunCount>,
 ) -> Result<Started, RunError> {
     let cfg = ctx.cfg;
+    let wrapped = counting.as_deref().and_then(|c| c.wrapped());
+    let argv = wrapped.map_or(cfg.argv.as_slice(), |(argv, _)| argv);
     // The child waits at the gate until tally has attached the counters
     // and opened its /proc/PID/io (in `spawn`, right after the fork).
     // Without the wait, a child that the scheduler ran first could exec
@@ -599,6 +768,7 @@ fn start_command(
         gate: !ctx.shared,
         cgroup_dir,
         quiet: cfg.quiet_command,
+        stdin_null: cfg.stdin_null,
         stdout_to_stderr: cfg.stdout_to_stderr,
         open_io: true,
         // tally forks and waits on this same thread, which lives until the
@@ -606,17 +776,31 @@ fn start_command(
         // some other thread.
         die_with_parent: true,
         own_group: false,
+        env: wrapped.map(|(_, env)| env.to_vec()),
+        fixed_layout: wrapped.is_some(),
     };
     let spawn = if ctx.shared {
         sys::process::spawn_shared
     } else {
         sys::process::spawn
     };
-    let mut spawned = spawn(&cfg.argv, pre).map_err(|source| RunError::Spawn {
+    let mut spawned = spawn(argv, pre).map_err(|source| RunError::Spawn {
         program: program.to_string(),
         source,
     })?;
     ctx.forwarder.attach(spawned.pid);
+    // A signal that came before the command was let go past its gate
+    // (sent to it there, before its exec): it is not started.
+    if !ctx.shared
+        && let Some(sig) = ctx.forwarder.take_received()
+    {
+        let _ = sys::signals::kill(spawned.pid, libc::SIGKILL);
+        let _ = sys::process::wait4(spawned.pid);
+        ctx.forwarder.detach();
+        return Err(RunError::NotStarted {
+            signal: sys::signal_name(sig),
+        });
+    }
     let mut counters = Vec::new();
     let mut counter_error = None;
     if let Some(Ok(user_only)) = ctx.counters {
@@ -626,6 +810,9 @@ fn start_command(
                 Err(e) => counter_error = Some(format!("perf_event_open({event:?}) failed: {e}")),
             }
         }
+    }
+    if let Some(c) = counting.filter(|c| c.needs_gate()) {
+        c.attach(spawned.pid);
     }
     spawned.release();
     Ok(Started {
@@ -637,16 +824,59 @@ fn start_command(
 
 /// The breakdown from the figures read at the command's exit and
 /// `wait4`'s cpu times, with the `notes` of the run's group.
-fn finish_why(mut raw: why::Raw, usage: &sys::process::ChildUsage, notes: Vec<String>) -> Why {
-    raw.user_ns = nanos(usage.user);
-    raw.system_ns = nanos(usage.system);
-    let mut why = why::assemble(&raw);
+fn finish_why(mut read: why::Read, usage: &sys::process::ChildUsage, notes: Vec<String>) -> Why {
+    read.raw.user_ns = nanos(usage.user);
+    read.raw.system_ns = nanos(usage.system);
+    let mut why = why::assemble_in(&read.raw, &read.context);
     why.notes.extend(notes);
     why
 }
 
 fn nanos(d: std::time::Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// Before a run under the simulator: the error the command's own `exec`
+/// would give, for a program that is not there or cannot be executed.
+fn check_program(argv: &[OsString], program: &str) -> Result<(), RunError> {
+    use std::os::unix::fs::PermissionsExt;
+    let Some(first) = argv.first() else {
+        return Err(RunError::NotFound {
+            program: program.to_string(),
+        });
+    };
+    let Some(path) = exec::resolve(first) else {
+        return Err(exec_failure(
+            argv,
+            program.to_string(),
+            io::ErrorKind::NotFound.into(),
+        ));
+    };
+    match std::fs::metadata(&path) {
+        Err(e) => Err(exec_failure(argv, program.to_string(), e)),
+        Ok(m) if m.is_dir() => Err(exec_failure(
+            argv,
+            program.to_string(),
+            io::Error::from_raw_os_error(libc::EISDIR),
+        )),
+        Ok(m) if m.permissions().mode() & 0o111 == 0 => Err(exec_failure(
+            argv,
+            program.to_string(),
+            io::Error::from_raw_os_error(libc::EACCES),
+        )),
+        Ok(_) => Ok(()),
+    }
+}
+
+/// The profile of a counted run (`sim`), taken out of its record, with
+/// its instructions: the records keep figures only.
+pub fn take_profile(rec: &mut RunRecord) -> Option<(u64, crate::count::Profile)> {
+    let c = match rec.count.as_mut()? {
+        crate::count::CountState::Measured(c) => c,
+        crate::count::CountState::Unavailable { .. } => return None,
+    };
+    let p = c.profile.take()?;
+    Some((c.instructions.unwrap_or(0), p))
 }
 
 /// The error of a command whose `exec` failed with `e`.
@@ -726,6 +956,7 @@ pub(crate) fn plain_record(
         io_source,
         io_unavailable,
         counters: None,
+        count: None,
         tree: None,
         cold: None,
         why: None,

@@ -30,7 +30,7 @@ impl Render for RunReport {
                 row.extend(
                     figures
                         .iter()
-                        .map(|f| (f.get)(r).map(|v| v.to_string()).unwrap_or_default()),
+                        .map(|f| f.value(r).map(|v| v.to_string()).unwrap_or_default()),
                 );
                 row.push(r.exit.code.map(|c| c.to_string()).unwrap_or_default());
                 row.push(r.exit.signal.clone().unwrap_or_default());
@@ -50,7 +50,7 @@ impl Render for RunReport {
                 .filter_map(|f| {
                     let value = match self.summary_of(f.key) {
                         Some(s) => s.median,
-                        None => (f.get)(last)? as f64,
+                        None => f.value(last)? as f64,
                     };
                     let unit = f.unit;
                     let help = format!(
@@ -74,9 +74,12 @@ impl Render for RunReport {
         Some(vec![crate::report::hyperfine::TimedCommand {
             name: std::borrow::Cow::Owned(self.command.join(" ")),
             parameters: &[],
+            // Runs under the simulator were not timed: hyperfine's
+            // figures are times.
             runs: self
                 .runs
                 .iter()
+                .filter(|r| !r.simulated())
                 .map(super::report::RunRecord::timed)
                 .collect(),
             figures: serde_json::to_value(&self.runs).unwrap_or_default(),

@@ -122,6 +122,10 @@ pub struct MachineLoad {
     /// Time every CPU was busy during the run, the command's included
     /// (`/proc/stat`, in clock ticks made ns).
     pub busy_ns: u64,
+    /// CPUs the command may run on (its affinity mask: `taskset`, a
+    /// cpuset), when fewer than are online.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allowed_cpus: Option<u32>,
 }
 
 /// Where one run's wall time went: on a CPU (user, kernel), waiting for a
@@ -156,6 +160,11 @@ pub struct Why {
     /// The machine's load during the run, when `/proc/stat` could be read.
     #[serde(default)]
     pub machine: Option<MachineLoad>,
+    /// The CPU quota over the command (cgroup `cpu.max`, v1
+    /// `cpu.cfs_quota_us`) that throttled it most during the run, else the
+    /// tightest; absent without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_quota: Option<super::quota::CpuQuota>,
     /// One line of advice, when a part dominates.
     #[serde(default)]
     pub advice: Option<String>,
@@ -215,6 +224,7 @@ impl Why {
                 other_wait_ns: not(other_wait_ns),
             },
             machine: None,
+            cpu_quota: None,
             advice: None,
             notes: Vec::new(),
         }
@@ -307,6 +317,13 @@ pub struct RunRecord {
     pub io_unavailable: Option<String>,
     /// Present with `--counters`.
     pub counters: Option<Counters>,
+    /// Present with `--count`: the counted work of the run (instructions
+    /// and the rest), or why it could not be counted. A run whose counts
+    /// are `sim`'s ran under Valgrind: its `wall_ns`, cpu, memory, fault,
+    /// switch and I/O figures are Valgrind's, not the command's, and no
+    /// format reports them as the command's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<crate::count::CountState>,
     /// Present with `--tree`.
     pub tree: Option<TreeUsage>,
     /// Present with `--cold` or `--drop-caches`.
@@ -358,6 +375,19 @@ impl RunRecord {
     pub fn cpu_us(&self) -> u64 {
         self.user_us.saturating_add(self.system_us)
     }
+
+    /// The run's counted work, when it was counted.
+    pub fn counted(&self) -> Option<&crate::count::Counted> {
+        self.count.as_ref()?.measured()
+    }
+
+    /// Whether the run was made under the simulator (`--count=sim`): its
+    /// figures other than the counted ones are Valgrind's.
+    pub fn simulated(&self) -> bool {
+        self.count
+            .as_ref()
+            .is_some_and(crate::count::CountState::simulated)
+    }
 }
 
 /// The whole report.
@@ -375,10 +405,18 @@ pub struct RunReport {
     /// The speed probes made among the runs of `run -n` (none for one run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub speed: Option<RunSpeed>,
+    /// With `--count`: the counting source, where the instructions went
+    /// and what the counts may not show.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<crate::count::CountReport>,
     /// People see the breakdown of the wall time as a table with its
     /// sources (`--why`), not two lines.
     #[serde(skip)]
     pub why_table: bool,
+    /// People see one line per run made from this template (`-f`, read
+    /// by `super::template`; checked when the arguments were).
+    #[serde(skip)]
+    pub template: Option<String>,
 }
 
 /// The speed probes of `run -n` (see [`super::probe`]): the machine's speed
@@ -412,7 +450,10 @@ pub struct Figure {
     pub show: Unit,
     /// Always shown, and watched for outliers and trends.
     pub headline: bool,
-    pub get: fn(&RunRecord) -> Option<u64>,
+    /// Counted work (`--count`): read from the run's counts, and the only
+    /// figures a run under the simulator has (see [`Figure::value`]).
+    pub counted: bool,
+    get: fn(&RunRecord) -> Option<u64>,
 }
 
 impl Figure {
@@ -426,6 +467,9 @@ impl Figure {
             return format!("{mark}{}", crate::units::time_ns(ns));
         }
         let q = Quantity::new(value, self.unit).to(self.show);
+        if self.show == Unit::Kibibytes {
+            return crate::units::memory_kib(q.value);
+        }
         let symbol = match self.show {
             Unit::Bytes => "",
             u => u.symbol(),
@@ -443,16 +487,38 @@ impl Figure {
 }
 
 impl Figure {
-    /// GPU figures: a table has their columns only where a GPU was
-    /// sampled, so that a report made without one reads as before GPU
-    /// figures existed.
+    /// The figure's value in run `r`: `None` where it was not measured,
+    /// and for every figure but the counted ones in a run under the
+    /// simulator, whose time, memory and I/O are Valgrind's.
+    pub fn value(&self, r: &RunRecord) -> Option<u64> {
+        if !self.counted && r.simulated() {
+            return None;
+        }
+        (self.get)(r)
+    }
+
+    /// Whether run `r` is one this figure is measured in: a counted
+    /// figure in runs that were counted, any other in runs that were not
+    /// simulated. A figure's samples are taken over these runs.
+    pub fn applies_to(&self, r: &RunRecord) -> bool {
+        if self.counted {
+            r.count.is_some()
+        } else {
+            !r.simulated()
+        }
+    }
+
+    /// GPU and counted figures: a table has their columns only where they
+    /// were measured, so that a report made without them reads as before
+    /// they existed.
     pub fn only_when_measured(&self) -> bool {
-        self.key.starts_with("gpu_")
+        self.key.starts_with("gpu_") || self.counted
     }
 
     /// Whether a table of `runs` has this figure's column.
     pub fn in_table(&self, runs: &[RunRecord]) -> bool {
-        !self.only_when_measured() || runs.iter().any(|r| (self.get)(r).is_some())
+        runs.iter().any(|r| self.applies_to(r))
+            && (!self.only_when_measured() || runs.iter().any(|r| self.value(r).is_some()))
     }
 
     /// Whether the kernel splits this figure from the cpu time by
@@ -473,29 +539,51 @@ pub const TICK_NOTE: &str = "~ user and kernel cpu: the kernel splits cpu time b
 /// Every per-run figure, in display order. Adding a figure is one line.
 #[rustfmt::skip]
 pub const FIGURES: &[Figure] = &[
-    Figure { key: "wall_ns", label: "wall time", unit: Unit::Nanoseconds, show: Unit::Microseconds, headline: true, get: |r| Some(r.wall_ns) },
-    Figure { key: "cpu_us", label: "cpu time", unit: Unit::Microseconds, show: Unit::Microseconds, headline: true, get: |r| Some(r.cpu_us()) },
-    Figure { key: "user_us", label: "user cpu", unit: Unit::Microseconds, show: Unit::Microseconds, headline: false, get: |r| Some(r.user_us) },
-    Figure { key: "system_us", label: "kernel cpu", unit: Unit::Microseconds, show: Unit::Microseconds, headline: false, get: |r| Some(r.system_us) },
-    Figure { key: "max_rss_bytes", label: "peak memory", unit: Unit::Bytes, show: Unit::Kibibytes, headline: true, get: |r| Some(r.max_rss_bytes) },
-    Figure { key: "minor_faults", label: "minor faults", unit: Unit::Count, show: Unit::Count, headline: false, get: |r| Some(r.minor_faults) },
-    Figure { key: "major_faults", label: "major faults", unit: Unit::Count, show: Unit::Count, headline: false, get: |r| Some(r.major_faults) },
-    Figure { key: "voluntary_switches", label: "voluntary switches", unit: Unit::Count, show: Unit::Count, headline: false, get: |r| Some(r.voluntary_switches) },
-    Figure { key: "involuntary_switches", label: "involuntary switches", unit: Unit::Count, show: Unit::Count, headline: false, get: |r| Some(r.involuntary_switches) },
-    Figure { key: "block_input_ops", label: "512-byte blocks read", unit: Unit::Count, show: Unit::Count, headline: false, get: |r| Some(r.block_input_ops) },
-    Figure { key: "block_output_ops", label: "512-byte blocks written", unit: Unit::Count, show: Unit::Count, headline: false, get: |r| Some(r.block_output_ops) },
-    Figure { key: "storage_read_bytes", label: "storage read bytes", unit: Unit::Bytes, show: Unit::Bytes, headline: false, get: |r| r.io.map(|i| i.storage_read_bytes) },
-    Figure { key: "storage_write_bytes", label: "storage written bytes", unit: Unit::Bytes, show: Unit::Bytes, headline: false, get: |r| r.io.map(|i| i.storage_write_bytes) },
-    Figure { key: "read_call_bytes", label: "read() passed bytes", unit: Unit::Bytes, show: Unit::Bytes, headline: false, get: |r| r.io.map(|i| i.read_call_bytes) },
-    Figure { key: "write_call_bytes", label: "write() passed bytes", unit: Unit::Bytes, show: Unit::Bytes, headline: false, get: |r| r.io.map(|i| i.write_call_bytes) },
-    Figure { key: "cpu_wait_ns", label: "waiting for a CPU", unit: Unit::Nanoseconds, show: Unit::Microseconds, headline: false, get: |r| r.why.as_ref()?.cpu_wait_ns },
-    Figure { key: "io_wait_ns", label: "waiting for storage", unit: Unit::Nanoseconds, show: Unit::Microseconds, headline: false, get: |r| r.why.as_ref()?.io_wait_ns },
-    Figure { key: "memory_stall_ns", label: "stalled on memory", unit: Unit::Nanoseconds, show: Unit::Microseconds, headline: false, get: |r| r.why.as_ref()?.memory_stall_ns },
-    Figure { key: "other_wait_ns", label: "other waits", unit: Unit::Nanoseconds, show: Unit::Microseconds, headline: false, get: |r| r.why.as_ref()?.other_wait_ns },
-    Figure { key: "gpu_mem_peak_bytes", label: "GPU memory peak", unit: Unit::Bytes, show: Unit::Mebibytes, headline: false, get: |r| r.gpu.gpu.measured()?.gpu_mem_peak_bytes },
-    Figure { key: "gpu_busy_ns", label: "GPU busy", unit: Unit::Nanoseconds, show: Unit::Microseconds, headline: false, get: |r| r.gpu.gpu.measured()?.gpu_busy_ns },
-    Figure { key: "gpu_energy_mj", label: "GPU energy", unit: Unit::Millijoules, show: Unit::Joules, headline: false, get: |r| r.gpu.gpu.measured()?.energy_mj() },
+    Figure { key: "wall_ns", label: "wall time", unit: Unit::Nanoseconds, show: Unit::Microseconds, headline: true, counted: false, get: |r| Some(r.wall_ns) },
+    Figure { key: "cpu_us", label: "cpu time", unit: Unit::Microseconds, show: Unit::Microseconds, headline: true, counted: false, get: |r| Some(r.cpu_us()) },
+    Figure { key: "user_us", label: "user cpu", unit: Unit::Microseconds, show: Unit::Microseconds, headline: false, counted: false, get: |r| Some(r.user_us) },
+    Figure { key: "system_us", label: "kernel cpu", unit: Unit::Microseconds, show: Unit::Microseconds, headline: false, counted: false, get: |r| Some(r.system_us) },
+    Figure { key: "max_rss_bytes", label: "peak memory", unit: Unit::Bytes, show: Unit::Kibibytes, headline: true, counted: false, get: |r| Some(r.max_rss_bytes) },
+    Figure { key: "minor_faults", label: "minor faults", unit: Unit::Count, show: Unit::Count, headline: false, counted: false, get: |r| Some(r.minor_faults) },
+    Figure { key: "major_faults", label: "major faults", unit: Unit::Count, show: Unit::Count, headline: false, counted: false, get: |r| Some(r.major_faults) },
+    Figure { key: "voluntary_switches", label: "voluntary switches", unit: Unit::Count, show: Unit::Count, headline: false, counted: false, get: |r| Some(r.voluntary_switches) },
+    Figure { key: "involuntary_switches", label: "involuntary switches", unit: Unit::Count, show: Unit::Count, headline: false, counted: false, get: |r| Some(r.involuntary_switches) },
+    Figure { key: "block_input_ops", label: "512-byte blocks read", unit: Unit::Count, show: Unit::Count, headline: false, counted: false, get: |r| Some(r.block_input_ops) },
+    Figure { key: "block_output_ops", label: "512-byte blocks written", unit: Unit::Count, show: Unit::Count, headline: false, counted: false, get: |r| Some(r.block_output_ops) },
+    Figure { key: "storage_read_bytes", label: "storage read bytes", unit: Unit::Bytes, show: Unit::Bytes, headline: false, counted: false, get: |r| r.io.map(|i| i.storage_read_bytes) },
+    Figure { key: "storage_write_bytes", label: "storage written bytes", unit: Unit::Bytes, show: Unit::Bytes, headline: false, counted: false, get: |r| r.io.map(|i| i.storage_write_bytes) },
+    Figure { key: "read_call_bytes", label: "read() passed bytes", unit: Unit::Bytes, show: Unit::Bytes, headline: false, counted: false, get: |r| r.io.map(|i| i.read_call_bytes) },
+    Figure { key: "write_call_bytes", label: "write() passed bytes", unit: Unit::Bytes, show: Unit::Bytes, headline: false, counted: false, get: |r| r.io.map(|i| i.write_call_bytes) },
+    Figure { key: "cpu_wait_ns", label: "waiting for a CPU", unit: Unit::Nanoseconds, show: Unit::Microseconds, headline: false, counted: false, get: |r| r.why.as_ref()?.cpu_wait_ns },
+    Figure { key: "io_wait_ns", label: "waiting for storage", unit: Unit::Nanoseconds, show: Unit::Microseconds, headline: false, counted: false, get: |r| r.why.as_ref()?.io_wait_ns },
+    Figure { key: "memory_stall_ns", label: "stalled on memory", unit: Unit::Nanoseconds, show: Unit::Microseconds, headline: false, counted: false, get: |r| r.why.as_ref()?.memory_stall_ns },
+    Figure { key: "other_wait_ns", label: "other waits", unit: Unit::Nanoseconds, show: Unit::Microseconds, headline: false, counted: false, get: |r| r.why.as_ref()?.other_wait_ns },
+    Figure { key: "gpu_mem_peak_bytes", label: "GPU memory peak", unit: Unit::Bytes, show: Unit::Mebibytes, headline: false, counted: false, get: |r| r.gpu.gpu.measured()?.gpu_mem_peak_bytes },
+    Figure { key: "gpu_busy_ns", label: "GPU busy", unit: Unit::Nanoseconds, show: Unit::Microseconds, headline: false, counted: false, get: |r| r.gpu.gpu.measured()?.gpu_busy_ns },
+    Figure { key: "gpu_energy_mj", label: "GPU energy", unit: Unit::Millijoules, show: Unit::Joules, headline: false, counted: false, get: |r| r.gpu.gpu.measured()?.energy_mj() },
+    Figure { key: "instructions", label: "instructions", unit: Unit::Count, show: Unit::Count, headline: true, counted: true, get: |r| r.counted()?.instructions },
+    Figure { key: "cycles", label: "cycles", unit: Unit::Count, show: Unit::Count, headline: false, counted: true, get: |r| r.counted()?.cycles },
+    Figure { key: "estimated_cycles", label: "estimated cycles", unit: Unit::Count, show: Unit::Count, headline: false, counted: true, get: |r| r.counted()?.estimated_cycles },
+    Figure { key: "data_reads", label: "data reads", unit: Unit::Count, show: Unit::Count, headline: false, counted: true, get: |r| r.counted()?.data_reads },
+    Figure { key: "data_writes", label: "data writes", unit: Unit::Count, show: Unit::Count, headline: false, counted: true, get: |r| r.counted()?.data_writes },
+    Figure { key: "l1_misses", label: "L1 misses", unit: Unit::Count, show: Unit::Count, headline: false, counted: true, get: |r| r.counted()?.l1_misses },
+    Figure { key: "ll_misses", label: "last-level misses", unit: Unit::Count, show: Unit::Count, headline: false, counted: true, get: |r| r.counted()?.ll_misses },
 ];
+
+/// The figure's values over the runs it applies to ([`Figure::applies_to`]:
+/// counted figures over the counted runs, the others over the runs not
+/// simulated), when every one of them has it and there is one.
+pub fn samples(fig: &Figure, runs: &[RunRecord]) -> Option<Vec<f64>> {
+    let mut n = 0usize;
+    let mut v = Vec::new();
+    for r in runs.iter().filter(|r| fig.applies_to(r)) {
+        n += 1;
+        if let Some(x) = fig.value(r) {
+            v.push(x as f64);
+        }
+    }
+    (n > 0 && v.len() == n).then_some(v)
+}
 
 /// Outliers move a median by more than this fraction before they are
 /// reported.
@@ -562,23 +650,34 @@ fn first_run_warning(fig: &Figure, values: &[f64]) -> Option<String> {
     })
 }
 
+/// A figure that rises or falls over the runs (rank correlation `rho`):
+/// warm-up runs are suggested only when none were made.
+fn trend_warning(fig: &Figure, rho: f64, warmups: u32) -> String {
+    let way = if rho > 0.0 { "rises" } else { "falls" };
+    match warmups {
+        0 => format!(
+            "{}: {way} over the runs (rank correlation {rho:.2}); warm-up runs (--warmup) or a quieter machine may help",
+            fig.label
+        ),
+        n => format!(
+            "{}: {way} over the runs (rank correlation {rho:.2}) after {}: the machine's load changed while they ran, or the command's work does (a cache it keeps filling)",
+            fig.label,
+            crate::units::count(u64::from(n), "warm-up run", "warm-up runs")
+        ),
+    }
+}
+
 impl RunReport {
     /// Fills `summary` and `warnings` from `runs`.
     pub fn summarize(&mut self) {
         self.summary.clear();
-        if self.runs.len() < 2 {
-            return;
-        }
         for fig in FIGURES {
-            let values: Vec<f64> = self
-                .runs
-                .iter()
-                .filter_map(|r| (fig.get)(r))
-                .map(|v| v as f64)
-                .collect();
-            if values.len() != self.runs.len() {
+            // A count is a summary of one run too: it repeats (compare
+            // decides counts from one run a side).
+            let fewest = if fig.counted { 1 } else { 2 };
+            let Some(values) = samples(fig, &self.runs).filter(|v| v.len() >= fewest) else {
                 continue;
-            }
+            };
             if let Some(summary) = stats::summarize(&values) {
                 self.summary.push(FigureSummary {
                     figure: fig.key.into(),
@@ -595,11 +694,8 @@ impl RunReport {
                 self.warnings.push(w);
             }
             if let Some(rho) = stats::trend(&values) {
-                self.warnings.push(format!(
-                    "{}: {} over the runs (rank correlation {rho:.2}); warm-up runs (--warmup) or a quieter machine may help",
-                    fig.label,
-                    if rho > 0.0 { "rises" } else { "falls" },
-                ));
+                self.warnings
+                    .push(trend_warning(fig, rho, self.warmup_runs));
             }
         }
         let mut codes: Vec<String> = self.runs.iter().map(|r| exit_text(&r.exit)).collect();
@@ -660,6 +756,7 @@ impl RunRecord {
             io_source: None,
             io_unavailable: Some("test".into()),
             counters: None,
+            count: None,
             tree: None,
             cold: None,
             why: None,
@@ -738,7 +835,9 @@ pub(crate) mod tests {
             machine: Some(MachineLoad {
                 cpus: 2,
                 busy_ns: wall_ns,
+                allowed_cpus: None,
             }),
+            cpu_quota: None,
             advice: None,
             notes: Vec::new(),
         }
@@ -755,7 +854,9 @@ pub(crate) mod tests {
             warnings: Vec::new(),
             interrupted_by: None,
             speed: None,
+            count: None,
             why_table: false,
+            template: None,
         };
         r.summarize();
         r
@@ -765,6 +866,35 @@ pub(crate) mod tests {
         let mut out = Vec::new();
         render(r, format, Style::default(), &mut out).expect("renders");
         String::from_utf8(out).expect("utf-8")
+    }
+
+    /// Regression: with `-n 10 -w 2` a rising wall time said "warm-up runs
+    /// (--warmup) … may help" though two were made. They are suggested
+    /// only when none were.
+    #[test]
+    fn a_trend_after_warm_ups_does_not_suggest_warm_ups() {
+        let walls = [1000, 1100, 1200, 1300, 1400, 1500, 1600, 1700];
+        let runs = || walls.iter().map(|w| record(*w, 1472)).collect::<Vec<_>>();
+        let r = report(runs());
+        let trend = |r: &RunReport| {
+            r.warnings
+                .iter()
+                .find(|w| w.contains("over the runs"))
+                .cloned()
+                .unwrap_or_default()
+        };
+        assert!(
+            trend(&r).contains("warm-up runs (--warmup)"),
+            "{:?}",
+            r.warnings
+        );
+        let mut r = report(Vec::new());
+        r.warmup_runs = 2;
+        r.runs = runs();
+        r.summarize();
+        let said = trend(&r);
+        assert!(said.contains("after 2 warm-up runs"), "{said}");
+        assert!(!said.contains("--warmup"), "{said}");
     }
 
     #[test]
@@ -895,6 +1025,25 @@ pub(crate) mod tests {
             Some(400),
             Some(212_450),
         ));
+        run.count = Some(crate::count::CountState::Measured(Box::new(
+            crate::count::Counted {
+                source: crate::count::Kind::Hw,
+                instructions: Some(1_000_000),
+                cycles: Some(800_000),
+                data_reads: Some(300_000),
+                data_writes: Some(100_000),
+                l1_misses: Some(1_000),
+                ll_misses: Some(100),
+                estimated_cycles: Some(1_500_000),
+                processes: 1,
+                forked_copies: 0,
+                tool_version: None,
+                time_enabled_ns: Some(1_000),
+                time_running_ns: Some(1_000),
+                events: Vec::new(),
+                profile: None,
+            },
+        )));
         let r = report(vec![run]);
         let metrics = r.metrics().expect("run has metrics");
         assert_eq!(metrics.len(), FIGURES.len());

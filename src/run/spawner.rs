@@ -1139,6 +1139,8 @@ pub struct Spawner {
     ack_due: bool,
     /// The runs' group, or why there is none.
     group: GroupAt,
+    /// Where the wall time went is measured (`--no-why` turns it off).
+    why: bool,
 }
 
 /// The standard streams of the commands a spawner starts (they are the
@@ -1179,14 +1181,17 @@ impl Spawner {
     /// Starts a spawner for `commands` (this binary, `/proc/self/exe`),
     /// whose commands get `streams` and are cloned into the cgroup of
     /// `group` (its directory's descriptor, which must stay open while the
-    /// spawner runs, and its path; `Err`: why there is none). With
-    /// `stop_on_failure`, a failed run stops it.
+    /// spawner runs, and its path; `Err`: why there is none; `None`: the
+    /// breakdown is off, and the runs have none). With `stop_on_failure`, a
+    /// failed run stops it.
     pub fn start(
         commands: &[Vec<OsString>],
         streams: Streams,
         stop_on_failure: bool,
-        group: Result<(std::os::fd::RawFd, std::path::PathBuf), String>,
+        group: Option<Result<(std::os::fd::RawFd, std::path::PathBuf), String>>,
     ) -> io::Result<Spawner> {
+        let why = group.is_some();
+        let group = group.unwrap_or_else(|| Err("the breakdown is off".into()));
         let (ours, theirs) = UnixStream::pair()?;
         let (ack, their_ack) = UnixStream::pair()?;
         let mut cmd = Command::new("/proc/self/exe");
@@ -1223,6 +1228,7 @@ impl Spawner {
                 .as_ref()
                 .map(|(_, path)| path.clone())
                 .map_err(Clone::clone),
+            why,
         };
         let setup = Setup {
             commands: commands
@@ -1285,6 +1291,9 @@ impl Spawner {
         let index = self.in_flight.pop_front().unwrap_or(0);
         let argv = self.commands.get(index).map(Vec::as_slice).unwrap_or(&[]);
         let mut reply = decode(&fields, &texts, argv, &self.group);
+        if let (false, Reply::Ran(rec, ..)) = (self.why, &mut reply) {
+            rec.why = None;
+        }
         // Processes the run left in the group leave it before the next run
         // starts (it waits for the acknowledgement), and are said.
         if let (Ok(path), Reply::Ran(rec, ..)) = (&self.group, &mut reply)

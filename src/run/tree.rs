@@ -330,7 +330,12 @@ pub fn raise_to_command(usage: &mut TreeUsage, own: &sys::process::ChildUsage) {
                 usage.raised_to_command.push("system_us".into());
             }
             let measured = user.saturating_add(system);
-            usage.notes.push(if measured < total {
+            // Nothing said below the figures' own resolution, a clock tick
+            // (a regression: a 1 µs difference was reconciled in a line).
+            let tick_us = 1_000_000 / sys::clock_ticks_per_sec().max(1);
+            let moved = new_user.abs_diff(user).max(new_system.abs_diff(system));
+            let said = moved >= tick_us;
+            let note = if measured < total {
                 format!(
                     "cpu measured for the tree, {}µs ({}µs user + {}µs kernel), was below the command's own {}µs (wait4), which the tree contains: shown as {}µs + {}µs",
                     thousands(measured),
@@ -350,7 +355,10 @@ pub fn raise_to_command(usage: &mut TreeUsage, own: &sys::process::ChildUsage) {
                     thousands(new_user),
                     thousands(new_system)
                 )
-            });
+            };
+            if said {
+                usage.notes.push(note);
+            }
             usage.user_us = Some(new_user);
             usage.system_us = Some(new_system);
         }
@@ -420,6 +428,21 @@ mod tests {
         raise_to_command(&mut u, &own(3372, 1237, 0));
         assert_eq!((u.user_us, u.system_us), (Some(3372), Some(2055)));
         assert_eq!(u.raised_to_command, ["user_us", "system_us"]);
+    }
+
+    /// Regression: --tree printed its reconciliation of a 1 µs difference
+    /// ("cpu measured for the tree, 99,084µs … was below the command's own
+    /// 99,085µs … shown as 73,076µs + 26,009µs").
+    #[test]
+    fn a_difference_below_a_clock_tick_is_not_said() {
+        let mut u = usage(73_076, 26_008, None);
+        raise_to_command(&mut u, &own(73_000, 26_085, 0));
+        assert_eq!(u.user_us.unwrap() + u.system_us.unwrap(), 99_085);
+        assert!(u.notes.is_empty(), "{:?}", u.notes);
+        // A difference of a tick or more is said.
+        let mut u = usage(0, 5427, None);
+        raise_to_command(&mut u, &own(33_720, 1237, 0));
+        assert_eq!(u.notes.len(), 1, "{:?}", u.notes);
     }
 
     #[test]

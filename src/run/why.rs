@@ -20,27 +20,59 @@
 //! each part says what it may miss.
 
 use super::group::Pressures;
+use super::quota::{self, CpuQuota};
 use super::report::{MachineLoad, Why, WhyBasis, WhyText};
 use crate::procfs::pressure::Pressure;
 use crate::procfs::schedstat::{self, SchedStat};
 use crate::procfs::{self, ProcRoot};
 use crate::sys;
 
-/// A part above this share of the whole dominates, and gets advice.
-const DOMINATES_PERCENT: u64 = 20;
+/// A wait above this share of the whole gets a line of advice.
+const ADVISE_PERCENT: u64 = 20;
+/// A wait above this share of the whole dominates, and is said to.
+const DOMINATES_PERCENT: u64 = 50;
+/// Below this many clock ticks of wall time, `/proc/stat`'s busy time
+/// (whole ticks per CPU) cannot tell the machine's load: 200 ms at 100 Hz.
+const LOAD_TICKS: u64 = 20;
 
 /// What is read before the command starts.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Before {
     /// Every CPU's busy time so far, in clock ticks (`/proc/stat`).
     busy_ticks: Option<u64>,
+    /// The throttle counters of the CPU quotas over the command.
+    quota: quota::Before,
 }
 
 /// Reads what the breakdown needs from before the run.
 pub fn before() -> Before {
     Before {
         busy_ticks: machine_busy_ticks(),
+        quota: quota::before(),
     }
+}
+
+/// What the advice weighs beside a run's figures.
+#[derive(Debug, Clone, Default)]
+pub struct Context {
+    /// The CPU quota over the command and what it did during the run.
+    pub cpu_quota: Option<CpuQuota>,
+    /// Warm-up runs made before the measured ones (`--warmup`).
+    pub warmups: u32,
+}
+
+/// A run's figures as read ([`read`]), with their [`Context`].
+#[derive(Debug, Clone)]
+pub struct Read {
+    pub raw: Raw,
+    pub context: Context,
+}
+
+/// CPUs this process (and so the command, which inherits it) may run
+/// on, when its affinity mask allows fewer than `online`.
+fn allowed_cpus(online: u32) -> Option<u32> {
+    let n = u32::try_from(sys::cpu::allowed_cpus().ok()?.len()).ok()?;
+    (n > 0 && n < online).then_some(n)
 }
 
 fn machine_busy_ticks() -> Option<u64> {
@@ -131,11 +163,17 @@ pub struct Raw {
 }
 
 /// Reads the figures of a run that has exited (`pid` not yet reaped):
-/// schedstat, and the machine's load since `before`; `group` is what the
-/// run's group stalled over the run (see [`super::group`]), or why that is
-/// not known. The cpu times are `wait4`'s, set once it has reaped the
-/// command.
-pub fn read(pid: u32, group: Result<Pressures, String>, before: &Before, wall_ns: u64) -> Raw {
+/// schedstat, the machine's load and the CPU quotas' throttling since
+/// `before`, after `warmups` warm-up runs; `group` is what the run's group
+/// stalled over the run (see [`super::group`]), or why that is not known.
+/// The cpu times are `wait4`'s, set once it has reaped the command.
+pub fn read(
+    pid: u32,
+    group: Result<Pressures, String>,
+    before: &Before,
+    wall_ns: u64,
+    warmups: u32,
+) -> Read {
     let sched = read_sched(pid);
     let (cpu_pressure, io_pressure, memory_pressure, io_delayacct) = match group {
         Ok(p) => (p.cpu, p.io, p.memory, None),
@@ -154,9 +192,10 @@ pub fn read(pid: u32, group: Result<Pressures, String>, before: &Before, wall_ns
         MachineLoad {
             cpus,
             busy_ns: b.saturating_sub(a).saturating_mul(1_000_000_000 / hz),
+            allowed_cpus: allowed_cpus(cpus),
         }
     });
-    Raw {
+    let raw = Raw {
         wall_ns,
         user_ns: 0,
         system_ns: 0,
@@ -167,6 +206,13 @@ pub fn read(pid: u32, group: Result<Pressures, String>, before: &Before, wall_ns
         memory_pressure,
         io_delayacct,
         machine,
+    };
+    Read {
+        raw,
+        context: Context {
+            cpu_quota: quota::after(&before.quota),
+            warmups,
+        },
     }
 }
 
@@ -197,8 +243,13 @@ struct Ledger {
     notes: Vec<String>,
 }
 
-/// The breakdown from the raw figures.
+/// The breakdown from the raw figures, without a [`Context`].
 pub fn assemble(raw: &Raw) -> Why {
+    assemble_in(raw, &Context::default())
+}
+
+/// The breakdown from the raw figures, the advice weighing `ctx`.
+pub fn assemble_in(raw: &Raw, ctx: &Context) -> Why {
     let mut led = Ledger::default();
     let raw = &since_exec(raw, &mut led);
     let wall = raw.wall_ns;
@@ -244,10 +295,11 @@ pub fn assemble(raw: &Raw) -> Why {
         sources: led.sources,
         unavailable: led.unavailable,
         machine: raw.machine,
+        cpu_quota: ctx.cpu_quota.clone(),
         advice: None,
         notes: led.notes,
     };
-    why.advice = advice(&why, wall);
+    why.advice = advice(&why, wall, ctx.warmups);
     why
 }
 
@@ -413,9 +465,9 @@ fn other_part(raw: &Raw, basis: WhyBasis, measured: u64, led: &mut Ledger) -> Op
     }
 }
 
-/// One line of advice when a wait dominates: the largest wait above
-/// [`DOMINATES_PERCENT`] of the whole.
-fn advice(why: &Why, wall: u64) -> Option<String> {
+/// One line of advice for the largest wait above [`ADVISE_PERCENT`] of
+/// the whole, saying its share; only what the figures support.
+fn advice(why: &Why, wall: u64, warmups: u32) -> Option<String> {
     let total = why.total_ns;
     let waits = [
         ("cpu", why.cpu_wait_ns),
@@ -425,40 +477,119 @@ fn advice(why: &Why, wall: u64) -> Option<String> {
     let (kind, ns) = waits
         .iter()
         .filter_map(|(k, v)| Some((*k, (*v)?)))
-        .filter(|(_, v)| share(*v, total) > DOMINATES_PERCENT)
+        .filter(|(_, v)| share(*v, total) > ADVISE_PERCENT)
         .max_by_key(|(_, v)| *v)?;
-    Some(match kind {
-        "cpu" => {
-            let cpu = why
-                .on_cpu_user_ns
-                .unwrap_or(0)
-                .saturating_add(why.on_cpu_kernel_ns.unwrap_or(0));
-            let wall = wall.max(1) as f64;
-            let own = (cpu as f64 + ns as f64) / wall;
-            match why.machine {
-                Some(m) => {
-                    let other = m.busy_ns.saturating_sub(cpu) as f64 / wall;
-                    let runnable = own + other;
-                    let fewer = if runnable <= f64::from(m.cpus) {
-                        " — no more than there are CPUs: the command may have been confined to fewer (an affinity mask, a cpuset)"
-                    } else {
-                        ""
-                    };
-                    format!(
-                        "the machine is oversubscribed: {runnable:.1} runnable tasks on {} CPU{} on average (other load {:.0}% of a CPU){fewer}",
-                        m.cpus,
-                        if m.cpus == 1 { "" } else { "s" },
-                        other * 100.0
-                    )
-                }
-                None => format!(
-                    "the machine is oversubscribed: the command alone kept {own:.1} tasks runnable on average"
-                ),
-            }
+    let part = share(ns, total);
+    let how_much = |what: &str| {
+        if part > DOMINATES_PERCENT {
+            format!("{what} dominates ({part}% of the time)")
+        } else {
+            format!("{what} is {part}% of the time")
         }
-        "io" => "waiting for storage dominates: --cold PATH and warm runs (--warmup N) show the page cache's share".into(),
-        _ => "reclaim/thrashing: the machine is short of memory".into(),
-    })
+    };
+    match kind {
+        "cpu" => cpu_advice(why, wall, ns, part),
+        "io" => Some(match warmups {
+            0 => format!(
+                "{}: --cold PATH and warm runs (--warmup N) show the page cache's share",
+                how_much("waiting for storage")
+            ),
+            n => format!(
+                "{} after {}: what it reads does not stay in the page cache, or it waits for its writes (fsync); --cold PATH shows a cold run's share",
+                how_much("waiting for storage"),
+                crate::units::count(u64::from(n), "warm-up run", "warm-up runs")
+            ),
+        }),
+        _ => Some(format!(
+            "{} (reclaim, thrashing): the machine, or a memory limit over the command, is short of memory",
+            how_much("stalled on memory")
+        )),
+    }
+}
+
+/// `2 CPUs`, `1 CPU it may use (affinity mask; 2 online)`, `0.5 CPU
+/// (its quota)`: the CPUs the command may use, and that count.
+fn usable_cpus(why: &Why) -> Option<(f64, String)> {
+    let m = why.machine?;
+    let plural = |n: f64| if n == 1.0 { "" } else { "s" };
+    let mut usable = match m.allowed_cpus {
+        Some(n) => (
+            f64::from(n),
+            format!(
+                "{n} CPU{} it may use (affinity mask; {} online)",
+                plural(f64::from(n)),
+                m.cpus
+            ),
+        ),
+        None => (
+            f64::from(m.cpus),
+            format!("{} CPU{}", m.cpus, plural(f64::from(m.cpus))),
+        ),
+    };
+    if let Some(q) = &why.cpu_quota
+        && q.cpus() < usable.0
+    {
+        usable = (
+            q.cpus(),
+            format!("{:.1} CPU (its quota, {})", q.cpus(), q.describe()),
+        );
+    }
+    Some(usable)
+}
+
+/// Waiting for a CPU (`wait` ns, `part`% of the whole): a quota that
+/// throttled the command is named; the command's own runnable tasks
+/// beyond the CPUs it may use are its own parallelism; only other work
+/// beyond them is an oversubscribed machine.
+fn cpu_advice(why: &Why, wall: u64, wait: u64, part: u64) -> Option<String> {
+    if let Some(q) = why
+        .cpu_quota
+        .as_ref()
+        .filter(|q| q.throttled_ns > 0 && q.throttled_ns >= wait / 10)
+    {
+        return Some(format!(
+            "waiting for a CPU is {part}% of the time, and a CPU quota throttled the command: {}, {} throttled ({} in all) while it ran; the wait is the quota's, not other work's (raise it: cpu.max, a container's --cpus)",
+            q.describe(),
+            crate::units::count(q.throttled_periods, "period", "periods"),
+            crate::units::time_ns(q.throttled_ns as f64)
+        ));
+    }
+    let cpu = why
+        .on_cpu_user_ns
+        .unwrap_or(0)
+        .saturating_add(why.on_cpu_kernel_ns.unwrap_or(0));
+    let wall_f = wall.max(1) as f64;
+    let own = (cpu as f64 + wait as f64) / wall_f;
+    // For a tree the wait is its lower bound (see `cpu_wait_part`).
+    let at_least = if why.of == WhyBasis::TaskTime {
+        "at least "
+    } else {
+        ""
+    };
+    let (usable, usable_text) = usable_cpus(why)?;
+    let m = why.machine?;
+    let other = m.busy_ns.saturating_sub(cpu) as f64 / wall_f;
+    if own > usable + 0.05 {
+        return Some(format!(
+            "the command ran {at_least}{own:.1} runnable tasks on {usable_text} on average: more than it may run at once, its own parallelism (other load {:.0}% of a CPU)",
+            other * 100.0
+        ));
+    }
+    let tick = 1_000_000_000 / sys::clock_ticks_per_sec().max(1);
+    if wall < LOAD_TICKS.saturating_mul(tick) {
+        // The machine's load over a run this short is not known.
+        return None;
+    }
+    let runnable = own + other;
+    if runnable > usable + 0.05 {
+        return Some(format!(
+            "the machine is oversubscribed: {at_least}{runnable:.1} runnable tasks on {usable_text} on average, {other:.1} of them other work's"
+        ));
+    }
+    Some(format!(
+        "waiting for a CPU is {part}% of the time, though the runnable tasks ({runnable:.1} on average, other load {:.0}% of a CPU) did not exceed {usable_text}: the machine was not short of CPUs on average; the waits came at moments (bursts of other work, wake-up latency)",
+        other * 100.0
+    ))
 }
 
 #[cfg(test)]
@@ -498,6 +629,7 @@ mod tests {
             machine: Some(MachineLoad {
                 cpus: 2,
                 busy_ns: 2 * wall,
+                allowed_cpus: None,
             }),
         }
     }
@@ -518,11 +650,212 @@ mod tests {
 
     #[test]
     fn a_dominating_cpu_wait_names_the_load() {
-        let w = assemble(&raw(10_000_000, 5_000_000, 0, 5_000_000, 5_000_000));
+        const S: u64 = 1_000_000_000;
+        let w = assemble(&raw(S, S / 2, 0, S / 2, S / 2));
         let advice = w.advice.expect("advice");
         // 1 task of its own (cpu + wait = wall) and 1.5 CPUs of others.
-        assert!(advice.contains("2.5 runnable tasks on 2 CPUs"), "{advice}");
-        assert!(advice.contains("other load 150% of a CPU"), "{advice}");
+        assert_eq!(
+            advice,
+            "the machine is oversubscribed: 2.5 runnable tasks on 2 CPUs on average, 1.5 of them other work's"
+        );
+    }
+
+    const SECOND: u64 = 1_000_000_000;
+
+    /// A one-task run of 1 s: `cpu` on a CPU, `wait` waiting for one,
+    /// the machine busy `busy` in all (ns).
+    fn one_task(cpu: u64, wait: u64, busy: u64) -> Raw {
+        let mut r = raw(SECOND, cpu, 0, cpu, wait);
+        r.io_pressure = Ok(Pressure::default());
+        r.machine = Some(MachineLoad {
+            cpus: 2,
+            busy_ns: busy,
+            allowed_cpus: None,
+        });
+        r
+    }
+
+    fn quota(throttled_ns: u64) -> CpuQuota {
+        CpuQuota {
+            file: "/sys/fs/cgroup/cpu/job/cpu.cfs_quota_us".into(),
+            quota_us: 10_000,
+            period_us: 100_000,
+            throttled_periods: throttled_ns / 90_000_000,
+            throttled_ns,
+        }
+    }
+
+    fn advice_in(r: &Raw, ctx: Context) -> String {
+        assemble_in(r, &ctx).advice.unwrap_or_default()
+    }
+
+    /// Regression: under a CPU quota of 10 ms per 100 ms a 1 s loop read
+    /// "89% waiting for a CPU … the machine is oversubscribed: 1.0
+    /// runnable tasks on 2 CPUs" on an idle machine. Throttling is named
+    /// as the quota, and "oversubscribed" is never said for it.
+    #[test]
+    fn a_throttling_quota_is_named_and_is_not_oversubscription() {
+        let r = one_task(SECOND / 10, SECOND * 89 / 100, SECOND / 10 + SECOND / 25);
+        let said = advice_in(
+            &r,
+            Context {
+                cpu_quota: Some(quota(942_000_000)),
+                warmups: 0,
+            },
+        );
+        assert!(
+            said.starts_with("waiting for a CPU is 89% of the time, and a CPU quota throttled the command: cpu.cfs_quota_us 10,000 per cpu.cfs_period_us 100,000 of /sys/fs/cgroup/cpu/job (0.1 CPU), 10 periods throttled (942.0ms in all)"),
+            "{said}"
+        );
+        assert!(!said.contains("oversubscribed"), "{said}");
+    }
+
+    /// Where the quota line must not appear: a quota that did not
+    /// throttle the run, or none.
+    #[test]
+    fn a_quota_that_did_not_throttle_is_not_blamed() {
+        // The machine busy with other work: that is the cause.
+        let r = one_task(SECOND / 2, SECOND / 2, 3 * SECOND / 2 + SECOND / 2);
+        for q in [None, Some(quota(0))] {
+            let said = advice_in(
+                &r,
+                Context {
+                    cpu_quota: q.map(|mut q| {
+                        q.quota_us = 400_000;
+                        q
+                    }),
+                    warmups: 0,
+                },
+            );
+            assert!(!said.contains("quota throttled"), "{said}");
+            assert!(
+                said.starts_with("the machine is oversubscribed: 2.5 runnable tasks on 2 CPUs"),
+                "{said}"
+            );
+        }
+    }
+
+    /// Regression: `xargs -P 4` on 2 CPUs was "the machine is
+    /// oversubscribed … (other load 0% of a CPU)". The command's own tasks
+    /// beyond the CPUs are its own parallelism, and said so.
+    #[test]
+    fn the_commands_own_parallelism_is_not_an_oversubscribed_machine() {
+        // Four tasks busy for the whole second on two CPUs: 2 s on a CPU,
+        // at least 1 s waiting (the group's PSI `some`), nothing else.
+        let mut r = raw(SECOND, 2 * SECOND, 0, SECOND / 100, 0);
+        r.cpu_pressure = Ok(Pressure {
+            some_us: 1_000_000,
+            full_us: Some(0),
+        });
+        r.io_pressure = Ok(Pressure::default());
+        r.machine = Some(MachineLoad {
+            cpus: 2,
+            busy_ns: 2 * SECOND,
+            allowed_cpus: None,
+        });
+        let said = advice_in(&r, Context::default());
+        assert_eq!(
+            said,
+            "the command ran at least 3.0 runnable tasks on 2 CPUs on average: more than it may run at once, its own parallelism (other load 0% of a CPU)"
+        );
+    }
+
+    /// Where "oversubscribed" must not appear: runnable tasks no more than
+    /// the CPUs the command may use (one CPU allowed of two, one task).
+    #[test]
+    fn no_more_runnable_tasks_than_cpus_is_never_oversubscribed() {
+        let mut r = one_task(SECOND / 2, SECOND / 2, SECOND / 2);
+        let said = advice_in(&r, Context::default());
+        assert!(!said.contains("oversubscribed"), "{said}");
+        assert!(
+            said.starts_with("waiting for a CPU is 50% of the time, though the runnable tasks (1.0 on average, other load 0% of a CPU) did not exceed 2 CPUs: the machine was not short of CPUs on average"),
+            "{said}"
+        );
+        // Confined to one CPU of two, with another task on it: 2.0 on 1.
+        r.machine = Some(MachineLoad {
+            cpus: 2,
+            busy_ns: SECOND + SECOND / 2,
+            allowed_cpus: Some(1),
+        });
+        let said = advice_in(&r, Context::default());
+        assert_eq!(
+            said,
+            "the machine is oversubscribed: 2.0 runnable tasks on 1 CPU it may use (affinity mask; 2 online) on average, 1.0 of them other work's"
+        );
+    }
+
+    /// Regression: a short forking command with other load 0% was
+    /// intermittently "oversubscribed": over a run shorter than 20 clock
+    /// ticks /proc/stat cannot tell the machine's load, and nothing is
+    /// said of it.
+    #[test]
+    fn a_run_too_short_to_measure_the_load_gets_no_load_advice() {
+        let mut r = raw(5_000_000, 2_000_000, 0, 2_000_000, 3_000_000);
+        r.io_pressure = Ok(Pressure::default());
+        r.machine = Some(MachineLoad {
+            cpus: 2,
+            busy_ns: 20_000_000,
+            allowed_cpus: None,
+        });
+        assert_eq!(assemble(&r).advice, None);
+    }
+
+    /// Regression: "21% waiting for storage" was followed by "waiting for
+    /// storage dominates". The share is said, and "dominates" only past
+    /// half; with warm-up runs given, they are not suggested.
+    #[test]
+    fn storage_dominates_only_past_half_and_warm_ups_given_are_not_suggested() {
+        let mut r = one_task(SECOND * 3 / 4, 0, SECOND);
+        r.io_pressure = Ok(Pressure {
+            some_us: 210_000,
+            full_us: Some(0),
+        });
+        let said = advice_in(&r, Context::default());
+        assert_eq!(
+            said,
+            "waiting for storage is 21% of the time: --cold PATH and warm runs (--warmup N) show the page cache's share"
+        );
+        assert!(!said.contains("dominates"));
+        r = one_task(SECOND / 4, 0, SECOND);
+        r.io_pressure = Ok(Pressure {
+            some_us: 600_000,
+            full_us: Some(0),
+        });
+        let said = advice_in(
+            &r,
+            Context {
+                cpu_quota: None,
+                warmups: 2,
+            },
+        );
+        assert!(
+            said.starts_with(
+                "waiting for storage dominates (60% of the time) after 2 warm-up runs:"
+            ),
+            "{said}"
+        );
+        assert!(!said.contains("--warmup"), "{said}");
+    }
+
+    /// Where the memory line must not appear: a stall of a fifth or less.
+    #[test]
+    fn memory_stalls_are_advised_with_their_share_above_a_fifth_only() {
+        let mut r = one_task(SECOND / 2, 0, SECOND);
+        r.memory_pressure = Ok(Pressure {
+            some_us: 200_000,
+            full_us: Some(0),
+        });
+        assert_eq!(assemble(&r).advice, None);
+        r.memory_pressure = Ok(Pressure {
+            some_us: 300_000,
+            full_us: Some(0),
+        });
+        assert_eq!(
+            assemble(&r).advice.as_deref(),
+            Some(
+                "stalled on memory is 30% of the time (reclaim, thrashing): the machine, or a memory limit over the command, is short of memory"
+            )
+        );
     }
 
     #[test]

@@ -790,6 +790,7 @@ mod tests {
             sources: WhyText::default(),
             unavailable: WhyText::default(),
             machine: None,
+            cpu_quota: None,
             advice: None,
             notes: Vec::new(),
         };

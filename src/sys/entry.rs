@@ -58,6 +58,12 @@ pub fn stdout_was_closed() -> bool {
     CLOSED_AT_START.load(std::sync::atomic::Ordering::Relaxed) & (1 << 1) != 0
 }
 
+/// Whether stderr was closed when tally started (`2>&-`): a report meant
+/// for it would go nowhere, and so would any message.
+pub fn stderr_was_closed() -> bool {
+    CLOSED_AT_START.load(std::sync::atomic::Ordering::Relaxed) & (1 << 2) != 0
+}
+
 /// Opens /dev/null on any of descriptors 0, 1 and 2 that is closed, so that
 /// a file tally opens can never become its stdout (std does the same).
 fn open_standard_fds() {

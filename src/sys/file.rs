@@ -291,6 +291,16 @@ pub fn stat_fd(file: &File) -> io::Result<StatAt> {
     Ok(stat_of(&st))
 }
 
+/// Whether standard output is a pipe (or a socket): a reader waits at its
+/// other end.
+pub fn stdout_is_pipe() -> bool {
+    // SAFETY: stat is plain data; zeroed is a valid value.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `st` is writable for the call; a closed descriptor fails it.
+    let ok = unsafe { libc::fstat(libc::STDOUT_FILENO, &mut st) } == 0;
+    ok && matches!(st.st_mode & libc::S_IFMT, libc::S_IFIFO | libc::S_IFSOCK)
+}
+
 /// `readlinkat(dir, name)`: the target of the symbolic link `name`.
 pub fn readlink_at(dir: &File, name: &OsStr) -> io::Result<PathBuf> {
     let c = c_name(name)?;

@@ -13,6 +13,7 @@ use std::os::fd::FromRawFd;
 use super::cvt_long;
 
 const PERF_TYPE_HARDWARE: u32 = 0;
+const PERF_TYPE_SOFTWARE: u32 = 1;
 const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
 const PERF_FORMAT_TOTAL_TIME_ENABLED: u64 = 1;
 const PERF_FORMAT_TOTAL_TIME_RUNNING: u64 = 2;
@@ -51,6 +52,28 @@ impl HwEvent {
     }
 }
 
+/// Any event tally counts: a hardware one, or a software one every
+/// kernel has (which exercises the same inheritance, enabling at `exec`
+/// and reading where no PMU exists).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event {
+    Hardware(HwEvent),
+    /// `PERF_COUNT_SW_TASK_CLOCK`: ns on a CPU.
+    TaskClock,
+    /// `PERF_COUNT_SW_PAGE_FAULTS`.
+    PageFaults,
+}
+
+impl Event {
+    fn kind_and_config(self) -> (u32, u64) {
+        match self {
+            Event::Hardware(e) => (PERF_TYPE_HARDWARE, e.config()),
+            Event::TaskClock => (PERF_TYPE_SOFTWARE, 1),
+            Event::PageFaults => (PERF_TYPE_SOFTWARE, 2),
+        }
+    }
+}
+
 #[repr(C)]
 #[derive(Default)]
 struct PerfEventAttr {
@@ -84,14 +107,20 @@ pub struct CounterValue {
 /// `exec` and in the children it creates. `user_only` excludes the kernel,
 /// which `perf_event_paranoid` >= 2 requires of unprivileged callers.
 pub fn open(event: HwEvent, pid: u32, user_only: bool) -> io::Result<Counter> {
+    open_event(Event::Hardware(event), pid, user_only)
+}
+
+/// [`open`] of any [`Event`].
+pub fn open_event(event: Event, pid: u32, user_only: bool) -> io::Result<Counter> {
+    let (kind, config) = event.kind_and_config();
     let mut flags = FLAG_DISABLED | FLAG_INHERIT | FLAG_ENABLE_ON_EXEC;
     if user_only {
         flags |= FLAG_EXCLUDE_KERNEL | FLAG_EXCLUDE_HV;
     }
     let attr = PerfEventAttr {
-        kind: PERF_TYPE_HARDWARE,
+        kind,
         size: PERF_ATTR_SIZE_VER0,
-        config: event.config(),
+        config,
         read_format: PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING,
         flags,
         ..PerfEventAttr::default()

@@ -62,6 +62,9 @@ pub struct PreExec<'g> {
     pub cgroup_dir: Option<BorrowedFd<'g>>,
     /// Send the command's stdout and stderr to /dev/null.
     pub quiet: bool,
+    /// The command's stdin from /dev/null, not this process's. [`spawn`]
+    /// only.
+    pub stdin_null: bool,
     /// Send the command's stdout to its stderr (the report takes stdout).
     pub stdout_to_stderr: bool,
     /// Open the child's `/proc/PID/io` in the parent right after `fork`
@@ -75,6 +78,15 @@ pub struct PreExec<'g> {
     /// that a signal forwarded to it reaches every process it starts.
     /// [`spawn_prepared`] only.
     pub own_group: bool,
+    /// The command's whole environment (`KEY=VALUE` each) instead of this
+    /// process's: for a command that must see a variable tally does not
+    /// have itself (`PYTHONHASHSEED` of a counted run). [`spawn`] only.
+    pub env: Option<Vec<OsString>>,
+    /// The command's address space laid out without randomisation
+    /// (`personality(ADDR_NO_RANDOMIZE)` in the child before `exec`, as
+    /// `setarch -R` does), so that nothing in it moves from run to run.
+    /// [`spawn`] only.
+    pub fixed_layout: bool,
 }
 
 /// Where a child asked into a cgroup ([`PreExec::cgroup_dir`]) runs.
@@ -284,8 +296,20 @@ pub fn spawn(argv: &[OsString], pre: PreExec) -> io::Result<Spawned> {
     }
     // Everything the child needs is prepared here: it must not allocate.
     let cmd = Prepared::new(argv)?;
-    let devnull = if pre.quiet {
-        Some(std::fs::OpenOptions::new().write(true).open("/dev/null")?)
+    let env = pre.env.as_deref().map(CStrings::new).transpose()?;
+    let exec = Exec {
+        program: &cmd.program,
+        argv: &cmd.ptrs,
+        env: env.as_ref().map(|e| e.ptrs.as_slice()),
+        fixed_layout: pre.fixed_layout,
+    };
+    let devnull = if pre.quiet || pre.stdin_null {
+        Some(
+            std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open("/dev/null")?,
+        )
     } else {
         None
     };
@@ -325,12 +349,13 @@ pub fn spawn(argv: &[OsString], pre: PreExec) -> io::Result<Spawned> {
         // SAFETY: see the fork comment above; every pointer refers to data
         // that lives in this address space until exec or _exit.
         unsafe {
-            let redirect = match (null_fd, pre.stdout_to_stderr) {
+            let redirect = match (null_fd.filter(|_| pre.quiet), pre.stdout_to_stderr) {
                 (Some(fd), _) => Redirect::Null(fd),
                 (None, true) => Redirect::StdoutToStderr,
                 (None, false) => Redirect::None,
             };
-            child_exec(&cmd, gate_fd, redirect, status_fd, parent)
+            let stdin = null_fd.filter(|_| pre.stdin_null);
+            child_exec(&exec, gate_fd, redirect, stdin, status_fd, parent)
         }
     }
     let pid = match cvt(ret) {
@@ -540,14 +565,54 @@ enum Redirect {
     StdoutToStderr,
 }
 
+/// C strings and the null-ended array of pointers to them that `exec`
+/// takes, made before a fork.
+struct CStrings {
+    /// Owns the strings `ptrs` points to; never read otherwise.
+    _strings: Vec<CString>,
+    ptrs: Vec<*const libc::c_char>,
+}
+
+impl CStrings {
+    fn new(items: &[OsString]) -> io::Result<CStrings> {
+        let strings = items
+            .iter()
+            .map(|s| {
+                CString::new(s.as_bytes()).map_err(|_| {
+                    io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        format!("{s:?} contains a NUL byte"),
+                    )
+                })
+            })
+            .collect::<io::Result<Vec<CString>>>()?;
+        let mut ptrs: Vec<*const libc::c_char> = strings.iter().map(|a| a.as_ptr()).collect();
+        ptrs.push(std::ptr::null());
+        Ok(CStrings {
+            _strings: strings,
+            ptrs,
+        })
+    }
+}
+
+/// What the forked child execs, prepared before the fork.
+struct Exec<'a> {
+    program: &'a CString,
+    argv: &'a [*const libc::c_char],
+    /// The whole environment, null-ended; `None`: this process's.
+    env: Option<&'a [*const libc::c_char]>,
+    fixed_layout: bool,
+}
+
 /// The child side of [`spawn`]; never returns.
 ///
 /// # Safety
 /// Must only be called in a freshly forked child; the pointers must be valid.
 unsafe fn child_exec(
-    cmd: &Prepared,
+    exec: &Exec,
     gate: Option<i32>,
     redirect: Redirect,
+    stdin: Option<i32>,
     status: i32,
     parent: Option<libc::pid_t>,
 ) -> ! {
@@ -585,7 +650,7 @@ unsafe fn child_exec(
             Redirect::Null(fd) => libc::dup2(fd, 1) >= 0 && libc::dup2(fd, 2) >= 0,
             Redirect::StdoutToStderr => libc::dup2(2, 1) >= 0,
         };
-        if !redirected {
+        if !redirected || stdin.is_some_and(|fd| libc::dup2(fd, 0) < 0) {
             fail(errno());
         }
         if let Some(fd) = gate {
@@ -596,7 +661,18 @@ unsafe fn child_exec(
                 }
             }
         }
-        libc::execvp(cmd.program.as_ptr(), cmd.ptrs.as_ptr());
+        if exec.fixed_layout {
+            let persona = libc::personality(0xffff_ffff);
+            if persona == -1
+                || libc::personality((persona | libc::ADDR_NO_RANDOMIZE) as libc::c_ulong) == -1
+            {
+                fail(errno());
+            }
+        }
+        match exec.env {
+            Some(env) => libc::execvpe(exec.program.as_ptr(), exec.argv.as_ptr(), env.as_ptr()),
+            None => libc::execvp(exec.program.as_ptr(), exec.argv.as_ptr()),
+        };
         fail(errno())
     }
 }
@@ -728,10 +804,16 @@ pub fn prepare_shared_spawns() -> io::Result<()> {
 
 /// [`spawn_shared`] of a command prepared before: allocates nothing.
 pub fn spawn_prepared(cmd: &Prepared, pre: PreExec) -> io::Result<Spawned> {
-    if pre.gate || pre.quiet || pre.stdout_to_stderr {
+    if pre.gate
+        || pre.quiet
+        || pre.stdin_null
+        || pre.stdout_to_stderr
+        || pre.env.is_some()
+        || pre.fixed_layout
+    {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
-            "a shared-memory spawn has no gate or redirection",
+            "a shared-memory spawn has no gate, redirection, environment or fixed layout",
         ));
     }
     let (stack_base, stack_size) = shared_child_stack()?;
