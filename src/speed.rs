@@ -68,6 +68,50 @@ pub const FEWEST: usize = 5;
 /// probes' own 99% interval.
 pub const DIFFERS: f64 = 0.03;
 
+/// The shortest and the longest a probe can take: its work takes about a
+/// millisecond here; a machine a hundred times faster or a thousand
+/// times slower stays within. A probe read from a file outside them is no
+/// probe of this work.
+pub const PROBE_NS: std::ops::RangeInclusive<u64> = 10_000..=1_000_000_000;
+
+/// Checks probes read from a file (`field`, a baseline's), once, at the
+/// boundary: each a time a probe can take. The field and the reason when
+/// not.
+pub fn check_probes(field: &str, probes: &[u64]) -> Result<(), String> {
+    match probes
+        .iter()
+        .enumerate()
+        .find(|(_, p)| !PROBE_NS.contains(p))
+    {
+        Some((i, p)) => Err(format!(
+            "{field}[{i}] is {p} ns; a speed probe takes from {} to {} ns (its work is fixed, \
+             about a millisecond)",
+            crate::units::thousands(*PROBE_NS.start()),
+            crate::units::thousands(*PROBE_NS.end())
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Why a baseline's probes cannot judge the machine's speed: too few of
+/// them (none, in one saved before there were probes). `None` when there
+/// are [`FEWEST`] or more.
+pub fn unchecked(probes: &[u64]) -> Option<String> {
+    match probes.len() {
+        n if n >= FEWEST => None,
+        0 => Some(
+            "the baseline has no speed probe (saved before there were): the machine's speed \
+             then and now was not checked"
+                .into(),
+        ),
+        n => Some(format!(
+            "the baseline has {n} speed probe{}, fewer than the {FEWEST} that judge a speed: the \
+             machine's speed then and now was not checked",
+            if n == 1 { "" } else { "s" }
+        )),
+    }
+}
+
 /// Times the probe's work once: nanoseconds.
 pub fn measure() -> u64 {
     let start = std::time::Instant::now();
@@ -100,9 +144,17 @@ pub struct Speed {
     /// machine ran slower), when it has probes.
     pub versus_baseline: Option<f64>,
     /// With a baseline: the machine ran at another speed than when the
-    /// baseline was saved, or its speed varied, so time figures are not
-    /// compared (see [`differs`]).
+    /// baseline was saved, or its speed varied (see [`differs`]), so time
+    /// figures are judged in proportion ([`Allowance`]).
     pub not_comparable: bool,
+    /// With a baseline whose probes differ: how much of a change of time
+    /// the machine can account for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allowance: Option<Allowance>,
+    /// With a baseline of too few probes: why the machine's speed was not
+    /// checked (see [`unchecked`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unchecked: Option<String>,
 }
 
 impl Speed {
@@ -116,6 +168,8 @@ impl Speed {
             spread,
             versus_baseline: None,
             not_comparable: false,
+            allowance: None,
+            unchecked: None,
         })
     }
 
@@ -235,6 +289,95 @@ pub fn differs(now: &[u64], then: &[u64]) -> Option<f64> {
         .then(|| e.map_or(medians, |(ratio, _, _)| ratio))
 }
 
+/// How much of a change of time the machine's speed can account for:
+/// the probes' ratio (now over then, above 1 when this machine ran
+/// slower) and the bounds it may lie within: the ratio widened by both
+/// sets' spreads. A time that moved beyond
+/// what the bounds allow is decided; only what they allow is
+/// "inconclusive" (see [`Allowance::stands`]).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Allowance {
+    pub ratio: f64,
+    pub low: f64,
+    pub high: f64,
+    /// Each set's spread (half the interquartile range over the median).
+    pub spread_now: f64,
+    pub spread_then: f64,
+}
+
+/// The allowance of probes made now and when a baseline was saved; `None`
+/// when either set is empty.
+pub fn allowance(now: &[u64], then: &[u64]) -> Option<Allowance> {
+    let (median_now, spread_now) = spread(now)?;
+    let (median_then, spread_then) = spread(then)?;
+    let ratio = median_now / median_then;
+    // The speed of a typical stretch of either session: its median moved
+    // by its spread (half the interquartile range, which one preempted
+    // probe does not move, where an interval over pairs of probes spans
+    // the slowest).
+    let widen = 1.0 + spread_now + spread_then;
+    let (low, high) = (ratio / widen, ratio * widen);
+    Some(Allowance {
+        ratio,
+        low,
+        high,
+        spread_now,
+        spread_then,
+    })
+}
+
+impl Allowance {
+    /// Whether an outcome on a time whose ratio's interval is `[lo, hi]`
+    /// stands, the machine's speed excused in proportion: a regression
+    /// (worse is higher, beyond `1 + limit`) stands when the interval,
+    /// divided by the most this machine may have run slower, still lies
+    /// beyond the limit; a pass when, divided by the most it may have run
+    /// faster, it still lies within. A speed difference excuses a change
+    /// of its own size, never one beyond it.
+    pub fn stands(&self, regression: bool, lo: f64, hi: f64, limit: f64) -> bool {
+        if regression {
+            lo / self.high.max(1.0) > 1.0 + limit
+        } else {
+            hi / self.low.min(1.0) <= 1.0 + limit
+        }
+    }
+
+    /// Why the machine may account for a change, in words: which set of
+    /// probes spread, or how much slower or faster this machine ran, and
+    /// the times it could account for.
+    pub fn words(&self) -> String {
+        let varied = |s: f64| s > SPREAD;
+        let cause = match (varied(self.spread_now), varied(self.spread_then)) {
+            (true, true) => format!(
+                "the machine's speed varied ±{:.0}% during these runs and ±{:.0}% during the \
+                 baseline's (speed probes)",
+                self.spread_now * 100.0,
+                self.spread_then * 100.0
+            ),
+            (true, false) => format!(
+                "the machine's speed varied ±{:.0}% during these runs (speed probes)",
+                self.spread_now * 100.0
+            ),
+            (false, true) => format!(
+                "the machine's speed varied ±{:.0}% while the baseline was saved (speed probes)",
+                self.spread_then * 100.0
+            ),
+            (false, false) if (self.ratio - 1.0).abs() < 0.005 => format!(
+                "the speed probes now and when the baseline was saved differ by up to {:.0}%",
+                (self.high - 1.0).max(1.0 - self.low) * 100.0
+            ),
+            (false, false) => format!(
+                "this machine ran {} than when the baseline was saved (speed probes)",
+                slower_or_faster(self.ratio)
+            ),
+        };
+        format!(
+            "{cause}: the machine could account for a time from {:.2}× to {:.2}× the baseline's",
+            self.low, self.high
+        )
+    }
+}
+
 /// `25% slower`, `12% faster`: a probe ratio (now over then) in words.
 pub fn slower_or_faster(ratio: f64) -> String {
     if ratio >= 1.0 {
@@ -342,5 +485,96 @@ mod tests {
             FEWEST,
             "never fewer, never more than asked"
         );
+    }
+}
+
+#[cfg(test)]
+mod allowance_tests {
+    use super::*;
+
+    fn around(median: u64, spread_percent: u64) -> Vec<u64> {
+        let d = median * spread_percent / 100;
+        vec![
+            median - d,
+            median - d / 2,
+            median,
+            median + d / 2,
+            median + d,
+        ]
+    }
+
+    #[test]
+    fn a_slower_machine_excuses_a_change_of_its_own_size_and_no_more() {
+        // This machine ran 2% slower, its probes steady.
+        let a = allowance(&around(1_020_000, 1), &around(1_000_000, 1)).unwrap();
+        assert!(a.ratio > 1.01 && a.ratio < 1.03, "{a:?}");
+        // +19.5% [+18.7, +20.1] beyond a 5% limit: no 2% can explain it.
+        assert!(a.stands(true, 1.187, 1.201, 0.05), "{a:?}");
+        // +3% [+2, +4] within 5%: passes however the machine moved.
+        assert!(a.stands(false, 1.02, 1.04, 0.05), "{a:?}");
+        // +6% [+5.5, +6.5] beyond 5%: 2% slower may account for it.
+        assert!(!a.stands(true, 1.055, 1.065, 0.05), "{a:?}");
+    }
+
+    #[test]
+    fn spread_probes_widen_what_the_machine_can_account_for() {
+        // The baseline's probes spread ±7%: the case of a 0% difference
+        // whose spread made every time figure undecided.
+        let a = allowance(&around(1_000_000, 1), &around(1_000_000, 14)).unwrap();
+        assert!(a.low < 0.95 && a.high > 1.05, "{a:?}");
+        // Twice the work still stands as a regression.
+        assert!(a.stands(true, 1.926, 2.012, 0.05), "{a:?}");
+        // +8% [+7, +9] beyond 5% is what such a machine could do alone.
+        assert!(!a.stands(true, 1.07, 1.09, 0.05), "{a:?}");
+        let words = a.words();
+        assert!(
+            words.contains("varied ±") && words.contains("while the baseline was saved"),
+            "{words}"
+        );
+        assert!(words.contains("could account for a time from"), "{words}");
+    }
+
+    /// Regression: with an interval over pairs of probes, one probe
+    /// preempted 17 times its time (a build beside the runs) let the
+    /// machine account for 0.88× to 17.8×, and twice the work passed as
+    /// inconclusive.
+    #[test]
+    fn one_preempted_probe_did_not_let_the_machine_account_for_anything() {
+        let mut now = around(1_000_000, 2);
+        now[4] = 17_000_000;
+        let a = allowance(&now, &around(1_000_000, 14)).unwrap();
+        assert!(a.high < 1.2, "{a:?}");
+        assert!(a.stands(true, 1.89, 1.96, 0.05), "{a:?}");
+    }
+
+    #[test]
+    fn a_faster_machine_does_not_excuse_a_pass_it_may_have_made() {
+        // This machine ran 10% faster: a time 3% up may be 13% more work.
+        let a = allowance(&around(900_000, 1), &around(1_000_000, 1)).unwrap();
+        assert!(!a.stands(false, 1.02, 1.04, 0.05), "{a:?}");
+        // While 10% down stays a pass within a 5% limit.
+        assert!(a.stands(false, 0.88, 0.92, 0.05), "{a:?}");
+        assert!(a.words().contains("faster"), "{}", a.words());
+    }
+
+    #[test]
+    fn probes_no_probe_can_take_are_refused_naming_the_field() {
+        assert!(check_probes("speed_probe_ns", &around(1_000_000, 5)).is_ok());
+        let zero = check_probes("speed_probe_ns", &[1_000_000, 0]).unwrap_err();
+        assert!(zero.starts_with("speed_probe_ns[1] is 0 ns"), "{zero}");
+        let huge = check_probes("x", &[u64::MAX]).unwrap_err();
+        assert!(
+            huge.starts_with("x[0] is 18446744073709551615 ns"),
+            "{huge}"
+        );
+    }
+
+    #[test]
+    fn fewer_probes_than_judge_a_speed_say_the_speed_was_not_checked() {
+        assert!(unchecked(&around(1_000_000, 1)).is_none());
+        assert!(unchecked(&[]).unwrap().contains("no speed probe"));
+        let one = unchecked(&[1_000_000]).unwrap();
+        assert!(one.contains("1 speed probe,"), "{one}");
+        assert!(unchecked(&[1; 4]).unwrap().contains("4 speed probes"));
     }
 }

@@ -4,13 +4,14 @@
 #   util-linux (setpriv, unshare, prlimit, mount), bsdutils (script),
 #   libcap2-bin (setcap), python3, gcc and libc6-dev (static test programs),
 #   procps, strace (system-call counts), hyperfine (its JSON export, read
-#   beside tally's), tmux (reports at 80 and 120 columns), and Debian's
+#   beside tally's), tmux (reports at 80 and 120 columns), valgrind
+#   (`--count=sim`: Cachegrind counts the instructions), and Debian's
 #   prometheus (the server and promtool).
 # tests/release.sh runs it under CI (CI=true); elsewhere run it yourself.
 # Needs root and apt-get; without them it says what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-packages=(util-linux bsdutils libcap2-bin python3 gcc libc6-dev procps coreutils strace hyperfine tmux)
+packages=(util-linux bsdutils libcap2-bin python3 gcc libc6-dev procps coreutils strace hyperfine tmux valgrind)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -240,7 +240,7 @@ fn a_baseline_schema_version_of_the_wrong_kind_was_called_another_document() {
     ];
     for (field, said) in cases {
         let bad = dir.path().join("bad.json");
-        std::fs::write(&bad, text.replacen("\"schema_version\": 1", field, 1)).unwrap();
+        std::fs::write(&bad, text.replacen("\"schema_version\": 2", field, 1)).unwrap();
         let (code, err) = stderr_of(
             &["compare", "-n", "2", "--baseline", "bad.json", "true"],
             dir.path(),

@@ -191,6 +191,9 @@ fn validate(report: &BenchReport) -> Result<(), String> {
     if report.benchmarks.is_empty() {
         return Err("it holds no benchmark (benchmarks is empty)".into());
     }
+    if let Some(r) = &report.noise.reference {
+        crate::speed::check_probes("noise.reference.speed_probes_ns", &r.speed_probes_ns)?;
+    }
     for (i, b) in report.benchmarks.iter().enumerate() {
         for (j, f) in b.figures.iter().enumerate() {
             let at = || {
@@ -436,12 +439,21 @@ pub fn gate(old: &BenchReport, new: &BenchReport, rules: &[BenchRule], strict: b
         .collect();
     let m = tested.len();
     let level = 1.0 - GATE_ALPHA / m.max(1) as f64;
-    let machine = speed_differs(old, new);
+    let machine = speed_differs(old, new).map(|ratio| {
+        format!(
+            "this machine ran {} than when the baseline was saved (speed probe)",
+            crate::speed::slower_or_faster(ratio)
+        )
+    });
+    // Too few probes in the baseline: the speed was not checked, said in
+    // the headline; with --strict, figures the speed moves stay undecided.
+    let unchecked = crate::speed::unchecked(&probes(old));
+    let excuse = machine.or_else(|| unchecked.clone().filter(|_| strict));
     for (f, o, rule) in tested {
         if let Some(o) = o {
             let mut r = judge(f, o, rule.limit, m);
-            if let Some(ratio) = machine {
-                another_speed(&mut r, ratio);
+            if let Some(why) = &excuse {
+                another_speed(&mut r, why);
             }
             results.push(r);
         }
@@ -467,7 +479,8 @@ pub fn gate(old: &BenchReport, new: &BenchReport, rules: &[BenchRule], strict: b
         interval_level: level,
         outcome: worst.unwrap_or(Outcome::Pass),
         exit_status: gate::exit_status(worst, strict),
-        headline: gate_headline(&results),
+        headline: gate_headline(&results)
+            + &unchecked.map(|why| format!("; {why}")).unwrap_or_default(),
         results,
     }
 }
@@ -555,28 +568,28 @@ fn judge(
 /// they agree or either report has none (one of an earlier version, or
 /// probes of another [`crate::speed::VERSION`]: other work).
 pub fn speed_differs(old: &BenchReport, new: &BenchReport) -> Option<f64> {
-    let probes = |r: &BenchReport| {
-        r.noise
-            .reference
-            .as_ref()
-            .filter(|r| r.speed_probe_version == crate::speed::VERSION)
-            .map(|r| r.speed_probes_ns.clone())
-            .unwrap_or_default()
-    };
     crate::speed::differs(&probes(new), &probes(old))
+}
+
+/// A report's speed probes of this [`crate::speed::VERSION`] (none from
+/// an earlier version: they timed other work).
+fn probes(r: &BenchReport) -> Vec<u64> {
+    r.noise
+        .reference
+        .as_ref()
+        .filter(|r| r.speed_probe_version == crate::speed::VERSION)
+        .map(|r| r.speed_probes_ns.clone())
+        .unwrap_or_default()
 }
 
 /// A figure the machine's speed moves (a time, a rate, a frequency),
 /// measured while the machine ran at another speed than the baseline's
 /// (`ratio`, now over then): neither a regression nor a pass.
-fn another_speed(r: &mut BenchGateResult, ratio: f64) {
+fn another_speed(r: &mut BenchGateResult, why: &str) {
     let speed_figure = matches!(r.unit.as_str(), "ns" | "gb_per_s" | "mhz");
     if speed_figure && r.outcome != Outcome::Inconclusive {
         r.outcome = Outcome::Inconclusive;
-        r.note = Some(format!(
-            "this machine ran {} than when the baseline was saved (speed probe)",
-            crate::speed::slower_or_faster(ratio)
-        ));
+        r.note = Some(why.to_string());
     }
 }
 

@@ -236,7 +236,7 @@ pub struct CompareArgs {
     /// With --count=sim: runs of each command under Valgrind (default 3).
     ///
     /// One is enough for a count that repeats.
-    #[arg(long, value_name = "N", requires = "count",
+    #[arg(long, value_name = "N", requires = "count", hide_short_help = true,
           value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub count_runs: Option<u32>,
 
@@ -244,7 +244,7 @@ pub struct CompareArgs {
     ///
     /// The timed runs are runs of their own, interleaved as without
     /// --count.
-    #[arg(long, requires = "count")]
+    #[arg(long, requires = "count", hide_short_help = true)]
     pub timed: bool,
 
     /// The order of the commands in the human table.

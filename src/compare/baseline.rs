@@ -713,40 +713,7 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<BaselineFile, BaselineError> {
             what: kind_of(&probe),
         });
     }
-    let version = probe.schema_version.as_ref().map(|v| (v.as_u64(), v));
-    match version {
-        Some((Some(v), _)) if v > u64::from(SCHEMA_VERSION) => {
-            return Err(BaselineError::Newer {
-                path: path_buf(),
-                found: v,
-                version: probe
-                    .tally_version
-                    .as_ref()
-                    .and_then(|t| t.as_str())
-                    // Text from the file: escaped, and short.
-                    .map(|t| crate::text::escape_text(&t.chars().take(40).collect::<String>())),
-            });
-        }
-        Some((Some(v), _))
-            if (u64::from(FIRST_VERSION)..=u64::from(SCHEMA_VERSION)).contains(&v) => {}
-        Some((Some(v), _)) => {
-            return Err(corrupt(format!(
-                "schema_version is {v}, this tally reads {FIRST_VERSION} to {SCHEMA_VERSION}"
-            )));
-        }
-        Some((None, raw)) => {
-            let shown: String = raw.to_string().chars().take(40).collect();
-            return Err(corrupt(format!(
-                "schema_version is {}, not a whole number (this tally reads {SCHEMA_VERSION})",
-                crate::text::escape_text(&shown)
-            )));
-        }
-        None => {
-            return Err(corrupt(format!(
-                "schema_version is missing (this tally reads {SCHEMA_VERSION})"
-            )));
-        }
-    }
+    check_version(path, &probe)?;
     // serde quotes what it found: text not from tally.
     let file: BaselineFile =
         serde_json::from_slice(bytes).map_err(|e| corrupt(crate::input::json_error(bytes, &e)))?;
@@ -794,6 +761,50 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<BaselineFile, BaselineError> {
     Ok(file)
 }
 
+/// The probe's `schema_version`: one this tally reads, or why not.
+fn check_version(path: &Path, probe: &Probe) -> Result<(), BaselineError> {
+    let corrupt = |why: String| BaselineError::Corrupt {
+        path: path.to_path_buf(),
+        why,
+    };
+    let path_buf = || path.to_path_buf();
+    let version = probe.schema_version.as_ref().map(|v| (v.as_u64(), v));
+    match version {
+        Some((Some(v), _)) if v > u64::from(SCHEMA_VERSION) => {
+            return Err(BaselineError::Newer {
+                path: path_buf(),
+                found: v,
+                version: probe
+                    .tally_version
+                    .as_ref()
+                    .and_then(|t| t.as_str())
+                    // Text from the file: escaped, and short.
+                    .map(|t| crate::text::escape_text(&t.chars().take(40).collect::<String>())),
+            });
+        }
+        Some((Some(v), _))
+            if (u64::from(FIRST_VERSION)..=u64::from(SCHEMA_VERSION)).contains(&v) => {}
+        Some((Some(v), _)) => {
+            return Err(corrupt(format!(
+                "schema_version is {v}, this tally reads {FIRST_VERSION} to {SCHEMA_VERSION}"
+            )));
+        }
+        Some((None, raw)) => {
+            let shown: String = raw.to_string().chars().take(40).collect();
+            return Err(corrupt(format!(
+                "schema_version is {}, not a whole number (this tally reads {SCHEMA_VERSION})",
+                crate::text::escape_text(&shown)
+            )));
+        }
+        None => {
+            return Err(corrupt(format!(
+                "schema_version is missing (this tally reads {SCHEMA_VERSION})"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// The largest value a stored sample may hold: 2^53, the largest integer
 /// the statistics (in f64) hold exactly; 104 days in ns, 8 PiB in bytes.
 pub const MAX_SAMPLE: u64 = 1 << 53;
@@ -814,6 +825,7 @@ fn validate(file: &BaselineFile) -> Result<(), String> {
             crate::units::short_number(p)
         ));
     }
+    crate::speed::check_probes("speed_probe_ns", &file.speed_probe_ns)?;
     if file.machine.cpus == Some(0) {
         return Err("machine.cpus is 0; a machine has at least one CPU".into());
     }
@@ -1015,13 +1027,14 @@ pub fn matched(path: &Path, file: &BaselineFile, cfg: &Config) -> Result<Baselin
             other_cpu_percent: file.other_cpu_percent,
             // A probe of 0 ns or over a second is no probe of this work,
             // and probes of another version timed other work.
-            speed_probe_ns: file
-                .speed_probe_ns
-                .iter()
-                .copied()
-                .filter(|p| (1..1_000_000_000).contains(p))
-                .filter(|_| file.speed_probe_version == crate::speed::VERSION)
-                .collect(),
+            // Probes of another version timed other work (said above).
+            speed_probe_ns: if file.speed_probe_version == crate::speed::VERSION {
+                file.speed_probe_ns.clone()
+            } else {
+                Vec::new()
+            },
+            probes_of_other_work: !file.speed_probe_ns.is_empty()
+                && file.speed_probe_version != crate::speed::VERSION,
             count_source: file.count_source.clone(),
             differences,
         },

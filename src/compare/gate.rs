@@ -228,13 +228,33 @@ fn another_time(
     if !time || !ref_cmd.from_baseline {
         return None;
     }
-    if let Some(ratio) = r
-        .speed
-        .as_ref()
-        .filter(|s| s.not_comparable)
-        .map(|s| s.versus_baseline.unwrap_or(1.0))
-    {
-        return Some((Reason::MachineSpeed, machine_speed(ratio)));
+    if let Some(speed) = r.speed.as_ref().filter(|s| s.not_comparable) {
+        // Judged in proportion: what the machine's speed cannot account
+        // for stays decided (and then other work is judged as ever).
+        let interval = c
+            .versus(figure)
+            .and_then(|v| Some((v.ratio_low?, v.ratio_high?)));
+        match (speed.allowance, interval) {
+            (Some(a), Some((lo, hi))) => {
+                let decided = match outcome {
+                    Outcome::Regression => a.stands(true, lo, hi, rule.limit),
+                    Outcome::Pass => a.stands(false, lo, hi, rule.limit),
+                    Outcome::Inconclusive => true,
+                };
+                if !decided {
+                    return Some((Reason::MachineSpeed, a.words()));
+                }
+            }
+            _ if outcome != Outcome::Inconclusive => {
+                let ratio = speed.versus_baseline.unwrap_or(1.0);
+                let why = speed
+                    .unchecked
+                    .clone()
+                    .unwrap_or_else(|| machine_speed(ratio));
+                return Some((Reason::MachineSpeed, why));
+            }
+            _ => {}
+        }
     }
     let waited = change_waited(c, ref_cmd, rule);
     let limit = if waited.is_some() {
@@ -699,6 +719,7 @@ mod tests {
                     machine: Fingerprint::default(),
                     other_cpu_percent,
                     speed_probe_ns,
+                    probes_of_other_work: false,
                     count_source: None,
                     differences: Vec::new(),
                 },

@@ -157,6 +157,65 @@ fn write_commands(body: &mut String, r: &CompareReport, chart: &str) {
         body.push_str("</ul>");
     }
     body.push_str(&why_bars(r));
+    body.push_str(&where_changed(r));
+}
+
+/// Per command whose instructions changed (`--count=sim`): the functions
+/// the change is in, each with its share drawn as a bar (to the right
+/// for more work, to the left for less).
+fn where_changed(r: &CompareReport) -> String {
+    let mut out = String::new();
+    for (i, c) in r.commands.iter().enumerate() {
+        let Some(a) = &c.instructions_change else {
+            continue;
+        };
+        if out.is_empty() {
+            out.push_str(
+                "<h2>Where the instructions changed</h2><p>Counted by Cachegrind: the functions \
+                 whose instructions changed most, each with its share of the command's whole \
+                 change.</p>",
+            );
+        }
+        let _ = write!(
+            out,
+            "<p>#{} {}: {:+} instructions</p><table><tr><th>function</th><th>reference</th>\
+             <th>this</th><th>change</th><th>share</th><th></th></tr>",
+            i + 1,
+            esc(&c.name),
+            a.change
+        );
+        for f in &a.functions {
+            let width = (f.share.abs() * 100.0).min(100.0);
+            let (color, side) = if f.change >= 0 {
+                ("#d62728", "margin-left:50%")
+            } else {
+                ("#2ca02c", "margin-left:auto;margin-right:50%")
+            };
+            let _ = write!(
+                out,
+                "<tr><td><code>{}</code></td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
+                 <td class=\"n\">{:+}</td><td class=\"n\">{:.1}%</td><td style=\"width:16em\">\
+                 <div style=\"display:flex\"><div title=\"{:.1}%\" style=\"{side};\
+                 width:{:.2}%;height:0.9em;background:{color}\"></div></div></td></tr>",
+                esc(&f.function.describe()),
+                crate::units::thousands(f.reference_instructions),
+                crate::units::thousands(f.function.instructions),
+                f.change,
+                f.share * 100.0,
+                f.share * 100.0,
+                width / 2.0
+            );
+        }
+        if a.unattributed != 0 {
+            let _ = write!(
+                out,
+                "<tr><td colspan=\"6\">{:+} instructions in functions neither profile kept</td></tr>",
+                a.unattributed
+            );
+        }
+        out.push_str("</table>");
+    }
+    out
 }
 
 /// The ratio of each command to the reference in figure `fig`; `sampled`

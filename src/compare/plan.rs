@@ -173,6 +173,9 @@ pub struct BaselineUse {
     /// The speed probes made with the baseline's runs (none in a baseline
     /// saved before there were).
     pub speed_probe_ns: Vec<u64>,
+    /// Its probes timed the work of another probe version: none are kept
+    /// (said among the differences).
+    pub probes_of_other_work: bool,
     /// How its counted figures were counted (`--count`), when they were.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub count_source: Option<crate::count::Source>,

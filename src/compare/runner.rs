@@ -1126,23 +1126,50 @@ fn speed(report: &mut CompareReport, probes: &[u64], cfg: &Config) {
         ));
     }
     if let Some(b) = &cfg.baseline
-        && !b.about.speed_probe_ns.is_empty()
+        && let Some(why) = probe::unchecked(&b.about.speed_probe_ns)
     {
+        // Too few probes to judge a speed: said (probes of other work
+        // already are), and with --strict the time figures are not decided
+        // against it.
+        let warning = format!(
+            "baseline {}: {}; {}",
+            crate::text::path::display(&b.about.path),
+            why,
+            if cfg.strict {
+                "with --strict, time figures are not decided against it"
+            } else {
+                "time figures are compared as they are (--strict leaves them undecided)"
+            }
+        );
+        if !b.about.probes_of_other_work {
+            report.warnings.insert(0, warning);
+        }
+        speed.not_comparable = cfg.strict;
+        speed.unchecked = Some(if b.about.probes_of_other_work {
+            "the baseline's speed probes timed other work: the machine's speed then and now was \
+             not checked"
+                .into()
+        } else {
+            why
+        });
+    } else if let Some(b) = &cfg.baseline {
         let then = &b.about.speed_probe_ns;
         let differs = probe::differs(probes, then);
         speed.versus_baseline =
             differs.or_else(|| probe::Speed::of(then).map(|t| speed.median_ns / t.median_ns));
-        if let Some(r) = differs {
+        if differs.is_some() {
             speed.not_comparable = true;
-            report.warnings.insert(
-                0,
-                format!(
-                    "baseline {}: this machine ran {} than when the baseline was saved (speed \
-                     probe): time figures are not compared with it",
-                    crate::text::path::display(&b.about.path),
-                    probe::slower_or_faster(r)
-                ),
-            );
+            speed.allowance = probe::allowance(probes, then);
+            if let Some(a) = &speed.allowance {
+                report.warnings.insert(
+                    0,
+                    format!(
+                        "baseline {}: {}; time figures are judged in proportion",
+                        crate::text::path::display(&b.about.path),
+                        a.words()
+                    ),
+                );
+            }
         }
     }
     report.speed = Some(speed);

@@ -8,7 +8,7 @@
 //!   instruction the command's tree executes on a simulated CPU with one
 //!   fixed cache geometry; a run under it takes 20–100 times as long, so
 //!   its time, memory and I/O are Valgrind's, not the command's, and are
-//!   never reported as the command's (see [`Counted::simulated`]). It
+//!   never reported as the command's (see [`CountState::simulated`]). It
 //!   also says where the instructions went ([`profile`]).
 //!
 //! `auto` takes `hw` where it counts, else `sim` where Valgrind is

@@ -176,7 +176,7 @@ pub struct SimRun {
     dir: tempfile::TempDir,
     /// Valgrind's command line, the command's after it.
     pub argv: Vec<OsString>,
-    /// The command's environment (see [`environment`]).
+    /// The command's environment (its `environment`).
     pub env: Vec<OsString>,
 }
 

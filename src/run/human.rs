@@ -53,41 +53,7 @@ pub fn write(r: &RunReport, out: &mut dyn Write, style: Style) -> io::Result<()>
             String::new()
         };
         writeln!(out, "tally: {} runs{warm}", r.runs.len())?;
-        use crate::report::text::{Column, TextTable};
-        // On a narrow terminal min goes first, then max.
-        let mut table = TextTable::new(vec![
-            Column::text(""),
-            Column::number("min").droppable(1),
-            Column::number("median"),
-            Column::number("mean ± stddev"),
-            Column::number("max").droppable(2),
-        ])
-        .prefix("tally: ");
-        let mut sampled = false;
-        for fig in FIGURES {
-            let Some(s) = r.summary_of(fig.key) else {
-                continue;
-            };
-            if s.max == 0.0 && !fig.headline {
-                continue;
-            }
-            let mean = match s.stddev {
-                Some(sd) => format!("{} ± {}", fig.human(s.mean), fig.human(sd)),
-                None => fig.human(s.mean),
-            };
-            sampled |= fig.tick_sampled();
-            table.row(vec![
-                fig.label.to_string(),
-                fig.human(s.min),
-                fig.human(s.median),
-                mean,
-                fig.human(s.max),
-            ]);
-        }
-        table.write(out, style)?;
-        if sampled {
-            tally_lines(out, &format!("tally: {}", super::report::TICK_NOTE), width)?;
-        }
+        summary_table(r, style, width, out)?;
         if let Some(w) = &last.why {
             writeln!(out, "tally: where the wall time went, the last run:")?;
             human_why(w, last.wall_ns, report.why_table, out)?;
@@ -134,6 +100,47 @@ pub fn write(r: &RunReport, out: &mut dyn Write, style: Style) -> io::Result<()>
     }
     for w in &r.warnings {
         tally_lines(out, &format!("tally: warning: {w}"), width)?;
+    }
+    Ok(())
+}
+
+/// The runs' figures, min to max, a row per figure measured (all-zero
+/// ones left out unless a headline figure).
+fn summary_table(r: &RunReport, style: Style, width: usize, out: &mut dyn Write) -> io::Result<()> {
+    use crate::report::text::{Column, TextTable};
+    // On a narrow terminal min goes first, then max.
+    let mut table = TextTable::new(vec![
+        Column::text(""),
+        Column::number("min").droppable(1),
+        Column::number("median"),
+        Column::number("mean ± stddev"),
+        Column::number("max").droppable(2),
+    ])
+    .prefix("tally: ");
+    let mut sampled = false;
+    for fig in FIGURES {
+        let Some(s) = r.summary_of(fig.key) else {
+            continue;
+        };
+        if s.max == 0.0 && !fig.headline {
+            continue;
+        }
+        let mean = match s.stddev {
+            Some(sd) => format!("{} ± {}", fig.human(s.mean), fig.human(sd)),
+            None => fig.human(s.mean),
+        };
+        sampled |= fig.tick_sampled();
+        table.row(vec![
+            fig.label.to_string(),
+            fig.human(s.min),
+            fig.human(s.median),
+            mean,
+            fig.human(s.max),
+        ]);
+    }
+    table.write(out, style)?;
+    if sampled {
+        tally_lines(out, &format!("tally: {}", super::report::TICK_NOTE), width)?;
     }
     Ok(())
 }

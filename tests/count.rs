@@ -1,0 +1,470 @@
+//! Counted work (`--count`) through the release binary: counts that
+//! repeat and agree with Cachegrind run alone, the functions a change is
+//! in, what is said where a source cannot count, and the `hw` source's
+//! plumbing on a software event every kernel has.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+use common::require;
+
+/// A scratch directory on a disk-backed filesystem, unique to the caller.
+fn scratch(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("count-{name}-"))
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .expect("create scratch dir")
+}
+
+/// The environment both tally and Cachegrind run alone get: the same
+/// variables in the same order, so the processes they start see the same
+/// stack (the loader reads every variable, and its work counts).
+fn fixed_env(cmd: &mut Command, dir: &Path) {
+    cmd.env_clear()
+        .env("HOME", dir)
+        .env("LANG", "C")
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .env("PYTHONHASHSEED", "0")
+        .current_dir(dir);
+}
+
+/// `tally run --count=sim -n RUNS --format json` of `argv` in `dir`: its
+/// exit status and report.
+fn run_counted(dir: &Path, runs: u32, argv: &[&str]) -> (Option<i32>, Value, String) {
+    let report = dir.join("report.json");
+    let mut cmd = common::tally_std();
+    fixed_env(&mut cmd, dir);
+    let out = cmd
+        .args([
+            "run",
+            "--count=sim",
+            "-n",
+            &runs.to_string(),
+            "--format",
+            "json",
+            "-o",
+        ])
+        .arg(&report)
+        .arg("--")
+        .args(argv)
+        .stdin(Stdio::null())
+        // As Cachegrind alone writes it: a program's output path (a pipe,
+        // a file) changes its work.
+        .stdout(Stdio::null())
+        .output()
+        .expect("tally runs");
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    let r = std::fs::read(&report)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or(Value::Null);
+    (out.status.code(), r, err)
+}
+
+/// The instructions Cachegrind counts for `argv` run alone in `dir`, as
+/// the docs say tally runs it (the same geometry, the tree traced, ASLR
+/// off through setarch), added up over every process's output file here,
+/// from each file's `summary:` line and its `events:` order.
+fn cachegrind_alone(dir: &Path, argv: &[&str]) -> u64 {
+    let out_dir = tempfile::tempdir_in(dir).expect("out dir");
+    let o = out_dir.path().display();
+    let mut cmd = common::command("setarch");
+    fixed_env(&mut cmd, dir);
+    let status = cmd
+        .args([
+            "-R",
+            "valgrind",
+            "--tool=cachegrind",
+            "--trace-children=yes",
+        ])
+        .args([
+            "--child-silent-after-fork=yes",
+            "--cache-sim=yes",
+            "--branch-sim=no",
+        ])
+        .args(["--I1=32768,8,64", "--D1=32768,8,64", "--LL=8388608,16,64"])
+        .arg(format!("--cachegrind-out-file={o}/cg.%p"))
+        .arg(format!("--log-file={o}/log.%p"))
+        .arg("--")
+        .args(argv)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .status()
+        .expect("valgrind runs");
+    assert!(status.success(), "{argv:?} under valgrind: {status}");
+    let mut total = 0;
+    for entry in std::fs::read_dir(out_dir.path()).expect("out dir") {
+        let path = entry.expect("entry").path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if !name.starts_with("cg.") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).expect("cachegrind file");
+        let line = |key: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(key))
+                .unwrap_or_else(|| panic!("no {key} in {name}"))
+                .split_whitespace()
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        };
+        let events = line("events:");
+        let summary = line("summary:");
+        let at = events.iter().position(|e| e == "Ir").expect("Ir counted");
+        total += summary[at].parse::<u64>().expect("a count");
+    }
+    total
+}
+
+/// Each run's instructions in a report of `run --count`.
+fn instructions(r: &Value) -> Vec<u64> {
+    r["runs"]
+        .as_array()
+        .expect("runs")
+        .iter()
+        .map(|run| {
+            assert_eq!(run["count"]["state"], "measured", "{run}");
+            run["count"]["instructions"].as_u64().expect("instructions")
+        })
+        .collect()
+}
+
+/// Counts of gzip, a Python one-liner and a two-process shell pipeline,
+/// ten runs each: identical every time, and equal to what Cachegrind
+/// counts for the same command run the same way without tally.
+#[test]
+fn sim_counts_repeat_and_agree_with_cachegrind_run_alone() {
+    require!(common::tool("valgrind", "valgrind"));
+    require!(common::tool("setarch", "util-linux"));
+    let dir = scratch("repeat");
+    let d = dir.path();
+    let data: String = (0..4000)
+        .map(|i| format!("line {i} of the input\n"))
+        .collect();
+    std::fs::write(d.join("input.txt"), data).expect("input");
+    let python = Path::new("/usr/bin/python3");
+    let mut cases: Vec<Vec<&str>> = vec![
+        vec!["gzip", "-1", "-c", "input.txt"],
+        vec!["sh", "-c", "gzip -1 -c input.txt | wc -c"],
+    ];
+    if python.exists() {
+        cases.push(vec![
+            "/usr/bin/python3",
+            "-c",
+            "print(sorted({str(i) for i in range(500)})[7])",
+        ]);
+    } else {
+        common::skip_part!("no /usr/bin/python3: the Python one-liner is not counted");
+    }
+    for argv in cases {
+        let (code, r, err) = run_counted(d, 10, &argv);
+        assert_eq!(code, Some(0), "{argv:?}: {err}");
+        let counts = instructions(&r);
+        assert_eq!(counts.len(), 10, "{argv:?}");
+        // A shell that waits for its children loops once more or less in
+        // its wait (dash's waitproc) as they have exited or not when it
+        // first looks: a few dozen instructions of millions (docs/count.md).
+        // Every other program here repeats to the instruction.
+        let spread = if argv[0] == "sh" { 1e-4 } else { 0.0 };
+        let within = |a: u64, b: u64| (a as f64 - b as f64).abs() <= spread * b as f64;
+        assert!(
+            counts.iter().all(|c| within(*c, counts[0])),
+            "{argv:?}: counts differ between runs: {counts:?}"
+        );
+        assert!(counts[0] > 100_000, "{argv:?}: {counts:?}");
+        let alone = cachegrind_alone(d, &argv);
+        assert!(
+            within(counts[0], alone),
+            "{argv:?}: tally {counts:?}, cachegrind alone {alone}"
+        );
+        let source = &r["count"]["source"];
+        assert_eq!(source["kind"], "sim", "{source}");
+        assert!(
+            source["machine"]
+                .as_str()
+                .is_some_and(|m| m.contains("LL 8388608 B 16-way")),
+            "the geometry is named: {source}"
+        );
+        let processes = r["runs"][0]["count"]["processes"]
+            .as_u64()
+            .expect("processes");
+        let expected = if argv[0] == "sh" { 3 } else { 1 };
+        assert_eq!(processes, expected, "{argv:?}: {}", r["runs"][0]["count"]);
+    }
+}
+
+/// The two-function program of the "where" tests: `work_a` and `work_b`
+/// loop their argument's times, in the program itself or (`library`) in a
+/// shared library it links.
+fn two_functions(dir: &Path, library: bool) -> PathBuf {
+    let work = "volatile unsigned long sink;\n\
+        __attribute__((noinline)) void work_a(long n) { for (long i = 0; i < n; i++) sink += i * 3; }\n\
+        __attribute__((noinline)) void work_b(long n) { for (long i = 0; i < n; i++) sink ^= i; }\n";
+    let main = "#include <stdlib.h>\nvoid work_a(long); void work_b(long);\n\
+        int main(int argc, char **argv) { work_a(atol(argv[1])); work_b(atol(argv[2])); return 0; }\n";
+    let cc = |args: &[&str]| {
+        let out = common::command("cc")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .expect("cc runs");
+        assert!(out.status.success(), "cc {args:?}: {out:?}");
+    };
+    std::fs::write(dir.join("main.c"), main).unwrap();
+    std::fs::write(dir.join("work.c"), work).unwrap();
+    if library {
+        cc(&[
+            "-O1",
+            "-g",
+            "-shared",
+            "-fPIC",
+            "-o",
+            "libwork.so",
+            "work.c",
+        ]);
+        cc(&[
+            "-O1",
+            "-g",
+            "-o",
+            "two",
+            "main.c",
+            "-L.",
+            "-lwork",
+            "-Wl,-rpath,$ORIGIN",
+        ]);
+    } else {
+        cc(&["-O1", "-g", "-o", "two", "main.c", "work.c"]);
+    }
+    dir.join("two")
+}
+
+/// `compare --count=sim` of `old` and `new` in `dir`, JSON.
+fn compare_counted(dir: &Path, old: &str, new: &str) -> Value {
+    let out: Output = common::tally_std()
+        .args([
+            "compare",
+            "--count=sim",
+            "--count-runs",
+            "2",
+            "-n",
+            "3",
+            "--format",
+            "json",
+        ])
+        .args([old, new])
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .output()
+        .expect("tally runs");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON report")
+}
+
+/// The function that did twice the work is named with at least 95% of
+/// the change: in the program, through a shared library, and run by
+/// `sh -c` (the child's instructions counted).
+#[test]
+fn where_names_the_function_that_did_the_extra_work() {
+    require!(common::tool("valgrind", "valgrind"));
+    require!(common::tool("cc", "gcc"));
+    for (library, shell) in [(false, false), (true, false), (false, true)] {
+        let dir = scratch("where");
+        let d = dir.path();
+        two_functions(d, library);
+        let (old, new) = if shell {
+            ("sh -c './two 200000 300000'", "sh -c './two 400000 300000'")
+        } else {
+            ("./two 200000 300000", "./two 400000 300000")
+        };
+        let r = compare_counted(d, old, new);
+        let change = &r["commands"][1]["instructions_change"];
+        let total = change["change"].as_i64().expect("a change");
+        assert!(total > 500_000, "library {library}, sh {shell}: {change}");
+        let top = &change["functions"][0];
+        assert_eq!(
+            top["function"], "work_a",
+            "library {library}, sh {shell}: {change}"
+        );
+        let share = top["share"].as_f64().expect("share");
+        assert!(share >= 0.95, "library {library}, sh {shell}: {change}");
+        if library {
+            let object = top["object"]
+                .as_str()
+                .or(top["file"].as_str())
+                .unwrap_or("");
+            assert!(object.contains("work"), "the library's function: {top}");
+        }
+    }
+}
+
+/// A PATH without Valgrind: `--count=sim` is refused with the reason and
+/// the install line, `--count=auto` says counts are unavailable and why;
+/// no zero poses as a count.
+#[test]
+fn without_valgrind_counts_are_unavailable_with_the_fix() {
+    let dir = scratch("no-valgrind");
+    let d = dir.path();
+    let bin = d.join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    std::os::unix::fs::symlink("/bin/true", bin.join("true")).unwrap();
+    let tally = |args: &[&str]| {
+        let out = common::tally_std()
+            .args(args)
+            .env("PATH", &bin)
+            .current_dir(d)
+            .output()
+            .expect("tally runs");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, _, err) = tally(&["run", "--count=sim", "--", "true"]);
+    assert_eq!(code, Some(125), "{err}");
+    assert!(
+        err.contains("valgrind") && err.contains("apt-get install valgrind"),
+        "{err}"
+    );
+    let (code, _, err) = tally(&["compare", "--count=sim", "-n", "2", "true", "true"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("apt-get install valgrind"), "{err}");
+
+    let (code, out, err) = tally(&["run", "--count", "--format", "json", "--", "true"]);
+    if code == Some(0) && out.contains("\"kind\": \"hw\"") {
+        common::skip_part!("this machine counts with its PMU: auto took hw, not the missing sim");
+        return;
+    }
+    assert_eq!(code, Some(125), "auto with neither source: {err}\n{out}");
+    assert!(err.contains("apt-get install valgrind"), "{err}");
+    assert!(!out.contains("\"instructions\": 0"), "{out}");
+}
+
+/// Whether this machine has a PMU the kernel counts with.
+fn has_pmu() -> bool {
+    Path::new("/sys/bus/event_source/devices/cpu/events/instructions").exists()
+        || Path::new("/sys/bus/event_source/devices/cpu_core/events/instructions").exists()
+}
+
+/// `--count=hw`: counted instructions and cycles where a PMU exists; where
+/// none does (this project's VM), exit 125 from run and 2 from compare
+/// with the reason, never zeros.
+#[test]
+fn hw_counts_with_a_pmu_and_says_why_not_without_one() {
+    let dir = scratch("hw");
+    let report = dir.path().join("r.json");
+    let out = common::tally_std()
+        .args(["run", "--count=hw", "-n", "2", "--format", "json", "-o"])
+        .arg(&report)
+        .args(["--", "sh", "-c", "seq 100000 | wc -l"])
+        .output()
+        .expect("tally runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    if has_pmu() {
+        if out.status.code() == Some(125) && err.contains("perf_event_paranoid") {
+            common::skip_part!("a PMU, but the kernel does not let this user count: {err}");
+            return;
+        }
+        assert_eq!(out.status.code(), Some(0), "{err}");
+        let r: Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+        for run in r["runs"].as_array().unwrap() {
+            let c = &run["count"];
+            assert!(c["instructions"].as_u64().unwrap_or(0) > 1_000_000, "{c}");
+            assert!(c["cycles"].as_u64().unwrap_or(0) > 0, "{c}");
+        }
+        return;
+    }
+    common::skip_part!(
+        "no PMU on this machine: hardware instructions are not counted (the software-event \
+         test covers the plumbing)"
+    );
+    assert_eq!(out.status.code(), Some(125), "{err}");
+    assert!(
+        err.contains("--count=sim") || err.contains("PMU") || err.contains("counter"),
+        "{err}"
+    );
+    assert!(!report.exists(), "no report of zeros");
+    let out = common::tally_std()
+        .args(["compare", "--count=hw", "-n", "2", "true", "true"])
+        .output()
+        .expect("tally runs");
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The `hw` source's plumbing on software events every kernel counts
+/// (task-clock and page faults, the test hook `TALLY_COUNT_HW_EVENTS`):
+/// inherited by the children (the work is a child's), enabled at exec,
+/// read after the wait, time enabled and running reported; checked
+/// against the run's rusage.
+#[test]
+fn hw_plumbing_counts_the_tree_on_software_events() {
+    let dir = scratch("hw-software");
+    let report = dir.path().join("r.json");
+    let out = common::tally_std()
+        .env("TALLY_COUNT_HW_EVENTS", "software")
+        .args(["run", "--count=hw", "-n", "3", "--format", "json", "-o"])
+        .arg(&report)
+        .args([
+            "--",
+            "sh",
+            "-c",
+            "awk 'BEGIN { for (i = 0; i < 400000; i++) s += i }'; :",
+        ])
+        .output()
+        .expect("tally runs");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    for run in r["runs"].as_array().unwrap() {
+        let c = &run["count"];
+        assert_eq!(c["source"], "hw", "{c}");
+        let event = |name: &str| {
+            c["events"]
+                .as_array()
+                .expect("events")
+                .iter()
+                .find(|e| e["event"] == name)
+                .and_then(|e| e["value"].as_u64())
+                .unwrap_or_else(|| panic!("no {name} in {c}"))
+        };
+        let task_ns = event("task-clock") as f64;
+        let cpu_ns = (run["user_us"].as_f64().unwrap() + run["system_us"].as_f64().unwrap()) * 1e3;
+        // The awk child's time is most of it: counted only if inherited.
+        assert!(cpu_ns > 5e6, "the work took {cpu_ns} ns: {run}");
+        assert!(
+            task_ns > 0.8 * cpu_ns && task_ns < 1.1 * cpu_ns + 2e6,
+            "task-clock {task_ns} ns against rusage's {cpu_ns} ns"
+        );
+        // Faults before exec (the fork, the exec itself) are rusage's only.
+        let faults = event("page-faults") as f64;
+        let rusage_faults =
+            run["minor_faults"].as_f64().unwrap() + run["major_faults"].as_f64().unwrap();
+        assert!(
+            faults > 0.5 * rusage_faults && faults <= rusage_faults,
+            "page-faults {faults} against rusage's {rusage_faults}"
+        );
+        let enabled = c["time_enabled_ns"].as_u64().expect("time enabled");
+        let running = c["time_running_ns"].as_u64().expect("time running");
+        assert!(running <= enabled && running > 0, "{c}");
+        // A software event is never multiplexed: running all the time.
+        assert_eq!(running, enabled, "{c}");
+    }
+}
