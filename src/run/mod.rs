@@ -387,24 +387,7 @@ pub fn execute_with(
     cfg: &Config,
     progress: &mut Progress,
 ) -> Result<RunReport, RunError> {
-    let mut report = RunReport {
-        schema_version: SCHEMA_VERSION,
-        command: cfg
-            .argv
-            .iter()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect(),
-        runs_requested: cfg.runs.max(1),
-        warmup_runs: 0,
-        runs: Vec::new(),
-        summary: Vec::new(),
-        warnings: Vec::new(),
-        interrupted_by: None,
-        speed: None,
-        count: None,
-        why_table: false,
-        template: None,
-    };
+    let mut report = no_runs_yet(cfg);
     if let Err(e) = measurer.start_gpu(cfg, &mut |what| progress.busy(&what, false)) {
         report.interrupted_by = Some(not_started(e)?);
     }
@@ -506,6 +489,28 @@ pub fn execute_with(
         report.warnings.push(w);
     }
     Ok(report)
+}
+
+/// The report of `cfg`'s runs before the first.
+fn no_runs_yet(cfg: &Config) -> RunReport {
+    RunReport {
+        schema_version: SCHEMA_VERSION,
+        command: cfg
+            .argv
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect(),
+        runs_requested: cfg.runs.max(1),
+        warmup_runs: 0,
+        runs: Vec::new(),
+        summary: Vec::new(),
+        warnings: Vec::new(),
+        interrupted_by: None,
+        speed: None,
+        count: None,
+        why_table: false,
+        template: None,
+    }
 }
 
 /// The signal of a run that was not started ([`RunError::NotStarted`]);
@@ -610,14 +615,7 @@ fn run_once(ctx: &Ctx) -> Result<RunRecord, RunError> {
     let mut session = ctx.group.borrow_mut();
     // The group's totals the run starts from (see `group`), read before
     // anything of the run.
-    let before = why_wanted.then(|| match (tree.as_mut(), session.as_mut()) {
-        (Some(t), _) => t
-            .group_mut()
-            .map(|g| g.pressures())
-            .map_err(group::no_group),
-        (None, Some(s)) => s.before_run(),
-        (None, None) => Err(group::no_group("none was made")),
-    });
+    let before = why_wanted.then(|| stalled_so_far(tree.as_mut(), session.as_mut()));
     let why_before = why_wanted.then(why::before);
     let cgroup_dir = match (&tree, session.as_ref()) {
         (Some(t), _) => t.group().ok().map(group::RunGroup::dir),
@@ -655,25 +653,15 @@ fn run_once(ctx: &Ctx) -> Result<RunRecord, RunError> {
     // The GPU figures over the clock's own interval (`Instant` reads the
     // same CLOCK_MONOTONIC).
     let gpu = if gpu_wanted {
-        let (now, now_ns) = (Instant::now(), sys::monotonic_ns());
-        let at = |ns: u64| {
-            now.checked_sub(std::time::Duration::from_nanos(now_ns.saturating_sub(ns)))
-                .unwrap_or(now)
-        };
         ctx.gpu
             .borrow_mut()
-            .finish_from(at(outcome.started_ns), at(end_ns))
+            .finish_from(instant_of(outcome.started_ns), instant_of(end_ns))
     } else {
         Default::default()
     };
     if let Some(e) = outcome.exec_error {
         // The child exited with 127 after exec failed: reap it and clean up.
-        let _ = sys::process::wait4(pid);
-        ctx.forwarder.detach();
-        if let Some(mut t) = tree {
-            let mut usage = t.finish();
-            t.cleanup(&mut usage);
-        }
+        abandon(ctx, pid, tree);
         return Err(exec_failure(&cfg.argv, program, e));
     }
     let wall_ns = end_ns.saturating_sub(outcome.started_ns);
@@ -681,17 +669,7 @@ fn run_once(ctx: &Ctx) -> Result<RunRecord, RunError> {
     let mut notes = Vec::new();
     let why_raw = why_before.map(|machine| {
         let before = before.unwrap_or_else(|| Err(group::no_group("none was made")));
-        let pressures = match (tree.as_mut(), session.as_mut()) {
-            (Some(t), _) => match (t.group_mut(), before) {
-                (Ok(g), Ok(before)) => {
-                    group::outside(&joined).map(|()| g.pressures().since(&before))
-                }
-                (_, Err(why)) => Err(why),
-                (Err(why), _) => Err(group::no_group(why)),
-            },
-            (None, Some(s)) => s.after_run(before, &joined, &mut notes),
-            (None, None) => before,
-        };
+        let pressures = stalled(tree.as_mut(), session.as_mut(), before, &joined, &mut notes);
         let mut read = why::read(pid, pressures, &machine, wall_ns, cfg.warmup);
         let text = outcome
             .started_sched
@@ -701,13 +679,7 @@ fn run_once(ctx: &Ctx) -> Result<RunRecord, RunError> {
         read
     });
     drop(session);
-    let counters = match ctx.counters {
-        None => None,
-        Some(Err(reason)) => Some(Counters::Unavailable {
-            reason: reason.clone(),
-        }),
-        Some(Ok(user_only)) => Some(read_counters(counters, counter_error, *user_only)),
-    };
+    let counters = counters_of(ctx, counters, counter_error);
     let tree_usage = tree.as_mut().map(|t| t.finish());
     let (exit, usage) = sys::process::wait4(pid).map_err(RunError::Wait)?;
     ctx.forwarder.detach();
@@ -734,6 +706,77 @@ fn run_once(ctx: &Ctx) -> Result<RunRecord, RunError> {
     };
     rec.why = why_raw.map(|raw| finish_why(raw, &usage, notes));
     Ok(rec)
+}
+
+/// After a command whose `exec` failed: reaps it, and removes `--tree`'s
+/// group.
+fn abandon(ctx: &Ctx, pid: u32, tree: Option<tree::Tree>) {
+    let _ = sys::process::wait4(pid);
+    ctx.forwarder.detach();
+    if let Some(mut t) = tree {
+        let mut usage = t.finish();
+        t.cleanup(&mut usage);
+    }
+}
+
+/// The run's counters as read, or why there are none (`None`: not asked
+/// for).
+fn counters_of(
+    ctx: &Ctx,
+    counters: Vec<(perf::HwEvent, perf::Counter)>,
+    counter_error: Option<String>,
+) -> Option<Counters> {
+    match ctx.counters {
+        None => None,
+        Some(Err(reason)) => Some(Counters::Unavailable {
+            reason: reason.clone(),
+        }),
+        Some(Ok(user_only)) => Some(read_counters(counters, counter_error, *user_only)),
+    }
+}
+
+/// The `Instant` of `ns` on CLOCK_MONOTONIC, which `Instant` reads.
+fn instant_of(ns: u64) -> Instant {
+    let (now, now_ns) = (Instant::now(), sys::monotonic_ns());
+    now.checked_sub(std::time::Duration::from_nanos(now_ns.saturating_sub(ns)))
+        .unwrap_or(now)
+}
+
+/// The totals of the run's group (`--tree`'s, else the session's) a run
+/// starts from, or why there are none.
+fn stalled_so_far(
+    tree: Option<&mut tree::Tree>,
+    session: Option<&mut group::SessionGroup>,
+) -> Result<group::Pressures, String> {
+    match (tree, session) {
+        (Some(t), _) => t
+            .group_mut()
+            .map(|g| g.pressures())
+            .map_err(group::no_group),
+        (None, Some(s)) => s.before_run(),
+        (None, None) => Err(group::no_group("none was made")),
+    }
+}
+
+/// What the run's group (`--tree`'s, else the session's) stalled over a
+/// run that started from `before`, or why that is not known; processes
+/// the run left in the session's group are moved out (said in `notes`).
+fn stalled(
+    tree: Option<&mut tree::Tree>,
+    session: Option<&mut group::SessionGroup>,
+    before: Result<group::Pressures, String>,
+    joined: &sys::process::Joined,
+    notes: &mut Vec<String>,
+) -> Result<group::Pressures, String> {
+    match (tree, session) {
+        (Some(t), _) => match (t.group_mut(), before) {
+            (Ok(g), Ok(before)) => group::outside(joined).map(|()| g.pressures().since(&before)),
+            (_, Err(why)) => Err(why),
+            (Err(why), _) => Err(group::no_group(why)),
+        },
+        (None, Some(s)) => s.after_run(before, joined, notes),
+        (None, None) => before,
+    }
 }
 
 /// A command forked and let go, and its counters.
