@@ -27,6 +27,20 @@ def build_tally():
     sys.exit("cargo built no tally executable")
 
 
+RELEASE = os.path.join(ROOT, "target", "x86_64-unknown-linux-gnu", "release", "tally")
+
+
+def tally_binary():
+    """The binary to measure, built by nobody here: $TALLY (or
+    $TALLY_BIN) when set, else the release binary where the project's
+    cargo configuration puts it; exits with the fix when there is none."""
+    path = os.environ.get("TALLY") or os.environ.get("TALLY_BIN") or RELEASE
+    if not os.access(path, os.X_OK):
+        sys.exit(f"no tally binary at {path}: build it (cargo build --release) "
+                 f"or give one with TALLY=PATH")
+    return path
+
+
 def _cpu_ticks():
     with open("/proc/stat") as f:
         n = [int(w) for w in f.readline().split()[1:]]

@@ -255,7 +255,7 @@ fn compare_counted(dir: &Path, old: &str, new: &str) -> Value {
             "--format",
             "json",
         ])
-        .args([old, new])
+        .args([old, new, "--html", "c.html"])
         .current_dir(dir)
         .stdin(Stdio::null())
         .output()
@@ -296,6 +296,22 @@ fn where_names_the_function_that_did_the_extra_work() {
         );
         let share = top["share"].as_f64().expect("share");
         assert!(share >= 0.95, "library {library}, sh {shell}: {change}");
+        // The page draws it too, with the counts' thousands marked.
+        let page = std::fs::read_to_string(d.join("c.html")).expect("the page");
+        assert!(
+            page.contains("Where the instructions changed"),
+            "library {library}, sh {shell}"
+        );
+        let row = page
+            .split("<tr>")
+            .find(|r| r.contains("<code>work_a"))
+            .unwrap_or_else(|| panic!("no row of work_a in the page"));
+        let change = row
+            .split("<td class=\"n\">")
+            .find(|c| c.starts_with('+'))
+            .unwrap_or_else(|| panic!("no signed change in {row}"));
+        let digits = change.split('<').next().unwrap_or_default();
+        assert!(digits.len() > 4 && digits.contains(','), "{row}");
         if library {
             let object = top["object"]
                 .as_str()

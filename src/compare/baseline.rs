@@ -424,38 +424,30 @@ fn counted_records(name: &str, c: &StoredCounted) -> Result<Vec<RunRecord>, Stri
         .collect()
 }
 
+/// Exit statuses read from a baseline (`field`'s): 0 to 255, or null
+/// for a run a signal killed.
+fn exit_codes(codes: &[Option<i32>], field: impl Fn() -> String) -> Result<(), String> {
+    match codes.iter().flatten().find(|e| !(0..=255).contains(*e)) {
+        Some(code) => Err(format!(
+            "{} holds {code}; an exit status is 0 to 255 (null: killed by a signal)",
+            field()
+        )),
+        None => Ok(()),
+    }
+}
+
 /// A stored run with no figure but its wall time and exit: what the
 /// stored figures are set on.
 fn stored_run(wall_ns: u64, code: Option<i32>) -> RunRecord {
-    RunRecord {
-        wall_ns,
-        user_us: 0,
-        system_us: 0,
-        max_rss_bytes: 0,
-        minor_faults: 0,
-        major_faults: 0,
-        voluntary_switches: 0,
-        involuntary_switches: 0,
-        block_input_ops: 0,
-        block_output_ops: 0,
-        io: None,
-        io_source: None,
-        io_unavailable: None,
-        counters: None,
-        count: None,
-        tree: None,
-        cold: None,
-        why: None,
-        exit: ExitInfo {
-            code,
-            signal: code.is_none().then(|| "a signal".into()),
-            signal_number: None,
-            core_dumped: false,
-        },
-        forwarded_signal: None,
-        escalated_to_sigkill: false,
-        gpu: Default::default(),
-    }
+    let mut run = RunRecord::bare(wall_ns);
+    run.io_unavailable = None;
+    run.exit = ExitInfo {
+        code,
+        signal: code.is_none().then(|| "a signal".into()),
+        signal_number: None,
+        core_dumped: false,
+    };
+    run
 }
 
 /// A stored command's timed runs as run records.
@@ -855,17 +847,7 @@ fn validate(file: &BaselineFile) -> Result<(), String> {
                 c.failed_runs
             ));
         }
-        if let Some(code) = c
-            .exit_codes
-            .iter()
-            .flatten()
-            .find(|e| !(0..=255).contains(*e))
-        {
-            return Err(format!(
-                "{} holds {code}; an exit status is 0 to 255 (null: killed by a signal)",
-                at("exit_codes")
-            ));
-        }
+        exit_codes(&c.exit_codes, || at("exit_codes"))?;
         for (key, values) in &c.samples {
             if let Some(v) = values.iter().find(|v| **v > MAX_SAMPLE) {
                 return Err(format!(
@@ -882,17 +864,7 @@ fn validate(file: &BaselineFile) -> Result<(), String> {
                     k.runs
                 ));
             }
-            if let Some(code) = k
-                .exit_codes
-                .iter()
-                .flatten()
-                .find(|e| !(0..=255).contains(*e))
-            {
-                return Err(format!(
-                    "{} holds {code}; an exit status is 0 to 255 (null: killed by a signal)",
-                    at("counted.exit_codes")
-                ));
-            }
+            exit_codes(&k.exit_codes, || at("counted.exit_codes"))?;
             for (key, values) in &k.samples {
                 if !super::gate::counted(key) {
                     return Err(format!(

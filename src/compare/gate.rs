@@ -228,12 +228,12 @@ fn another_time(
     if !time || !ref_cmd.from_baseline {
         return None;
     }
-    if let Some(speed) = r.speed.as_ref().filter(|s| s.not_comparable) {
+    let interval = c
+        .versus(figure)
+        .and_then(|v| Some((v.ratio_low?, v.ratio_high?)));
+    if let Some(speed) = r.speed.as_ref() {
         // Judged in proportion: what the machine's speed cannot account
-        // for stays decided (and then other work is judged as ever).
-        let interval = c
-            .versus(figure)
-            .and_then(|v| Some((v.ratio_low?, v.ratio_high?)));
+        // for stays decided (and then other work is judged likewise).
         match (speed.allowance, interval) {
             (Some(a), Some((lo, hi))) => {
                 let decided = match outcome {
@@ -245,7 +245,7 @@ fn another_time(
                     return Some((Reason::MachineSpeed, a.words()));
                 }
             }
-            _ if outcome != Outcome::Inconclusive => {
+            _ if speed.not_comparable && outcome != Outcome::Inconclusive => {
                 let ratio = speed.versus_baseline.unwrap_or(1.0);
                 let why = speed
                     .unchecked
@@ -263,8 +263,22 @@ fn another_time(
         super::report::OTHER_WORK_DIFFERS
     };
     let (now, then) = other_work(r)?;
+    // What other work cannot do is add to the command's own work: a wall
+    // time beyond the limit whose cpu time lies beyond it too is the
+    // command's, whatever the load. (A pass is not: less waiting on an
+    // idler machine can hide a regression that waits.)
+    let cpu = (figure == "wall_ns")
+        .then(|| c.versus("cpu_us"))
+        .flatten()
+        .and_then(|v| v.ratio_low);
+    let beyond = match (cpu, interval) {
+        (Some(cpu_lo), Some((wall_lo, _))) => {
+            cpu_lo > 1.0 + rule.limit && wall_lo > 1.0 + rule.limit
+        }
+        _ => false,
+    };
     let shaken = match outcome {
-        Outcome::Regression => now > then + limit,
+        Outcome::Regression => now > then + limit && !beyond,
         Outcome::Pass => now < then - limit,
         Outcome::Inconclusive => false,
     };
@@ -437,8 +451,24 @@ pub fn evaluate(r: &CompareReport, rules: &[Rule], strict: bool) -> Gate {
         strict,
         outcome: worst.unwrap_or(Outcome::Pass),
         exit_status: gate::exit_status(worst, strict),
-        headline: headline(&results) + &under_load(r, &results),
+        headline: headline(&results) + &under_load(r, &results) + &count_hint(r, &results),
         results,
+    }
+}
+
+/// When a time is left undecided because the machine's speed moved and
+/// nothing was counted: `; counted work decides where time cannot: …`,
+/// once; else nothing.
+fn count_hint(r: &CompareReport, results: &[GateResult]) -> String {
+    let speed = results
+        .iter()
+        .any(|g| g.outcome == Outcome::Inconclusive && g.reason == Some(Reason::MachineSpeed));
+    if speed && r.count.is_none() {
+        "; counted work decides where time cannot (--count --fail-on instructions=1%, \
+         docs/count.md)"
+            .into()
+    } else {
+        String::new()
     }
 }
 
@@ -757,7 +787,8 @@ mod tests {
             outcome(120, 35.0),
             (Outcome::Regression, None, Outcome::Pass)
         );
-        // Far busier now: the same is inconclusive; memory still passes.
+        // Far busier now: the same is inconclusive (its cpu time did not
+        // move: the change may be waiting); memory still passes.
         assert_eq!(
             outcome(120, 90.0),
             (
@@ -769,6 +800,37 @@ mod tests {
         // Far idler now: a pass of the time is not trusted either.
         assert_eq!(outcome(100, 0.0).0, Outcome::Inconclusive);
         assert_eq!(outcome(100, 25.0).0, Outcome::Pass);
+    }
+
+    /// Regression: gzip of a file doubled, against its stored baseline,
+    /// wall time 2.64× [2.35, 2.78] and cpu time 2.03× [1.98, 2.07], was
+    /// "inconclusive: other work on the machine took 146% of a CPU during
+    /// these runs and 134% during the baseline's": no load adds to the
+    /// command's own cpu time, so a change in both stands.
+    #[test]
+    fn twice_the_work_was_excused_by_other_work_that_cannot_do_it() {
+        let cfg = against_baseline(Some(30.0), Vec::new());
+        let rules = [parse_rule("wall=5%").unwrap()];
+        let outcome = |cpu_us: u64| {
+            let mut now = runs("gzip", 26_000_000, 30, false);
+            let mut then = runs("gzip", 10_000_000, 30, true);
+            for (i, run) in now.runs.iter_mut().enumerate() {
+                run.user_us = cpu_us + (i % 5) as u64;
+            }
+            for (i, run) in then.runs.iter_mut().enumerate() {
+                run.user_us = 9_000 + (i % 5) as u64;
+            }
+            let mut r = CompareReport::build(&cfg, vec![now, then], None);
+            r.other_cpu_percent = Some(90.0);
+            let g = evaluate(&r, &rules, false);
+            (g.results[0].outcome, g.results[0].reason)
+        };
+        assert_eq!(outcome(18_000), (Outcome::Regression, None));
+        // Its cpu time unchanged, the wall time may be the load's.
+        assert_eq!(
+            outcome(9_000),
+            (Outcome::Inconclusive, Some(Reason::OtherWork))
+        );
     }
 
     /// Regression: a busy loop sharing a 10 ms loop's CPU while it was

@@ -160,6 +160,12 @@ fn write_commands(body: &mut String, r: &CompareReport, chart: &str) {
     body.push_str(&where_changed(r));
 }
 
+/// `+12,000,000`, `-5`: a signed count with its thousands marked.
+fn signed(n: i64) -> String {
+    let sign = if n < 0 { "-" } else { "+" };
+    format!("{sign}{}", crate::units::thousands(n.unsigned_abs()))
+}
+
 /// Per command whose instructions changed (`--count=sim`): the functions
 /// the change is in, each with its share drawn as a bar (to the right
 /// for more work, to the left for less).
@@ -178,11 +184,11 @@ fn where_changed(r: &CompareReport) -> String {
         }
         let _ = write!(
             out,
-            "<p>#{} {}: {:+} instructions</p><table><tr><th>function</th><th>reference</th>\
+            "<p>#{} {}: {} instructions</p><table><tr><th>function</th><th>reference</th>\
              <th>this</th><th>change</th><th>share</th><th></th></tr>",
             i + 1,
             esc(&c.name),
-            a.change
+            signed(a.change)
         );
         for f in &a.functions {
             let width = (f.share.abs() * 100.0).min(100.0);
@@ -194,13 +200,13 @@ fn where_changed(r: &CompareReport) -> String {
             let _ = write!(
                 out,
                 "<tr><td><code>{}</code></td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
-                 <td class=\"n\">{:+}</td><td class=\"n\">{:.1}%</td><td style=\"width:16em\">\
+                 <td class=\"n\">{}</td><td class=\"n\">{:.1}%</td><td style=\"width:16em\">\
                  <div style=\"display:flex\"><div title=\"{:.1}%\" style=\"{side};\
                  width:{:.2}%;height:0.9em;background:{color}\"></div></div></td></tr>",
                 esc(&f.function.describe()),
                 crate::units::thousands(f.reference_instructions),
                 crate::units::thousands(f.function.instructions),
-                f.change,
+                signed(f.change),
                 f.share * 100.0,
                 f.share * 100.0,
                 width / 2.0
@@ -209,8 +215,8 @@ fn where_changed(r: &CompareReport) -> String {
         if a.unattributed != 0 {
             let _ = write!(
                 out,
-                "<tr><td colspan=\"6\">{:+} instructions in functions neither profile kept</td></tr>",
-                a.unattributed
+                "<tr><td colspan=\"6\">{} instructions in functions neither profile kept</td></tr>",
+                signed(a.unattributed)
             );
         }
         out.push_str("</table>");

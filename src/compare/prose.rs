@@ -126,6 +126,15 @@ pub fn runs_would_decide(n: u32) -> String {
 
 /// How intervals and verdicts are made, in words, for the report's `method`.
 pub(super) fn method_text(alpha: f64, m: usize, threshold: f64) -> String {
+    if m == 0 {
+        // No figure was tested (counts that repeated are compared exactly).
+        return format!(
+            "no figure was compared by a test: a count that repeated is compared exactly, its \
+             interval from the smallest to the largest ratio of two runs; verdict: different \
+             when the interval lies beyond {}, the same within it when inside",
+            percent(threshold)
+        );
+    }
     format!(
         "ratio: the Hodges-Lehmann estimate of the shift of log values (of the values over \
          the reference's median where a value is 0), with the Moses interval from the \

@@ -1118,7 +1118,8 @@ fn speed(report: &mut CompareReport, probes: &[u64], cfg: &Config) {
     let Some(mut speed) = probe::Speed::of(probes) else {
         return;
     };
-    if speed.varied() {
+    // Against a baseline, its own warning says how the speed is judged.
+    if speed.varied() && cfg.baseline.is_none() {
         report.warnings.push(format!(
             "the machine's speed varied ±{:.0}% during these runs (speed probe): figures from \
              another time are not comparable",
@@ -1157,9 +1158,11 @@ fn speed(report: &mut CompareReport, probes: &[u64], cfg: &Config) {
         let differs = probe::differs(probes, then);
         speed.versus_baseline =
             differs.or_else(|| probe::Speed::of(then).map(|t| speed.median_ns / t.median_ns));
+        // Every time against a baseline is judged in proportion to the
+        // speed the probes measured; a warning where they differ.
+        speed.allowance = probe::allowance(probes, then);
         if differs.is_some() {
             speed.not_comparable = true;
-            speed.allowance = probe::allowance(probes, then);
             if let Some(a) = &speed.allowance {
                 report.warnings.insert(
                     0,

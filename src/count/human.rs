@@ -165,10 +165,12 @@ pub fn change_line(a: &super::Attribution, whole: u64) -> String {
             format!("{share} in {}", f.function.describe())
         });
     }
-    if a.unattributed != 0 {
+    // Said where it is a share worth saying, as a function's is.
+    let unattributed = a.unattributed as f64 / a.change as f64;
+    if a.change != 0 && unattributed.abs() >= CHANGE_SHARE_SAID {
         parts.push(format!(
             "{:.1}% in functions too small to keep",
-            a.unattributed as f64 / a.change as f64 * 100.0
+            unattributed * 100.0
         ));
     }
     let head = format!(
@@ -179,5 +181,48 @@ pub fn change_line(a: &super::Attribution, whole: u64) -> String {
         head
     } else {
         format!("{head}: {}", parts.join(", "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::count::profile::{Attribution, FunctionChange, FunctionCost};
+
+    fn attribution(unattributed: i64) -> Attribution {
+        Attribution {
+            change: 698_642,
+            functions: vec![FunctionChange {
+                function: FunctionCost {
+                    function: "deflate".into(),
+                    file: "deflate.c".into(),
+                    object: None,
+                    instructions: 5_000_000,
+                },
+                reference_instructions: 4_301_358 + unattributed as u64,
+                change: 698_642 - unattributed,
+                share: (698_642 - unattributed) as f64 / 698_642.0,
+            }],
+            unattributed,
+        }
+    }
+
+    /// Regression: 12 instructions of a change of 698,642 in functions
+    /// neither profile kept read "0.0% in functions too small to keep".
+    #[test]
+    fn a_share_too_small_to_say_was_said_as_zero() {
+        let line = change_line(&attribution(12), 4_785_982);
+        assert!(!line.contains("too small to keep"), "{line}");
+        assert!(
+            line.starts_with(
+                "+698,642 instructions (+14.6%): 100.0% of the change in deflate (deflate.c)"
+            ),
+            "{line}"
+        );
+        let line = change_line(&attribution(70_000), 4_785_982);
+        assert!(
+            line.ends_with("10.0% in functions too small to keep"),
+            "{line}"
+        );
     }
 }

@@ -737,8 +737,7 @@ impl RunRecord {
 }
 
 /// A run of `wall_ns` that exited 0, every other figure 0 and nothing
-/// optional measured: what unit tests build their records from.
-#[cfg(test)]
+/// optional measured: what unit tests and stored runs are built from.
 impl RunRecord {
     pub(crate) fn bare(wall_ns: u64) -> RunRecord {
         RunRecord {
