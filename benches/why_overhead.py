@@ -14,8 +14,7 @@ Runs, interleaved in one process and in shuffled order each round:
   child's /proc/PID/schedstat read before it is reaped (waitid WNOWAIT),
   the group's cpu, io and memory pressure, the group removed (rmdir);
 - `tally run -- /bin/true` (with the breakdown, as always);
-- `tally run -- /bin/true` without the breakdown
-  (TALLY_MEASURE_WITHOUT_BREAKDOWN=1, a switch for this measurement only);
+- `tally run --no-why -- /bin/true`, without the breakdown;
 - the peer: GNU time, `/usr/bin/time /bin/true`.
 
 Timing each spawn-to-reap with a monotonic clock, it prints medians and
@@ -187,13 +186,12 @@ def main():
 def measure(tally, floor, true, rounds):
     env = dict(os.environ)
     env.pop("TALLY_MEASURE_WITHOUT_BREAKDOWN", None)
-    off = dict(env, TALLY_MEASURE_WITHOUT_BREAKDOWN="1")
     variants = {
         "/bin/true": ([true], env),
         "C floor: fork, exec, wait4": ([floor, "plain", true], env),
         "C floor with the breakdown's reads and group": ([floor, "why", true], env),
         "tally run -- /bin/true": ([tally, "run", "--", true], env),
-        "tally run -- /bin/true, breakdown off": ([tally, "run", "--", true], off),
+        "tally run -- /bin/true, breakdown off": ([tally, "run", "--no-why", "--", true], env),
         "/usr/bin/time /bin/true": (["/usr/bin/time", true], env),
     }
     before = os.environ.get("TALLY_BEFORE")

@@ -44,14 +44,15 @@ sed -nE 's/^(__[a-z]+)_(sse2|ssse3|sse4_?[12]|sse42|avx|avx2|evex|avx512)[a-z0-9
     LC_ALL=C sort -u | while read -r base; do
         grep -E "^${base}(sse|ssse|avx|evex)" "$tmp/all" || true
     done | grep -vxFf "$tmp/hot" | LC_ALL=C sort -u > "$tmp/variants"
-spawner_rust='spawner14serve_requests|process18shared_child_stack|process15default_signals|shed15shed_file_pages|Inbox4take|Inbox7compact|10UnixStream.*2io4Read4read|process10open_io_of|process17open_proc_file_of|schedstat5parse|spawner10read_sched|spawner6why_of|Outbox4push|Outbox5flush|Outbox12acknowledged|spawner3run17h|spawner6finish|spawner12next_request|spawner6encode|3run11read_all_at|process8recv_now|process14spawn_prepared|process17shared_child_main|process16wait_exited_keep|process5wait417h|process10usage_from|Spawned10exec_error|Forwarder6attach|Forwarder6detach|Forwarder7pending|13take_received|14take_escalated|shed8peak_kib|signals12restore_mask|Instant7elapsed|Timespec12sub_timespec|Timespec3now|FileExt7read_at|_ZN3std2io18default_read_exact|_ZN3std2io4Read10read_exact|_ZN3std2io5Write9write_all17h|units6micros|process6rewind|process17truncate_to_empty'
+spawner_rust='spawner14serve_requests|process18shared_child_stack|process15default_signals|shed15shed_file_pages|Inbox4take|Inbox7compact|10UnixStream.*2io4Read4read|process17open_proc_file_of|Outbox4push|Outbox5flush|Outbox12acknowledged|spawner3run17h|spawner6finish|spawner12next_request|spawner6encode|3run11read_all_at|process8recv_now|process14spawn_prepared|process12clone_shared|process17clone_shared_into|process17shared_child_main|process10outcome_of|Spawned7outcome|process16wait_exited_keep|process5wait417h|process10usage_from|Forwarder6attach|Forwarder6detach|Forwarder7pending|13take_received|14take_escalated|shed8peak_kib|signals12restore_mask|3sys12monotonic_ns|FileExt7read_at|_ZN3std2io18default_read_exact|_ZN3std2io4Read10read_exact|_ZN3std2io5Write9write_all17h|units6micros|process6rewind|process17truncate_to_empty'
 spawner_libc='__libc_recv recv __libc_send send __send __clock_gettime clock_gettime
     __pthread_sigmask pthread_sigmask sigfillset sigemptyset __clone_internal __clone3 __clone
     clone __libc_sigaction __sigaction sigaction __bsd_signal bsd_signal signal ssignal
     __sigprocmask sigprocmask __prctl prctl __getppid getppid __libc_open64 __open64 open64
     __open open execvp __execvpe __execvpex __execvpe_common __execve execve strchrnul
     __errno_location __waitid waitid __wait4 wait4 __libc_pread __pread64 pread64 pread
-    __libc_read __read read __libc_write __write write __restore_rt __kill kill __getpid
+    __libc_read __read read __libc_write __write write __libc_close __close close
+    __restore_rt __kill kill __getpid __setpgid setpgid
     getpid _exit strcmp strchr strlen memcpy memmove memset __madvise madvise __lseek64 lseek64 __lseek lseek
     __libc_lseek64 __ftruncate64 ftruncate64 __ftruncate ftruncate'
 {
@@ -59,7 +60,7 @@ spawner_libc='__libc_recv recv __libc_send send __send __clock_gettime clock_get
     # checks), then those it calls elsewhere.
     grep -E "^_ZN5tally3run7spawner|$spawner_rust" "$tmp/all" | grep -v drop_in_place
     # Its runs' results are dropped in the loop; other drop glue is not.
-    grep -E 'drop_in_place.*spawner\.\.Ended' "$tmp/all" || true
+    grep -E 'drop_in_place.*(spawner\.\.Ended|process\.\.Spawned|process\.\.Joined)' "$tmp/all" || true
     for f in $spawner_libc; do
         grep -xF "$f" "$tmp/all" || true
         # every CPU variant of a string function

@@ -149,7 +149,7 @@ fn unreadable_residency_is_unknown_for_an_unprivileged_user() {
     let f = dir.path().join("roots");
     write_file(&f, 1 << 20);
     std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o644)).expect("chmod");
-    let bin = common::tally_bin();
+    let bin = common::tally_for_others();
     let out = common::command("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
         .arg(&bin)
@@ -352,9 +352,10 @@ fn cache_prints_skipped_paths_on_stderr_not_in_the_report() {
     let secret = dir.path().join("secret");
     write_file(&secret, 4096);
     std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let bin = common::tally_for_others();
     let out = common::command("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-        .arg(common::tally_bin())
+        .arg(&bin)
         .arg("cache")
         .arg(&secret)
         .output()
@@ -409,6 +410,7 @@ fn cache_lock_fails_when_the_locked_memory_limit_allows_nothing() {
     write_file(&f, 1 << 20);
     std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o644)).expect("chmod");
     // 64 KiB may be locked; the file needs 1 MiB.
+    let bin = common::tally_for_others();
     let child = common::command("prlimit")
         .arg("--memlock=65536:65536")
         .args([
@@ -417,7 +419,7 @@ fn cache_lock_fails_when_the_locked_memory_limit_allows_nothing() {
             "--regid=65534",
             "--clear-groups",
         ])
-        .arg(common::tally_bin())
+        .arg(&bin)
         .args(["cache", "--lock"])
         .arg(&f)
         .stdout(Stdio::piped())

@@ -389,7 +389,7 @@ fn an_unwritable_destination_is_explained_and_left_clean() {
     let src = dir.path().join("readable");
     write(&src, b"data");
     std::fs::set_permissions(&src, std::fs::Permissions::from_mode(0o644)).expect("chmod");
-    let bin = common::tally_bin();
+    let bin = common::tally_for_others();
     let out = common::command("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
         .arg(&bin)

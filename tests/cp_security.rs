@@ -64,7 +64,8 @@ fn cp_refuses_symlink_planted_in_sticky_dir() {
     plant("src", &victim); // for `cp src DIR/`: the name the copy will take
     plant("dir", &victim_dir);
 
-    let tally = common::tally_bin();
+    let reachable = common::tally_for_others();
+    let tally = reachable.path().to_path_buf();
     let (foo, into, to_dir) = (
         sticky.path().join("foo"),
         sticky.path().to_path_buf(),
@@ -150,8 +151,9 @@ fn cp_p_as_nobody_clears_setuid_it_cannot_own() {
     std::fs::write(&su, b"#!/bin/sh\nid\n").expect("write");
     chmod(&su, 0o6755);
     let copy = dir.path().join("copy");
+    let tally = common::tally_for_others();
     let out = as_nobody(
-        &common::tally_bin(),
+        tally.path(),
         &[
             "cp".as_ref(),
             "-p".as_ref(),
@@ -210,8 +212,9 @@ fn cp_r_of_read_only_tree_as_nobody_fills_it_then_sets_modes() {
     std::fs::create_dir(&out_dir).expect("mkdir");
     chmod(&out_dir, 0o777);
     let dst = out_dir.join("copy");
+    let tally = common::tally_for_others();
     let out = as_nobody(
-        &common::tally_bin(),
+        tally.path(),
         &[
             "cp".as_ref(),
             "-r".as_ref(),
@@ -302,7 +305,8 @@ fn cp_r_through_a_directory_link_planted_in_a_sticky_dir_writes_nothing() {
     // Another user (uid 4242) plants one for nobody, nobody one for root.
     plant(4242, "theirlink", &victim_of_nobody);
     plant(65534, "nobodyslink", &victim_of_root);
-    let tally = common::tally_bin();
+    let reachable = common::tally_for_others();
+    let tally = reachable.path().to_path_buf();
 
     let into = sticky.join("theirlink/x");
     let out = as_nobody(

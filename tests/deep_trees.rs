@@ -221,19 +221,22 @@ fn tally_limited(args: &[&OsStr]) -> Output {
     tally_as(&[], args)
 }
 
-/// As [`tally_limited`], started through `setpriv PRIV` when given.
+/// As [`tally_limited`], started through `setpriv PRIV` when given (then
+/// the binary is one the other user can reach: see
+/// [`common::tally_for_others`]).
 fn tally_as(privilege: &[&str], args: &[&OsStr]) -> Output {
-    let mut cmd = if privilege.is_empty() {
-        common::command("sh")
+    let reachable = common::tally_for_others();
+    let (mut cmd, bin) = if privilege.is_empty() {
+        (common::command("sh"), common::tally_bin())
     } else {
         let mut c = common::command("setpriv");
         c.args(privilege).arg("sh");
-        c
+        (c, reachable.path().to_path_buf())
     };
     cmd.arg("-c")
         .arg("ulimit -Sn 1024 && exec \"$@\"")
         .arg("sh")
-        .arg(common::tally_bin())
+        .arg(bin)
         .args(args)
         .env_remove("COLUMNS");
     cmd.output().expect("tally runs")

@@ -12,9 +12,10 @@ use std::path::Path;
 use std::process::Output;
 
 fn as_nobody(dir: &Path, args: &[&str]) -> Output {
+    let bin = common::tally_for_others();
     common::command("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-        .arg(common::tally_bin())
+        .arg(&bin)
         .args(args)
         .current_dir(dir)
         .output()

@@ -964,3 +964,238 @@ fn the_commands_own_parallelism_is_not_called_an_oversubscribed_machine() {
     assert!(!advice.contains("oversubscribed"), "{advice}");
     assert!(!advice.contains("quota"), "{advice}");
 }
+
+// ---- 3 and 4. The run's group degrades the breakdown, never the run ----
+
+/// `tally run --format json -- ARGS` (as `user`, through setpriv, when
+/// given) started from a shell that first joins `group`; its output.
+fn run_in_group_as(group: &Path, user: Option<&str>, args: &str) -> Output {
+    let reachable = common::tally_for_others();
+    let bin = match user {
+        Some(_) => reachable.path().to_path_buf(),
+        None => common::tally_bin(),
+    };
+    let setpriv = user
+        .map(|u| format!("setpriv --reuid={u} --regid={u} --clear-groups "))
+        .unwrap_or_default();
+    common::command("sh")
+        .arg("-c")
+        .arg(format!(
+            "echo $$ > {}/cgroup.procs && exec {setpriv}{} run --format json -- {args}",
+            group.display(),
+            bin.display()
+        ))
+        .output()
+        .unwrap()
+}
+
+/// The reasons a run's storage wait and memory stall are unavailable.
+fn unavailable_parts(r: &Value) -> [String; 2] {
+    ["io_wait_ns", "memory_stall_ns"].map(|part| {
+        assert!(r["runs"][0]["why"][part].is_null(), "{part}: {r}");
+        r["runs"][0]["why"]["unavailable"][part]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    })
+}
+
+/// Regression: in a threaded cgroup `tally run -- /bin/true` failed with
+/// "cannot start /bin/true: Operation not supported", exit 125.
+#[test]
+fn tally_run_in_a_threaded_group_runs_the_command_outside_its_group_and_says_why() {
+    let mount = match cgroup2() {
+        Ok(m) => m,
+        Err(why) => common::skip!("{why}"),
+    };
+    let domain = TestGroup(mount.join(format!("tally-test-threaded-{}", std::process::id())));
+    std::fs::create_dir(&domain.0).unwrap();
+    let threaded = TestGroup(domain.0.join("t"));
+    std::fs::create_dir(&threaded.0).unwrap();
+    if std::fs::write(threaded.0.join("cgroup.type"), "threaded").is_err() {
+        common::skip!("this kernel makes no threaded cgroup");
+    }
+    let o = run_in_group_as(&threaded.0, None, "/bin/true");
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let r = json(&o.stderr);
+    for why in unavailable_parts(&r) {
+        assert!(
+            why.contains("could not be put in the run's cgroup v2 group and ran outside it")
+                && why.contains("threaded"),
+            "{why}"
+        );
+    }
+    assert!(r["runs"][0]["why"]["cpu_wait_ns"].is_u64(), "{r}");
+}
+
+/// Regression: as a user who owns a group whose `cgroup.procs` is root's
+/// (half-delegated), `tally run -- /bin/true` failed with "/bin/true:
+/// cannot execute: Permission denied", exit 126.
+#[test]
+fn tally_run_in_a_half_delegated_group_runs_the_command_outside_its_group_and_says_why() {
+    let mount = match cgroup2() {
+        Ok(m) => m,
+        Err(why) => common::skip!("{why}"),
+    };
+    common::require!(common::can_switch_users());
+    let top = TestGroup(mount.join(format!("tally-test-half-{}", std::process::id())));
+    std::fs::create_dir(&top.0).unwrap();
+    let user = TestGroup(top.0.join("u"));
+    std::fs::create_dir(&user.0).unwrap();
+    // The directory is nobody's; its cgroup.procs stays root's.
+    std::os::unix::fs::chown(&user.0, Some(65534), Some(65534)).unwrap();
+    let o = run_in_group_as(&user.0, Some("65534"), "/bin/true");
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let r = json(&o.stderr);
+    for why in unavailable_parts(&r) {
+        assert!(
+            why.contains("could not be put in the run's cgroup v2 group and ran outside it")
+                && why.contains("half-delegated"),
+            "{why}"
+        );
+    }
+    let left: Vec<_> = std::fs::read_dir(&user.0)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("tally-"))
+        .map(|e| e.path())
+        .collect();
+    assert!(left.is_empty(), "groups left behind: {left:?}");
+}
+
+/// A script that moves itself into a group it makes below its own, then
+/// works a moment there (reads 20 MB, sleeps 0.2 s).
+const MAKES_A_SUB_GROUP: &str = r#"g=/sys/fs/cgroup/unified$(grep ^0:: /proc/self/cgroup | cut -d: -f3)
+[ -e "$g/cgroup.procs" ] || g=/sys/fs/cgroup$(grep ^0:: /proc/self/cgroup | cut -d: -f3)
+mkdir "$g/sub" && echo $$ > "$g/sub/cgroup.procs" || exit 3
+head -c 20000000 /dev/zero | tail -c 1 >/dev/null
+sleep 0.2
+"#;
+
+/// Regression: a command that made its own sub-group leaked the run's
+/// group for good ("cannot remove …/tally-25468-0: still busy"), and the
+/// next tally's sweep removed only top-level groups.
+#[test]
+fn a_command_that_makes_a_sub_group_leaves_no_group_and_the_note_says_it_made_one() {
+    if let Err(why) = cgroup2() {
+        common::skip!("{why}");
+    }
+    let tally = common::tally_std()
+        .args([
+            "run",
+            "--format",
+            "json",
+            "--",
+            "sh",
+            "-c",
+            MAKES_A_SUB_GROUP,
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = tally.id();
+    let o = tally.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let r = json(&o.stderr);
+    if r["runs"][0]["why"]["io_wait_ns"].is_null() {
+        common::skip!("no run group was made here: {}", r["runs"][0]["why"]);
+    }
+    let notes = r["runs"][0]["why"]["notes"].to_string();
+    assert!(
+        notes.contains("the command made 1 cgroup below the run's group")
+            && notes.contains("removed with it"),
+        "{notes}"
+    );
+    assert!(
+        !text(&o.stderr).contains("cannot remove"),
+        "{}",
+        text(&o.stderr)
+    );
+    let prefix = format!("tally-{pid}-");
+    let left: Vec<String> = ["/sys/fs/cgroup/unified", "/sys/fs/cgroup"]
+        .iter()
+        .flat_map(|d| std::fs::read_dir(d).into_iter().flatten().flatten())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(&prefix))
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+/// Regression: with `--tree`, a command that moved itself into a group
+/// of its own was "1 process seen in 1 sample", its peak memory raised to
+/// ru_maxrss from 0: the tree was read from the run's group alone.
+#[test]
+fn tree_reads_the_groups_a_command_made_below_its_own() {
+    if let Err(why) = cgroup2() {
+        common::skip!("{why}");
+    }
+    let o = common::tally_std()
+        .args([
+            "run",
+            "--tree",
+            "--format",
+            "json",
+            "--",
+            "sh",
+            "-c",
+            MAKES_A_SUB_GROUP,
+        ])
+        .stdout(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let r = json(&o.stderr);
+    let tree = &r["runs"][0]["tree"];
+    if tree["cgroup"].is_null() {
+        common::skip!("no group for --tree here: {tree}");
+    }
+    // sh, head, tail and sleep, sampled every 10 ms over 0.2 s and more.
+    assert!(tree["processes_seen"].as_u64().unwrap_or(0) >= 3, "{tree}");
+    assert!(tree["samples"].as_u64().unwrap_or(0) >= 5, "{tree}");
+    assert!(
+        tree["peak_memory_bytes"].as_u64().unwrap_or(0) > 0,
+        "{tree}"
+    );
+    assert!(
+        tree["notes"]
+            .to_string()
+            .contains("the command made 1 cgroup below the run's group"),
+        "{tree}"
+    );
+}
+
+/// The breakdown has an option that turns it off (an undocumented
+/// environment variable did): no parts, no group.
+#[test]
+fn no_why_turns_the_breakdown_off_in_run_and_compare() {
+    let o = common::tally_std()
+        .args(["run", "--no-why", "--format", "json", "--", "true"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let r = json(&o.stderr);
+    assert!(r["runs"][0]["why"].is_null(), "{r}");
+    let o = common::tally_std()
+        .args([
+            "compare", "--no-why", "-N", "-n", "3", "--format", "json", "-o", "-", "true", "true",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let r = json(&o.stdout);
+    for c in r["commands"].as_array().unwrap() {
+        for run in c["runs"].as_array().unwrap() {
+            assert!(run["why"].is_null(), "{run}");
+        }
+    }
+    let help = common::tally_std()
+        .args(["run", "--help"])
+        .output()
+        .unwrap();
+    assert!(
+        text(&help.stdout).contains("--no-why"),
+        "{}",
+        text(&help.stdout)
+    );
+}

@@ -228,31 +228,11 @@ fn watch_ends_quietly_when_the_pipe_closes() {
     );
 }
 
-/// A copy of the binary that user 65534 can run (the build tree may be
-/// private).
-fn binary_copy(dir: &std::path::Path) -> std::path::PathBuf {
-    use std::os::unix::fs::PermissionsExt;
-    let src = common::tally_bin();
-    let dst = dir.join("tally");
-    // cp, not std::fs::copy: a write descriptor held here would leak into
-    // children other tests fork meanwhile, and exec would fail with ETXTBSY.
-    let copied = common::command("cp")
-        .arg(&src)
-        .arg(&dst)
-        .status()
-        .expect("cp runs");
-    assert!(copied.success(), "cp failed");
-    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).expect("chmod dir");
-    std::fs::set_permissions(&dst, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-    dst
-}
-
 #[test]
 fn an_ordinary_user_sees_its_own_processes_and_is_told_the_fix() {
     let _serial = serial();
     common::require!(common::can_switch_users());
-    let dir = tempfile::tempdir().expect("tempdir");
-    let bin = binary_copy(dir.path());
+    let bin = common::tally_for_others();
     let own_sleep = common::command("setpriv")
         .args([
             "--reuid=65534",

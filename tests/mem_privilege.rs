@@ -51,18 +51,7 @@ fn installs_cannot_work(dir: &Path) -> Option<String> {
 
 /// A copy of the binary in a directory user 65534 can enter.
 fn install(dir: &Path, name: &str) -> PathBuf {
-    let dst = dir.join(name);
-    // cp, not std::fs::copy: a write descriptor held here would leak into
-    // children other tests fork meanwhile, and exec would fail with ETXTBSY.
-    let copied = common::command("cp")
-        .arg(common::tally_bin())
-        .arg(&dst)
-        .status()
-        .expect("cp runs");
-    assert!(copied.success(), "cp failed");
-    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).expect("chmod dir");
-    std::fs::set_permissions(&dst, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-    dst
+    common::copy_for_others(dir, name)
 }
 
 fn setuid_install(dir: &Path) -> PathBuf {

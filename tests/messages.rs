@@ -468,9 +468,10 @@ fn run_cold_as_nobody_said_0_of_0_cached_bytes_left_when_residency_was_unknown()
     let file = dir.path().join("data");
     std::fs::write(&file, vec![1u8; 1 << 20]).unwrap();
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let bin = common::tally_for_others();
     let out = common::command("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-        .arg(common::tally_bin())
+        .arg(&bin)
         .arg("run")
         .arg("--cold")
         .arg(&file)

@@ -611,7 +611,7 @@ fn as_nobody(args: &[&str]) -> Option<std::process::Output> {
         common::record_unable(unable);
         return None;
     }
-    let bin = common::tally_bin();
+    let bin = common::tally_for_others();
     let out = common::command("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
         .arg(&bin)

@@ -649,10 +649,7 @@ fn counted_and_denied(body: &str) -> (f64, f64) {
 fn serve_exports_what_its_user_may_see_and_more_with_ambient_capabilities() {
     common::require!(common::can_switch_users());
     let dir = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    let bin = dir.path().join("tally");
-    copy_exe(&common::tally_bin(), &bin);
-    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let bin = common::copy_for_others(dir.path(), "tally");
     // A process of root's that user 65534 may not read.
     let _root_sleep = common::Reaper(vec![
         common::command("sleep").arg("60").spawn().expect("sleep"),
@@ -881,10 +878,7 @@ fn capability_install_refuses_serve_and_every_but_writes_one_textfile() {
     common::require!(common::can_switch_users());
     common::require!(common::tool("setcap", "libcap2-bin"));
     let dir = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    let bin = dir.path().join("tally");
-    copy_exe(&common::tally_bin(), &bin);
-    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let bin = common::copy_for_others(dir.path(), "tally");
     let set = common::command("setcap")
         .arg("cap_sys_ptrace,cap_dac_read_search+ep")
         .arg(&bin)

@@ -43,18 +43,29 @@ pub(super) fn run_command(args: RunArgs) -> u8 {
         Ok(r) => r,
         Err(code) => return code,
     };
+    let measurer = match run::Measurer::new(&cfg) {
+        Ok(m) => m,
+        Err(e) => return super::fail(&e),
+    };
     let mut drawn = Drawn::new();
-    let result = run::execute(&cfg, &mut Progress::new(&mut |e| drawn.event(e)));
+    let result = run::execute_with(&measurer, &cfg, &mut Progress::new(&mut |e| drawn.event(e)));
     drop(drawn);
     let mut report = match result {
         Ok(r) => r,
-        Err(e) => return super::fail(&e),
+        Err(e) => {
+            let code = super::fail(&e);
+            super::say_lines(measurer.finish().into_iter().map(|n| format!("note: {n}")));
+            return code;
+        }
     };
     report.why_table = why_table;
     report.template = template;
     // The command ran: a report that cannot be written (to a file, to
     // stdout, to stderr: `2>/dev/full`) is tally's failure.
-    if super::said(output.write(&report)) != 0 {
+    let written = super::said(output.write(&report));
+    // The run's group goes after the report: its removal need not delay it.
+    super::say_lines(measurer.finish().into_iter().map(|n| format!("note: {n}")));
+    if written != 0 {
         return RUN_OWN_FAILURE;
     }
     super::record(recorder, &report);

@@ -202,6 +202,7 @@ mod tests {
                 "-k",
             ],
             &["tally", "run", "--cold", "a", "--cold", "b", "./load", "a"],
+            &["tally", "run", "--no-why", "--", "/bin/true"],
             &[
                 "tally", "run", "--tree", "--format", "json", "-o", "r.json", "--", "make",
             ],
@@ -250,6 +251,7 @@ mod tests {
             "-v",
             "--verbose",
             "--why",
+            "--no-why",
             "--counters",
             "--drop-caches",
             "--format",

@@ -139,6 +139,12 @@ pub struct CompareArgs {
     #[arg(long)]
     pub gpu: bool,
 
+    /// Leave out where the wall time went (CPU wait, storage wait, memory
+    /// stall, other waits): the runs are not put in a cgroup of their own
+    /// and those figures are not compared.
+    #[arg(long, hide_short_help = true)]
+    pub no_why: bool,
+
     /// Read PATH into the page cache before every run.
     ///
     /// Before every run, read PATH (a directory recursively) into the page
@@ -430,6 +436,7 @@ impl CompareArgs {
             cold: self.cold.clone(),
             drop_caches: self.drop_caches,
             gpu: self.gpu,
+            why: !self.no_why,
             warm: self.warm.clone(),
             reference,
             alpha: self.alpha,

@@ -34,6 +34,8 @@ pub struct Config {
     pub drop_caches: bool,
     /// `--gpu`: GPU figures asked for (see `runner`'s GPU sampling).
     pub gpu: bool,
+    /// Where the wall time went measured (off with `--no-why`).
+    pub why: bool,
     pub warm: Vec<PathBuf>,
     /// 0-based; `None`: the fastest by median wall time.
     pub reference: Option<usize>,

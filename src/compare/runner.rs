@@ -634,7 +634,7 @@ impl<'c> Session<'c> {
             tree: false,
             counters: false,
             count: cfg.count.filter(|_| hw),
-            why: true,
+            why: cfg.why,
             gpu: false,
             gpu_when_present: false,
         };
@@ -1242,7 +1242,7 @@ impl Backend {
                 CommandOutput::Null | CommandOutput::Inherit
             );
         let argvs: Vec<_> = cfg.instances.iter().map(|i| i.argv.clone()).collect();
-        match Spawner::start(&argvs, streams, !cfg.ignore_failure) {
+        match Spawner::start(&argvs, streams, !cfg.ignore_failure, measurer.group_dir()) {
             Ok(s) => {
                 measurer.relay_signals_to(s.pid());
                 Ok(Backend::Spawner(s))

@@ -349,6 +349,18 @@ impl Runs {
         }
     }
 
+    /// The figures of the run that began last, over the window from
+    /// `start` (the moment its clock started, no earlier than the `at`
+    /// it began at) to `end`.
+    pub fn finish_from(&mut self, start: Instant, end: Instant) -> GpuPart {
+        if let RunsState::Sampling(_, began) = &mut self.state
+            && began.is_some()
+        {
+            *began = Some(ns_of(start));
+        }
+        self.finish(end)
+    }
+
     /// The figures of the run that began last and ended at `end`.
     pub fn finish(&mut self, end: Instant) -> GpuPart {
         match &mut self.state {

@@ -78,6 +78,12 @@ pub struct RunArgs {
     #[arg(long, short = 'v', visible_alias = "verbose")]
     pub why: bool,
 
+    /// Leave out where the wall time went: the command is not put in a
+    /// cgroup of its own, and the report has no CPU wait, storage wait,
+    /// memory stall or other waits.
+    #[arg(long, conflicts_with = "why")]
+    pub no_why: bool,
+
     /// Report the command tree's GPU memory peak, GPU busy time and energy
     /// (NVIDIA, through nvidia-smi), or say why they cannot be measured.
     /// Without it they are reported when nvidia-smi is on PATH and works.
@@ -129,6 +135,7 @@ impl Default for RunArgs {
             counters: false,
             count: None,
             why: false,
+            no_why: false,
             gpu: false,
             argv: Vec::new(),
             template: None,
@@ -158,9 +165,7 @@ impl RunArgs {
             tree: self.tree,
             counters: self.counters,
             count: self.count,
-            // The breakdown is always measured; the variable turns it off
-            // only to measure what it costs (benches/why_overhead.py).
-            why: std::env::var_os(NO_BREAKDOWN_VAR).is_none(),
+            why: !self.no_why,
             gpu: self.gpu,
             gpu_when_present: true,
             argv: self.argv,
@@ -171,10 +176,6 @@ impl RunArgs {
 /// Runs made by default with `--count`: the fewest that show whether the
 /// counts repeat from run to run.
 pub const COUNTED_RUNS: u32 = 3;
-
-/// Set (to anything), `run` leaves out the breakdown of the wall time:
-/// for measuring what the breakdown costs, not for use.
-pub const NO_BREAKDOWN_VAR: &str = "TALLY_MEASURE_WITHOUT_BREAKDOWN";
 
 /// Reads `tally run …` without clap, for the common spellings only.
 ///
@@ -191,7 +192,7 @@ pub fn scan(args: &[OsString]) -> Option<RunArgs> {
         return None;
     }
     let mut out = RunArgs::default();
-    let mut seen = [false; 12];
+    let mut seen = [false; 13];
     let mut once = |i: usize| !std::mem::replace(&mut seen[i], true);
     let mut rest = args[2..].iter().peekable();
     // A value for an option: present, not empty, not flag-like.
@@ -220,6 +221,7 @@ pub fn scan(args: &[OsString]) -> Option<RunArgs> {
             b"--counters" if once(5) => out.counters = true,
             b"--gpu" if once(11) => out.gpu = true,
             b"--why" | b"-v" | b"--verbose" if once(10) => out.why = true,
+            b"--no-why" if once(12) => out.no_why = true,
             b"--format" if once(6) => {
                 // The names clap accepts, from the clap definition itself.
                 let name = value(rest.next())?.to_str()?;
@@ -244,5 +246,7 @@ pub fn scan(args: &[OsString]) -> Option<RunArgs> {
             }
         }
     }
-    (!out.argv.is_empty()).then_some(out)
+    // Both `--why` and `--no-why` are clap's to refuse.
+    let refused = out.why && out.no_why;
+    (!out.argv.is_empty() && !refused).then_some(out)
 }

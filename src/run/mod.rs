@@ -22,10 +22,10 @@ pub mod template;
 mod tree;
 mod why;
 
+use std::cell::RefCell;
 use std::ffi::OsString;
 use std::fs::File;
 use std::io;
-use std::os::fd::OwnedFd;
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -170,8 +170,9 @@ pub fn open_output(
 }
 
 /// What every run of a session shares: the signal forwarder, the paths
-/// to evict before each run and whether counters can be opened. `tally run`
-/// and `tally compare` measure each run through [`Measurer::measure`].
+/// to evict before each run, whether counters can be opened, and the
+/// breakdown's cgroup. `tally run` and `tally compare` measure each run
+/// through [`Measurer::measure`].
 pub struct Measurer {
     forwarder: Forwarder,
     /// `--cold`'s paths, checked: walked and evicted before each run.
@@ -182,6 +183,10 @@ pub struct Measurer {
     /// Start commands by [`sys::process::spawn_shared`] rather than fork
     /// (see [`Measurer::share_memory`]).
     shared: bool,
+    /// The breakdown's group, one for every run of the session (see
+    /// [`group::SessionGroup`]): made with the measurer when the breakdown
+    /// is on and `--tree` makes a group of its own per run.
+    group: RefCell<Option<group::SessionGroup>>,
     /// The GPU sampling of the runs, started before the first that wants
     /// it and kept for the others (see [`crate::gpu::Runs`]).
     gpu: std::cell::RefCell<crate::gpu::Runs>,
@@ -201,6 +206,9 @@ impl Measurer {
             .map(crate::count::Counting::resolve)
             .transpose()
             .map_err(RunError::Count)?;
+        let simulated = count
+            .as_ref()
+            .is_some_and(|c| c.kind() == crate::count::Kind::Sim);
         Ok(Measurer {
             forwarder,
             cold: cfg.cold.clone(),
@@ -208,7 +216,42 @@ impl Measurer {
             count,
             shared: false,
             gpu: Default::default(),
+            // Under the simulator the runs' waits are not measured.
+            group: RefCell::new(
+                (cfg.why && !cfg.tree && !simulated).then(group::SessionGroup::make),
+            ),
         })
+    }
+
+    /// The directory of the session's group, for commands started by
+    /// another process (`run::spawner`): the descriptor lives as long as
+    /// the measurer. `Err` says why there is none; `None`: the breakdown
+    /// is off.
+    pub fn group_dir(&self) -> Option<Result<(std::os::fd::RawFd, PathBuf), String>> {
+        use std::os::fd::AsRawFd;
+        let session = self.group.borrow();
+        Some(
+            session
+                .as_ref()?
+                .group()
+                .map(|g| (g.dir().as_raw_fd(), g.path().to_path_buf()))
+                .map_err(group::no_group),
+        )
+    }
+
+    /// After the last run, before the report: what the report should say
+    /// of the session's group (the groups the commands made below it).
+    pub fn settle(&self) -> Option<String> {
+        self.group.borrow_mut().as_mut()?.made_below()
+    }
+
+    /// Removes the session's group (after the report, where the caller
+    /// can: see docs/run.md, The clock); returns what could not be done.
+    pub fn finish(self) -> Vec<String> {
+        self.group
+            .into_inner()
+            .map(group::SessionGroup::finish)
+            .unwrap_or_default()
     }
 
     /// Starts the GPU sampling of the runs when `cfg` wants it (else the
@@ -301,6 +344,7 @@ impl Measurer {
             counters: self.counters.as_ref(),
             count: self.count.as_ref(),
             forwarder: &self.forwarder,
+            group: &self.group,
             gpu: &self.gpu,
             shared: self.shared
                 && !cfg.tree
@@ -330,24 +374,20 @@ impl Measurer {
 /// nothing.
 pub fn execute(cfg: &Config, progress: &mut Progress) -> Result<RunReport, RunError> {
     let measurer = Measurer::new(cfg)?;
-    let mut report = RunReport {
-        schema_version: SCHEMA_VERSION,
-        command: cfg
-            .argv
-            .iter()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect(),
-        runs_requested: cfg.runs.max(1),
-        warmup_runs: 0,
-        runs: Vec::new(),
-        summary: Vec::new(),
-        warnings: Vec::new(),
-        interrupted_by: None,
-        speed: None,
-        count: None,
-        why_table: false,
-        template: None,
-    };
+    let mut report = execute_with(&measurer, cfg, progress)?;
+    report.warnings.extend(measurer.finish());
+    Ok(report)
+}
+
+/// [`execute`] with a measurer made before (see [`Measurer::new`]), which
+/// the caller finishes ([`Measurer::finish`]) once the report is written:
+/// the session's group is removed after the report, not before it.
+pub fn execute_with(
+    measurer: &Measurer,
+    cfg: &Config,
+    progress: &mut Progress,
+) -> Result<RunReport, RunError> {
+    let mut report = no_runs_yet(cfg);
     if let Err(e) = measurer.start_gpu(cfg, &mut |what| progress.busy(&what, false)) {
         report.interrupted_by = Some(not_started(e)?);
     }
@@ -426,6 +466,12 @@ pub fn execute(cfg: &Config, progress: &mut Progress) -> Result<RunReport, RunEr
         step("runs", cfg.warmup.saturating_add(records.len() as u32));
     }
     report.runs = records.into_vec().map_err(RunError::Records)?;
+    if let (Some(note), Some(why)) = (
+        measurer.settle(),
+        report.runs.last_mut().and_then(|r| r.why.as_mut()),
+    ) {
+        why.notes.push(note);
+    }
     report.summarize();
     report.warnings.extend(measurer.gpu_warning());
     report.count = measurer.counting().map(|c| {
@@ -445,6 +491,28 @@ pub fn execute(cfg: &Config, progress: &mut Progress) -> Result<RunReport, RunEr
     Ok(report)
 }
 
+/// The report of `cfg`'s runs before the first.
+fn no_runs_yet(cfg: &Config) -> RunReport {
+    RunReport {
+        schema_version: SCHEMA_VERSION,
+        command: cfg
+            .argv
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect(),
+        runs_requested: cfg.runs.max(1),
+        warmup_runs: 0,
+        runs: Vec::new(),
+        summary: Vec::new(),
+        warnings: Vec::new(),
+        interrupted_by: None,
+        speed: None,
+        count: None,
+        why_table: false,
+        template: None,
+    }
+}
+
 /// The signal of a run that was not started ([`RunError::NotStarted`]);
 /// any other error stays one.
 fn not_started(e: RunError) -> Result<String, RunError> {
@@ -461,6 +529,8 @@ struct Ctx<'a> {
     /// The counting source (`--count`).
     count: Option<&'a crate::count::Counting>,
     forwarder: &'a Forwarder,
+    /// The session's group (see [`Measurer`]).
+    group: &'a RefCell<Option<group::SessionGroup>>,
     gpu: &'a std::cell::RefCell<crate::gpu::Runs>,
     /// Spawn with [`sys::process::spawn_shared`].
     shared: bool,
@@ -540,59 +610,83 @@ fn run_once(ctx: &Ctx) -> Result<RunRecord, RunError> {
     if simulated {
         check_program(&cfg.argv, &program)?;
     }
-    let mut groups = RunGroups::make(cfg, simulated);
-    let why_before = (cfg.why && !simulated).then(why::before);
-    let cgroup = groups.take_fds();
+    let mut tree = cfg.tree.then(tree::Tree::prepare);
+    let why_wanted = cfg.why && !simulated;
+    let mut session = ctx.group.borrow_mut();
+    // The group's totals the run starts from (see `group`), read before
+    // anything of the run.
+    let before = why_wanted.then(|| stalled_so_far(tree.as_mut(), session.as_mut()));
+    let why_before = why_wanted.then(why::before);
+    let cgroup_dir = match (&tree, session.as_ref()) {
+        (Some(t), _) => t.group().ok().map(group::RunGroup::dir),
+        (None, Some(s)) => s.group().ok().map(group::RunGroup::dir),
+        (None, None) => None,
+    };
+    let before_start = Instant::now();
     let Started {
         mut spawned,
-        start,
         counters,
         counter_error,
-    } = start_command(ctx, &program, cgroup, counting.as_mut())?;
+    } = start_command(ctx, &program, cgroup_dir, counting.as_mut())?;
     let pid = spawned.pid;
     let gpu_wanted = (cfg.gpu || cfg.gpu_when_present) && !simulated;
     if gpu_wanted {
-        ctx.gpu.borrow_mut().begin(pid, start);
+        // Before the clock started: the window is set to the clock's
+        // interval once it is known (`finish_from`).
+        ctx.gpu.borrow_mut().begin(pid, before_start);
     }
-    if let Some(t) = groups.tree.as_mut() {
+    let joined = std::mem::replace(&mut spawned.cgroup, sys::process::Joined::NotAsked);
+    if let Some(t) = tree.as_mut() {
+        if let Err(why) = group::outside(&joined) {
+            t.not_joined(why);
+        }
         t.started(pid);
     }
     let waited = sys::process::wait_exited_keep(pid);
-    let wall = start.elapsed();
-    let gpu = if gpu_wanted {
-        ctx.gpu.borrow_mut().finish(start + wall)
-    } else {
-        Default::default()
-    };
+    // The clock stops as soon as the exit is seen.
+    let end_ns = sys::monotonic_ns();
     if let Err(e) = waited {
         ctx.forwarder.detach();
         return Err(RunError::Wait(e));
     }
-    if let Some(e) = spawned.exec_error() {
+    let outcome = spawned.outcome();
+    // The GPU figures over the clock's own interval (`Instant` reads the
+    // same CLOCK_MONOTONIC).
+    let gpu = if gpu_wanted {
+        ctx.gpu
+            .borrow_mut()
+            .finish_from(instant_of(outcome.started_ns), instant_of(end_ns))
+    } else {
+        Default::default()
+    };
+    if let Some(e) = outcome.exec_error {
         // The child exited with 127 after exec failed: reap it and clean up.
-        let _ = sys::process::wait4(pid);
-        ctx.forwarder.detach();
-        groups.abandon();
+        abandon(ctx, pid, tree);
         return Err(exec_failure(&cfg.argv, program, e));
     }
-    let io = read_io(pid, spawned.io.take());
-    let wall_ns = nanos(wall);
-    let why_raw =
-        why_before.map(|before| why::read(pid, groups.why_source(), &before, wall_ns, cfg.warmup));
-    let counters = match ctx.counters {
-        None => None,
-        Some(Err(reason)) => Some(Counters::Unavailable {
-            reason: reason.clone(),
-        }),
-        Some(Ok(user_only)) => Some(read_counters(counters, counter_error, *user_only)),
-    };
-    let tree_usage = groups.tree.as_mut().map(|t| t.finish());
+    let wall_ns = end_ns.saturating_sub(outcome.started_ns);
+    let io = less_tallys_reads(read_io(pid, spawned.io.take()), outcome.pre_exec_reads);
+    let mut notes = Vec::new();
+    let why_raw = why_before.map(|machine| {
+        let before = before.unwrap_or_else(|| Err(group::no_group("none was made")));
+        let pressures = stalled(tree.as_mut(), session.as_mut(), before, &joined, &mut notes);
+        let mut read = why::read(pid, pressures, &machine, wall_ns, cfg.warmup);
+        let text = outcome
+            .started_sched
+            .as_ref()
+            .and_then(|(text, len)| std::str::from_utf8(text.get(..*len)?).ok());
+        read.raw.before_exec = why::before_exec(text, outcome.started_on_cpu_ns);
+        read
+    });
+    drop(session);
+    let counters = counters_of(ctx, counters, counter_error);
+    let tree_usage = tree.as_mut().map(|t| t.finish());
     let (exit, usage) = sys::process::wait4(pid).map_err(RunError::Wait)?;
     ctx.forwarder.detach();
     let forwarded_signal = ctx.forwarder.take_received().map(sys::signal_name);
     let escalated_to_sigkill = ctx.forwarder.take_escalated();
     let mut rec = plain_record(
-        wall,
+        std::time::Duration::from_nanos(wall_ns),
         exit,
         &usage,
         io,
@@ -602,7 +696,6 @@ fn run_once(ctx: &Ctx) -> Result<RunRecord, RunError> {
     rec.counters = counters;
     rec.gpu = gpu;
     rec.count = counting.map(crate::count::RunCount::finish);
-    let RunGroups { tree, why_group } = groups;
     rec.tree = match (tree, tree_usage) {
         (Some(t), Some(mut u)) => {
             t.cleanup(&mut u);
@@ -611,71 +704,97 @@ fn run_once(ctx: &Ctx) -> Result<RunRecord, RunError> {
         }
         _ => None,
     };
-    rec.why = why_raw.map(|raw| finish_why(raw, &usage, why_group));
+    rec.why = why_raw.map(|raw| finish_why(raw, &usage, notes));
     Ok(rec)
 }
 
-/// The cgroups of one run: `--tree`'s, or the breakdown's own when
-/// `--tree` made none.
-struct RunGroups {
-    tree: Option<tree::Tree>,
-    why_group: Option<Result<group::RunGroup, String>>,
-}
-
-impl RunGroups {
-    fn make(cfg: &Config, simulated: bool) -> RunGroups {
-        let tree = cfg.tree.then(tree::Tree::prepare);
-        let why_group = (cfg.why && !simulated && tree.is_none()).then(group::RunGroup::make);
-        RunGroups { tree, why_group }
-    }
-
-    /// The group's `cgroup.procs` the child joins by and its directory the
-    /// child is cloned into (see [`sys::process::PreExec`]).
-    fn take_fds(&mut self) -> (Option<OwnedFd>, Option<OwnedFd>) {
-        match (&mut self.tree, &mut self.why_group) {
-            (Some(t), _) => (t.take_procs_fd(), t.take_dir_fd()),
-            (None, Some(Ok(g))) => (g.take_procs_fd(), g.take_dir_fd()),
-            _ => (None, None),
-        }
-    }
-
-    /// The group whose pressure the breakdown reads, or why there is none.
-    fn why_source(&self) -> Result<&group::RunGroup, &str> {
-        match (&self.tree, &self.why_group) {
-            (Some(t), _) => t.group(),
-            (None, Some(Ok(g))) => Ok(g),
-            (None, Some(Err(why))) => Err(why.as_str()),
-            (None, None) => Err("no cgroup was made"),
-        }
-    }
-
-    /// Removes the groups of a run whose command never started.
-    fn abandon(self) {
-        if let Some(mut t) = self.tree {
-            let mut usage = t.finish();
-            t.cleanup(&mut usage);
-        }
-        if let Some(Ok(g)) = self.why_group {
-            g.cleanup(&mut Vec::new());
-        }
+/// After a command whose `exec` failed: reaps it, and removes `--tree`'s
+/// group.
+fn abandon(ctx: &Ctx, pid: u32, tree: Option<tree::Tree>) {
+    let _ = sys::process::wait4(pid);
+    ctx.forwarder.detach();
+    if let Some(mut t) = tree {
+        let mut usage = t.finish();
+        t.cleanup(&mut usage);
     }
 }
 
-/// A command forked and let go: when its clock started, and its counters.
+/// The run's counters as read, or why there are none (`None`: not asked
+/// for).
+fn counters_of(
+    ctx: &Ctx,
+    counters: Vec<(perf::HwEvent, perf::Counter)>,
+    counter_error: Option<String>,
+) -> Option<Counters> {
+    match ctx.counters {
+        None => None,
+        Some(Err(reason)) => Some(Counters::Unavailable {
+            reason: reason.clone(),
+        }),
+        Some(Ok(user_only)) => Some(read_counters(counters, counter_error, *user_only)),
+    }
+}
+
+/// The `Instant` of `ns` on CLOCK_MONOTONIC, which `Instant` reads.
+fn instant_of(ns: u64) -> Instant {
+    let (now, now_ns) = (Instant::now(), sys::monotonic_ns());
+    now.checked_sub(std::time::Duration::from_nanos(now_ns.saturating_sub(ns)))
+        .unwrap_or(now)
+}
+
+/// The totals of the run's group (`--tree`'s, else the session's) a run
+/// starts from, or why there are none.
+fn stalled_so_far(
+    tree: Option<&mut tree::Tree>,
+    session: Option<&mut group::SessionGroup>,
+) -> Result<group::Pressures, String> {
+    match (tree, session) {
+        (Some(t), _) => t
+            .group_mut()
+            .map(|g| g.pressures())
+            .map_err(group::no_group),
+        (None, Some(s)) => s.before_run(),
+        (None, None) => Err(group::no_group("none was made")),
+    }
+}
+
+/// What the run's group (`--tree`'s, else the session's) stalled over a
+/// run that started from `before`, or why that is not known; processes
+/// the run left in the session's group are moved out (said in `notes`).
+fn stalled(
+    tree: Option<&mut tree::Tree>,
+    session: Option<&mut group::SessionGroup>,
+    before: Result<group::Pressures, String>,
+    joined: &sys::process::Joined,
+    notes: &mut Vec<String>,
+) -> Result<group::Pressures, String> {
+    match (tree, session) {
+        (Some(t), _) => match (t.group_mut(), before) {
+            (Ok(g), Ok(before)) => group::outside(joined).map(|()| g.pressures().since(&before)),
+            (_, Err(why)) => Err(why),
+            (Err(why), _) => Err(group::no_group(why)),
+        },
+        (None, Some(s)) => s.after_run(before, joined, notes),
+        (None, None) => before,
+    }
+}
+
+/// A command forked and let go, and its counters.
 struct Started {
     spawned: sys::process::Spawned,
-    start: Instant,
     counters: Vec<(perf::HwEvent, perf::Counter)>,
     counter_error: Option<String>,
 }
 
-/// Forks the command into `cgroup`'s group (its `cgroup.procs` and its
-/// directory, see [`RunGroups::take_fds`]), attaches the signal
-/// forwarder and the counters while it waits at the gate, and lets it go.
+/// Forks the command into the group of `cgroup_dir` (where the kernel
+/// lets it: see [`sys::process::PreExec::cgroup_dir`]), attaches the
+/// signal forwarder and the counters while it waits at the gate, and lets
+/// it go. Its clock starts in the child, its last step before `exec`
+/// ([`sys::process::Spawned::outcome`]): everything here is outside it.
 fn start_command(
     ctx: &Ctx,
     program: &str,
-    (cgroup_procs, cgroup_dir): (Option<OwnedFd>, Option<OwnedFd>),
+    cgroup_dir: Option<std::os::fd::BorrowedFd<'_>>,
     counting: Option<&mut crate::count::RunCount>,
 ) -> Result<Started, RunError> {
     let cfg = ctx.cfg;
@@ -690,7 +809,6 @@ fn start_command(
         // With `shared`, the child opens its own /proc/PID/io and nothing
         // holds it.
         gate: !ctx.shared,
-        cgroup_procs,
         cgroup_dir,
         quiet: cfg.quiet_command,
         stdin_null: cfg.stdin_null,
@@ -709,7 +827,6 @@ fn start_command(
     } else {
         sys::process::spawn
     };
-    let mut start = Instant::now();
     let mut spawned = spawn(argv, pre).map_err(|source| RunError::Spawn {
         program: program.to_string(),
         source,
@@ -736,36 +853,25 @@ fn start_command(
                 Err(e) => counter_error = Some(format!("perf_event_open({event:?}) failed: {e}")),
             }
         }
-        start = Instant::now();
     }
     if let Some(c) = counting.filter(|c| c.needs_gate()) {
         c.attach(spawned.pid);
-        start = Instant::now();
     }
     spawned.release();
     Ok(Started {
         spawned,
-        start,
         counters,
         counter_error,
     })
 }
 
 /// The breakdown from the figures read at the command's exit and
-/// `wait4`'s cpu times; the breakdown's own group is removed (what the
-/// command left running in it is said in the notes).
-fn finish_why(
-    mut read: why::Read,
-    usage: &sys::process::ChildUsage,
-    why_group: Option<Result<group::RunGroup, String>>,
-) -> Why {
+/// `wait4`'s cpu times, with the `notes` of the run's group.
+fn finish_why(mut read: why::Read, usage: &sys::process::ChildUsage, notes: Vec<String>) -> Why {
     read.raw.user_ns = nanos(usage.user);
     read.raw.system_ns = nanos(usage.system);
     let mut why = why::assemble_in(&read.raw, &read.context);
-    if let Some(Ok(g)) = why_group {
-        // Left running by the command: not measured, and said.
-        g.cleanup(&mut why.notes);
-    }
+    why.notes.extend(notes);
     why
 }
 
@@ -839,6 +945,17 @@ pub(crate) fn exec_failure(argv: &[OsString], program: String, e: io::Error) -> 
 /// The figures `/proc/PID/io` gave: the counters and where they came
 /// from, or why there are none.
 pub(crate) type IoFigures = (Option<IoCounters>, Option<IoSource>, Option<String>);
+
+/// `io` less what tally read in the command's process before `exec`
+/// (`(bytes, calls)`, see [`sys::process::Outcome::pre_exec_reads`]),
+/// which the kernel counts as the command's.
+pub(crate) fn less_tallys_reads(mut io: IoFigures, (bytes, calls): (u64, u64)) -> IoFigures {
+    if let Some(c) = io.0.as_mut() {
+        c.read_call_bytes = c.read_call_bytes.saturating_sub(bytes);
+        c.read_calls = c.read_calls.saturating_sub(calls);
+    }
+    io
+}
 
 /// The record of a run without counters, `--tree` or eviction.
 pub(crate) fn plain_record(

@@ -23,13 +23,28 @@
 //! one byte once it is ready (tally forks the runs itself when it does
 //! not); then tally sends one little-endian `u32` per run, the index of
 //! the command, and the spawner answers each request, in order, with
-//! `FIELDS` little-endian `u64` and the run's `/proc/PID/io` text, read
-//! as a [`Reply`]. Requests can be sent ahead ([`AHEAD`]): the spawner
-//! finishes a run (reading its `/proc/PID/io`, reaping it) while the next
-//! one runs, and answers between runs. tally sends a request only when
-//! the socket takes it at once, else it reads answers first: the spawner
-//! reads no request while it waits for an acknowledgement, so however
-//! many commands there are, neither side waits on the other.
+//! `FIELDS` little-endian `u64` and the texts the run's figures are read
+//! from (its `/proc/PID/io` and `/proc/PID/schedstat`, its group's
+//! pressure before and after it, the group's `cgroup.events`), read as a
+//! [`Reply`]: tally parses them, the spawner only copies bytes. Requests
+//! can be sent ahead ([`AHEAD`]). tally sends a request only when the
+//! socket takes it at once, else it reads answers first: the spawner reads
+//! no request while it waits for an acknowledgement, so however many
+//! commands there are, neither side waits on the other.
+//!
+//! Nothing of the spawner's runs beside a command: it finishes each run
+//! (reads its figures, reaps it) once the command has exited and before
+//! the next starts, and the command's clock starts in the child, its last
+//! step before `exec` ([`sys::process::Spawned::outcome`]), so that the
+//! clone and the child's preparations are outside it too.
+//!
+//! The breakdown's group: tally makes one for the whole comparison and
+//! gives its directory as descriptor 5; every command is cloned straight
+//! into it ([`sys::process::PreExec::cgroup_dir`]), and the group's
+//! cumulative pressure totals are read after each run, the reading after
+//! one run being the next one's start (nothing runs in the group between
+//! runs; after a run that left processes in it, tally moves them out and
+//! the spawner reads the start again).
 //!
 //! No run may be measured differently for its place in the order, so
 //! tally's own work on an answer (decoding, storing, planning, asking for
@@ -67,8 +82,6 @@ use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 
-use std::time::Instant;
-
 use serde::{Deserialize, Serialize};
 
 use super::RunError;
@@ -93,6 +106,10 @@ const FD: i32 = 3;
 /// The spawner's descriptor of the socket tally acknowledges batches on.
 const ACK_FD: i32 = 4;
 
+/// The spawner's descriptor of the runs' cgroup directory, when
+/// [`Setup::group`] says there is one.
+const GROUP_FD: i32 = 5;
+
 /// Set in `KIND` of the last answer of a batch: the spawner waits for
 /// tally's acknowledgement before it starts another run.
 const ACK_WANTED: u64 = 1 << 63;
@@ -115,6 +132,10 @@ struct Setup {
     /// (`--command-output FILE`).
     #[serde(default)]
     truncate_stdout: bool,
+    /// Descriptor 5 is the directory of the cgroup the commands are
+    /// cloned into.
+    #[serde(default)]
+    group: bool,
 }
 
 /// The [`Setup`] frame: a `u32` length, then JSON.
@@ -149,8 +170,10 @@ pub enum Reply {
     Error(RunError),
 }
 
-/// When a run started and ended, in CLOCK_MONOTONIC ns, and when the run
-/// after it started (`None` when none had when it was answered).
+/// When a run started and ended, in CLOCK_MONOTONIC ns, and when the
+/// spawner had answered it, before the next run started (the spawner
+/// finishes each run before it starts the next, so no later run's moment
+/// comes before it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Stretch {
     pub start_ns: u64,
@@ -159,9 +182,9 @@ pub struct Stretch {
 }
 
 /// The fields of an answer on the wire: this many little-endian `u64`,
-/// then `IO_LEN` bytes of `/proc/PID/io` text. Written and read only by
-/// [`encode`] and [`decode`].
-const FIELDS: usize = 28;
+/// then the texts of [`SLOTS`], each as long as its field says. Written
+/// and read only by [`encode`] and [`read_answer`].
+const FIELDS: usize = 39;
 const KIND: usize = 0;
 const WALL_NS: usize = 1;
 const PID: usize = 2;
@@ -183,17 +206,30 @@ const ESCALATED: usize = 17;
 const PEAK_KIB: usize = 18;
 const IO_STATE: usize = 19;
 const IO_ERRNO: usize = 20;
-const IO_LEN: usize = 21;
-/// `/proc/PID/schedstat` of the zombie: `SCHED_READ` once read, then
-/// its time on a CPU and its run-queue wait; else the errno in `SCHED_ON_CPU_NS`.
-const SCHED_STATE: usize = 22;
-const SCHED_ON_CPU_NS: usize = 23;
-const SCHED_RUN_DELAY_NS: usize = 24;
-/// When the run started and ended, and when the run after it started (0:
-/// none), in CLOCK_MONOTONIC ns: for the GPU samples of its stretch.
-const START_NS: usize = 25;
-const END_NS: usize = 26;
-const NEXT_START_NS: usize = 27;
+/// When the run started and ended, and when it was answered, in
+/// CLOCK_MONOTONIC ns (see [`Stretch`]).
+const START_NS: usize = 21;
+const END_NS: usize = 22;
+const ANSWERED_NS: usize = 23;
+/// Whether the command ran in the group (`JOINED_*`), and the kernel's
+/// errno when it ran outside.
+const JOINED: usize = 24;
+const JOIN_ERRNO: usize = 25;
+/// The lengths of the texts of [`SLOTS`] (or `TEXT_FAILED` with the
+/// errno of their read).
+const IO_LEN: usize = 26;
+const SCHED_LEN: usize = 27;
+const CPU_BEFORE: usize = 28;
+const CPU_AFTER: usize = 31;
+const EVENTS_LEN: usize = 34;
+/// The command's process's schedstat text and time on a CPU just before
+/// `exec` (see [`sys::process::Outcome::started_sched`]).
+const SCHED_START_LEN: usize = 35;
+const START_ON_CPU_NS: usize = 36;
+/// What tally read in the command's process before `exec`: bytes, calls
+/// (see [`sys::process::Outcome::pre_exec_reads`]).
+const PRE_READ_BYTES: usize = 37;
+const PRE_READ_CALLS: usize = 38;
 /// `KIND` values.
 const RAN: u64 = 0;
 const SKIPPED: u64 = 1;
@@ -204,11 +240,118 @@ const IO_OPEN_FAILED: u64 = 1;
 const IO_READ_FAILED: u64 = 2;
 /// Read through a descriptor opened after the exit (root's way).
 const IO_TEXT_AT_EXIT: u64 = 3;
-/// `SCHED_STATE` values (0: not read, as now).
-const SCHED_READ: u64 = 1;
-const SCHED_FAILED: u64 = 2;
+/// `JOINED` values.
+const JOINED_NOT_ASKED: u64 = 0;
+const JOINED_IN: u64 = 1;
+const JOINED_OUTSIDE: u64 = 2;
+/// Set in a text's length field: the text could not be read, and the
+/// rest of the field is the errno.
+const TEXT_FAILED: u64 = 1 << 62;
 /// The most `/proc/PID/io` text sent.
 const IO_MAX: usize = 1024;
+/// The most of the other texts: `/proc/PID/schedstat` (three numbers),
+/// a pressure file (two lines), `cgroup.events`.
+const SCHED_MAX: usize = 96;
+const PRESSURE_MAX: usize = 256;
+const EVENTS_MAX: usize = 128;
+/// The texts an answer carries after its fields, in order: the field of
+/// each one's length, and its most bytes. The pressure files: `cpu`, `io`
+/// and `memory`, before the run then after it.
+const SLOTS: [(usize, usize); 10] = [
+    (IO_LEN, IO_MAX),
+    (SCHED_LEN, SCHED_MAX),
+    (CPU_BEFORE, PRESSURE_MAX),
+    (CPU_BEFORE + 1, PRESSURE_MAX),
+    (CPU_BEFORE + 2, PRESSURE_MAX),
+    (CPU_AFTER, PRESSURE_MAX),
+    (CPU_AFTER + 1, PRESSURE_MAX),
+    (CPU_AFTER + 2, PRESSURE_MAX),
+    (EVENTS_LEN, EVENTS_MAX),
+    (SCHED_START_LEN, sys::process::SCHED_TEXT),
+];
+/// Where each slot's text starts in [`Texts`], and their whole length.
+const fn slot_starts() -> ([usize; SLOTS.len()], usize) {
+    let mut at = [0usize; SLOTS.len()];
+    let mut i = 0;
+    let mut next = 0;
+    while i < SLOTS.len() {
+        at[i] = next;
+        next += SLOTS[i].1;
+        i += 1;
+    }
+    (at, next)
+}
+const SLOT_AT: [usize; SLOTS.len()] = slot_starts().0;
+const TEXTS_LEN: usize = slot_starts().1;
+
+/// The texts of one answer, each in its slot ([`SLOTS`]), with the slots'
+/// places: a copy of [`SLOTS`] and [`SLOT_AT`] in this (writable) memory,
+/// so that the spawner's loop reads no page of constants, each of which
+/// would fault in a window of the program's read-only data and raise the
+/// spawner's peak (see the module's text).
+struct Texts {
+    buf: [u8; TEXTS_LEN],
+    /// Each slot's length field, room and start.
+    field: [usize; SLOTS.len()],
+    room: [usize; SLOTS.len()],
+    at: [usize; SLOTS.len()],
+}
+
+impl Texts {
+    fn new() -> Texts {
+        // Through `black_box`: copies the optimizer cannot fold back into
+        // the constants.
+        let slots = std::hint::black_box(SLOTS);
+        Texts {
+            buf: [0u8; TEXTS_LEN],
+            field: slots.map(|s| s.0),
+            room: slots.map(|s| s.1),
+            at: std::hint::black_box(SLOT_AT),
+        }
+    }
+
+    /// Slot `i`'s room.
+    fn slot(&mut self, i: usize) -> &mut [u8] {
+        let (at, room) = (self.at[i], self.room[i]);
+        &mut self.buf[at..at + room]
+    }
+
+    /// The length of slot `i`'s text that its field gives (0 for a text
+    /// that could not be read).
+    fn len(&self, fields: &[u64; FIELDS], i: usize) -> usize {
+        let v = fields[self.field[i]];
+        if v & TEXT_FAILED != 0 {
+            0
+        } else {
+            (v as usize).min(self.room[i])
+        }
+    }
+}
+
+/// The length field of a text read into a slot: its length, or
+/// `TEXT_FAILED` with the errno (a text that fills its slot may be cut,
+/// and is refused: `EOVERFLOW`).
+fn text_field(read: io::Result<usize>, room: usize) -> u64 {
+    match read {
+        Ok(n) if n < room => n as u64,
+        Ok(_) => TEXT_FAILED | libc::EOVERFLOW as u64,
+        Err(e) => TEXT_FAILED | e.raw_os_error().unwrap_or(libc::EIO) as u64,
+    }
+}
+
+/// A file of the group or of /proc read whole with one `pread` from its
+/// start: these kernel files make their whole text at the first read, so
+/// one shorter than `buf` is all of it (see [`text_field`]).
+#[inline(never)]
+fn read_once(file: &std::fs::File, buf: &mut [u8]) -> io::Result<usize> {
+    use std::os::unix::fs::FileExt;
+    loop {
+        match file.read_at(buf, 0) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            other => return other,
+        }
+    }
+}
 
 /// Answers waiting to be sent, in order.
 struct Outbox {
@@ -218,10 +361,14 @@ struct Outbox {
     last: usize,
     /// A batch was sent and tally has not acknowledged it yet.
     awaiting_ack: bool,
-    /// Where a run's `/proc/PID/io` text is read, before its answer.
-    io_text: [u8; IO_MAX],
+    /// Where a run's texts are read, before its answer.
+    texts: Texts,
     /// `/proc/self/status`, for the spawner's own peak.
     status: Option<std::fs::File>,
+    /// `schedstat` and `io`, the names of the /proc files of a run read
+    /// in the loop, here rather than constants (see [`Texts`]).
+    sched_name: [u8; 9],
+    io_name: [u8; 2],
 }
 
 impl Outbox {
@@ -229,10 +376,10 @@ impl Outbox {
     /// exchange with tally (see the module's text).
     const BATCH: usize = 1;
 
-    /// Adds an answer: the fields, then `fields[IO_LEN]` bytes of `io`.
-    fn push(&mut self, fields: &[u64; FIELDS], io: &[u8]) {
+    /// Adds an answer: the fields, then the texts they give lengths of.
+    fn push(&mut self, fields: &[u64; FIELDS]) {
         self.last = self.buf.len();
-        encode(fields, io, &mut self.buf);
+        encode(fields, &self.texts, &mut self.buf);
         self.count += 1;
     }
 
@@ -274,30 +421,50 @@ impl Outbox {
     }
 }
 
-/// Appends an answer: the fields, then `fields[IO_LEN]` bytes of `io`.
-fn encode(fields: &[u64; FIELDS], io: &[u8], out: &mut Vec<u8>) {
+/// The length of slot `i`'s text that its field gives (0 for a text that
+/// could not be read), on tally's side (the spawner's is [`Texts::len`]).
+fn text_len(fields: &[u64; FIELDS], i: usize) -> usize {
+    let (field, most) = SLOTS[i];
+    let v = fields[field];
+    if v & TEXT_FAILED != 0 {
+        0
+    } else {
+        (v as usize).min(most)
+    }
+}
+
+/// Appends an answer: the fields, then each slot's text.
+fn encode(fields: &[u64; FIELDS], texts: &Texts, out: &mut Vec<u8>) {
     for f in fields {
         out.extend_from_slice(&f.to_le_bytes());
     }
-    out.extend_from_slice(&io[..(fields[IO_LEN] as usize).min(io.len())]);
+    for i in 0..SLOTS.len() {
+        let at = texts.at[i];
+        out.extend_from_slice(&texts.buf[at..at + texts.len(fields, i)]);
+    }
 }
 
-fn read_answer(input: &mut impl Read) -> io::Result<([u64; FIELDS], Vec<u8>)> {
+/// An answer as read: its fields and each slot's text.
+fn read_answer(input: &mut impl Read) -> io::Result<([u64; FIELDS], Vec<Vec<u8>>)> {
     let mut raw = [0u8; FIELDS * 8];
     input.read_exact(&mut raw)?;
     let mut fields = [0u64; FIELDS];
     for (f, chunk) in fields.iter_mut().zip(raw.chunks_exact(8)) {
         *f = u64::from_le_bytes(chunk.try_into().unwrap_or_default());
     }
-    let len = fields[IO_LEN] as usize;
-    if len > IO_MAX {
-        return Err(io::Error::other(
-            "an answer of tally's spawner is malformed",
-        ));
+    let mut texts = Vec::with_capacity(SLOTS.len());
+    for &(field, most) in &SLOTS {
+        let v = fields[field];
+        if v & TEXT_FAILED == 0 && v as usize > most {
+            return Err(io::Error::other(
+                "an answer of tally's spawner is malformed",
+            ));
+        }
+        let mut text = vec![0u8; text_len(&fields, texts.len())];
+        input.read_exact(&mut text)?;
+        texts.push(text);
     }
-    let mut io = vec![0u8; len];
-    input.read_exact(&mut io)?;
-    Ok((fields, io))
+    Ok((fields, texts))
 }
 
 fn errno_of(v: u64) -> io::Error {
@@ -308,8 +475,22 @@ fn signal_of(v: u64) -> Option<String> {
     (v != 0).then(|| sys::signal_name(i32::try_from(v).unwrap_or(0)))
 }
 
-/// tally's reading of an answer to a run of `argv`.
-fn decode(fields: &[u64; FIELDS], io: &[u8], argv: &[OsString]) -> Reply {
+/// Slot `i`'s text as read, or the error reading it.
+fn text_of<'t>(fields: &[u64; FIELDS], texts: &'t [Vec<u8>], i: usize) -> io::Result<&'t str> {
+    let v = fields[SLOTS[i].0];
+    if v & TEXT_FAILED != 0 {
+        return Err(errno_of(v & !TEXT_FAILED));
+    }
+    let text = texts.get(i).map(Vec::as_slice).unwrap_or_default();
+    std::str::from_utf8(text).map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "not text"))
+}
+
+/// Where the runs' group is (for its texts), or why there is none.
+pub type GroupAt = Result<std::path::PathBuf, String>;
+
+/// tally's reading of an answer to a run of `argv`; `group` is the runs'
+/// group.
+fn decode(fields: &[u64; FIELDS], texts: &[Vec<u8>], argv: &[OsString], group: &GroupAt) -> Reply {
     let program = || {
         argv.first()
             .map(|p| crate::text::path::display(std::path::Path::new(p)))
@@ -337,6 +518,7 @@ fn decode(fields: &[u64; FIELDS], io: &[u8], argv: &[OsString]) -> Reply {
         ));
     }
     let pid = u32::try_from(fields[PID]).unwrap_or(0);
+    let io = texts.first().map(Vec::as_slice).unwrap_or_default();
     let figures = match fields[IO_STATE] {
         IO_TEXT_AT_EXIT => match crate::procfs::io::parse(&String::from_utf8_lossy(io)) {
             Some(c) => (
@@ -376,6 +558,8 @@ fn decode(fields: &[u64; FIELDS], io: &[u8], argv: &[OsString]) -> Reply {
         block_input: fields[BLOCK_IN],
         block_output: fields[BLOCK_OUT],
     };
+    let figures =
+        super::less_tallys_reads(figures, (fields[PRE_READ_BYTES], fields[PRE_READ_CALLS]));
     let mut record = super::plain_record(
         std::time::Duration::from_nanos(fields[WALL_NS]),
         exit,
@@ -384,56 +568,78 @@ fn decode(fields: &[u64; FIELDS], io: &[u8], argv: &[OsString]) -> Reply {
         signal_of(fields[FORWARDED]),
         fields[ESCALATED] != 0,
     );
-    record.why = Some(why_of(fields, &usage));
+    record.why = Some(why_of(fields, texts, &usage, group));
     Reply::Ran(
         Box::new(record),
         (fields[PEAK_KIB] != 0).then_some(fields[PEAK_KIB]),
         Some(Stretch {
             start_ns: fields[START_NS],
             end_ns: fields[END_NS],
-            next_start_ns: (fields[NEXT_START_NS] != 0).then_some(fields[NEXT_START_NS]),
+            next_start_ns: (fields[ANSWERED_NS] != 0).then_some(fields[ANSWERED_NS]),
         }),
     )
 }
 
-/// The breakdown of a spawner's run: schedstat as read, no cgroup.
-fn why_of(fields: &[u64; FIELDS], usage: &ChildUsage) -> super::report::Why {
-    let no_group = "compare's runs are not put in a cgroup v2 group of their own".to_string();
-    let pid = fields[PID];
-    let sched = match fields[SCHED_STATE] {
-        SCHED_READ => Ok(crate::procfs::schedstat::SchedStat {
-            on_cpu_ns: fields[SCHED_ON_CPU_NS],
-            run_delay_ns: fields[SCHED_RUN_DELAY_NS],
-            timeslices: 0,
-        }),
-        0 => Err(
-            "compare's spawner does not read schedstat: the code would raise its own peak memory, which bounds every command's"
-                .to_string(),
-        ),
-        SCHED_FAILED if fields[SCHED_ON_CPU_NS] == libc::ENOENT as u64 => Err(
-            "this kernel keeps no scheduler statistics per task (/proc/PID/schedstat: CONFIG_SCHED_INFO off)"
-                .to_string(),
-        ),
-        _ => Err(format!(
-            "cannot read /proc/{pid}/schedstat: {}",
-            errno_of(fields[SCHED_ON_CPU_NS])
-        )),
+/// The breakdown of a spawner's run, from its schedstat and its group's
+/// pressure before and after it, as `tally run`'s is made.
+fn why_of(
+    fields: &[u64; FIELDS],
+    texts: &[Vec<u8>],
+    usage: &ChildUsage,
+    group: &GroupAt,
+) -> super::report::Why {
+    let pid = u32::try_from(fields[PID]).unwrap_or(0);
+    let sched = super::why::sched_of(pid, text_of(fields, texts, 1));
+    let before_exec = super::why::before_exec(
+        text_of(fields, texts, 9).ok(),
+        (fields[START_ON_CPU_NS] != 0).then_some(fields[START_ON_CPU_NS]),
+    );
+    let pressures = match group {
+        Err(why) => Err(super::group::no_group(why)),
+        Ok(path) => {
+            let read = |from: usize| [0, 1, 2].map(|k| text_of(fields, texts, from + k));
+            let before = super::group::Pressures::of_texts(path, read(2));
+            let after = super::group::Pressures::of_texts(path, read(5));
+            let joined = match fields[JOINED] {
+                JOINED_OUTSIDE => sys::process::Joined::Outside(errno_of(fields[JOIN_ERRNO])),
+                JOINED_IN => sys::process::Joined::Cloned,
+                _ => sys::process::Joined::NotAsked,
+            };
+            super::group::outside(&joined).map(|()| after.since(&before))
+        }
     };
+    let (cpu_pressure, io_pressure, memory_pressure) = match pressures {
+        Ok(p) => (p.cpu, p.io, p.memory),
+        Err(why) => (Err(why.clone()), Err(why.clone()), Err(why)),
+    };
+    let io_unavailable = io_pressure.as_ref().err().cloned();
     let nanos = |d: std::time::Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
     let mut why = super::why::assemble(&super::why::Raw {
         wall_ns: fields[WALL_NS],
         user_ns: nanos(usage.user),
         system_ns: nanos(usage.system),
         sched,
-        cpu_pressure: Err(no_group.clone()),
-        io_pressure: Err(no_group.clone()),
-        memory_pressure: Err(no_group.clone()),
+        before_exec,
+        cpu_pressure,
+        io_pressure,
+        memory_pressure,
         io_delayacct: None,
         machine: None,
     });
-    // Delay accounting is not looked at here.
-    why.unavailable.io_wait_ns = why.io_wait_ns.is_none().then_some(no_group);
+    // Delay accounting is not read for the spawner's runs.
+    if why.io_wait_ns.is_none() {
+        why.unavailable.io_wait_ns = io_unavailable;
+    }
     why
+}
+
+/// Whether the run left processes in the group (`populated` of its
+/// `cgroup.events` after it; `false` when that is not known).
+fn left_processes(fields: &[u64; FIELDS], texts: &[Vec<u8>]) -> bool {
+    text_of(fields, texts, 8)
+        .ok()
+        .and_then(super::group::events_populated)
+        .unwrap_or(false)
 }
 
 /// The spawner's `main`: serves tally's requests until they end. Returns
@@ -446,24 +652,142 @@ pub fn serve() -> u8 {
 }
 
 /// A run that has ended, its command still a zombie: what is left to
-/// read, reap and answer, done while the next command runs.
+/// read, reap and answer, done before the next run starts.
 struct Ended {
     /// `None` when it could not start.
     spawned: Option<sys::process::Spawned>,
     f: [u64; FIELDS],
+    /// The command's schedstat text just before `exec`, and its length.
+    sched_start: Option<([u8; sys::process::SCHED_TEXT], usize)>,
 }
 
-/// Reads the ended run's `/proc/PID/io`, reaps it and adds its answer.
-fn finish(ended: Ended, outbox: &mut Outbox) {
-    let Ended { spawned, mut f } = ended;
+/// The runs' group as the spawner reads it: its directory (the commands
+/// are cloned into it), its pressure files and `cgroup.events` (opened
+/// once, read from their start after every run).
+struct Group {
+    dir: std::fs::File,
+    /// `cpu.pressure`, `io.pressure`, `memory.pressure`, `cgroup.events`.
+    files: [io::Result<std::fs::File>; 4],
+    /// The length fields of the pressure texts the next run starts from;
+    /// `None` when they are to be read again (the last run left processes
+    /// in the group).
+    start: Option<[u64; 3]>,
+    /// Those texts are still in the after-slots of [`Outbox::texts`], the
+    /// last run's end, which its answer carries: copied to the
+    /// before-slots when the next run starts, once that answer is encoded.
+    start_in_after: bool,
+}
+
+impl Group {
+    /// The group of descriptor [`GROUP_FD`].
+    fn open() -> io::Result<Group> {
+        let dir = sys::process::inherited_dir(GROUP_FD)?;
+        let names = [
+            c"cpu.pressure",
+            c"io.pressure",
+            c"memory.pressure",
+            c"cgroup.events",
+        ];
+        Ok(Group::of_dir(dir, names))
+    }
+
+    /// The group of directory `dir`, its files named `names` (see
+    /// [`Group::files`]).
+    fn of_dir(dir: std::fs::File, names: [&std::ffi::CStr; 4]) -> Group {
+        let files = names.map(|n| sys::file::open_read_at(&dir, n));
+        Group {
+            dir,
+            files,
+            start: None,
+            start_in_after: false,
+        }
+    }
+
+    /// Reads file `i` into slot `slot` of `texts`: its length field.
+    fn read(&self, i: usize, texts: &mut Texts, slot: usize) -> u64 {
+        let room = texts.slot(slot);
+        let len = room.len();
+        match &self.files[i] {
+            Ok(file) => text_field(read_once(file, room), len),
+            Err(e) => text_field(
+                Err(io::Error::from_raw_os_error(
+                    e.raw_os_error().unwrap_or(libc::EIO),
+                )),
+                len,
+            ),
+        }
+    }
+
+    /// Before a run: the totals it starts from, read unless the last run's
+    /// end gave them.
+    fn before_run(&mut self, texts: &mut Texts) {
+        if self.start.is_none() {
+            self.start = Some([0, 1, 2].map(|i| self.read(i, texts, 2 + i)));
+        } else if std::mem::take(&mut self.start_in_after) {
+            for i in 0..3 {
+                let (from, to) = (texts.at[5 + i], texts.at[2 + i]);
+                texts.buf.copy_within(from..from + PRESSURE_MAX, to);
+            }
+        }
+    }
+
+    /// After a run: its start and end totals and `cgroup.events` into
+    /// `f` and the slots; the end is the next run's start unless the run
+    /// left processes in the group.
+    fn after_run(&mut self, texts: &mut Texts, f: &mut [u64; FIELDS]) {
+        let start = self
+            .start
+            .take()
+            .unwrap_or([TEXT_FAILED | libc::ENODATA as u64; 3]);
+        for i in 0..3 {
+            f[CPU_BEFORE + i] = start[i];
+            f[CPU_AFTER + i] = self.read(i, texts, 5 + i);
+        }
+        f[EVENTS_LEN] = self.read(3, texts, 8);
+        let len = texts.len(f, 8);
+        let events = &texts.slot(8)[..len];
+        // Unreadable, or populated: read the start again before the next.
+        let left =
+            f[EVENTS_LEN] & TEXT_FAILED != 0 || events.windows(11).any(|w| w == b"populated 1");
+        if !left {
+            // Not copied to the before-slots yet: this run's answer, not
+            // encoded yet, carries its own start there.
+            self.start = Some([f[CPU_AFTER], f[CPU_AFTER + 1], f[CPU_AFTER + 2]]);
+            self.start_in_after = true;
+        }
+    }
+}
+
+/// Reads the ended run's figures (its `/proc/PID/io` and schedstat, its
+/// group's pressure, the spawner's own peak), reaps it and adds its answer.
+fn finish(ended: Ended, outbox: &mut Outbox, group: Option<&mut Group>) {
+    let Ended {
+        spawned,
+        mut f,
+        sched_start,
+    } = ended;
+    if let Some((text, len)) = sched_start {
+        outbox.texts.slot(9)[..len].copy_from_slice(&text[..len]);
+        f[SCHED_START_LEN] = len as u64;
+    }
     if let (Some(mut spawned), RAN) = (spawned, f[KIND]) {
+        // The command has exec'd and exited: the spawner's peak now is at
+        // least what the kernel carried into the command's (it only grows).
+        f[PEAK_KIB] = outbox
+            .status
+            .as_ref()
+            .and_then(|s| sys::shed::peak_kib(s).ok())
+            .unwrap_or(0);
         // Root may open it now, from the zombie (see `Spawner::start`).
         let (opened, state) = match spawned.io.take() {
-            Some(opened) => (Some(opened), IO_TEXT),
-            None => (Some(sys::process::open_io_of(spawned.pid)), IO_TEXT_AT_EXIT),
+            Some(opened) => (opened, IO_TEXT),
+            None => (
+                sys::process::open_proc_file_of(spawned.pid, &outbox.io_name),
+                IO_TEXT_AT_EXIT,
+            ),
         };
         match opened {
-            Some(Ok(file)) => match super::read_all_at(&file, &mut outbox.io_text) {
+            Ok(file) => match super::read_all_at(&file, outbox.texts.slot(0)) {
                 Ok(n) => {
                     f[IO_STATE] = state;
                     f[IO_LEN] = n as u64;
@@ -473,14 +797,20 @@ fn finish(ended: Ended, outbox: &mut Outbox) {
                     f[IO_ERRNO] = e.raw_os_error().unwrap_or(libc::EIO) as u64;
                 }
             },
-            Some(Err(e)) => {
+            Err(e) => {
                 f[IO_STATE] = IO_OPEN_FAILED;
                 f[IO_ERRNO] = e.raw_os_error().unwrap_or(libc::EIO) as u64;
             }
-            None => {
-                f[IO_STATE] = IO_OPEN_FAILED;
-                f[IO_ERRNO] = libc::ENOENT as u64;
-            }
+        }
+        let room = outbox.texts.slot(1);
+        let len = room.len();
+        f[SCHED_LEN] = text_field(
+            sys::process::open_proc_file_of(spawned.pid, &outbox.sched_name)
+                .and_then(|file| read_once(&file, room)),
+            len,
+        );
+        if let Some(g) = group {
+            g.after_run(&mut outbox.texts, &mut f);
         }
         match sys::process::wait4(spawned.pid) {
             Ok((exit, usage)) => {
@@ -511,8 +841,8 @@ fn finish(ended: Ended, outbox: &mut Outbox) {
             }
         }
     }
-    let io = outbox.io_text;
-    outbox.push(&f, &io);
+    f[ANSWERED_NS] = sys::monotonic_ns();
+    outbox.push(&f);
 }
 
 /// Requests received and not yet served: tally sends them ahead, and
@@ -546,14 +876,12 @@ impl Inbox {
     }
 }
 
-/// The next request: only one already there while `ended` waits (else
-/// that run is finished first); before waiting for one, every answer is
-/// sent, so tally, which may be waiting for them, is not kept waiting.
-/// `None` at the end of the requests.
+/// The next request; before waiting for one, every answer is sent, so
+/// tally, which may be waiting for them, is not kept waiting. `None` at
+/// the end of the requests.
 fn next_request(
     input: &mut UnixStream,
     inbox: &mut Inbox,
-    ended: &mut Option<Ended>,
     outbox: &mut Outbox,
 ) -> io::Result<Option<u32>> {
     if let Some(index) = inbox.take() {
@@ -565,9 +893,6 @@ fn next_request(
         if let Some(index) = inbox.take() {
             return Ok(Some(index));
         }
-    }
-    if let Some(e) = ended.take() {
-        finish(e, outbox);
     }
     outbox.flush(input, true)?;
     loop {
@@ -616,13 +941,18 @@ fn serve_requests() -> io::Result<()> {
     if own_group {
         forwarder.signal_groups();
     }
+    // The runs' group, or why its descriptor could not be taken (each run
+    // then says it ran outside).
+    let mut group = setup.group.then(Group::open);
     let mut outbox = Outbox {
-        buf: Vec::with_capacity((FIELDS * 8 + IO_MAX) * (Outbox::BATCH + 1)),
+        buf: Vec::with_capacity((FIELDS * 8 + TEXTS_LEN) * (Outbox::BATCH + 1)),
         count: 0,
         last: 0,
         awaiting_ack: false,
-        io_text: [0u8; IO_MAX],
+        texts: Texts::new(),
         status: std::fs::File::open("/proc/self/status").ok(),
+        sched_name: std::hint::black_box(*b"schedstat"),
+        io_name: std::hint::black_box(*b"io"),
     };
     let as_root = sys::geteuid() == 0;
     sys::process::prepare_shared_spawns()?;
@@ -641,16 +971,11 @@ fn serve_requests() -> io::Result<()> {
         end: 0,
     };
     let mut stopped = false;
-    let mut ended: Option<Ended> = None;
-    while let Some(index) = next_request(&mut input, &mut inbox, &mut ended, &mut outbox)? {
+    while let Some(index) = next_request(&mut input, &mut inbox, &mut outbox)? {
         let mut f = [0u64; FIELDS];
         let cmd = match commands.get(index as usize) {
             Some(Ok(cmd)) if !stopped => cmd,
             other => {
-                // Answered at once, after the run before it.
-                if let Some(e) = ended.take() {
-                    finish(e, &mut outbox);
-                }
                 if stopped {
                     f[KIND] = SKIPPED;
                 } else {
@@ -661,18 +986,15 @@ fn serve_requests() -> io::Result<()> {
                         _ => libc::EINVAL,
                     } as u64;
                 }
-                outbox.push(&f, &[]);
+                outbox.push(&f);
                 continue;
             }
         };
         if let Some(sig) = forwarder.pending() {
-            if let Some(e) = ended.take() {
-                finish(e, &mut outbox);
-            }
             stopped = true;
             f[KIND] = SKIPPED;
             f[FORWARDED] = u64::try_from(sig).unwrap_or(0);
-            outbox.push(&f, &[]);
+            outbox.push(&f);
             continue;
         }
         // A full batch goes out now, between runs, and tally is done with
@@ -689,15 +1011,15 @@ fn serve_requests() -> io::Result<()> {
         if setup.truncate_stdout {
             sys::process::truncate_to_empty(1)?;
         }
-        let previous = ended.take();
-        let now = run(
-            cmd,
-            &forwarder,
-            previous,
-            (as_root, own_group),
-            &mut f,
-            &mut outbox,
-        )?;
+        let in_group = match group.as_mut() {
+            Some(Ok(g)) => {
+                g.before_run(&mut outbox.texts);
+                Ok(Some(&g.dir))
+            }
+            Some(Err(e)) => Err(e.raw_os_error().unwrap_or(libc::EBADF)),
+            None => Ok(None),
+        };
+        let ended = run(cmd, &forwarder, (as_root, own_group), in_group, &mut f);
         if f[FORWARDED] != 0 {
             sys::process::end_orphans(i32::try_from(f[FORWARDED]).unwrap_or(libc::SIGTERM), f[PID]);
         }
@@ -705,66 +1027,70 @@ fn serve_requests() -> io::Result<()> {
             || f[EXEC_ERRNO] != 0
             || f[FORWARDED] != 0
             || (setup.stop_on_failure && (f[SIGNALED] != 0 || f[EXIT_VALUE] != 0));
-        ended = Some(now);
-    }
-    if let Some(e) = ended.take() {
-        finish(e, &mut outbox);
+        let g = match group.as_mut() {
+            Some(Ok(g)) => Some(g),
+            _ => None,
+        };
+        finish(ended, &mut outbox, g);
     }
     outbox.flush(&input, true)
 }
 
-/// One run of `cmd`: starts it, finishes the `previous` run while it runs,
-/// and returns it ended (its figures so far in `f`).
+/// One run of `cmd`, cloned into `group` (`Err`: the errno of taking the
+/// group's descriptor): starts it and returns it ended, its figures so far
+/// in `f`. Its clock starts in the child, its last step before `exec`, and
+/// stops when its exit is seen.
 #[inline(never)]
 fn run(
     cmd: &Prepared,
     forwarder: &Forwarder,
-    previous: Option<Ended>,
     (as_root, own_group): (bool, bool),
+    group: Result<Option<&std::fs::File>, i32>,
     f: &mut [u64; FIELDS],
-    outbox: &mut Outbox,
-) -> io::Result<Ended> {
+) -> Ended {
+    use std::os::fd::AsFd;
     let pre = PreExec {
         // Root reads /proc/PID/io of the zombie, after the clock has
         // stopped; anyone else must open it before the command exits.
         open_io: !as_root,
         die_with_parent: true,
         own_group,
+        cgroup_dir: group.ok().flatten().map(|g| g.as_fd()),
         ..PreExec::default()
     };
-    f[START_NS] = sys::monotonic_ns();
-    let start = Instant::now();
     let spawned = sys::process::spawn_prepared(cmd, pre);
     if let Ok(s) = &spawned {
         forwarder.attach(s.pid);
     }
-    // The command has exec'd: the spawner's peak now is at least what the
-    // kernel carried into the command's (it only grows). Read while the
-    // command runs, as is the rest of the previous run's work.
-    f[PEAK_KIB] = outbox
-        .status
-        .as_ref()
-        .and_then(|s| sys::shed::peak_kib(s).ok())
-        .unwrap_or(0);
-    if let Some(mut p) = previous {
-        p.f[NEXT_START_NS] = f[START_NS];
-        finish(p, outbox);
-    }
-    let spawned = match spawned {
+    let mut spawned = match spawned {
         Ok(s) => s,
         Err(e) => {
             f[KIND] = FAILED;
             f[EXEC_ERRNO] = e.raw_os_error().unwrap_or(libc::EIO) as u64;
-            return Ok(Ended {
+            return Ended {
                 spawned: None,
                 f: *f,
-            });
+                sched_start: None,
+            };
         }
     };
     let pid = spawned.pid;
     let waited = sys::process::wait_exited_keep(pid);
-    let wall = start.elapsed();
-    f[END_NS] = f[START_NS].saturating_add(u64::try_from(wall.as_nanos()).unwrap_or(u64::MAX));
+    let end = sys::monotonic_ns();
+    let outcome = spawned.outcome();
+    f[START_NS] = outcome.started_ns;
+    f[START_ON_CPU_NS] = outcome.started_on_cpu_ns.unwrap_or(0);
+    (f[PRE_READ_BYTES], f[PRE_READ_CALLS]) = outcome.pre_exec_reads;
+    f[END_NS] = end;
+    (f[JOINED], f[JOIN_ERRNO]) = match (group, &spawned.cgroup) {
+        (Err(errno), _) => (JOINED_OUTSIDE, errno as u64),
+        (_, sys::process::Joined::Outside(e)) => {
+            (JOINED_OUTSIDE, e.raw_os_error().unwrap_or(libc::EIO) as u64)
+        }
+        (_, sys::process::Joined::NotAsked) => (JOINED_NOT_ASKED, 0),
+        _ => (JOINED_IN, 0),
+    };
+    spawned.cgroup = sys::process::Joined::NotAsked;
     forwarder.detach();
     f[FORWARDED] = forwarder.take_received().map_or(0, |s| s as u64);
     f[ESCALATED] = u64::from(forwarder.take_escalated());
@@ -772,9 +1098,9 @@ fn run(
     match waited {
         Ok(exit) => {
             f[KIND] = RAN;
-            f[WALL_NS] = u64::try_from(wall.as_nanos()).unwrap_or(u64::MAX);
-            f[EXEC_ERRNO] = spawned
-                .exec_error()
+            f[WALL_NS] = end.saturating_sub(outcome.started_ns);
+            f[EXEC_ERRNO] = outcome
+                .exec_error
                 .and_then(|e| e.raw_os_error())
                 .map_or(0, |e| e as u64);
             // For the decision to stop; `finish` takes wait4's word.
@@ -791,10 +1117,11 @@ fn run(
             f[EXEC_ERRNO] = e.raw_os_error().unwrap_or(libc::EIO) as u64;
         }
     }
-    Ok(Ended {
+    Ended {
         spawned: Some(spawned),
         f: *f,
-    })
+        sched_start: outcome.started_sched,
+    }
 }
 
 /// tally's side: a running spawner.
@@ -810,6 +1137,10 @@ pub struct Spawner {
     /// The last answer read ended a batch: acknowledged when the next is
     /// asked for, tally then being done with it (see the module's text).
     ack_due: bool,
+    /// The runs' group, or why there is none.
+    group: GroupAt,
+    /// Where the wall time went is measured (`--no-why` turns it off).
+    why: bool,
 }
 
 /// The standard streams of the commands a spawner starts (they are the
@@ -848,13 +1179,19 @@ impl Streams {
 
 impl Spawner {
     /// Starts a spawner for `commands` (this binary, `/proc/self/exe`),
-    /// whose commands get `streams`. With `stop_on_failure`, a failed run
-    /// stops it.
+    /// whose commands get `streams` and are cloned into the cgroup of
+    /// `group` (its directory's descriptor, which must stay open while the
+    /// spawner runs, and its path; `Err`: why there is none; `None`: the
+    /// breakdown is off, and the runs have none). With `stop_on_failure`, a
+    /// failed run stops it.
     pub fn start(
         commands: &[Vec<OsString>],
         streams: Streams,
         stop_on_failure: bool,
+        group: Option<Result<(std::os::fd::RawFd, std::path::PathBuf), String>>,
     ) -> io::Result<Spawner> {
+        let why = group.is_some();
+        let group = group.unwrap_or_else(|| Err("the breakdown is off".into()));
         let (ours, theirs) = UnixStream::pair()?;
         let (ack, their_ack) = UnixStream::pair()?;
         let mut cmd = Command::new("/proc/self/exe");
@@ -865,10 +1202,20 @@ impl Spawner {
             .stderr(streams.stderr);
         sys::process::pass_fd(&mut cmd, theirs.as_raw_fd(), FD);
         sys::process::pass_fd(&mut cmd, their_ack.as_raw_fd(), ACK_FD);
+        // Above the descriptors passed before it, which `pass_fd` would
+        // otherwise overwrite in the child when they collide.
+        let group_dir = match &group {
+            Ok((dir, _)) => Some(sys::process::dup_above(*dir, 10)?),
+            Err(_) => None,
+        };
+        if let Some(dir) = &group_dir {
+            sys::process::pass_fd(&mut cmd, dir.as_raw_fd(), GROUP_FD);
+        }
         sys::signals::start_with_inherited_dispositions(&mut cmd);
         let child = cmd.spawn()?;
         drop(theirs);
         drop(their_ack);
+        drop(group_dir);
         let mut spawner = Spawner {
             child,
             reader: BufReader::new(ours.try_clone()?),
@@ -877,6 +1224,11 @@ impl Spawner {
             in_flight: std::collections::VecDeque::new(),
             ack,
             ack_due: false,
+            group: group
+                .as_ref()
+                .map(|(_, path)| path.clone())
+                .map_err(Clone::clone),
+            why,
         };
         let setup = Setup {
             commands: commands
@@ -887,6 +1239,7 @@ impl Spawner {
             parent: std::process::id(),
             rewind_stdin: streams.rewind_stdin,
             truncate_stdout: streams.truncate_stdout,
+            group: group.is_ok(),
         };
         write_frame(&mut spawner.writer, &setup, &mut Vec::new())?;
         let mut ready = [0u8];
@@ -927,7 +1280,7 @@ impl Spawner {
             self.ack.write_all(&[1])?;
             self.ack_due = false;
         }
-        let (fields, io) = read_answer(&mut self.reader).map_err(|e| {
+        let (fields, texts) = read_answer(&mut self.reader).map_err(|e| {
             if e.kind() == io::ErrorKind::UnexpectedEof {
                 io::Error::other("tally's spawner process ended before answering")
             } else {
@@ -937,7 +1290,22 @@ impl Spawner {
         self.ack_due = fields[KIND] & ACK_WANTED != 0;
         let index = self.in_flight.pop_front().unwrap_or(0);
         let argv = self.commands.get(index).map(Vec::as_slice).unwrap_or(&[]);
-        Ok(decode(&fields, &io, argv))
+        let mut reply = decode(&fields, &texts, argv, &self.group);
+        if let (false, Reply::Ran(rec, ..)) = (self.why, &mut reply) {
+            rec.why = None;
+        }
+        // Processes the run left in the group leave it before the next run
+        // starts (it waits for the acknowledgement), and are said.
+        if let (Ok(path), Reply::Ran(rec, ..)) = (&self.group, &mut reply)
+            && left_processes(&fields, &texts)
+        {
+            let mut notes = Vec::new();
+            super::group::move_out_leftovers(path, &mut notes);
+            if let Some(why) = rec.why.as_mut() {
+                why.notes.extend(notes);
+            }
+        }
+        Ok(reply)
     }
 }
 
@@ -970,26 +1338,44 @@ mod tests {
         f[VOLUNTARY] = 1;
         f[EXIT_VALUE] = 3;
         f[FORWARDED] = libc::SIGINT as u64;
-        f[SCHED_STATE] = SCHED_READ;
-        f[SCHED_ON_CPU_NS] = 500_000;
-        f[SCHED_RUN_DELAY_NS] = 34_000;
         f
+    }
+
+    /// `text` into slot `i` of `texts`, its length into `f`.
+    fn put(texts: &mut Texts, f: &mut [u64; FIELDS], i: usize, text: &[u8]) {
+        texts.slot(i)[..text.len()].copy_from_slice(text);
+        f[SLOTS[i].0] = text.len() as u64;
     }
 
     #[test]
     fn an_answer_reads_back_as_the_run_it_describes() {
         let io = b"rchar: 100\nwchar: 5\nsyscr: 7\nsyscw: 1\nread_bytes: 4096\nwrite_bytes: 0\ncancelled_write_bytes: 0\n";
+        let pressure = |some: u64| {
+            format!(
+                "some avg10=0.00 avg60=0.00 avg300=0.00 total={some}\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
+            )
+        };
         let mut f = fields_of_a_run();
-        f[IO_LEN] = io.len() as u64;
+        let mut texts = Texts::new();
+        put(&mut texts, &mut f, 0, io);
+        put(&mut texts, &mut f, 1, b"500000 34000 3\n");
+        for (i, (before, after)) in [(10, 10), (1_000, 1_200), (7, 7)].into_iter().enumerate() {
+            put(&mut texts, &mut f, 2 + i, pressure(before).as_bytes());
+            put(&mut texts, &mut f, 5 + i, pressure(after).as_bytes());
+        }
+        put(&mut texts, &mut f, 8, b"populated 0\nfrozen 0\n");
+        f[JOINED] = JOINED_IN;
         let mut wire = Vec::new();
-        encode(&f, io, &mut wire);
+        encode(&f, &texts, &mut wire);
         // Two answers back to back, as a batch sends them.
-        encode(&f, io, &mut wire);
+        encode(&f, &texts, &mut wire);
         let mut input = &wire[..];
+        let group: GroupAt = Ok("/sys/fs/cgroup/tally-1-0".into());
         for _ in 0..2 {
             let (got, text) = read_answer(&mut input).unwrap();
             let argv = [OsString::from("/bin/false")];
-            let Reply::Ran(rec, _, _) = decode(&got, &text, &argv) else {
+            assert!(!left_processes(&got, &text));
+            let Reply::Ran(rec, _, _) = decode(&got, &text, &argv, &group) else {
                 panic!("not a run");
             };
             assert_eq!(rec.wall_ns, 1_234_567);
@@ -1000,20 +1386,100 @@ mod tests {
             let io = rec.io.as_ref().expect("io figures");
             assert_eq!((io.read_call_bytes, io.read_calls), (100, 7));
             assert_eq!(io.storage_read_bytes, 4096);
-            // The zombie's schedstat: its run-queue wait; no cgroup here.
+            // The zombie's schedstat: its run-queue wait; the group's
+            // pressure over the run: the difference of its totals.
             let why = rec.why.as_ref().expect("a breakdown");
             assert_eq!(why.cpu_wait_ns, Some(34_000));
-            assert_eq!(why.other_wait_ns, Some(1_234_567 - 500_000 - 34_000));
-            assert_eq!(why.io_wait_ns, None);
-            assert!(
-                why.unavailable
-                    .io_wait_ns
-                    .as_deref()
-                    .is_some_and(|u| u.contains("cgroup")),
-                "{why:?}"
+            assert_eq!(why.io_wait_ns, Some(200_000));
+            assert_eq!(why.memory_stall_ns, Some(0));
+            assert_eq!(
+                why.other_wait_ns,
+                Some(1_234_567 - 500_000 - 34_000 - 200_000)
             );
         }
         assert!(input.is_empty());
+    }
+
+    /// Regression: each run's answer carried the group's totals after it
+    /// as its start too (the next run's start was copied over it before
+    /// the answer was encoded), so every compared run's storage wait and
+    /// memory stall read 0.
+    #[test]
+    fn runs_in_one_group_each_carry_what_accrued_over_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let names = [
+            c"cpu.pressure",
+            c"io.pressure",
+            c"memory.pressure",
+            c"cgroup.events",
+        ];
+        let write = |io_total: u64| {
+            for (name, total) in [("cpu", 0), ("io", io_total), ("memory", 0)] {
+                let line = |kind: &str| {
+                    format!("{kind} avg10=0.00 avg60=0.00 avg300=0.00 total={total}\n")
+                };
+                std::fs::write(
+                    dir.path().join(format!("{name}.pressure")),
+                    line("some") + &line("full"),
+                )
+                .unwrap();
+            }
+            std::fs::write(dir.path().join("cgroup.events"), "populated 0\nfrozen 0\n").unwrap();
+        };
+        write(1_000);
+        let mut g = Group::of_dir(std::fs::File::open(dir.path()).unwrap(), names);
+        let mut texts = Texts::new();
+        let group: GroupAt = Ok(dir.path().to_path_buf());
+        let argv = [OsString::from("cat")];
+        for (after, accrued_us) in [(1_200, 200), (1_500, 300), (1_500, 0)] {
+            g.before_run(&mut texts);
+            write(after);
+            let mut f = fields_of_a_run();
+            put(&mut texts, &mut f, 1, b"500000 34000 3\n");
+            f[JOINED] = JOINED_IN;
+            g.after_run(&mut texts, &mut f);
+            let mut wire = Vec::new();
+            encode(&f, &texts, &mut wire);
+            let (got, text) = read_answer(&mut &wire[..]).unwrap();
+            let Reply::Ran(rec, _, _) = decode(&got, &text, &argv, &group) else {
+                panic!("not a run");
+            };
+            let why = rec.why.expect("a breakdown");
+            assert_eq!(why.io_wait_ns, Some(accrued_us * 1_000), "{why:?}");
+        }
+    }
+
+    #[test]
+    fn a_run_outside_its_group_or_without_one_says_why_never_zero() {
+        let mut f = fields_of_a_run();
+        let mut texts = Texts::new();
+        put(&mut texts, &mut f, 1, b"500000 34000 3\n");
+        f[JOINED] = JOINED_OUTSIDE;
+        f[JOIN_ERRNO] = libc::EOPNOTSUPP as u64;
+        let mut wire = Vec::new();
+        encode(&f, &texts, &mut wire);
+        let (got, text) = read_answer(&mut &wire[..]).unwrap();
+        let argv = [OsString::from("/bin/true")];
+        for (group, says) in [
+            (Ok("/sys/fs/cgroup/tally-1-0".into()), "threaded"),
+            (
+                Err("denied".to_string()),
+                "no cgroup v2 group could be made for the run: denied",
+            ),
+        ] {
+            let Reply::Ran(rec, _, _) = decode(&got, &text, &argv, &group) else {
+                panic!("not a run");
+            };
+            let why = rec.why.expect("a breakdown");
+            assert_eq!((why.io_wait_ns, why.memory_stall_ns), (None, None));
+            assert_eq!(why.cpu_wait_ns, Some(34_000));
+            for u in [
+                &why.unavailable.io_wait_ns,
+                &why.unavailable.memory_stall_ns,
+            ] {
+                assert!(u.as_deref().is_some_and(|u| u.contains(says)), "{u:?}");
+            }
+        }
     }
 
     #[test]
@@ -1021,13 +1487,14 @@ mod tests {
         let mut f = fields_of_a_run();
         f[EXEC_ERRNO] = libc::ENOENT as u64;
         let argv = [OsString::from("/no/such/program")];
-        match decode(&f, &[], &argv) {
+        let group: GroupAt = Err("none".into());
+        match decode(&f, &[], &argv, &group) {
             Reply::Error(e) => assert!(e.to_string().contains("command not found"), "{e}"),
             other => panic!("{other:?}"),
         }
         f[KIND] = SKIPPED;
         assert!(matches!(
-            decode(&f, &[], &argv),
+            decode(&f, &[], &argv, &group),
             Reply::Skipped { signal: Some(s) } if s == "SIGINT"
         ));
     }
@@ -1055,13 +1522,23 @@ mod tests {
 
     #[test]
     fn an_answer_longer_than_the_protocol_allows_is_refused() {
-        let mut f = fields_of_a_run();
-        f[IO_LEN] = (IO_MAX + 1) as u64;
-        let mut wire = Vec::new();
-        for v in f {
-            wire.extend_from_slice(&v.to_le_bytes());
+        for (field, most) in SLOTS {
+            let mut f = fields_of_a_run();
+            f[field] = (most + 1) as u64;
+            let mut wire = Vec::new();
+            for v in f {
+                wire.extend_from_slice(&v.to_le_bytes());
+            }
+            wire.resize(wire.len() + TEXTS_LEN + 1, b'x');
+            assert!(read_answer(&mut &wire[..]).is_err(), "field {field}");
         }
-        wire.resize(wire.len() + IO_MAX + 1, b'x');
-        assert!(read_answer(&mut &wire[..]).is_err());
+    }
+
+    #[test]
+    fn a_text_that_fills_its_slot_is_refused_as_cut() {
+        assert_eq!(text_field(Ok(3), 4), 3);
+        assert_eq!(text_field(Ok(4), 4), TEXT_FAILED | libc::EOVERFLOW as u64);
+        let e = io::Error::from_raw_os_error(libc::EACCES);
+        assert_eq!(text_field(Err(e), 4), TEXT_FAILED | libc::EACCES as u64);
     }
 }

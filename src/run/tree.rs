@@ -8,14 +8,13 @@
 //! last-seen cpu time (a lower bound: what ran between samples is missed).
 
 use std::collections::HashMap;
-use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use super::group::{RunGroup, pids_in};
+use super::group::{RunGroup, groups_below, pids_in};
 use super::report::TreeUsage;
 use crate::procfs::stat::{self, Stat};
 use crate::procfs::{ProcRoot, for_each_key_number};
@@ -34,8 +33,6 @@ struct Sampled {
 
 pub struct Tree {
     cgroup: Option<RunGroup>,
-    procs_fd: Option<OwnedFd>,
-    dir_fd: Option<OwnedFd>,
     sampler: Option<(Arc<AtomicBool>, JoinHandle<Sampled>)>,
     /// The command's pid, once started.
     root: u32,
@@ -49,19 +46,13 @@ impl Tree {
     pub fn prepare() -> Tree {
         let mut tree = Tree {
             cgroup: None,
-            procs_fd: None,
-            dir_fd: None,
             sampler: None,
             root: 0,
             notes: Vec::new(),
             group_error: None,
         };
         match RunGroup::make() {
-            Ok(mut group) => {
-                tree.procs_fd = group.take_procs_fd();
-                tree.dir_fd = group.take_dir_fd();
-                tree.cgroup = Some(group);
-            }
+            Ok(group) => tree.cgroup = Some(group),
             Err(why) => {
                 tree.notes.push(format!("{why}; sampled /proc instead"));
                 tree.group_error = Some(why);
@@ -79,14 +70,23 @@ impl Tree {
         }
     }
 
-    /// The `cgroup.procs` descriptor the child writes itself into.
-    pub fn take_procs_fd(&mut self) -> Option<OwnedFd> {
-        self.procs_fd.take()
+    /// The run's cgroup to read, or why there is none.
+    pub fn group_mut(&mut self) -> Result<&mut RunGroup, &str> {
+        match (&mut self.cgroup, &self.group_error) {
+            (Some(g), _) => Ok(g),
+            (None, Some(why)) => Err(why),
+            (None, None) => Err("no cgroup was made"),
+        }
     }
 
-    /// The cgroup's directory descriptor the child is cloned into.
-    pub fn take_dir_fd(&mut self) -> Option<OwnedFd> {
-        self.dir_fd.take()
+    /// The command could not be put in the group (`why`): its figures are
+    /// sampled from /proc, and the group is only removed.
+    pub fn not_joined(&mut self, why: String) {
+        if let Some(g) = self.cgroup.take() {
+            g.cleanup(&mut self.notes);
+        }
+        self.notes.push(format!("{why}; sampled /proc instead"));
+        self.group_error = Some(why);
     }
 
     fn has_memory_peak(&self) -> bool {
@@ -103,7 +103,7 @@ impl Tree {
             return;
         }
         let stop = Arc::new(AtomicBool::new(false));
-        let members = self.cgroup.as_ref().map(|c| c.path().join("cgroup.procs"));
+        let members = self.cgroup.as_ref().map(|c| c.path().to_path_buf());
         let flag = Arc::clone(&stop);
         let spawned = std::thread::Builder::new()
             .name("tally-tree-sampler".into())
@@ -120,7 +120,7 @@ impl Tree {
     /// The command has exited (not yet reaped): collect the figures.
     pub fn finish(&mut self) -> TreeUsage {
         let root = self.root;
-        let members = self.cgroup.as_ref().map(|c| c.path().join("cgroup.procs"));
+        let members = self.cgroup.as_ref().map(|c| c.path().to_path_buf());
         let sampled = self.sampler.take().and_then(|(stop, handle)| {
             stop.store(true, Ordering::SeqCst);
             let mut s = handle.join().ok()?;
@@ -224,17 +224,18 @@ impl Tree {
     }
 }
 
-/// Members of the tree rooted at `root`: from the cgroup when there is one,
-/// else every process whose parent chain reaches `root`.
-fn members(
-    tree_root: u32,
-    cgroup_procs: Option<&Path>,
-    stats: &mut HashMap<u32, Stat>,
-) -> Vec<u32> {
+/// Members of the tree rooted at `root`: from the cgroup when there is one
+/// (its own processes and those of every group below it, which the
+/// command may have made and moved into), else every process whose parent
+/// chain reaches `root`.
+fn members(tree_root: u32, cgroup: Option<&Path>, stats: &mut HashMap<u32, Stat>) -> Vec<u32> {
     stats.clear();
     let root = ProcRoot::default();
-    if let Some(p) = cgroup_procs {
-        let pids = pids_in(p);
+    if let Some(group) = cgroup {
+        let pids: Vec<u32> = groups_below(group, true)
+            .iter()
+            .flat_map(|g| pids_in(&g.join("cgroup.procs")))
+            .collect();
         for pid in &pids {
             if let Some(s) = stat::read(&root, *pid) {
                 stats.insert(*pid, s);
@@ -265,12 +266,12 @@ fn members(
 /// Takes one sample of the tree into `out`.
 fn sample_once(
     root: u32,
-    cgroup_procs: Option<&Path>,
+    cgroup: Option<&Path>,
     out: &mut Sampled,
     stats: &mut HashMap<u32, Stat>,
 ) {
     let page = sys::page_size();
-    let pids = members(root, cgroup_procs, stats);
+    let pids = members(root, cgroup, stats);
     let mut rss = 0u64;
     let mut alive = false;
     // One read of /proc/PID/stat per process gives both its resident
@@ -289,11 +290,11 @@ fn sample_once(
     }
 }
 
-fn sample(root: u32, cgroup_procs: Option<PathBuf>, stop: &AtomicBool) -> Sampled {
+fn sample(root: u32, cgroup: Option<PathBuf>, stop: &AtomicBool) -> Sampled {
     let mut out = Sampled::default();
     let mut stats = HashMap::new();
     while !stop.load(Ordering::SeqCst) {
-        sample_once(root, cgroup_procs.as_deref(), &mut out, &mut stats);
+        sample_once(root, cgroup.as_deref(), &mut out, &mut stats);
         std::thread::sleep(SAMPLE_EVERY);
     }
     out

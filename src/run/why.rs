@@ -19,7 +19,7 @@
 //! task time: what every task spent, which can exceed the wall time, and
 //! each part says what it may miss.
 
-use super::group::RunGroup;
+use super::group::Pressures;
 use super::quota::{self, CpuQuota};
 use super::report::{MachineLoad, Why, WhyBasis, WhyText};
 use crate::procfs::pressure::Pressure;
@@ -107,7 +107,13 @@ fn cpus_listed(text: &str) -> Option<u32> {
 pub fn read_sched(pid: u32) -> Result<SchedStat, String> {
     let mut buf = [0u8; 128];
     let path = ProcRoot::default().pid_file(pid, "schedstat");
-    match procfs::read_small(&path, &mut buf) {
+    sched_of(pid, procfs::read_small(&path, &mut buf))
+}
+
+/// The figures of `pid`'s `/proc/PID/schedstat` from what reading it
+/// gave, or why there are none.
+pub fn sched_of(pid: u32, read: std::io::Result<&str>) -> Result<SchedStat, String> {
+    match read {
         Ok(text) => schedstat::parse(text)
             .ok_or_else(|| format!("/proc/{pid}/schedstat does not read as three numbers")),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(
@@ -118,6 +124,20 @@ pub fn read_sched(pid: u32) -> Result<SchedStat, String> {
     }
 }
 
+/// The command's process's figures when its clock started (see
+/// [`Raw::before_exec`]): its schedstat `text` then, its time on a CPU
+/// from `on_cpu_ns` where the process read its own (schedstat's figure
+/// lags a running task's own by up to a tick; see
+/// [`sys::process::Outcome::started_on_cpu_ns`]). `None` without the
+/// text.
+pub fn before_exec(text: Option<&str>, on_cpu_ns: Option<u64>) -> Option<SchedStat> {
+    let read = schedstat::parse(text?)?;
+    Some(SchedStat {
+        on_cpu_ns: on_cpu_ns.unwrap_or(read.on_cpu_ns),
+        ..read
+    })
+}
+
 /// The raw figures of one run, as read.
 #[derive(Debug, Clone)]
 pub struct Raw {
@@ -126,6 +146,12 @@ pub struct Raw {
     pub system_ns: u64,
     /// The command's own process (its main thread), read at its exit.
     pub sched: Result<SchedStat, String>,
+    /// The same process's schedstat as it read it just before `exec`,
+    /// when the wall time's clock started: what tally's preparations in
+    /// it took (on a CPU, waiting for one), taken out of the parts so
+    /// that they cover the clock's interval. `None` when it could not be
+    /// read (the parts then include them, and a note says so).
+    pub before_exec: Option<SchedStat>,
     /// The run group's `cpu`, `io` and `memory` pressure, each or why not.
     pub cpu_pressure: Result<Pressure, String>,
     pub io_pressure: Result<Pressure, String>,
@@ -137,39 +163,28 @@ pub struct Raw {
 }
 
 /// Reads the figures of a run that has exited (`pid` not yet reaped):
-/// schedstat, the group's pressure (or why there is no group: `group`),
-/// the machine's load and the CPU quotas' throttling since `before`,
-/// after `warmups` warm-up runs. The cpu times are `wait4`'s, set once it
-/// has reaped the command.
+/// schedstat, the machine's load and the CPU quotas' throttling since
+/// `before`, after `warmups` warm-up runs; `group` is what the run's group
+/// stalled over the run (see [`super::group`]), or why that is not known.
+/// The cpu times are `wait4`'s, set once it has reaped the command.
 pub fn read(
     pid: u32,
-    group: Result<&RunGroup, &str>,
+    group: Result<Pressures, String>,
     before: &Before,
     wall_ns: u64,
     warmups: u32,
 ) -> Read {
     let sched = read_sched(pid);
     let (cpu_pressure, io_pressure, memory_pressure, io_delayacct) = match group {
-        Ok(g) => (
-            g.pressure("cpu"),
-            g.pressure("io"),
-            g.pressure("memory"),
-            None,
-        ),
+        Ok(p) => (p.cpu, p.io, p.memory, None),
         Err(why) => {
-            let no_group = format!("no cgroup v2 group could be made for the run: {why}");
             let delayacct =
                 match procfs::sysctl::read_int(&ProcRoot::default(), "kernel.task_delayacct") {
                     Some(1) => Some(blkio_delay_ns(pid)),
                     Some(_) => None,
                     None => None,
                 };
-            (
-                Err(no_group.clone()),
-                Err(no_group.clone()),
-                Err(no_group),
-                delayacct,
-            )
+            (Err(why.clone()), Err(why.clone()), Err(why), delayacct)
         }
     };
     let machine = before.busy_ticks.zip(machine_now()).map(|(a, (b, cpus))| {
@@ -185,6 +200,7 @@ pub fn read(
         user_ns: 0,
         system_ns: 0,
         sched,
+        before_exec: None,
         cpu_pressure,
         io_pressure,
         memory_pressure,
@@ -235,6 +251,7 @@ pub fn assemble(raw: &Raw) -> Why {
 /// The breakdown from the raw figures, the advice weighing `ctx`.
 pub fn assemble_in(raw: &Raw, ctx: &Context) -> Why {
     let mut led = Ledger::default();
+    let raw = &since_exec(raw, &mut led);
     let wall = raw.wall_ns;
     let user = raw.user_ns;
     let kernel = raw.system_ns;
@@ -284,6 +301,35 @@ pub fn assemble_in(raw: &Raw, ctx: &Context) -> Why {
     };
     why.advice = advice(&why, wall, ctx.warmups);
     why
+}
+
+/// `raw` over the wall time's interval: what the command's process spent
+/// before `exec` ([`Raw::before_exec`], tally's preparations in it) taken
+/// out of its schedstat and of its cpu time (`wait4`'s counts it too; out
+/// of the kernel time first, where the preparations' system calls ran).
+fn since_exec(raw: &Raw, led: &mut Ledger) -> Raw {
+    let mut out = raw.clone();
+    let Ok(end) = &raw.sched else {
+        return out;
+    };
+    let Some(start) = raw.before_exec else {
+        led.notes.push(
+            "the command's process could not read its schedstat before exec: the parts include what tally's preparations in it took before the clock started"
+                .into(),
+        );
+        return out;
+    };
+    out.sched = Ok(SchedStat {
+        on_cpu_ns: end.on_cpu_ns.saturating_sub(start.on_cpu_ns),
+        run_delay_ns: end.run_delay_ns.saturating_sub(start.run_delay_ns),
+        timeslices: end.timeslices.saturating_sub(start.timeslices),
+    });
+    let kernel = raw.system_ns.saturating_sub(start.on_cpu_ns);
+    let rest = start.on_cpu_ns.saturating_sub(raw.system_ns);
+    out.system_ns = kernel;
+    out.user_ns = raw.user_ns.saturating_sub(rest);
+    out.before_exec = None;
+    out
 }
 
 /// Wall time when the command ran as one task: wait4's cpu (every thread,
@@ -572,6 +618,7 @@ mod tests {
                 run_delay_ns: delay,
                 timeslices: 3,
             }),
+            before_exec: Some(SchedStat::default()),
             cpu_pressure: Ok(Pressure::default()),
             io_pressure: Ok(Pressure {
                 some_us: 1000,

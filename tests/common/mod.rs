@@ -415,3 +415,93 @@ pub fn exclusive(name: &str) -> std::fs::File {
         .unwrap_or_else(|e| panic!("lock {}: {e}", path.display()));
     file
 }
+
+/// The binary under test where another user (nobody, uid 65534) can run
+/// it, for as long as this lives: the binary itself when every directory
+/// above it lets others through and others may execute it, else a copy
+/// in a temporary directory they may enter, removed when this drops. A
+/// checkout in a directory only its owner may enter (a `mktemp -d` under
+/// /tmp, a home directory of mode 0700) is then no reason for a test to
+/// fail: every test that runs tally as another user takes the binary from
+/// [`tally_for_others`].
+pub struct TallyForOthers {
+    path: PathBuf,
+    _copy: Option<tempfile::TempDir>,
+}
+
+impl TallyForOthers {
+    /// The binary to run.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl AsRef<std::ffi::OsStr> for TallyForOthers {
+    fn as_ref(&self) -> &std::ffi::OsStr {
+        self.path.as_os_str()
+    }
+}
+
+/// Whether a user that is neither the owner nor in the group of any of
+/// them may reach and run `bin`: every directory above it searchable by
+/// others, the file executable by them.
+pub fn others_may_run(bin: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let others = |p: &Path| std::fs::metadata(p).is_ok_and(|m| m.permissions().mode() & 0o001 != 0);
+    let Ok(bin) = std::fs::canonicalize(bin) else {
+        return false;
+    };
+    others(&bin) && bin.ancestors().skip(1).all(others)
+}
+
+/// See [`TallyForOthers`].
+pub fn tally_for_others() -> TallyForOthers {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = tally_bin();
+    if others_may_run(&bin) {
+        return TallyForOthers {
+            path: bin,
+            _copy: None,
+        };
+    }
+    // A directory others may enter: the temporary directory, or /tmp
+    // when that is inside a private one.
+    let base = [std::env::temp_dir(), PathBuf::from("/tmp")]
+        .into_iter()
+        .find(|d| {
+            d.ancestors()
+                .all(|a| std::fs::metadata(a).is_ok_and(|m| m.permissions().mode() & 0o001 != 0))
+        })
+        .unwrap_or_else(|| PathBuf::from("/tmp"));
+    let dir = tempfile::Builder::new()
+        .prefix("tally-for-others-")
+        .tempdir_in(&base)
+        .unwrap_or_else(|e| panic!("a directory in {}: {e}", base.display()));
+    TallyForOthers {
+        path: copy_for_others(dir.path(), "tally"),
+        _copy: Some(dir),
+    }
+}
+
+/// A copy of the binary under test named `name` in `dir`, which becomes
+/// enterable by others (mode 0755), the copy executable by them (0755):
+/// for a test that installs it as it needs (setuid, capabilities, a
+/// private directory of its own); a test that only runs it as another
+/// user takes [`tally_for_others`].
+pub fn copy_for_others(dir: &Path, name: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let copy = dir.join(name);
+    // cp, not std::fs::copy: a write descriptor held here would leak into
+    // children other tests fork meanwhile, and exec would fail with ETXTBSY.
+    let copied = command("cp")
+        .arg(tally_bin())
+        .arg(&copy)
+        .status()
+        .expect("cp runs");
+    assert!(copied.success(), "cp {} failed", tally_bin().display());
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755))
+        .expect("chmod the copy's directory");
+    std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755))
+        .expect("chmod the copy");
+    copy
+}
