@@ -484,3 +484,51 @@ fn hw_plumbing_counts_the_tree_on_software_events() {
         assert_eq!(running, enabled, "{c}");
     }
 }
+
+/// Regression: `compare --count=sim --timed` made its timed runs under
+/// Valgrind too (each 0.9 s of the simulator's time, counted, none timed):
+/// the timed runs are the command's own, the counted ones apart.
+#[test]
+fn timed_runs_beside_the_simulator_ran_under_it() {
+    require!(common::tool("valgrind", "valgrind"));
+    let out = common::tally_std()
+        .args([
+            "compare",
+            "--count=sim",
+            "--timed",
+            "-N",
+            "-n",
+            "3",
+            "--count-runs",
+            "1",
+        ])
+        .args(["--format", "json", "true", "true"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("tally runs");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+    for c in r["commands"].as_array().expect("commands") {
+        let runs = c["runs"].as_array().expect("runs");
+        let counted = runs
+            .iter()
+            .filter(|x| x["count"]["state"] == "measured")
+            .count();
+        let timed: Vec<u64> = runs
+            .iter()
+            .filter(|x| x["count"].is_null())
+            .map(|x| x["wall_ns"].as_u64().expect("wall"))
+            .collect();
+        assert_eq!((counted, timed.len()), (1, 3), "{c}");
+        // `true` natively: milliseconds at most, never the simulator's
+        // hundreds.
+        assert!(timed.iter().all(|w| *w < 100_000_000), "{timed:?}");
+        assert!(c["summary"].to_string().contains("wall_ns"), "{c}");
+        assert!(c["summary"].to_string().contains("instructions"), "{c}");
+    }
+}

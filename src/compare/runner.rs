@@ -467,7 +467,8 @@ pub fn execute(
         report.other_cpu_percent = other(&started);
         return Ok(conclude(report, cfg, counting.as_ref(), profiles));
     }
-    let mut session = match Session::start(cfg, streams) {
+    let hw = counting.as_ref().is_some_and(|c| c.kind() == Kind::Hw);
+    let mut session = match Session::start(cfg, streams, hw) {
         Ok(s) => s,
         Err(e) => {
             // The error that stopped the comparison is the one to tell.
@@ -617,11 +618,11 @@ struct Session<'c> {
 }
 
 impl<'c> Session<'c> {
-    fn start(cfg: &'c Config, streams: Streams) -> Result<Session<'c>, CompareError> {
+    /// `hw`: the CPU's counters count the timed runs (by tally's own
+    /// runs: the counters are attached at its gate); the simulator's runs
+    /// are rounds of their own, never these.
+    fn start(cfg: &'c Config, streams: Streams, hw: bool) -> Result<Session<'c>, CompareError> {
         let k = cfg.instances.len();
-        // With the CPU's counters, the timed runs are counted (by tally's
-        // own runs: the counters are attached at its gate).
-        let hw = cfg.count.is_some();
         let base = run::Config {
             argv: Vec::new(),
             runs: 1,
@@ -633,7 +634,7 @@ impl<'c> Session<'c> {
             drop_caches: cfg.drop_caches,
             tree: false,
             counters: false,
-            count: cfg.count.filter(|_| hw),
+            count: hw.then_some(crate::count::Choice::Hw),
             why: cfg.why,
             gpu: false,
             gpu_when_present: false,
