@@ -173,6 +173,10 @@ fn records_from_run_compare_and_bench(w: &Where) {
             &store,
             "--commit",
             "ccc333",
+            // Named: else the branch of the checkout the tests run in
+            // (main in CI's clone) would be taken.
+            "--branch",
+            "release",
             "-o",
             "/dev/null",
         ])
