@@ -16,18 +16,26 @@
 
 use serde::Serialize;
 
+/// Renders the timed runs of `r` with `write` (one of hyperfine's
+/// shapes), or says format `name` has none to render.
+pub fn render_runs(
+    r: &dyn super::Document,
+    out: &mut dyn std::io::Write,
+    name: &'static str,
+    write: fn(&[TimedCommand<'_>], &mut dyn std::io::Write) -> std::io::Result<()>,
+) -> Result<(), super::RenderError> {
+    match r.forms().runs() {
+        Some(commands) => Ok(write(&commands, out)?),
+        None => Err(super::RenderError::Unsupported(name)),
+    }
+}
+
 /// `--format hyperfine`: reports of timed runs (run, compare).
 pub const FORMAT: super::FormatSpec = super::FormatSpec {
     name: "hyperfine",
     help: "hyperfine's --export-json schema (results[].times, mean, …), for its scripts and CI actions (run, compare)",
     needs: super::Form::Runs,
-    render: |r, _, out| match r.forms().runs() {
-        Some(commands) => {
-            write(&commands, out)?;
-            Ok(())
-        }
-        None => Err(super::RenderError::Unsupported(FORMAT.name)),
-    },
+    render: |r, _, out| render_runs(r, out, FORMAT.name, write),
     // Written from every run, at the end.
     rows: None,
 };

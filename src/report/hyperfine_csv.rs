@@ -15,13 +15,7 @@ pub const FORMAT: super::FormatSpec = super::FormatSpec {
     name: "hyperfine-csv",
     help: "hyperfine's --export-csv columns (command, mean, stddev, median, user, system, min, max in seconds), for its scripts (run, compare)",
     needs: super::Form::Runs,
-    render: |r, _, out| match r.forms().runs() {
-        Some(commands) => {
-            write(&commands, out)?;
-            Ok(())
-        }
-        None => Err(super::RenderError::Unsupported(FORMAT.name)),
-    },
+    render: |r, _, out| super::hyperfine::render_runs(r, out, FORMAT.name, write),
     rows: None,
 };
 

@@ -14,13 +14,7 @@ pub const FORMAT: super::FormatSpec = super::FormatSpec {
     name: "hyperfine-markdown",
     help: "hyperfine's --export-markdown table (Command, Mean, Min, Max, Relative) (run, compare)",
     needs: super::Form::Runs,
-    render: |r, _, out| match r.forms().runs() {
-        Some(commands) => {
-            write(&commands, out)?;
-            Ok(())
-        }
-        None => Err(super::RenderError::Unsupported(FORMAT.name)),
-    },
+    render: |r, _, out| super::hyperfine::render_runs(r, out, FORMAT.name, write),
     rows: None,
 };
 
