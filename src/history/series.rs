@@ -131,34 +131,48 @@ pub fn build(
     for (r, &i) in order.iter().enumerate() {
         rank[i as usize] = r as u32;
     }
+    // Each point's group (its machine and tool, unless all machines are
+    // asked for), as a rank in the groups' sorted order: worked out once a
+    // point, not once a value.
+    let key_of = |i: usize| -> String {
+        if sel.all_machines {
+            return String::new();
+        }
+        let p = &loaded.points[i];
+        let fp = machines
+            .get(&p.machine_id)
+            .map_or("", |m| m.machine.fingerprint.as_str());
+        format!("{fp}\u{0}{}", p.meta.tool)
+    };
+    let point_keys: Vec<String> = (0..loaded.points.len()).map(key_of).collect();
+    let mut keys: Vec<&str> = point_keys.iter().map(String::as_str).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    let group_of: Vec<u32> = point_keys
+        .iter()
+        .map(|k| keys.binary_search(&k.as_str()).map_or(u32::MAX, |g| g as u32))
+        .collect();
     let mut groups: Vec<(usize, String, Vec<super::store::Value>)> = Vec::new();
     for (si, s) in loaded.series.iter().enumerate() {
         if !sel.keeps_series(&s.command, &s.figure, &s.unit) {
             continue;
         }
-        let mut by: HashMap<String, Vec<super::store::Value>> = HashMap::new();
+        let mut by: Vec<Vec<super::store::Value>> = vec![Vec::new(); keys.len()];
         for v in &loaded.values[si] {
             let i = v.point as usize;
             if !point_ok.get(i).copied().unwrap_or(false) {
                 continue;
             }
-            let key = if sel.all_machines {
-                String::new()
-            } else {
-                let p = &loaded.points[i];
-                let fp = machines
-                    .get(&p.machine_id)
-                    .map_or("", |m| m.machine.fingerprint.as_str());
-                format!("{fp}\u{0}{}", p.meta.tool)
-            };
-            by.entry(key).or_default().push(*v);
+            if let Some(g) = group_of.get(i).and_then(|&g| by.get_mut(g as usize)) {
+                g.push(*v);
+            }
         }
-        let mut keys: Vec<String> = by.keys().cloned().collect();
-        keys.sort();
-        for k in keys {
-            let mut values = by.remove(&k).unwrap_or_default();
+        for (g, mut values) in by.into_iter().enumerate() {
+            if values.is_empty() {
+                continue;
+            }
             values.sort_by_key(|v| rank.get(v.point as usize).copied().unwrap_or(u32::MAX));
-            groups.push((si, k, values));
+            groups.push((si, keys[g].to_string(), values));
         }
     }
     let series: Vec<SeriesOut> = analyse_all(&groups, loaded, params);
