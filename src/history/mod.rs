@@ -92,7 +92,7 @@ pub fn execute(cfg: &Config) -> Result<HistoryReport, HistoryError> {
                     .any(|p| series::figure_matches(p, &s.figure, &s.unit)))
     };
     let loaded = store.read(&sel.query(), &keep)?;
-    let (commits, machines, series) = series::build(&loaded, sel, &cfg.params);
+    let (commits, machines, series) = series::build(loaded, sel, &cfg.params);
     let mut report = HistoryReport {
         schema_version: report::SCHEMA_VERSION,
         store: cfg.target.name(),

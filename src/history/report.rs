@@ -138,13 +138,10 @@ pub struct SeriesOut {
     pub pending: Option<ChangeOut>,
 }
 
-#[derive(Debug, Clone, Copy, Serialize)]
-pub struct ValueOut {
-    pub point: u32,
-    pub median: f64,
-    pub mad: f64,
-    pub n: u32,
-}
+/// One value of a series as reported: the point (an index into the
+/// report's commits), its median, MAD and sample count; the store's own
+/// [`Value`](super::store::Value), moved into the report, not copied.
+pub type ValueOut = super::store::Value;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct ChangeOut {

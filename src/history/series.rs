@@ -6,8 +6,15 @@
 use std::collections::HashMap;
 
 use super::edivisive::{self, Analysis, Params};
-use super::report::{ChangeOut, CommitOut, MachineOut, SeriesOut, ValueOut};
-use super::store::{Loaded, MachineRow, Query};
+use super::report::{ChangeOut, CommitOut, MachineOut, SeriesOut};
+use super::store::{Loaded, MachineRow, Query, Value};
+
+/// The values of one series on one machine (and tool), in commit order.
+struct Group {
+    /// An index into [`Loaded::series`].
+    series: usize,
+    values: Vec<Value>,
+}
 
 /// Which series and points to read.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
@@ -92,7 +99,7 @@ pub fn higher_is_better(unit: &str) -> bool {
 /// The series of `loaded` as `sel` selects them, each analysed with
 /// `params`, and the commits and machines they refer to.
 pub fn build(
-    loaded: &Loaded,
+    mut loaded: Loaded,
     sel: &Selection,
     params: &Params,
 ) -> (Vec<CommitOut>, Vec<MachineOut>, Vec<SeriesOut>) {
@@ -152,30 +159,50 @@ pub fn build(
         .iter()
         .map(|k| keys.binary_search(&k.as_str()).map_or(u32::MAX, |g| g as u32))
         .collect();
-    let mut groups: Vec<(usize, String, Vec<super::store::Value>)> = Vec::new();
-    for (si, s) in loaded.series.iter().enumerate() {
+    let mut groups: Vec<Group> = Vec::new();
+    let all_values = std::mem::take(&mut loaded.values);
+    for (si, (s, vals)) in loaded.series.iter().zip(all_values).enumerate() {
         if !sel.keeps_series(&s.command, &s.figure, &s.unit) {
             continue;
         }
-        let mut by: Vec<Vec<super::store::Value>> = vec![Vec::new(); keys.len()];
-        for v in &loaded.values[si] {
+        let group = |v: &Value| -> Option<usize> {
             let i = v.point as usize;
             if !point_ok.get(i).copied().unwrap_or(false) {
-                continue;
+                return None;
             }
-            if let Some(g) = group_of.get(i).and_then(|&g| by.get_mut(g as usize)) {
-                g.push(*v);
+            group_of.get(i).map(|&g| g as usize).filter(|&g| g < keys.len())
+        };
+        // Most series are one group whole: moved, not copied.
+        let first = vals.first().and_then(group);
+        let mut by: Vec<Vec<Value>> = match first {
+            Some(g) if vals.iter().all(|v| group(v) == Some(g)) => {
+                let mut by = vec![Vec::new(); keys.len()];
+                by[g] = vals;
+                by
             }
-        }
-        for (g, mut values) in by.into_iter().enumerate() {
+            _ => {
+                let mut by = vec![Vec::new(); keys.len()];
+                for v in vals {
+                    if let Some(g) = group(&v) {
+                        by[g].push(v);
+                    }
+                }
+                by
+            }
+        };
+        for values in by.iter_mut() {
             if values.is_empty() {
                 continue;
             }
+            let mut values = std::mem::take(values);
             values.sort_by_key(|v| rank.get(v.point as usize).copied().unwrap_or(u32::MAX));
-            groups.push((si, keys[g].to_string(), values));
+            groups.push(Group {
+                series: si,
+                values,
+            });
         }
     }
-    let series: Vec<SeriesOut> = analyse_all(&groups, loaded, params);
+    let series: Vec<SeriesOut> = analyse_all(groups, &loaded, params);
     let mut used: Vec<&str> = series.iter().filter_map(|s| s.machine.as_deref()).collect();
     used.sort_unstable();
     used.dedup();
@@ -189,34 +216,42 @@ pub fn build(
 }
 
 /// Analyses every group, on as many threads as there are CPUs (at most 8).
-fn analyse_all(
-    groups: &[(usize, String, Vec<super::store::Value>)],
-    loaded: &Loaded,
-    params: &Params,
-) -> Vec<SeriesOut> {
+fn analyse_all(groups: Vec<Group>, loaded: &Loaded, params: &Params) -> Vec<SeriesOut> {
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
-        .clamp(1, 8);
-    if threads == 1 || groups.len() < 2 {
-        return groups.iter().map(|g| one(g, loaded, params)).collect();
+        .clamp(1, 8)
+        .min(groups.len());
+    if threads <= 1 {
+        return groups.into_iter().map(|g| one(g, loaded, params)).collect();
     }
-    let chunk = groups.len().div_ceil(threads);
+    // A queue the threads take series from, one at a time, so a long
+    // series does not leave the others' threads idle.
+    let count = groups.len();
+    let queue = std::sync::Mutex::new(groups.into_iter().enumerate());
+    let mut out: Vec<Option<SeriesOut>> = (0..count).map(|_| None).collect();
     std::thread::scope(|scope| {
-        let handles: Vec<_> = groups
-            .chunks(chunk)
-            .map(|part| {
-                scope.spawn(move || {
-                    part.iter()
-                        .map(|g| one(g, loaded, params))
-                        .collect::<Vec<_>>()
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut done = Vec::new();
+                    loop {
+                        let next = queue.lock().ok().and_then(|mut q| q.next());
+                        let Some((i, g)) = next else {
+                            break;
+                        };
+                        done.push((i, one(g, loaded, params)));
+                    }
+                    done
                 })
             })
             .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap_or_default())
-            .collect()
-    })
+        for h in handles {
+            for (i, s) in h.join().unwrap_or_default() {
+                out[i] = Some(s);
+            }
+        }
+    });
+    out.into_iter().flatten().collect()
 }
 
 /// The standard error of a point's median, from its MAD and count: about
@@ -229,13 +264,9 @@ pub fn noise(mad: f64, n: u32) -> f64 {
     }
 }
 
-fn one(
-    group: &(usize, String, Vec<super::store::Value>),
-    loaded: &Loaded,
-    params: &Params,
-) -> SeriesOut {
-    let (si, _, values) = group;
-    let s = &loaded.series[*si];
+fn one(group: Group, loaded: &Loaded, params: &Params) -> SeriesOut {
+    let Group { series: si, values } = group;
+    let s = &loaded.series[si];
     let x: Vec<f64> = values.iter().map(|v| v.median).collect();
     let e: Vec<f64> = values.iter().map(|v| noise(v.mad, v.n)).collect();
     let analysis = edivisive::analyze(&x, &e, params);
@@ -259,7 +290,7 @@ fn one(
             .map(|(k, c)| {
                 ChangeOut::of(
                     c,
-                    values,
+                    &values,
                     &x,
                     &a.outliers,
                     (bounds[k], bounds[k + 1], bounds[k + 2]),
@@ -269,7 +300,7 @@ fn one(
             .collect();
         let pending = a.pending.as_ref().map(|c| {
             let lo = a.change_points.last().map_or(0, |l| l.index);
-            ChangeOut::of(c, values, &x, &a.outliers, (lo, c.index, x.len()), higher)
+            ChangeOut::of(c, &values, &x, &a.outliers, (lo, c.index, x.len()), higher)
         });
         (cps, pending)
     };
@@ -281,15 +312,7 @@ fn one(
         tool: first.map(|p| p.meta.tool.clone()).unwrap_or_default(),
         machine,
         higher_is_better: higher,
-        points: values
-            .iter()
-            .map(|v| ValueOut {
-                point: v.point,
-                median: v.median,
-                mad: v.mad,
-                n: v.n,
-            })
-            .collect(),
+        points: values,
         outliers: analysis.outliers.iter().map(|&i| i as u32).collect(),
         change_points,
         pending,

@@ -455,12 +455,12 @@ pub struct Loaded {
 
 /// One value of a series: the point (an index into [`Loaded::points`]),
 /// its median, MAD and sample count.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 pub struct Value {
     pub point: u32,
-    pub n: u32,
     pub median: f64,
     pub mad: f64,
+    pub n: u32,
 }
 
 fn read(
