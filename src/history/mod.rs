@@ -91,8 +91,10 @@ pub fn execute(cfg: &Config) -> Result<HistoryReport, HistoryError> {
                     .iter()
                     .any(|p| series::figure_matches(p, &s.figure, &s.unit)))
     };
-    let loaded = store.read(&sel.query(), &keep)?;
-    let (commits, machines, series) = series::build(loaded, sel, &cfg.params);
+    let mut snap = store.snapshot()?;
+    let loaded = snap.head(&sel.query(), &keep)?;
+    let (commits, machines, series) = series::build(&mut snap, &loaded, sel, &cfg.params)?;
+    snap.finish()?;
     let mut report = HistoryReport {
         schema_version: report::SCHEMA_VERSION,
         store: cfg.target.name(),

@@ -7,12 +7,15 @@ use std::collections::HashMap;
 
 use super::edivisive::{self, Analysis, Params};
 use super::report::{ChangeOut, CommitOut, MachineOut, SeriesOut};
-use super::store::{Loaded, MachineRow, Query, Value};
+use super::store::{Loaded, MachineRow, Query, Snapshot, StoreError, Value};
 
-/// The values of one series on one machine (and tool), in commit order.
+/// The values of one series on one machine (and tool).
 struct Group {
     /// An index into [`Loaded::series`].
     series: usize,
+    /// An index into [`Plan::keys`].
+    group: usize,
+    /// In no order until [`one`] sorts them.
     values: Vec<Value>,
 }
 
@@ -96,13 +99,127 @@ pub fn higher_is_better(unit: &str) -> bool {
     matches!(unit, "gb_per_s" | "bytes_per_second" | "mhz" | "hz") || unit.ends_with("_per_s")
 }
 
-/// The series of `loaded` as `sel` selects them, each analysed with
-/// `params`, and the commits and machines they refer to.
+/// The commits, the machines and the series of a report.
+pub type Built = (Vec<CommitOut>, Vec<MachineOut>, Vec<SeriesOut>);
+
+/// A series analysed, keyed by (series, group) for the report's order.
+type Keyed = ((usize, usize), SeriesOut);
+
+/// What is known of each point before the values are read: whether the
+/// selection keeps it, its group (machine and tool) and its place in the
+/// order recorded.
+struct Plan {
+    point_ok: Vec<bool>,
+    /// An index into `keys`.
+    group_of: Vec<u32>,
+    keys: Vec<String>,
+    /// Each point's place in the order recorded (time, then id).
+    rank: Vec<u32>,
+}
+
+impl Plan {
+    fn new(loaded: &Loaded, machines: &HashMap<i64, &MachineRow>, sel: &Selection) -> Plan {
+        let point_ok: Vec<bool> = loaded
+            .points
+            .iter()
+            .map(|p| {
+                sel.branch
+                    .as_ref()
+                    .is_none_or(|b| p.meta.branch.as_ref() == Some(b))
+                    && machines
+                        .get(&p.machine_id)
+                        .is_some_and(|m| sel.keeps_machine(m))
+            })
+            .collect();
+        let mut order: Vec<u32> = (0..loaded.points.len() as u32).collect();
+        order.sort_by_key(|&i| {
+            let p = &loaded.points[i as usize];
+            (p.meta.recorded_at_ns, p.id)
+        });
+        let mut rank = vec![0u32; order.len()];
+        for (r, &i) in order.iter().enumerate() {
+            rank[i as usize] = r as u32;
+        }
+        // A point's group (its machine and tool, unless all machines are
+        // asked for), as a rank in the groups' sorted order: worked out
+        // once a point, not once a value.
+        let point_keys: Vec<String> = loaded
+            .points
+            .iter()
+            .map(|p| {
+                if sel.all_machines {
+                    return String::new();
+                }
+                let fp = machines
+                    .get(&p.machine_id)
+                    .map_or("", |m| m.machine.fingerprint.as_str());
+                format!("{fp}\u{0}{}", p.meta.tool)
+            })
+            .collect();
+        let mut keys: Vec<String> = point_keys.clone();
+        keys.sort_unstable();
+        keys.dedup();
+        let group_of = point_keys
+            .iter()
+            .map(|k| keys.binary_search(k).map_or(u32::MAX, |g| g as u32))
+            .collect();
+        Plan {
+            point_ok,
+            group_of,
+            keys,
+            rank,
+        }
+    }
+
+    /// The groups of one series' values (most series are one group whole:
+    /// moved, not copied).
+    fn groups(&self, series: usize, vals: Vec<Value>) -> Vec<Group> {
+        let group = |v: &Value| -> Option<usize> {
+            let i = v.point as usize;
+            if !self.point_ok.get(i).copied().unwrap_or(false) {
+                return None;
+            }
+            self.group_of
+                .get(i)
+                .map(|&g| g as usize)
+                .filter(|&g| g < self.keys.len())
+        };
+        let first = vals.first().and_then(group);
+        if let Some(g) = first.filter(|&g| vals.iter().all(|v| group(v) == Some(g))) {
+            return vec![Group {
+                series,
+                group: g,
+                values: vals,
+            }];
+        }
+        let mut by: Vec<Vec<Value>> = vec![Vec::new(); self.keys.len()];
+        for v in vals {
+            if let Some(g) = group(&v) {
+                by[g].push(v);
+            }
+        }
+        by.into_iter()
+            .enumerate()
+            .filter(|(_, values)| !values.is_empty())
+            .map(|(group, values)| Group {
+                series,
+                group,
+                values,
+            })
+            .collect()
+    }
+}
+
+/// The series of a store as `sel` selects them, each analysed with
+/// `params`, and the commits and machines they refer to. The values are
+/// read series by series (`snap`, after `loaded`), and threads analyse
+/// the series already read while the next is read.
 pub fn build(
-    mut loaded: Loaded,
+    snap: &mut Snapshot<'_>,
+    loaded: &Loaded,
     sel: &Selection,
     params: &Params,
-) -> (Vec<CommitOut>, Vec<MachineOut>, Vec<SeriesOut>) {
+) -> Result<Built, StoreError> {
     let machines: HashMap<i64, &MachineRow> = loaded.machines.iter().map(|m| (m.id, m)).collect();
     let commits: Vec<CommitOut> = loaded
         .points
@@ -116,93 +233,10 @@ pub fn build(
             )
         })
         .collect();
-    let point_ok: Vec<bool> = loaded
-        .points
-        .iter()
-        .map(|p| {
-            sel.branch
-                .as_ref()
-                .is_none_or(|b| p.meta.branch.as_ref() == Some(b))
-                && machines
-                    .get(&p.machine_id)
-                    .is_some_and(|m| sel.keeps_machine(m))
-        })
-        .collect();
-    // Each point's place in the order recorded (time, then id), once.
-    let mut order: Vec<u32> = (0..loaded.points.len() as u32).collect();
-    order.sort_by_key(|&i| {
-        let p = &loaded.points[i as usize];
-        (p.meta.recorded_at_ns, p.id)
-    });
-    let mut rank = vec![0u32; order.len()];
-    for (r, &i) in order.iter().enumerate() {
-        rank[i as usize] = r as u32;
-    }
-    // Each point's group (its machine and tool, unless all machines are
-    // asked for), as a rank in the groups' sorted order: worked out once a
-    // point, not once a value.
-    let key_of = |i: usize| -> String {
-        if sel.all_machines {
-            return String::new();
-        }
-        let p = &loaded.points[i];
-        let fp = machines
-            .get(&p.machine_id)
-            .map_or("", |m| m.machine.fingerprint.as_str());
-        format!("{fp}\u{0}{}", p.meta.tool)
-    };
-    let point_keys: Vec<String> = (0..loaded.points.len()).map(key_of).collect();
-    let mut keys: Vec<&str> = point_keys.iter().map(String::as_str).collect();
-    keys.sort_unstable();
-    keys.dedup();
-    let group_of: Vec<u32> = point_keys
-        .iter()
-        .map(|k| keys.binary_search(&k.as_str()).map_or(u32::MAX, |g| g as u32))
-        .collect();
-    let mut groups: Vec<Group> = Vec::new();
-    let all_values = std::mem::take(&mut loaded.values);
-    for (si, (s, vals)) in loaded.series.iter().zip(all_values).enumerate() {
-        if !sel.keeps_series(&s.command, &s.figure, &s.unit) {
-            continue;
-        }
-        let group = |v: &Value| -> Option<usize> {
-            let i = v.point as usize;
-            if !point_ok.get(i).copied().unwrap_or(false) {
-                return None;
-            }
-            group_of.get(i).map(|&g| g as usize).filter(|&g| g < keys.len())
-        };
-        // Most series are one group whole: moved, not copied.
-        let first = vals.first().and_then(group);
-        let mut by: Vec<Vec<Value>> = match first {
-            Some(g) if vals.iter().all(|v| group(v) == Some(g)) => {
-                let mut by = vec![Vec::new(); keys.len()];
-                by[g] = vals;
-                by
-            }
-            _ => {
-                let mut by = vec![Vec::new(); keys.len()];
-                for v in vals {
-                    if let Some(g) = group(&v) {
-                        by[g].push(v);
-                    }
-                }
-                by
-            }
-        };
-        for values in by.iter_mut() {
-            if values.is_empty() {
-                continue;
-            }
-            let mut values = std::mem::take(values);
-            values.sort_by_key(|v| rank.get(v.point as usize).copied().unwrap_or(u32::MAX));
-            groups.push(Group {
-                series: si,
-                values,
-            });
-        }
-    }
-    let series: Vec<SeriesOut> = analyse_all(groups, &loaded, params);
+    let plan = Plan::new(loaded, &machines, sel);
+    let mut series = analyse_all(snap, loaded, sel, &plan, params)?;
+    series.sort_by_key(|(key, _)| *key);
+    let series: Vec<SeriesOut> = series.into_iter().map(|(_, s)| s).collect();
     let mut used: Vec<&str> = series.iter().filter_map(|s| s.machine.as_deref()).collect();
     used.sort_unstable();
     used.dedup();
@@ -212,46 +246,68 @@ pub fn build(
         .filter(|m| used.contains(&m.machine.fingerprint.as_str()))
         .map(MachineOut::of)
         .collect();
-    (commits, machines_out, series)
+    Ok((commits, machines_out, series))
 }
 
-/// Analyses every group, on as many threads as there are CPUs (at most 8).
-fn analyse_all(groups: Vec<Group>, loaded: &Loaded, params: &Params) -> Vec<SeriesOut> {
+/// Each series read, analysed, keyed by (series, group) for the report's
+/// order. Threads take the series from a queue as they are read.
+fn analyse_all(
+    snap: &mut Snapshot<'_>,
+    loaded: &Loaded,
+    sel: &Selection,
+    plan: &Plan,
+    params: &Params,
+) -> Result<Vec<Keyed>, StoreError> {
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
-        .clamp(1, 8)
-        .min(groups.len());
-    if threads <= 1 {
-        return groups.into_iter().map(|g| one(g, loaded, params)).collect();
+        .clamp(1, 8);
+    let keeps = |si: usize| {
+        let s = &loaded.series[si];
+        sel.keeps_series(&s.command, &s.figure, &s.unit)
+    };
+    let analysed = |g: Group| ((g.series, g.group), one(g, loaded, &plan.rank, params));
+    if threads == 1 {
+        let mut out = Vec::new();
+        snap.values(loaded, &mut |si, vals| {
+            if keeps(si) {
+                out.extend(plan.groups(si, vals).into_iter().map(analysed));
+            }
+        })?;
+        return Ok(out);
     }
-    // A queue the threads take series from, one at a time, so a long
-    // series does not leave the others' threads idle.
-    let count = groups.len();
-    let queue = std::sync::Mutex::new(groups.into_iter().enumerate());
-    let mut out: Vec<Option<SeriesOut>> = (0..count).map(|_| None).collect();
+    let (tx, rx) = std::sync::mpsc::channel::<Group>();
+    let rx = std::sync::Mutex::new(rx);
     std::thread::scope(|scope| {
         let handles: Vec<_> = (0..threads)
             .map(|_| {
                 scope.spawn(|| {
                     let mut done = Vec::new();
                     loop {
-                        let next = queue.lock().ok().and_then(|mut q| q.next());
-                        let Some((i, g)) = next else {
+                        let next = rx.lock().ok().and_then(|r| r.recv().ok());
+                        let Some(g) = next else {
                             break;
                         };
-                        done.push((i, one(g, loaded, params)));
+                        done.push(analysed(g));
                     }
                     done
                 })
             })
             .collect();
-        for h in handles {
-            for (i, s) in h.join().unwrap_or_default() {
-                out[i] = Some(s);
+        let read = snap.values(loaded, &mut |si, vals| {
+            if keeps(si) {
+                for g in plan.groups(si, vals) {
+                    // A thread that ended early has panicked; the join says so.
+                    let _ = tx.send(g);
+                }
             }
+        });
+        drop(tx);
+        let mut out = Vec::new();
+        for h in handles {
+            out.extend(h.join().unwrap_or_default());
         }
-    });
-    out.into_iter().flatten().collect()
+        read.map(|()| out)
+    })
 }
 
 /// The standard error of a point's median, from its MAD and count: about
@@ -264,8 +320,13 @@ pub fn noise(mad: f64, n: u32) -> f64 {
     }
 }
 
-fn one(group: Group, loaded: &Loaded, params: &Params) -> SeriesOut {
-    let Group { series: si, values } = group;
+fn one(group: Group, loaded: &Loaded, rank: &[u32], params: &Params) -> SeriesOut {
+    let Group {
+        series: si,
+        mut values,
+        ..
+    } = group;
+    values.sort_by_key(|v| rank.get(v.point as usize).copied().unwrap_or(u32::MAX));
     let s = &loaded.series[si];
     let x: Vec<f64> = values.iter().map(|v| v.median).collect();
     let e: Vec<f64> = values.iter().map(|v| noise(v.mad, v.n)).collect();

@@ -271,11 +271,17 @@ pub trait Backend {
     ) -> Result<(), Fault>;
     fn series(&mut self, each: &mut dyn FnMut(SeriesRow) -> Result<(), Fault>)
     -> Result<(), Fault>;
+    /// Results in series order (every row of one series before the next
+    /// series' first).
     fn results(
         &mut self,
         q: &Query,
         each: &mut dyn FnMut(ResultRow) -> Result<(), Fault>,
     ) -> Result<(), Fault>;
+    /// Begins a read that sees one snapshot of the store until
+    /// [`Backend::end_read`]: a recording committed meanwhile is not seen.
+    fn begin_read(&mut self) -> Result<(), Fault>;
+    fn end_read(&mut self) -> Result<(), Fault>;
 }
 
 /// What [`Backend::prepare`] is to do, decided from what the store holds.
@@ -364,14 +370,63 @@ impl Store {
             .map_err(|f| f.named(&self.name))
     }
 
-    /// Reads what `q` asks for, of the series `keep` keeps, every row
-    /// validated.
-    pub fn read(
+    /// Begins a read of one snapshot of the store (see [`Snapshot`]).
+    pub fn snapshot(&mut self) -> Result<Snapshot<'_>, StoreError> {
+        self.backend.begin_read().map_err(|f| f.named(&self.name))?;
+        Ok(Snapshot {
+            store: self,
+            open: true,
+        })
+    }
+}
+
+/// A read of one snapshot of a store: the machines, series and points
+/// first ([`Snapshot::head`]), then each series' values
+/// ([`Snapshot::values`]), so a result never names a point that a
+/// recording committed between the two added. Ended by
+/// [`Snapshot::finish`], or when dropped.
+pub struct Snapshot<'a> {
+    store: &'a mut Store,
+    open: bool,
+}
+
+impl Snapshot<'_> {
+    /// The machines, the series `keep` keeps and the points `q` asks for,
+    /// every row validated.
+    pub fn head(
         &mut self,
         q: &Query,
         keep: &dyn Fn(&SeriesRow) -> bool,
     ) -> Result<Loaded, StoreError> {
-        read(self.backend.as_mut(), q, keep).map_err(|f| f.named(&self.name))
+        head(self.store.backend.as_mut(), q, keep).map_err(|f| f.named(&self.store.name))
+    }
+
+    /// The values of `head`'s series, every row validated, handed to
+    /// `each` one series at a time (an index into [`Loaded::series`], its
+    /// values in no order), as each series is read whole.
+    pub fn values(
+        &mut self,
+        head: &Loaded,
+        each: &mut dyn FnMut(usize, Vec<Value>),
+    ) -> Result<(), StoreError> {
+        values(self.store.backend.as_mut(), head, each).map_err(|f| f.named(&self.store.name))
+    }
+
+    /// Ends the read.
+    pub fn finish(mut self) -> Result<(), StoreError> {
+        self.open = false;
+        self.store
+            .backend
+            .end_read()
+            .map_err(|f| f.named(&self.store.name))
+    }
+}
+
+impl Drop for Snapshot<'_> {
+    fn drop(&mut self) {
+        if self.open {
+            let _ = self.store.backend.end_read();
+        }
     }
 }
 
@@ -443,14 +498,16 @@ fn decide(b: &mut dyn Backend) -> Result<Prepare, Fault> {
     Ok(Prepare::Migrate(statements))
 }
 
-/// Everything a query read, every value checked.
-#[derive(Debug, Default)]
+/// What a query read before the values, every value checked.
+#[derive(Debug)]
 pub struct Loaded {
     pub machines: Vec<MachineRow>,
     pub points: Vec<PointRow>,
     pub series: Vec<SeriesRow>,
-    /// Per series (in `series`' order), its values, in no order.
-    pub values: Vec<Vec<Value>>,
+    /// The query the values are read with (the series kept named).
+    query: Query,
+    point_at: IdIndex,
+    series_at: IdIndex,
 }
 
 /// One value of a series: the point (an index into [`Loaded::points`]),
@@ -463,31 +520,33 @@ pub struct Value {
     pub n: u32,
 }
 
-fn read(
+fn head(
     b: &mut dyn Backend,
     q: &Query,
     keep: &dyn Fn(&SeriesRow) -> bool,
 ) -> Result<Loaded, Fault> {
-    let mut out = Loaded::default();
+    let mut machines = Vec::new();
+    let mut points = Vec::new();
+    let mut series = Vec::new();
     let mut q = q.clone();
     b.machines(&mut |m| {
         check::machine_row(&m).map_err(Fault::Damaged)?;
-        bounded(out.machines.len(), MAX_MACHINES, "machines")?;
-        out.machines.push(m);
+        bounded(machines.len(), MAX_MACHINES, "machines")?;
+        machines.push(m);
         Ok(())
     })?;
     b.series(&mut |s| {
         check::series_row(&s).map_err(Fault::Damaged)?;
-        bounded(out.series.len(), MAX_SERIES, "series")?;
-        out.series.push(s);
+        bounded(series.len(), MAX_SERIES, "series")?;
+        series.push(s);
         Ok(())
     })?;
-    let all = out.series.len();
-    out.series.retain(|s| keep(s));
-    if out.series.len() < all {
-        q.series = Some(out.series.iter().map(|s| s.id).collect());
+    let all = series.len();
+    series.retain(|s| keep(s));
+    if series.len() < all {
+        q.series = Some(series.iter().map(|s| s.id).collect());
     }
-    let machine_ids: std::collections::HashSet<i64> = out.machines.iter().map(|m| m.id).collect();
+    let machine_ids: std::collections::HashSet<i64> = machines.iter().map(|m| m.id).collect();
     b.points(&q, &mut |p| {
         check::point_row(&p).map_err(Fault::Damaged)?;
         if !machine_ids.contains(&p.machine_id) {
@@ -496,17 +555,33 @@ fn read(
                 p.id, p.machine_id
             )));
         }
-        bounded(out.points.len(), MAX_POINTS, "points")?;
-        out.points.push(p);
+        bounded(points.len(), MAX_POINTS, "points")?;
+        points.push(p);
         Ok(())
     })?;
-    let point_at = IdIndex::new(out.points.iter().map(|p| p.id));
-    let series_at = IdIndex::new(out.series.iter().map(|s| s.id));
-    out.values = vec![Vec::new(); out.series.len()];
+    Ok(Loaded {
+        point_at: IdIndex::new(points.iter().map(|p| p.id)),
+        series_at: IdIndex::new(series.iter().map(|s| s.id)),
+        machines,
+        points,
+        series,
+        query: q,
+    })
+}
+
+fn values(
+    b: &mut dyn Backend,
+    head: &Loaded,
+    each: &mut dyn FnMut(usize, Vec<Value>),
+) -> Result<(), Fault> {
+    let q = &head.query;
     let mut count = 0usize;
-    b.results(&q, &mut |r| {
+    // The series being read, and which have been read whole.
+    let mut current: Option<(u32, Vec<Value>)> = None;
+    let mut done = vec![false; head.series.len()];
+    b.results(q, &mut |r| {
         check::result_row(&r).map_err(Fault::Damaged)?;
-        let Some(s) = series_at.get(r.series_id) else {
+        let Some(s) = head.series_at.get(r.series_id) else {
             if q.series.is_some() {
                 return Ok(());
             }
@@ -518,7 +593,7 @@ fn read(
         // A point before --since is not read; one that is not there at
         // all is damage, but telling the two apart would cost a lookup
         // per row: points are checked whole when no --since is given.
-        let Some(p) = point_at.get(r.point_id) else {
+        let Some(p) = head.point_at.get(r.point_id) else {
             if q.since_ns.is_none() {
                 return Err(Fault::Damaged(format!(
                     "table results: field point_id names no point ({})",
@@ -529,15 +604,34 @@ fn read(
         };
         count += 1;
         bounded(count - 1, MAX_RESULTS, "results")?;
-        out.values[s as usize].push(Value {
-            point: p,
-            n: u32::try_from(r.n).unwrap_or(u32::MAX),
-            median: r.median,
-            mad: r.mad,
-        });
+        if current.as_ref().is_none_or(|(c, _)| *c != s) {
+            if done[s as usize] {
+                return Err(Fault::Damaged(format!(
+                    "table results: the rows of series {} came in two runs (the store's \
+                     order is broken: rebuild its index with REINDEX)",
+                    r.series_id
+                )));
+            }
+            if let Some((c, vals)) = current.take() {
+                done[c as usize] = true;
+                each(c as usize, vals);
+            }
+            current = Some((s, Vec::new()));
+        }
+        if let Some((_, vals)) = current.as_mut() {
+            vals.push(Value {
+                point: p,
+                n: u32::try_from(r.n).unwrap_or(u32::MAX),
+                median: r.median,
+                mad: r.mad,
+            });
+        }
         Ok(())
     })?;
-    Ok(out)
+    if let Some((c, vals)) = current.take() {
+        each(c as usize, vals);
+    }
+    Ok(())
 }
 
 /// A series keeps the unit it was first recorded in.
@@ -556,6 +650,7 @@ fn same_unit(command: &str, figure: &str, had: &str, unit: &str) -> Result<(), F
 
 /// Where each id is in a list: a table by id where the ids are dense (as
 /// a store assigns them), else a hash map.
+#[derive(Debug)]
 enum IdIndex {
     Dense { first: i64, at: Vec<u32> },
     Sparse(std::collections::HashMap<i64, u32>),
@@ -598,4 +693,68 @@ fn bounded(have: usize, max: usize, what: &str) -> Result<(), Fault> {
         )));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn recording(at: i64, median: f64) -> Recording {
+        Recording {
+            machine: crate::history::identity::machine(Some("cpu".into()), Some(2), None, None),
+            point: PointMeta {
+                recorded_at_ns: at,
+                commit: Some(format!("{at:040x}")),
+                dirty: false,
+                branch: None,
+                tool: "run".into(),
+                tally_version: "0".into(),
+                origin: "recorded".into(),
+            },
+            figures: vec![FigureResult {
+                command: "app".into(),
+                figure: "wall_ns".into(),
+                unit: "ns".into(),
+                n: 1,
+                median,
+                mad: 0.0,
+                min: median,
+                max: median,
+                samples: Vec::new(),
+            }],
+        }
+    }
+
+    /// A recording committed between a read's points and its results
+    /// named a point the read had not seen, and the read called the store
+    /// damaged ("field point_id names no point").
+    #[test]
+    fn a_recording_during_a_read_is_not_seen_by_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = Target::Sqlite(dir.path().join("h.db"));
+        Store::open(&target, Mode::Write)
+            .unwrap()
+            .write(&[recording(1_800_000_000_000_000_000, 10.0)])
+            .unwrap();
+        let mut reader = Store::open(&target, Mode::Read).unwrap();
+        let mut snap = reader.snapshot().unwrap();
+        let head = snap.head(&Query::default(), &|_| true).unwrap();
+        assert_eq!(head.points.len(), 1);
+        Store::open(&target, Mode::Write)
+            .unwrap()
+            .write(&[recording(1_800_000_060_000_000_000, 11.0)])
+            .unwrap();
+        let mut seen = Vec::new();
+        snap.values(&head, &mut |s, v| seen.push((s, v))).unwrap();
+        snap.finish().unwrap();
+        assert_eq!(seen.len(), 1);
+        assert_eq!(seen[0].1.len(), 1);
+        assert_eq!(seen[0].1[0].median, 10.0);
+        // A read begun after it sees both.
+        let mut snap = reader.snapshot().unwrap();
+        let head = snap.head(&Query::default(), &|_| true).unwrap();
+        let mut n = 0;
+        snap.values(&head, &mut |_, v| n += v.len()).unwrap();
+        assert_eq!((head.points.len(), n), (2, 2));
+    }
 }

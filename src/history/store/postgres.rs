@@ -615,12 +615,24 @@ impl Backend for Postgres {
             })
         };
         match &q.series {
-            None => self.rows(&columns, &[], t, &mut one),
+            None => self.rows(&format!("{columns} ORDER BY series_id"), &[], t, &mut one),
             Some(ids) => {
-                let sql = format!("{columns} WHERE series_id = ANY($1)");
+                let sql = format!("{columns} WHERE series_id = ANY($1) ORDER BY series_id");
                 self.rows(&sql, &[ids], t, &mut one)
             }
         }
+    }
+
+    fn begin_read(&mut self) -> Result<(), Fault> {
+        self.client
+            .batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            .map_err(|e| fault(&e, None))
+    }
+
+    fn end_read(&mut self) -> Result<(), Fault> {
+        self.client
+            .batch_execute("COMMIT")
+            .map_err(|e| fault(&e, None))
     }
 }
 

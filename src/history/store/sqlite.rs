@@ -481,10 +481,11 @@ impl Backend for Sqlite {
         let some: Vec<Option<i64>> = q.series.iter().flatten().map(|&i| Some(i)).collect();
         let which: &[Option<i64>] = if q.series.is_some() { &some } else { &all };
         const COLUMNS: &str = "SELECT series_id, point_id, n, median, mad, min, max FROM results";
+        // In series order: the primary key's, so no sort.
         let sql = if q.series.is_some() {
             format!("{COLUMNS} WHERE series_id = ?1")
         } else {
-            COLUMNS.to_string()
+            format!("{COLUMNS} ORDER BY series_id")
         };
         let mut s = self.conn.prepare(&sql).map_err(|e| fault(e, t))?;
         for series in which {
@@ -511,5 +512,17 @@ impl Backend for Sqlite {
             }
         }
         Ok(())
+    }
+
+    fn begin_read(&mut self) -> Result<(), Fault> {
+        // Deferred: the first read takes the snapshot (WAL), and the rest
+        // of the read sees it.
+        self.conn.execute_batch("BEGIN").map_err(|e| fault(e, None))
+    }
+
+    fn end_read(&mut self) -> Result<(), Fault> {
+        self.conn
+            .execute_batch("COMMIT")
+            .map_err(|e| fault(e, None))
     }
 }
