@@ -612,11 +612,14 @@ fn values(
                     r.series_id
                 )));
             }
+            // Series of one store tend to be as long as each other.
+            let mut room = 0;
             if let Some((c, vals)) = current.take() {
                 done[c as usize] = true;
+                room = vals.len();
                 each(c as usize, vals);
             }
-            current = Some((s, Vec::new()));
+            current = Some((s, Vec::with_capacity(room)));
         }
         if let Some((_, vals)) = current.as_mut() {
             vals.push(Value {
