@@ -54,6 +54,15 @@ impl Choice {
             )),
         }
     }
+
+    /// The value as `--count` takes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Choice::Auto => "auto",
+            Choice::Hw => "hw",
+            Choice::Sim => "sim",
+        }
+    }
 }
 
 /// Which source counted.

@@ -648,7 +648,7 @@ fn run_check(
     totals: &mut WhyTotals,
 ) -> (Vec<Metric>, bool) {
     watch.arm(check.timeout);
-    let result = run_in_child(&check.command);
+    let result = run_in_child(&check.command, check.count);
     watch.disarm();
     let label = || vec![("check".to_string(), check.name.clone())];
     let mut metrics = vec![
@@ -708,21 +708,18 @@ fn run_check(
 /// process started from this binary; or why not, with the exit code to
 /// export (`tally run`'s own: 127 not found, 126 not executable, 125 other;
 /// 128+N when that process was killed by signal N).
-fn run_in_child(command: &[String]) -> Result<crate::run::report::RunReport, (String, u8)> {
+fn run_in_child(
+    command: &[String],
+    count: Option<crate::count::Choice>,
+) -> Result<crate::run::report::RunReport, (String, u8)> {
     use std::os::unix::process::ExitStatusExt;
     use std::process::{Command, Stdio};
     let exe =
         std::env::current_exe().map_err(|e| (format!("cannot find the tally binary: {e}"), 125))?;
     let out = Command::new(exe)
-        .args([
-            "run",
-            "--quiet-command",
-            "--format",
-            "json",
-            "-o",
-            "-",
-            "--",
-        ])
+        .args(["run", "--quiet-command", "--format", "json", "-o", "-"])
+        .args(count.map(|c| format!("--count={}", c.as_str())))
+        .arg("--")
         .args(command)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -19,6 +19,7 @@
 //! command = ["getent", "hosts", "example.com"]
 //! interval = 60
 //! timeout = 30
+//! # count = "sim"        # counted work too (auto, hw or sim; docs/count.md)
 //!
 //! [bench]
 //! enabled = true
@@ -78,6 +79,8 @@ pub struct RunCheck {
     pub interval: Duration,
     /// The command is killed when it runs longer.
     pub timeout: Duration,
+    /// Counted work (`tally run --count`): the source, when asked for.
+    pub count: Option<crate::count::Choice>,
 }
 
 /// The bench collector.
@@ -180,6 +183,7 @@ struct RunFile {
     command: Spanned<Vec<String>>,
     interval: Option<Spanned<Number>>,
     timeout: Option<Spanned<Number>>,
+    count: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -423,11 +427,19 @@ impl RunFile {
             Some(v) => src.seconds(v, "run.timeout", 0.1, 86_400.0)?,
             None => interval.min(Duration::from_secs(60)),
         };
+        let count = match &self.count {
+            Some(c) => Some(
+                crate::count::Choice::parse(c.get_ref())
+                    .map_err(|why| src.at(c.span(), format!("run.count: {why}")))?,
+            ),
+            None => None,
+        };
         Ok(RunCheck {
             name: name.clone(),
             command: self.command.get_ref().clone(),
             interval,
             timeout,
+            count,
         })
     }
 }
