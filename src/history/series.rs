@@ -75,7 +75,7 @@ impl Selection {
     pub fn query(&self) -> Query {
         Query {
             since_ns: self.since_ns,
-            series: None,
+            ..Query::default()
         }
     }
 

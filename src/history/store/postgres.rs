@@ -617,8 +617,11 @@ impl Backend for Postgres {
         match &q.series {
             None => self.rows(&format!("{columns} ORDER BY series_id"), &[], t, &mut one),
             Some(ids) => {
-                let sql = format!("{columns} WHERE series_id = ANY($1) ORDER BY series_id");
-                self.rows(&sql, &[ids], t, &mut one)
+                let from = q.from_point.unwrap_or(i64::MIN);
+                let sql = format!(
+                    "{columns} WHERE series_id = ANY($1) AND point_id >= $2 ORDER BY series_id"
+                );
+                self.rows(&sql, &[ids, &from], t, &mut one)
             }
         }
     }

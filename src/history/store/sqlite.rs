@@ -483,14 +483,15 @@ impl Backend for Sqlite {
         const COLUMNS: &str = "SELECT series_id, point_id, n, median, mad, min, max FROM results";
         // In series order: the primary key's, so no sort.
         let sql = if q.series.is_some() {
-            format!("{COLUMNS} WHERE series_id = ?1")
+            format!("{COLUMNS} WHERE series_id = ?1 AND point_id >= ?2")
         } else {
             format!("{COLUMNS} ORDER BY series_id")
         };
+        let from = q.from_point.unwrap_or(i64::MIN);
         let mut s = self.conn.prepare(&sql).map_err(|e| fault(e, t))?;
         for series in which {
             let mut rows = match series {
-                Some(id) => s.query([id]),
+                Some(id) => s.query([*id, from]),
                 None => s.query([]),
             }
             .map_err(|e| fault(e, t))?;
