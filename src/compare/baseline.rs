@@ -193,6 +193,16 @@ pub struct StoredCounted {
     pub exit_codes: Vec<Option<i32>>,
     /// Every run's value of each counted figure, by JSON key.
     pub samples: BTreeMap<String, Vec<u64>>,
+    /// Each run's processes counted, and of them the copies forked
+    /// without `exec` (absent from baselines saved before they were
+    /// kept: read as 0).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub processes: Vec<u32>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub forked_copies: Vec<u32>,
+    /// The Valgrind version the runs' logs named.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_version: Option<String>,
     /// Where the instructions went, in the run of median instructions
     /// (at most [`MAX_PROFILE_FUNCTIONS`] functions).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -329,6 +339,17 @@ fn stored(c: &CommandResult) -> StoredCommand {
         runs: simulated.len(),
         exit_codes: simulated.iter().map(|r| r.exit.code).collect(),
         samples: samples_of(&simulated, true),
+        processes: simulated
+            .iter()
+            .map(|r| r.counted().map_or(0, |x| x.processes))
+            .collect(),
+        forked_copies: simulated
+            .iter()
+            .map(|r| r.counted().map_or(0, |x| x.forked_copies))
+            .collect(),
+        tool_version: simulated
+            .iter()
+            .find_map(|r| r.counted().and_then(|x| x.tool_version.clone())),
         profile: c
             .count
             .as_ref()
@@ -363,12 +384,16 @@ fn records(c: &StoredCommand) -> Result<Vec<RunRecord>, String> {
 }
 
 /// The counted figures of run `i` from `samples`, by JSON key.
+/// `sim` (the runs `c` stored): with each run's processes and the
+/// Valgrind version.
 fn counted_of(
     source: crate::count::Kind,
     samples: &BTreeMap<String, Vec<u64>>,
+    c: Option<&StoredCounted>,
     i: usize,
 ) -> Option<crate::count::CountState> {
     let get = |k: &str| samples.get(k).and_then(|v| v.get(i)).copied();
+    let each = |v: Option<&Vec<u32>>| v.and_then(|v| v.get(i)).copied().unwrap_or(0);
     let instructions = get("instructions");
     instructions?;
     Some(crate::count::CountState::Measured(Box::new(
@@ -381,9 +406,9 @@ fn counted_of(
             l1_misses: get("l1_misses"),
             ll_misses: get("ll_misses"),
             estimated_cycles: get("estimated_cycles"),
-            processes: 0,
-            forked_copies: 0,
-            tool_version: None,
+            processes: each(c.map(|c| &c.processes)),
+            forked_copies: each(c.map(|c| &c.forked_copies)),
+            tool_version: c.and_then(|c| c.tool_version.clone()),
             time_enabled_ns: None,
             time_running_ns: None,
             events: Vec::new(),
@@ -391,6 +416,9 @@ fn counted_of(
         },
     )))
 }
+
+/// The most processes one counted run may have (each wrote a file).
+const MAX_COUNTED_PROCESSES: u32 = 1 << 20;
 
 /// A stored command's runs under the simulator as run records.
 fn counted_records(name: &str, c: &StoredCounted) -> Result<Vec<RunRecord>, String> {
@@ -400,6 +428,47 @@ fn counted_records(name: &str, c: &StoredCounted) -> Result<Vec<RunRecord>, Stri
                 "command {name:?}: counted {key} has {} values for {} runs",
                 values.len(),
                 c.runs
+            ));
+        }
+    }
+    for (key, values) in [
+        ("processes", &c.processes),
+        ("forked_copies", &c.forked_copies),
+    ] {
+        if !values.is_empty() && values.len() != c.runs {
+            return Err(format!(
+                "command {name:?}: counted {key} has {} values for {} runs",
+                values.len(),
+                c.runs
+            ));
+        }
+    }
+    if let Some(p) = c
+        .processes
+        .iter()
+        .find(|p| !(1..=MAX_COUNTED_PROCESSES).contains(*p))
+    {
+        return Err(format!(
+            "command {name:?}: counted processes holds {p}; a counted run has 1 to \
+             {MAX_COUNTED_PROCESSES}"
+        ));
+    }
+    let more_copies = c
+        .forked_copies
+        .iter()
+        .zip(c.processes.iter().chain(std::iter::repeat(&u32::MAX)))
+        .find(|(f, p)| f > p);
+    if let Some((f, p)) = more_copies {
+        return Err(format!(
+            "command {name:?}: counted forked_copies holds {f}, more than the run's {p} processes"
+        ));
+    }
+    if let Some(v) = &c.tool_version {
+        let plain = |b: u8| b.is_ascii_alphanumeric() || b".-+_~".contains(&b);
+        if v.is_empty() || v.len() > 64 || !v.bytes().all(plain) {
+            return Err(format!(
+                "command {name:?}: counted tool_version {} is not a version",
+                crate::text::escape_text(&v.chars().take(80).collect::<String>())
             ));
         }
     }
@@ -418,7 +487,7 @@ fn counted_records(name: &str, c: &StoredCounted) -> Result<Vec<RunRecord>, Stri
     (0..c.runs)
         .map(|i| {
             let mut r = stored_run(0, c.exit_codes.get(i).copied().flatten());
-            r.count = counted_of(crate::count::Kind::Sim, &c.samples, i);
+            r.count = counted_of(crate::count::Kind::Sim, &c.samples, Some(c), i);
             Ok(r)
         })
         .collect()
@@ -529,7 +598,7 @@ fn timed_records(c: &StoredCommand) -> Result<Vec<RunRecord>, String> {
             io_unavailable: c.io_unavailable.clone(),
             counters: None,
             // The CPU's counters counted the timed runs.
-            count: counted_of(crate::count::Kind::Hw, &c.samples, i),
+            count: counted_of(crate::count::Kind::Hw, &c.samples, None, i),
             tree: None,
             cold: None,
             why: waits.iter().any(Option::is_some).then(|| {
@@ -1123,6 +1192,73 @@ mod tests {
         assert_eq!(back.commands[0].parameters, c.parameters);
         assert_eq!(back.tally_version.as_deref(), Some("[tally_version]"));
         assert!(bytes.len() < 12 * VALUES_PER_RUN * MAX_VALUE_BYTES + 4096);
+    }
+
+    /// Stored counted runs came back with 0 processes and no Valgrind
+    /// version: a zero posing as a count in compare's JSON.
+    #[test]
+    fn counted_runs_keep_their_processes_and_valgrind_version() {
+        let counted = |processes: u32| crate::count::Counted {
+            source: crate::count::Kind::Sim,
+            instructions: Some(1_000_000),
+            cycles: None,
+            data_reads: Some(10),
+            data_writes: Some(5),
+            l1_misses: Some(1),
+            ll_misses: Some(0),
+            estimated_cycles: Some(1_000_100),
+            processes,
+            forked_copies: 1,
+            tool_version: Some("3.19.0".into()),
+            time_enabled_ns: None,
+            time_running_ns: None,
+            events: Vec::new(),
+            profile: None,
+        };
+        let mut c = result("old", 2);
+        for p in [2, 3] {
+            let mut r = RunRecord::bare(0);
+            r.count = Some(crate::count::CountState::Measured(Box::new(counted(p))));
+            assert!(r.simulated());
+            c.runs.push(r);
+        }
+        let file = file_of(&c);
+        let back = parse(Path::new("b.json"), &json(&file)).expect("parses");
+        let runs = records(&back.commands[0]).unwrap();
+        let got: Vec<(u32, u32, Option<String>)> = runs
+            .iter()
+            .filter_map(|r| r.counted())
+            .map(|x| (x.processes, x.forked_copies, x.tool_version.clone()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (2, 1, Some("3.19.0".to_string())),
+                (3, 1, Some("3.19.0".to_string()))
+            ]
+        );
+        type Spoil = fn(&mut StoredCounted);
+        let cases: [(Spoil, &str); 4] = [
+            (
+                |s| s.processes.pop().map(drop).unwrap_or(()),
+                "counted processes has 1 values for 2 runs",
+            ),
+            (|s| s.processes[0] = 0, "counted processes holds 0"),
+            (
+                |s| s.forked_copies[1] = 4,
+                "counted forked_copies holds 4, more than the run's 3",
+            ),
+            (
+                |s| s.tool_version = Some("3.19\u{1b}[2J".into()),
+                "counted tool_version 3.19\\x1b[2J is not a version",
+            ),
+        ];
+        for (spoil, want) in cases {
+            let mut f = file.clone();
+            spoil(f.commands[0].counted.as_mut().unwrap());
+            let e = records(&f.commands[0]).unwrap_err();
+            assert!(e.contains(want), "{e}");
+        }
     }
 
     #[test]
