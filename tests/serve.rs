@@ -488,15 +488,12 @@ fn serve_run_check_that_cannot_count_exports_exit_125() {
     assert_eq!(check_value(&body, "tally_run_instructions", "pmu"), None);
 }
 
-#[test]
-fn serve_refuses_a_run_count_it_does_not_know_naming_the_line() {
+/// `tally serve --config FILE` with `config` in FILE (named `name`): its
+/// exit status and stderr, for a config it must refuse at start-up.
+fn serve_refusing(name: &str, config: &str) -> (Option<i32>, String) {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("count.toml");
-    std::fs::write(
-        &path,
-        "[[run]]\nname = \"a\"\ncommand = [\"true\"]\ncount = \"cycles\"\n",
-    )
-    .unwrap();
+    let path = dir.path().join(name);
+    std::fs::write(&path, config).unwrap();
     let out = common::tally()
         .arg("serve")
         .arg("--listen")
@@ -506,8 +503,19 @@ fn serve_refuses_a_run_count_it_does_not_know_naming_the_line() {
         .timeout(Duration::from_secs(20))
         .output()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn serve_refuses_a_run_count_it_does_not_know_naming_the_line() {
+    let (code, stderr) = serve_refusing(
+        "count.toml",
+        "[[run]]\nname = \"a\"\ncommand = [\"true\"]\ncount = \"cycles\"\n",
+    );
+    assert_eq!(code, Some(1), "{stderr}");
     assert!(stderr.contains("count.toml:4:"), "{stderr}");
     assert!(
         stderr.contains("run.count: cycles is not a counting source"),
@@ -517,20 +525,8 @@ fn serve_refuses_a_run_count_it_does_not_know_naming_the_line() {
 
 #[test]
 fn serve_reports_a_config_error_with_its_line_at_start_up() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("bad.toml");
-    std::fs::write(&path, "min_interval = 2\n\n[mem]\nby = \"planet\"\n").unwrap();
-    let out = common::tally()
-        .arg("serve")
-        .arg("--listen")
-        .arg(format!("127.0.0.1:{}", free_port()))
-        .arg("--config")
-        .arg(&path)
-        .timeout(Duration::from_secs(20))
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let (code, stderr) = serve_refusing("bad.toml", "min_interval = 2\n\n[mem]\nby = \"planet\"\n");
+    assert_eq!(code, Some(1), "{stderr}");
     assert!(stderr.contains("bad.toml:4:"), "{stderr}");
     assert!(stderr.contains("planet"), "{stderr}");
 }

@@ -304,7 +304,8 @@ fn analyse_all(
         drop(tx);
         let mut out = Vec::new();
         for h in handles {
-            out.extend(h.join().unwrap_or_default());
+            // A thread that panicked loses no series unsaid: the panic goes on.
+            out.extend(h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)));
         }
         read.map(|()| out)
     })
