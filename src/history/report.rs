@@ -140,7 +140,7 @@ pub struct SeriesOut {
 
 /// One value of a series as reported: the point (an index into the
 /// report's commits), its median, MAD and sample count; the store's own
-/// [`Value`](super::store::Value), moved into the report, not copied.
+/// [`Value`], moved into the report, not copied.
 pub type ValueOut = super::store::Value;
 
 #[derive(Debug, Clone, Serialize)]
