@@ -39,9 +39,9 @@ fn text(out: &Output) -> (String, String) {
 /// A program that spins N iterations and touches MB megabytes:
 /// `work N MB`.
 fn work_program(dir: &Path) -> PathBuf {
-    let src = dir.join("work.c");
-    std::fs::write(
-        &src,
+    compile(
+        dir,
+        "work",
         "#include <stdlib.h>\n#include <string.h>\n\
          int main(int argc, char **argv) {\n\
            long n = argc > 1 ? atol(argv[1]) : 0, mb = argc > 2 ? atol(argv[2]) : 0;\n\
@@ -51,8 +51,32 @@ fn work_program(dir: &Path) -> PathBuf {
            return 0;\n\
          }\n",
     )
-    .expect("write work.c");
-    let exe = dir.join("work");
+}
+
+/// `reg N`: N steps of a xorshift kept in registers. The stack-slot chain
+/// of `work` runs up to 7 times faster or slower from minute to minute on
+/// a shared VM (docs/compare.md, What the first probe missed); register
+/// work holds within a few percent, so its cpu time tells 4× the work
+/// from the same work in 20 runs whatever runs beside the test.
+fn register_work_program(dir: &Path) -> PathBuf {
+    compile(
+        dir,
+        "reg",
+        "#include <stdlib.h>\n\
+         int main(int argc, char **argv) {\n\
+           long n = argc > 1 ? atol(argv[1]) : 0;\n\
+           unsigned long x = 88172645463325252ul;\n\
+           for (long i = 0; i < n; i++) { x ^= x << 13; x ^= x >> 7; x ^= x << 17; }\n\
+           return x == 42;\n\
+         }\n",
+    )
+}
+
+/// `dir/NAME`, compiled from `source` with -O2.
+fn compile(dir: &Path, name: &str, source: &str) -> PathBuf {
+    let src = dir.join(format!("{name}.c"));
+    std::fs::write(&src, source).expect("write the C source");
+    let exe = dir.join(name);
     let out = common::command("cc")
         .args(["-O2", "-o"])
         .arg(&exe)
@@ -1129,18 +1153,19 @@ fn save_work_and_edit_probes(dir: &Path, exe: &Path, n: u64, edit: impl Fn(usize
 /// these runs' (here: spread ±7% while it was saved, as on a shared VM), a
 /// command doing twice the work passed as "inconclusive: this machine ran
 /// 0% slower", exit 0. The machine's speed now excuses a change of its own
-/// size and no more: four times the work (twice was caught too, but its
-/// cpu time's interval can reach 1× in 20 runs while a build runs beside
-/// the test) is a regression, the same work is no regression, and the
-/// report says the times were judged in proportion.
+/// size and no more: four times the work is a regression, the same work
+/// is no regression, and the report says the times were judged in
+/// proportion. The work is register work: a stack-slot loop's cpu time
+/// gave `3.74× [0.86, 3.89]` for four times its work in 20 runs beside
+/// the rest of the suite.
 /// Gated on cpu time, the time other load on this shared machine spreads
 /// least (wall time's interval may span 1× here while others build).
 #[test]
 fn twice_the_work_passed_as_inconclusive_when_the_probes_differed() {
     let dir = scratch("proportion");
     let d = dir.path();
-    let exe = work_program(d);
-    let n = 20_000_000;
+    let exe = register_work_program(d);
+    let n = 10_000_000;
     // Every other probe 14% apart: ±7% around the median.
     save_work_and_edit_probes(d, &exe, n, |i, p| {
         if i % 2 == 0 {
