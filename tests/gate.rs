@@ -886,9 +886,12 @@ fn bench_gates_figures_by_glob_against_a_baseline() {
 
 /// Regression: bench's gate judged times against a baseline saved while
 /// the machine ran at another speed as if only the machine's code had
-/// changed. A baseline whose speed probes read half of today's (the
-/// machine then twice as fast): a figure twice as slow is neither a
+/// changed. A baseline whose speed probes read a tenth of today's (the
+/// machine then ten times as fast): a figure twice as slow is neither a
 /// regression nor a pass, the result says why, and `--strict` fails it.
+/// A tenth, not a half: this VM's speed swings from minute to minute by
+/// up to several times, and once a halving met probes of a slower moment
+/// ("this machine ran 1% faster", and the test failed).
 #[test]
 fn bench_against_a_baseline_of_a_faster_machine_is_inconclusive_never_a_regression() {
     let dir = scratch("bench-speed");
@@ -903,7 +906,7 @@ fn bench_against_a_baseline_of_a_faster_machine_is_inconclusive_never_a_regressi
         .expect("the report keeps its speed probes");
     assert!(!probes.is_empty(), "no speed probe in {}", old["noise"]);
     for p in probes.iter_mut() {
-        *p = (p.as_u64().expect("ns") / 2).into();
+        *p = (p.as_u64().expect("ns") / 10).into();
     }
     halve(&mut old, "syscall.read_dev_zero");
     std::fs::write(d.join("fast.json"), serde_json::to_vec(&old).unwrap()).unwrap();
