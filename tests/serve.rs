@@ -365,21 +365,8 @@ fn serve_kills_a_run_check_past_its_timeout_and_exports_its_exit() {
         ),
         dir.path(),
     );
-    let start = Instant::now();
-    let body = loop {
-        let (_, _, body) = get(s.addr, "/metrics", &[]).expect("metrics");
-        // The checks run one after the other: wait for both results.
-        if body.contains("tally_serve_run_exit_code{check=\"late\"}")
-            && body.contains("tally_serve_run_exit_code{check=\"fine\"}")
-        {
-            break body;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "no result:\n{body}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    // The checks run one after the other: wait for both results.
+    let body = checks_done(s.addr, &["late", "fine"], 30);
     assert!(
         body.contains("tally_serve_run_exit_code{check=\"late\"} 137"),
         "{body}"
