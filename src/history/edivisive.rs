@@ -335,14 +335,14 @@ impl Seq {
     }
 
     /// Whether any split of the whole series could pass the t-test at
-    /// `level`: the first split E-divisive proposes is tested with the
+    /// `level` (`critical` holds each length's [`Critical::t`]): the first split E-divisive proposes is tested with the
     /// same degrees of freedom as every other, and the p-value falls as
     /// |t| grows, so when the largest |t| of all splits fails, the
     /// proposal fails too and the window has no change point (found in
     /// linear time, where E-divisive's search is quadratic). A margin of
     /// half the level keeps rounding from ever skipping a split that
     /// passes.
-    fn may_split(&self, level: f64) -> bool {
+    fn may_split(&self, critical: &mut Critical) -> bool {
         let n = self.x.len();
         if n < 3 {
             return true;
@@ -389,7 +389,7 @@ impl Seq {
             }
             best_t = best_t.max(diff / denom);
         }
-        super::ttest::student_two_sided(best_t, df) <= level * 1.5
+        best_t >= critical.t(n)
     }
 
     /// The test of a change point at `cps[k]`, between its neighbours.
@@ -414,6 +414,7 @@ fn split(seq: &Seq, params: &Params) -> Vec<Cp> {
     let n = seq.x.len();
     let step = params.window / 2;
     let mut found: Vec<usize> = Vec::new();
+    let mut critical = Critical::new(relaxed * 1.5);
     let mut start = 0;
     while start < n {
         let end = (start + params.window).min(n);
@@ -425,7 +426,10 @@ fn split(seq: &Seq, params: &Params) -> Vec<Cp> {
                 .unwrap_or_default(),
             seq.method,
         );
-        let new: Vec<usize> = detect(&window, relaxed).iter().map(|i| i + start).collect();
+        let new: Vec<usize> = detect(&window, relaxed, &mut critical)
+            .iter()
+            .map(|i| i + start)
+            .collect();
         let last = new.last().copied().unwrap_or(0);
         start = last.max(start + step);
         for i in new {
@@ -461,9 +465,9 @@ fn split(seq: &Seq, params: &Params) -> Vec<Cp> {
 /// E-divisive on one window: split the segment with the best candidate
 /// while its t-test passes at `level` (Otava's `ChangePointDetector` with
 /// its t-test tester). Returns indices into the window, ascending.
-fn detect(window: &Seq, level: f64) -> Vec<usize> {
+fn detect(window: &Seq, level: f64, critical: &mut Critical) -> Vec<usize> {
     let n = window.x.len();
-    if !window.may_split(level) {
+    if !window.may_split(critical) {
         return Vec::new();
     }
     let sums = PairSums::new(&window.x);
@@ -495,6 +499,33 @@ fn detect(window: &Seq, level: f64) -> Vec<usize> {
         }
     }
     cps
+}
+
+/// The |t| a split of a window must reach to pass at a p-value, by the
+/// window's length (windows are mostly one length: each found once).
+struct Critical {
+    p: f64,
+    by_len: Vec<f64>,
+}
+
+impl Critical {
+    fn new(p: f64) -> Critical {
+        Critical {
+            p,
+            by_len: Vec::new(),
+        }
+    }
+
+    /// The [`super::ttest::critical_t`] of a window of `n` points.
+    fn t(&mut self, n: usize) -> f64 {
+        if self.by_len.len() <= n {
+            self.by_len.resize(n + 1, f64::NAN);
+        }
+        if self.by_len[n].is_nan() {
+            self.by_len[n] = super::ttest::critical_t(self.p, (n - 2) as f64);
+        }
+        self.by_len[n]
+    }
 }
 
 /// Sums of distances within a window: `row[t][z]` is Σ_{i<t} |x_i − x_z|.
@@ -713,11 +744,11 @@ pub fn lone_outliers(x: &[f64], noise: &[f64]) -> Vec<usize> {
                 after.insert(*v);
             }
         }
-        if after.0.is_empty() || before.0.is_empty() && after.0.len() < 3 {
+        if after.is_empty() || before.is_empty() && after.len < 3 {
             continue;
         }
         let med_a = after.median();
-        let med_b = if before.0.is_empty() {
+        let med_b = if before.is_empty() {
             med_a
         } else {
             before.median()
@@ -764,29 +795,71 @@ fn middle(v: &mut [f64]) -> f64 {
     }
 }
 
-/// A few values kept in order.
-#[derive(Default)]
-struct Sorted(Vec<f64>);
+/// A few values kept in order (`f64::total_cmp`'s), in place: the screen
+/// moves each point in and out of two of these, so they stay off the heap
+/// and compare as integers.
+struct Sorted {
+    /// Each value's bits as an integer in `total_cmp`'s order.
+    keys: [i64; SCREEN_CONTEXT + 1],
+    len: usize,
+}
+
+impl Default for Sorted {
+    fn default() -> Sorted {
+        Sorted {
+            keys: [0; SCREEN_CONTEXT + 1],
+            len: 0,
+        }
+    }
+}
+
+/// `v`'s bits as an integer that orders as `f64::total_cmp` orders values.
+fn total_key(v: f64) -> i64 {
+    let bits = v.to_bits() as i64;
+    bits ^ ((((bits >> 63) as u64) >> 1) as i64)
+}
+
+/// The value of a [`total_key`].
+fn from_total_key(k: i64) -> f64 {
+    f64::from_bits((k ^ ((((k >> 63) as u64) >> 1) as i64)) as u64)
+}
 
 impl Sorted {
-    fn insert(&mut self, v: f64) {
-        let at = self.0.partition_point(|a| a.total_cmp(&v).is_lt());
-        self.0.insert(at, v);
+    fn is_empty(&self) -> bool {
+        self.len == 0
     }
 
-    fn remove(&mut self, v: f64) {
-        let at = self.0.partition_point(|a| a.total_cmp(&v).is_lt());
-        if at < self.0.len() {
-            self.0.remove(at);
+    fn insert(&mut self, v: f64) {
+        let k = total_key(v);
+        if self.len == self.keys.len() {
+            return; // never: each holds at most SCREEN_CONTEXT values
         }
+        let mut at = self.len;
+        while at > 0 && self.keys[at - 1] >= k {
+            self.keys[at] = self.keys[at - 1];
+            at -= 1;
+        }
+        self.keys[at] = k;
+        self.len += 1;
+    }
+
+    /// Removes one value equal to `v`, or else the first above it (as a
+    /// search for where `v` would go finds it).
+    fn remove(&mut self, v: f64) {
+        let k = total_key(v);
+        let Some(at) = self.keys[..self.len].iter().position(|&a| a >= k) else {
+            return;
+        };
+        self.keys.copy_within(at + 1..self.len, at);
+        self.len -= 1;
     }
 
     fn median(&self) -> f64 {
-        let (v, m) = (&self.0, self.0.len() / 2);
+        let (v, m) = (&self.keys[..self.len], self.len / 2);
         if v.len() % 2 == 1 {
-            v[m]
+            from_total_key(v[m])
         } else {
-            (v[m - 1] + v[m]) / 2.0
+            (from_total_key(v[m - 1]) + from_total_key(v[m])) / 2.0
         }
     }
 }

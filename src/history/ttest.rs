@@ -40,6 +40,40 @@ pub fn student_two_sided(t: f64, df: f64) -> f64 {
     incomplete_beta(df / 2.0, 0.5, x).clamp(0.0, 1.0)
 }
 
+/// A |t| at or below the smallest whose two-sided p-value with `df`
+/// degrees of freedom is at most `p`: every |t| whose p-value passes is at
+/// least this (the p-value falls as |t| grows). Found by bisection, so a
+/// check made many times costs one comparison, not a continued fraction.
+pub fn critical_t(p: f64, df: f64) -> f64 {
+    if p.is_nan() || p <= 0.0 || df <= 0.0 {
+        return f64::INFINITY;
+    }
+    if p >= 1.0 {
+        return 0.0;
+    }
+    let mut hi = 1.0f64;
+    while student_two_sided(hi, df) > p {
+        hi *= 2.0;
+        if hi > 1e15 {
+            return f64::INFINITY;
+        }
+    }
+    let mut lo = 0.0f64;
+    for _ in 0..200 {
+        let mid = 0.5 * (lo + hi);
+        if mid <= lo || mid >= hi {
+            break;
+        }
+        if student_two_sided(mid, df) > p {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    // lo fails and hi passes: lo is below every |t| that passes.
+    lo
+}
+
 /// The regularized incomplete beta function I_x(a, b).
 fn incomplete_beta(a: f64, b: f64, x: f64) -> f64 {
     if x <= 0.0 {
@@ -153,6 +187,22 @@ mod tests {
                 "t={t} df={df}: {got} against {want}"
             );
         }
+    }
+
+    #[test]
+    fn the_critical_t_parts_passing_from_failing() {
+        for df in [1.0, 3.0, 48.0, 198.0, 4000.0] {
+            for p in [0.5, 0.015, 0.0015, 1e-6] {
+                let t = critical_t(p, df);
+                assert!(student_two_sided(t, df) > p, "df {df} p {p}: {t} passes");
+                assert!(
+                    student_two_sided(t * (1.0 + 1e-9), df) <= p,
+                    "df {df} p {p}: just above {t} fails"
+                );
+            }
+        }
+        assert_eq!(critical_t(0.0, 10.0), f64::INFINITY);
+        assert_eq!(critical_t(1.0, 10.0), 0.0);
     }
 
     #[test]

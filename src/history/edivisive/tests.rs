@@ -128,7 +128,7 @@ fn otava_calculator_candidate() {
 #[test]
 fn otava_ttest_detector() {
     let seq = Seq::new(SEQUENCE.to_vec(), Vec::new(), Method::Otava);
-    assert_eq!(detect(&seq, 0.01), [5, 8]);
+    assert_eq!(detect(&seq, 0.01, &mut Critical::new(0.015)), [5, 8]);
 }
 
 const SERIES_1: [f64; 11] = [
