@@ -27,6 +27,8 @@ both_stores!(
     a_store_that_fails_after_the_runs_gets_a_side_file,
     filters_select_and_machines_stay_apart,
     counted_compare_gives_exact_points_and_is_gated,
+    long_histories_are_packed_and_read_whole,
+    an_older_store_is_stepped_up_by_a_write_not_a_read,
 );
 
 fn text(o: &Output) -> String {
@@ -130,6 +132,131 @@ fn csv(dir: &Path, name: &str, rows: &[(&str, f64)]) -> std::path::PathBuf {
     let p = dir.join(name);
     std::fs::write(&p, t).unwrap();
     p
+}
+
+/// A CSV of `n` points of `/bin/true`'s wall time, a minute apart from
+/// 2026-11-01: `old-0`, `old-1`, …, 10 ms, 11 ms from point `step` on.
+fn long_csv(dir: &Path, n: usize, step: usize) -> std::path::PathBuf {
+    let mut t = String::from("time,commit,wall_ns\n");
+    for i in 0..n {
+        let v = if i < step { 10e6 } else { 11e6 }
+            * (1.0 + 0.01 * ((i * 7919 % 13) as f64 - 6.0) / 6.0);
+        t.push_str(&format!("{},old-{i},{v}\n", 1_793_491_200 + 60 * i));
+    }
+    let p = dir.join("long.csv");
+    std::fs::write(&p, t).unwrap();
+    p
+}
+
+/// The store's packs: how many, and meta's packed_through.
+fn packed(w: &Where) -> (i64, i64) {
+    (
+        scalar(w, "SELECT COUNT(*) FROM {p}packs"),
+        scalar(
+            w,
+            "SELECT CAST(value AS BIGINT) FROM {p}meta WHERE key = 'packed_through'",
+        ),
+    )
+}
+
+fn long_histories_are_packed_and_read_whole(w: &Where) {
+    // 4,096 points make a pack (docs/history.md); 4,300 make one and a
+    // tail of rows.
+    let table = long_csv(w.scratch(), 4300, 3000);
+    let out = tally()
+        .args(["history", "import", "--as-command", "app", &w.store()])
+        .arg(&table)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(packed(w), (1, 4096));
+    let doc = history_json(w, &[]);
+    let s = series(&doc, "app", "wall_ns");
+    assert_eq!(s.len(), 1);
+    let mut got = commits_of(&doc, s[0]);
+    assert_eq!(got.len(), 4300, "every point once");
+    got.sort();
+    got.dedup();
+    assert_eq!(got.len(), 4300, "every point once");
+    let cps = s[0]["change_points"].as_array().unwrap();
+    assert_eq!(cps.len(), 1, "{cps:?}");
+    let after = cps[0]["first_after"].as_u64().unwrap() as usize;
+    assert_eq!(doc["commits"][after]["commit"], "old-3000", "{cps:?}");
+    // --since inside the pack: the points after it, from pack and rows.
+    let since = history_json(w, &["--since", "2026-11-03T20:00:00Z"]);
+    let n = commits_of(&since, series(&since, "app", "wall_ns")[0]).len();
+    assert_eq!(n, 4300 - 2 * 1440 - 1200, "points from 2026-11-03 20:00 on");
+    // A damaged pack is refused naming the table, the field and the pack.
+    exec(w, "UPDATE {p}packs SET count = count + 1");
+    let out = tally().args(["history", &w.store()]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains(
+            "table packs: field count of the pack of series 1 from point 1 is 4097, not 1 to 4096"
+        ),
+        "{}",
+        text(&out)
+    );
+    exec(w, "UPDATE {p}packs SET count = count - 1");
+    exec(
+        w,
+        "UPDATE {p}meta SET value = '1e9' WHERE key = 'packed_through'",
+    );
+    let out = tally().args(["history", &w.store()]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out)
+            .contains("table meta: field value of key packed_through is \"1e9\", not a point id"),
+        "{}",
+        text(&out)
+    );
+}
+
+fn an_older_store_is_stepped_up_by_a_write_not_a_read(w: &Where) {
+    let table = csv(w.scratch(), "app.csv", &[("c1", 100.0), ("c2", 101.0)]);
+    let out = tally()
+        .args(["history", "import", &w.store()])
+        .arg(&table)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    // As version 1 made it: no packs.
+    exec(
+        w,
+        "DROP TABLE {p}packs; DELETE FROM {p}meta WHERE key = 'packed_through'; \
+         UPDATE {p}meta SET value = '1' WHERE key = 'schema_version'",
+    );
+    let out = tally().args(["history", &w.store()]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("its schema is older than this tally's: record into it once"),
+        "{}",
+        text(&out)
+    );
+    let out = tally()
+        .args(["history", "import", &w.store()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out)
+            .contains("a store of this tally's schema (version 2); no files, nothing imported"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(
+        scalar(
+            w,
+            "SELECT CAST(value AS BIGINT) FROM {p}meta WHERE key = 'schema_version'"
+        ),
+        2
+    );
+    assert_eq!(packed(w), (0, 0));
+    let doc = history_json(w, &[]);
+    assert_eq!(
+        commits_of(&doc, series(&doc, "app", "wall_ns")[0]),
+        ["c1", "c2"]
+    );
 }
 
 fn records_from_run_compare_and_bench(w: &Where) {
@@ -325,7 +452,17 @@ fn imports_reports_baselines_and_csv_all_or_nothing(w: &Where) {
 fn two_writers_at_once_lose_nothing(w: &Where) {
     let store = w.store();
     // Made first, so both writers find it (making it at once is tested by
-    // the writers racing in the second half).
+    // the writers racing in the second half). 4,046 points before them:
+    // the 50th of their 100 recordings makes the first pack, while the
+    // other writer records.
+    let table = long_csv(w.scratch(), 4046, 4046);
+    let out = tally()
+        .args(["history", "import", "--as-command", "/bin/true", &store])
+        .arg(&table)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(packed(w), (0, 0));
     let out = tally()
         .args([
             "run",
@@ -367,7 +504,18 @@ fn two_writers_at_once_lose_nothing(w: &Where) {
     let (a, b) = (writer("a"), writer("b"));
     a.join().unwrap();
     b.join().unwrap();
-    let doc = history_json(w, &["--command", "/bin/true", "--figure", "wall"]);
+    // The imported points are of another machine: --all-machines reads
+    // them in the one series.
+    let doc = history_json(
+        w,
+        &[
+            "--command",
+            "/bin/true",
+            "--figure",
+            "wall",
+            "--all-machines",
+        ],
+    );
     let s = series(&doc, "/bin/true", "wall_ns");
     assert_eq!(s.len(), 1);
     let mut got = commits_of(&doc, s[0]);
@@ -377,9 +525,13 @@ fn two_writers_at_once_lose_nothing(w: &Where) {
         .flat_map(|w| (0..50).map(move |i| format!("{w}-{i}")))
         .collect();
     want.push("first".into());
+    want.extend((0..4046).map(|i| format!("old-{i}")));
     want.sort();
     assert_eq!(got, want, "every recording once");
-    assert_eq!(scalar(w, "SELECT COUNT(*) FROM {p}points"), 101);
+    assert_eq!(scalar(w, "SELECT COUNT(*) FROM {p}points"), 4147);
+    let (packs, through) = packed(w);
+    assert_eq!(through, 4096);
+    assert!(packs >= 1, "{packs} packs");
 }
 
 /// Spoils a fresh store with `sql` and checks `tally history` refuses it
@@ -499,8 +651,8 @@ fn foreign_objects_are_refused(w: &Where) {
 fn schema_versions_are_checked(w: &Where) {
     refused_after(
         w,
-        "UPDATE {p}meta SET value = '2' WHERE key = 'schema_version'",
-        "its schema is version 2, newer than this tally's (1): use a newer tally",
+        "UPDATE {p}meta SET value = '3' WHERE key = 'schema_version'",
+        "its schema is version 3, newer than this tally's (2): use a newer tally",
     );
     refused_after(
         w,

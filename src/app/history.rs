@@ -9,6 +9,7 @@ use tally::report::Stream;
 
 pub(super) fn history_command(args: HistoryArgs) -> u8 {
     tally::units::set_time_unit(args.time_unit());
+    tally::sys::mem::keep_freed_memory();
     let cfg = match args.config() {
         Ok(cfg) => cfg,
         Err(e) => return super::fail(&e),

@@ -169,8 +169,10 @@ pub struct ImportArgs {
     #[arg(value_name = "STORE")]
     pub store: OsString,
 
-    /// The files: JSON reports and baselines, side files, CSV.
-    #[arg(value_name = "FILE", required = true)]
+    /// The files: JSON reports and baselines, side files, CSV. With none,
+    /// the store is made, or stepped up to this tally's schema, and
+    /// nothing is imported.
+    #[arg(value_name = "FILE")]
     pub files: Vec<PathBuf>,
 
     /// The commit of every point imported that does not name its own.

@@ -334,14 +334,17 @@ impl Seq {
         (mean, std)
     }
 
-    /// Whether any split of the whole series could pass the t-test at
-    /// `level` (`critical` holds each length's [`Critical::t`]): the first split E-divisive proposes is tested with the
-    /// same degrees of freedom as every other, and the p-value falls as
-    /// |t| grows, so when the largest |t| of all splits fails, the
-    /// proposal fails too and the window has no change point (found in
-    /// linear time, where E-divisive's search is quadratic). A margin of
-    /// half the level keeps rounding from ever skipping a split that
-    /// passes.
+    /// Whether any split of the whole series could pass the t-test at the
+    /// level `critical` was made for (it holds each length's
+    /// [`Critical::t`]): the first split E-divisive proposes is tested
+    /// with the same degrees of freedom as every other, and the p-value
+    /// falls as |t| grows, so when no split's |t| reaches the critical
+    /// value, the proposal fails too and the window has no change point
+    /// (found in linear time, where E-divisive's search is quadratic).
+    /// The level carries a margin of a millionth of itself, far above
+    /// the rounding of these sums (about 1e-12 of t), so no split that
+    /// passes is ever skipped. Squares are compared, and the first split
+    /// that reaches the value ends the search.
     fn may_split(&self, critical: &mut Critical) -> bool {
         let n = self.x.len();
         if n < 3 {
@@ -357,39 +360,43 @@ impl Seq {
             acc = [acc[0] + d, acc[1] + d * d, acc[2] + e * e];
             pre.push(acc);
         }
+        let floor = self.method == Method::Tally && !self.noise.is_empty();
         let side = |lo: usize, hi: usize| -> (f64, f64) {
             let k = (hi - lo) as f64;
             let mean = (pre[hi][0] - pre[lo][0]) / k;
-            let var = if hi - lo >= 2 {
+            let mut var = if hi - lo >= 2 {
                 ((pre[hi][1] - pre[lo][1]) / k - mean * mean).max(0.0)
             } else {
                 0.0
             };
-            let mut var = var;
-            if self.method == Method::Tally && !self.noise.is_empty() {
+            if floor {
                 var = var.max((pre[hi][2] - pre[lo][2]) / k);
             }
             (mean, var)
         };
         let df = (n - 2) as f64;
-        let mut best_t = 0.0f64;
+        let t = critical.t(n);
+        let t2 = t * t;
         for tau in 1..n {
             let (m1, v1) = side(0, tau);
             let (m2, v2) = side(tau, n);
             let (a, b) = (tau as f64, (n - tau) as f64);
             let pooled = ((a - 1.0) * v1 + (b - 1.0) * v2) / df;
-            let diff = (m1 - m2).abs();
-            let denom = (pooled * (1.0 / a + 1.0 / b)).sqrt();
-            if denom <= diff * 1e-12 {
+            let diff = m1 - m2;
+            let diff2 = diff * diff;
+            let denom2 = pooled * (1.0 / a + 1.0 / b);
+            if denom2 <= diff2 * 1e-24 {
                 // No spread against a difference: certain.
-                if diff > 0.0 {
+                if diff != 0.0 {
                     return true;
                 }
                 continue;
             }
-            best_t = best_t.max(diff / denom);
+            if diff2 >= t2 * denom2 {
+                return true;
+            }
         }
-        best_t >= critical.t(n)
+        false
     }
 
     /// The test of a change point at `cps[k]`, between its neighbours.
@@ -414,7 +421,7 @@ fn split(seq: &Seq, params: &Params) -> Vec<Cp> {
     let n = seq.x.len();
     let step = params.window / 2;
     let mut found: Vec<usize> = Vec::new();
-    let mut critical = Critical::new(relaxed * 1.5);
+    let mut critical = Critical::new(relaxed * (1.0 + 1e-6));
     let mut start = 0;
     while start < n {
         let end = (start + params.window).min(n);
@@ -735,13 +742,14 @@ pub fn lone_outliers(x: &[f64], noise: &[f64]) -> Vec<usize> {
     }
     for i in 0..n {
         if i > 0 {
-            before.insert(x[i - 1]);
             if i > SCREEN_CONTEXT {
-                before.remove(x[i - 1 - SCREEN_CONTEXT]);
+                before.replace(x[i - 1 - SCREEN_CONTEXT], x[i - 1]);
+            } else {
+                before.insert(x[i - 1]);
             }
-            after.remove(x[i]);
-            if let Some(v) = x.get(i + SCREEN_CONTEXT) {
-                after.insert(*v);
+            match x.get(i + SCREEN_CONTEXT) {
+                Some(v) => after.replace(x[i], *v),
+                None => after.remove(x[i]),
             }
         }
         if after.is_empty() || before.is_empty() && after.len < 3 {
@@ -852,6 +860,25 @@ impl Sorted {
         };
         self.keys.copy_within(at + 1..self.len, at);
         self.len -= 1;
+    }
+
+    /// [`Sorted::remove`] of `old` and [`Sorted::insert`] of `new` in
+    /// one pass: the gap `old` leaves slides to where `new` belongs.
+    fn replace(&mut self, old: f64, new: f64) {
+        let (o, k) = (total_key(old), total_key(new));
+        let Some(mut at) = self.keys[..self.len].iter().position(|&a| a >= o) else {
+            self.insert(new);
+            return;
+        };
+        while at + 1 < self.len && self.keys[at + 1] < k {
+            self.keys[at] = self.keys[at + 1];
+            at += 1;
+        }
+        while at > 0 && self.keys[at - 1] > k {
+            self.keys[at] = self.keys[at - 1];
+            at -= 1;
+        }
+        self.keys[at] = k;
     }
 
     fn median(&self) -> f64 {

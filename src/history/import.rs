@@ -41,6 +41,9 @@ pub struct ImportReport {
     pub files: Vec<Imported>,
     pub points: usize,
     pub figures: usize,
+    /// What went wrong after the points were written (packing), if anything.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -81,8 +84,9 @@ pub fn import(
         all.extend(recordings);
     }
     let mut store = Store::open(target, Mode::Write)?;
-    store.write(&all)?;
+    let note = store.write(&all)?;
     Ok(ImportReport {
+        note,
         schema_version: super::report::SCHEMA_VERSION,
         store: target.name(),
         points: all.len(),
@@ -275,11 +279,24 @@ impl Render for ImportReport {
                 f.figures
             )?;
         }
-        writeln!(
-            out,
-            "imported into {}: {} points, {} figures, in one transaction",
-            self.store, self.points, self.figures
-        )
+        if self.files.is_empty() {
+            writeln!(
+                out,
+                "{}: a store of this tally's schema (version {}); no files, nothing imported",
+                self.store,
+                super::store::schema::SCHEMA_VERSION
+            )?;
+        } else {
+            writeln!(
+                out,
+                "imported into {}: {} points, {} figures, in one transaction",
+                self.store, self.points, self.figures
+            )?;
+        }
+        if let Some(note) = &self.note {
+            writeln!(out, "{note}")?;
+        }
+        Ok(())
     }
 
     fn table(&self) -> Table {

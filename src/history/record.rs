@@ -147,7 +147,10 @@ impl Recorder {
             }),
         };
         match result {
-            Ok(()) => lines.push(said(&self.config.target, &recording)),
+            Ok(note) => {
+                lines.push(said(&self.config.target, &recording));
+                lines.extend(note);
+            }
             Err(e) => lines.extend(side_file(&self.config.target, &recording, &e)),
         }
         lines

@@ -118,7 +118,7 @@ struct Plan {
 }
 
 impl Plan {
-    fn new(loaded: &Loaded, machines: &HashMap<i64, &MachineRow>, sel: &Selection) -> Plan {
+    fn new(loaded: &Loaded, machines: &MachineIndex<'_>, sel: &Selection) -> Plan {
         let point_ok: Vec<bool> = loaded
             .points
             .iter()
@@ -127,7 +127,7 @@ impl Plan {
                     .as_ref()
                     .is_none_or(|b| p.meta.branch.as_ref() == Some(b))
                     && machines
-                        .get(&p.machine_id)
+                        .get(p.machine_id)
                         .is_some_and(|m| sel.keeps_machine(m))
             })
             .collect();
@@ -142,27 +142,48 @@ impl Plan {
         }
         // A point's group (its machine and tool, unless all machines are
         // asked for), as a rank in the groups' sorted order: worked out
-        // once a point, not once a value.
-        let point_keys: Vec<String> = loaded
+        // once a point, not once a value, and a key made once a group
+        // (points in a row tend to share theirs).
+        let mut found: Vec<String> = Vec::new();
+        let mut slot_of: HashMap<(i64, &str), u32> = HashMap::new();
+        let mut last: Option<((i64, &str), u32)> = None;
+        let point_slot: Vec<u32> = loaded
             .points
             .iter()
             .map(|p| {
-                if sel.all_machines {
-                    return String::new();
+                let at = if sel.all_machines {
+                    (0, "")
+                } else {
+                    (p.machine_id, p.meta.tool.as_str())
+                };
+                if let Some((k, slot)) = last
+                    && k == at
+                {
+                    return slot;
                 }
-                let fp = machines
-                    .get(&p.machine_id)
-                    .map_or("", |m| m.machine.fingerprint.as_str());
-                format!("{fp}\u{0}{}", p.meta.tool)
+                let slot = *slot_of.entry(at).or_insert_with(|| {
+                    found.push(if sel.all_machines {
+                        String::new()
+                    } else {
+                        let fp = machines
+                            .get(at.0)
+                            .map_or("", |m| m.machine.fingerprint.as_str());
+                        format!("{fp}\u{0}{}", at.1)
+                    });
+                    (found.len() - 1) as u32
+                });
+                last = Some((at, slot));
+                slot
             })
             .collect();
-        let mut keys: Vec<String> = point_keys.clone();
+        let mut keys: Vec<String> = found.clone();
         keys.sort_unstable();
         keys.dedup();
-        let group_of = point_keys
+        let rank_of: Vec<u32> = found
             .iter()
             .map(|k| keys.binary_search(k).map_or(u32::MAX, |g| g as u32))
             .collect();
+        let group_of = point_slot.iter().map(|&s| rank_of[s as usize]).collect();
         Plan {
             point_ok,
             group_of,
@@ -220,21 +241,24 @@ pub fn build(
     sel: &Selection,
     params: &Params,
 ) -> Result<Built, StoreError> {
-    let machines: HashMap<i64, &MachineRow> = loaded.machines.iter().map(|m| (m.id, m)).collect();
-    let commits: Vec<CommitOut> = loaded
-        .points
-        .iter()
-        .map(|p| {
-            CommitOut::of(
-                p,
-                machines
-                    .get(&p.machine_id)
-                    .map(|m| m.machine.fingerprint.as_str()),
-            )
-        })
-        .collect();
+    let machines = MachineIndex::new(&loaded.machines);
+    // The commits are made while the series are analysed.
+    let commits = || -> Vec<CommitOut> {
+        loaded
+            .points
+            .iter()
+            .map(|p| {
+                CommitOut::of(
+                    p,
+                    machines
+                        .get(p.machine_id)
+                        .map(|m| m.machine.fingerprint.as_str()),
+                )
+            })
+            .collect()
+    };
     let plan = Plan::new(loaded, &machines, sel);
-    let mut series = analyse_all(snap, loaded, sel, &plan, params)?;
+    let (mut series, commits) = analyse_all(snap, loaded, sel, &plan, params, commits)?;
     series.sort_by_key(|(key, _)| *key);
     let series: Vec<SeriesOut> = series.into_iter().map(|(_, s)| s).collect();
     let mut used: Vec<&str> = series.iter().filter_map(|s| s.machine.as_deref()).collect();
@@ -251,13 +275,14 @@ pub fn build(
 
 /// Each series read, analysed, keyed by (series, group) for the report's
 /// order. Threads take the series from a queue as they are read.
-fn analyse_all(
+fn analyse_all<T>(
     snap: &mut Snapshot<'_>,
     loaded: &Loaded,
     sel: &Selection,
     plan: &Plan,
     params: &Params,
-) -> Result<Vec<Keyed>, StoreError> {
+    meanwhile: impl FnOnce() -> T,
+) -> Result<(Vec<Keyed>, T), StoreError> {
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .clamp(1, 8);
@@ -273,7 +298,7 @@ fn analyse_all(
                 out.extend(plan.groups(si, vals).into_iter().map(analysed));
             }
         })?;
-        return Ok(out);
+        return Ok((out, meanwhile()));
     }
     let (tx, rx) = std::sync::mpsc::channel::<Group>();
     let rx = std::sync::Mutex::new(rx);
@@ -302,13 +327,33 @@ fn analyse_all(
             }
         });
         drop(tx);
+        // What the caller needs besides, made while the threads analyse.
+        let also = meanwhile();
         let mut out = Vec::new();
         for h in handles {
             // A thread that panicked loses no series unsaid: the panic goes on.
             out.extend(h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)));
         }
-        read.map(|()| out)
+        read.map(|()| (out, also))
     })
+}
+
+/// The machines by id: a few, so a sorted list, not a hash.
+struct MachineIndex<'a>(Vec<(i64, &'a MachineRow)>);
+
+impl<'a> MachineIndex<'a> {
+    fn new(machines: &'a [MachineRow]) -> MachineIndex<'a> {
+        let mut v: Vec<(i64, &MachineRow)> = machines.iter().map(|m| (m.id, m)).collect();
+        v.sort_by_key(|(id, _)| *id);
+        MachineIndex(v)
+    }
+
+    fn get(&self, id: i64) -> Option<&'a MachineRow> {
+        self.0
+            .binary_search_by_key(&id, |(k, _)| *k)
+            .ok()
+            .map(|i| self.0[i].1)
+    }
 }
 
 /// The standard error of a point's median, from its MAD and count: about

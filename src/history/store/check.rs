@@ -27,7 +27,9 @@ fn text(table: &str, field: &str, row: &str, v: &str, max: usize) -> Result<(), 
             v.len()
         ));
     }
-    if v.chars().any(|c| c.is_control() && c != '\t') {
+    // Plain ASCII is checked byte by byte; anything else char by char.
+    let ascii_clean = v.bytes().all(|b| (0x20..0x7f).contains(&b) || b == b'\t');
+    if !ascii_clean && v.chars().any(|c| c.is_control() && c != '\t') {
         return Err(format!(
             "table {table}: field {field} of {row} holds control characters (\"{}\")",
             escape_text(&v.chars().take(64).collect::<String>())
@@ -151,6 +153,23 @@ fn summary(
         return Err(format!(
             "table {t}: field median of {row} is {median}, outside min {min} and max {max}"
         ));
+    }
+    Ok(())
+}
+
+/// A packed result's figures, as `summary` checks a row's (a pack keeps
+/// no min or max): the message names the field.
+pub fn packed(n: u64, median: f64, mad: f64) -> Result<(), String> {
+    for (field, v) in [("median", median), ("mad", mad)] {
+        if !v.is_finite() {
+            return Err(format!("field {field} is {v}, not a finite number"));
+        }
+    }
+    if !(1..=MAX_SAMPLES).contains(&n) {
+        return Err(format!("field n is {n}, not 1 to {MAX_SAMPLES}"));
+    }
+    if mad < 0.0 {
+        return Err(format!("field mad is {mad}, below 0"));
     }
     Ok(())
 }

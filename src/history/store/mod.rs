@@ -12,6 +12,7 @@
 //! and the rows a query may read are bounded.
 
 pub mod check;
+pub mod pack;
 pub mod postgres;
 pub mod schema;
 pub mod sqlite;
@@ -169,6 +170,8 @@ pub struct Query {
     /// to the first point `since_ns` keeps: a seek per series, not a scan
     /// of the whole history).
     pub from_point: Option<i64>,
+    /// Only results of points up to this id (with `series`).
+    pub to_point: Option<i64>,
 }
 
 /// A store that could not be used, with the fix. The store's name comes
@@ -276,7 +279,7 @@ pub trait Backend {
     fn series(&mut self, each: &mut dyn FnMut(SeriesRow) -> Result<(), Fault>)
     -> Result<(), Fault>;
     /// Results in series order (every row of one series before the next
-    /// series' first).
+    /// series' first), each series' in point order when `q` names them.
     fn results(
         &mut self,
         q: &Query,
@@ -286,6 +289,26 @@ pub trait Backend {
     /// [`Backend::end_read`]: a recording committed meanwhile is not seen.
     fn begin_read(&mut self) -> Result<(), Fault>;
     fn end_read(&mut self) -> Result<(), Fault>;
+    /// The newest point's id, 0 when there is none.
+    fn newest_point(&mut self) -> Result<i64, Fault>;
+    /// The packs of series `series_id` that reach point `from_point` or
+    /// later, by their first point.
+    fn packs(
+        &mut self,
+        series_id: i64,
+        from_point: i64,
+        each: &mut dyn FnMut(pack::PackRow) -> Result<(), Fault>,
+    ) -> Result<(), Fault>;
+    /// Runs `f` in one write transaction that no recording runs beside:
+    /// every recording begun before it has committed, and none begins
+    /// until it ends (waits bounded as every wait on the store is).
+    fn alone(
+        &mut self,
+        f: &mut dyn FnMut(&mut dyn Backend) -> Result<(), Fault>,
+    ) -> Result<(), Fault>;
+    /// Adds `packs` and moves meta's `packed_through` to `through` (within
+    /// [`Backend::alone`]).
+    fn add_packs(&mut self, packs: &[pack::PackRow], through: i64) -> Result<(), Fault>;
 }
 
 /// What [`Backend::prepare`] is to do, decided from what the store holds.
@@ -354,15 +377,18 @@ impl Store {
                 Prepare::Migrate(_) => Err(StoreError::Refused {
                     store: name,
                     what: "its schema is older than this tally's: record into it once \
-                           (or run tally history import on it with no files) to step it up"
+                           (or run tally history import STORE, no files) to step it up"
                         .into(),
                 }),
             },
         }
     }
 
-    /// Writes `recordings` in one transaction, each checked first.
-    pub fn write(&mut self, recordings: &[Recording]) -> Result<(), StoreError> {
+    /// Writes `recordings` in one transaction, each checked first; then
+    /// packs what has become due ([`pack`]). They are written when this
+    /// returns `Ok`: a packing that failed is said in the note returned,
+    /// and left for the next recording.
+    pub fn write(&mut self, recordings: &[Recording]) -> Result<Option<String>, StoreError> {
         for r in recordings {
             check::recording(r).map_err(|what| StoreError::Refused {
                 store: self.name.clone(),
@@ -371,7 +397,13 @@ impl Store {
         }
         self.backend
             .write(recordings)
-            .map_err(|f| f.named(&self.name))
+            .map_err(|f| f.named(&self.name))?;
+        Ok(pack::due(self.backend.as_mut()).err().map(|f| {
+            format!(
+                "packing for reading left for the next recording: {}",
+                f.named(&self.name)
+            )
+        }))
     }
 
     /// Begins a read of one snapshot of the store (see [`Snapshot`]).
@@ -495,10 +527,7 @@ fn decide(b: &mut dyn Backend) -> Result<Prepare, Fault> {
         }
         return Ok(Prepare::Ready);
     }
-    let statements = steps
-        .iter()
-        .flat_map(|m| m.statements.iter().map(|s| s.to_string()))
-        .collect();
+    let statements = steps.iter().flat_map(|m| m.sql(b.dialect())).collect();
     Ok(Prepare::Migrate(statements))
 }
 
@@ -512,6 +541,9 @@ pub struct Loaded {
     query: Query,
     point_at: IdIndex,
     series_at: IdIndex,
+    /// Meta's `packed_through`: results of points up to it are read from
+    /// their packs.
+    packed_through: i64,
 }
 
 /// One value of a series: the point (an index into [`Loaded::points`]),
@@ -533,6 +565,7 @@ fn head(
     let mut points = Vec::new();
     let mut series = Vec::new();
     let mut q = q.clone();
+    let packed_through = pack::through(&b.meta()?)?;
     b.machines(&mut |m| {
         check::machine_row(&m).map_err(Fault::Damaged)?;
         bounded(machines.len(), MAX_MACHINES, "machines")?;
@@ -550,10 +583,12 @@ fn head(
     if series.len() < all {
         q.series = Some(series.iter().map(|s| s.id).collect());
     }
-    let machine_ids: std::collections::HashSet<i64> = machines.iter().map(|m| m.id).collect();
+    // A few machines: a sorted list, not a hash, for a lookup a point.
+    let mut machine_ids: Vec<i64> = machines.iter().map(|m| m.id).collect();
+    machine_ids.sort_unstable();
     b.points(&q, &mut |p| {
         check::point_row(&p).map_err(Fault::Damaged)?;
-        if !machine_ids.contains(&p.machine_id) {
+        if machine_ids.binary_search(&p.machine_id).is_err() {
             return Err(Fault::Damaged(format!(
                 "table points: field machine_id of point {} names no machine ({})",
                 p.id, p.machine_id
@@ -579,6 +614,7 @@ fn head(
         points,
         series,
         query: q,
+        packed_through,
     })
 }
 
@@ -587,6 +623,9 @@ fn values(
     head: &Loaded,
     each: &mut dyn FnMut(usize, Vec<Value>),
 ) -> Result<(), Fault> {
+    if head.packed_through > 0 {
+        return packed_values(b, head, each);
+    }
     let q = &head.query;
     let mut count = 0usize;
     // The series being read, and which have been read whole.
@@ -635,17 +674,81 @@ fn values(
             current = Some((s, Vec::with_capacity(room)));
         }
         if let Some((_, vals)) = current.as_mut() {
-            vals.push(Value {
-                point: p,
-                n: u32::try_from(r.n).unwrap_or(u32::MAX),
-                median: r.median,
-                mad: r.mad,
-            });
+            vals.push(value(p, r.n, r.median, r.mad));
         }
         Ok(())
     })?;
     if let Some((c, vals)) = current.take() {
         each(c as usize, vals);
+    }
+    Ok(())
+}
+
+fn value(point: u32, n: u64, median: f64, mad: f64) -> Value {
+    Value {
+        point,
+        n: u32::try_from(n).unwrap_or(u32::MAX),
+        median,
+        mad,
+    }
+}
+
+/// [`values`] of a store with packs: each series' packs up to
+/// `packed_through`, then its rows after it.
+fn packed_values(
+    b: &mut dyn Backend,
+    head: &Loaded,
+    each: &mut dyn FnMut(usize, Vec<Value>),
+) -> Result<(), Fault> {
+    let from = head.query.from_point.unwrap_or(1);
+    let through = head.packed_through;
+    let mut count = 0usize;
+    let mut room = 0;
+    for (i, s) in head.series.iter().enumerate() {
+        let mut vals: Vec<Value> = Vec::with_capacity(room);
+        // A point that is not read (before --since), or not there at all.
+        let mut at = |point_id: i64, vals: &mut Vec<Value>, n, median, mad| {
+            let Some(p) = head.point_at.get(point_id) else {
+                if head.query.since_ns.is_none() {
+                    return Err(Fault::Damaged(format!(
+                        "series {}: a result names no point ({point_id})",
+                        s.id
+                    )));
+                }
+                return Ok(());
+            };
+            count += 1;
+            bounded(count - 1, MAX_RESULTS, "results")?;
+            vals.push(value(p, n, median, mad));
+            Ok(())
+        };
+        let mut packs = Vec::new();
+        b.packs(s.id, from, &mut |p| {
+            bounded(packs.len(), MAX_RESULTS, "packs")?;
+            packs.push(p);
+            Ok(())
+        })?;
+        let mut after = 0;
+        for p in &packs {
+            pack::decode(p, after, through, &mut |r| {
+                if r.point_id < from {
+                    return Ok(());
+                }
+                at(r.point_id, &mut vals, r.n, r.median, r.mad)
+            })?;
+            after = p.last_point_id;
+        }
+        let q = Query {
+            series: Some(vec![s.id]),
+            from_point: Some(from.max(through + 1)),
+            ..Query::default()
+        };
+        b.results(&q, &mut |r| {
+            check::result_row(&r).map_err(Fault::Damaged)?;
+            at(r.point_id, &mut vals, r.n, r.median, r.mad)
+        })?;
+        room = vals.len();
+        each(i, vals);
     }
     Ok(())
 }
@@ -804,5 +907,73 @@ mod tests {
         assert_eq!(medians(150), [2.0, 3.0]);
         assert_eq!(medians(250), [3.0]);
         assert!(medians(400).is_empty());
+    }
+
+    /// A long history is read from packs and rows alike: every value
+    /// once, in both, with and without --since, and a second series that
+    /// began later packs only the points it has.
+    #[test]
+    fn packed_and_unpacked_results_read_as_one_history() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = Target::Sqlite(dir.path().join("h.db"));
+        let base = 1_800_000_000_000_000_000i64;
+        let total = 2 * pack::SPAN + 100;
+        let all: Vec<Recording> = (1..=total)
+            .map(|i| {
+                let mut r = recording(base + i, i as f64);
+                if i > pack::SPAN + 50 {
+                    let mut f = r.figures[0].clone();
+                    f.figure = "cpu_ns".into();
+                    f.median = -(i as f64);
+                    f.n = 5;
+                    f.mad = 0.5;
+                    f.min = f.median - 1.0;
+                    f.max = f.median + 1.0;
+                    r.figures.push(f);
+                }
+                r
+            })
+            .collect();
+        let mut store = Store::open(&target, Mode::Write).unwrap();
+        // Written in two parts: the first packs nothing yet.
+        assert_eq!(store.write(&all[..100]).unwrap(), None);
+        assert_eq!(store.write(&all[100..]).unwrap(), None);
+        let through = pack::through(&store.backend.meta().unwrap()).unwrap();
+        assert_eq!(through, 2 * pack::SPAN);
+        let mut packs = 0;
+        for id in [1, 2] {
+            store
+                .backend
+                .packs(id, 1, &mut |_| {
+                    packs += 1;
+                    Ok(())
+                })
+                .unwrap();
+        }
+        assert_eq!(packs, 3, "two of the first series, one of the second");
+        let mut read = |since: i64| -> Vec<Vec<(f64, f64, u32)>> {
+            let mut snap = store.snapshot().unwrap();
+            let q = Query {
+                since_ns: (since > 0).then_some(base + since),
+                ..Query::default()
+            };
+            let head = snap.head(&q, &|_| true).unwrap();
+            let mut got = vec![Vec::new(); head.series.len()];
+            snap.values(&head, &mut |s, v| {
+                got[s] = v.iter().map(|x| (x.median, x.mad, x.n)).collect();
+            })
+            .unwrap();
+            snap.finish().unwrap();
+            got
+        };
+        for since in [0, 7, pack::SPAN + 3, 2 * pack::SPAN + 1] {
+            let got = read(since);
+            let from = since.max(1);
+            let first: Vec<(f64, f64, u32)> = (from..=total).map(|i| (i as f64, 0.0, 1)).collect();
+            let second: Vec<(f64, f64, u32)> = (from.max(pack::SPAN + 51)..=total)
+                .map(|i| (-(i as f64), 0.5, 5))
+                .collect();
+            assert_eq!(got, [first, second], "since {since}");
+        }
     }
 }

@@ -19,11 +19,16 @@ use super::tls::{self, Roots, SslMode};
 use super::{
     Backend, Fault, Machine, MachineRow, Mode, PointMeta, PointRow, Prepare, Query, Recording,
     ResultRow, SeriesRow, check,
+    pack::{self, PackRow},
 };
 
 /// The schema (namespace) tally's tables live in.
 pub const NAMESPACE: &str = "tally_history";
 const P: &str = "tally_history.";
+
+/// The advisory lock between recordings (shared) and packing (alone):
+/// packing waits for every recording under way and holds off new ones.
+const PACKING_LOCK: i64 = 0x7461_6c6c_7970_6b00; // "tallypk"
 
 /// A PostgreSQL URL: what tokio-postgres reads, and the TLS settings it
 /// does not (libpq's names).
@@ -471,7 +476,10 @@ impl Backend for Postgres {
             // not make schemas needs no right it does not use.
             let exists = me
                 .client
-                .query_opt("SELECT 1 FROM pg_namespace WHERE nspname = $1", &[&NAMESPACE])
+                .query_opt(
+                    "SELECT 1 FROM pg_namespace WHERE nspname = $1",
+                    &[&NAMESPACE],
+                )
                 .map_err(|e| fault(&e, None))?
                 .is_some();
             if !exists {
@@ -483,11 +491,7 @@ impl Backend for Postgres {
                 Prepare::Ready => me.writable(),
                 Prepare::Create => {
                     let mut sql = schema::ddl(Dialect::Postgres, P);
-                    sql.push(format!(
-                        "INSERT INTO {P}meta (key, value) VALUES ('format', '{}'), ('schema_version', '{}')",
-                        schema::FORMAT,
-                        schema::SCHEMA_VERSION
-                    ));
+                    sql.push(schema::meta_start(P));
                     me.execute(&sql)
                 }
                 Prepare::Migrate(mut sql) => {
@@ -512,6 +516,10 @@ impl Backend for Postgres {
 
     fn write(&mut self, recordings: &[Recording]) -> Result<(), Fault> {
         self.in_transaction(|me| {
+            // Shared: recordings run side by side; packing waits for them.
+            me.client
+                .execute("SELECT pg_advisory_xact_lock_shared($1)", &[&PACKING_LOCK])
+                .map_err(|e| fault(&e, None))?;
             let mut series = HashMap::new();
             for r in recordings {
                 me.write_one(r, &mut series)?;
@@ -618,10 +626,12 @@ impl Backend for Postgres {
             None => self.rows(&format!("{columns} ORDER BY series_id"), &[], t, &mut one),
             Some(ids) => {
                 let from = q.from_point.unwrap_or(i64::MIN);
+                let to = q.to_point.unwrap_or(i64::MAX);
                 let sql = format!(
-                    "{columns} WHERE series_id = ANY($1) AND point_id >= $2 ORDER BY series_id"
+                    "{columns} WHERE series_id = ANY($1) AND point_id >= $2 AND point_id <= $3 \
+                     ORDER BY series_id, point_id"
                 );
-                self.rows(&sql, &[ids, &from], t, &mut one)
+                self.rows(&sql, &[ids, &from, &to], t, &mut one)
             }
         }
     }
@@ -637,12 +647,86 @@ impl Backend for Postgres {
             .batch_execute("COMMIT")
             .map_err(|e| fault(&e, None))
     }
+
+    fn newest_point(&mut self) -> Result<i64, Fault> {
+        self.client
+            .query_one(&format!("SELECT COALESCE(MAX(id), 0) FROM {P}points"), &[])
+            .and_then(|r| r.try_get(0))
+            .map_err(|e| fault(&e, Some("points")))
+    }
+
+    fn packs(
+        &mut self,
+        series_id: i64,
+        from_point: i64,
+        each: &mut dyn FnMut(PackRow) -> Result<(), Fault>,
+    ) -> Result<(), Fault> {
+        let t = "packs";
+        let sql = format!(
+            "SELECT series_id, first_point_id, last_point_id, count, data FROM {P}packs \
+             WHERE series_id = $1 AND last_point_id >= $2 ORDER BY first_point_id"
+        );
+        self.rows(&sql, &[&series_id, &from_point], t, &mut |r| {
+            each(PackRow {
+                series_id: get(r, 0, t, "series_id")?,
+                first_point_id: get(r, 1, t, "first_point_id")?,
+                last_point_id: get(r, 2, t, "last_point_id")?,
+                count: get(r, 3, t, "count")?,
+                data: get(r, 4, t, "data")?,
+            })
+        })
+    }
+
+    fn alone(
+        &mut self,
+        f: &mut dyn FnMut(&mut dyn Backend) -> Result<(), Fault>,
+    ) -> Result<(), Fault> {
+        self.in_transaction(|me| {
+            // Exclusive: waits (up to lock_timeout) for the recordings
+            // under way, whose shared hold ends at their commit.
+            me.client
+                .execute("SELECT pg_advisory_xact_lock($1)", &[&PACKING_LOCK])
+                .map_err(|e| fault(&e, None))?;
+            f(me)
+        })
+    }
+
+    fn add_packs(&mut self, packs: &[PackRow], through: i64) -> Result<(), Fault> {
+        let insert = self
+            .client
+            .prepare(&format!(
+                "INSERT INTO {P}packs (series_id, first_point_id, last_point_id, count, data) \
+                 VALUES ($1, $2, $3, $4, $5)"
+            ))
+            .map_err(|e| fault(&e, Some("packs")))?;
+        for p in packs {
+            self.client
+                .execute(
+                    &insert,
+                    &[
+                        &p.series_id,
+                        &p.first_point_id,
+                        &p.last_point_id,
+                        &p.count,
+                        &p.data,
+                    ],
+                )
+                .map_err(|e| fault(&e, Some("packs")))?;
+        }
+        self.client
+            .execute(
+                &format!("UPDATE {P}meta SET value = $1 WHERE key = $2"),
+                &[&through.to_string(), &pack::THROUGH],
+            )
+            .map_err(|e| fault(&e, Some("meta")))?;
+        Ok(())
+    }
 }
 
 impl Postgres {
     /// A current store this user may not write is said before any run.
     fn writable(&mut self) -> Result<(), Fault> {
-        for table in ["points", "results", "series", "machines"] {
+        for table in ["points", "results", "series", "machines", "packs"] {
             let may: bool = self
                 .client
                 .query_one(

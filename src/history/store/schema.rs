@@ -12,10 +12,15 @@
 //! results   series_id, point_id, n, median, mad, min, max, samples
 //!                                          one per point and series; samples are
 //!                                          little-endian f64s (NULL: none kept)
+//! packs     series_id, first_point_id, last_point_id, count, data
+//!                                          a series' results of a range of point
+//!                                          ids, packed for reading (`pack`); meta's
+//!                                          packed_through: every result of a point
+//!                                          up to it is in a pack
 //! ```
 
 /// The schema version this tally writes and reads.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// What `meta.format` holds in every store.
 pub const FORMAT: &str = "tally-history";
@@ -117,7 +122,38 @@ pub const TABLES: &[Table] = &[
             "FOREIGN KEY (point_id) REFERENCES points (id)",
         ],
     },
+    Table {
+        name: "packs",
+        columns: &[
+            col("series_id", Kind::Int, false),
+            col("first_point_id", Kind::Int, false),
+            col("last_point_id", Kind::Int, false),
+            col("count", Kind::Int, false),
+            col("data", Kind::Blob, false),
+        ],
+        keys: &[
+            "PRIMARY KEY (series_id, first_point_id)",
+            "FOREIGN KEY (series_id) REFERENCES series (id)",
+        ],
+    },
 ];
+
+/// The meta rows a new store starts with, beside its format and version.
+pub const META_START: &[(&str, &str)] = &[("packed_through", "0")];
+
+/// The statement that writes a new store's meta rows.
+pub fn meta_start(prefix: &str) -> String {
+    let version = SCHEMA_VERSION.to_string();
+    let rows: Vec<String> = [("format", FORMAT), ("schema_version", version.as_str())]
+        .iter()
+        .chain(META_START)
+        .map(|(k, v)| format!("('{k}', '{v}')"))
+        .collect();
+    format!(
+        "INSERT INTO {prefix}meta (key, value) VALUES {}",
+        rows.join(", ")
+    )
+}
 
 /// The indexes beyond the keys: points by time, for `--since`.
 pub const INDEXES: &[(&str, &str, &str)] = &[("points_by_time", "points", "recorded_at_ns, id")];
@@ -164,8 +200,17 @@ impl Kind {
 /// The statements that make every table and index, in order; `prefix` is
 /// put before each table name (`tally_history.` in PostgreSQL).
 pub fn ddl(d: Dialect, prefix: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    for t in TABLES {
+    let mut out: Vec<String> = TABLES.iter().map(|t| table_ddl(t, d, prefix)).collect();
+    for (name, table, cols) in INDEXES {
+        // An index lives in its table's schema: its name takes no prefix.
+        out.push(format!("CREATE INDEX {name} ON {prefix}{table} ({cols})"));
+    }
+    out
+}
+
+/// The statement that makes table `t`.
+pub fn table_ddl(t: &Table, d: Dialect, prefix: &str) -> String {
+    {
         let mut parts: Vec<String> = t
             .columns
             .iter()
@@ -188,17 +233,12 @@ pub fn ddl(d: Dialect, prefix: &str) -> Vec<String> {
         } else {
             ""
         };
-        out.push(format!(
+        format!(
             "CREATE TABLE {prefix}{} ({}){without_rowid}",
             t.name,
             parts.join(", ")
-        ));
+        )
     }
-    for (name, table, cols) in INDEXES {
-        // An index lives in its table's schema: its name takes no prefix.
-        out.push(format!("CREATE INDEX {name} ON {prefix}{table} ({cols})"));
-    }
-    out
 }
 
 /// One column as a store reports it: its name, its type as reported, and
@@ -256,19 +296,43 @@ pub fn check_columns(table: &Table, found: &[Found], d: Dialect) -> Result<(), S
     Ok(())
 }
 
-/// One step of a store from one schema version to the next: the
-/// statements, run in the transaction that records the new version.
+/// One step of a store from one schema version to the next: the tables it
+/// makes, then the statements, run in the transaction that records the
+/// new version.
 #[derive(Debug, Clone, Copy)]
 pub struct Migration {
     pub from: i64,
+    /// Tables of [`TABLES`] made by this step, as [`table_ddl`] makes them.
+    pub creates: &'static [&'static str],
     /// Statements, each with `{p}` where the table prefix goes.
     pub statements: &'static [&'static str],
 }
 
-/// Every step from an older schema to [`SCHEMA_VERSION`]. Version 1 is
-/// the first, so none yet; a store of version `v` is stepped through each
-/// migration whose `from` is `v`, `v + 1`, … in one transaction.
-pub const MIGRATIONS: &[Migration] = &[];
+impl Migration {
+    /// Every statement of this step in dialect `d`, `{p}` left for the
+    /// backend to fill.
+    pub fn sql(&self, d: Dialect) -> Vec<String> {
+        let made = self.creates.iter().filter_map(|name| {
+            TABLES
+                .iter()
+                .find(|t| t.name == *name)
+                .map(|t| table_ddl(t, d, "{p}"))
+        });
+        made.chain(self.statements.iter().map(|s| s.to_string()))
+            .collect()
+    }
+}
+
+/// Every step from an older schema to [`SCHEMA_VERSION`]; a store of
+/// version `v` is stepped through each migration whose `from` is `v`,
+/// `v + 1`, … in one transaction.
+pub const MIGRATIONS: &[Migration] = &[Migration {
+    // Version 2: packs, for reading long histories (nothing packed yet:
+    // the next recording packs what is due).
+    from: 1,
+    creates: &["packs"],
+    statements: &["INSERT INTO {p}meta (key, value) VALUES ('packed_through', '0')"],
+}];
 
 /// The migrations that take a store from `version` to `target`, or why
 /// none can: a newer store, or a missing step.
@@ -303,6 +367,7 @@ mod tests {
         for d in [Dialect::Sqlite, Dialect::Postgres] {
             let sql = ddl(d, if d == Dialect::Postgres { "s." } else { "" });
             assert_eq!(sql.len(), TABLES.len() + INDEXES.len());
+            assert!(sql[5].contains("PRIMARY KEY (series_id, first_point_id)"));
             assert!(
                 sql[4].contains("PRIMARY KEY (series_id, point_id)"),
                 "{}",
@@ -315,7 +380,7 @@ mod tests {
             "{}",
             pg[2]
         );
-        assert!(pg[5].starts_with("CREATE INDEX points_by_time ON tally_history.points"));
+        assert!(pg[6].starts_with("CREATE INDEX points_by_time ON tally_history.points"));
     }
 
     fn reported(t: &Table, d: Dialect) -> Vec<Found> {
@@ -360,10 +425,12 @@ mod tests {
     static STEP: &[Migration] = &[
         Migration {
             from: 1,
+            creates: &[],
             statements: &["ALTER TABLE {p}points ADD COLUMN note TEXT"],
         },
         Migration {
             from: 2,
+            creates: &["packs"],
             statements: &[],
         },
     ];
@@ -383,5 +450,12 @@ mod tests {
                 .contains("no step from version 0")
         );
         assert!(steps(SCHEMA_VERSION, SCHEMA_VERSION, MIGRATIONS).is_ok());
+        assert_eq!(steps(1, SCHEMA_VERSION, MIGRATIONS).map(|v| v.len()), Ok(1));
+        let sql = STEP[1].sql(Dialect::Postgres);
+        assert!(
+            sql[0].starts_with("CREATE TABLE {p}packs (series_id BIGINT NOT NULL"),
+            "{sql:?}"
+        );
+        assert!(sql[0].contains("REFERENCES {p}series (id)"), "{sql:?}");
     }
 }

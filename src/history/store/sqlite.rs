@@ -21,6 +21,7 @@ use super::schema::{self, Dialect};
 use super::{
     Backend, Fault, MachineRow, Mode, PointMeta, PointRow, Prepare, Query, Recording, ResultRow,
     SeriesRow, check,
+    pack::{self, PackRow},
 };
 use crate::text::path::display;
 
@@ -335,11 +336,7 @@ impl Backend for Sqlite {
             Prepare::Ready => Ok(()),
             Prepare::Create => {
                 let mut sql = schema::ddl(Dialect::Sqlite, "");
-                sql.push(format!(
-                    "INSERT INTO meta (key, value) VALUES ('format', '{}'), ('schema_version', '{}')",
-                    schema::FORMAT,
-                    schema::SCHEMA_VERSION
-                ));
+                sql.push(schema::meta_start(""));
                 me.execute(&sql)
             }
             Prepare::Migrate(mut sql) => {
@@ -483,15 +480,19 @@ impl Backend for Sqlite {
         const COLUMNS: &str = "SELECT series_id, point_id, n, median, mad, min, max FROM results";
         // In series order: the primary key's, so no sort.
         let sql = if q.series.is_some() {
-            format!("{COLUMNS} WHERE series_id = ?1 AND point_id >= ?2")
+            format!(
+                "{COLUMNS} WHERE series_id = ?1 AND point_id >= ?2 AND point_id <= ?3 \
+                 ORDER BY point_id"
+            )
         } else {
             format!("{COLUMNS} ORDER BY series_id")
         };
         let from = q.from_point.unwrap_or(i64::MIN);
-        let mut s = self.conn.prepare(&sql).map_err(|e| fault(e, t))?;
+        let to = q.to_point.unwrap_or(i64::MAX);
+        let mut s = self.conn.prepare_cached(&sql).map_err(|e| fault(e, t))?;
         for series in which {
             let mut rows = match series {
-                Some(id) => s.query([*id, from]),
+                Some(id) => s.query([*id, from, to]),
                 None => s.query([]),
             }
             .map_err(|e| fault(e, t))?;
@@ -525,5 +526,78 @@ impl Backend for Sqlite {
         self.conn
             .execute_batch("COMMIT")
             .map_err(|e| fault(e, None))
+    }
+
+    fn newest_point(&mut self) -> Result<i64, Fault> {
+        self.conn
+            .query_row("SELECT COALESCE(MAX(id), 0) FROM points", [], |r| r.get(0))
+            .map_err(|e| fault(e, Some("points")))
+    }
+
+    fn packs(
+        &mut self,
+        series_id: i64,
+        from_point: i64,
+        each: &mut dyn FnMut(PackRow) -> Result<(), Fault>,
+    ) -> Result<(), Fault> {
+        let t = Some("packs");
+        let mut s = self
+            .conn
+            .prepare_cached(
+                "SELECT series_id, first_point_id, last_point_id, count, data FROM packs \
+                 WHERE series_id = ?1 AND last_point_id >= ?2 ORDER BY first_point_id",
+            )
+            .map_err(|e| fault(e, t))?;
+        let mut rows = s.query([series_id, from_point]).map_err(|e| fault(e, t))?;
+        while let Some(r) = rows.next().map_err(|e| fault(e, t))? {
+            let row = (|| {
+                Ok(PackRow {
+                    series_id: r.get(0)?,
+                    first_point_id: r.get(1)?,
+                    last_point_id: r.get(2)?,
+                    count: r.get(3)?,
+                    data: r.get(4)?,
+                })
+            })()
+            .map_err(|e| fault(e, t))?;
+            each(row)?;
+        }
+        Ok(())
+    }
+
+    fn alone(
+        &mut self,
+        f: &mut dyn FnMut(&mut dyn Backend) -> Result<(), Fault>,
+    ) -> Result<(), Fault> {
+        // BEGIN IMMEDIATE: one writer at a time, and none is mid-way.
+        self.in_transaction(|me| f(me))
+    }
+
+    fn add_packs(&mut self, packs: &[PackRow], through: i64) -> Result<(), Fault> {
+        let t = Some("packs");
+        let mut s = self
+            .conn
+            .prepare_cached(
+                "INSERT INTO packs (series_id, first_point_id, last_point_id, count, data) \
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+            )
+            .map_err(|e| fault(e, t))?;
+        for p in packs {
+            s.execute(params![
+                p.series_id,
+                p.first_point_id,
+                p.last_point_id,
+                p.count,
+                p.data
+            ])
+            .map_err(|e| fault(e, t))?;
+        }
+        self.conn
+            .execute(
+                "UPDATE meta SET value = ?1 WHERE key = ?2",
+                params![through.to_string(), pack::THROUGH],
+            )
+            .map_err(|e| fault(e, Some("meta")))?;
+        Ok(())
     }
 }
