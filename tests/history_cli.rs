@@ -243,7 +243,7 @@ fn every_format_renders_and_prometheus_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let store = store_of(dir.path(), &stepped(30));
     for (format, want) in [
-        ("human", "1 series, 30 points"),
+        ("human", "1 series, 30 values of 30 points"),
         (
             "csv",
             "command,figure,unit,tool,machine,index,commit,dirty,branch,recorded_at,median,mad,n,outlier,change_point,change",

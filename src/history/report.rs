@@ -261,7 +261,15 @@ impl HistoryReport {
 
     /// The first line: what was read and what was found.
     pub fn headline(&self) -> String {
-        let points: usize = self.series.iter().map(|s| s.points.len()).sum();
+        let values: usize = self.series.iter().map(|s| s.points.len()).sum();
+        // The points (recordings) the series' values are of.
+        let mut seen = vec![false; self.commits.len()];
+        for v in self.series.iter().flat_map(|s| &s.points) {
+            if let Some(b) = seen.get_mut(v.point as usize) {
+                *b = true;
+            }
+        }
+        let points = seen.iter().filter(|b| **b).count();
         let cps: usize = self.series.iter().map(|s| s.change_points.len()).sum();
         let span = match (
             self.commits.iter().map(|c| c.recorded_at_ns).min(),
@@ -271,9 +279,10 @@ impl HistoryReport {
             _ => String::new(),
         };
         format!(
-            "{}: {} series, {} points{span}; {} change point{}",
+            "{}: {} series, {} values of {} points{span}; {} change point{}",
             self.store,
             crate::units::thousands(self.series.len() as u64),
+            crate::units::thousands(values as u64),
             crate::units::thousands(points as u64),
             cps,
             if cps == 1 { "" } else { "s" }
