@@ -342,12 +342,63 @@ impl Allowance {
         }
     }
 
+    /// [`Allowance::stands`] for a figure of either direction: a time
+    /// (worse is higher) as it is, a rate (worse is lower, bound
+    /// `1 − limit`) the other way up: a machine `s` times slower makes a
+    /// rate `s` times lower, so the rate's interval times the most (for a
+    /// regression) or the least (for a pass) the machine may have slowed
+    /// must still lie beyond or within.
+    pub fn stands_either(
+        &self,
+        higher_is_better: bool,
+        regression: bool,
+        lo: f64,
+        hi: f64,
+        limit: f64,
+    ) -> bool {
+        if !higher_is_better {
+            return self.stands(regression, lo, hi, limit);
+        }
+        let bound = (1.0 - limit).max(0.0);
+        if regression {
+            hi * self.high.max(1.0) < bound
+        } else {
+            lo * self.low.min(1.0) >= bound
+        }
+    }
+
     /// Why the machine may account for a change, in words: which set of
     /// probes spread, or how much slower or faster this machine ran, and
     /// the times it could account for.
     pub fn words(&self) -> String {
+        format!(
+            "{}: the machine could account for a time from {:.2}× to {:.2}× the baseline's",
+            self.cause(),
+            self.low,
+            self.high
+        )
+    }
+
+    /// [`Allowance::words`] for a figure of either direction: a rate
+    /// (higher is better) the machine could account for is the times'
+    /// bounds the other way up.
+    pub fn words_either(&self, higher_is_better: bool) -> String {
+        if !higher_is_better {
+            return self.words();
+        }
+        format!(
+            "{}: the machine could account for a rate from {:.2}× to {:.2}× the baseline's",
+            self.cause(),
+            1.0 / self.high,
+            1.0 / self.low
+        )
+    }
+
+    /// Which set of probes spread, or how much slower or faster this
+    /// machine ran.
+    fn cause(&self) -> String {
         let varied = |s: f64| s > SPREAD;
-        let cause = match (varied(self.spread_now), varied(self.spread_then)) {
+        match (varied(self.spread_now), varied(self.spread_then)) {
             (true, true) => format!(
                 "the machine's speed varied ±{:.0}% during these runs and ±{:.0}% during the \
                  baseline's (speed probes)",
@@ -370,11 +421,7 @@ impl Allowance {
                 "this machine ran {} than when the baseline was saved (speed probes)",
                 slower_or_faster(self.ratio)
             ),
-        };
-        format!(
-            "{cause}: the machine could account for a time from {:.2}× to {:.2}× the baseline's",
-            self.low, self.high
-        )
+        }
     }
 }
 
@@ -390,6 +437,34 @@ pub fn slower_or_faster(ratio: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A rate is judged the other way up: a machine 10% slower lowers it
+    /// by 10% at most, so a rate 30% lower is a regression and one 8%
+    /// lower is not, and the words give the rates it could account for.
+    #[test]
+    fn rates_are_judged_in_proportion_the_other_way_up() {
+        let a = Allowance {
+            ratio: 1.1,
+            low: 1.05,
+            high: 1.15,
+            spread_now: 0.01,
+            spread_then: 0.01,
+        };
+        assert!(a.stands_either(true, true, 0.65, 0.72, 0.05));
+        assert!(!a.stands_either(true, true, 0.90, 0.94, 0.05));
+        // A pass stands only if the fastest the machine may have run
+        // leaves it within.
+        assert!(a.stands_either(true, false, 0.99, 1.02, 0.05));
+        // As a time, the same allowance.
+        assert!(a.stands_either(false, true, 1.40, 1.50, 0.05));
+        assert!(!a.stands_either(false, true, 1.12, 1.20, 0.05));
+        let w = a.words_either(true);
+        assert!(
+            w.contains("a rate from 0.87× to 0.95× the baseline's"),
+            "{w}"
+        );
+        assert!(a.words_either(false).contains("a time from 1.05× to 1.15×"));
+    }
 
     #[test]
     fn the_schedule_probes_first_then_once_the_runs_took_every_times_the_probe() {

@@ -439,20 +439,22 @@ pub fn gate(old: &BenchReport, new: &BenchReport, rules: &[BenchRule], strict: b
         .collect();
     let m = tested.len();
     let level = 1.0 - GATE_ALPHA / m.max(1) as f64;
-    let machine = speed_differs(old, new).map(|ratio| {
-        format!(
-            "this machine ran {} than when the baseline was saved (speed probe)",
-            crate::speed::slower_or_faster(ratio)
-        )
-    });
     // Too few probes in the baseline: the speed was not checked, said in
     // the headline; with --strict, figures the speed moves stay undecided.
     let unchecked = crate::speed::unchecked(&probes(old));
-    let excuse = machine.or_else(|| unchecked.clone().filter(|_| strict));
+    // Otherwise every figure the speed moves is judged in proportion to
+    // the speed the probes measured, as `tally compare`'s times are.
+    let allowance = unchecked
+        .is_none()
+        .then(|| crate::speed::allowance(&probes(new), &probes(old)))
+        .flatten();
+    let excuse = unchecked.clone().filter(|_| strict);
     for (f, o, rule) in tested {
         if let Some(o) = o {
             let mut r = judge(f, o, rule.limit, m);
-            if let Some(why) = &excuse {
+            if let Some(a) = &allowance {
+                in_proportion(&mut r, a);
+            } else if let Some(why) = &excuse {
                 another_speed(&mut r, why);
             }
             results.push(r);
@@ -562,15 +564,6 @@ fn judge(
     }
 }
 
-/// Whether the baseline's speed probes and this run's say the machine ran
-/// at another speed ([`crate::speed::differs`], the rule of `tally
-/// compare`'s gate): this run's median over the baseline's, or `None` when
-/// they agree or either report has none (one of an earlier version, or
-/// probes of another [`crate::speed::VERSION`]: other work).
-pub fn speed_differs(old: &BenchReport, new: &BenchReport) -> Option<f64> {
-    crate::speed::differs(&probes(new), &probes(old))
-}
-
 /// A report's speed probes of this [`crate::speed::VERSION`] (none from
 /// an earlier version: they timed other work).
 fn probes(r: &BenchReport) -> Vec<u64> {
@@ -582,14 +575,37 @@ fn probes(r: &BenchReport) -> Vec<u64> {
         .unwrap_or_default()
 }
 
-/// A figure the machine's speed moves (a time, a rate, a frequency),
-/// measured while the machine ran at another speed than the baseline's
-/// (`ratio`, now over then): neither a regression nor a pass.
+/// Whether the machine's speed moves a figure of this unit (a time, a
+/// rate, a frequency).
+fn moved_by_speed(unit: &str) -> bool {
+    matches!(unit, "ns" | "gb_per_s" | "mhz")
+}
+
+/// A figure the machine's speed moves, measured when its speed could not
+/// be checked against the baseline's (`--strict`): neither a regression
+/// nor a pass.
 fn another_speed(r: &mut BenchGateResult, why: &str) {
-    let speed_figure = matches!(r.unit.as_str(), "ns" | "gb_per_s" | "mhz");
-    if speed_figure && r.outcome != Outcome::Inconclusive {
+    if moved_by_speed(&r.unit) && r.outcome != Outcome::Inconclusive {
         r.outcome = Outcome::Inconclusive;
         r.note = Some(why.to_string());
+    }
+}
+
+/// A figure the machine's speed moves, judged in proportion to the speed
+/// its probes measured ([`crate::speed::Allowance::stands_either`]): a
+/// regression or pass the speed difference cannot account for stands;
+/// one it can becomes inconclusive, saying why.
+fn in_proportion(r: &mut BenchGateResult, a: &crate::speed::Allowance) {
+    if !moved_by_speed(&r.unit) || r.outcome == Outcome::Inconclusive {
+        return;
+    }
+    let (Some(lo), Some(hi)) = (r.ratio_low, r.ratio_high) else {
+        return;
+    };
+    let regression = r.outcome == Outcome::Regression;
+    if !a.stands_either(r.higher_is_better, regression, lo, hi, r.limit) {
+        r.outcome = Outcome::Inconclusive;
+        r.note = Some(a.words_either(r.higher_is_better));
     }
 }
 
