@@ -134,6 +134,18 @@ fn csv(dir: &Path, name: &str, rows: &[(&str, f64)]) -> std::path::PathBuf {
     p
 }
 
+/// `tally history import ARGS STORE FILE`, which must succeed.
+fn import(w: &Where, args: &[&str], file: &Path) {
+    let out = tally()
+        .args(["history", "import"])
+        .args(args)
+        .arg(w.store())
+        .arg(file)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+}
+
 /// A CSV of `n` points of `/bin/true`'s wall time, a minute apart from
 /// 2026-11-01: `old-0`, `old-1`, …, 10 ms, 11 ms from point `step` on.
 fn long_csv(dir: &Path, n: usize, step: usize) -> std::path::PathBuf {
@@ -163,12 +175,7 @@ fn long_histories_are_packed_and_read_whole(w: &Where) {
     // 4,096 points make a pack (docs/history.md); 4,300 make one and a
     // tail of rows.
     let table = long_csv(w.scratch(), 4300, 3000);
-    let out = tally()
-        .args(["history", "import", "--as-command", "app", &w.store()])
-        .arg(&table)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
+    import(w, &["--as-command", "app"], &table);
     assert_eq!(packed(w), (1, 4096));
     let doc = history_json(w, &[]);
     let s = series(&doc, "app", "wall_ns");
@@ -214,12 +221,7 @@ fn long_histories_are_packed_and_read_whole(w: &Where) {
 
 fn an_older_store_is_stepped_up_by_a_write_not_a_read(w: &Where) {
     let table = csv(w.scratch(), "app.csv", &[("c1", 100.0), ("c2", 101.0)]);
-    let out = tally()
-        .args(["history", "import", &w.store()])
-        .arg(&table)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
+    import(w, &[], &table);
     // As version 1 made it: no packs.
     exec(
         w,
@@ -456,12 +458,7 @@ fn two_writers_at_once_lose_nothing(w: &Where) {
     // the 50th of their 100 recordings makes the first pack, while the
     // other writer records.
     let table = long_csv(w.scratch(), 4046, 4046);
-    let out = tally()
-        .args(["history", "import", "--as-command", "/bin/true", &store])
-        .arg(&table)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
+    import(w, &["--as-command", "/bin/true"], &table);
     assert_eq!(packed(w), (0, 0));
     let out = tally()
         .args([
@@ -543,12 +540,7 @@ fn refused_after(w: &Where, sql: &str, want: &str) {
         "app.csv",
         &[("c1", 100.0), ("c2", 101.0), ("c3", 99.0)],
     );
-    let out = tally()
-        .args(["history", "import", &w.store()])
-        .arg(&table)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
+    import(w, &[], &table);
     exec(w, sql);
     let out = tally().args(["history", &w.store()]).output().unwrap();
     assert_eq!(out.status.code(), Some(1), "{sql}: {}", text(&out));
