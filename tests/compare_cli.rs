@@ -555,20 +555,12 @@ fn a_command_smaller_than_the_spawner_is_flagged_as_an_upper_bound() {
     // A program of a few pages (no C library): its own peak is below the
     // spawner's, so the figure compare gets is the spawner's, and says so.
     let dir = scratch("smaller");
-    let src = dir.path().join("exit.c");
-    std::fs::write(
-        &src,
+    let exe = common::compile_c(
+        dir.path(),
+        "exit",
         "void _start(void) { __asm__ volatile(\"mov $60, %eax\\n xor %edi, %edi\\n syscall\"); }\n",
-    )
-    .unwrap();
-    let exe = dir.path().join("exit");
-    let built = common::command("cc")
-        .args(["-O2", "-static", "-nostdlib", "-o"])
-        .arg(&exe)
-        .arg(&src)
-        .output()
-        .expect("cc runs");
-    assert!(built.status.success(), "{built:?}");
+        &["-O2", "-static", "-nostdlib"],
+    );
     let exe = exe.to_str().expect("utf-8 path");
     // Two warm-up runs each, not counted: they are not reported.
     let (code, r) = compare_json(&["-N", "-w", "2", "-n", "5", exe, exe]);
@@ -685,8 +677,33 @@ fn as_nobody_every_run_has_its_io_figures() {
 /// median, so that the test itself does not fail by chance on a busy
 /// machine; benches/compare_positions.py checks the 5% level). It runs
 /// alone (.config/nextest.toml): other tests' processes move its timings.
+///
+/// A phase that stands out is measured again in a second comparison, and
+/// the test fails only if it stands out in both: an effect of the order
+/// comes back at the same place, and a burst of the VM's other work does
+/// not (once, phase 6 of 16 at 1.068×, p = 1.2e-4, in a clean run of CI).
 #[test]
 fn the_place_of_a_run_in_the_order_does_not_change_its_wall_time() {
+    let first = places_standing_out();
+    if first.is_empty() {
+        return;
+    }
+    let second = places_standing_out();
+    let both: Vec<String> = first
+        .iter()
+        .filter_map(|(at, why)| {
+            second
+                .iter()
+                .find(|(again, _)| again == at)
+                .map(|(_, why_again)| format!("{why}; again: {why_again}"))
+        })
+        .collect();
+    assert!(both.is_empty(), "{}", both.join("\n"));
+}
+
+/// The (period, phase) places of a comparison of 512 + 512 runs of
+/// `/bin/true` whose runs stand out from the rest, each with its figures.
+fn places_standing_out() -> Vec<((u64, u64), String)> {
     let (code, r) = compare_json(&["-N", "-n", "512", "/bin/true", "/bin/true"]);
     assert_eq!(code, 0, "{r}");
     let mut by_place: Vec<(u64, f64)> = Vec::new();
@@ -715,14 +732,17 @@ fn the_place_of_a_run_in_the_order_does_not_change_its_wall_time() {
             let median = |v: &[f64]| tally::stats::summarize(v).map_or(0.0, |s| s.median);
             let ratio = median(&at) / median(&rest);
             if test.p * f64::from(tests) < 0.01 && (ratio - 1.0).abs() > 0.03 {
-                standing_out.push(format!(
-                    "period {period} phase {phase}: {ratio:.3}× the rest, p = {:.2e}",
-                    test.p
+                standing_out.push((
+                    (period, phase),
+                    format!(
+                        "period {period} phase {phase}: {ratio:.3}× the rest, p = {:.2e}",
+                        test.p
+                    ),
                 ));
             }
         }
     }
-    assert!(standing_out.is_empty(), "{}", standing_out.join("\n"));
+    standing_out
 }
 
 /// The seed was 1 in every comparison, so any effect of the order was

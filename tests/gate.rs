@@ -74,17 +74,7 @@ fn register_work_program(dir: &Path) -> PathBuf {
 
 /// `dir/NAME`, compiled from `source` with -O2.
 fn compile(dir: &Path, name: &str, source: &str) -> PathBuf {
-    let src = dir.join(format!("{name}.c"));
-    std::fs::write(&src, source).expect("write the C source");
-    let exe = dir.join(name);
-    let out = common::command("cc")
-        .args(["-O2", "-o"])
-        .arg(&exe)
-        .arg(&src)
-        .output()
-        .expect("cc runs");
-    assert!(out.status.success(), "{out:?}");
-    exe
+    common::compile_c(dir, name, source, &["-O2"])
 }
 
 fn json(out: &Output) -> Value {

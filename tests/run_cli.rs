@@ -421,10 +421,9 @@ fn csv_and_markdown_have_a_row_per_run() {
 fn minimal_spawner() -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("spawner");
     fs::create_dir_all(&dir).unwrap();
-    let bin = dir.join("spawner");
-    let src = dir.join("spawner.c");
-    fs::write(
-        &src,
+    common::compile_c(
+        &dir,
+        "spawner",
         r#"#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -442,13 +441,8 @@ int main(int argc, char **argv) {
     return 0;
 }
 "#,
+        &["-O2"],
     )
-    .unwrap();
-    let status = common::command("cc").args(["-O2", "-o"]).arg(&bin).arg(&src).status().expect(
-        "cc (the C compiler every Rust toolchain links with) is needed to build the reference spawner",
-    );
-    assert!(status.success());
-    bin
 }
 
 fn spawner_maxrss_kib(spawner: &Path, fat_mib: u32, argv: &[&str]) -> u64 {

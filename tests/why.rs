@@ -47,17 +47,7 @@ fn spinner(dir: &Path) -> Option<PathBuf> {
         common::skip_part!("no C compiler (cc) to build the independent schedstat reader");
         return None;
     }
-    let src = dir.join("spin.c");
-    let bin = dir.join("spin");
-    std::fs::write(&src, SPIN_C).expect("write spin.c");
-    let out = common::command("cc")
-        .args(["-O1", "-o"])
-        .arg(&bin)
-        .arg(&src)
-        .output()
-        .expect("cc runs");
-    assert!(out.status.success(), "cc: {out:?}");
-    Some(bin)
+    Some(common::compile_c(dir, "spin", SPIN_C, &["-O1"]))
 }
 
 fn scratch() -> tempfile::TempDir {

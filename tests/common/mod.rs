@@ -131,26 +131,39 @@ pub fn entries(dir: &Path) -> Vec<PathBuf> {
     v
 }
 
-/// A static `int main(void) { return 0; }`, built with `cc -static` in
-/// `dir`: a command whose own peak memory is about half a megabyte, small
-/// enough to show anything tally adds to it.
+/// `dir/NAME`, compiled from the C `source` with `cc` and `flags` (the C
+/// compiler every Rust toolchain links with); a failure shows cc's errors.
 #[allow(dead_code)]
-pub fn tiny_static_command(dir: &Path) -> PathBuf {
-    let src = dir.join("tiny.c");
-    std::fs::write(&src, "int main(void) { return 0; }\n").expect("write tiny.c");
-    let exe = dir.join("tiny");
+pub fn compile_c(dir: &Path, name: &str, source: &str, flags: &[&str]) -> PathBuf {
+    let src = dir.join(format!("{name}.c"));
+    std::fs::write(&src, source).expect("write the C source");
+    let exe = dir.join(name);
     let out = command("cc")
-        .args(["-O2", "-static", "-o"])
+        .args(flags)
+        .arg("-o")
         .arg(&exe)
         .arg(&src)
         .output()
         .expect("cc runs (the Rust toolchain links with it)");
     assert!(
         out.status.success(),
-        "cc -static failed (install libc6-dev): {}",
+        "cc {flags:?} {name}.c failed (install libc6-dev for -static): {}",
         String::from_utf8_lossy(&out.stderr)
     );
     exe
+}
+
+/// A static `int main(void) { return 0; }`, built with `cc -static` in
+/// `dir`: a command whose own peak memory is about half a megabyte, small
+/// enough to show anything tally adds to it.
+#[allow(dead_code)]
+pub fn tiny_static_command(dir: &Path) -> PathBuf {
+    compile_c(
+        dir,
+        "tiny",
+        "int main(void) { return 0; }\n",
+        &["-O2", "-static"],
+    )
 }
 
 /// Runs `promtool check metrics` on `text`: its exit status and what it
