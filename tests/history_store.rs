@@ -205,6 +205,24 @@ fn long_histories_are_packed_and_read_whole(w: &Where) {
         text(&out)
     );
     exec(w, "UPDATE {p}packs SET count = count - 1");
+    // A pack too large to be tally's is refused before it is read.
+    let huge = match w {
+        Where::Sqlite(_) => "UPDATE packs SET data = zeroblob(40000000)",
+        Where::Postgres(_) => {
+            "UPDATE {p}packs SET data = convert_to(repeat('a', 40000000), 'UTF8')"
+        }
+    };
+    exec(w, huge);
+    let out = tally().args(["history", &w.store()]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains(
+            "table packs: field data of the pack of series 1 from point 1 is 40000000 bytes, over 37748736"
+        ),
+        "{}",
+        text(&out)
+    );
+    // (meta is read before any pack: the next check reaches it.)
     exec(
         w,
         "UPDATE {p}meta SET value = '1e9' WHERE key = 'packed_through'",

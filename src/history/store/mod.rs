@@ -722,22 +722,18 @@ fn packed_values(
             vals.push(value(p, n, median, mad));
             Ok(())
         };
-        let mut packs = Vec::new();
-        b.packs(s.id, from, &mut |p| {
-            bounded(packs.len(), MAX_RESULTS, "packs")?;
-            packs.push(p);
-            Ok(())
-        })?;
+        // Each pack decoded as it is read (one in memory at a time).
         let mut after = 0;
-        for p in &packs {
-            pack::decode(p, after, through, &mut |r| {
+        b.packs(s.id, from, &mut |p| {
+            pack::decode(&p, after, through, &mut |r| {
                 if r.point_id < from {
                     return Ok(());
                 }
                 at(r.point_id, &mut vals, r.n, r.median, r.mad)
             })?;
             after = p.last_point_id;
-        }
+            Ok(())
+        })?;
         let q = Query {
             series: Some(vec![s.id]),
             from_point: Some(from.max(through + 1)),

@@ -32,7 +32,19 @@ pub const SPAN: i64 = 4096;
 
 /// The most results a pack read may hold (a pack tally makes holds at
 /// most [`SPAN`]).
-const MAX_COUNT: i64 = 1 << 24;
+const MAX_COUNT: i64 = 1 << 20;
+
+/// The most bytes a pack's data may hold (its most results, each at most
+/// 36 bytes): a larger one is refused before it is read.
+pub const MAX_DATA: i64 = MAX_COUNT * 36;
+
+/// A pack whose data is `len` bytes, over [`MAX_DATA`]: refused unread.
+pub fn oversized(series_id: i64, first_point_id: i64, len: i64) -> Fault {
+    Fault::Damaged(format!(
+        "table packs: field data of the pack of series {series_id} from point {first_point_id} \
+         is {len} bytes, over {MAX_DATA}"
+    ))
+}
 
 /// The meta key of the last point id packed.
 pub const THROUGH: &str = "packed_through";

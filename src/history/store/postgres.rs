@@ -663,17 +663,24 @@ impl Backend for Postgres {
     ) -> Result<(), Fault> {
         let t = "packs";
         let sql = format!(
-            "SELECT series_id, first_point_id, last_point_id, count, data FROM {P}packs \
+            "SELECT series_id, first_point_id, last_point_id, count, octet_length(data)::bigint, \
+             CASE WHEN octet_length(data) <= $3::bigint THEN data END FROM {P}packs \
              WHERE series_id = $1 AND last_point_id >= $2 ORDER BY first_point_id"
         );
-        self.rows(&sql, &[&series_id, &from_point], t, &mut |r| {
-            each(PackRow {
+        let most = pack::MAX_DATA;
+        self.rows(&sql, &[&series_id, &from_point, &most], t, &mut |r| {
+            let row = PackRow {
                 series_id: get(r, 0, t, "series_id")?,
                 first_point_id: get(r, 1, t, "first_point_id")?,
                 last_point_id: get(r, 2, t, "last_point_id")?,
                 count: get(r, 3, t, "count")?,
-                data: get(r, 4, t, "data")?,
-            })
+                data: get::<Option<Vec<u8>>>(r, 5, t, "data")?.unwrap_or_default(),
+            };
+            let len: i64 = get(r, 4, t, "data")?;
+            if len > most {
+                return Err(pack::oversized(row.series_id, row.first_point_id, len));
+            }
+            each(row)
         })
     }
 

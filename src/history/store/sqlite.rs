@@ -544,22 +544,33 @@ impl Backend for Sqlite {
         let mut s = self
             .conn
             .prepare_cached(
-                "SELECT series_id, first_point_id, last_point_id, count, data FROM packs \
+                "SELECT series_id, first_point_id, last_point_id, count, length(data), \
+                 CASE WHEN length(data) <= ?3 THEN data END FROM packs \
                  WHERE series_id = ?1 AND last_point_id >= ?2 ORDER BY first_point_id",
             )
             .map_err(|e| fault(e, t))?;
-        let mut rows = s.query([series_id, from_point]).map_err(|e| fault(e, t))?;
+        let mut rows = s
+            .query([series_id, from_point, pack::MAX_DATA])
+            .map_err(|e| fault(e, t))?;
         while let Some(r) = rows.next().map_err(|e| fault(e, t))? {
             let row = (|| {
-                Ok(PackRow {
-                    series_id: r.get(0)?,
-                    first_point_id: r.get(1)?,
-                    last_point_id: r.get(2)?,
-                    count: r.get(3)?,
-                    data: r.get(4)?,
-                })
+                let data: Option<Vec<u8>> = r.get(5)?;
+                Ok((
+                    PackRow {
+                        series_id: r.get(0)?,
+                        first_point_id: r.get(1)?,
+                        last_point_id: r.get(2)?,
+                        count: r.get(3)?,
+                        data: data.unwrap_or_default(),
+                    },
+                    r.get::<_, i64>(4)?,
+                ))
             })()
             .map_err(|e| fault(e, t))?;
+            let (row, len) = row;
+            if len > pack::MAX_DATA {
+                return Err(pack::oversized(row.series_id, row.first_point_id, len));
+            }
             each(row)?;
         }
         Ok(())
