@@ -222,7 +222,20 @@ fn long_histories_are_packed_and_read_whole(w: &Where) {
         "{}",
         text(&out)
     );
-    // (meta is read before any pack: the next check reaches it.)
+    // (meta is read before any pack: the next checks reach it.)
+    exec(
+        w,
+        "UPDATE {p}meta SET value = '9223372036854775807' WHERE key = 'packed_through'",
+    );
+    let out = tally().args(["history", &w.store()]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains(
+            "table meta: field value of key packed_through is 9223372036854775807, beyond the newest point (4300)"
+        ),
+        "{}",
+        text(&out)
+    );
     exec(
         w,
         "UPDATE {p}meta SET value = '1e9' WHERE key = 'packed_through'",

@@ -566,6 +566,16 @@ fn head(
     let mut series = Vec::new();
     let mut q = q.clone();
     let packed_through = pack::through(&b.meta()?)?;
+    // Packs reach no further than the points: else rows after them would
+    // go unread.
+    let newest = b.newest_point()?;
+    if packed_through > newest {
+        return Err(Fault::Damaged(format!(
+            "table meta: field value of key {} is {packed_through}, beyond the newest point \
+             ({newest})",
+            pack::THROUGH
+        )));
+    }
     b.machines(&mut |m| {
         check::machine_row(&m).map_err(Fault::Damaged)?;
         bounded(machines.len(), MAX_MACHINES, "machines")?;
@@ -736,7 +746,7 @@ fn packed_values(
         })?;
         let q = Query {
             series: Some(vec![s.id]),
-            from_point: Some(from.max(through + 1)),
+            from_point: Some(from.max(through.saturating_add(1))),
             ..Query::default()
         };
         b.results(&q, &mut |r| {
