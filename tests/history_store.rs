@@ -134,6 +134,13 @@ fn csv(dir: &Path, name: &str, rows: &[(&str, f64)]) -> std::path::PathBuf {
     p
 }
 
+/// `tally history STORE` refuses the store (exit 1), saying `want`.
+fn refused(w: &Where, want: &str) {
+    let out = tally().args(["history", &w.store()]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains(want), "{want}: {}", text(&out));
+}
+
 /// `tally history import ARGS STORE FILE`, which must succeed.
 fn import(w: &Where, args: &[&str], file: &Path) {
     let out = tally()
@@ -195,58 +202,41 @@ fn long_histories_are_packed_and_read_whole(w: &Where) {
     assert_eq!(n, 4300 - 2 * 1440 - 1200, "points from 2026-11-03 20:00 on");
     // A damaged pack is refused naming the table, the field and the pack.
     exec(w, "UPDATE {p}packs SET count = count + 1");
-    let out = tally().args(["history", &w.store()]).output().unwrap();
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    assert!(
-        text(&out).contains(
-            "table packs: field count of the pack of series 1 from point 1 is 4097, not 1 to 4096"
-        ),
-        "{}",
-        text(&out)
+    refused(
+        w,
+        "table packs: field count of the pack of series 1 from point 1 is 4097, not 1 to 4096",
     );
     exec(w, "UPDATE {p}packs SET count = count - 1");
     // A pack too large to be tally's is refused before it is read.
-    let huge = match w {
-        Where::Sqlite(_) => "UPDATE packs SET data = zeroblob(40000000)",
-        Where::Postgres(_) => {
-            "UPDATE {p}packs SET data = convert_to(repeat('a', 40000000), 'UTF8')"
-        }
-    };
-    exec(w, huge);
-    let out = tally().args(["history", &w.store()]).output().unwrap();
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    assert!(
-        text(&out).contains(
-            "table packs: field data of the pack of series 1 from point 1 is 40000000 bytes, over 37748736"
-        ),
-        "{}",
-        text(&out)
+    exec(
+        w,
+        match w {
+            Where::Sqlite(_) => "UPDATE packs SET data = zeroblob(40000000)",
+            Where::Postgres(_) => {
+                "UPDATE {p}packs SET data = convert_to(repeat('a', 40000000), 'UTF8')"
+            }
+        },
+    );
+    refused(
+        w,
+        "table packs: field data of the pack of series 1 from point 1 is 40000000 bytes, over 37748736",
     );
     // (meta is read before any pack: the next checks reach it.)
     exec(
         w,
         "UPDATE {p}meta SET value = '9223372036854775807' WHERE key = 'packed_through'",
     );
-    let out = tally().args(["history", &w.store()]).output().unwrap();
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    assert!(
-        text(&out).contains(
-            "table meta: field value of key packed_through is 9223372036854775807, beyond the newest point (4300)"
-        ),
-        "{}",
-        text(&out)
+    refused(
+        w,
+        "table meta: field value of key packed_through is 9223372036854775807, beyond the newest point (4300)",
     );
     exec(
         w,
         "UPDATE {p}meta SET value = '1e9' WHERE key = 'packed_through'",
     );
-    let out = tally().args(["history", &w.store()]).output().unwrap();
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    assert!(
-        text(&out)
-            .contains("table meta: field value of key packed_through is \"1e9\", not a point id"),
-        "{}",
-        text(&out)
+    refused(
+        w,
+        "table meta: field value of key packed_through is \"1e9\", not a point id",
     );
 }
 
@@ -259,12 +249,9 @@ fn an_older_store_is_stepped_up_by_a_write_not_a_read(w: &Where) {
         "DROP TABLE {p}packs; DELETE FROM {p}meta WHERE key = 'packed_through'; \
          UPDATE {p}meta SET value = '1' WHERE key = 'schema_version'",
     );
-    let out = tally().args(["history", &w.store()]).output().unwrap();
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    assert!(
-        text(&out).contains("its schema is older than this tally's: record into it once"),
-        "{}",
-        text(&out)
+    refused(
+        w,
+        "its schema is older than this tally's: record into it once",
     );
     let out = tally()
         .args(["history", "import", &w.store()])
@@ -573,9 +560,7 @@ fn refused_after(w: &Where, sql: &str, want: &str) {
     );
     import(w, &[], &table);
     exec(w, sql);
-    let out = tally().args(["history", &w.store()]).output().unwrap();
-    assert_eq!(out.status.code(), Some(1), "{sql}: {}", text(&out));
-    assert!(text(&out).contains(want), "{sql}: {}", text(&out));
+    refused(w, want);
 }
 
 fn absurd_values_are_refused_naming_table_and_field(w: &Where) {
