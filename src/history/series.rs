@@ -118,7 +118,7 @@ struct Plan {
 }
 
 impl Plan {
-    fn new(loaded: &Loaded, machines: &MachineIndex<'_>, sel: &Selection) -> Plan {
+    fn new(loaded: &Loaded, sel: &Selection) -> Plan {
         let point_ok: Vec<bool> = loaded
             .points
             .iter()
@@ -126,8 +126,8 @@ impl Plan {
                 sel.branch
                     .as_ref()
                     .is_none_or(|b| p.meta.branch.as_ref() == Some(b))
-                    && machines
-                        .get(p.machine_id)
+                    && loaded
+                        .machine(p.machine_id)
                         .is_some_and(|m| sel.keeps_machine(m))
             })
             .collect();
@@ -165,8 +165,8 @@ impl Plan {
                     found.push(if sel.all_machines {
                         String::new()
                     } else {
-                        let fp = machines
-                            .get(at.0)
+                        let fp = loaded
+                            .machine(at.0)
                             .map_or("", |m| m.machine.fingerprint.as_str());
                         format!("{fp}\u{0}{}", at.1)
                     });
@@ -241,7 +241,6 @@ pub fn build(
     sel: &Selection,
     params: &Params,
 ) -> Result<Built, StoreError> {
-    let machines = MachineIndex::new(&loaded.machines);
     // The commits are made while the series are analysed.
     let commits = || -> Vec<CommitOut> {
         loaded
@@ -250,14 +249,14 @@ pub fn build(
             .map(|p| {
                 CommitOut::of(
                     p,
-                    machines
-                        .get(p.machine_id)
+                    loaded
+                        .machine(p.machine_id)
                         .map(|m| m.machine.fingerprint.as_str()),
                 )
             })
             .collect()
     };
-    let plan = Plan::new(loaded, &machines, sel);
+    let plan = Plan::new(loaded, sel);
     let (mut series, commits) = analyse_all(snap, loaded, sel, &plan, params, commits)?;
     series.sort_by_key(|(key, _)| *key);
     let series: Vec<SeriesOut> = series.into_iter().map(|(_, s)| s).collect();
@@ -338,24 +337,6 @@ fn analyse_all<T>(
     })
 }
 
-/// The machines by id: a few, so a sorted list, not a hash.
-struct MachineIndex<'a>(Vec<(i64, &'a MachineRow)>);
-
-impl<'a> MachineIndex<'a> {
-    fn new(machines: &'a [MachineRow]) -> MachineIndex<'a> {
-        let mut v: Vec<(i64, &MachineRow)> = machines.iter().map(|m| (m.id, m)).collect();
-        v.sort_by_key(|(id, _)| *id);
-        MachineIndex(v)
-    }
-
-    fn get(&self, id: i64) -> Option<&'a MachineRow> {
-        self.0
-            .binary_search_by_key(&id, |(k, _)| *k)
-            .ok()
-            .map(|i| self.0[i].1)
-    }
-}
-
 /// The standard error of a point's median, from its MAD and count: about
 /// 1.2533 σ / √n, σ ≈ 1.4826 MAD; 0 for one sample.
 pub fn noise(mad: f64, n: u32) -> f64 {
@@ -380,9 +361,7 @@ fn one(group: Group, loaded: &Loaded, rank: &[u32], params: &Params) -> SeriesOu
     let first = values.first().map(|v| &loaded.points[v.point as usize]);
     let machine = first.and_then(|p| {
         loaded
-            .machines
-            .iter()
-            .find(|m| m.id == p.machine_id)
+            .machine(p.machine_id)
             .map(|m| m.machine.fingerprint.clone())
     });
     let higher = higher_is_better(&s.unit);

@@ -541,9 +541,19 @@ pub struct Loaded {
     query: Query,
     point_at: IdIndex,
     series_at: IdIndex,
+    machine_at: IdIndex,
     /// Meta's `packed_through`: results of points up to it are read from
     /// their packs.
     packed_through: i64,
+}
+
+impl Loaded {
+    /// The machine of id `id`.
+    pub fn machine(&self, id: i64) -> Option<&MachineRow> {
+        self.machine_at
+            .get(id)
+            .and_then(|i| self.machines.get(i as usize))
+    }
 }
 
 /// One value of a series: the point (an index into [`Loaded::points`]),
@@ -593,12 +603,10 @@ fn head(
     if series.len() < all {
         q.series = Some(series.iter().map(|s| s.id).collect());
     }
-    // A few machines: a sorted list, not a hash, for a lookup a point.
-    let mut machine_ids: Vec<i64> = machines.iter().map(|m| m.id).collect();
-    machine_ids.sort_unstable();
+    let machine_at = IdIndex::new(machines.iter().map(|m| m.id));
     b.points(&q, &mut |p| {
         check::point_row(&p).map_err(Fault::Damaged)?;
-        if machine_ids.binary_search(&p.machine_id).is_err() {
+        if machine_at.get(p.machine_id).is_none() {
             return Err(Fault::Damaged(format!(
                 "table points: field machine_id of point {} names no machine ({})",
                 p.id, p.machine_id
@@ -620,6 +628,7 @@ fn head(
     Ok(Loaded {
         point_at: IdIndex::new(points.iter().map(|p| p.id)),
         series_at: IdIndex::new(series.iter().map(|s| s.id)),
+        machine_at,
         machines,
         points,
         series,
@@ -652,20 +661,15 @@ fn values(
                 r.series_id
             )));
         };
-        // A point before --since is not read; one that is not there at
-        // all is damage, but telling the two apart would cost a lookup
-        // per row: points are checked whole when no --since is given.
-        let Some(p) = head.point_at.get(r.point_id) else {
-            if q.since_ns.is_none() {
-                return Err(Fault::Damaged(format!(
-                    "table results: field point_id names no point ({})",
-                    r.point_id
-                )));
-            }
+        let Some(v) = read_value(head, &mut count, r.point_id, (r.n, r.median, r.mad), || {
+            format!(
+                "table results: field point_id names no point ({})",
+                r.point_id
+            )
+        })?
+        else {
             return Ok(());
         };
-        count += 1;
-        bounded(count - 1, MAX_RESULTS, "results")?;
         if current.as_ref().is_none_or(|(c, _)| *c != s) {
             if done[s as usize] {
                 return Err(Fault::Damaged(format!(
@@ -684,7 +688,7 @@ fn values(
             current = Some((s, Vec::with_capacity(room)));
         }
         if let Some((_, vals)) = current.as_mut() {
-            vals.push(value(p, r.n, r.median, r.mad));
+            vals.push(v);
         }
         Ok(())
     })?;
@@ -694,13 +698,32 @@ fn values(
     Ok(())
 }
 
-fn value(point: u32, n: u64, median: f64, mad: f64) -> Value {
-    Value {
+/// The value of a result of point `point_id` (its n, median and MAD),
+/// counted against [`MAX_RESULTS`]: `None` for a point before --since,
+/// which is not read. A point not there at all is damage (`missing` says
+/// where), but telling the two apart would cost a lookup per result:
+/// points are checked whole when no --since is given.
+fn read_value(
+    head: &Loaded,
+    count: &mut usize,
+    point_id: i64,
+    (n, median, mad): (u64, f64, f64),
+    missing: impl FnOnce() -> String,
+) -> Result<Option<Value>, Fault> {
+    let Some(point) = head.point_at.get(point_id) else {
+        if head.query.since_ns.is_none() {
+            return Err(Fault::Damaged(missing()));
+        }
+        return Ok(None);
+    };
+    *count += 1;
+    bounded(*count - 1, MAX_RESULTS, "results")?;
+    Ok(Some(Value {
         point,
         n: u32::try_from(n).unwrap_or(u32::MAX),
         median,
         mad,
-    }
+    }))
 }
 
 /// [`values`] of a store with packs: each series' packs up to
@@ -716,20 +739,11 @@ fn packed_values(
     let mut room = 0;
     for (i, s) in head.series.iter().enumerate() {
         let mut vals: Vec<Value> = Vec::with_capacity(room);
-        // A point that is not read (before --since), or not there at all.
         let mut at = |point_id: i64, vals: &mut Vec<Value>, n, median, mad| {
-            let Some(p) = head.point_at.get(point_id) else {
-                if head.query.since_ns.is_none() {
-                    return Err(Fault::Damaged(format!(
-                        "series {}: a result names no point ({point_id})",
-                        s.id
-                    )));
-                }
-                return Ok(());
-            };
-            count += 1;
-            bounded(count - 1, MAX_RESULTS, "results")?;
-            vals.push(value(p, n, median, mad));
+            let v = read_value(head, &mut count, point_id, (n, median, mad), || {
+                format!("series {}: a result names no point ({point_id})", s.id)
+            })?;
+            vals.extend(v);
             Ok(())
         };
         // Each pack decoded as it is read (one in memory at a time).

@@ -210,35 +210,33 @@ pub fn ddl(d: Dialect, prefix: &str) -> Vec<String> {
 
 /// The statement that makes table `t`.
 pub fn table_ddl(t: &Table, d: Dialect, prefix: &str) -> String {
-    {
-        let mut parts: Vec<String> = t
-            .columns
+    let mut parts: Vec<String> = t
+        .columns
+        .iter()
+        .map(|c| {
+            let null = if c.null || c.kind == Kind::Id {
+                ""
+            } else {
+                " NOT NULL"
+            };
+            format!("{} {}{null}", c.name, c.kind.spelled(d))
+        })
+        .collect();
+    parts.extend(
+        t.keys
             .iter()
-            .map(|c| {
-                let null = if c.null || c.kind == Kind::Id {
-                    ""
-                } else {
-                    " NOT NULL"
-                };
-                format!("{} {}{null}", c.name, c.kind.spelled(d))
-            })
-            .collect();
-        parts.extend(
-            t.keys
-                .iter()
-                .map(|k| k.replace("REFERENCES ", &format!("REFERENCES {prefix}"))),
-        );
-        let without_rowid = if d == Dialect::Sqlite && t.name == "results" {
-            " WITHOUT ROWID"
-        } else {
-            ""
-        };
-        format!(
-            "CREATE TABLE {prefix}{} ({}){without_rowid}",
-            t.name,
-            parts.join(", ")
-        )
-    }
+            .map(|k| k.replace("REFERENCES ", &format!("REFERENCES {prefix}"))),
+    );
+    let without_rowid = if d == Dialect::Sqlite && t.name == "results" {
+        " WITHOUT ROWID"
+    } else {
+        ""
+    };
+    format!(
+        "CREATE TABLE {prefix}{} ({}){without_rowid}",
+        t.name,
+        parts.join(", ")
+    )
 }
 
 /// One column as a store reports it: its name, its type as reported, and

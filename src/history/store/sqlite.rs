@@ -553,21 +553,18 @@ impl Backend for Sqlite {
             .query([series_id, from_point, pack::MAX_DATA])
             .map_err(|e| fault(e, t))?;
         while let Some(r) = rows.next().map_err(|e| fault(e, t))? {
-            let row = (|| {
+            let (row, len) = (|| {
                 let data: Option<Vec<u8>> = r.get(5)?;
-                Ok((
-                    PackRow {
-                        series_id: r.get(0)?,
-                        first_point_id: r.get(1)?,
-                        last_point_id: r.get(2)?,
-                        count: r.get(3)?,
-                        data: data.unwrap_or_default(),
-                    },
-                    r.get::<_, i64>(4)?,
-                ))
+                let row = PackRow {
+                    series_id: r.get(0)?,
+                    first_point_id: r.get(1)?,
+                    last_point_id: r.get(2)?,
+                    count: r.get(3)?,
+                    data: data.unwrap_or_default(),
+                };
+                Ok((row, r.get::<_, i64>(4)?))
             })()
             .map_err(|e| fault(e, t))?;
-            let (row, len) = row;
             if len > pack::MAX_DATA {
                 return Err(pack::oversized(row.series_id, row.first_point_id, len));
             }
