@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use serde::{Deserialize, Serialize};
 
-use crate::procfs::{ProcRoot, cgroup, mountinfo};
+use crate::procfs::cgroup;
 use crate::text::path::display;
 
 /// Which interface limits the group.
@@ -50,18 +50,12 @@ static SEQ: AtomicU32 = AtomicU32::new(0);
 
 /// Creates a group limited to `limit_bytes`, or says why none can be.
 pub fn create(limit_bytes: u64) -> Result<Group, String> {
-    let proc = ProcRoot::default();
-    let mounts = proc.read("self/mountinfo").unwrap_or_default();
-    let own = proc.read("self/cgroup").unwrap_or_default();
     let name = format!(
         "tally-load-{}-{}",
         std::process::id(),
         SEQ.fetch_add(1, Ordering::SeqCst)
     );
-    let v2 = match (
-        mountinfo::cgroup2_mount(&mounts),
-        cgroup::parse_unified(&own),
-    ) {
+    let v2 = match (cgroup::v2_mount(), cgroup::own_unified()) {
         (Some(mount), Some(path)) => {
             let parent = mount.join(path.trim_start_matches('/'));
             let enabled = crate::input::read_proc_text(&parent.join("cgroup.subtree_control"))
@@ -89,8 +83,8 @@ pub fn create(limit_bytes: u64) -> Result<Group, String> {
         Err(r) => r,
     };
     let v1 = match (
-        mountinfo::cgroup1_mount(&mounts, "memory"),
-        cgroup::parse_v1(&own, "memory"),
+        cgroup::v1_mount("memory", "memory.limit_in_bytes"),
+        cgroup::own_v1("memory"),
     ) {
         (Some(mount), Some(path)) => {
             let parent = mount.join(path.trim_start_matches('/'));

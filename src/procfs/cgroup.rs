@@ -5,6 +5,9 @@
 //! `0::/path` is the answer where it exists; on v1-only machines the
 //! `name=systemd` line names the unit; else the first line's path.
 
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
 /// The cgroup path of a process (`/system.slice/ssh.service`), escaped as
 /// every name tally prints ([`crate::text::escape_name`]), or `None` for
 /// text without any cgroup line.
@@ -30,23 +33,91 @@ pub fn parse(text: &[u8]) -> Option<String> {
     systemd.or(first).map(crate::text::escape_name)
 }
 
+/// The text of /proc/self/cgroup, read once per process: every part of
+/// tally that needs its own groups (the run's group, the CPU quotas over
+/// it, `load`'s memory limit) reads it from here.
+fn own_text() -> Option<&'static str> {
+    static TEXT: OnceLock<Option<String>> = OnceLock::new();
+    TEXT.get_or_init(|| super::ProcRoot::default().read("self/cgroup").ok())
+        .as_deref()
+}
+
+/// This process's cgroup v2 path (see [`parse_unified`]).
+pub fn own_unified() -> Option<String> {
+    parse_unified(own_text()?)
+}
+
+/// This process's path in the v1 hierarchy of `controller` (see
+/// [`parse_v1`]).
+pub fn own_v1(controller: &str) -> Option<String> {
+    parse_v1(own_text()?, controller)
+}
+
+/// Whether `path` names a group below the root of its hierarchy (the
+/// root holds no limits of its own).
+pub fn below_root(path: &str) -> bool {
+    path.split('/')
+        .any(|p| !p.is_empty() && p != "." && p != "..")
+}
+
+/// Where the cgroup v2 hierarchy is mounted: where systemd mounts it
+/// (unified, or beside v1 controllers), checked with one `statfs` each;
+/// else as /proc/self/mountinfo says. Found once per process.
+pub fn v2_mount() -> Option<&'static Path> {
+    static MOUNT: OnceLock<Option<PathBuf>> = OnceLock::new();
+    MOUNT
+        .get_or_init(|| {
+            ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"]
+                .into_iter()
+                .map(Path::new)
+                .find(|p| crate::sys::file::is_cgroup_mount(p, true))
+                .map(Path::to_path_buf)
+                .or_else(|| {
+                    let mounts = super::ProcRoot::default().read("self/mountinfo").ok()?;
+                    super::mountinfo::cgroup2_mount(&mounts)
+                })
+        })
+        .as_deref()
+}
+
+/// Where the cgroup v1 hierarchy that carries `controller` is mounted:
+/// where systemd mounts it (`/sys/fs/cgroup/` and the controllers this
+/// process's line names with it, `cpu,cpuacct`), when a v1 cgroup
+/// filesystem is there with `probe`, a file only that controller makes
+/// (`cpu.cfs_period_us`), at its root; else as /proc/self/mountinfo says.
+pub fn v1_mount(controller: &str, probe: &str) -> Option<PathBuf> {
+    let conventional = v1_line(own_text()?, controller)
+        .filter(|(controllers, _)| !controllers.contains('/'))
+        .map(|(controllers, _)| Path::new("/sys/fs/cgroup").join(controllers));
+    conventional
+        .filter(|dir| crate::sys::file::is_cgroup_mount(dir, false) && dir.join(probe).exists())
+        .or_else(|| {
+            let mounts = super::ProcRoot::default().read("self/mountinfo").ok()?;
+            super::mountinfo::cgroup1_mount(&mounts, controller)
+        })
+}
+
 /// The cgroup v2 path alone (the `0::` line), `None` on a v1-only
 /// machine: where a new v2 cgroup can be created beside this process.
 pub fn parse_unified(text: &str) -> Option<String> {
-    text.lines()
-        .find_map(|l| l.strip_prefix("0::").map(str::to_string))
+    super::lines(text).find_map(|l| l.strip_prefix("0::").map(str::to_string))
 }
 
 /// The path of this process in the cgroup v1 hierarchy of `controller`
 /// (the `N:…memory…:/path` line), `None` when no v1 line names it.
 pub fn parse_v1(text: &str, controller: &str) -> Option<String> {
-    text.lines().find_map(|l| {
-        let mut parts = l.splitn(3, ':');
-        let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+    v1_line(text, controller).map(|(_, path)| path.to_string())
+}
+
+/// The controllers and path of the v1 line naming `controller`.
+fn v1_line<'t>(text: &'t str, controller: &str) -> Option<(&'t str, &'t str)> {
+    super::lines(text).find_map(|l| {
+        let (_, rest) = super::split_once_byte(l, b':')?;
+        let (controllers, path) = super::split_once_byte(rest, b':')?;
         controllers
             .split(',')
             .any(|c| c == controller)
-            .then(|| path.to_string())
+            .then_some((controllers, path))
     })
 }
 

@@ -14,9 +14,9 @@ pub fn parse_steal(text: &str) -> Option<(u64, u64)> {
 /// The numbers of the `cpu` line, in order; a field that is not a number
 /// counts 0. `None` without the line.
 fn cpu_fields(text: &str) -> Option<Vec<u64>> {
-    let line = text.lines().find(|l| l.starts_with("cpu "))?;
+    let line = super::lines(text).find(|l| l.starts_with("cpu "))?;
     Some(
-        line.split_whitespace()
+        line.split_ascii_whitespace()
             .skip(1)
             .map(|w| w.parse().unwrap_or(0))
             .collect(),
@@ -59,7 +59,7 @@ pub fn parse_cpu(text: &str) -> Option<CpuTicks> {
 /// `procs_running`: tasks runnable at this instant, on every CPU (the
 /// reader itself among them).
 pub fn procs_running(text: &str) -> Option<u64> {
-    text.lines()
+    super::lines(text)
         .find_map(|l| l.strip_prefix("procs_running "))
         .and_then(|v| v.trim().parse().ok())
 }

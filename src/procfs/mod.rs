@@ -95,19 +95,76 @@ pub fn read_small<'a>(path: &Path, buf: &'a mut [u8]) -> std::io::Result<&'a str
         .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
 }
 
+/// The lines of `text`, as [`str::lines`] gives them, found with
+/// `memchr`: the files read around every run are parsed with it, where
+/// `str::lines` costs a generic searcher call per line.
+pub fn lines(text: &str) -> Lines<'_> {
+    Lines(text)
+}
+
+/// See [`lines`].
+pub struct Lines<'a>(&'a str);
+
+impl<'a> Iterator for Lines<'a> {
+    type Item = &'a str;
+
+    fn next(&mut self) -> Option<&'a str> {
+        if self.0.is_empty() {
+            return None;
+        }
+        let Some(i) = memchr::memchr(b'\n', self.0.as_bytes()) else {
+            // The last line, without `\n`: kept whole, `\r` and all.
+            return Some(std::mem::take(&mut self.0));
+        };
+        let line = &self.0[..i];
+        self.0 = &self.0[i + 1..];
+        Some(line.strip_suffix('\r').unwrap_or(line))
+    }
+}
+
+/// `text` split at its first `sep` (an ASCII byte), found with `memchr`.
+pub fn split_once_byte(text: &str, sep: u8) -> Option<(&str, &str)> {
+    let i = memchr::memchr(sep, text.as_bytes())?;
+    Some((&text[..i], &text[i + 1..]))
+}
+
 /// Parses the `key: value` lines shared by several /proc files, calling
 /// `each` with the key and the first number after it (units such as `kB`
 /// are ignored). Lines without a number are skipped.
 pub fn for_each_key_number(text: &str, mut each: impl FnMut(&str, u64)) {
-    for line in text.lines() {
-        let Some((key, rest)) = line.split_once(':') else {
+    for line in lines(text) {
+        let Some((key, rest)) = split_once_byte(line, b':') else {
             continue;
         };
-        let Some(word) = rest.split_whitespace().next() else {
+        let Some(word) = rest.split_ascii_whitespace().next() else {
             continue;
         };
         if let Ok(n) = word.parse::<u64>() {
             each(key.trim(), n);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn lines_are_those_str_lines_gives() {
+        for text in [
+            "",
+            "\n",
+            "a",
+            "a\n",
+            "a\nb",
+            "a\n\nb\n\n",
+            "cpu  1 2\r\ncpu0 1\n",
+            "é:ü\nß\r",
+            "\r\n\r\n",
+        ] {
+            let ours: Vec<&str> = super::lines(text).collect();
+            let std: Vec<&str> = text.lines().collect();
+            assert_eq!(ours, std, "{text:?}");
+        }
+        assert_eq!(super::split_once_byte("a:b:c", b':'), Some(("a", "b:c")));
+        assert_eq!(super::split_once_byte("abc", b':'), None);
     }
 }

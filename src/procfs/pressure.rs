@@ -15,9 +15,9 @@ pub struct Pressure {
 /// Parses a pressure file; `None` without a `some` line with a total.
 pub fn parse(text: &str) -> Option<Pressure> {
     let total = |kind: &str| {
-        text.lines().find_map(|l| {
+        super::lines(text).find_map(|l| {
             let rest = l.strip_prefix(kind)?.strip_prefix(' ')?;
-            rest.split_whitespace()
+            rest.split_ascii_whitespace()
                 .find_map(|w| w.strip_prefix("total="))
                 .and_then(|v| v.parse::<u64>().ok())
         })

@@ -21,8 +21,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
+use crate::procfs::cgroup;
 use crate::procfs::pressure::{self, Pressure};
-use crate::procfs::{ProcRoot, cgroup, mountinfo};
 
 static SEQUENCE: AtomicU32 = AtomicU32::new(0);
 
@@ -54,23 +54,6 @@ impl Drop for RunGroup {
     fn drop(&mut self) {
         self.remove(&mut Vec::new(), false);
     }
-}
-
-/// The cgroup v2 mount point: where systemd mounts it (unified, or beside
-/// v1 controllers), checked with one `statfs` each; else from
-/// /proc/self/mountinfo.
-fn cgroup2_mount(root: &ProcRoot) -> Option<PathBuf> {
-    ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"]
-        .into_iter()
-        .map(Path::new)
-        .find(|p| crate::sys::file::is_cgroup2_mount(p))
-        .map(Path::to_path_buf)
-        .or_else(|| mountinfo::cgroup2_mount(&root.read("self/mountinfo").ok()?))
-}
-
-/// This process's cgroup v2 path (the `0::` line of /proc/self/cgroup).
-fn own_cgroup(root: &ProcRoot) -> Option<String> {
-    cgroup::parse_unified(&root.read("self/cgroup").ok()?)
 }
 
 /// The `cpu`, `io` and `memory` pressure totals of a group (or their
@@ -139,8 +122,7 @@ impl RunGroup {
     /// Makes a fresh group beside tally's own and opens its directory;
     /// else says why not, in words a user can act on.
     pub fn make() -> Result<RunGroup, String> {
-        let proc = ProcRoot::default();
-        let (Some(mount), Some(own)) = (cgroup2_mount(&proc), own_cgroup(&proc)) else {
+        let (Some(mount), Some(own)) = (cgroup::v2_mount(), cgroup::own_unified()) else {
             return Err("no cgroup v2 hierarchy is mounted".into());
         };
         let parent = mount.join(own.trim_start_matches('/'));

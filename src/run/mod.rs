@@ -455,7 +455,11 @@ pub fn execute_with(
                 s.ran(rec.wall_ns);
             }
             let stop = rec.forwarded_signal.clone();
-            records.push(&rec).map_err(RunError::Records)?;
+            if stop.is_some() || i + 1 == report.runs_requested {
+                records.push_last(rec);
+            } else {
+                records.push(&rec).map_err(RunError::Records)?;
+            }
             if let Some(sig) = stop {
                 if i + 1 < report.runs_requested {
                     report.interrupted_by = Some(sig);

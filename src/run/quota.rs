@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::procfs::{self, ProcRoot, cgroup, mountinfo};
+use crate::procfs::{self, cgroup};
 
 /// A quota over the command, and what it did during one run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -95,17 +95,15 @@ fn groups() -> &'static [Limited] {
     GROUPS.get_or_init(find)
 }
 
+/// The groups with a quota over this process. A process in a
+/// hierarchy's root (no group of its own there) needs no mount looked up:
+/// the root holds no quota.
 fn find() -> Vec<Limited> {
-    let proc = ProcRoot::default();
-    let (Ok(mounts), Ok(own)) = (proc.read("self/mountinfo"), proc.read("self/cgroup")) else {
-        return Vec::new();
-    };
     let mut found = Vec::new();
-    if let (Some(mount), Some(path)) = (
-        mountinfo::cgroup2_mount(&mounts),
-        cgroup::parse_unified(&own),
-    ) {
-        for dir in up_from(&mount, &path) {
+    if let Some(path) = cgroup::own_unified().filter(|p| cgroup::below_root(p))
+        && let Some(mount) = cgroup::v2_mount()
+    {
+        for dir in up_from(mount, &path) {
             if let Some((quota_us, period_us)) = read_v2_max(&dir) {
                 found.push(Limited {
                     dir,
@@ -117,10 +115,9 @@ fn find() -> Vec<Limited> {
             }
         }
     }
-    if let (Some(mount), Some(path)) = (
-        mountinfo::cgroup1_mount(&mounts, "cpu"),
-        cgroup::parse_v1(&own, "cpu"),
-    ) {
+    if let Some(path) = cgroup::own_v1("cpu").filter(|p| cgroup::below_root(p))
+        && let Some(mount) = cgroup::v1_mount("cpu", "cpu.cfs_period_us")
+    {
         for dir in up_from(&mount, &path) {
             if let Some((quota_us, period_us)) = read_v1_quota(&dir) {
                 found.push(Limited {

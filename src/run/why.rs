@@ -71,7 +71,7 @@ pub struct Read {
 /// CPUs this process (and so the command, which inherits it) may run
 /// on, when its affinity mask allows fewer than `online`.
 fn allowed_cpus(online: u32) -> Option<u32> {
-    let n = u32::try_from(sys::cpu::allowed_cpus().ok()?.len()).ok()?;
+    let n = u32::try_from(sys::cpu::allowed_cpu_count().ok()?).ok()?;
     (n > 0 && n < online).then_some(n)
 }
 
@@ -92,12 +92,11 @@ fn machine_now() -> Option<(u64, u32)> {
 /// the `cpu` line; `None` unless the line after them (`intr`) was reached,
 /// so that none was cut off by the buffer.
 fn cpus_listed(text: &str) -> Option<u32> {
-    let cpus = text
-        .lines()
+    let cpus = procfs::lines(text)
         .skip(1)
         .take_while(|l| l.starts_with("cpu") && l.as_bytes().get(3).is_some_and(u8::is_ascii_digit))
         .count();
-    let next = text.lines().nth(cpus + 1)?;
+    let next = procfs::lines(text).nth(cpus + 1)?;
     (cpus > 0 && next.len() >= 4 && !next.starts_with("cpu"))
         .then(|| u32::try_from(cpus).ok())
         .flatten()

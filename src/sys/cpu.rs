@@ -104,6 +104,18 @@ pub fn allowed_cpus() -> io::Result<Vec<usize>> {
         .collect())
 }
 
+/// How many CPUs this process may run on: [`allowed_cpus`]' length,
+/// counted by the C library rather than listed.
+pub fn allowed_cpu_count() -> io::Result<usize> {
+    // SAFETY: cpu_set_t is plain data; zeroed is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` is valid and writable, its size is passed.
+    cvt(unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) })?;
+    // SAFETY: CPU_COUNT reads the set within its size.
+    let n = unsafe { libc::CPU_COUNT(&set) };
+    usize::try_from(n).map_err(|_| io::Error::from(io::ErrorKind::InvalidData))
+}
+
 /// Pins the calling thread to one CPU.
 pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
     if cpu >= 8 * std::mem::size_of::<libc::cpu_set_t>() {
@@ -189,5 +201,6 @@ mod tests {
     #[test]
     fn allowed_cpus_not_empty() {
         assert!(!allowed_cpus().unwrap().is_empty());
+        assert_eq!(allowed_cpu_count().unwrap(), allowed_cpus().unwrap().len());
     }
 }

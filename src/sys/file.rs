@@ -349,9 +349,10 @@ pub fn on_procfs(dir: &File) -> io::Result<bool> {
     Ok(st.f_type == libc::PROC_SUPER_MAGIC)
 }
 
-/// Whether `path` is the root of a cgroup v2 mount: one `statfs`, where
-/// finding it in /proc/self/mountinfo reads and parses every mount.
-pub fn is_cgroup2_mount(path: &std::path::Path) -> bool {
+/// Whether `path` lies in a cgroup filesystem, v2 (`v2`) or v1: one
+/// `statfs`, where finding it in /proc/self/mountinfo reads and parses
+/// every mount.
+pub fn is_cgroup_mount(path: &std::path::Path, v2: bool) -> bool {
     use std::os::unix::ffi::OsStrExt;
     let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
         return false;
@@ -360,7 +361,12 @@ pub fn is_cgroup2_mount(path: &std::path::Path) -> bool {
     let mut st: libc::statfs = unsafe { std::mem::zeroed() };
     // SAFETY: `c` is NUL-terminated and `st` writable for the call.
     let ok = unsafe { libc::statfs(c.as_ptr(), &mut st) } == 0;
-    ok && st.f_type == libc::CGROUP2_SUPER_MAGIC
+    let magic = if v2 {
+        libc::CGROUP2_SUPER_MAGIC
+    } else {
+        libc::CGROUP_SUPER_MAGIC
+    };
+    ok && st.f_type == magic
 }
 
 /// An unnamed file in `dir` (`O_TMPFILE`), open for writing with `mode`:
