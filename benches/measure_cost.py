@@ -18,7 +18,11 @@ a shared machine's drift hits every tool alike), medians and ratios:
    run -- /bin/true`, `/usr/bin/time /bin/true` and a C floor (posix_spawn
    + wait4 + one line on stderr) in shuffled order; each one's median less
    bare `/bin/true`'s. Targets: tally's added wall at most GNU time's in
-   every block, and at most 1.15 times the C floor's.
+   every block, and at most 1.15 times the C floor's. Two more C floors
+   in the same rounds: fork + exec + wait4 (GNU time's way) and the same
+   with the child cloned into a cgroup v2 group made and removed around
+   it, as tally's breakdown does (root, cgroup v2): their difference is
+   what the group costs the kernel, which no work of tally's can move.
 3. `compare` per run: REPS repetitions of `tally compare -N -n 500 /bin/true
    /bin/true`, `hyperfine -N --runs 500 /bin/true /bin/true` and a C loop
    spawning /bin/true 1,000 times, each one's whole elapsed time over its
@@ -54,7 +58,12 @@ C_SOURCE = r"""
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <fcntl.h>
+#include <linux/sched.h>
+#include <signal.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -74,6 +83,48 @@ static int floor_main(char **argv) {
             (b.tv_sec - a.tv_sec) * 1000000L + (b.tv_nsec - a.tv_nsec) / 1000,
             ru.ru_utime.tv_sec * 1000000L + ru.ru_utime.tv_usec,
             ru.ru_stime.tv_sec * 1000000L + ru.ru_stime.tv_usec, ru.ru_maxrss);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
+/* fork [GROUP] CMD...: GNU time's way, fork + exec + wait4 + one line;
+   with GROUP (a cgroup v2 directory to make, then remove), the child is
+   cloned straight into it (clone3, CLONE_INTO_CGROUP): what the
+   breakdown's group costs the kernel, and no more. */
+static int fork_main(const char *group, char **argv) {
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    int dir = -1;
+    if (group) {
+        if (mkdir(group, 0755) != 0) return 126;
+        dir = open(group, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dir < 0) return 126;
+    }
+    pid_t pid;
+    if (group) {
+        struct clone_args ca;
+        memset(&ca, 0, sizeof ca);
+        ca.flags = CLONE_INTO_CGROUP;
+        ca.exit_signal = SIGCHLD;
+        ca.cgroup = (unsigned long long)dir;
+        pid = (pid_t)syscall(SYS_clone3, &ca, sizeof ca);
+    } else {
+        pid = fork();
+    }
+    if (pid < 0) return 126;
+    if (pid == 0) {
+        execve(argv[0], argv, environ);
+        _exit(127);
+    }
+    int status;
+    struct rusage ru;
+    wait4(pid, &status, 0, &ru);
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    fprintf(stderr, "%ld us wall, %ld KiB peak\n",
+            (b.tv_sec - a.tv_sec) * 1000000L + (b.tv_nsec - a.tv_nsec) / 1000, ru.ru_maxrss);
+    if (group) {
+        close(dir);
+        rmdir(group);
+    }
     return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
 
@@ -103,6 +154,8 @@ int main(int argc, char **argv) {
     if (argc >= 3 && strcmp(argv[1], "floor") == 0) return floor_main(argv + 2);
     if (argc >= 4 && strcmp(argv[1], "loop") == 0) return loop_main(atol(argv[2]), argv + 3);
     if (argc == 3 && strcmp(argv[1], "spin") == 0) return spin_main(atol(argv[2]));
+    if (argc >= 3 && strcmp(argv[1], "fork") == 0) return fork_main(NULL, argv + 2);
+    if (argc >= 4 && strcmp(argv[1], "fork-into") == 0) return fork_main(argv[2], argv + 3);
     return 2;
 }
 """
@@ -223,13 +276,40 @@ def reported_medians(tallies, c, spin_n, runs, reps, tmp):
     return rows
 
 
+def group_floor_dir():
+    """Where the C floor may make its cgroup v2 group (beside this
+    process's own, as tally makes its), or None where it may not."""
+    try:
+        own = next(l[3:].strip() for l in open("/proc/self/cgroup") if l.startswith("0::"))
+    except (OSError, StopIteration):
+        return None
+    for mount in ("/sys/fs/cgroup", "/sys/fs/cgroup/unified"):
+        if os.path.exists(os.path.join(mount, "cgroup.procs")) and \
+                os.path.exists(os.path.join(mount, "cgroup.controllers")):
+            parent = os.path.join(mount, own.lstrip("/"))
+            probe = os.path.join(parent, f"tally-floor-{os.getpid()}")
+            try:
+                os.mkdir(probe)
+                os.rmdir(probe)
+            except OSError:
+                return None
+            return probe
+    return None
+
+
 def added_wall(tallies, c, runs, blocks):
     """Part 2: per block, each variant's median less bare /bin/true's."""
     true = "/bin/true"
     variants = {"/bin/true": [true], "GNU time": ["/usr/bin/time", true],
-                "C floor": [c, "floor", true]}
+                "C floor": [c, "floor", true], "C fork": [c, "fork", true]}
+    group = group_floor_dir()
+    if group:
+        variants["C fork into a new group"] = [c, "fork-into", group, true]
     for t in tallies:
         variants[t.label] = [t.path, "run", "--", true]
+    first = tallies[0]
+    if first.off_option:
+        variants[first.label + ", breakdown off"] = [first.path, "run", "--no-why", "--", true]
     devnull = os.open(os.devnull, os.O_WRONLY)
     for _ in range(20):
         for argv in variants.values():
@@ -260,6 +340,24 @@ def added_wall(tallies, c, runs, blocks):
                      f"{spread([a / b for a, b in zip(mine, gnu)], '{:.2f}')}× GNU time "
                      f"(≤ it in {below} of {blocks}); "
                      f"{spread([a / b for a, b in zip(mine, floor)], '{:.2f}')}× C"))
+    if first.off_option:
+        off = [b[first.label + ", breakdown off"] for b in per_block]
+        rows.append((f"`run --no-why -- /bin/true` added wall [{first.label}], {blocks} blocks",
+                     "+" + spread(off) + " µs", "GNU time +" + spread(gnu) + " µs",
+                     f"{spread([a / b for a, b in zip(off, gnu)], '{:.2f}')}× GNU time; "
+                     "the breakdown adds +"
+                     + spread([b[first.label] - o for b, o in zip(per_block, off)]) + " µs"))
+    fork = [b["C fork"] for b in per_block]
+    rows.append((f"C fork + exec + wait4 (GNU time's way), {blocks} blocks",
+                 "+" + spread(fork) + " µs", "C posix_spawn+wait4 +" + spread(floor) + " µs",
+                 f"{spread([a / b for a, b in zip(fork, floor)], '{:.2f}')}× C posix_spawn"))
+    if "C fork into a new group" in per_block[0]:
+        into = [b["C fork into a new group"] for b in per_block]
+        rows.append((f"C fork into a new cgroup v2 group (mkdir, clone3 "
+                     f"CLONE_INTO_CGROUP, rmdir), {blocks} blocks",
+                     "+" + spread(into) + " µs", "C fork +" + spread(fork) + " µs",
+                     "the group's kernel floor +"
+                     + spread([a - b for a, b in zip(into, fork)]) + " µs"))
     return rows
 
 

@@ -80,6 +80,21 @@ impl Pressures {
         }
     }
 
+    /// The totals of a group just made: zero.
+    pub fn zero() -> Pressures {
+        let zero = || {
+            Ok(Pressure {
+                some_us: 0,
+                full_us: Some(0),
+            })
+        };
+        Pressures {
+            cpu: zero(),
+            io: zero(),
+            memory: zero(),
+        }
+    }
+
     /// What accrued from `before` to these totals (each part unavailable
     /// where either reading was).
     pub fn since(&self, before: &Pressures) -> Pressures {
@@ -279,19 +294,24 @@ impl RunGroup {
 pub struct SessionGroup {
     group: Result<RunGroup, String>,
     /// The totals when the last run ended: the next run's start, since
-    /// nothing runs in the group between runs. `None` before the first
-    /// run, and after one that left processes running in it.
+    /// nothing runs in the group between runs; zeros before the first run
+    /// (see [`SessionGroup::make`]). `None` after a run that left
+    /// processes running in it.
     last: Option<Pressures>,
     /// The groups made below it were said before the report.
     said_below: bool,
 }
 
 impl SessionGroup {
-    /// Makes the group, or keeps why it could not be made.
+    /// Makes the group, or keeps why it could not be made. The kernel
+    /// starts a new group's pressure totals at zero, and nothing runs in it
+    /// before the first run: that run starts from zeros, read from no file.
     pub fn make() -> SessionGroup {
+        let group = RunGroup::make();
+        let last = group.is_ok().then(Pressures::zero);
         SessionGroup {
-            group: RunGroup::make(),
-            last: None,
+            group,
+            last,
             said_below: false,
         }
     }
