@@ -34,8 +34,10 @@ one; TALLY_BEFORE=PATH adds the same rows for another build (before a
 change), timed in the same interleaved repetitions. The breakdown is
 turned off with `--no-why`, or for a build without that option with the
 variable it read before (TALLY_MEASURE_WITHOUT_BREAKDOWN=1).
-Installs hyperfine and GNU time with apt-get when they are missing. The
-table is in docs/BENCHMARKS.md.
+Each build is timed as a copy in a temporary directory, as installed
+(see `common.installed_copy`: the linker's own output starts about
+100 µs slower). Installs hyperfine and GNU time with apt-get when they
+are missing. The table is in docs/BENCHMARKS.md.
 """
 
 import json
@@ -49,7 +51,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import build_tally, need  # noqa: E402
+from common import build_tally, installed_copy, need  # noqa: E402
 
 C_SOURCE = r"""
 #define _GNU_SOURCE
@@ -402,10 +404,14 @@ def main():
     cc = shutil.which("cc") or shutil.which("gcc")
     if cc is None:
         sys.exit("no C compiler (apt-get install gcc)")
-    tallies = [Tally(os.environ.get("TALLY_BIN") or build_tally(), "tally")]
-    if os.environ.get("TALLY_BEFORE"):
-        tallies.append(Tally(os.environ["TALLY_BEFORE"], "before"))
     with tempfile.TemporaryDirectory(prefix="tally-measure-cost-") as tmp:
+        # Each build as installed, not as the linker left it (see
+        # `installed_copy`).
+        tallies = [Tally(installed_copy(os.environ.get("TALLY_BIN") or build_tally(), tmp),
+                         "tally")]
+        if os.environ.get("TALLY_BEFORE"):
+            tallies.append(Tally(installed_copy(os.environ["TALLY_BEFORE"], tmp,
+                                                "tally-before"), "before"))
         src, c = os.path.join(tmp, "floors.c"), os.path.join(tmp, "floors")
         with open(src, "w") as f:
             f.write(C_SOURCE)

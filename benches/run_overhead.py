@@ -26,7 +26,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import build_tally, need  # noqa: E402
+from common import build_tally, installed_copy, need  # noqa: E402
 
 
 
@@ -63,7 +63,10 @@ def main():
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 500
     need("hyperfine", "hyperfine")
     need("/usr/bin/time", "time")
-    tally = build_tally()
+    # Each build as installed, not as the linker left it (see
+    # `installed_copy`); removed when the script ends.
+    copies = tempfile.TemporaryDirectory(prefix="tally-run-overhead-")
+    tally = installed_copy(build_tally(), copies.name)
     true = shutil.which("true") or "/bin/true"
     true = "/bin/true" if os.path.exists("/bin/true") else true
     variants = {
@@ -74,6 +77,7 @@ def main():
     }
     before = os.environ.get("TALLY_BEFORE")
     if before:
+        before = installed_copy(before, copies.name, "tally-before")
         variants["tally run -- /bin/true (TALLY_BEFORE)"] = [before, "run", "--", true]
     devnull = os.open(os.devnull, os.O_WRONLY)
     samples = {name: [] for name in variants}

@@ -45,7 +45,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import build_tally, need  # noqa: E402
+from common import build_tally, installed_copy, need  # noqa: E402
 
 C_SOURCE = r"""
 #define _GNU_SOURCE
@@ -174,6 +174,8 @@ def main():
     true = "/bin/true" if os.path.exists("/bin/true") else shutil.which("true")
     work = tempfile.mkdtemp(prefix="tally-why-overhead-")
     try:
+        # As installed, not as the linker left it (see `installed_copy`).
+        tally = installed_copy(tally, work)
         src, floor = os.path.join(work, "floor.c"), os.path.join(work, "floor")
         with open(src, "w") as f:
             f.write(C_SOURCE)

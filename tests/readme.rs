@@ -42,6 +42,13 @@ fn examples(readme: &str) -> Vec<Example> {
 fn leading_words(line: &str) -> String {
     line.split_whitespace()
         .take_while(|w| !w.chars().any(|c| c.is_ascii_digit()) && *w != "…")
+        // A unit is chosen by the sizes measured (`tally mem` prints KiB
+        // where this machine's processes are small, MiB where they are
+        // not): the README's is one of them.
+        .map(|w| match w {
+            "KiB" | "MiB" | "GiB" => "<unit>",
+            w => w,
+        })
         .collect::<Vec<_>>()
         .join(" ")
 }
