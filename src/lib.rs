@@ -21,6 +21,7 @@ pub mod input;
 pub mod load;
 pub mod mem;
 pub mod pagecache;
+pub mod pem;
 pub mod place;
 pub mod procfs;
 pub mod progress;

@@ -26,7 +26,6 @@ use postgres::tls::{ChannelBinding, MakeTlsConnect, TlsConnect};
 use rustls::client::WebPkiServerVerifier;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::{CryptoProvider, ring};
-use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{
     CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme,
@@ -129,20 +128,13 @@ pub fn connector(mode: SslMode, roots: &Roots) -> Result<MakeRustls, String> {
 
 fn load_roots(path: &Path) -> Result<RootCertStore, String> {
     let pem = crate::input::read_file(path, &ROOTS).map_err(|e| e.to_string())?;
-    let mut store = RootCertStore::empty();
-    for cert in CertificateDer::pem_slice_iter(&pem) {
-        let cert = cert.map_err(|e| format!("{}: {e}", crate::text::path::display(path)))?;
-        store
-            .add(cert)
-            .map_err(|e| format!("{}: {e}", crate::text::path::display(path)))?;
-    }
-    if store.is_empty() {
-        return Err(format!(
-            "{} holds no PEM certificate",
-            crate::text::path::display(path)
-        ));
-    }
-    Ok(store)
+    let shown = crate::text::path::display(path);
+    crate::pem::root_store(&pem).map_err(|e| match e {
+        crate::pem::RootsError::NotPem(e) | crate::pem::RootsError::Unusable(e) => {
+            format!("{shown}: {e}")
+        }
+        crate::pem::RootsError::Empty => format!("{shown} holds no PEM certificate"),
+    })
 }
 
 /// `require` and `prefer` without root certificates: any certificate, but

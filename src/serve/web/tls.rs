@@ -20,8 +20,8 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, UnixTime};
 use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
 use rustls::server::{NoClientAuth, WebPkiClientVerifier};
 use rustls::{
-    CipherSuite, DigitallySignedStruct, DistinguishedName, RootCertStore, ServerConfig,
-    SignatureScheme, SupportedCipherSuite, SupportedProtocolVersion,
+    CipherSuite, DigitallySignedStruct, DistinguishedName, ServerConfig, SignatureScheme,
+    SupportedCipherSuite, SupportedProtocolVersion,
 };
 use serde::Deserialize;
 use serde_saphyr::Spanned;
@@ -529,19 +529,18 @@ fn verified_clients(
     auth: ClientAuth,
     provider: &Arc<CryptoProvider>,
 ) -> Result<Arc<dyn ClientCertVerifier>, Mistake> {
-    let mut roots = RootCertStore::empty();
-    for c in CertificateDer::pem_slice_iter(pem) {
-        let c = c.map_err(|e| (line, format!("{what}: not a PEM certificate: {e}")))?;
-        roots.add(c).map_err(|e| {
-            (
-                line,
-                format!("{what}: not a CA certificate rustls can use: {e}"),
-            )
-        })?;
-    }
-    if roots.is_empty() {
-        return Err((line, format!("{what}: no certificate in it")));
-    }
+    let roots = crate::pem::root_store(pem).map_err(|e| {
+        (
+            line,
+            match e {
+                crate::pem::RootsError::NotPem(e) => format!("{what}: not a PEM certificate: {e}"),
+                crate::pem::RootsError::Unusable(e) => {
+                    format!("{what}: not a CA certificate rustls can use: {e}")
+                }
+                crate::pem::RootsError::Empty => format!("{what}: no certificate in it"),
+            },
+        )
+    })?;
     let mut b = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), Arc::clone(provider));
     if auth == ClientAuth::VerifyIfGiven {
         b = b.allow_unauthenticated();
