@@ -35,7 +35,9 @@ pub fn parse(text: &[u8]) -> Option<String> {
 
 /// The text of /proc/self/cgroup, read once per process: every part of
 /// tally that needs its own groups (the run's group, the CPU quotas over
-/// it, `load`'s memory limit) reads it from here.
+/// it, `load`'s memory limit) reads it from here. A process moved to
+/// another group later (`tally serve` under a manager that moves it) keeps
+/// the groups it started in, as the quotas found once did before.
 fn own_text() -> Option<&'static str> {
     static TEXT: OnceLock<Option<String>> = OnceLock::new();
     TEXT.get_or_init(|| super::ProcRoot::default().read("self/cgroup").ok())
