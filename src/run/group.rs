@@ -448,12 +448,11 @@ fn read_whole_at(file: &File, buf: &mut [u8]) -> io::Result<usize> {
 
 /// `populated` of a `cgroup.events` text.
 pub fn events_populated(text: &str) -> Option<bool> {
-    text.lines()
-        .find_map(|l| match l.strip_prefix("populated ")? {
-            "0" => Some(false),
-            "1" => Some(true),
-            _ => None,
-        })
+    crate::procfs::lines(text).find_map(|l| match l.strip_prefix("populated ")? {
+        "0" => Some(false),
+        "1" => Some(true),
+        _ => None,
+    })
 }
 
 /// Removes the empty group `path`, waiting a little while the kernel

@@ -188,8 +188,8 @@ fn read_v1_quota(dir: &Path) -> Option<(u64, u64)> {
 /// The throttle counters of `cpu.stat` (`v2`: time in µs, else ns).
 fn parse_stat(text: &str, v2: bool) -> Option<Throttled> {
     let field = |key: &str| {
-        text.lines().find_map(|l| {
-            let (k, v) = l.split_once(' ')?;
+        procfs::lines(text).find_map(|l| {
+            let (k, v) = procfs::split_once_byte(l, b' ')?;
             (k == key).then(|| v.trim().parse::<u64>().ok()).flatten()
         })
     };
