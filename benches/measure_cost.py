@@ -29,7 +29,8 @@ a shared machine's drift hits every tool alike), medians and ratios:
    1,000 runs. Target: tally at most hyperfine.
 
 Usage: python3 benches/measure_cost.py [RUNS] [REPS] [BLOCKS]
-(default 300 5 5). TALLY_BIN=PATH measures that binary instead of building
+(default 300 5 5). PARTS=1,2,3 (the default) picks the parts to run.
+TALLY_BIN=PATH measures that binary instead of building
 one; TALLY_BEFORE=PATH adds the same rows for another build (before a
 change), timed in the same interleaved repetitions. The breakdown is
 turned off with `--no-why`, or for a build without that option with the
@@ -418,9 +419,14 @@ def main():
         subprocess.run([cc, "-O2", "-o", c, src], check=True)
         spin_n = calibrate_spin(c)
         started = time.monotonic()
-        rows = reported_medians(tallies, c, spin_n, runs, reps, tmp)
-        rows += added_wall(tallies, c, runs, blocks)
-        rows += per_run(tallies, c, reps, tmp)
+        parts = os.environ.get("PARTS", "1,2,3").split(",")
+        rows = []
+        if "1" in parts:
+            rows += reported_medians(tallies, c, spin_n, runs, reps, tmp)
+        if "2" in parts:
+            rows += added_wall(tallies, c, runs, blocks)
+        if "3" in parts:
+            rows += per_run(tallies, c, reps, tmp)
         took = time.monotonic() - started
     euid = os.geteuid()
     print(f"{os.uname().nodename} ({os.cpu_count()} CPUs, kernel {os.uname().release}, "
