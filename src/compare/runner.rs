@@ -707,7 +707,14 @@ impl<'c> Session<'c> {
             configs,
             results,
             prepared: Preparations::default(),
-            stores: (0..k).map(|_| Records::new()).collect(),
+            // Runs started by the spawner are not forked from tally: the
+            // records need not be kept out of tally's memory.
+            stores: (0..k)
+                .map(|_| match spawner {
+                    Some(_) => Records::held(),
+                    None => Records::new(),
+                })
+                .collect(),
             last: vec![None; k],
             walls: vec![Vec::new(); k],
             ranges: vec![None; FIGURES.len()],
@@ -933,7 +940,7 @@ impl<'c> Session<'c> {
         // small however many runs there are.
         if let Some(mut prev) = self.last[i].replace(rec) {
             prev.cold = None;
-            self.stores[i].push(&prev).map_err(RunError::Records)?;
+            self.stores[i].push_owned(prev).map_err(RunError::Records)?;
         }
         r.run_order.push(self.sequence);
         Ok(())
@@ -1009,7 +1016,7 @@ impl<'c> Session<'c> {
         let mut results = std::mem::take(&mut self.results);
         for ((r, mut store), held) in results.iter_mut().zip(self.stores).zip(self.last) {
             if let Some(held) = held {
-                store.push(&held).map_err(RunError::Records)?;
+                store.push_owned(held).map_err(RunError::Records)?;
             }
             r.runs = store.into_vec().map_err(RunError::Records)?;
         }
