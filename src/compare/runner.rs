@@ -707,14 +707,8 @@ impl<'c> Session<'c> {
             configs,
             results,
             prepared: Preparations::default(),
-            // Runs started by the spawner are not forked from tally: the
-            // records need not be kept out of tally's memory.
-            stores: (0..k)
-                .map(|_| match spawner {
-                    Some(_) => Records::held(),
-                    None => Records::new(),
-                })
-                .collect(),
+            // Runs started by the spawner are not forked from tally.
+            stores: (0..k).map(|_| Records::kept(spawner.is_some())).collect(),
             last: vec![None; k],
             walls: vec![Vec::new(); k],
             ranges: vec![None; FIGURES.len()],

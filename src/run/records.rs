@@ -46,6 +46,16 @@ impl Records {
         }
     }
 
+    /// [`Records::held`] when `held` (no command is forked from tally),
+    /// else [`Records::new`].
+    pub fn kept(held: bool) -> Records {
+        if held {
+            Records::held()
+        } else {
+            Records::new()
+        }
+    }
+
     /// Appends a record, taking it: kept as it is when the records are
     /// [`Records::held`], else as [`Records::push`] keeps it.
     pub fn push_owned(&mut self, r: RunRecord) -> io::Result<()> {

@@ -59,7 +59,7 @@
 //! checks every period and phase). The round trip per run costs about
 //! 50 µs of elapsed time between runs, none of it inside a run; the
 //! spawner looks for the acknowledgement a short while before it sleeps
-//! on it ([`Outbox::POLL_ACK_NS`]), which takes some 10–30 µs of that off.
+//! on it (`Outbox::POLL_ACK_NS`), which takes some 10–30 µs of that off.
 //!
 //! After a run that failed (unless failures are
 //! measured too), was interrupted, or could not start, it runs nothing
@@ -391,6 +391,27 @@ impl Outbox {
     /// is beside a command; at most this long when tally is slow to
     /// answer (a busy machine), after which the spawner sleeps as before.
     const POLL_ACK_NS: u64 = 100_000;
+
+    /// An empty outbox, with the files it reads around each run open.
+    fn new() -> Outbox {
+        Outbox {
+            buf: Vec::with_capacity((FIELDS * 8 + TEXTS_LEN) * (Outbox::BATCH + 1)),
+            count: 0,
+            last: 0,
+            awaiting_ack: false,
+            // Looked for only where tally can run beside the spawner: on one
+            // CPU the spawner's looking would keep tally from acknowledging.
+            poll_ack_ns: if sys::cpu::allowed_cpu_count().is_ok_and(|n| n > 1) {
+                Outbox::POLL_ACK_NS
+            } else {
+                0
+            },
+            texts: Texts::new(),
+            status: std::fs::File::open("/proc/self/status").ok(),
+            sched_name: std::hint::black_box(*b"schedstat"),
+            io_name: std::hint::black_box(*b"io"),
+        }
+    }
 
     /// Adds an answer: the fields, then the texts they give lengths of.
     fn push(&mut self, fields: &[u64; FIELDS]) {
@@ -974,23 +995,7 @@ fn serve_requests() -> io::Result<()> {
     // The runs' group, or why its descriptor could not be taken (each run
     // then says it ran outside).
     let mut group = setup.group.then(Group::open);
-    let mut outbox = Outbox {
-        buf: Vec::with_capacity((FIELDS * 8 + TEXTS_LEN) * (Outbox::BATCH + 1)),
-        count: 0,
-        last: 0,
-        awaiting_ack: false,
-        // Looked for only where tally can run beside the spawner: on one
-        // CPU the spawner's looking would keep tally from acknowledging.
-        poll_ack_ns: if sys::cpu::allowed_cpu_count().is_ok_and(|n| n > 1) {
-            Outbox::POLL_ACK_NS
-        } else {
-            0
-        },
-        texts: Texts::new(),
-        status: std::fs::File::open("/proc/self/status").ok(),
-        sched_name: std::hint::black_box(*b"schedstat"),
-        io_name: std::hint::black_box(*b"io"),
-    };
+    let mut outbox = Outbox::new();
     let as_root = sys::geteuid() == 0;
     sys::process::prepare_shared_spawns()?;
     // Ready: tally falls back to forking the runs itself if this never comes.
