@@ -731,6 +731,24 @@ mod tests {
         c
     }
 
+    /// `n` runs of `name` now and `n` from a baseline, of wall times
+    /// `(now, then)`: now on a CPU for about `cpu_us`, then for 9 ms.
+    fn working(
+        name: &str,
+        (wall_now, wall_then): (u64, u64),
+        n: u64,
+        cpu_us: u64,
+    ) -> (CommandResult, CommandResult) {
+        let mut now = runs(name, wall_now, n, false);
+        let mut then = runs(name, wall_then, n, true);
+        for (c, cpu) in [(&mut now, cpu_us), (&mut then, 9_000)] {
+            for (i, run) in c.runs.iter_mut().enumerate() {
+                run.user_us = cpu + (i % 5) as u64;
+            }
+        }
+        (now, then)
+    }
+
     /// A comparison against a stored baseline saved while the machine did
     /// `other_cpu_percent` of other work, with those speed probes.
     fn against_baseline(
@@ -814,14 +832,7 @@ mod tests {
         let cfg = against_baseline(Some(30.0), Vec::new());
         let rules = [parse_rule("wall=5%").unwrap()];
         let outcome = |cpu_us: u64| {
-            let mut now = runs("gzip", 26_000_000, 30, false);
-            let mut then = runs("gzip", 10_000_000, 30, true);
-            for (i, run) in now.runs.iter_mut().enumerate() {
-                run.user_us = cpu_us + (i % 5) as u64;
-            }
-            for (i, run) in then.runs.iter_mut().enumerate() {
-                run.user_us = 9_000 + (i % 5) as u64;
-            }
+            let (now, then) = working("gzip", (26_000_000, 10_000_000), 30, cpu_us);
             let mut r = CompareReport::build(&cfg, vec![now, then], None);
             r.other_cpu_percent = Some(90.0);
             let g = evaluate(&r, &rules, false);
@@ -846,14 +857,7 @@ mod tests {
     fn four_times_the_cpu_time_was_excused_by_other_work_that_cannot_do_it() {
         let cfg = against_baseline(Some(28.0), Vec::new());
         let outcome = |rule: &str, cpu_us: u64, other_now: f64| {
-            let mut now = runs("loop", 40_000_000, 20, false);
-            let mut then = runs("loop", 10_000_000, 20, true);
-            for (i, run) in now.runs.iter_mut().enumerate() {
-                run.user_us = cpu_us + (i % 5) as u64;
-            }
-            for (i, run) in then.runs.iter_mut().enumerate() {
-                run.user_us = 9_000 + (i % 5) as u64;
-            }
+            let (now, then) = working("loop", (40_000_000, 10_000_000), 20, cpu_us);
             let mut r = CompareReport::build(&cfg, vec![now, then], None);
             r.other_cpu_percent = Some(other_now);
             let g = evaluate(&r, &[parse_rule(rule).unwrap()], false);
