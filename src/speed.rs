@@ -233,9 +233,10 @@ impl Schedule {
         let cpus = self
             .cpus
             .get_or_insert_with(|| crate::sys::cpu::allowed_cpus().unwrap_or_default());
-        let p = match cpus.get(self.probes.len() % cpus.len().max(1)) {
-            Some(&cpu) if cpus.len() > 1 => on_cpu(cpu, cpus),
-            _ => measure(),
+        let p = if cpus.len() > 1 {
+            on_cpu(cpus[self.probes.len() % cpus.len()], cpus)
+        } else {
+            measure()
         };
         self.probes.push(p);
         self.since_ns = 0;

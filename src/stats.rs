@@ -349,7 +349,6 @@ fn exact_u_counts(n1: usize, n2: usize) -> Vec<f64> {
         }
         std::mem::swap(&mut prev, &mut cur);
     }
-    prev.truncate((n2 + 1) * width);
     prev.split_off(n2 * width)
 }
 

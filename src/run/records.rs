@@ -11,7 +11,7 @@
 //! command is forked after it, and a single `tally run` then maps,
 //! serializes and parses nothing. Where no command is forked from tally
 //! at all (`compare`'s runs started by its spawner), every record is kept
-//! as it is ([`Records::held`]).
+//! as it is ([`Records::kept`] with `held`).
 
 use std::io;
 
@@ -23,8 +23,8 @@ use crate::sys::dontfork::DontForkBuf;
 pub struct Records {
     buf: DontForkBuf,
     scratch: Vec<u8>,
-    /// Records kept as they are, in order ([`Records::held`]), else
-    /// `None`: serialized in `buf`.
+    /// Records kept as they are, in order (see [`Records::kept`]); `None`:
+    /// serialized in `buf`.
     held: Option<Vec<RunRecord>>,
     /// The last run's record, after those in `buf`.
     last: Option<RunRecord>,
@@ -36,28 +36,19 @@ impl Records {
         Records::default()
     }
 
-    /// Records kept in tally's own memory, as they are: for runs no
-    /// command is forked from tally for (serializing each record and
-    /// parsing it back took some 5 µs a run of `compare`'s, between runs).
-    pub fn held() -> Records {
+    /// With `held`, records kept in tally's own memory, as they are: for
+    /// runs no command is forked from tally for (serializing each record
+    /// and parsing it back took some 5 µs a run of `compare`'s, between
+    /// runs). Else as [`Records::new`] keeps them.
+    pub fn kept(held: bool) -> Records {
         Records {
-            held: Some(Vec::new()),
+            held: held.then(Vec::new),
             ..Records::default()
         }
     }
 
-    /// [`Records::held`] when `held` (no command is forked from tally),
-    /// else [`Records::new`].
-    pub fn kept(held: bool) -> Records {
-        if held {
-            Records::held()
-        } else {
-            Records::new()
-        }
-    }
-
     /// Appends a record, taking it: kept as it is when the records are
-    /// [`Records::held`], else as [`Records::push`] keeps it.
+    /// held (see [`Records::kept`]), else as [`Records::push`] keeps it.
     pub fn push_owned(&mut self, r: RunRecord) -> io::Result<()> {
         match self.held.as_mut() {
             Some(held) => {
@@ -79,7 +70,7 @@ impl Records {
     }
 
     /// Appends a record (length-prefixed JSON; a copy of it when the
-    /// records are [`Records::held`]).
+    /// records are held: see [`Records::kept`]).
     pub fn push(&mut self, r: &RunRecord) -> io::Result<()> {
         if self.held.is_some() {
             return self.push_owned(r.clone());
@@ -156,7 +147,7 @@ mod tests {
 
     #[test]
     fn a_record_pushed_after_the_last_goes_after_it() {
-        for mut store in [Records::new(), Records::held()] {
+        for mut store in [Records::new(), Records::kept(true)] {
             let (a, b, c, d) = (record(1, 1), record(2, 2), record(3, 3), record(4, 4));
             store.push_last(a.clone());
             store.push(&b).expect("push");
@@ -171,7 +162,7 @@ mod tests {
     /// records, in the same order, counted alike.
     #[test]
     fn held_records_come_back_as_serialized_ones_do() {
-        let (mut held, mut serialized) = (Records::held(), Records::new());
+        let (mut held, mut serialized) = (Records::kept(true), Records::new());
         for i in 0..300u64 {
             let mut r = record(i * 7, i);
             r.exit.code = Some((i % 4) as i32);
