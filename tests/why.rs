@@ -301,6 +301,42 @@ fn the_parts_of_twenty_single_task_commands_add_up_to_the_wall_time() {
     assert!(failures.is_empty(), "{failures:#?}");
 }
 
+/// The command's start was read by tally at the gate: a command still
+/// waiting for a CPU after its fork had that wait counted from its
+/// release on, into the wall time's interval. Sharing CPU 0 with a busy
+/// loop, the parts of `/bin/true` came to 105–109% of its wall time in 99
+/// of 100 runs (and to 106–116% in 37 of 300 under two busy loops on
+/// either CPU). Now the command reads its own start after the gate.
+#[test]
+fn the_parts_of_true_sharing_its_cpu_with_a_busy_loop_exceeded_its_wall_time() {
+    let _turn = timing_turn();
+    let busy = common::command("taskset")
+        .args(["-c", "0", "sh", "-c", "while :; do :; done"])
+        .stdin(Stdio::null())
+        .spawn()
+        .expect("taskset runs");
+    let _busy = Reaper(vec![busy]);
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let mut over = Vec::new();
+    for _ in 0..30 {
+        let out = common::command("taskset")
+            .args(["-c", "0"])
+            .arg(common::tally_bin())
+            .args(["run", "--quiet-command", "--format", "json", "--", "true"])
+            .env_remove("COLUMNS")
+            .output()
+            .expect("taskset runs");
+        assert!(out.status.success(), "{out:?}");
+        let report: RunReport = serde_json::from_slice(&out.stderr).expect("JSON report");
+        let w = why_of(&report);
+        let wall = report.runs[0].wall_ns;
+        if w.of == WhyBasis::Wall && measured(w) * 100 > wall * 105 {
+            over.push(format!("wall {wall} ns, parts {} ns: {w:?}", measured(w)));
+        }
+    }
+    assert!(over.is_empty(), "{} of 30 runs: {over:#?}", over.len());
+}
+
 /// `make -j8` on two cores: eight loops under one shell. The shell itself
 /// only waits; its children wait for a CPU, which the report must show
 /// (as task time) and name as the command's own parallelism: more

@@ -669,7 +669,11 @@ fn run_once(ctx: &Ctx) -> Result<RunRecord, RunError> {
         return Err(exec_failure(&cfg.argv, program, e));
     }
     let wall_ns = end_ns.saturating_sub(outcome.started_ns);
-    let io = less_tallys_reads(read_io(pid, spawned.io.take()), outcome.pre_exec_reads);
+    let io = less_tallys_io(
+        read_io(pid, spawned.io.take()),
+        outcome.pre_exec_reads,
+        outcome.pre_exec_writes,
+    );
     let mut notes = Vec::new();
     let why_raw = why_before.map(|machine| {
         let before = before.unwrap_or_else(|| Err(group::no_group("none was made")));
@@ -950,13 +954,21 @@ pub(crate) fn exec_failure(argv: &[OsString], program: String, e: io::Error) -> 
 /// from, or why there are none.
 pub(crate) type IoFigures = (Option<IoCounters>, Option<IoSource>, Option<String>);
 
-/// `io` less what tally read in the command's process before `exec`
-/// (`(bytes, calls)`, see [`sys::process::Outcome::pre_exec_reads`]),
-/// which the kernel counts as the command's.
-pub(crate) fn less_tallys_reads(mut io: IoFigures, (bytes, calls): (u64, u64)) -> IoFigures {
+/// `io` less what tally read and wrote in the command's process before
+/// `exec` (`(bytes, calls)` each, see
+/// [`sys::process::Outcome::pre_exec_reads`] and
+/// [`sys::process::Outcome::pre_exec_writes`]), which the kernel counts
+/// as the command's.
+pub(crate) fn less_tallys_io(
+    mut io: IoFigures,
+    (read_bytes, reads): (u64, u64),
+    (written_bytes, writes): (u64, u64),
+) -> IoFigures {
     if let Some(c) = io.0.as_mut() {
-        c.read_call_bytes = c.read_call_bytes.saturating_sub(bytes);
-        c.read_calls = c.read_calls.saturating_sub(calls);
+        c.read_call_bytes = c.read_call_bytes.saturating_sub(read_bytes);
+        c.read_calls = c.read_calls.saturating_sub(reads);
+        c.write_call_bytes = c.write_call_bytes.saturating_sub(written_bytes);
+        c.write_calls = c.write_calls.saturating_sub(writes);
     }
     io
 }

@@ -609,8 +609,12 @@ fn decode(fields: &[u64; FIELDS], texts: &[Vec<u8>], argv: &[OsString], group: &
         block_input: fields[BLOCK_IN],
         block_output: fields[BLOCK_OUT],
     };
-    let figures =
-        super::less_tallys_reads(figures, (fields[PRE_READ_BYTES], fields[PRE_READ_CALLS]));
+    // A shared spawn's child says its start in memory: it writes nothing.
+    let figures = super::less_tallys_io(
+        figures,
+        (fields[PRE_READ_BYTES], fields[PRE_READ_CALLS]),
+        (0, 0),
+    );
     let mut record = super::plain_record(
         std::time::Duration::from_nanos(fields[WALL_NS]),
         exit,

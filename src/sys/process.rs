@@ -107,9 +107,11 @@ pub enum Joined {
 /// whether its `exec` failed.
 #[derive(Debug)]
 enum ExecStatus {
-    /// A forked child: a close-on-exec pipe that gives the errno of a
-    /// failed `exec`, or EOF once `exec` succeeded; the clock started when
-    /// the parent released it from the gate.
+    /// A forked child: a close-on-exec pipe on which it says its start
+    /// ([`Started`], [`STARTED_LEN`] bytes) as its last step before
+    /// `exec`, then the errno of a failed `exec`; EOF once `exec`
+    /// succeeded. A child that failed before it could say its start
+    /// writes the errno alone.
     Pipe(OwnedFd),
     /// A [`spawn_shared`] child, which has exec'd or exited when the spawn
     /// returns: what it said of its start, and the errno of a failed
@@ -117,8 +119,8 @@ enum ExecStatus {
     Known(Started, Option<i32>),
 }
 
-/// What a [`spawn_shared`] child says of the moment its clock started:
-/// the clock, its time on a CPU, what it read before (bytes, calls), its
+/// What a child says of the moment its clock started: the clock, its
+/// time on a CPU, what it read and wrote before (bytes, calls), its
 /// schedstat text and the text's length (0 when unread).
 #[derive(Debug, Clone, Copy)]
 struct Started {
@@ -126,8 +128,79 @@ struct Started {
     on_cpu_ns: u64,
     read_bytes: u32,
     read_calls: u32,
+    /// A forked child's one write of this record to tally's pipe.
+    write_bytes: u32,
+    write_calls: u32,
     sched: [u8; SCHED_TEXT],
     sched_len: usize,
+}
+
+/// The bytes of a [`Started`] on a forked child's status pipe.
+const STARTED_LEN: usize = 8 + 8 + 4 * 5 + SCHED_TEXT;
+
+impl Started {
+    const NOTHING: Started = Started {
+        clock_ns: 0,
+        on_cpu_ns: 0,
+        read_bytes: 0,
+        read_calls: 0,
+        write_bytes: 0,
+        write_calls: 0,
+        sched: [0; SCHED_TEXT],
+        sched_len: 0,
+    };
+
+    /// Its bytes for the status pipe: nothing but copies, for a child
+    /// about to exec.
+    #[inline(always)]
+    fn encode(&self) -> [u8; STARTED_LEN] {
+        let mut out = [0u8; STARTED_LEN];
+        let len = u32::try_from(self.sched_len).unwrap_or(0);
+        let words = [
+            self.read_bytes,
+            self.read_calls,
+            self.write_bytes,
+            self.write_calls,
+            len,
+        ];
+        out[..8].copy_from_slice(&self.clock_ns.to_ne_bytes());
+        out[8..16].copy_from_slice(&self.on_cpu_ns.to_ne_bytes());
+        for (i, w) in words.iter().enumerate() {
+            out[16 + 4 * i..20 + 4 * i].copy_from_slice(&w.to_ne_bytes());
+        }
+        out[36..].copy_from_slice(&self.sched);
+        out
+    }
+
+    /// A record read back from the pipe; `None` when its text length is
+    /// beyond the text (a record not of [`Started::encode`]).
+    fn decode(bytes: &[u8; STARTED_LEN]) -> Option<Started> {
+        let u64_at = |i: usize| {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&bytes[i..i + 8]);
+            u64::from_ne_bytes(b)
+        };
+        let u32_at = |i: usize| {
+            let mut b = [0u8; 4];
+            b.copy_from_slice(&bytes[i..i + 4]);
+            u32::from_ne_bytes(b)
+        };
+        let sched_len = usize::try_from(u32_at(32))
+            .ok()
+            .filter(|n| *n < SCHED_TEXT)?;
+        let mut sched = [0u8; SCHED_TEXT];
+        sched.copy_from_slice(&bytes[36..]);
+        Some(Started {
+            clock_ns: u64_at(0),
+            on_cpu_ns: u64_at(8),
+            read_bytes: u32_at(16),
+            read_calls: u32_at(20),
+            write_bytes: u32_at(24),
+            write_calls: u32_at(28),
+            sched,
+            sched_len,
+        })
+    }
 }
 
 /// A started child, stopped at the gate if one was asked for.
@@ -141,13 +214,6 @@ pub struct Spawned {
     /// ns), or when it was spawned without one: the start of the run when
     /// the child could not say its own.
     released_ns: u64,
-    /// The gated child's `/proc/PID/schedstat`, opened right after `fork`
-    /// and read just before the release, while it waits at the gate (see
-    /// [`Outcome::started_sched`]).
-    sched_file: Option<std::fs::File>,
-    sched_at_release: Option<([u8; SCHED_TEXT], usize)>,
-    /// Spawned with a gate, which the child read (one byte).
-    gated: bool,
     /// `/proc/PID/io` of the child, opened right after `fork` when
     /// [`PreExec::open_io`] asked for it, or why it could not be opened.
     ///
@@ -170,28 +236,29 @@ pub const SCHED_TEXT: usize = 64;
 #[derive(Debug)]
 pub struct Outcome {
     /// When the command's clock started (`CLOCK_MONOTONIC` ns), after
-    /// every preparation: when the parent released a gated child (its
-    /// only step left, `exec`), or when a [`spawn_shared`] child called
-    /// `exec`, its last step. When the child ended before it could say,
-    /// when it was spawned.
+    /// every preparation: read by the child as its last step before
+    /// `exec` (a gated child once it has passed the gate). When the child
+    /// ended before it could say, when the parent released it.
     pub started_ns: u64,
-    /// The child's `/proc/PID/schedstat` at that moment (its time on a
+    /// The child's `/proc/self/schedstat` at that moment (its time on a
     /// CPU and waiting for one so far: what tally's preparations in it
-    /// took, outside the clock): read by the parent while a gated child
-    /// waits at the gate, by a [`spawn_shared`] child itself just before
-    /// `exec`; `None` when it could not be read.
+    /// took, outside the clock), read by the child itself, running, so
+    /// that a wait for a CPU it was still in when released is counted up
+    /// to then; `None` when it could not be read.
     pub started_sched: Option<([u8; SCHED_TEXT], usize)>,
-    /// A [`spawn_shared`] child's time on a CPU at that moment
+    /// The child's time on a CPU at that moment
     /// (`CLOCK_THREAD_CPUTIME_ID`, ns), for the first figure of its
     /// schedstat, which lags a running task's own by up to a tick (the
-    /// kernel counts a running task's time at the next tick or switch; a
-    /// child waiting at the gate is not running, and its figure is
-    /// current).
+    /// kernel counts a running task's time at the next tick or switch).
     pub started_on_cpu_ns: Option<u64>,
     /// What tally read in the child before `exec` (the gate's byte, its
     /// schedstat): bytes and read calls, which its `/proc/PID/io` counts
     /// as the command's (`rchar`, `syscr`) and which are not.
     pub pre_exec_reads: (u64, u64),
+    /// What tally wrote in the child before `exec` (a forked child's
+    /// record of its start, to tally's pipe): bytes and write calls, which
+    /// its `/proc/PID/io` counts as the command's (`wchar`, `syscw`).
+    pub pre_exec_writes: (u64, u64),
     /// The error of `exec`, if it failed.
     pub exec_error: Option<io::Error>,
 }
@@ -201,12 +268,6 @@ impl Spawned {
     pub fn release(&mut self) {
         if let Some(gate) = self.gate.take() {
             let byte = 1u8;
-            if let Some(file) = self.sched_file.take() {
-                let mut text = [0u8; SCHED_TEXT];
-                let n = std::os::unix::fs::FileExt::read_at(&file, &mut text, 0).unwrap_or(0);
-                // A text that fills the buffer may be cut: not kept.
-                self.sched_at_release = (n > 0 && n < SCHED_TEXT).then_some((text, n));
-            }
             self.released_ns = super::monotonic_ns();
             // SAFETY: writes one byte from a live local to an open descriptor.
             let _ = unsafe { libc::write(gate.as_raw_fd(), (&raw const byte).cast(), 1) };
@@ -228,11 +289,13 @@ impl Spawned {
             }
             ExecStatus::Pipe(fd) => fd,
         };
-        let mut errno_bytes = [0u8; 4];
+        // The record of its start, then the errno of a failed exec: at
+        // most both, and the child is gone, so every read returns at once.
+        let mut bytes = [0u8; STARTED_LEN + 4];
         let mut got = 0usize;
         let mut error = None;
-        while got < errno_bytes.len() {
-            let rest = &mut errno_bytes[got..];
+        while got < bytes.len() {
+            let rest = &mut bytes[got..];
             // SAFETY: reads into the unfilled tail of a live local buffer.
             let n = unsafe { libc::read(status.as_raw_fd(), rest.as_mut_ptr().cast(), rest.len()) };
             if n == 0 {
@@ -248,21 +311,32 @@ impl Spawned {
             }
             got += n as usize;
         }
-        if got == errno_bytes.len() {
-            error = Some(io::Error::from_raw_os_error(i32::from_ne_bytes(
-                errno_bytes,
-            )));
+        let (started, errno) = started_and_errno(&bytes[..got]);
+        if error.is_none() {
+            error = errno.map(io::Error::from_raw_os_error);
         }
-        Outcome {
-            started_ns: self.released_ns,
-            started_sched: self.sched_at_release,
-            started_on_cpu_ns: None,
-            // The gate's one byte, read in one call (the child handles no
-            // signal that could interrupt it).
-            pre_exec_reads: if self.gated { (1, 1) } else { (0, 0) },
-            exec_error: error,
-        }
+        outcome_of(&started, error, self.released_ns)
     }
+}
+
+/// What a forked child wrote on its status pipe: its start (nothing said
+/// when it failed before it could say it) and the errno of a failure.
+fn started_and_errno(bytes: &[u8]) -> (Started, Option<i32>) {
+    let errno_at = |i: usize| {
+        bytes
+            .get(i..i + 4)
+            .and_then(|b| <[u8; 4]>::try_from(b).ok())
+            .map(i32::from_ne_bytes)
+    };
+    if bytes.len() == 4 {
+        return (Started::NOTHING, errno_at(0));
+    }
+    let started = bytes
+        .get(..STARTED_LEN)
+        .and_then(|b| <&[u8; STARTED_LEN]>::try_from(b).ok())
+        .and_then(Started::decode)
+        .unwrap_or(Started::NOTHING);
+    (started, errno_at(STARTED_LEN))
 }
 
 /// The [`Outcome`] of what a [`spawn_shared`] child said of its start (a
@@ -276,6 +350,14 @@ fn outcome_of(started: &Started, exec_error: Option<io::Error>, released_ns: u64
         started_on_cpu_ns: (said && started.on_cpu_ns != 0).then_some(started.on_cpu_ns),
         pre_exec_reads: if said {
             (u64::from(started.read_bytes), u64::from(started.read_calls))
+        } else {
+            (0, 0)
+        },
+        pre_exec_writes: if said {
+            (
+                u64::from(started.write_bytes),
+                u64::from(started.write_calls),
+            )
         } else {
             (0, 0)
         },
@@ -300,6 +382,7 @@ pub fn spawn(argv: &[OsString], pre: PreExec) -> io::Result<Spawned> {
     let exec = Exec {
         program: &cmd.program,
         argv: &cmd.ptrs,
+        sched_path: &cmd.sched_path,
         env: env.as_ref().map(|e| e.ptrs.as_slice()),
         fixed_layout: pre.fixed_layout,
     };
@@ -335,9 +418,9 @@ pub fn spawn(argv: &[OsString], pre: PreExec) -> io::Result<Spawned> {
     let blocked = super::signals::block_forwarded();
     // SAFETY: fork (or its clone3 form) has no memory preconditions. In the
     // child (ret == 0) only async-signal-safe calls follow (sigaction,
-    // signal, sigprocmask, prctl, getppid, kill, getpid, write, read, dup2,
-    // clock_gettime, execvp, _exit) on data prepared above; nothing
-    // allocates or locks.
+    // signal, sigprocmask, prctl, getppid, kill, getpid, open, read, close,
+    // write, dup2, clock_gettime, execvp, _exit) on data prepared above;
+    // nothing allocates or locks.
     let (ret, joined) = match cgroup_dir.map(|dir| unsafe { fork_into_cgroup(dir) }) {
         Some(Ok(ret)) => (ret, Joined::Cloned),
         // SAFETY: as above.
@@ -370,11 +453,6 @@ pub fn spawn(argv: &[OsString], pre: PreExec) -> io::Result<Spawned> {
     let io = pre
         .open_io
         .then(|| std::fs::File::open(format!("/proc/{pid}/io")));
-    // Read at the release, while the child waits at the gate.
-    let sched_file = pre
-        .gate
-        .then(|| std::fs::File::open(format!("/proc/{pid}/schedstat")).ok())
-        .flatten();
     super::signals::restore_mask(&blocked);
     drop(status_write);
     drop(gate_read);
@@ -392,11 +470,8 @@ pub fn spawn(argv: &[OsString], pre: PreExec) -> io::Result<Spawned> {
     Ok(Spawned {
         pid: pid as u32,
         status: ExecStatus::Pipe(status_read),
-        gated: gate_write.is_some(),
         gate: gate_write,
         released_ns: super::monotonic_ns(),
-        sched_file,
-        sched_at_release: None,
         io,
         cgroup: joined,
     })
@@ -599,6 +674,8 @@ impl CStrings {
 struct Exec<'a> {
     program: &'a CString,
     argv: &'a [*const libc::c_char],
+    /// `/proc/self/schedstat`, read by the child as it says its start.
+    sched_path: &'a CString,
     /// The whole environment, null-ended; `None`: this process's.
     env: Option<&'a [*const libc::c_char]>,
     fixed_layout: bool,
@@ -653,9 +730,16 @@ unsafe fn child_exec(
         if !redirected || stdin.is_some_and(|fd| libc::dup2(fd, 0) < 0) {
             fail(errno());
         }
+        let mut gate_reads = (0u32, 0u32);
         if let Some(fd) = gate {
             let mut byte = 0u8;
-            while libc::read(fd, (&raw mut byte).cast(), 1) < 0 {
+            loop {
+                gate_reads.1 += 1;
+                let n = libc::read(fd, (&raw mut byte).cast(), 1);
+                if n >= 0 {
+                    gate_reads.0 += n as u32;
+                    break;
+                }
                 if errno() != libc::EINTR {
                     fail(errno());
                 }
@@ -669,12 +753,39 @@ unsafe fn child_exec(
                 fail(errno());
             }
         }
+        say_start(exec.sched_path.as_ptr(), gate_reads, status);
         match exec.env {
             Some(env) => libc::execvpe(exec.program.as_ptr(), exec.argv.as_ptr(), env.as_ptr()),
             None => libc::execvp(exec.program.as_ptr(), exec.argv.as_ptr()),
         };
         fail(errno())
     }
+}
+
+/// A forked child's last step before `exec`: reads its own schedstat,
+/// its time on a CPU and the clock, and writes them to tally's `status`
+/// pipe in one write (see [`Outcome::started_ns`]). Running, the child's
+/// schedstat counts a wait for a CPU it was in when let go up to now, as
+/// the parent's read at the gate could not: the wait would have fallen
+/// into the clock's interval and the parts would have exceeded it.
+/// Async-signal-safe: no allocation, only open, read, close,
+/// clock_gettime and write.
+#[inline(always)]
+fn say_start(sched_path: *const libc::c_char, (gate_bytes, gate_calls): (u32, u32), status: i32) {
+    let mut started = Started::NOTHING;
+    let (n, calls) = read_own_sched(sched_path, &mut started.sched);
+    started.sched_len = if n < SCHED_TEXT { n } else { 0 };
+    started.read_bytes = gate_bytes + n as u32;
+    started.read_calls = gate_calls + calls;
+    started.write_bytes = STARTED_LEN as u32;
+    started.write_calls = 1;
+    started.on_cpu_ns = own_cpu_ns();
+    started.clock_ns = clock_now_ns();
+    let record = started.encode();
+    // SAFETY: writes a live local buffer to an open descriptor; a pipe
+    // takes this many bytes at once (PIPE_BUF), and a failed write only
+    // leaves the parent without the record (it then takes its release).
+    unsafe { libc::write(status, record.as_ptr().cast(), record.len()) };
 }
 
 /// What [`spawn_shared`] hands its child (which shares the parent's
@@ -836,14 +947,7 @@ pub fn spawn_prepared(cmd: &Prepared, pre: PreExec) -> io::Result<Spawned> {
         own_group: pre.own_group,
         io_fd: -libc::ENOENT,
         exec_errno: 0,
-        started: Started {
-            clock_ns: 0,
-            on_cpu_ns: 0,
-            read_bytes: 0,
-            read_calls: 0,
-            sched: [0; SCHED_TEXT],
-            sched_len: 0,
-        },
+        started: Started::NOTHING,
     };
     // Every signal is blocked across the clone: a handler of this process
     // must never run in the child, which shares its memory. The child sets
@@ -896,10 +1000,7 @@ pub fn spawn_prepared(cmd: &Prepared, pre: PreExec) -> io::Result<Spawned> {
         pid: pid as u32,
         status: ExecStatus::Known(child.started, (errno != 0).then_some(errno)),
         gate: None,
-        gated: false,
         released_ns: super::monotonic_ns(),
-        sched_file: None,
-        sched_at_release: None,
         io,
         cgroup: joined,
     })
@@ -1505,5 +1606,78 @@ mod tests {
         assert!(child.outcome().exec_error.is_none());
         let (exit, _) = wait4(child.pid).expect("wait4");
         assert_eq!(exit, Exit::Code(0));
+    }
+
+    /// A gated child's start was the parent's: its schedstat, read at the
+    /// gate, missed a wait for a CPU the child was still in, which then
+    /// fell into the clock's interval (parts of `/bin/true` at 106–116%
+    /// of its wall time under two busy loops).
+    #[test]
+    fn a_gated_child_says_its_own_start_after_the_gate() {
+        let argv = [OsString::from("/bin/true")];
+        let pre = PreExec {
+            gate: true,
+            ..PreExec::default()
+        };
+        let mut child = spawn(&argv, pre).expect("spawn /bin/true");
+        std::thread::sleep(Duration::from_millis(20));
+        child.release();
+        let released = child.released_ns;
+        wait_exited_keep(child.pid).expect("waitid");
+        let end = super::super::monotonic_ns();
+        let outcome = child.outcome();
+        assert!(outcome.exec_error.is_none());
+        assert!(
+            outcome.started_ns >= released && outcome.started_ns <= end,
+            "the child's start {} lies between its release {released} and its exit {end}",
+            outcome.started_ns
+        );
+        let (text, len) = outcome.started_sched.expect("the child read its schedstat");
+        let text = std::str::from_utf8(&text[..len]).expect("schedstat text");
+        assert_eq!(text.split_ascii_whitespace().count(), 3, "{text:?}");
+        assert!(outcome.started_on_cpu_ns.is_some_and(|ns| ns > 0));
+        // The gate's byte and the schedstat, read; the record, written.
+        assert_eq!(outcome.pre_exec_reads, (1 + len as u64, 2));
+        assert_eq!(outcome.pre_exec_writes, (STARTED_LEN as u64, 1));
+        let (exit, _) = wait4(child.pid).expect("wait4");
+        assert_eq!(exit, Exit::Code(0));
+    }
+
+    #[test]
+    fn a_start_comes_back_as_it_was_said_and_an_errno_after_it() {
+        let mut said = Started {
+            clock_ns: 123_456_789_012,
+            on_cpu_ns: 4_567,
+            read_bytes: 17,
+            read_calls: 2,
+            write_bytes: STARTED_LEN as u32,
+            write_calls: 1,
+            sched: [0; SCHED_TEXT],
+            sched_len: 14,
+        };
+        said.sched[..14].copy_from_slice(b"1234 5678 9\n\0\0");
+        let mut bytes = said.encode().to_vec();
+        let (back, errno) = started_and_errno(&bytes);
+        assert_eq!(
+            (back.clock_ns, back.on_cpu_ns),
+            (said.clock_ns, said.on_cpu_ns)
+        );
+        assert_eq!((back.read_bytes, back.read_calls), (17, 2));
+        assert_eq!(
+            (back.write_bytes, back.write_calls),
+            (STARTED_LEN as u32, 1)
+        );
+        assert_eq!((back.sched, back.sched_len), (said.sched, 14));
+        assert_eq!(errno, None);
+        bytes.extend_from_slice(&libc::ENOENT.to_ne_bytes());
+        assert_eq!(started_and_errno(&bytes).1, Some(libc::ENOENT));
+        // A failure before the start was said: the errno alone.
+        let (nothing, errno) = started_and_errno(&libc::EACCES.to_ne_bytes());
+        assert_eq!((nothing.clock_ns, errno), (0, Some(libc::EACCES)));
+        // A record cut short, or one whose text length is beyond its text.
+        assert_eq!(started_and_errno(&bytes[..10]).0.clock_ns, 0);
+        let mut bad = said;
+        bad.sched_len = SCHED_TEXT;
+        assert_eq!(started_and_errno(&bad.encode()).0.clock_ns, 0);
     }
 }
