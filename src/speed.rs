@@ -261,6 +261,15 @@ impl Schedule {
     pub fn probes(&self) -> &[u64] {
         &self.probes
     }
+
+    /// A schedule that made `probes` (for tests of what reads them).
+    #[cfg(test)]
+    pub fn made(probes: &[u64]) -> Schedule {
+        Schedule {
+            probes: probes.to_vec(),
+            ..Schedule::default()
+        }
+    }
 }
 
 /// [`measure`] on `cpu`, this thread then let run on `all` again; where

@@ -389,8 +389,11 @@ pub struct NoiseProbe {
     runnable_others: Vec<u64>,
     /// The reference at each reading between benchmarks, ns.
     reference: Vec<f64>,
-    /// The speed probe at each reading between benchmarks, ns.
-    speed_probes: Vec<u64>,
+    /// The speed probe at each reading between benchmarks, ns, made as
+    /// `compare`'s are ([`crate::speed::Schedule::probe`]): on the CPU the
+    /// benchmarks run on, where `bench` pinned its thread, else on each
+    /// CPU it may use in turn.
+    speed_probes: crate::speed::Schedule,
 }
 
 fn load1(proc: &ProcRoot) -> Option<f64> {
@@ -421,7 +424,11 @@ impl NoiseProbe {
                 .into_iter()
                 .collect(),
             reference: reference_ns().into_iter().collect(),
-            speed_probes: vec![crate::speed::measure()],
+            speed_probes: {
+                let mut probes = crate::speed::Schedule::default();
+                probes.probe();
+                probes
+            },
             start,
         }
     }
@@ -430,7 +437,7 @@ impl NoiseProbe {
     /// runs), kept for the run-queue mean.
     pub fn reading(&mut self) -> Reading {
         self.reference.extend(reference_ns());
-        self.speed_probes.push(crate::speed::measure());
+        self.speed_probes.probe();
         let r = Reading::now();
         if let Some(n) = r.runnable {
             self.runnable_others.push(n.saturating_sub(1));
@@ -443,9 +450,7 @@ impl NoiseProbe {
     pub fn finish(mut self, switches: Switches) -> Noise {
         // Probes enough to judge their spread against a baseline's, as
         // `tally compare` makes (a bench of one benchmark reads twice).
-        while self.speed_probes.len() < crate::speed::FEWEST {
-            self.speed_probes.push(crate::speed::measure());
-        }
+        self.speed_probes.top_up(crate::speed::FEWEST);
         let end = Reading::now();
         let load_end = load1(&ProcRoot::default());
         self.judge(&end, load_end, switches)
@@ -502,7 +507,7 @@ impl NoiseProbe {
             other_cpu_ms,
             other_cpu_percent,
             other_runnable_mean,
-            reference: Reference::of(&self.reference, &self.speed_probes),
+            reference: Reference::of(&self.reference, self.speed_probes.probes()),
             noisy: !reasons.is_empty(),
             reasons,
         }
@@ -544,7 +549,7 @@ mod tests {
             start,
             runnable_others: runnable.to_vec(),
             reference: vec![160.0, 222.0, 170.0],
-            speed_probes: vec![1_000_000, 1_010_000, 990_000],
+            speed_probes: crate::speed::Schedule::made(&[1_000_000, 1_010_000, 990_000]),
         };
         (probe, end)
     }
