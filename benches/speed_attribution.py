@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """How well can a machine's speed be taken out of a time compared with a
-stored baseline? A study for the time gate (docs/compare.md, "The time
-gate on this VM"), outside tally, of four estimates of the ratio of a
+stored baseline? A study for the time gate (docs/compare.md, "Each run
+by its own CPU's speed"), outside tally, of four estimates of the ratio of a
 loop's time now to its time when a baseline was saved:
 
 - naive: the ratio of the two sessions' medians, as a gate without
