@@ -97,3 +97,11 @@ def need(tool, package):
 
 if __name__ == "__main__":
     print(build_tally())
+
+
+def print_table(headers, rows):
+    """Prints `rows` (tuples of cells) under `headers` as a Markdown table."""
+    print("| " + " | ".join(headers) + " |")
+    print("|" + "---|" * len(headers))
+    for r in rows:
+        print("| " + " | ".join(r) + " |")

@@ -52,7 +52,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import build_tally, installed_copy, need  # noqa: E402
+from common import build_tally, installed_copy, need, print_table  # noqa: E402
 
 C_SOURCE = r"""
 #define _GNU_SOURCE
@@ -432,10 +432,7 @@ def main():
     print(f"{os.uname().nodename} ({os.cpu_count()} CPUs, kernel {os.uname().release}, "
           f"euid {euid}); {runs} runs each, {reps} repetitions, {blocks} blocks; "
           f"{took:.0f} s; medians (range over repetitions)\n")
-    print("| what | tally | peer / floor | ratio |")
-    print("|---|---|---|---|")
-    for r in rows:
-        print("| " + " | ".join(r) + " |")
+    print_table(("what", "tally", "peer / floor", "ratio"), rows)
 
 
 if __name__ == "__main__":

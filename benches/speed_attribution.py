@@ -39,6 +39,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import print_table  # noqa: E402
+
 C_SOURCE = r"""
 #define _GNU_SOURCE
 #include <sched.h>
@@ -194,10 +197,8 @@ def main():
           f"runs that moved CPU (left out of per CPU and local): {moved_total}; "
           f"{time.time() - started:.0f} s")
     print()
-    print("| condition | true factor | clock | naive | pooled probes | per CPU | local |")
-    print("|---|---|---|---|---|---|---|")
-    for r in rows:
-        print("| " + " | ".join(r) + " |")
+    print_table(("condition", "true factor", "clock", "naive", "pooled probes", "per CPU",
+                 "local"), rows)
 
 
 if __name__ == "__main__":
