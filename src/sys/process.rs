@@ -771,21 +771,32 @@ unsafe fn child_exec(
 /// Async-signal-safe: no allocation, only open, read, close,
 /// clock_gettime and write.
 #[inline(always)]
-fn say_start(sched_path: *const libc::c_char, (gate_bytes, gate_calls): (u32, u32), status: i32) {
-    let mut started = Started::NOTHING;
-    let (n, calls) = read_own_sched(sched_path, &mut started.sched);
-    started.sched_len = if n < SCHED_TEXT { n } else { 0 };
-    started.read_bytes = gate_bytes + n as u32;
-    started.read_calls = gate_calls + calls;
-    started.write_bytes = STARTED_LEN as u32;
-    started.write_calls = 1;
-    started.on_cpu_ns = own_cpu_ns();
-    started.clock_ns = clock_now_ns();
+fn say_start(sched_path: *const libc::c_char, gate_reads: (u32, u32), status: i32) {
+    let mut started = Started {
+        write_bytes: STARTED_LEN as u32,
+        write_calls: 1,
+        ..Started::NOTHING
+    };
+    mark_start(&mut started, sched_path, gate_reads);
     let record = started.encode();
     // SAFETY: writes a live local buffer to an open descriptor; a pipe
     // takes this many bytes at once (PIPE_BUF), and a failed write only
     // leaves the parent without the record (it then takes its release).
     unsafe { libc::write(status, record.as_ptr().cast(), record.len()) };
+}
+
+/// Fills `started` as a child's last step before `exec`, in either kind
+/// of spawn: its own schedstat, its time on a CPU, then the clock; with
+/// what it read before (`(bytes, calls)`: the gate's byte) added to the
+/// schedstat's read. Async-signal-safe: open, read, close, clock_gettime.
+#[inline(always)]
+fn mark_start(started: &mut Started, sched_path: *const libc::c_char, (bytes, calls): (u32, u32)) {
+    let (n, sched_calls) = read_own_sched(sched_path, &mut started.sched);
+    started.sched_len = if n < SCHED_TEXT { n } else { 0 };
+    started.read_bytes = bytes + n as u32;
+    started.read_calls = calls + sched_calls;
+    started.on_cpu_ns = own_cpu_ns();
+    started.clock_ns = clock_now_ns();
 }
 
 /// What [`spawn_shared`] hands its child (which shares the parent's
@@ -1140,13 +1151,7 @@ extern "C" fn shared_child_main(arg: *mut libc::c_void) -> libc::c_int {
                 -*libc::__errno_location()
             };
         }
-        let started = &mut (*child).started;
-        let (n, calls) = read_own_sched((*child).sched_path, &mut started.sched);
-        started.sched_len = if n < SCHED_TEXT { n } else { 0 };
-        started.read_bytes = n as u32;
-        started.read_calls = calls;
-        started.on_cpu_ns = own_cpu_ns();
-        started.clock_ns = clock_now_ns();
+        mark_start(&mut (*child).started, (*child).sched_path, (0, 0));
         libc::execvp((*child).program, (*child).argv);
         (*child).exec_errno = *libc::__errno_location();
         libc::_exit(127)
