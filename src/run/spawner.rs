@@ -60,6 +60,11 @@
 //! 50 µs of elapsed time between runs, none of it inside a run; the
 //! spawner looks for the acknowledgement a short while before it sleeps
 //! on it (`Outbox::POLL_ACK_NS`), which takes some 10–30 µs of that off.
+//! It waits before it clones the next command: a command cloned while
+//! tally still works is placed beside the spawner, and `exec`'s balancing
+//! then moves it to the CPU tally has left, inside its clock (tried: the
+//! command's child waiting for the acknowledgement itself cost 4% less
+//! per run and added 5% to `/bin/true`'s wall time; docs/BENCHMARKS.md).
 //!
 //! After a run that failed (unless failures are
 //! measured too), was interrupted, or could not start, it runs nothing
