@@ -38,14 +38,18 @@ pub fn first_version() -> u32 {
 
 /// How much of a comparison's time the probes may take: a probe is made
 /// once the runs since the last took this many times its own time (at
-/// most 1/81, 1.2%: at 1/21 a comparison of `/bin/true` cost 1.07×
-/// hyperfine's per run here, with the probes 4.5% of it, and at 1/41 they
-/// were still 2.4% of it, most of what set it apart from hyperfine's; a
-/// comparison against a baseline makes [`FEWEST`] at least). The probe stays
+/// most 1/41, 2.4%: at 1/21 a comparison of `/bin/true` cost 1.07×
+/// hyperfine's per run here, with the probes 4.5% of it). Not fewer: at
+/// 1/81 a comparison of `/bin/true` cost 2% less per run, but a gate of a
+/// 10 ms loop against its baseline, decided in a few dozen runs, then had
+/// one probe among them and the rest made back to back after them, which
+/// missed the VM's speed moving: the unchanged loop was called a
+/// regression once in 5 gates, against none in 5 with this (the same
+/// hour; docs/BENCHMARKS.md). The probe stays
 /// about a millisecond long, the length with which a busy loop sharing its
 /// CPU was seen (docs/compare.md); a shorter one may run within one
 /// scheduler slice and miss it.
-pub const EVERY: u64 = 80;
+pub const EVERY: u64 = 40;
 
 /// Half the interquartile range of the probes, over their median, beyond
 /// which the machine's speed is said to have varied. Quartiles, not the
