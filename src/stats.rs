@@ -1233,16 +1233,23 @@ mod tests {
             assert!(r.low <= r.estimate && r.estimate <= r.high, "{r:?}");
             if case % 10 == 0 {
                 let (sa, sb) = (sorted(&a), sorted(&b));
-                let mut d: Vec<f64> = sa
-                    .iter()
-                    .flat_map(|x| sb.iter().map(move |y| x - y))
-                    .collect();
-                d.sort_by(f64::total_cmp);
+                let d = all_differences(&sa, &sb);
                 for k in [1, d.len() / 2 + 1, d.len()] {
                     assert_eq!(kth_difference(&sa, &sb, k), d[k - 1], "k {k}");
                 }
             }
         }
+    }
+
+    /// Every difference `a[i] − b[j]`, sorted: what [`kth_difference`]
+    /// finds without making them all.
+    fn all_differences(a: &[f64], b: &[f64]) -> Vec<f64> {
+        let mut d: Vec<f64> = a
+            .iter()
+            .flat_map(|x| b.iter().map(move |y| x - y))
+            .collect();
+        d.sort_by(f64::total_cmp);
+        d
     }
 
     /// Samples whose differences outnumber [`GATHERED`] many times over,
@@ -1265,11 +1272,7 @@ mod tests {
                     .collect()
             };
             let (sa, sb) = (sorted(&draw(n1, 2e3)), sorted(&draw(n2, 0.0)));
-            let mut d: Vec<f64> = sa
-                .iter()
-                .flat_map(|x| sb.iter().map(move |y| x - y))
-                .collect();
-            d.sort_by(f64::total_cmp);
+            let d = all_differences(&sa, &sb);
             let n = d.len();
             for k in [1, 2, n / 100, n / 2, n / 2 + 1, n - n / 100, n - 1, n] {
                 assert_eq!(kth_difference(&sa, &sb, k), d[k - 1], "case {case} k {k}");
@@ -1282,11 +1285,7 @@ mod tests {
             (0..500).map(|i| f64::from(52 + i % 2)).collect(),
         );
         let (sa, sb) = (sorted(&a), sorted(&b));
-        let mut d: Vec<f64> = sa
-            .iter()
-            .flat_map(|x| sb.iter().map(move |y| x - y))
-            .collect();
-        d.sort_by(f64::total_cmp);
+        let d = all_differences(&sa, &sb);
         for k in [1, 1000, d.len() / 2, d.len() / 2 + 1, d.len()] {
             assert_eq!(kth_difference(&sa, &sb, k), d[k - 1], "tied, k {k}");
         }
