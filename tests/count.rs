@@ -532,3 +532,213 @@ fn timed_runs_beside_the_simulator_ran_under_it() {
         assert!(c["summary"].to_string().contains("instructions"), "{c}");
     }
 }
+
+/// `tally` with `args` in `dir`: its exit status, stdout and stderr.
+fn tally_in(dir: &Path, args: &[&str]) -> (Option<i32>, String, String) {
+    let out = common::tally_std()
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .output()
+        .expect("tally runs");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A copy of /bin/true named `name` in `dir`, with `mode`.
+fn true_copy(dir: &Path, name: &str, mode: u32) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join(name);
+    std::fs::copy("/bin/true", &path).expect("copy /bin/true");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).expect("chmod");
+    path
+}
+
+/// Valgrind will not run a setuid, setgid or setcap program: under
+/// `--count=sim` such a command failed (exit 126) and its report gave
+/// Valgrind's refusal time as the command's wall time, with "counts
+/// unavailable" and a Valgrind "of unknown version". Now `run` and
+/// `compare` refuse it before anything runs, naming the program, why,
+/// and the fix.
+#[test]
+fn a_setuid_setgid_or_setcap_program_is_refused_before_valgrind_with_the_fix() {
+    require!(common::tool("valgrind", "valgrind"));
+    let dir = scratch("setuid");
+    let d = dir.path();
+    true_copy(d, "suid-true", 0o4755);
+    true_copy(d, "sgid-true", 0o2755);
+    for (program, why) in [("./suid-true", "is setuid"), ("./sgid-true", "is setgid")] {
+        let (code, _, err) = tally_in(d, &["run", "--count=sim", "--", program]);
+        assert_eq!(code, Some(125), "{err}");
+        assert!(
+            err.contains(&format!("{program} {why}"))
+                && err.contains("count a copy without the bit"),
+            "{err}"
+        );
+        assert!(!err.contains("wall time"), "{err}");
+        let (code, _, err) = tally_in(d, &["compare", "--count=sim", "-N", program, "true"]);
+        assert_eq!(code, Some(2), "{err}");
+        assert!(err.contains(why), "{err}");
+    }
+    // A plain copy is counted.
+    true_copy(d, "plain-true", 0o755);
+    let (code, _, err) = tally_in(d, &["run", "--count=sim", "-n", "1", "--", "./plain-true"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("instructions"), "{err}");
+    if !common::is_root() {
+        common::skip_part!("not root: no file capabilities can be given to a setcap program");
+        return;
+    }
+    if common::tool("setcap", "libcap2-bin").is_err() {
+        common::skip_part!("no setcap (libcap2-bin): the setcap program is not tried");
+        return;
+    }
+    let cap = true_copy(d, "cap-true", 0o755);
+    let status = common::command("setcap")
+        .arg("cap_net_raw+ep")
+        .arg(&cap)
+        .status()
+        .expect("setcap runs");
+    if !status.success() {
+        common::skip_part!("setcap failed here ({status}): the file system keeps no capabilities?");
+        return;
+    }
+    let (code, _, err) = tally_in(d, &["run", "--count=sim", "--", "./cap-true"]);
+    assert_eq!(code, Some(125), "{err}");
+    assert!(err.contains("file capabilities"), "{err}");
+}
+
+/// A process of the tree that `exec`s a setuid program under Valgrind
+/// fails there (it is refused), and the count leaves that program out:
+/// the report names it and says what that means.
+#[test]
+fn a_program_valgrind_refused_in_the_tree_is_named() {
+    require!(common::tool("valgrind", "valgrind"));
+    let dir = scratch("refused");
+    let d = dir.path();
+    true_copy(d, "suid-true", 0o4755);
+    let (_, _, err) = tally_in(
+        d,
+        &[
+            "run",
+            "--count=sim",
+            "-n",
+            "1",
+            "--format",
+            "json",
+            "-o",
+            "r.json",
+            "--",
+            "env",
+            "./suid-true",
+        ],
+    );
+    let r: Value = serde_json::from_slice(&std::fs::read(d.join("r.json")).expect("report"))
+        .unwrap_or_else(|e| panic!("JSON report: {e}\n{err}"));
+    let run = &r["runs"][0];
+    assert_eq!(run["count"]["state"], "measured", "{run}");
+    assert_eq!(run["count"]["refused"][0], "./suid-true", "{run}");
+    let notes = r["count"]["notes"].to_string();
+    assert!(
+        notes.contains("refused to run ./suid-true") && notes.contains("not counted"),
+        "{notes}"
+    );
+}
+
+/// Runs under Valgrind that gave no count (here a program for another
+/// architecture, which Valgrind cannot start) were Valgrind's all the
+/// same: `run` reported their time as the command's wall time, and
+/// `compare -i` compared it. Now neither does, and each says why the
+/// counts are missing.
+#[test]
+fn runs_under_valgrind_that_gave_no_count_report_no_time_as_the_commands() {
+    require!(common::tool("valgrind", "valgrind"));
+    let dir = scratch("no-count");
+    let d = dir.path();
+    let foreign = true_copy(d, "foreign", 0o755);
+    let mut elf = std::fs::read(&foreign).expect("read the copy");
+    if !(elf.starts_with(b"\x7fELF") && elf.get(18..20) == Some(&[0x3e, 0][..])) {
+        common::skip_part!(
+            "/bin/true is not an x86-64 ELF: no program of another architecture is made of it"
+        );
+        return;
+    }
+    // e_machine: AArch64.
+    elf[18] = 0xb7;
+    std::fs::write(&foreign, &elf).expect("write the copy");
+
+    let (_, _, err) = tally_in(
+        d,
+        &[
+            "run",
+            "--count=sim",
+            "-n",
+            "2",
+            "--format",
+            "json",
+            "-o",
+            "r.json",
+            "--",
+            "./foreign",
+        ],
+    );
+    let r: Value = serde_json::from_slice(&std::fs::read(d.join("r.json")).expect("report"))
+        .unwrap_or_else(|e| panic!("JSON report: {e}\n{err}"));
+    for run in r["runs"].as_array().expect("runs") {
+        assert_eq!(run["count"]["state"], "unavailable", "{run}");
+        assert_eq!(run["count"]["source"], "sim", "{run}");
+    }
+    assert!(
+        !r["summary"].to_string().contains("wall_ns"),
+        "{}",
+        r["summary"]
+    );
+    let (_, _, err) = tally_in(d, &["run", "--count=sim", "-n", "2", "--", "./foreign"]);
+    assert!(
+        err.contains("counts unavailable") && !err.contains("wall time") && !err.contains("median"),
+        "{err}"
+    );
+    assert!(!err.contains("unknown version"), "{err}");
+
+    let (code, out, err) = tally_in(
+        d,
+        &[
+            "compare",
+            "-i",
+            "--count=sim",
+            "-N",
+            "-n",
+            "2",
+            "--format",
+            "json",
+            "./foreign",
+            "true",
+        ],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let r: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("JSON: {e}\n{out}"));
+    let first = &r["commands"][0];
+    assert!(!first["summary"].to_string().contains("wall_ns"), "{first}");
+    let (_, out, _) = tally_in(
+        d,
+        &[
+            "compare",
+            "-i",
+            "--count=sim",
+            "-N",
+            "-n",
+            "2",
+            "./foreign",
+            "true",
+        ],
+    );
+    assert!(
+        out.contains("#1 ./foreign: counts unavailable in 2 of 2 runs")
+            && out.contains("no figure of it was measured")
+            && !out.contains("no figure differs"),
+        "{out}"
+    );
+}

@@ -412,6 +412,7 @@ fn counted_of(
             time_enabled_ns: None,
             time_running_ns: None,
             events: Vec::new(),
+            refused: Vec::new(),
             profile: None,
         },
     )))
@@ -1213,6 +1214,7 @@ mod tests {
             time_enabled_ns: None,
             time_running_ns: None,
             events: Vec::new(),
+            refused: Vec::new(),
             profile: None,
         };
         let mut c = result("old", 2);

@@ -64,7 +64,32 @@ pub fn annotate(
             c.runs.iter().filter_map(|r| r.counted()).collect();
         most = most.max(counted.len() as u32);
         let taken = profiles.get_mut(i).map(std::mem::take).unwrap_or_default();
-        c.count = Some(crate::count::CountReport::of(counting, &counted, taken));
+        let mut count = crate::count::CountReport::of(counting, &counted, taken);
+        // Runs that gave no count, said with the command and the first
+        // reason: without it a command whose every count is missing would
+        // show no figure and no word of why.
+        let missing: Vec<&str> = c
+            .runs
+            .iter()
+            .filter_map(|r| match &r.count {
+                Some(crate::count::CountState::Unavailable { reason, .. }) => Some(reason.as_str()),
+                _ => None,
+            })
+            .collect();
+        if let Some(first) = missing.first() {
+            let asked = missing.len() + counted.len();
+            count.notes.insert(
+                0,
+                format!(
+                    "#{} {}: counts unavailable in {} of {asked} run{}: {first}",
+                    i + 1,
+                    crate::text::escape_text(&c.name),
+                    missing.len(),
+                    if asked == 1 { "" } else { "s" }
+                ),
+            );
+        }
+        c.count = Some(count);
     }
     let attributions: Vec<Option<crate::count::Attribution>> = report
         .commands

@@ -233,6 +233,10 @@ pub(super) fn headline(
             let last = parts.pop().unwrap_or_default();
             parts.push(format!("{last} ({})", runs_would_decide(n)));
         }
+    } else if c.versus_reference.is_empty() && parts.is_empty() {
+        // Nothing of it was measured that the reference has too (every
+        // counted run of it gave no count): not "no figure differs".
+        parts.push("no figure of it was measured to compare with the reference's".into());
     } else {
         let same = c
             .versus_reference

@@ -86,7 +86,7 @@ pub fn figures(c: &Counted) -> Vec<String> {
 /// Why a run's counts are missing.
 pub fn unavailable(state: &CountState) -> Option<String> {
     match state {
-        CountState::Unavailable { reason } => Some(format!("counts unavailable: {reason}")),
+        CountState::Unavailable { reason, .. } => Some(format!("counts unavailable: {reason}")),
         CountState::Measured(_) => None,
     }
 }

@@ -138,6 +138,7 @@ impl HwRun {
             time_enabled_ns: enabled,
             time_running_ns: running,
             events,
+            refused: Vec::new(),
             profile: None,
         })
     }

@@ -170,6 +170,10 @@ pub struct Counted {
     /// `hw`: every counter read, by event name.
     #[serde(default)]
     pub events: Vec<EventCount>,
+    /// `sim`: programs in the tree Valgrind refused to run (setuid,
+    /// setgid or setcap): they did not run, and are not counted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub refused: Vec<String>,
     /// `sim`: where the instructions went; kept by the report, not per
     /// run.
     #[serde(skip)]
@@ -181,7 +185,14 @@ pub struct Counted {
 #[serde(tag = "state", rename_all = "lowercase")]
 pub enum CountState {
     Measured(Box<Counted>),
-    Unavailable { reason: String },
+    Unavailable {
+        reason: String,
+        /// The source that tried: a run made under the simulator that
+        /// gave no count was still Valgrind's, its time too (absent in
+        /// reports written before it was kept).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        source: Option<Kind>,
+    },
 }
 
 impl CountState {
@@ -193,11 +204,12 @@ impl CountState {
     }
 
     /// Whether the run was made under the simulator: its time, memory
-    /// and I/O are the simulator's, not the command's.
+    /// and I/O are the simulator's, not the command's, whether or not it
+    /// gave a count (Valgrind refusing to start a program takes time too).
     pub fn simulated(&self) -> bool {
         match self {
             CountState::Measured(c) => c.source == Kind::Sim,
-            CountState::Unavailable { .. } => false,
+            CountState::Unavailable { source, .. } => *source == Some(Kind::Sim),
         }
     }
 }
@@ -305,14 +317,17 @@ impl RunCount {
 
     /// The run's counts, after the command has exited.
     pub fn finish(self) -> CountState {
-        let got = match self {
-            RunCount::Hw(Some(h)) => h.finish(),
-            RunCount::Hw(None) => Err("the counters were never attached".into()),
-            RunCount::Sim(s) => s.finish(),
+        let (got, source) = match self {
+            RunCount::Hw(Some(h)) => (h.finish(), Kind::Hw),
+            RunCount::Hw(None) => (Err("the counters were never attached".into()), Kind::Hw),
+            RunCount::Sim(s) => (s.finish(), Kind::Sim),
         };
         match got {
             Ok(c) => CountState::Measured(Box::new(c)),
-            Err(reason) => CountState::Unavailable { reason },
+            Err(reason) => CountState::Unavailable {
+                reason,
+                source: Some(source),
+            },
         }
     }
 }
@@ -357,6 +372,15 @@ impl CountReport {
                  Valgrind itself counts it); the counts still repeat from run to run",
                 if forked == 1 { " was" } else { "es were" }
             ));
+        }
+        let mut refused: Vec<String> = Vec::new();
+        for program in counted.iter().flat_map(|c| &c.refused) {
+            if !refused.contains(program) {
+                refused.push(program.clone());
+            }
+        }
+        if !refused.is_empty() {
+            notes.push(format!("Valgrind: {}", sim::refused_words(&refused)));
         }
         let instructions: Vec<u64> = counted.iter().filter_map(|c| c.instructions).collect();
         if let (Some(lo), Some(hi)) = (instructions.iter().min(), instructions.iter().max())

@@ -100,6 +100,9 @@ impl Sim {
     /// Makes one run's scratch directory and the command line and
     /// environment that run it under Cachegrind.
     pub fn prepare(&self, argv: &[OsString]) -> Result<SimRun, String> {
+        if let Some(program) = argv.first() {
+            refuses(program)?;
+        }
         let dir = tempfile::Builder::new()
             .prefix("tally-count-")
             .tempdir()
@@ -150,6 +153,60 @@ impl Sim {
             env: environment(),
         })
     }
+}
+
+/// How Valgrind says it will not run a program: setuid and setgid
+/// programs, and those with file capabilities, would run with privileges
+/// its simulator cannot give them. The top-level command's refusal goes
+/// to stderr before any log is open; one in the tree goes to the log of
+/// the process whose `exec` it refused, which then fails (`EACCES`).
+const REFUSAL: &str = "Can't execute setuid/setgid/setcap executable: ";
+
+/// The programs whose refusals a run's logs record, at most this many.
+const MAX_REFUSED: usize = 16;
+
+/// `Err` with the reason and the fix when Valgrind would refuse to run
+/// `program` (as `exec` finds it: on `PATH` when it names no directory):
+/// it is setuid, setgid or has file capabilities. A program that cannot
+/// be found or read is left to the run, which says so.
+fn refuses(program: &OsStr) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = if program.as_bytes().contains(&b'/') {
+        PathBuf::from(program)
+    } else {
+        match program.to_str().and_then(crate::gpu::on_path) {
+            Some(p) => p,
+            None => return Ok(()),
+        }
+    };
+    let Ok(meta) = std::fs::metadata(&path) else {
+        return Ok(());
+    };
+    let mode = meta.permissions().mode();
+    let why = if mode & 0o4000 != 0 {
+        "setuid"
+    } else if mode & 0o2000 != 0 {
+        "setgid"
+    } else if crate::sys::file::has_xattr(&path, c"security.capability").unwrap_or(false) {
+        "given file capabilities (setcap)"
+    } else {
+        return Ok(());
+    };
+    let shown = crate::text::path::display(&path);
+    Err(format!(
+        "{shown} is {why}: Valgrind, which --count=sim runs the command under, cannot run \
+         setuid, setgid or setcap programs; count a copy without the bit (`cp {shown} \
+         /tmp/` and count the copy), or count with --count=hw where the CPU has counters"
+    ))
+}
+
+/// The programs Valgrind refused to run, as a log names them.
+fn refusals_in(log: &str) -> impl Iterator<Item = String> + '_ {
+    log.lines().filter_map(|l| {
+        let at = l.find(REFUSAL)? + REFUSAL.len();
+        let program = l[at..].trim_end();
+        (!program.is_empty()).then(|| program.chars().take(4096).collect())
+    })
 }
 
 /// This process's environment with `PYTHONHASHSEED=0` added unless it is
@@ -203,6 +260,8 @@ struct Files {
     /// The first lines of Valgrind's own messages, when it said more than
     /// its preamble (a run that did not start).
     said: Option<String>,
+    /// Programs in the tree Valgrind would not run (see [`REFUSAL`]).
+    refused: Vec<String>,
 }
 
 fn read_dir(dir: &Path) -> Result<Files, String> {
@@ -217,6 +276,7 @@ fn read_dir(dir: &Path) -> Result<Files, String> {
         logged: Default::default(),
         version: None,
         said: None,
+        refused: Vec::new(),
     };
     let mut seen = 0usize;
     for entry in entries {
@@ -249,10 +309,16 @@ fn read_dir(dir: &Path) -> Result<Files, String> {
                 if out.said.is_none() {
                     out.said = complaint_in(&text);
                 }
+                for program in refusals_in(&text) {
+                    if out.refused.len() < MAX_REFUSED && !out.refused.contains(&program) {
+                        out.refused.push(program);
+                    }
+                }
             }
         }
     }
     out.files.sort_by_key(|(pid, _)| *pid);
+    out.refused.sort();
     Ok(out)
 }
 
@@ -293,9 +359,10 @@ fn complaint_in(log: &str) -> Option<String> {
 /// The run's counted figures from its files.
 fn counted(read: &Files) -> Result<Counted, String> {
     if read.files.is_empty() {
-        return Err(match &read.said {
-            Some(said) => format!("Valgrind wrote no count: {said}"),
-            None => "Valgrind wrote no count (the command did not start under it?)".into(),
+        return Err(match (&read.said, read.refused.is_empty()) {
+            (_, false) => format!("Valgrind wrote no count: {}", refused_words(&read.refused)),
+            (Some(said), true) => format!("Valgrind wrote no count: {said}"),
+            (None, true) => "Valgrind wrote no count (the command did not start under it?)".into(),
         });
     }
     let mut totals = [0u64; cachegrind::EVENTS.len()];
@@ -338,8 +405,25 @@ fn counted(read: &Files) -> Result<Counted, String> {
         time_enabled_ns: None,
         time_running_ns: None,
         events: Vec::new(),
+        refused: read.refused.clone(),
         profile: Some(Profile::of(&processes)),
     })
+}
+
+/// Programs Valgrind refused to run, in words: which, and why.
+pub fn refused_words(refused: &[String]) -> String {
+    let shown: Vec<String> = refused
+        .iter()
+        .map(|p| crate::text::escape_text(p))
+        .collect();
+    format!(
+        "it refused to run {} (setuid, setgid or setcap: Valgrind cannot run such programs), \
+         so under --count=sim {} did not run and {} work is not counted: the command may have \
+         taken another path than it takes without Valgrind",
+        shown.join(", "),
+        if refused.len() == 1 { "it" } else { "they" },
+        if refused.len() == 1 { "its" } else { "their" },
+    )
 }
 
 /// The program of a `cmd:` line: its first word.
@@ -389,6 +473,41 @@ mod tests {
     }
 
     #[test]
+    fn a_refusal_in_a_log_names_the_program() {
+        let log = "==7== Cachegrind, a cache and branch-prediction profiler\n\
+                   ==7== Warning: Can't execute setuid/setgid/setcap executable: /usr/bin/passwd\n\
+                   ==7== Possible workaround: remove --trace-children=yes, if in effect\n";
+        assert_eq!(refusals_in(log).collect::<Vec<_>>(), ["/usr/bin/passwd"]);
+        assert_eq!(refusals_in("==7== Using Valgrind-3.19.0\n").count(), 0);
+        let none = Files {
+            files: Vec::new(),
+            logged: Default::default(),
+            version: None,
+            said: None,
+            refused: vec!["/usr/bin/passwd".into()],
+        };
+        let why = counted(&none).unwrap_err();
+        assert!(why.contains("refused to run /usr/bin/passwd"), "{why}");
+    }
+
+    #[test]
+    fn setuid_and_setgid_programs_are_refused_before_they_run() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let program = dir.path().join("prog");
+        std::fs::write(&program, b"#!/bin/sh\n").unwrap();
+        let mode = |m: u32| {
+            std::fs::set_permissions(&program, std::fs::Permissions::from_mode(m)).unwrap();
+            refuses(program.as_os_str())
+        };
+        assert_eq!(mode(0o755), Ok(()));
+        assert!(mode(0o4755).unwrap_err().contains("is setuid"));
+        assert!(mode(0o2755).unwrap_err().contains("is setgid"));
+        // Not found: left to the run, which says so.
+        assert_eq!(refuses(OsStr::new("no-such-program-anywhere")), Ok(()));
+    }
+
+    #[test]
     fn the_geometry_is_said_as_it_is_asked() {
         assert_eq!(
             geometry(),
@@ -409,6 +528,7 @@ mod tests {
             logged: [10].into_iter().collect(),
             version: Some("3.19.0".into()),
             said: None,
+            refused: Vec::new(),
         };
         let c = counted(&read).unwrap();
         assert_eq!(c.instructions, Some(250));
@@ -420,6 +540,7 @@ mod tests {
             logged: Default::default(),
             version: None,
             said: Some("valgrind: bad option".into()),
+            refused: Vec::new(),
         };
         assert!(counted(&none).unwrap_err().contains("bad option"));
     }

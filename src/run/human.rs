@@ -118,6 +118,7 @@ fn summary_table(r: &RunReport, style: Style, width: usize, out: &mut dyn Write)
     ])
     .prefix("tally: ");
     let mut sampled = false;
+    let mut rows = 0usize;
     for fig in FIGURES {
         let Some(s) = r.summary_of(fig.key) else {
             continue;
@@ -130,6 +131,7 @@ fn summary_table(r: &RunReport, style: Style, width: usize, out: &mut dyn Write)
             None => fig.human(s.mean),
         };
         sampled |= fig.tick_sampled();
+        rows += 1;
         table.row(vec![
             fig.label.to_string(),
             fig.human(s.min),
@@ -138,7 +140,11 @@ fn summary_table(r: &RunReport, style: Style, width: usize, out: &mut dyn Write)
             fig.human(s.max),
         ]);
     }
-    table.write(out, style)?;
+    // No figure to show (runs under the simulator that gave no count):
+    // no table, not a header over nothing.
+    if rows > 0 {
+        table.write(out, style)?;
+    }
     if sampled {
         tally_lines(out, &format!("tally: {}", super::report::TICK_NOTE), width)?;
     }
@@ -371,7 +377,15 @@ fn human_count(r: &RunReport, style: Style, out: &mut dyn Write) -> io::Result<(
         .width
         .unwrap_or(NO_TERMINAL_WIDTH)
         .min(NO_TERMINAL_WIDTH);
-    let mut lines = vec![human::source_line(&c.source)];
+    // The source, once a run counted: where none did, the reason below
+    // says why, and a tool's version no run reported is not guessed.
+    let mut lines = Vec::new();
+    if r.runs
+        .iter()
+        .any(|x| x.count.as_ref().is_some_and(|s| s.measured().is_some()))
+    {
+        lines.push(human::source_line(&c.source));
+    }
     if let [one] = r.runs.as_slice() {
         match one.count.as_ref() {
             Some(crate::count::CountState::Measured(m)) => lines.extend(human::figures(m)),

@@ -1040,6 +1040,7 @@ pub(crate) mod tests {
                 time_enabled_ns: Some(1_000),
                 time_running_ns: Some(1_000),
                 events: Vec::new(),
+                refused: Vec::new(),
                 profile: None,
             },
         )));

@@ -171,6 +171,25 @@ fn stat_of(st: &libc::stat) -> StatAt {
     }
 }
 
+/// Whether the file at `path` (links followed) carries the extended
+/// attribute `name` (`getxattr(2)` asked for its size): `security.capability`
+/// says a program has file capabilities. `false` where the file system
+/// keeps no such attributes.
+pub fn has_xattr(path: &Path, name: &CStr) -> io::Result<bool> {
+    let c = c_name(path.as_os_str())?;
+    // SAFETY: both names are NUL-terminated; a null buffer of size 0 asks
+    // for the value's size only, and nothing is written.
+    let n = unsafe { libc::getxattr(c.as_ptr(), name.as_ptr(), std::ptr::null_mut(), 0) };
+    if n >= 0 {
+        return Ok(true);
+    }
+    let e = io::Error::last_os_error();
+    match e.raw_os_error() {
+        Some(libc::ENODATA) | Some(libc::ENOTSUP) => Ok(false),
+        _ => Err(e),
+    }
+}
+
 /// Opens the directory `path` (`O_DIRECTORY`), for the `*_at` calls below.
 /// The kernel resolves `path`, so its link protections apply.
 pub fn open_dir(path: &Path) -> io::Result<File> {
