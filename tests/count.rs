@@ -748,3 +748,29 @@ fn runs_under_valgrind_that_gave_no_count_report_no_time_as_the_commands() {
         "{out}"
     );
 }
+
+/// Where Cachegrind's scratch directory cannot be made (`TMPDIR` names a
+/// directory that is not there), the error names the place once, the
+/// system's reason, and the fix; nothing runs.
+#[test]
+fn a_scratch_directory_that_cannot_be_made_is_named_with_the_fix() {
+    require!(common::tool("valgrind", "valgrind"));
+    let dir = scratch("no-tmpdir");
+    let missing = dir.path().join("not-there");
+    let out = common::tally_std()
+        .args(["run", "--count=sim", "--", "true"])
+        .env("TMPDIR", &missing)
+        .stdin(Stdio::null())
+        .output()
+        .expect("tally runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{err}");
+    assert!(
+        err.contains(&format!(
+            "in {}: No such file or directory",
+            missing.display()
+        )) && err.contains("set TMPDIR")
+            && !err.contains("at path"),
+        "{err}"
+    );
+}

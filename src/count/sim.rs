@@ -107,8 +107,15 @@ impl Sim {
             .prefix("tally-count-")
             .tempdir()
             .map_err(|e| {
+                // tempfile's error ends with the path it tried (`at path
+                // "…"`), which the message names already.
+                let text = e.to_string();
+                let why = text
+                    .rsplit_once(" at path \"")
+                    .map_or(text.as_str(), |(w, _)| w);
                 format!(
-                    "cannot make a scratch directory for Cachegrind's files in {}: {e}",
+                    "cannot make a scratch directory for Cachegrind's files in {}: {why}; set \
+                     TMPDIR to a directory this user can write",
                     crate::text::path::display(&std::env::temp_dir())
                 )
             })?;
