@@ -626,24 +626,8 @@ fn a_program_valgrind_refused_in_the_tree_is_named() {
     let dir = scratch("refused");
     let d = dir.path();
     true_copy(d, "suid-true", 0o4755);
-    let (_, _, err) = tally_in(
-        d,
-        &[
-            "run",
-            "--count=sim",
-            "-n",
-            "1",
-            "--format",
-            "json",
-            "-o",
-            "r.json",
-            "--",
-            "env",
-            "./suid-true",
-        ],
-    );
-    let r: Value = serde_json::from_slice(&std::fs::read(d.join("r.json")).expect("report"))
-        .unwrap_or_else(|e| panic!("JSON report: {e}\n{err}"));
+    let (_, r, err) = run_counted(d, 1, &["env", "./suid-true"]);
+    assert!(!r.is_null(), "no JSON report: {err}");
     let run = &r["runs"][0];
     assert_eq!(run["count"]["state"], "measured", "{run}");
     assert_eq!(run["count"]["refused"][0], "./suid-true", "{run}");
@@ -676,23 +660,8 @@ fn runs_under_valgrind_that_gave_no_count_report_no_time_as_the_commands() {
     elf[18] = 0xb7;
     std::fs::write(&foreign, &elf).expect("write the copy");
 
-    let (_, _, err) = tally_in(
-        d,
-        &[
-            "run",
-            "--count=sim",
-            "-n",
-            "2",
-            "--format",
-            "json",
-            "-o",
-            "r.json",
-            "--",
-            "./foreign",
-        ],
-    );
-    let r: Value = serde_json::from_slice(&std::fs::read(d.join("r.json")).expect("report"))
-        .unwrap_or_else(|e| panic!("JSON report: {e}\n{err}"));
+    let (_, r, err) = run_counted(d, 2, &["./foreign"]);
+    assert!(!r.is_null(), "no JSON report: {err}");
     for run in r["runs"].as_array().expect("runs") {
         assert_eq!(run["count"]["state"], "unavailable", "{run}");
         assert_eq!(run["count"]["source"], "sim", "{run}");
