@@ -186,7 +186,9 @@ fn refuses(program: &OsStr) -> Result<(), String> {
             None => return Ok(()),
         }
     };
-    let Ok(meta) = std::fs::metadata(&path) else {
+    // A directory's setgid bit (a shared directory's) is no program's:
+    // only a file is judged, anything else is left to the run.
+    let Some(meta) = std::fs::metadata(&path).ok().filter(|m| m.is_file()) else {
         return Ok(());
     };
     let mode = meta.permissions().mode();
@@ -510,8 +512,11 @@ mod tests {
         assert_eq!(mode(0o755), Ok(()));
         assert!(mode(0o4755).unwrap_err().contains("is setuid"));
         assert!(mode(0o2755).unwrap_err().contains("is setgid"));
-        // Not found: left to the run, which says so.
+        // Not found, or a directory (a shared one is often setgid): left
+        // to the run, which says so.
         assert_eq!(refuses(OsStr::new("no-such-program-anywhere")), Ok(()));
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o2755)).unwrap();
+        assert_eq!(refuses(dir.path().as_os_str()), Ok(()));
     }
 
     #[test]
