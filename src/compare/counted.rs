@@ -71,10 +71,7 @@ pub fn annotate(
         let missing: Vec<&str> = c
             .runs
             .iter()
-            .filter_map(|r| match &r.count {
-                Some(crate::count::CountState::Unavailable { reason, .. }) => Some(reason.as_str()),
-                _ => None,
-            })
+            .filter_map(|r| r.count.as_ref()?.unavailable_reason())
             .collect();
         if let Some(first) = missing.first() {
             let asked = missing.len() + counted.len();

@@ -85,10 +85,9 @@ pub fn figures(c: &Counted) -> Vec<String> {
 
 /// Why a run's counts are missing.
 pub fn unavailable(state: &CountState) -> Option<String> {
-    match state {
-        CountState::Unavailable { reason, .. } => Some(format!("counts unavailable: {reason}")),
-        CountState::Measured(_) => None,
-    }
+    state
+        .unavailable_reason()
+        .map(|reason| format!("counts unavailable: {reason}"))
 }
 
 /// Where the instructions went: a heading and a line per function, most

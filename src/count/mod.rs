@@ -203,6 +203,14 @@ impl CountState {
         }
     }
 
+    /// Why the run gave no count; `None` when it gave one.
+    pub fn unavailable_reason(&self) -> Option<&str> {
+        match self {
+            CountState::Unavailable { reason, .. } => Some(reason),
+            CountState::Measured(_) => None,
+        }
+    }
+
     /// Whether the run was made under the simulator: its time, memory
     /// and I/O are the simulator's, not the command's, whether or not it
     /// gave a count (Valgrind refusing to start a program takes time too).

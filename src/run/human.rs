@@ -380,10 +380,7 @@ fn human_count(r: &RunReport, style: Style, out: &mut dyn Write) -> io::Result<(
     // The source, once a run counted: where none did, the reason below
     // says why, and a tool's version no run reported is not guessed.
     let mut lines = Vec::new();
-    if r.runs
-        .iter()
-        .any(|x| x.count.as_ref().is_some_and(|s| s.measured().is_some()))
-    {
+    if r.runs.iter().any(|x| x.counted().is_some()) {
         lines.push(human::source_line(&c.source));
     }
     if let [one] = r.runs.as_slice() {
