@@ -349,7 +349,52 @@ pub struct Allowance {
     /// Each set's spread (half the interquartile range over the median).
     pub spread_now: f64,
     pub spread_then: f64,
+    /// The ratio of the probes' fastest [`FASTEST`] (their quantiles, now
+    /// over then): how much slower the machine ran at its fastest, which
+    /// the fastest runs of a command are judged against.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fastest_ratio: Option<f64>,
 }
+
+/// The share of the runs, and of the probes, whose times the gate
+/// compares when the typical runs leave a time undecided
+/// (`crate::compare::gate`): their 5% quantile.
+///
+/// On the 2-core VM a 10 ms loop ran in two modes, one about twice as slow
+/// as the other (a local `volatile`'s chain of loads and stores), in
+/// stretches of tens of milliseconds, and the share of runs in the slow
+/// mode went from 35% to 82% between baselines saved a minute apart: the
+/// loop's median moved from 8.6 to 16.5 ms, its 5% quantile by ±6%. Of
+/// twelve baselines of the loop and twelve of it doing 20% more work,
+/// saved in turn (300 runs each), the medians' ratio of the unchanged
+/// pairs spread from 0.53× to 1.88× (5th to 95th percentile), and the 5%
+/// quantiles', divided by the most the probes allowed, called none of
+/// 132 unchanged pairs a regression and 73% of 144 pairs of 20% more work
+/// (docs/compare.md). The 10% quantile caught 59%, the 3% one 76% with
+/// fewer runs to bound it.
+pub const FASTEST: f64 = 0.05;
+
+/// How far (a fraction) the probes' fastest may differ from a baseline's
+/// for a time's fastest runs to be compared with its fastest at all: the
+/// machine at its best then and now. Beyond it, one side may have had no
+/// stretch in the machine's fast mode, and the probes, mostly register
+/// work, move less than a command of loads and stores does between the
+/// modes (1.25× against 2.2× for the 10 ms loop), so no allowance drawn
+/// from them would excuse what the modes did. Of the unchanged loop's
+/// pairs above, the probes' fastest differed by up to 7% (5th to 95th
+/// percentile, 0.93× to 1.075×); with this bound, 72% of the 20% longer
+/// loop's pairs were decided, none of the unchanged (67% with the bound of
+/// [`FASTEST_WITHIN`] too).
+pub const FASTEST_AGREE: f64 = 0.10;
+
+/// How wide (a fraction, high over low less 1) the interval of either
+/// side's fastest runs may be for them to be compared: within one of the
+/// machine's modes. Measured on the 2-core VM: 2–10% where the runs of a
+/// side had a stretch of the fast mode; 30–100% where the fastest 5% lay
+/// between the modes (a side with only a few fast runs), whose ratio read
+/// 1.44× for the unchanged loop while the probes' fastest agreed within
+/// 6%.
+pub const FASTEST_WITHIN: f64 = 0.15;
 
 /// The allowance of probes made now and when a baseline was saved; `None`
 /// when either set is empty.
@@ -363,12 +408,18 @@ pub fn allowance(now: &[u64], then: &[u64]) -> Option<Allowance> {
     // the slowest).
     let widen = 1.0 + spread_now + spread_then;
     let (low, high) = (ratio / widen, ratio * widen);
+    let fastest = |v: &[u64]| {
+        let mut v: Vec<f64> = v.iter().map(|p| *p as f64).collect();
+        v.sort_by(f64::total_cmp);
+        stats::quantile_sorted(&v, FASTEST).filter(|q| *q > 0.0)
+    };
     Some(Allowance {
         ratio,
         low,
         high,
         spread_now,
         spread_then,
+        fastest_ratio: fastest(now).zip(fastest(then)).map(|(a, b)| a / b),
     })
 }
 
@@ -495,6 +546,7 @@ mod tests {
             high: 1.15,
             spread_now: 0.01,
             spread_then: 0.01,
+            fastest_ratio: None,
         };
         assert!(a.stands_either(true, true, 0.65, 0.72, 0.05));
         assert!(!a.stands_either(true, true, 0.90, 0.94, 0.05));

@@ -7,7 +7,7 @@
 pub use super::plan::Rule;
 use super::prose::{interval_text, limit_text, p_text, runs_would_decide};
 use super::report::{CommandResult, CompareReport, FigureComparison, Verdict};
-pub use super::report::{Gate, GateResult, Reason};
+pub use super::report::{FastestRuns, Gate, GateResult, Reason};
 use crate::gate::{self, Evidence, Outcome, Undecidable};
 use crate::run::report::{FIGURES, Figure};
 
@@ -145,6 +145,7 @@ fn judge(
         reason: None,
         note: None,
         exact: false,
+        fastest: None,
     };
     let Some(ref_cmd) = r.commands.get(reference) else {
         return result;
@@ -180,7 +181,24 @@ fn judge(
         result.note = Some(note);
         return result;
     }
-    if let Some((reason, note)) = another_time(r, c, ref_cmd, rule, result.outcome) {
+    let excused = another_time(r, c, ref_cmd, rule, result.outcome);
+    if (excused.is_some() || result.outcome != Outcome::Regression)
+        && let Some(fastest) = fastest_runs(r, c, ref_cmd, rule)
+    {
+        result.fastest = Some(FastestRuns {
+            quantile: crate::speed::FASTEST,
+            machine_slower: fastest.machine,
+            typical_ratio: result.ratio,
+            typical_low: result.ratio_low,
+            typical_high: result.ratio_high,
+        });
+        result.ratio = Some(fastest.ratio);
+        result.ratio_low = Some(fastest.low);
+        result.ratio_high = Some(fastest.high);
+        result.outcome = Outcome::Regression;
+        return result;
+    }
+    if let Some((reason, note)) = excused {
         result.outcome = Outcome::Inconclusive;
         result.reason = Some(reason);
         result.note = Some(note);
@@ -256,6 +274,22 @@ fn another_time(
             _ => {}
         }
     }
+    other_work_excuse(r, c, ref_cmd, rule, outcome, interval)
+}
+
+/// Why a time's outcome against a stored baseline may be the machine's
+/// other work, not the command's: far more of it now (a regression) or
+/// far less (a pass), unless the command's own work moved beyond the
+/// limit too. `None` when the outcome stands.
+fn other_work_excuse(
+    r: &CompareReport,
+    c: &CommandResult,
+    ref_cmd: &CommandResult,
+    rule: &Rule,
+    outcome: Outcome,
+    interval: Option<(f64, f64)>,
+) -> Option<(Reason, String)> {
+    let figure = rule.figure;
     let waited = change_waited(c, ref_cmd, rule);
     let limit = if waited.is_some() {
         super::report::OTHER_WORK_DIFFERS_WAITING
@@ -302,6 +336,90 @@ fn another_time(
                  {on_cpu}"
             ),
         )
+    })
+}
+
+/// A time's fastest runs against a stored baseline's: the ratio of their
+/// [`crate::speed::FASTEST`] quantiles, its interval, and the most the
+/// machine may have slowed by its speed probes.
+struct Fastest {
+    ratio: f64,
+    low: f64,
+    high: f64,
+    machine: f64,
+}
+
+/// A regression of a time against a stored baseline decided by its
+/// fastest runs, where its typical runs did not decide one: `Some` when
+/// the interval of the ratio of the two sides' [`crate::speed::FASTEST`]
+/// quantiles, divided by the most the speed probes say the machine
+/// slowed (the ratio of their own fastest, or of their medians, at least
+/// 1), still lies beyond the limit, and other work on the machine does
+/// not excuse it ([`other_work_excuse`]). Only where the probes' fastest
+/// then and now agree within [`crate::speed::FASTEST_AGREE`], and each
+/// side's interval is narrower than [`crate::speed::FASTEST_WITHIN`]: the
+/// machine had its fast stretches on both sides, and each side's fastest
+/// runs lie within one of its modes, not between them.
+///
+/// Why: on a shared machine a command's time can move between modes as a
+/// whole (on the 2-core VM, a 10 ms loop ran twice as slow in stretches,
+/// and the share of its runs in the slow mode moved its median by up to
+/// 1.9× between baselines saved a minute apart), while its fastest runs,
+/// those the machine slowed least, moved by ±6%. A change of the command's
+/// own work moves its fastest runs too; the machine's modes do not, so
+/// long as both sides had some runs in the fast mode, which the probes,
+/// made among the runs, see in their own fastest. Only a regression is
+/// decided so: a change in the slower runs alone is not seen in the
+/// fastest, so they never pass a time. Each quantile's interval is
+/// distribution-free ([`crate::stats::quantile_interval`]), at the
+/// comparison's interval level shared by the two (Bonferroni); with fewer
+/// runs than bound them (some 136 a side for one command at the usual
+/// level), `None`.
+fn fastest_runs(
+    r: &CompareReport,
+    c: &CommandResult,
+    ref_cmd: &CommandResult,
+    rule: &Rule,
+) -> Option<Fastest> {
+    let fig = FIGURES
+        .iter()
+        .find(|f| f.key == rule.figure && f.unit.base() == crate::report::unit::Unit::Seconds)?;
+    if !ref_cmd.from_baseline {
+        return None;
+    }
+    let allowance = r.speed.as_ref()?.allowance?;
+    let sorted = |c: &CommandResult| {
+        let mut v = c.values(fig)?;
+        v.sort_by(f64::total_cmp);
+        Some(v)
+    };
+    let (now, then) = (sorted(c)?, sorted(ref_cmd)?);
+    let each = 1.0 - (1.0 - r.interval_level) / 2.0;
+    let q = crate::speed::FASTEST;
+    let (now_lo, now_hi) = crate::stats::quantile_interval(&now, q, each)?;
+    let (then_lo, then_hi) = crate::stats::quantile_interval(&then, q, each)?;
+    let point = crate::stats::quantile_sorted(&now, q)? / crate::stats::quantile_sorted(&then, q)?;
+    let within_a_mode =
+        |lo: f64, hi: f64| lo > 0.0 && hi / lo <= 1.0 + crate::speed::FASTEST_WITHIN;
+    if !(within_a_mode(now_lo, now_hi) && within_a_mode(then_lo, then_hi) && point.is_finite()) {
+        return None;
+    }
+    let fastest_probes = allowance.fastest_ratio?;
+    if (fastest_probes - 1.0).abs() > crate::speed::FASTEST_AGREE {
+        return None;
+    }
+    let machine = [allowance.ratio, fastest_probes]
+        .into_iter()
+        .fold(1.0_f64, f64::max);
+    let (low, high) = (now_lo / then_hi, now_hi / then_lo);
+    let beyond = low / machine > 1.0 + rule.limit;
+    (beyond
+        && other_work_excuse(r, c, ref_cmd, rule, Outcome::Regression, Some((low, high))).is_none())
+    .then_some(Fastest {
+        ratio: point,
+        low,
+        high,
+        machine,
     })
 }
 
@@ -436,6 +554,55 @@ pub fn rounds_to_decide(
     needed
 }
 
+/// Without `--runs`, at a checkpoint of a gate against a stored baseline:
+/// the rounds a time's fastest runs need to be compared (`fastest_runs`):
+/// as many as the baseline's, when they are enough for the interval of
+/// their [`crate::speed::FASTEST`] quantile at the family's level and the typical
+/// runs so far (`now` against `then`) are not already a regression that
+/// the machine's speed as probed so far (`allowance`) cannot account for.
+/// 0 for other figures, or when nothing more is needed; the caller caps it
+/// by the time budget and `--max-runs`.
+pub fn fastest_rounds(
+    fig: &Figure,
+    limit: f64,
+    (now, then): (&[f64], &[f64]),
+    allowance: Option<crate::speed::Allowance>,
+    (family, alpha): (usize, f64),
+) -> u32 {
+    if fig.unit.base() != crate::report::unit::Unit::Seconds {
+        return 0;
+    }
+    let fewest = fastest_fewest(family, alpha) as usize;
+    if fewest == 0 || then.len() < fewest || now.len() >= then.len() {
+        return 0;
+    }
+    let regression = crate::stats::ratio_shift(now, then, alpha / family.max(1) as f64)
+        .and_then(|e| e.ratio)
+        .is_some_and(|(_, low, high)| {
+            low > gate::bound(limit, false)
+                && allowance.is_none_or(|a| a.stands(true, low, high, limit))
+        });
+    if regression {
+        0
+    } else {
+        // As many as the baseline's: the quantile's interval narrows with
+        // the runs, and the fewest leave it wide (with 129 runs now against
+        // 300, the 20% longer loop's 1.14× read [1.09, …], not beyond).
+        u32::try_from(then.len()).unwrap_or(u32::MAX)
+    }
+}
+
+/// The fewest runs a side whose [`crate::speed::FASTEST`] quantile has an
+/// interval at the level of a family of `family` tests at `alpha`, shared
+/// by the two sides (as `fastest_runs` takes it); 0 if none.
+pub fn fastest_fewest(family: usize, alpha: f64) -> u32 {
+    let level = 1.0 - alpha / family.max(1) as f64;
+    let each = 1.0 - (1.0 - level) / 2.0;
+    crate::stats::quantile_interval_fewest(crate::speed::FASTEST, each)
+        .and_then(|n| u32::try_from(n).ok())
+        .unwrap_or(0)
+}
+
 /// The gate of `rules` over every command that has a reference.
 pub fn evaluate(r: &CompareReport, rules: &[Rule], strict: bool) -> Gate {
     let mut results = Vec::new();
@@ -526,10 +693,11 @@ fn phrase_noting(g: &GateResult, with_note: bool) -> String {
     let limit = limit_text(g.limit);
     let note = g.note.as_ref().filter(|_| with_note);
     match g.outcome {
-        Outcome::Regression => match g.p_adjusted {
+        Outcome::Regression => match (g.p_adjusted, &g.fastest) {
+            (_, Some(f)) => fastest_text(f, &limit),
             _ if g.exact => format!("beyond {limit}, exact"),
-            Some(p) => format!("beyond {limit}, {}", p_text(p)),
-            None => format!("beyond {limit}"),
+            (Some(p), None) => format!("beyond {limit}, {}", p_text(p)),
+            (None, None) => format!("beyond {limit}"),
         },
         Outcome::Pass => format!("within {limit}"),
         Outcome::Inconclusive => {
@@ -555,6 +723,23 @@ fn phrase_noting(g: &GateResult, with_note: bool) -> String {
     }
 }
 
+/// `beyond 1.05× in its fastest 5% of runs, more than the machine's
+/// speed accounts for (up to 1.02×); its typical runs 0.79× [0.71,
+/// 0.90]`: a regression its fastest runs decided.
+fn fastest_text(f: &FastestRuns, limit: &str) -> String {
+    let typical = match (f.typical_ratio, f.typical_low, f.typical_high) {
+        (Some(x), Some(lo), Some(hi)) => interval_text(x, Some((lo, hi))),
+        (Some(x), ..) => interval_text(x, None),
+        _ => "not compared".into(),
+    };
+    format!(
+        "beyond {limit} in its fastest {} of runs, more than the machine's speed accounts for \
+         (up to {}, speed probes); its typical runs {typical}",
+        super::prose::percent(f.quantile),
+        interval_text(f.machine_slower, None)
+    )
+}
+
 pub(super) use super::prose::about_runs;
 
 /// The outcome in a table's few words: `regression (> 1.05×, p<0.001)`,
@@ -562,10 +747,14 @@ pub(super) use super::prose::about_runs;
 pub fn outcome_text(g: &GateResult) -> String {
     let limit = limit_text(g.limit);
     let why = match g.outcome {
-        Outcome::Regression => match g.p_adjusted {
+        Outcome::Regression => match (g.p_adjusted, &g.fastest) {
+            (_, Some(f)) => format!(
+                "> {limit} in the fastest {}",
+                super::prose::percent(f.quantile)
+            ),
             _ if g.exact => format!("> {limit}, exact"),
-            Some(p) => format!("> {limit}, {}", p_text(p)),
-            None => format!("> {limit}"),
+            (Some(p), None) => format!("> {limit}, {}", p_text(p)),
+            (None, None) => format!("> {limit}"),
         },
         Outcome::Pass => format!("≤ {limit}"),
         Outcome::Inconclusive => match (g.reason, g.runs_needed) {
@@ -661,6 +850,7 @@ mod tests {
             reason: Some(Reason::MachineSpeed),
             note: Some("this machine ran 80% faster".into()),
             exact: false,
+            fastest: None,
         };
         assert_eq!(
             phrase(&g(1.507, 2.494)),
@@ -1014,6 +1204,96 @@ mod tests {
             );
             assert_eq!(evaluate(&r, &rules, false).exit_status, 0);
         }
+    }
+
+    /// `n` runs of a loop whose machine ran it in two modes, the slow one
+    /// twice as long: `slow` of a hundred runs take `2 × fast_ns`, spread
+    /// through the runs; its cpu time moves with its wall time, as the
+    /// loop's did.
+    fn two_modes(fast_ns: u64, slow: u64, n: u64, from_baseline: bool) -> CommandResult {
+        let mut c = runs("work", fast_ns, n, from_baseline);
+        for (i, run) in c.runs.iter_mut().enumerate() {
+            if (i as u64 * 37) % 100 < slow {
+                run.wall_ns *= 2;
+            }
+            run.user_us = run.wall_ns / 1000;
+        }
+        c
+    }
+
+    /// Regression: on the 2-core VM a 10 ms loop ran in two modes, and
+    /// the share of its runs in the slow one moved its median between
+    /// baselines by up to 1.9×; 20% more work against a baseline saved
+    /// in the slow mode read `0.79× [0.71, 0.90]` and no gate could call
+    /// it a regression. Its fastest runs decide it, with the probes'
+    /// fastest: not when the machine was slower at its fastest too, nor
+    /// under far more other work, nor from too few runs, and never a
+    /// regression of the unchanged loop.
+    #[test]
+    fn more_work_hidden_by_the_machines_slow_mode_is_caught_by_the_fastest_runs() {
+        use crate::speed::{Speed, allowance};
+        let then_probes: Vec<u64> = (0..60).map(|i| 1_000_000 + (i % 6) * 40_000).collect();
+        let cfg = against_baseline(Some(5.0), then_probes.clone());
+        let rules = [parse_rule("wall=5%").unwrap()];
+        let gate = |work: u64, slow_now: u64, n: u64, probes_scale: u64, other_now: f64| {
+            let now = two_modes(8_000_000 * work / 100, slow_now, n, false);
+            let then = two_modes(8_000_000, 80, n, true);
+            let mut r = CompareReport::build(&cfg, vec![now, then], None);
+            r.other_cpu_percent = Some(other_now);
+            let probes: Vec<u64> = then_probes.iter().map(|p| p * probes_scale / 100).collect();
+            let mut speed = Speed::of(&probes).unwrap();
+            speed.allowance = allowance(&probes, &then_probes);
+            r.speed = Some(speed);
+            evaluate(&r, &rules, false)
+        };
+        let g = gate(120, 35, 300, 100, 5.0);
+        let x = &g.results[0];
+        assert_eq!(x.outcome, Outcome::Regression, "{g:?}");
+        let f = x.fastest.expect("decided by the fastest runs");
+        assert!(f.typical_ratio.unwrap() < 1.0, "{f:?}");
+        assert!(
+            x.ratio_low.unwrap() > 1.05 && x.ratio.unwrap() > 1.15,
+            "{x:?}"
+        );
+        assert!(
+            g.headline
+                .contains("beyond 1.05× in its fastest 5% of runs, more than the machine's")
+                && g.headline.contains("its typical runs 0."),
+            "{}",
+            g.headline
+        );
+        assert_eq!(outcome_text(x), "regression (> 1.05× in the fastest 5%)");
+        // The unchanged loop in either mode: never a regression.
+        for slow in [10, 35, 80, 95] {
+            assert_ne!(
+                gate(100, slow, 300, 100, 5.0).results[0].outcome,
+                Outcome::Regression
+            );
+        }
+        // A few fast runs now (3%): the fastest 5% lie between the modes,
+        // their interval wide, and they are not compared.
+        assert!(gate(100, 97, 300, 100, 5.0).results[0].fastest.is_none());
+        // None now, the probes' fastest 1.25× slower with the machine (the
+        // loop's 2×): its fast stretches are not alike, and nothing is
+        // decided on the fastest runs.
+        assert!(gate(100, 100, 300, 125, 5.0).results[0].fastest.is_none());
+        // The machine 20% slower at its fastest: its fast stretches then
+        // and now are not alike, and the fastest runs do not decide.
+        let g = gate(120, 35, 300, 120, 5.0);
+        assert!(g.results[0].fastest.is_none(), "{g:?}");
+        // 4% slower: excused in proportion, and 20% more work is more.
+        let g = gate(120, 35, 300, 104, 5.0);
+        let f = g.results[0].fastest.expect("decided by the fastest runs");
+        assert!((f.machine_slower - 1.04).abs() < 0.005, "{f:?}");
+        // 4% more work is not, the machine 4% slower.
+        assert!(gate(104, 35, 300, 104, 5.0).results[0].fastest.is_none());
+        // Far more other work: not the fastest runs' to decide.
+        let g = gate(120, 35, 300, 100, 90.0);
+        assert!(g.results[0].fastest.is_none(), "{g:?}");
+        // Too few runs to bound the fastest 5%.
+        let g = gate(120, 35, 60, 100, 5.0);
+        assert!(g.results[0].fastest.is_none(), "{g:?}");
+        assert_ne!(g.results[0].outcome, Outcome::Regression);
     }
 
     /// Wall time spread by other load stays undecided against the 5%

@@ -286,6 +286,29 @@ pub struct GateResult {
     /// test's.
     #[serde(default)]
     pub exact: bool,
+    /// A time against a stored baseline decided by its fastest runs (see
+    /// [`crate::compare::gate`]): then `ratio`, `ratio_low` and
+    /// `ratio_high` are those runs' (their [`crate::speed::FASTEST`]
+    /// quantile's), and this keeps the typical runs' for the report.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fastest: Option<FastestRuns>,
+}
+
+/// How a time's fastest runs decided a regression that its typical runs
+/// left undecided: see [`crate::compare::gate`].
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct FastestRuns {
+    /// The share of runs whose quantile was compared (0.05).
+    pub quantile: f64,
+    /// The most the speed probes say the machine slowed, at its fastest
+    /// or typically (at least 1): what the fastest runs' ratio had to
+    /// exceed the limit by.
+    pub machine_slower: f64,
+    /// The typical runs' ratio (of the medians) and its interval, as the
+    /// comparison gives them.
+    pub typical_ratio: Option<f64>,
+    pub typical_low: Option<f64>,
+    pub typical_high: Option<f64>,
 }
 
 /// Why a figure is inconclusive, when its interval alone does not say.

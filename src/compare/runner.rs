@@ -967,6 +967,16 @@ impl<'c> Session<'c> {
         let s =
             sizing::checkpoint_against(&self.walls, self.baseline_walls.as_deref(), done, limits);
         self.rounds = s.rounds.max(done);
+        // A baseline is saved with the runs a later gate's fastest runs
+        // are compared with (see `gate::fastest_runs`), within the limits:
+        // saved once, it is gated against many times. (For a family twice
+        // this one's: a gate's may hold more figures that varied.)
+        if cfg.save_baseline.is_some() {
+            let fewest = super::gate::fastest_fewest(2 * limits.family, cfg.alpha);
+            self.rounds = self
+                .rounds
+                .max(fewest.min(sizing::cap(&self.walls, limits)));
+        }
         // A gate takes the runs that decide it, within the limits.
         if !self.gated_figures.is_empty() {
             let reference = cfg.reference.unwrap_or(0);
@@ -984,12 +994,38 @@ impl<'c> Session<'c> {
                     }
                 }
             }
-            let needed = super::gate::rounds_to_decide(
+            let mut needed = super::gate::rounds_to_decide(
                 &pairs,
                 limits.family,
                 cfg.alpha,
                 cfg.baseline.is_some(),
             );
+            // Against a stored baseline, a time not yet a regression by
+            // its typical runs takes the runs its fastest need, where the
+            // baseline has them (see `gate::fastest_rounds`).
+            // (Only where the baseline's probes can judge the speed: else
+            // the fastest runs are not compared.)
+            if let Some(b) = &cfg.baseline
+                && !b.about.probes_of_other_work
+                && probe::unchecked(&b.about.speed_probe_ns).is_none()
+            {
+                let allowance = probe::allowance(self.probes.probes(), &b.about.speed_probe_ns);
+                for (g, (fig, limit)) in self.gated_figures.iter().enumerate() {
+                    for i in 0..k {
+                        let now = self.gated.get(g).and_then(|v| v.get(i));
+                        let then = self.gated_reference.get(g).and_then(|v| v.get(i));
+                        if let (Some(a), Some(b)) = (now, then) {
+                            needed = needed.max(super::gate::fastest_rounds(
+                                fig,
+                                *limit,
+                                (a, b),
+                                allowance,
+                                (limits.family, cfg.alpha),
+                            ));
+                        }
+                    }
+                }
+            }
             self.rounds = self
                 .rounds
                 .max(needed.min(sizing::cap(&self.walls, limits)));

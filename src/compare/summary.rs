@@ -238,6 +238,7 @@ mod tests {
             reason: Some(Reason::MachineSpeed),
             note: Some("this machine ran 8% slower than when the baseline was saved".into()),
             exact: false,
+            fastest: None,
         };
         let results = [g("wall_ns"), g("cpu_us")];
         let (speed, parts) = headline_parts(&results);
