@@ -1351,3 +1351,64 @@ fn unusable_baseline_probes_were_dropped_without_a_word() {
         "{g}"
     );
 }
+
+/// A baseline saved without `--runs` takes the runs that bound its
+/// fastest 5% (at least 136 for one command at the usual level), so that
+/// a later gate can compare its fastest runs; within `--max-runs`, and not
+/// where the limits stop short of them. A gate against it takes as many.
+#[test]
+fn a_saved_baseline_takes_the_runs_that_bound_its_fastest_runs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let runs_of = |file: &str| -> u64 {
+        let b: Value =
+            serde_json::from_slice(&std::fs::read(dir.path().join(file)).expect("saved")).unwrap();
+        b["commands"][0]["runs"].as_u64().expect("runs")
+    };
+    let save = |max: &str, file: &str| {
+        let out = run(
+            dir.path(),
+            &[
+                "compare",
+                "-N",
+                "--max-runs",
+                max,
+                "--save-baseline",
+                file,
+                "--name",
+                "t",
+                "true",
+                "-o",
+                "/dev/null",
+            ],
+        );
+        assert!(out.status.success(), "{}", text(&out).1);
+    };
+    save("400", "wide.json");
+    let n = runs_of("wide.json");
+    assert!((136..=400).contains(&n), "{n} runs");
+    save("40", "narrow.json");
+    assert!(runs_of("narrow.json") <= 40);
+    let out = run(
+        dir.path(),
+        &[
+            "compare",
+            "-N",
+            "--max-runs",
+            "400",
+            "--baseline",
+            "wide.json",
+            "--fail-on",
+            "wall=50%",
+            "--name",
+            "t",
+            "true",
+            "--format",
+            "json",
+        ],
+    );
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.code() != Some(3), "{stderr}");
+    let r: Value = serde_json::from_str(&stdout).expect("json");
+    let now = r["commands"][0]["runs"].as_array().expect("runs").len() as u64;
+    assert!(now >= 136, "{now} runs against a baseline of {n}");
+}

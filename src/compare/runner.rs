@@ -971,11 +971,12 @@ impl<'c> Session<'c> {
         // are compared with (see `gate::fastest_runs`), within the limits:
         // saved once, it is gated against many times. (For a family twice
         // this one's: a gate's may hold more figures that varied.)
+        // Not where the limits stop short of them: then they buy nothing.
         if cfg.save_baseline.is_some() {
             let fewest = super::gate::fastest_fewest(2 * limits.family, cfg.alpha);
-            self.rounds = self
-                .rounds
-                .max(fewest.min(sizing::cap(&self.walls, limits)));
+            if fewest <= sizing::cap(&self.walls, limits) {
+                self.rounds = self.rounds.max(fewest);
+            }
         }
         // A gate takes the runs that decide it, within the limits.
         if !self.gated_figures.is_empty() {
@@ -1005,6 +1006,7 @@ impl<'c> Session<'c> {
             // baseline has them (see `gate::fastest_rounds`).
             // (Only where the baseline's probes can judge the speed: else
             // the fastest runs are not compared.)
+            let mut fastest = 0;
             if let Some(b) = &cfg.baseline
                 && !b.about.probes_of_other_work
                 && probe::unchecked(&b.about.speed_probe_ns).is_none()
@@ -1015,7 +1017,7 @@ impl<'c> Session<'c> {
                         let now = self.gated.get(g).and_then(|v| v.get(i));
                         let then = self.gated_reference.get(g).and_then(|v| v.get(i));
                         if let (Some(a), Some(b)) = (now, then) {
-                            needed = needed.max(super::gate::fastest_rounds(
+                            fastest = fastest.max(super::gate::fastest_rounds(
                                 fig,
                                 *limit,
                                 (a, b),
@@ -1026,9 +1028,13 @@ impl<'c> Session<'c> {
                     }
                 }
             }
-            self.rounds = self
-                .rounds
-                .max(needed.min(sizing::cap(&self.walls, limits)));
+            // Not where the limits stop short of the fewest that bound
+            // the fastest runs: then they buy nothing.
+            let cap = sizing::cap(&self.walls, limits);
+            if cap >= super::gate::fastest_fewest(limits.family, cfg.alpha) {
+                needed = needed.max(fastest);
+            }
+            self.rounds = self.rounds.max(needed.min(cap));
         }
         self.sized = Some(s);
     }
