@@ -196,7 +196,9 @@ pub struct CompareArgs {
     /// Also write every run of every command to FILE (JSON), with the
     /// options that shape a run, tally's version and the machine's
     /// fingerprint, for a later --baseline FILE. Written whole, or not at
-    /// all.
+    /// all. Without --runs it takes at least the runs that bound their
+    /// fastest 5% (about 150 for one command), which a later gate on a
+    /// time compares, where --max-runs and the time budget allow them.
     #[arg(long, value_name = "FILE")]
     pub save_baseline: Option<PathBuf>,
 
@@ -205,7 +207,10 @@ pub struct CompareArgs {
     /// Compare each command with its runs stored in FILE (by
     /// --save-baseline), matched by --name, else by command string; with no
     /// COMMAND, run every command FILE holds. Warns when the machine, tally
-    /// or the options differ.
+    /// or the options differ. Times are judged in proportion to the
+    /// machine's speed then and now (speed probes); a gate may also decide
+    /// a regression on the fastest 5% of runs, and then takes as many runs
+    /// as FILE holds (docs/compare.md).
     #[arg(long, value_name = "FILE")]
     pub baseline: Option<PathBuf>,
 
