@@ -1015,14 +1015,21 @@ impl<'a> MedianOfResample<'a> {
 
 /// A distribution-free interval for the `q` quantile (0 < q < 1) of the
 /// population `sorted` (ascending) was drawn from, at confidence `level`:
-/// two of the values themselves, the `l`-th and `u`-th smallest, chosen
-/// so that the number of values below the quantile, Binomial(n, q), falls
-/// below `l` or at or above `u` each with a chance of at most
-/// (1 − level)/2. It holds for any continuous distribution, a bimodal one
-/// included. `None` when there are too few values for such ranks (e.g.
-/// for q = 0.05 at level 0.99, fewer than 104).
+/// two of the values themselves, at the ranks of [`quantile_ranks`]. It
+/// holds for any continuous distribution, a bimodal one included. `None`
+/// when there are too few values for such ranks (e.g. for q = 0.05 at
+/// level 0.99, fewer than 104).
 pub fn quantile_interval(sorted: &[f64], q: f64, level: f64) -> Option<(f64, f64)> {
-    let n = sorted.len();
+    let (lower, upper) = quantile_ranks(sorted.len(), q, level)?;
+    Some((sorted[lower - 1], sorted[upper - 1]))
+}
+
+/// The ranks (1-based) `l` and `u` of `n` values whose `l`-th and `u`-th
+/// smallest bound the `q` quantile at `level`: the number of values below
+/// the quantile, Binomial(n, q), falls below `l` or at or above `u` each
+/// with a chance of at most (1 − level)/2. `None` when no such ranks lie
+/// within the `n`, or `q` or `level` lies outside (0, 1).
+pub fn quantile_ranks(n: usize, q: f64, level: f64) -> Option<(usize, usize)> {
     if n == 0 || !(q > 0.0 && q < 1.0) || !(level > 0.0 && level < 1.0) {
         return None;
     }
@@ -1050,32 +1057,22 @@ pub fn quantile_interval(sorted: &[f64], q: f64, level: f64) -> Option<(f64, f64
         }
     }
     let upper = upper?;
-    if lower == 0 || upper > n {
-        return None;
-    }
-    Some((sorted[lower - 1], sorted[upper - 1]))
+    (lower > 0 && upper <= n).then_some((lower, upper))
 }
 
-/// The fewest values for which [`quantile_interval`] gives an interval
-/// of the `q` quantile at `level`: its lowest rank must exist, that is
-/// (1 − q)^n ≤ (1 − level)/2. `None` for a `q` or `level` outside (0, 1).
+/// The fewest values for which [`quantile_ranks`] gives ranks of the `q`
+/// quantile at `level`: both ends must exist, (1 − q)^n and q^n at most
+/// (1 − level)/2; from there, the first `n` the summed binomial agrees
+/// with (a step or two at most). `None` for a `q` or `level` outside
+/// (0, 1).
 pub fn quantile_interval_fewest(q: f64, level: f64) -> Option<usize> {
     if !(q > 0.0 && q < 1.0 && level > 0.0 && level < 1.0) {
         return None;
     }
     let tail = (1.0 - level) / 2.0;
-    let n = (tail.ln() / (1.0 - q).ln()).ceil();
-    // The upper rank of so few values is within them for any q below a
-    // half; above, add values until it is.
-    let mut n = n.max(1.0) as usize;
-    while n < 1_000_000 {
-        let v: Vec<f64> = (0..n).map(|i| i as f64).collect();
-        if quantile_interval(&v, q, level).is_some() {
-            return Some(n);
-        }
-        n += 1;
-    }
-    None
+    let n = (tail.ln() / (1.0 - q).ln()).max(tail.ln() / q.ln()).ceil();
+    let n = n.max(1.0) as usize;
+    (n..n.saturating_add(16)).find(|&m| quantile_ranks(m, q, level).is_some())
 }
 
 /// The `q` quantile (0..=1) of sorted values, linearly interpolated

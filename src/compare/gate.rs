@@ -394,7 +394,7 @@ fn fastest_runs(
         Some(v)
     };
     let (now, then) = (sorted(c)?, sorted(ref_cmd)?);
-    let each = 1.0 - (1.0 - r.interval_level) / 2.0;
+    let each = fastest_level(r.interval_level);
     let q = crate::speed::FASTEST;
     let (now_lo, now_hi) = crate::stats::quantile_interval(&now, q, each)?;
     let (then_lo, then_hi) = crate::stats::quantile_interval(&then, q, each)?;
@@ -596,11 +596,16 @@ pub fn fastest_rounds(
 /// interval at the level of a family of `family` tests at `alpha`, shared
 /// by the two sides (as `fastest_runs` takes it); 0 if none.
 pub fn fastest_fewest(family: usize, alpha: f64) -> u32 {
-    let level = 1.0 - alpha / family.max(1) as f64;
-    let each = 1.0 - (1.0 - level) / 2.0;
-    crate::stats::quantile_interval_fewest(crate::speed::FASTEST, each)
+    let level = fastest_level(1.0 - alpha / family.max(1) as f64);
+    crate::stats::quantile_interval_fewest(crate::speed::FASTEST, level)
         .and_then(|n| u32::try_from(n).ok())
         .unwrap_or(0)
+}
+
+/// The level of each side's quantile interval when the two share the
+/// comparison's `interval_level` (Bonferroni).
+fn fastest_level(interval_level: f64) -> f64 {
+    1.0 - (1.0 - interval_level) / 2.0
 }
 
 /// The gate of `rules` over every command that has a reference.
