@@ -347,6 +347,14 @@ pub fn noise(mad: f64, n: u32) -> f64 {
     }
 }
 
+/// A point's noise: its median's standard error, at least `floor` (a
+/// fraction, [`crate::count::repeat_floor`]) of its median where the
+/// series is counted.
+fn point_noise(v: &Value, floor: Option<f64>) -> f64 {
+    let own = noise(v.mad, v.n);
+    floor.map_or(own, |f| own.max(f * v.median.abs()))
+}
+
 fn one(group: Group, loaded: &Loaded, rank: &[u32], params: &Params) -> SeriesOut {
     let Group {
         series: si,
@@ -356,9 +364,13 @@ fn one(group: Group, loaded: &Loaded, rank: &[u32], params: &Params) -> SeriesOu
     values.sort_by_key(|v| rank.get(v.point as usize).copied().unwrap_or(u32::MAX));
     let s = &loaded.series[si];
     let x: Vec<f64> = values.iter().map(|v| v.median).collect();
-    let e: Vec<f64> = values.iter().map(|v| noise(v.mad, v.n)).collect();
-    let analysis = edivisive::analyze(&x, &e, params);
     let first = values.first().map(|v| &loaded.points[v.point as usize]);
+    // A count is no more exact than its source repeats it.
+    let floor = first
+        .and_then(|p| loaded.machine(p.machine_id))
+        .and_then(|m| crate::count::repeat_floor(&m.machine.counting));
+    let e: Vec<f64> = values.iter().map(|v| point_noise(v, floor)).collect();
+    let analysis = edivisive::analyze(&x, &e, params);
     let machine = first.and_then(|p| {
         loaded
             .machine(p.machine_id)
@@ -446,6 +458,56 @@ mod tests {
         assert!(higher_is_better("gb_per_s"));
         assert!(!higher_is_better("ns"));
         assert!(!higher_is_better("count"));
+    }
+
+    /// Regression: a counted series whose pids grew a digit between two
+    /// commits (the same work, 38 instructions more of 12 million) had a
+    /// change point there, certain because exact counts have no spread.
+    #[test]
+    fn a_pid_one_digit_longer_is_no_change_point_in_a_counted_series() {
+        let counts = [
+            12_153_647.0,
+            12_153_647.0,
+            12_153_647.0,
+            12_153_647.0,
+            12_153_685.0,
+            12_153_685.0,
+            13_318_985.0,
+            13_318_985.0,
+        ];
+        let points = |floor: Option<f64>| -> (Vec<f64>, Vec<f64>) {
+            let values: Vec<Value> = counts
+                .iter()
+                .enumerate()
+                .map(|(i, &median)| Value {
+                    point: i as u32,
+                    median,
+                    mad: 0.0,
+                    n: 1,
+                })
+                .collect();
+            let e = values.iter().map(|v| point_noise(v, floor)).collect();
+            (counts.to_vec(), e)
+        };
+        let found = |floor: Option<f64>| -> Vec<usize> {
+            let (x, e) = points(floor);
+            edivisive::analyze(&x, &e, &Params::default())
+                .change_points
+                .iter()
+                .map(|c| c.index)
+                .collect()
+        };
+        assert_eq!(found(None), vec![4, 6], "without the floor: the bug");
+        let sim = crate::count::repeat_floor("sim");
+        assert_eq!(found(sim), vec![6]);
+        assert_eq!(found(crate::count::repeat_floor("hw")), vec![6]);
+        assert_eq!(crate::count::repeat_floor("clock"), None);
+        // A change of a tenth of a percent over ten points a side is one.
+        let mut x = vec![1e7; 10];
+        x.extend(vec![1.001e7; 10]);
+        let e: Vec<f64> = x.iter().map(|m| m * sim.unwrap()).collect();
+        let cps = edivisive::analyze(&x, &e, &Params::default()).change_points;
+        assert_eq!(cps.iter().map(|c| c.index).collect::<Vec<_>>(), vec![10]);
     }
 
     #[test]
