@@ -32,7 +32,10 @@ loop for M ms (10), and RUNS=N makes the baselines and gates of parts
 busy loop started is killed before the script ends.
 
 Prints every exit status, the rates, the first line of every gate of
-parts 1 and 2, and that of the last comparison of each other kind.
+parts 1 and 2, and that of the last comparison of each other kind. With
+KEEP=DIR, each gate of parts 1 and 2 leaves its baseline and its JSON
+report there (ROW-TRY-baseline.json, ROW-TRY-gate.json) for a look at
+what decided it.
 
 Usage: benches/gate_rates.py [TRIES] [MAX_RUNS]   (20 300); TALLY=PATH (or
 TALLY_BIN=PATH) measures that binary (default: the release binary in
@@ -122,6 +125,7 @@ under load`).
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -275,6 +279,13 @@ def run_all():
                 code, first, _ = gate(cmd, "wall=5%", name)
                 codes.append(code)
                 firsts.append(first)
+                keep = os.environ.get("KEEP")
+                if keep:
+                    os.makedirs(keep, exist_ok=True)
+                    tag = f"{rows.index((label, name, saved, cmd, right))}-{len(codes)}"
+                    for src_name, kind in (("b.json", "baseline"), ("g.json", "gate")):
+                        shutil.copyfile(os.path.join(d, src_name),
+                                        os.path.join(keep, f"{tag}-{kind}.json"))
                 others.append(f"{then or 0:.0f}->{other_now() or 0:.0f}")
             rate = sum(1 for c in codes if c == 3) / len(codes)
             ok = sum(1 for c in codes if c == right)
