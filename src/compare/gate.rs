@@ -353,9 +353,10 @@ struct Fastest {
 /// fastest runs, where its typical runs did not decide one: `Some` when
 /// the interval of the ratio of the two sides' [`crate::speed::FASTEST`]
 /// quantiles, divided by the most the speed probes say the machine
-/// slowed (the ratio of their lower quartiles, [`crate::speed::FAST_STRETCH`],
-/// or of their medians, at least 1), still lies beyond the limit, and other work on the machine does
-/// not excuse it ([`other_work_excuse`]). Only where the probes' fastest
+/// slowed (the ratio of their lower quartiles,
+/// [`crate::speed::FAST_STRETCH`], or of their medians, at least 1),
+/// still lies beyond the limit, and other work on the machine does not
+/// excuse it ([`other_work_excuse`]). Only where the probes' fastest
 /// then and now agree within [`crate::speed::FASTEST_AGREE`], and each
 /// side's interval is narrower than [`crate::speed::FASTEST_WITHIN`]: the
 /// machine had its fast stretches on both sides, and each side's fastest
