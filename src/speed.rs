@@ -410,12 +410,14 @@ pub const FASTEST_AGREE: f64 = 0.10;
 
 /// How wide (a fraction, high over low less 1) the interval of either
 /// side's fastest runs may be for them to be compared: within one of the
-/// machine's modes. Measured on the 2-core VM: 2–10% where the runs of a
-/// side had a stretch of the fast mode; 30–100% where the fastest 5% lay
-/// between the modes (a side with only a few fast runs), whose ratio read
-/// 1.44× for the unchanged loop while the probes' fastest agreed within
-/// 6%.
-pub const FASTEST_WITHIN: f64 = 0.15;
+/// machine's modes. Measured on the 2-core VM: 2–13% where the runs of a
+/// side had a stretch of the fast mode, idle (at the level of a gate of
+/// one command, 44 sides of 300 runs), and 5–16% under two busy loops (20
+/// sides); 30–100% where the fastest 5% lay between the modes (a side with
+/// only a few fast runs), whose ratio read 1.44× for the unchanged loop
+/// while the probes' fastest agreed within 6%. At 15% the bound left out
+/// a side of the 20% longer loop under the busy loops at 15.04%.
+pub const FASTEST_WITHIN: f64 = 0.20;
 
 /// The allowance of probes made now and when a baseline was saved; `None`
 /// when either set is empty.
