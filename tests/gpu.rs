@@ -602,28 +602,66 @@ fn mem_shows_the_stand_ins_mib_for_the_process_row_in_json_human_and_csv() {
 }
 
 /// tally leaves itself out, and so its own nvidia-smi, though it runs
-/// while /proc is read.
+/// while /proc is read. Regression: the test once asked that no row be
+/// named nvidia-smi, and another test's stand-in, running beside it,
+/// was one; tally's own are told by this test's directory in their
+/// command lines, seen while tally runs.
 #[test]
 fn mem_leaves_its_own_nvidia_smi_out() {
+    use std::sync::atomic::{AtomicBool, Ordering};
     let tmp = scratch();
     let bin = fake_dir(tmp.path());
-    let env = [("FAKE_GPU_DELAY", "0.3")];
     // The stand-in is a shell script: its comm is its name.
-    let o = mem(
-        &path_with(Some(&bin)),
-        &env,
-        &["--name", "comm", "--format", "json"],
-    );
+    let mut cmd = common::tally_std();
+    cmd.env("PATH", path_with(Some(&bin)))
+        .env("FAKE_GPU_DELAY", "0.3")
+        .args(["mem", "--name", "comm", "--format", "json"]);
+    let child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("tally runs");
+    let done = AtomicBool::new(false);
+    let (o, own) = std::thread::scope(|s| {
+        let watcher = s.spawn(|| {
+            let mut own = std::collections::BTreeSet::new();
+            while !done.load(Ordering::Relaxed) {
+                for line in started_from(&bin) {
+                    if let Some(pid) = line.split(':').next().and_then(|p| p.parse::<u64>().ok()) {
+                        own.insert(pid);
+                    }
+                }
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            own
+        });
+        let o = child.wait_with_output().expect("tally ends");
+        done.store(true, Ordering::Relaxed);
+        (o, watcher.join().expect("the watcher"))
+    });
     assert!(o.status.success(), "{}", stderr(&o));
     let v = json(&o);
     assert!(v["gpu"].is_object(), "{v}");
-    let names: Vec<&str> = v["groups"]
+    assert!(!own.is_empty(), "tally's nvidia-smi was never seen running");
+    let listed: Vec<(u64, &str)> = v["groups"]
         .as_array()
         .unwrap()
         .iter()
-        .filter_map(|g| g["name"].as_str())
+        .flat_map(|g| {
+            let name = g["name"].as_str().unwrap_or("");
+            g["pids"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|p| p.as_u64())
+                .map(move |p| (p, name))
+        })
         .collect();
-    assert!(!names.contains(&"nvidia-smi"), "{names:?}");
+    let theirs: Vec<_> = listed.iter().filter(|(p, _)| own.contains(p)).collect();
+    assert!(
+        theirs.is_empty(),
+        "tally's own nvidia-smi listed: {theirs:?} (own: {own:?})"
+    );
 }
 
 #[test]
