@@ -292,11 +292,21 @@ fn on_cpu(cpu: usize, all: &[usize]) -> u64 {
 /// The median and the relative spread of `probes` (half the
 /// interquartile range over the median).
 fn spread(probes: &[u64]) -> Option<(f64, f64)> {
+    spread_sorted(&sorted(probes))
+}
+
+/// The probes as numbers, ascending.
+fn sorted(probes: &[u64]) -> Vec<f64> {
     let mut v: Vec<f64> = probes.iter().map(|p| *p as f64).collect();
     v.sort_by(f64::total_cmp);
-    let median = stats::median_sorted(&v)?;
-    let p25 = stats::quantile_sorted(&v, 0.25)?;
-    let p75 = stats::quantile_sorted(&v, 0.75)?;
+    v
+}
+
+/// [`spread`] of probes already sorted ([`sorted`]).
+fn spread_sorted(v: &[f64]) -> Option<(f64, f64)> {
+    let median = stats::median_sorted(v)?;
+    let p25 = stats::quantile_sorted(v, 0.25)?;
+    let p75 = stats::quantile_sorted(v, 0.75)?;
     (median > 0.0).then(|| (median, (p75 - p25) / 2.0 / median))
 }
 
@@ -422,8 +432,9 @@ pub const FASTEST_WITHIN: f64 = 0.20;
 /// The allowance of probes made now and when a baseline was saved; `None`
 /// when either set is empty.
 pub fn allowance(now: &[u64], then: &[u64]) -> Option<Allowance> {
-    let (median_now, spread_now) = spread(now)?;
-    let (median_then, spread_then) = spread(then)?;
+    let (now, then) = (sorted(now), sorted(then));
+    let (median_now, spread_now) = spread_sorted(&now)?;
+    let (median_then, spread_then) = spread_sorted(&then)?;
     let ratio = median_now / median_then;
     // The speed of a typical stretch of either session: its median moved
     // by its spread (half the interquartile range, which one preempted
@@ -432,12 +443,8 @@ pub fn allowance(now: &[u64], then: &[u64]) -> Option<Allowance> {
     let widen = 1.0 + spread_now + spread_then;
     let (low, high) = (ratio / widen, ratio * widen);
     let quantile_ratio = |q: f64| {
-        let of = |v: &[u64]| {
-            let mut v: Vec<f64> = v.iter().map(|p| *p as f64).collect();
-            v.sort_by(f64::total_cmp);
-            stats::quantile_sorted(&v, q).filter(|q| *q > 0.0)
-        };
-        of(now).zip(of(then)).map(|(a, b)| a / b)
+        let of = |v: &[f64]| stats::quantile_sorted(v, q).filter(|q| *q > 0.0);
+        of(&now).zip(of(&then)).map(|(a, b)| a / b)
     };
     Some(Allowance {
         ratio,

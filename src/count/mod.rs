@@ -65,6 +65,10 @@ impl Choice {
     }
 }
 
+/// What a history names as the counting source of figures timed, not
+/// counted.
+pub const CLOCK: &str = "clock";
+
 /// The least run-to-run spread of a count, as a fraction of it, by the
 /// source a history names for its machine (`sim`, `hw`, or an imported
 /// report's tool); `None` for times (`clock`). Under the simulator a
@@ -75,7 +79,7 @@ impl Choice {
 /// percent: a thousandth. A step smaller than this is no change of work.
 pub fn repeat_floor(counting: &str) -> Option<f64> {
     match counting {
-        "" | "clock" => None,
+        "" | CLOCK => None,
         "sim" | "cachegrind" | "callgrind" | "valgrind" => Some(1e-4),
         _ => Some(1e-3),
     }

@@ -113,7 +113,8 @@ pub fn machine(
     kernel: Option<String>,
     counting: Option<(String, Option<String>)>,
 ) -> Machine {
-    let (counting, counting_version) = counting.unwrap_or_else(|| ("clock".into(), None));
+    let (counting, counting_version) =
+        counting.unwrap_or_else(|| (crate::count::CLOCK.into(), None));
     let key = format!(
         "{}\n{}\n{}\n{}\n{}",
         cpu_model.as_deref().unwrap_or("?"),
