@@ -560,7 +560,8 @@ pub fn rounds_to_decide(
 /// as many as the baseline's, when they are enough for the interval of
 /// their [`crate::speed::FASTEST`] quantile at the family's level and the typical
 /// runs so far (`now` against `then`) are not already a regression that
-/// the machine's speed as probed so far (`allowance`) cannot account for.
+/// the machine's speed as probed so far (`allowance`) cannot account for;
+/// without an allowance (too few probes yet to judge the speed) none is.
 /// 0 for other figures, or when nothing more is needed; the caller caps it
 /// by the time budget and `--max-runs`.
 pub fn fastest_rounds(
@@ -581,7 +582,7 @@ pub fn fastest_rounds(
         .and_then(|e| e.ratio)
         .is_some_and(|(_, low, high)| {
             low > gate::bound(limit, false)
-                && allowance.is_none_or(|a| a.stands(true, low, high, limit))
+                && allowance.is_some_and(|a| a.stands(true, low, high, limit))
         });
     if regression {
         0
@@ -1336,6 +1337,69 @@ mod tests {
         assert!(
             x.ratio_low.unwrap() / a.fastest_ratio.unwrap() < 1.05,
             "{x:?}"
+        );
+    }
+
+    /// Regression: against 300 stored runs, `gzip -6` of a file twice as
+    /// long, under two busy loops, stopped after 10 and 21 runs and its
+    /// report called it inconclusive (`1.97× [1.20, 2.64]`, the machine up
+    /// to 1.15×). The checkpoints had judged it a regression of a family
+    /// three figures smaller than the report's (major faults, voluntary
+    /// switches and block input ops varied only in the baseline's runs),
+    /// and could judge one from one or two probes, whose spread is
+    /// nothing. Now the checkpoints' family holds every figure the
+    /// report's does, and no regression stands before the speed is judged
+    /// from as many probes as the report's.
+    #[test]
+    fn a_checkpoint_stops_on_no_regression_its_report_does_not_make() {
+        use crate::compare::runner::{stored_ranges, varying, widen};
+        use crate::speed::{FEWEST, allowance};
+        let then_probes: Vec<u64> = (0..12).map(|i| 1_000_000 + (i % 4) * 10_000).collect();
+        let mut cfg = against_baseline(Some(5.0), then_probes.clone());
+        let now = runs("gzip", 20_000_000, 10, false);
+        let mut then = runs("gzip", 10_000_000, 300, true);
+        for (i, r) in then.runs.iter_mut().enumerate() {
+            r.major_faults = (i % 2) as u64;
+            r.voluntary_switches = 1 + (i % 3) as u64;
+            r.block_input_ops = (i % 5) as u64 * 8;
+        }
+        if let Some(b) = cfg.baseline.as_mut() {
+            b.commands = vec![crate::compare::plan::StoredRuns {
+                name: "gzip".into(),
+                command: "gzip".into(),
+                parameters: Vec::new(),
+                runs: then.runs.clone(),
+                failed_runs: 0,
+                profile: None,
+            }];
+        }
+        let mut ranges = stored_ranges(&cfg);
+        let mut only_now = vec![None; FIGURES.len()];
+        for r in &now.runs {
+            widen(&mut ranges, r);
+            widen(&mut only_now, r);
+        }
+        let report = CompareReport::build(&cfg, vec![now.clone(), then.clone()], None);
+        let family = report.family_size as usize;
+        assert!(varying(&ranges) >= family, "{ranges:?} against {family}");
+        assert!(varying(&only_now) + 3 <= family, "the bug: {only_now:?}");
+        let wall = FIGURES.iter().find(|f| f.key == "wall_ns").unwrap();
+        let walls =
+            |c: &CommandResult| -> Vec<f64> { c.runs.iter().map(|r| r.wall_ns as f64).collect() };
+        let (a, b) = (walls(&now), walls(&then));
+        // Twice the work, the machine as steady as then: it stands, and
+        // no more runs are taken for the fastest.
+        let steady: Vec<u64> = then_probes.iter().take(FEWEST).copied().collect();
+        let judged = allowance(&steady, &then_probes);
+        assert_eq!(
+            fastest_rounds(wall, 0.05, (&a, &b), judged, (family, 0.05)),
+            0
+        );
+        // Not yet judged (fewer probes than the report's): the baseline's
+        // runs are taken.
+        assert_eq!(
+            fastest_rounds(wall, 0.05, (&a, &b), None, (family, 0.05)),
+            300
         );
     }
 

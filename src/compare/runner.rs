@@ -580,7 +580,9 @@ struct Session<'c> {
     stores: Vec<Records>,
     last: Vec<Option<RunRecord>>,
     /// Each command's wall times, and which figures vary (over every run
-    /// of every command), for the number of rounds without --runs.
+    /// of every command, the baseline's stored runs among them: the
+    /// report's family counts a figure that varied on either side), for
+    /// the number of rounds without --runs.
     walls: Vec<Vec<f64>>,
     ranges: Vec<Option<(u64, u64)>>,
     /// The stored runs' wall times of each command, for the number of rounds.
@@ -711,7 +713,7 @@ impl<'c> Session<'c> {
             stores: (0..k).map(|_| Records::kept(spawner.is_some())).collect(),
             last: vec![None; k],
             walls: vec![Vec::new(); k],
-            ranges: vec![None; FIGURES.len()],
+            ranges: stored_ranges(cfg),
             baseline_walls,
             gated: vec![vec![Vec::new(); k]; gated_figures.len()],
             gated_figures,
@@ -923,13 +925,7 @@ impl<'c> Session<'c> {
                 of.push(v as f64);
             }
         }
-        for (range, fig) in self.ranges.iter_mut().zip(FIGURES) {
-            if let Some(v) = fig.value(&rec) {
-                let (lo, hi) = range.get_or_insert((v, v));
-                *lo = (*lo).min(v);
-                *hi = (*hi).max(v);
-            }
-        }
+        widen(&mut self.ranges, &rec);
         // Only the last run keeps its eviction details: the records stay
         // small however many runs there are.
         if let Some(mut prev) = self.last[i].replace(rec) {
@@ -945,11 +941,7 @@ impl<'c> Session<'c> {
     /// `sizing` and `gate::rounds_to_decide`).
     fn checkpoint(&mut self, done: u32) {
         let (cfg, k) = (self.cfg, self.k);
-        let varying = self
-            .ranges
-            .iter()
-            .filter(|r| r.is_some_and(|(lo, hi)| lo != hi))
-            .count();
+        let varying = varying(&self.ranges);
         let limits = sizing::Limits {
             alpha: cfg.alpha,
             min_rounds: cfg.min_runs,
@@ -1011,7 +1003,14 @@ impl<'c> Session<'c> {
                 && !b.about.probes_of_other_work
                 && probe::unchecked(&b.about.speed_probe_ns).is_none()
             {
-                let allowance = probe::allowance(self.probes.probes(), &b.about.speed_probe_ns);
+                // The machine's speed is judged from the fewest probes the
+                // report judges it from, or not yet: of one or two probes the
+                // spread is nothing, and a regression stood here that the
+                // report, of five, called inconclusive.
+                let made = self.probes.probes();
+                let allowance = (made.len() >= probe::FEWEST)
+                    .then(|| probe::allowance(made, &b.about.speed_probe_ns))
+                    .flatten();
                 for (g, (fig, limit)) in self.gated_figures.iter().enumerate() {
                     for i in 0..k {
                         let now = self.gated.get(g).and_then(|v| v.get(i));
@@ -1356,4 +1355,40 @@ impl Backend {
 
 fn spawner_error(e: std::io::Error) -> CompareError {
     RunError::Spawner(format!("tally's spawner process: {e}")).into()
+}
+
+/// Widens each figure's range (its lowest and highest value so far, in
+/// [`FIGURES`]' order) by `rec`'s.
+pub(super) fn widen(ranges: &mut [Option<(u64, u64)>], rec: &RunRecord) {
+    for (range, fig) in ranges.iter_mut().zip(FIGURES) {
+        if let Some(v) = fig.value(rec) {
+            let (lo, hi) = range.get_or_insert((v, v));
+            *lo = (*lo).min(v);
+            *hi = (*hi).max(v);
+        }
+    }
+}
+
+/// How many figures' ranges hold more than one value.
+pub(super) fn varying(ranges: &[Option<(u64, u64)>]) -> usize {
+    ranges
+        .iter()
+        .filter(|r| r.is_some_and(|(lo, hi)| lo != hi))
+        .count()
+}
+
+/// The figures' ranges over a stored baseline's runs (none without one):
+/// a figure that varied only there is in the report's family, so it is in
+/// the checkpoints' too.
+pub(super) fn stored_ranges(cfg: &Config) -> Vec<Option<(u64, u64)>> {
+    let mut ranges = vec![None; FIGURES.len()];
+    for run in cfg
+        .baseline
+        .iter()
+        .flat_map(|b| &b.commands)
+        .flat_map(|c| &c.runs)
+    {
+        widen(&mut ranges, run);
+    }
+    ranges
 }
