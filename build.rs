@@ -1,14 +1,18 @@
 //! Lays out the `tally` binary so that `tally run`'s path to `fork` is
 //! contiguous: `link/run-hot-path.order` lists the functions that path
-//! executes (std's and glibc's included), and the linker puts them side by
-//! side. Scattered over the 3.7 MB of text they cost one page fault per
+//! executes (std's and the C library's included), and the linker puts them
+//! side by side. Scattered over the text they cost one page fault per
 //! 64 KiB window they touch (about 25 more faults, 0.1 ms, added to every
 //! measured run); together they fit in three windows.
 //!
 //! The list is a layout hint, never a requirement: names missing from the
-//! binary are skipped, and the option is only passed to rust-lld, the
-//! default linker of x86_64-unknown-linux-gnu since Rust 1.90, when no
-//! other linker is configured. `link/order-hot-path.sh` regenerates it.
+//! binary are skipped. The option needs lld: rustc's own (`rust-lld`) is
+//! the default linker of x86_64-unknown-linux-gnu since Rust 1.90, and for
+//! x86_64-unknown-linux-musl, tally's target, the C compiler that links is
+//! pointed at it here (`-B` the toolchain's `gcc-ld`, `-fuse-ld=lld`, as
+//! rustc does itself for the gnu target) when the toolchain ships it. Not
+//! when another linker is configured. `link/order-hot-path.sh` regenerates
+//! the list.
 
 use std::env;
 use std::path::Path;
@@ -20,7 +24,12 @@ fn main() {
     println!("cargo:rerun-if-changed={}", order.display());
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-env-changed=RUSTC_LINKER");
-    if uses_rust_lld() {
+    let lld = rust_lld();
+    if let Some(Some(gcc_ld)) = &lld {
+        println!("cargo:rustc-link-arg-bins=-B{}", gcc_ld.display());
+        println!("cargo:rustc-link-arg-bins=-fuse-ld=lld");
+    }
+    if lld.is_some() {
         let path = Path::new(&env::var("CARGO_MANIFEST_DIR").unwrap_or_default()).join(order);
         println!(
             "cargo:rustc-link-arg-bins=-Wl,--symbol-ordering-file={}",
@@ -30,19 +39,47 @@ fn main() {
     }
 }
 
-/// Whether the binary will be linked by rustc's own lld.
-fn uses_rust_lld() -> bool {
+/// Whether the binary will be linked by rustc's own lld: `Some(None)`
+/// where it is the target's default linker (x86_64 gnu, Rust 1.90 or
+/// newer), `Some(Some(dir))` where the C compiler must be pointed at it
+/// (x86_64 musl: `dir` holds the toolchain's `ld.lld` wrapper), `None`
+/// where it is not at hand or another linker is configured.
+fn rust_lld() -> Option<Option<std::path::PathBuf>> {
     let var = |k: &str| env::var(k).unwrap_or_default();
-    let target_is_default_lld = var("CARGO_CFG_TARGET_ARCH") == "x86_64"
-        && var("CARGO_CFG_TARGET_OS") == "linux"
-        && var("CARGO_CFG_TARGET_ENV") == "gnu";
+    if var("CARGO_CFG_TARGET_ARCH") != "x86_64" || var("CARGO_CFG_TARGET_OS") != "linux" {
+        return None;
+    }
     let flags = var("CARGO_ENCODED_RUSTFLAGS");
     // -C linker=…, -C linker-flavor=…, -C link-self-contained=…, -fuse-ld=…
     let linker_overridden = env::var_os("RUSTC_LINKER").is_some()
         || ["linker", "link-self-contained", "fuse-ld"]
             .iter()
             .any(|k| flags.contains(k));
-    target_is_default_lld && !linker_overridden && rustc_minor().is_some_and(|m| m >= 90)
+    if linker_overridden {
+        return None;
+    }
+    match var("CARGO_CFG_TARGET_ENV").as_str() {
+        "gnu" => rustc_minor().is_some_and(|m| m >= 90).then_some(None),
+        "musl" => {
+            let gcc_ld = rustc_sysroot()?
+                .join("lib/rustlib")
+                .join(var("HOST"))
+                .join("bin/gcc-ld");
+            gcc_ld.join("ld.lld").is_file().then_some(Some(gcc_ld))
+        }
+        _ => None,
+    }
+}
+
+/// The sysroot of the compiler building this crate.
+fn rustc_sysroot() -> Option<std::path::PathBuf> {
+    let rustc = env::var_os("RUSTC")?;
+    let out = Command::new(rustc)
+        .args(["--print", "sysroot"])
+        .output()
+        .ok()?;
+    let text = String::from_utf8(out.stdout).ok()?;
+    Some(text.trim().into())
 }
 
 /// The minor version of the compiler building this crate (`1.M.p`).

@@ -27,7 +27,7 @@ def build_tally():
     sys.exit("cargo built no tally executable")
 
 
-RELEASE = os.path.join(ROOT, "target", "x86_64-unknown-linux-gnu", "release", "tally")
+RELEASE = os.path.join(ROOT, "target", "x86_64-unknown-linux-musl", "release", "tally")
 
 
 def installed_copy(path, directory, name="tally"):

@@ -38,13 +38,16 @@ grep -ohE '^c?fn=\([0-9]+\) .*' "$tmp"/cg.* |
     grep -vE '^0x|^\(below main\)|<cycle|\.llvm\.|\.[0-9]+$' | LC_ALL=C sort -u > "$tmp/hot"
 # glibc picks its string functions by CPU (ifunc), and valgrind's virtual
 # CPU is not this one's: list every variant of each string function seen,
-# after the rest, so whichever one a CPU picks is near the others.
+# after the rest, so whichever one a CPU picks is near the others (for a
+# build linked against glibc; musl has one of each).
 nm --defined-only "$bin" | awk '{print $3}' | LC_ALL=C sort -u > "$tmp/all"
 sed -nE 's/^(__[a-z]+)_(sse2|ssse3|sse4_?[12]|sse42|avx|avx2|evex|avx512)[a-z0-9_]*$/\1_/p' "$tmp/hot" |
     LC_ALL=C sort -u | while read -r base; do
         grep -E "^${base}(sse|ssse|avx|evex)" "$tmp/all" || true
-    done | grep -vxFf "$tmp/hot" | LC_ALL=C sort -u > "$tmp/variants"
+    done | { grep -vxFf "$tmp/hot" || true; } | LC_ALL=C sort -u > "$tmp/variants"
 spawner_rust='spawner14serve_requests|process18shared_child_stack|process15default_signals|shed15shed_file_pages|Inbox4take|Inbox7compact|10UnixStream.*2io4Read4read|process17open_proc_file_of|Outbox4push|Outbox5flush|Outbox12acknowledged|spawner3run17h|spawner6finish|spawner12next_request|spawner6encode|3run11read_all_at|process8recv_now|process14spawn_prepared|process12clone_shared|process17clone_shared_into|process17shared_child_main|process10outcome_of|Spawned7outcome|process16wait_exited_keep|process5wait417h|process10usage_from|Forwarder6attach|Forwarder6detach|Forwarder7pending|13take_received|14take_escalated|shed8peak_kib|signals12restore_mask|3sys12monotonic_ns|FileExt7read_at|_ZN3std2io18default_read_exact|_ZN3std2io4Read10read_exact|_ZN3std2io5Write9write_all17h|units6micros|process6rewind|process17truncate_to_empty'
+# The C library's functions the spawner calls, by their glibc and musl
+# names (a name the binary lacks is skipped).
 spawner_libc='__libc_recv recv __libc_send send __send __clock_gettime clock_gettime
     __pthread_sigmask pthread_sigmask sigfillset sigemptyset __clone_internal __clone3 __clone
     clone __libc_sigaction __sigaction sigaction __bsd_signal bsd_signal signal ssignal
@@ -54,7 +57,10 @@ spawner_libc='__libc_recv recv __libc_send send __send __clock_gettime clock_get
     __libc_read __read read __libc_write __write write __libc_close __close close
     __restore_rt __kill kill __getpid __setpgid setpgid
     getpid _exit strcmp strchr strlen memcpy memmove memset __madvise madvise __lseek64 lseek64 __lseek lseek
-    __libc_lseek64 __ftruncate64 ftruncate64 __ftruncate ftruncate'
+    __libc_lseek64 __ftruncate64 ftruncate64 __ftruncate ftruncate
+    __syscall_cp __syscall_cp_c __syscall_cp_asm __syscall_ret __testcancel sccp
+    __block_all_sigs __block_app_sigs __restore_sigs __libc_sigaction __restore
+    recvfrom sendto __lseek __execvpe __madvise __clock_gettime cgt_init __vdsosym'
 {
     # Every function of the spawner's module (what tests/shipped.rs
     # checks), then those it calls elsewhere.

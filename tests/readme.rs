@@ -129,8 +129,9 @@ fn install_comes_before_the_examples_and_each_set_up_command_says_what_it_does()
     let glance = readme.find("\n## At a glance\n").expect("examples");
     assert!(install < glance, "Install comes before the examples");
     for command in [
+        "bash link/setup.sh ",
         "cargo install --locked --path .",
-        "cargo run --release -- run -- ls -lR /usr/share/doc",
+        "bash link/setup.sh && cargo run --release -- run -- ls -lR /usr/share/doc",
         "bash tests/release.sh",
     ] {
         let line = readme

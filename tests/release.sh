@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The README's test command: builds the binary users get (the release
-# profile, static, non-PIE, fat LTO, the hot-path layout of build.rs) and
+# profile, static musl, non-PIE, fat LTO, the hot-path layout of build.rs) and
 # runs the whole test suite against it with cargo-nextest, every test to
 # the end (--no-fail-fast), then prints the summary: the wall time, the
 # three slowest tests, `N passed, N failed, N skipped` and every skipped
@@ -27,8 +27,10 @@ if ! cargo nextest --version 2>/dev/null | grep -q "^cargo-nextest $nextest_vers
     cargo install --locked --quiet "cargo-nextest@$nextest_version"
 fi
 
+# The target's standard library and musl's C compiler wrapper.
+bash link/setup.sh
 cargo build --release --locked
-TALLY_BIN="$PWD/target/x86_64-unknown-linux-gnu/release/tally"
+TALLY_BIN="$PWD/target/x86_64-unknown-linux-musl/release/tally"
 export TALLY_BIN
 echo "tests/release.sh: testing $TALLY_BIN"
 

@@ -103,7 +103,7 @@ fn rust_version_is_at_least_every_dependencys() {
             "--locked",
             "--offline",
             "--filter-platform",
-            "x86_64-unknown-linux-gnu",
+            "x86_64-unknown-linux-musl",
         ])
         .output()
         .expect("cargo metadata runs");

@@ -25,7 +25,7 @@ use tally::report::{self, Document};
 const RUN_OWN_FAILURE: u8 = 125;
 
 pub fn main() -> u8 {
-    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let args = tally::sys::entry::args_os();
     // `tally bench spawn` execs this binary to time an exec of a static
     // program: it must exit at once, before any parsing.
     if args.len() == 2

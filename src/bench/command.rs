@@ -34,7 +34,7 @@ pub fn fix_layout() {
     if personality::layout_fixed() || personality::fix_layout_at_exec().is_err() {
         return;
     }
-    let mut args = std::env::args_os();
+    let mut args = crate::sys::entry::args_os().into_iter();
     let argv0 = args.next().unwrap_or_else(|| "tally".into());
     // Replaces this process; returns only on failure (no /proc/self/exe).
     let _ = std::process::Command::new("/proc/self/exe")

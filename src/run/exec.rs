@@ -25,7 +25,8 @@ pub struct MissingInterpreter {
 
 /// The file `execvp` would run for `program`: the program itself when it
 /// holds a `/`, else the first executable regular file of that name in
-/// `$PATH` (glibc's default `/bin:/usr/bin` when PATH is unset; an empty
+/// `$PATH` (musl's default `/usr/local/bin:/bin:/usr/bin` when PATH is
+/// unset, as `execvp` in tally's static binary searches; an empty
 /// entry is the current directory).
 pub fn resolve(program: &OsStr) -> Option<PathBuf> {
     if program.is_empty() {
@@ -34,7 +35,8 @@ pub fn resolve(program: &OsStr) -> Option<PathBuf> {
     if program.as_bytes().contains(&b'/') {
         return Some(PathBuf::from(program));
     }
-    let path = std::env::var_os("PATH").unwrap_or_else(|| OsString::from("/bin:/usr/bin"));
+    let path =
+        std::env::var_os("PATH").unwrap_or_else(|| OsString::from("/usr/local/bin:/bin:/usr/bin"));
     path.as_bytes().split(|b| *b == b':').find_map(|dir| {
         let dir = if dir.is_empty() {
             Path::new(".")

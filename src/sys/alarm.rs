@@ -63,10 +63,7 @@ fn install() -> io::Result<()> {
 }
 
 fn set_timer(after: Duration) -> io::Result<()> {
-    let value = libc::timeval {
-        tv_sec: libc::time_t::try_from(after.as_secs()).unwrap_or(libc::time_t::MAX),
-        tv_usec: libc::suseconds_t::from(after.subsec_micros()),
-    };
+    let value = super::timeval(after);
     let t = libc::itimerval {
         it_interval: libc::timeval {
             tv_sec: 0,

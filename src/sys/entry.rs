@@ -10,8 +10,10 @@
 //! start-up and shut-down that matter: standard descriptors 0–2 are open,
 //! SIGPIPE is ignored (a closed pipe is an `EPIPE` error, as in any Rust
 //! program), a panic exits 101, and stdout is flushed at the end.
-//! Arguments still come from `std::env::args_os`: on glibc, std reads them
-//! in an `.init_array` function that the C start-up runs before `main`.
+//! The arguments are the ones the C start-up passes to `main`, kept here
+//! ([`args_os`]): without std's start-up, `std::env::args_os` has them
+//! only where the C library hands them to `.init_array` functions (glibc
+//! does, musl does not).
 
 use std::ffi::c_int;
 use std::io::Write;
@@ -25,16 +27,61 @@ macro_rules! entry_point {
         // symbol, with the signature the C start-up calls.
         #[unsafe(no_mangle)]
         extern "C" fn main(
-            _argc: ::std::ffi::c_int,
-            _argv: *const *const ::std::ffi::c_char,
+            argc: ::std::ffi::c_int,
+            argv: *const *const ::std::ffi::c_char,
         ) -> ::std::ffi::c_int {
+            $crate::sys::entry::keep_args(argc, argv);
             $crate::sys::entry::run($run)
         }
     };
 }
 
+/// `main`'s arguments, as the C start-up passed them: their number and
+/// the array (which lives as long as the process), null until kept.
+static ARGC: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+static ARGV: std::sync::atomic::AtomicPtr<*const std::ffi::c_char> =
+    std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
+
+/// Keeps the arguments the C start-up passed to `main`, for [`args_os`].
+pub fn keep_args(argc: c_int, argv: *const *const std::ffi::c_char) {
+    use std::sync::atomic::Ordering::Relaxed;
+    ARGC.store(usize::try_from(argc).unwrap_or(0), Relaxed);
+    ARGV.store(argv.cast_mut(), Relaxed);
+}
+
+/// The program's arguments, its name first: those kept from `main` (see
+/// [`keep_args`]), else std's (a binary with std's own start-up, such as
+/// a test).
+pub fn args_os() -> Vec<std::ffi::OsString> {
+    use std::os::unix::ffi::OsStrExt;
+    use std::sync::atomic::Ordering::Relaxed;
+    let (argc, argv) = (ARGC.load(Relaxed), ARGV.load(Relaxed));
+    if argv.is_null() {
+        return std::env::args_os().collect();
+    }
+    let mut args = Vec::with_capacity(argc);
+    for i in 0..argc {
+        // SAFETY: the C start-up passes `argc` pointers in `argv`, an array
+        // that lives, unchanged by tally, as long as the process.
+        let p = unsafe { *argv.add(i) };
+        if p.is_null() {
+            break;
+        }
+        // SAFETY: each is a NUL-terminated string of the same lifetime.
+        let bytes = unsafe { std::ffi::CStr::from_ptr(p) }.to_bytes();
+        args.push(std::ffi::OsStr::from_bytes(bytes).to_owned());
+    }
+    args
+}
+
 /// Prepares the process as std would, runs `f` and returns its exit code.
 pub fn run(f: fn() -> u8) -> c_int {
+    // SAFETY: called first thing in `main`, before any allocation, as the
+    // function asks: a child forked by the C library's `fork` (std's
+    // `Command` on its fallback path) while another thread allocates
+    // finds the allocator's lock free. (tally's own forks, raw `clone3`
+    // included, make no allocation in the child before `exec`.)
+    unsafe { dlmalloc::enable_alloc_after_fork() };
     open_standard_fds();
     // SAFETY: setting a signal's disposition to SIG_IGN has no preconditions.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };

@@ -59,10 +59,7 @@ pub fn select_read(fds: &[RawFd], timeout_ms: Option<u32>) -> io::Result<usize> 
         unsafe { libc::FD_SET(fd, &mut set) };
         max = max.max(fd);
     }
-    let mut tv = timeout_ms.map(|ms| libc::timeval {
-        tv_sec: libc::time_t::from(ms / 1000),
-        tv_usec: libc::suseconds_t::from((ms % 1000) * 1000),
-    });
+    let mut tv = timeout_ms.map(|ms| super::timeval(std::time::Duration::from_millis(ms.into())));
     let tvp = tv
         .as_mut()
         .map_or(std::ptr::null_mut(), |t| t as *mut libc::timeval);

@@ -365,7 +365,8 @@ pub fn on_procfs(dir: &File) -> io::Result<bool> {
     let mut st: libc::statfs = unsafe { std::mem::zeroed() };
     // SAFETY: `st` is writable and the descriptor open for the call.
     cvt(unsafe { libc::fstatfs(dir.as_raw_fd(), &mut st) })?;
-    Ok(st.f_type == libc::PROC_SUPER_MAGIC)
+    // The field's and the constant's types differ between C libraries.
+    Ok(i128::from(st.f_type) == i128::from(libc::PROC_SUPER_MAGIC))
 }
 
 /// Whether `path` lies in a cgroup filesystem, v2 (`v2`) or v1: one
@@ -385,7 +386,7 @@ pub fn is_cgroup_mount(path: &std::path::Path, v2: bool) -> bool {
     } else {
         libc::CGROUP_SUPER_MAGIC
     };
-    ok && st.f_type == magic
+    ok && i128::from(st.f_type) == i128::from(magic)
 }
 
 /// An unnamed file in `dir` (`O_TMPFILE`), open for writing with `mode`:

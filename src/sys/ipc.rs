@@ -80,10 +80,7 @@ pub fn set_socket_buffers(fd: BorrowedFd<'_>, bytes: usize) -> io::Result<usize>
 /// Sets how long a read on socket `fd` may wait before it fails with
 /// `EAGAIN` (`SO_RCVTIMEO`); zero waits for ever.
 pub fn set_recv_timeout(fd: BorrowedFd<'_>, timeout: std::time::Duration) -> io::Result<()> {
-    let tv = libc::timeval {
-        tv_sec: libc::time_t::try_from(timeout.as_secs()).unwrap_or(libc::time_t::MAX),
-        tv_usec: libc::suseconds_t::from(timeout.subsec_micros() as i32),
-    };
+    let tv = super::timeval(timeout);
     // SAFETY: `tv` is a live timeval and its size is passed; the kernel
     // only reads it.
     cvt(unsafe {

@@ -134,11 +134,15 @@ pub fn wait_for_stop_signal() -> io::Result<i32> {
 /// and frees large buffers over and over (a history's series, one after
 /// another): each fresh page costs a fault, slow on a VM whose memory
 /// is ballooned (`benches/history_speed.py`: 103,000 faults to 48,000 and
-/// 0.07 s of 0.85 for 5,000,000 values). Other commands keep glibc's
-/// defaults.
+/// 0.07 s of 0.85 for 5,000,000 values, when glibc's allocator was
+/// tally's). Rust's allocations now go to dlmalloc (see the crate root),
+/// which has no such settings; this sets glibc's, which SQLite's C uses in
+/// a build linked against glibc, and does nothing against musl. Other
+/// commands keep the defaults.
 pub fn keep_freed_memory() {
     // SAFETY: mallopt only sets two of the allocator's thresholds; it
     // touches no memory of ours and is safe to call at any time.
+    #[cfg(target_env = "gnu")]
     unsafe {
         libc::mallopt(libc::M_MMAP_THRESHOLD, 64 << 20);
         libc::mallopt(libc::M_TRIM_THRESHOLD, 1 << 30);

@@ -65,6 +65,15 @@ pub fn page_size() -> u64 {
     if size > 0 { size as u64 } else { 4096 }
 }
 
+/// A `timeval` of `d`, its seconds at most the largest the type holds
+/// (written without naming `time_t`, whose width the C libraries define).
+pub fn timeval(d: std::time::Duration) -> libc::timeval {
+    libc::timeval {
+        tv_sec: d.as_secs().try_into().unwrap_or(i64::MAX),
+        tv_usec: d.subsec_micros().into(),
+    }
+}
+
 /// CLOCK_MONOTONIC now, in ns: the clock `std::time::Instant` reads, as a
 /// number another process (the spawner) can send.
 #[inline]

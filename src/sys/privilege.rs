@@ -78,8 +78,8 @@ pub fn capabilities() -> io::Result<(u64, u64)> {
 pub fn drop_to_real_ids() -> io::Result<()> {
     let uid = user_ids().real;
     let gid = group_ids().real;
-    // SAFETY: plain system calls on integers; glibc applies them to every
-    // thread of the process.
+    // SAFETY: plain system calls on integers; the C library (musl as
+    // glibc) applies them to every thread of the process.
     cvt(unsafe { libc::setresgid(gid, gid, gid) })?;
     // SAFETY: as above.
     cvt(unsafe { libc::setresuid(uid, uid, uid) })?;

@@ -113,11 +113,16 @@ pub fn shed_file_pages() -> io::Result<Shed> {
 }
 
 /// Gives the heap's free memory back to the system (glibc's
-/// `malloc_trim`), so that it leaves the resident set.
+/// `malloc_trim`), so that it leaves the resident set; in a build linked
+/// against musl, whose allocator is dlmalloc's (see the crate root), that
+/// one returns what lies free beyond 2 MiB by itself.
 pub fn release_free_heap() {
     // SAFETY: malloc_trim only returns free heap memory; it has no
     // preconditions and is safe in a single-threaded process or not.
-    unsafe { libc::malloc_trim(0) };
+    #[cfg(target_env = "gnu")]
+    unsafe {
+        libc::malloc_trim(0)
+    };
 }
 
 /// This process's peak resident set (`VmHWM`) in kB, read from an open

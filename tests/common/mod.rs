@@ -153,6 +153,20 @@ pub fn compile_c(dir: &Path, name: &str, source: &str, flags: &[&str]) -> PathBu
     exe
 }
 
+/// A dynamically linked `int main(void) { return 0; }`, built with `cc`
+/// in `dir`: the smallest ordinary program of a Debian system, whose
+/// every program is linked against the shared C library (its own peak
+/// memory about 960 KiB here).
+#[allow(dead_code)]
+pub fn tiny_dynamic_command(dir: &Path) -> PathBuf {
+    compile_c(
+        dir,
+        "tiny-dynamic",
+        "int main(void) { return 0; }\n",
+        &["-O2"],
+    )
+}
+
 /// A static `int main(void) { return 0; }`, built with `cc -static` in
 /// `dir`: a command whose own peak memory is about half a megabyte, small
 /// enough to show anything tally adds to it.
