@@ -153,7 +153,7 @@ fn run(ctx: &mut Ctx<'_>, out: &mut BenchResult) -> Result<(), StepError> {
         out.push(Figure::latency(
             "spawn.posix_spawn",
             "posix_spawn /bin/true",
-            "ns per posix_spawn (glibc: clone with CLONE_VM|CLONE_VFORK), waitpid",
+            "ns per posix_spawn (clone with CLONE_VM|CLONE_VFORK), waitpid",
             s,
         ));
     } else {

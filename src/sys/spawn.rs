@@ -95,7 +95,7 @@ pub fn fork_exec_wait(program: &Program) -> io::Result<()> {
     check_exit(wait_pid(pid)?, "fork+exec")
 }
 
-/// `posix_spawn(program)` (glibc: clone(CLONE_VM|CLONE_VFORK)); waits.
+/// `posix_spawn(program)` (musl and glibc: clone(CLONE_VM|CLONE_VFORK)); waits.
 pub fn posix_spawn_wait(program: &Program) -> io::Result<()> {
     let envp: [*mut libc::c_char; 1] = [std::ptr::null_mut()];
     let mut pid: libc::pid_t = 0;
