@@ -30,7 +30,10 @@ macro_rules! entry_point {
             argc: ::std::ffi::c_int,
             argv: *const *const ::std::ffi::c_char,
         ) -> ::std::ffi::c_int {
-            $crate::sys::entry::keep_args(argc, argv);
+            // SAFETY: `argc` and `argv` are what the C start-up passed to
+            // `main`: `argc` pointers to NUL-terminated strings that live,
+            // unchanged, as long as the process.
+            unsafe { $crate::sys::entry::keep_args(argc, argv) };
             $crate::sys::entry::run($run)
         }
     };
@@ -43,7 +46,11 @@ static ARGV: std::sync::atomic::AtomicPtr<*const std::ffi::c_char> =
     std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
 
 /// Keeps the arguments the C start-up passed to `main`, for [`args_os`].
-pub fn keep_args(argc: c_int, argv: *const *const std::ffi::c_char) {
+///
+/// # Safety
+/// `argv` must hold `argc` pointers, each to a NUL-terminated string, all
+/// valid and unchanged for the rest of the process (as `main`'s are).
+pub unsafe fn keep_args(argc: c_int, argv: *const *const std::ffi::c_char) {
     use std::sync::atomic::Ordering::Relaxed;
     ARGC.store(usize::try_from(argc).unwrap_or(0), Relaxed);
     ARGV.store(argv.cast_mut(), Relaxed);
@@ -61,8 +68,8 @@ pub fn args_os() -> Vec<std::ffi::OsString> {
     }
     let mut args = Vec::with_capacity(argc);
     for i in 0..argc {
-        // SAFETY: the C start-up passes `argc` pointers in `argv`, an array
-        // that lives, unchanged by tally, as long as the process.
+        // SAFETY: `keep_args`'s caller promised `argc` pointers in
+        // `argv`, an array that lives, unchanged, as long as the process.
         let p = unsafe { *argv.add(i) };
         if p.is_null() {
             break;
