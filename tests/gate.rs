@@ -1154,13 +1154,9 @@ fn the_example_workflow_passes_a_pull_request_that_changed_nothing() {
 
 /// `b.json` in `dir`: a baseline of `loop` (the work program at `n`
 /// iterations), its speed probes changed by `edit`.
-/// `edit` takes each probe's index, its time and the probes' median.
-fn save_work_and_edit_probes(
-    dir: &Path,
-    exe: &Path,
-    n: u64,
-    edit: impl Fn(usize, u64, u64) -> u64,
-) {
+/// `edit` gives each probe's new time from its index and the probes'
+/// median.
+fn save_work_and_edit_probes(dir: &Path, exe: &Path, n: u64, edit: impl Fn(usize, u64) -> u64) {
     let cmd = format!("{} {n}", exe.display());
     let out = run(
         dir,
@@ -1181,21 +1177,12 @@ fn save_work_and_edit_probes(
     assert!(out.status.success(), "{}", text(&out).1);
     let path = dir.join("b.json");
     let mut b: Value = serde_json::from_slice(&std::fs::read(&path).expect("saved")).unwrap();
-    let mut sorted: Vec<u64> = b["speed_probe_ns"]
-        .as_array()
-        .expect("probes")
-        .iter()
-        .map(|p| p.as_u64().expect("ns"))
-        .collect();
+    let probes = b["speed_probe_ns"].as_array_mut().expect("probes");
+    let mut sorted: Vec<u64> = probes.iter().map(|p| p.as_u64().expect("ns")).collect();
     sorted.sort_unstable();
     let median = sorted[sorted.len() / 2];
-    for (i, p) in b["speed_probe_ns"]
-        .as_array_mut()
-        .expect("probes")
-        .iter_mut()
-        .enumerate()
-    {
-        *p = edit(i, p.as_u64().expect("ns"), median).into();
+    for (i, p) in probes.iter_mut().enumerate() {
+        *p = edit(i, median).into();
     }
     std::fs::write(&path, serde_json::to_vec_pretty(&b).unwrap()).unwrap();
 }
@@ -1221,7 +1208,7 @@ fn twice_the_work_passed_as_inconclusive_when_the_probes_differed() {
     // median, not each probe's own time: the probes run on each CPU in
     // turn, and where one CPU ran 14% slower, editing each probe by its
     // index took the one down and the other up, and left them 2.6% apart.
-    save_work_and_edit_probes(d, &exe, n, |i, _, median| {
+    save_work_and_edit_probes(d, &exe, n, |i, median| {
         if i % 2 == 0 {
             median * 93 / 100
         } else {
