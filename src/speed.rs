@@ -51,6 +51,15 @@ pub fn first_version() -> u32 {
 /// scheduler slice and miss it.
 pub const EVERY: u64 = 40;
 
+/// [`EVERY`] for runs that no baseline judges and none is saved from (a
+/// plain comparison, `run -n`): their probes only say whether the
+/// machine's speed varied during them, and need not follow it as closely
+/// as a gate's (1/101, 1%). At [`EVERY`] a comparison of `/bin/true`
+/// spent 2.1% of its time probing (1.068× hyperfine's per run, 1.047×
+/// without probes; medians of 20 interleaved repetitions of 1,000 runs,
+/// docs/BENCHMARKS.md).
+pub const EVERY_UNJUDGED: u64 = 100;
+
 /// Half the interquartile range of the probes, over their median, beyond
 /// which the machine's speed is said to have varied. Quartiles, not the
 /// 10th and 90th percentiles: of the few probes a short comparison makes,
@@ -197,30 +206,58 @@ impl Speed {
 }
 
 /// When to probe among runs: before the first, then once the runs since
-/// the last probe took [`EVERY`] times its time, so that the probes cost
-/// at most 1/[`EVERY`] of the runs' time (a probe every run for commands
-/// much longer than it, one every few for commands of a millisecond).
-#[derive(Debug, Default)]
+/// the last probe took [`EVERY`] (or [`EVERY_UNJUDGED`]) times its time,
+/// so that the probes cost at most that fraction of the runs' time (a
+/// probe every run for commands much longer than it, one every few dozen
+/// for commands of a millisecond).
+#[derive(Debug)]
 pub struct Schedule {
     probes: Vec<u64>,
     since_ns: u64,
+    /// A probe is due once the runs since the last took this many times
+    /// its time ([`EVERY`] or [`EVERY_UNJUDGED`]).
+    every: u64,
     /// The CPUs probed in turn: this thread's, read at the first probe
     /// (see [`Schedule::probe`]).
     cpus: Option<Vec<usize>>,
 }
 
+impl Default for Schedule {
+    /// The schedule of runs judged against a baseline ([`EVERY`]).
+    fn default() -> Schedule {
+        Schedule::every(EVERY)
+    }
+}
+
 impl Schedule {
+    /// A schedule that probes once the runs since the last probe took
+    /// `every` times its time.
+    pub fn every(every: u64) -> Schedule {
+        Schedule {
+            probes: Vec::new(),
+            since_ns: 0,
+            every,
+            cpus: None,
+        }
+    }
+
+    /// The schedule of runs that a baseline judges or that one is saved
+    /// from (`judged`), or of others ([`EVERY_UNJUDGED`]).
+    pub fn for_runs(judged: bool) -> Schedule {
+        Schedule::every(if judged { EVERY } else { EVERY_UNJUDGED })
+    }
+
     /// Probes now when it is time; the probe's time when it did.
     pub fn before_run(&mut self) -> Option<u64> {
         self.due().then(|| self.probe())
     }
 
     /// Whether a probe is due: none yet, or the runs since the last took
-    /// [`EVERY`] times its time.
+    /// [`Schedule::every`] times its time.
     pub fn due(&self) -> bool {
         self.probes
             .last()
-            .is_none_or(|p| self.since_ns >= p.saturating_mul(EVERY))
+            .is_none_or(|p| self.since_ns >= p.saturating_mul(self.every))
     }
 
     /// Probes now (a caller that must first let runs in flight end asks

@@ -1161,3 +1161,35 @@ fn a_commands_peak_memory_stays_its_own_with_input_and_output_files() {
     }
     spawner_peak_within_the_counters_error(&with, median(&peaks(&plain, 0)));
 }
+
+/// The spawner stays on one CPU (see `run::spawner`); the commands it
+/// starts must not: each may run on every CPU tally may, as it would
+/// without tally.
+#[test]
+fn a_compared_command_may_run_on_every_cpu_tally_may() {
+    let tmp = scratch("cpus");
+    let seen = tmp.path().join("cpus");
+    let allowed = |status: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+            .map(|v| v.trim().to_string())
+    };
+    let ours = allowed(&std::fs::read_to_string("/proc/self/status").unwrap()).unwrap();
+    let cmd = format!(
+        "grep Cpus_allowed_list /proc/self/status >> {}",
+        seen.display()
+    );
+    let out = tally()
+        .args(["compare", "-n", "3", &cmd, &cmd])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let text = std::fs::read_to_string(&seen).unwrap();
+    let lists: Vec<_> = text.lines().filter_map(allowed).collect();
+    assert_eq!(lists.len(), 6, "{text}");
+    assert!(
+        lists.iter().all(|l| *l == ours),
+        "tally may use {ours}: {text}"
+    );
+}

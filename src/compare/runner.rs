@@ -734,7 +734,9 @@ impl<'c> Session<'c> {
             } else {
                 run::spawner::AHEAD.max(k + 1)
             },
-            probes: probe::Schedule::default(),
+            probes: probe::Schedule::for_runs(
+                cfg.baseline.is_some() || cfg.save_baseline.is_some(),
+            ),
             gpu,
         })
     }

@@ -424,7 +424,9 @@ pub fn execute_with(
     let simulated = measurer
         .counting()
         .is_some_and(|c| c.kind() == crate::count::Kind::Sim);
-    let mut probes = (report.runs_requested > 1 && !simulated).then(probe::Schedule::default);
+    // No baseline judges `run -n`: probes as sparse as a plain comparison's.
+    let mut probes =
+        (report.runs_requested > 1 && !simulated).then(|| probe::Schedule::for_runs(false));
     // Where each counted run's instructions went (`sim`), kept apart from
     // its record.
     let mut profiles = Vec::new();
@@ -829,6 +831,7 @@ fn start_command(
         own_group: false,
         env: wrapped.map(|(_, env)| env.to_vec()),
         fixed_layout: wrapped.is_some(),
+        cpus: None,
     };
     let spawn = if ctx.shared {
         sys::process::spawn_shared

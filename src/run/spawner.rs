@@ -66,6 +66,18 @@
 //! command's child waiting for the acknowledgement itself cost 4% less
 //! per run and added 5% to `/bin/true`'s wall time; docs/BENCHMARKS.md).
 //!
+//! The spawner stays on one CPU, the one it is on when it starts (where
+//! it may run on more), and each command is let run on all of tally's
+//! CPUs again in its child, before its clock starts
+//! ([`sys::process::PreExec::cpus`]). Free to move, the spawner was woken
+//! wherever the kernel chose, so that a run's exit, tally's answer and
+//! the next clone crossed between CPUs, each crossing waking an idle
+//! virtual CPU: `compare -N` of `/bin/true` cost 1.114× hyperfine's time
+//! per run, and 1.068× with the spawner kept on one CPU (medians of 20
+//! interleaved repetitions of 1,000 runs, docs/BENCHMARKS.md). Only the
+//! spawner is kept: tally, its threads and the helpers it starts move
+//! freely.
+//!
 //! After a run that failed (unless failures are
 //! measured too), was interrupted, or could not start, it runs nothing
 //! more and answers [`Reply::Skipped`].
@@ -847,7 +859,9 @@ fn finish(ended: Ended, outbox: &mut Outbox, group: Option<&mut Group>) {
             ),
         };
         match opened {
-            Ok(file) => match super::read_all_at(&file, outbox.texts.slot(0)) {
+            // One `pread`: the kernel makes the whole text at the first
+            // read, so a shorter one is all of it (see `read_once`).
+            Ok(file) => match read_once(&file, outbox.texts.slot(0)) {
                 Ok(n) => {
                     f[IO_STATE] = state;
                     f[IO_LEN] = n as u64;
@@ -1005,6 +1019,7 @@ fn serve_requests() -> io::Result<()> {
     // then says it ran outside).
     let mut group = setup.group.then(Group::open);
     let mut outbox = Outbox::new();
+    let release = stay_on_one_cpu();
     let as_root = sys::geteuid() == 0;
     sys::process::prepare_shared_spawns()?;
     // Ready: tally falls back to forking the runs itself if this never comes.
@@ -1070,7 +1085,14 @@ fn serve_requests() -> io::Result<()> {
             Some(Err(e)) => Err(e.raw_os_error().unwrap_or(libc::EBADF)),
             None => Ok(None),
         };
-        let ended = run(cmd, &forwarder, (as_root, own_group), in_group, &mut f);
+        let ended = run(
+            cmd,
+            &forwarder,
+            (as_root, own_group),
+            in_group,
+            release.as_ref(),
+            &mut f,
+        );
         if f[FORWARDED] != 0 {
             sys::process::end_orphans(i32::try_from(f[FORWARDED]).unwrap_or(libc::SIGTERM), f[PID]);
         }
@@ -1087,6 +1109,16 @@ fn serve_requests() -> io::Result<()> {
     outbox.flush(&input, true)
 }
 
+/// Keeps the spawner on the CPU it runs on now, when it may run on more
+/// than one: the CPUs its commands are let run on again before `exec`
+/// (see the module's text). `None` where it was left as it was.
+fn stay_on_one_cpu() -> Option<sys::cpu::CpuMask> {
+    let allowed = sys::cpu::allowed_cpus().ok().filter(|c| c.len() > 1)?;
+    let cpu = sys::cpu::current_cpu()?;
+    sys::cpu::pin_to_cpu(cpu).ok()?;
+    Some(sys::cpu::CpuMask::of(&allowed))
+}
+
 /// One run of `cmd`, cloned into `group` (`Err`: the errno of taking the
 /// group's descriptor): starts it and returns it ended, its figures so far
 /// in `f`. Its clock starts in the child, its last step before `exec`, and
@@ -1097,6 +1129,7 @@ fn run(
     forwarder: &Forwarder,
     (as_root, own_group): (bool, bool),
     group: Result<Option<&std::fs::File>, i32>,
+    cpus: Option<&sys::cpu::CpuMask>,
     f: &mut [u64; FIELDS],
 ) -> Ended {
     use std::os::fd::AsFd;
@@ -1107,6 +1140,7 @@ fn run(
         die_with_parent: true,
         own_group,
         cgroup_dir: group.ok().flatten().map(|g| g.as_fd()),
+        cpus,
         ..PreExec::default()
     };
     let spawned = sys::process::spawn_prepared(cmd, pre);

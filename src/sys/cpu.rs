@@ -116,6 +116,36 @@ pub fn allowed_cpu_count() -> io::Result<usize> {
     usize::try_from(n).map_err(|_| io::Error::from(io::ErrorKind::InvalidData))
 }
 
+/// The CPU the calling thread is running on now (`None` where the
+/// kernel does not say).
+pub fn current_cpu() -> Option<usize> {
+    // SAFETY: sched_getcpu has no arguments and no memory preconditions.
+    usize::try_from(unsafe { libc::sched_getcpu() }).ok()
+}
+
+/// A set of CPUs as the kernel takes it, built once and handed to a child
+/// that restores it before `exec` (see `crate::sys::process::PreExec::cpus`).
+pub struct CpuMask(libc::cpu_set_t);
+
+impl CpuMask {
+    /// The set of `cpus` (those beyond the set's capacity left out).
+    pub fn of(cpus: &[usize]) -> CpuMask {
+        // SAFETY: cpu_set_t is plain data; zeroed is the empty set.
+        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        let max = 8 * std::mem::size_of::<libc::cpu_set_t>();
+        for &cpu in cpus.iter().filter(|&&c| c < max) {
+            // SAFETY: cpu is below the set's capacity (filtered above).
+            unsafe { libc::CPU_SET(cpu, &mut set) };
+        }
+        CpuMask(set)
+    }
+
+    /// The set, for a call that takes a `cpu_set_t`.
+    pub fn as_ptr(&self) -> *const libc::cpu_set_t {
+        &self.0
+    }
+}
+
 /// Pins the calling thread to one CPU.
 pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
     if cpu >= 8 * std::mem::size_of::<libc::cpu_set_t>() {

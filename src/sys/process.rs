@@ -87,6 +87,10 @@ pub struct PreExec<'g> {
     /// `setarch -R` does), so that nothing in it moves from run to run.
     /// [`spawn`] only.
     pub fixed_layout: bool,
+    /// The CPUs the command may run on, set in the child before its clock
+    /// starts: the spawner stays on one CPU, which its children would
+    /// inherit (see `crate::run::spawner`). [`spawn_prepared`] only.
+    pub cpus: Option<&'g super::cpu::CpuMask>,
 }
 
 /// Where a child asked into a cgroup ([`PreExec::cgroup_dir`]) runs.
@@ -590,7 +594,9 @@ fn read_own_sched(path: *const libc::c_char, buf: &mut [u8]) -> (usize, u32) {
     // SAFETY: `path` is a NUL-terminated string that outlives the call;
     // the read fills at most `buf`, which is live and writable.
     unsafe {
-        let fd = libc::open(path, libc::O_RDONLY | libc::O_CLOEXEC);
+        // `openat`, not `open`: musl's `open` follows an `O_CLOEXEC` open
+        // with an `fcntl` for kernels older than 2.6.23, one more call here.
+        let fd = libc::openat(libc::AT_FDCWD, path, libc::O_RDONLY | libc::O_CLOEXEC);
         if fd < 0 {
             return (0, 0);
         }
@@ -812,6 +818,8 @@ struct SharedChild {
     parent: libc::pid_t,
     open_io: bool,
     own_group: bool,
+    /// The CPUs to restore before `exec`, or null.
+    cpus: *const libc::cpu_set_t,
     /// Out: `/proc/self/io` opened by the child, or `-errno`.
     io_fd: libc::c_int,
     /// Out: the errno of a failed exec (0: exec succeeded).
@@ -956,6 +964,7 @@ pub fn spawn_prepared(cmd: &Prepared, pre: PreExec) -> io::Result<Spawned> {
         },
         open_io: pre.open_io,
         own_group: pre.own_group,
+        cpus: pre.cpus.map_or(std::ptr::null(), |c| c.as_ptr()),
         io_fd: -libc::ENOENT,
         exec_errno: 0,
         started: Started::NOTHING,
@@ -1143,8 +1152,15 @@ extern "C" fn shared_child_main(arg: *mut libc::c_void) -> libc::c_int {
         if (*child).own_group {
             libc::setpgid(0, 0);
         }
+        if !(*child).cpus.is_null() {
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), (*child).cpus);
+        }
         if (*child).open_io {
-            let fd = libc::open((*child).io_path, libc::O_RDONLY | libc::O_CLOEXEC);
+            let fd = libc::openat(
+                libc::AT_FDCWD,
+                (*child).io_path,
+                libc::O_RDONLY | libc::O_CLOEXEC,
+            );
             (*child).io_fd = if fd >= 0 {
                 fd
             } else {
@@ -1234,7 +1250,14 @@ pub fn open_proc_file_of(pid: u32, name: &[u8]) -> io::Result<std::fs::File> {
     }
     // SAFETY: `path` is NUL-terminated (zeroed past `len`, at most 34 of
     // its 40 bytes used: 6 + 10 digits + 1 + 16).
-    let fd = cvt(unsafe { libc::open(path.as_ptr().cast(), libc::O_RDONLY | libc::O_CLOEXEC) })?;
+    // `openat`: musl's `open` adds an `fcntl` (see `read_own_sched`).
+    let fd = cvt(unsafe {
+        libc::openat(
+            libc::AT_FDCWD,
+            path.as_ptr().cast(),
+            libc::O_RDONLY | libc::O_CLOEXEC,
+        )
+    })?;
     // SAFETY: open returned a new descriptor, ours alone.
     Ok(unsafe { std::fs::File::from_raw_fd(fd) })
 }
