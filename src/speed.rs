@@ -220,6 +220,9 @@ pub struct Schedule {
     /// The CPUs probed in turn: this thread's, read at the first probe
     /// (see [`Schedule::probe`]).
     cpus: Option<Vec<usize>>,
+    /// The CPU this thread is kept on between probes (see
+    /// [`Schedule::kept_on`]).
+    home: Option<usize>,
 }
 
 impl Default for Schedule {
@@ -238,6 +241,7 @@ impl Schedule {
             since_ns: 0,
             every,
             cpus: None,
+            home: None,
         }
     }
 
@@ -273,17 +277,31 @@ impl Schedule {
     /// baseline was called a regression at 3.08× [2.80, 3.49] while the
     /// probes agreed (docs/compare.md).
     pub fn probe(&mut self) -> u64 {
-        let cpus = self
-            .cpus
-            .get_or_insert_with(|| crate::sys::cpu::allowed_cpus().unwrap_or_default());
+        let cpus = self.cpus();
         let p = if cpus.len() > 1 {
-            on_cpu(cpus[self.probes.len() % cpus.len()], cpus)
+            on_cpu(cpus[self.probes.len() % cpus.len()], &cpus, self.home)
         } else {
             measure()
         };
         self.probes.push(p);
         self.since_ns = 0;
         p
+    }
+
+    /// This thread is kept on `cpu` (the spawner's, see
+    /// `crate::run::spawner`) between probes: each probe is made on its
+    /// CPU, and the thread is kept on `cpu` again after it rather than let
+    /// run anywhere. Read the CPUs it probes first.
+    pub fn kept_on(&mut self, cpu: usize, all: Vec<usize>) {
+        self.cpus = Some(all);
+        self.home = Some(cpu);
+    }
+
+    /// The CPUs probed in turn (read once).
+    fn cpus(&mut self) -> Vec<usize> {
+        self.cpus
+            .get_or_insert_with(|| crate::sys::cpu::allowed_cpus().unwrap_or_default())
+            .clone()
     }
 
     /// A run took `ns`.
@@ -315,14 +333,18 @@ impl Schedule {
     }
 }
 
-/// [`measure`] on `cpu`, this thread then let run on `all` again; where
-/// it cannot be moved there, where it is.
-fn on_cpu(cpu: usize, all: &[usize]) -> u64 {
+/// [`measure`] on `cpu`, this thread then let run on `all` again (or kept
+/// on `home` again, when given); where it cannot be moved there, where it
+/// is.
+fn on_cpu(cpu: usize, all: &[usize], home: Option<usize>) -> u64 {
     if crate::sys::cpu::pin_to_cpu(cpu).is_err() {
         return measure();
     }
     let p = measure();
-    let _ = crate::sys::cpu::allow_cpus(all);
+    let _ = match home {
+        Some(home) => crate::sys::cpu::pin_to_cpu(home),
+        None => crate::sys::cpu::allow_cpus(all),
+    };
     p
 }
 

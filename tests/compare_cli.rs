@@ -1163,8 +1163,8 @@ fn a_commands_peak_memory_stays_its_own_with_input_and_output_files() {
 }
 
 /// The spawner stays on one CPU (see `run::spawner`); the commands it
-/// starts must not: each may run on every CPU tally may, as it would
-/// without tally.
+/// starts and the hooks tally runs must not: each may run on every CPU
+/// tally may, as it would without tally.
 #[test]
 fn a_compared_command_may_run_on_every_cpu_tally_may() {
     let tmp = scratch("cpus");
@@ -1188,6 +1188,21 @@ fn a_compared_command_may_run_on_every_cpu_tally_may() {
     let text = std::fs::read_to_string(&seen).unwrap();
     let lists: Vec<_> = text.lines().filter_map(allowed).collect();
     assert_eq!(lists.len(), 6, "{text}");
+    assert!(
+        lists.iter().all(|l| *l == ours),
+        "tally may use {ours}: {text}"
+    );
+    // Nor its hooks: tally's thread, kept beside the spawner when it has
+    // no work between runs, moves freely when it has (a --prepare).
+    std::fs::remove_file(&seen).unwrap();
+    let out = tally()
+        .args(["compare", "-n", "2", "--prepare", &cmd, "true", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let text = std::fs::read_to_string(&seen).unwrap();
+    let lists: Vec<_> = text.lines().filter_map(allowed).collect();
+    assert_eq!(lists.len(), 4, "{text}");
     assert!(
         lists.iter().all(|l| *l == ours),
         "tally may use {ours}: {text}"

@@ -687,13 +687,25 @@ impl<'c> Session<'c> {
         let backend = if hw {
             Backend::here(cfg)?
         } else {
-            Backend::start(cfg, &measurer, streams)?
+            Backend::start(cfg, &measurer, streams, !per_run_work)?
         };
         let spawner = match &backend {
             Backend::Spawner(s) => Some(s.pid()),
             Backend::Here => None,
         };
         let gpu = super::gpu::Sampling::start(cfg.gpu, spawner);
+        let mut probes =
+            probe::Schedule::for_runs(cfg.baseline.is_some() || cfg.save_baseline.is_some());
+        // Kept on the spawner's CPU (see `Backend::start`) once the GPU's
+        // sampler has started (its thread and process move freely), this
+        // thread makes each probe on its CPU and is kept there again
+        // after it.
+        let mut backend = backend;
+        if let Backend::Spawner(s) = &mut backend
+            && let Some((cpu, all)) = s.keep_caller_beside()
+        {
+            probes.kept_on(cpu, all);
+        }
         if let super::gpu::Sampling::PerRun = gpu {
             for c in &mut configs {
                 c.gpu = cfg.gpu;
@@ -734,9 +746,7 @@ impl<'c> Session<'c> {
             } else {
                 run::spawner::AHEAD.max(k + 1)
             },
-            probes: probe::Schedule::for_runs(
-                cfg.baseline.is_some() || cfg.save_baseline.is_some(),
-            ),
+            probes,
             gpu,
         })
     }
@@ -1272,7 +1282,7 @@ fn next_round(planned: u32, warmup: u32, rounds: u32) -> Option<Stage> {
 /// forking tally, when no spawner could start (each run then made when
 /// its answer is asked for).
 enum Backend {
-    Spawner(Spawner),
+    Spawner(Box<Spawner>),
     Here,
 }
 
@@ -1280,17 +1290,34 @@ impl Backend {
     /// The spawner, or without one (no /proc/self/exe?) tally itself when
     /// the runs need no stream of their own: they get tally's stdin, so
     /// --input and an output file or pipe cannot be given to them.
-    fn start(cfg: &Config, measurer: &Measurer, streams: Streams) -> Result<Backend, CompareError> {
+    ///
+    /// With `beside`, this thread is kept on the spawner's CPU while the
+    /// spawner runs (see `run::spawner`): only when it has no work of its
+    /// own between runs, where it only reads answers and asks for runs.
+    /// Hooks, evictions and warming start processes and threads, which
+    /// would be kept there too: with those it moves freely.
+    fn start(
+        cfg: &Config,
+        measurer: &Measurer,
+        streams: Streams,
+        beside: bool,
+    ) -> Result<Backend, CompareError> {
         let plain = cfg.input.is_none()
             && matches!(
                 cfg.command_output,
                 CommandOutput::Null | CommandOutput::Inherit
             );
         let argvs: Vec<_> = cfg.instances.iter().map(|i| i.argv.clone()).collect();
-        match Spawner::start(&argvs, streams, !cfg.ignore_failure, measurer.group_dir()) {
+        match Spawner::start(
+            &argvs,
+            streams,
+            !cfg.ignore_failure,
+            measurer.group_dir(),
+            beside,
+        ) {
             Ok(s) => {
                 measurer.relay_signals_to(s.pid());
-                Ok(Backend::Spawner(s))
+                Ok(Backend::Spawner(Box::new(s)))
             }
             Err(_) if plain => Ok(Backend::Here),
             Err(e) => Err(CompareError::Stream {

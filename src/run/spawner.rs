@@ -66,17 +66,25 @@
 //! command's child waiting for the acknowledgement itself cost 4% less
 //! per run and added 5% to `/bin/true`'s wall time; docs/BENCHMARKS.md).
 //!
-//! The spawner stays on one CPU, the one it is on when it starts (where
-//! it may run on more), and each command is let run on all of tally's
-//! CPUs again in its child, before its clock starts
+//! The spawner stays on one CPU, the one tally is on when it starts it
+//! (where they may run on more), and each command is let run on all of
+//! tally's CPUs again in its child, before its clock starts
 //! ([`sys::process::PreExec::cpus`]). Free to move, the spawner was woken
 //! wherever the kernel chose, so that a run's exit, tally's answer and
 //! the next clone crossed between CPUs, each crossing waking an idle
-//! virtual CPU: `compare -N` of `/bin/true` cost 1.114× hyperfine's time
-//! per run, and 1.068× with the spawner kept on one CPU (medians of 20
-//! interleaved repetitions of 1,000 runs, docs/BENCHMARKS.md). Only the
-//! spawner is kept: tally, its threads and the helpers it starts move
-//! freely.
+//! virtual CPU. When tally has no work of its own between runs, the
+//! thread that reads the answers is kept on that CPU too
+//! ([`Spawner::keep_caller_beside`]; its speed probes are made on each
+//! CPU in turn and it is kept there again after each), and the spawner
+//! then sleeps on each acknowledgement at once: looking for it would keep
+//! tally, on the same CPU, from sending it. `compare -N -n 500` of
+//! `/bin/true` twice, with its JSON: 1.168× hyperfine's time per run
+//! before, 1.083× with the spawner kept, 1.060× with tally's thread kept
+//! too (medians of 12 interleaved repetitions, docs/BENCHMARKS.md; the
+//! gaps between runs: a quarter of them 100 µs longer before, when
+//! tally's thread was woken on the other CPU). Hooks, evictions and
+//! warming start processes and threads from that thread, which would be
+//! kept too: with those it moves freely, as tally's other threads do.
 //!
 //! After a run that failed (unless failures are
 //! measured too), was interrupted, or could not start, it runs nothing
@@ -155,6 +163,15 @@ struct Setup {
     /// cloned into.
     #[serde(default)]
     group: bool,
+    /// The CPU the spawner stays on (see the module's text); `None`: it
+    /// is left free to move.
+    #[serde(default)]
+    cpu: Option<usize>,
+    /// tally's thread is kept on that CPU too: the spawner does not look
+    /// for its acknowledgement before it sleeps on it
+    /// ([`Outbox::POLL_ACK_NS`]), which would keep tally from sending it.
+    #[serde(default)]
+    beside: bool,
 }
 
 /// The [`Setup`] frame: a `u32` length, then JSON.
@@ -410,7 +427,7 @@ impl Outbox {
     const POLL_ACK_NS: u64 = 100_000;
 
     /// An empty outbox, with the files it reads around each run open.
-    fn new() -> Outbox {
+    fn new(beside_tally: bool) -> Outbox {
         Outbox {
             buf: Vec::with_capacity((FIELDS * 8 + TEXTS_LEN) * (Outbox::BATCH + 1)),
             count: 0,
@@ -418,7 +435,7 @@ impl Outbox {
             awaiting_ack: false,
             // Looked for only where tally can run beside the spawner: on one
             // CPU the spawner's looking would keep tally from acknowledging.
-            poll_ack_ns: if sys::cpu::allowed_cpu_count().is_ok_and(|n| n > 1) {
+            poll_ack_ns: if !beside_tally && sys::cpu::allowed_cpu_count().is_ok_and(|n| n > 1) {
                 Outbox::POLL_ACK_NS
             } else {
                 0
@@ -1018,8 +1035,8 @@ fn serve_requests() -> io::Result<()> {
     // The runs' group, or why its descriptor could not be taken (each run
     // then says it ran outside).
     let mut group = setup.group.then(Group::open);
-    let mut outbox = Outbox::new();
-    let release = stay_on_one_cpu();
+    let release = setup.cpu.and_then(stay_on);
+    let mut outbox = Outbox::new(setup.beside && release.is_some());
     let as_root = sys::geteuid() == 0;
     sys::process::prepare_shared_spawns()?;
     // Ready: tally falls back to forking the runs itself if this never comes.
@@ -1109,12 +1126,14 @@ fn serve_requests() -> io::Result<()> {
     outbox.flush(&input, true)
 }
 
-/// Keeps the spawner on the CPU it runs on now, when it may run on more
-/// than one: the CPUs its commands are let run on again before `exec`
-/// (see the module's text). `None` where it was left as it was.
-fn stay_on_one_cpu() -> Option<sys::cpu::CpuMask> {
+/// Keeps the spawner on `cpu`, one of several it may run on: the CPUs
+/// its commands are let run on again before `exec` (see the module's
+/// text). `None` where it was left as it was.
+fn stay_on(cpu: usize) -> Option<sys::cpu::CpuMask> {
     let allowed = sys::cpu::allowed_cpus().ok().filter(|c| c.len() > 1)?;
-    let cpu = sys::cpu::current_cpu()?;
+    if !allowed.contains(&cpu) {
+        return None;
+    }
     sys::cpu::pin_to_cpu(cpu).ok()?;
     Some(sys::cpu::CpuMask::of(&allowed))
 }
@@ -1226,6 +1245,12 @@ pub struct Spawner {
     group: GroupAt,
     /// Where the wall time went is measured (`--no-why` turns it off).
     why: bool,
+    /// The CPU the spawner stays on (see the module's text).
+    cpu: Option<usize>,
+    /// tally's thread is to be kept on that CPU too (the spawner was told).
+    beside_asked: bool,
+    /// tally's thread kept on that CPU, until the spawner ends.
+    beside: Option<sys::cpu::Kept>,
 }
 
 /// The standard streams of the commands a spawner starts (they are the
@@ -1268,14 +1293,23 @@ impl Spawner {
     /// `group` (its directory's descriptor, which must stay open while the
     /// spawner runs, and its path; `Err`: why there is none; `None`: the
     /// breakdown is off, and the runs have none). With `stop_on_failure`, a
-    /// failed run stops it.
+    /// failed run stops it. With `beside`, the thread that reads the
+    /// answers will be kept on the spawner's CPU
+    /// ([`Spawner::keep_caller_beside`]), and the spawner sleeps on each
+    /// acknowledgement at once.
     pub fn start(
         commands: &[Vec<OsString>],
         streams: Streams,
         stop_on_failure: bool,
         group: Option<Result<(std::os::fd::RawFd, std::path::PathBuf), String>>,
+        beside: bool,
     ) -> io::Result<Spawner> {
         let why = group.is_some();
+        // The CPU tally is on: the spawner stays there.
+        let cpu = sys::cpu::allowed_cpu_count()
+            .is_ok_and(|n| n > 1)
+            .then(sys::cpu::current_cpu)
+            .flatten();
         let group = group.unwrap_or_else(|| Err("the breakdown is off".into()));
         let (ours, theirs) = UnixStream::pair()?;
         let (ack, their_ack) = UnixStream::pair()?;
@@ -1314,7 +1348,12 @@ impl Spawner {
                 .map(|(_, path)| path.clone())
                 .map_err(Clone::clone),
             why,
+            cpu,
+            beside_asked: false,
+            beside: None,
         };
+        let beside = beside && cpu.is_some();
+        spawner.beside_asked = beside;
         let setup = Setup {
             commands: commands
                 .iter()
@@ -1325,6 +1364,8 @@ impl Spawner {
             rewind_stdin: streams.rewind_stdin,
             truncate_stdout: streams.truncate_stdout,
             group: group.is_ok(),
+            cpu,
+            beside,
         };
         write_frame(&mut spawner.writer, &setup, &mut Vec::new())?;
         let mut ready = [0u8];
@@ -1338,6 +1379,19 @@ impl Spawner {
     /// The spawner's pid.
     pub fn pid(&self) -> u32 {
         self.child.id()
+    }
+
+    /// Keeps the calling thread (the one that reads the answers) on the
+    /// spawner's CPU until the spawner ends, which then lets it run where
+    /// it could before again: the CPU and the CPUs it could run on, or
+    /// `None` where it was not kept (the spawner was not, or `beside` was
+    /// not asked at its start). Only for a thread that starts nothing
+    /// while the spawner runs: what it started would be kept there too.
+    pub fn keep_caller_beside(&mut self) -> Option<(usize, Vec<usize>)> {
+        let cpu = self.cpu.filter(|_| self.beside_asked)?;
+        let all = sys::cpu::allowed_cpus().ok()?;
+        self.beside = Some(sys::cpu::Kept::on(cpu).ok()?);
+        Some((cpu, all))
     }
 
     /// Asks for a run of command `index`; `false` when the request was not
@@ -1404,6 +1458,8 @@ impl Drop for Spawner {
         let _ = self.writer.shutdown(std::net::Shutdown::Both);
         let _ = self.ack.shutdown(std::net::Shutdown::Both);
         let _ = self.child.wait();
+        // tally's thread may run anywhere again.
+        self.beside = None;
     }
 }
 

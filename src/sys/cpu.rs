@@ -160,6 +160,27 @@ pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
         .map(|_| ())
 }
 
+/// The calling thread kept on one CPU until this is dropped, which lets
+/// it run on the CPUs it had before again (dropped on the same thread).
+pub struct Kept {
+    before: Vec<usize>,
+}
+
+impl Kept {
+    /// Keeps the calling thread on `cpu`.
+    pub fn on(cpu: usize) -> io::Result<Kept> {
+        let before = allowed_cpus()?;
+        pin_to_cpu(cpu)?;
+        Ok(Kept { before })
+    }
+}
+
+impl Drop for Kept {
+    fn drop(&mut self) {
+        let _ = allow_cpus(&self.before);
+    }
+}
+
 /// Lets the calling thread run on every CPU in `cpus` again.
 pub fn allow_cpus(cpus: &[usize]) -> io::Result<()> {
     // SAFETY: cpu_set_t is plain data; zeroed is the empty set.
