@@ -1180,31 +1180,22 @@ fn a_compared_command_may_run_on_every_cpu_tally_may() {
         "grep Cpus_allowed_list /proc/self/status >> {}",
         seen.display()
     );
-    let out = tally()
-        .args(["compare", "-n", "3", &cmd, &cmd])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{out:?}");
-    let text = std::fs::read_to_string(&seen).unwrap();
-    let lists: Vec<_> = text.lines().filter_map(allowed).collect();
-    assert_eq!(lists.len(), 6, "{text}");
-    assert!(
-        lists.iter().all(|l| *l == ours),
-        "tally may use {ours}: {text}"
-    );
+    // Each line `cmd` wrote in a comparison with `args`, the same as
+    // tally's own list, as many as `lines`.
+    let each_sees_ours = |args: &[&str], lines: usize| {
+        let _ = std::fs::remove_file(&seen);
+        let out = tally().arg("compare").args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        let text = std::fs::read_to_string(&seen).unwrap();
+        let lists: Vec<_> = text.lines().filter_map(allowed).collect();
+        assert_eq!(lists.len(), lines, "{args:?}: {text}");
+        assert!(
+            lists.iter().all(|l| *l == ours),
+            "{args:?}: tally may use {ours}: {text}"
+        );
+    };
+    each_sees_ours(&["-n", "3", &cmd, &cmd], 6);
     // Nor its hooks: tally's thread, kept beside the spawner when it has
     // no work between runs, moves freely when it has (a --prepare).
-    std::fs::remove_file(&seen).unwrap();
-    let out = tally()
-        .args(["compare", "-n", "2", "--prepare", &cmd, "true", "true"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{out:?}");
-    let text = std::fs::read_to_string(&seen).unwrap();
-    let lists: Vec<_> = text.lines().filter_map(allowed).collect();
-    assert_eq!(lists.len(), 4, "{text}");
-    assert!(
-        lists.iter().all(|l| *l == ours),
-        "tally may use {ours}: {text}"
-    );
+    each_sees_ours(&["-n", "2", "--prepare", &cmd, "true", "true"], 4);
 }
