@@ -569,16 +569,37 @@ fn a_command_smaller_than_the_spawner_is_flagged_as_an_upper_bound() {
     let (code, r) = compare_json(&["-N", "-w", "2", "-n", "5", exe, exe]);
     assert_eq!(code, 0, "{r}");
     let warnings = r["warnings"].as_array().expect("warnings");
-    // Each command is flagged. Not always in all five runs: the kernel
-    // carries an approximate reading of the spawner's resident set into
-    // the command (per-CPU counters), which can come out a few pages above
-    // the exact peak the spawner reads of itself (see README, Limits).
-    let flagged = warnings
+    // The runs are flagged. Not each command in every run, nor always both
+    // commands: the kernel carries an approximate reading of the spawner's
+    // resident set into the command (per-CPU counters, README, Limits),
+    // and the spawner reads one of itself later: under the load of the
+    // whole suite, one command's five runs all read a few pages above the
+    // spawner's 672 KiB once.
+    let floors: Vec<u64> = warnings
         .iter()
         .filter_map(Value::as_str)
         .filter(|w| w.contains("upper bounds"))
-        .count();
-    assert_eq!(flagged, 2, "{warnings:?}");
+        .map(|w| {
+            w.split("peak memory at most ")
+                .nth(1)
+                .and_then(|t| t.split(" KiB").next())
+                .and_then(|n| n.replace(',', "").parse().ok())
+                .unwrap_or_else(|| panic!("no floor in {w}"))
+        })
+        .collect();
+    assert!(!floors.is_empty(), "no run flagged: {warnings:?}");
+    // Every run read the spawner's peak, give or take the counters' error
+    // (192 KiB on two CPUs, as in `spawner_peak_within_the_counters_error`):
+    // none is the program's own few pages.
+    let floor = floors.iter().max().copied().unwrap_or(0) * 1024;
+    for i in 0..2 {
+        for peak in peaks(&r, i) {
+            assert!(
+                peak.abs_diff(floor) <= 192 * 1024,
+                "command {i}: a run read {peak} bytes, the spawner's peak {floor}: {r}"
+            );
+        }
+    }
 }
 
 #[test]

@@ -694,18 +694,10 @@ impl<'c> Session<'c> {
             Backend::Here => None,
         };
         let gpu = super::gpu::Sampling::start(cfg.gpu, spawner);
-        let mut probes =
-            probe::Schedule::for_runs(cfg.baseline.is_some() || cfg.save_baseline.is_some());
-        // Kept on the spawner's CPU (see `Backend::start`) once the GPU's
-        // sampler has started (its thread and process move freely), this
-        // thread makes each probe on its CPU and is kept there again
-        // after it.
+        // After the GPU's sampler has started: its thread and process
+        // move freely.
         let mut backend = backend;
-        if let Backend::Spawner(s) = &mut backend
-            && let Some((cpu, all)) = s.keep_caller_beside()
-        {
-            probes.kept_on(cpu, all);
-        }
+        let probes = probes_beside(cfg, &mut backend);
         if let super::gpu::Sampling::PerRun = gpu {
             for c in &mut configs {
                 c.gpu = cfg.gpu;
@@ -1276,6 +1268,20 @@ fn next_round(planned: u32, warmup: u32, rounds: u32) -> Option<Stage> {
     }
     let r = planned - warmup;
     (r < rounds).then_some(Stage::Measured(r))
+}
+
+/// The speed probes' schedule, this thread kept on the spawner's CPU
+/// where `Backend::start` asked for it: each probe is then made on its CPU
+/// and the thread kept there again after it.
+fn probes_beside(cfg: &Config, backend: &mut Backend) -> probe::Schedule {
+    let mut probes =
+        probe::Schedule::for_runs(cfg.baseline.is_some() || cfg.save_baseline.is_some());
+    if let Backend::Spawner(s) = backend
+        && let Some((cpu, all)) = s.keep_caller_beside()
+    {
+        probes.kept_on(cpu, all);
+    }
+    probes
 }
 
 /// Where runs are made: by the spawner (see `run::spawner`), or here, by
