@@ -1245,10 +1245,9 @@ pub struct Spawner {
     group: GroupAt,
     /// Where the wall time went is measured (`--no-why` turns it off).
     why: bool,
-    /// The CPU the spawner stays on (see the module's text).
-    cpu: Option<usize>,
-    /// tally's thread is to be kept on that CPU too (the spawner was told).
-    beside_asked: bool,
+    /// The CPU the spawner stays on, when tally's thread is to be kept
+    /// there too (the spawner was told; see the module's text).
+    beside_cpu: Option<usize>,
     /// tally's thread kept on that CPU, until the spawner ends.
     beside: Option<sys::cpu::Kept>,
 }
@@ -1348,12 +1347,10 @@ impl Spawner {
                 .map(|(_, path)| path.clone())
                 .map_err(Clone::clone),
             why,
-            cpu,
-            beside_asked: false,
+            beside_cpu: cpu.filter(|_| beside),
             beside: None,
         };
         let beside = beside && cpu.is_some();
-        spawner.beside_asked = beside;
         let setup = Setup {
             commands: commands
                 .iter()
@@ -1388,10 +1385,9 @@ impl Spawner {
     /// not asked at its start). Only for a thread that starts nothing
     /// while the spawner runs: what it started would be kept there too.
     pub fn keep_caller_beside(&mut self) -> Option<(usize, Vec<usize>)> {
-        let cpu = self.cpu.filter(|_| self.beside_asked)?;
-        let all = sys::cpu::allowed_cpus().ok()?;
-        self.beside = Some(sys::cpu::Kept::on(cpu).ok()?);
-        Some((cpu, all))
+        let cpu = self.beside_cpu?;
+        let kept = self.beside.insert(sys::cpu::Kept::on(cpu).ok()?);
+        Some((cpu, kept.before().to_vec()))
     }
 
     /// Asks for a run of command `index`; `false` when the request was not

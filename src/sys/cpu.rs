@@ -173,6 +173,11 @@ impl Kept {
         pin_to_cpu(cpu)?;
         Ok(Kept { before })
     }
+
+    /// The CPUs the thread could run on before, and will again.
+    pub fn before(&self) -> &[usize] {
+        &self.before
+    }
 }
 
 impl Drop for Kept {
@@ -183,15 +188,9 @@ impl Drop for Kept {
 
 /// Lets the calling thread run on every CPU in `cpus` again.
 pub fn allow_cpus(cpus: &[usize]) -> io::Result<()> {
-    // SAFETY: cpu_set_t is plain data; zeroed is the empty set.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    let max = 8 * std::mem::size_of::<libc::cpu_set_t>();
-    for &cpu in cpus.iter().filter(|&&c| c < max) {
-        // SAFETY: cpu is below the set's capacity (filtered above).
-        unsafe { libc::CPU_SET(cpu, &mut set) };
-    }
+    let set = CpuMask::of(cpus);
     // SAFETY: `set` is valid for the call, its size is passed.
-    cvt(unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) })
+    cvt(unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set.as_ptr()) })
         .map(|_| ())
 }
 
