@@ -264,6 +264,16 @@ impl Schedule {
             .is_none_or(|p| self.since_ns >= p.saturating_mul(self.every))
     }
 
+    /// How much more of the runs' time until a probe is due; `None` when
+    /// none has been made (one is due before the first run).
+    pub fn until_due_ns(&self) -> Option<u64> {
+        let last = self.probes.last()?;
+        Some(
+            last.saturating_mul(self.every)
+                .saturating_sub(self.since_ns),
+        )
+    }
+
     /// Probes now (a caller that must first let runs in flight end asks
     /// [`Schedule::due`] itself); the probe's time.
     ///

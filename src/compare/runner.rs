@@ -19,6 +19,11 @@ use crate::speed as probe;
 use crate::stats::Rng as CountedRng;
 use crate::stats::Rng;
 
+/// The most time of runs asked for in one stretch (see
+/// [`Session::stretch`]): the answers, and the progress shown, come at
+/// least this often.
+const STRETCH_NS: u64 = 100_000_000;
+
 /// Why a comparison could not be made.
 #[derive(Debug, thiserror::Error)]
 pub enum CompareError {
@@ -610,8 +615,12 @@ struct Session<'c> {
     /// Without --runs, the pilot's rounds until its end decides (see
     /// `sizing`).
     rounds: u32,
-    /// Runs asked for ahead.
-    depth: usize,
+    /// tally works before or after each run (hooks, evictions, warming):
+    /// the runs are asked for one at a time.
+    per_run_work: bool,
+    /// The runs answered since the last stretch was asked for, and their
+    /// wall time: the next stretch is sized by them (see `Session::stretch`).
+    since_stretch: (u64, u64),
     /// The speed probes so far (see `super::probe`), and when the next is
     /// due.
     probes: probe::Schedule,
@@ -733,11 +742,8 @@ impl<'c> Session<'c> {
             in_flight: std::collections::VecDeque::new(),
             planned: 0,
             rounds: cfg.runs.unwrap_or(cfg.min_runs),
-            depth: if per_run_work {
-                1
-            } else {
-                run::spawner::AHEAD.max(k + 1)
-            },
+            per_run_work,
+            since_stretch: (0, 0),
             probes,
             gpu,
         })
@@ -765,12 +771,18 @@ impl<'c> Session<'c> {
         }
     }
 
-    /// Keeps `depth` runs asked for, planning rounds as they are needed
-    /// and preparing each run (`--prepare`, `--warm`, `--cold`). Breaks
-    /// when asked to stop with nothing in flight.
+    /// Once the answers to the runs asked for have been read, asks for a
+    /// stretch of runs ([`Session::stretch`]), planning rounds as they
+    /// are needed and preparing each run (`--prepare`, `--warm`,
+    /// `--cold`). Breaks when asked to stop with nothing in flight.
     fn ask(&mut self) -> Result<ControlFlow<()>, CompareError> {
         let cfg = self.cfg;
-        while self.in_flight.len() < self.depth {
+        if !self.in_flight.is_empty() {
+            return Ok(ControlFlow::Continue(()));
+        }
+        // Sized once its first run is known, after the probe before it.
+        let mut most = None;
+        while most.is_none_or(|m| self.in_flight.len() < m) {
             if self.upcoming.is_empty() {
                 let Some(stage) = next_round(self.planned, cfg.warmup, self.rounds) else {
                     break;
@@ -807,6 +819,9 @@ impl<'c> Session<'c> {
                 }
                 self.probes.probe();
             }
+            if most.is_none() {
+                most = Some(self.stretch());
+            }
             if let Some(prepare) = &cfg.prepare {
                 hook("--prepare", prepare, cfg)?;
             }
@@ -831,6 +846,36 @@ impl<'c> Session<'c> {
             self.in_flight.push_back((slot, cold));
         }
         Ok(ControlFlow::Continue(()))
+    }
+
+    /// How many runs to ask for at once: the spawner runs them one after
+    /// the other and tally, asleep, reads their answers after the last
+    /// (see `run::spawner`). One where tally works before or after each
+    /// run; else one round first, then as many as end by the next speed
+    /// probe, within [`STRETCH_NS`] of runs and
+    /// [`run::spawner::STRETCH_MOST`], at the last stretch's mean time.
+    fn stretch(&mut self) -> usize {
+        if self.per_run_work {
+            return 1;
+        }
+        let (runs, ns) = std::mem::take(&mut self.since_stretch);
+        if runs == 0 {
+            return self.k;
+        }
+        let mean = (ns / runs).max(1);
+        // A tenth more, and one: runs a little shorter than the last
+        // stretch's would otherwise leave a stretch of one or two before
+        // the probe (the probe then comes a little late, a little less
+        // than its share of the time).
+        let by_probe = self
+            .probes
+            .until_due_ns()
+            .map_or(u64::MAX, |left| left.div_ceil(mean) * 11 / 10 + 1);
+        let most = by_probe
+            .min(STRETCH_NS / mean)
+            .min(run::spawner::STRETCH_MOST as u64)
+            .max(1);
+        usize::try_from(most).unwrap_or(1)
     }
 
     /// The answer to the oldest run asked for: checked, kept (measured
@@ -860,6 +905,8 @@ impl<'c> Session<'c> {
         let mut rec = match reply {
             Reply::Ran(rec, floor, stretch) => {
                 self.probes.ran(rec.wall_ns);
+                self.since_stretch.0 += 1;
+                self.since_stretch.1 = self.since_stretch.1.saturating_add(rec.wall_ns);
                 let mut rec = *rec;
                 self.gpu.record(&mut rec, stretch);
                 // Measured runs only: warm-up runs are not reported.

@@ -71,7 +71,12 @@ impl Pressures {
     pub fn of_texts(group: &Path, read: [io::Result<&str>; 3]) -> Pressures {
         let [cpu, io, memory] = read;
         let of = |i: usize, r: io::Result<&str>| {
-            pressure_of(&group.join(PRESSURE_FILES[i].to_string_lossy().as_ref()), r)
+            // The file's path only for a reason it gives: made then, not
+            // for every run.
+            pressure_of(
+                || group.join(PRESSURE_FILES[i].to_string_lossy().as_ref()),
+                r,
+            )
         };
         Pressures {
             cpu: of(0, cpu),
@@ -114,12 +119,16 @@ impl Pressures {
     }
 }
 
-/// The totals of the pressure file `file` from what reading it gave, or
-/// why they cannot be had, in words a user can act on.
-pub fn pressure_of(file: &Path, read: io::Result<&str>) -> Result<Pressure, String> {
+/// The totals of a pressure file from what reading it gave, or why they
+/// cannot be had, in words a user can act on: `file` gives the file's
+/// path, for those words only.
+pub fn pressure_of(
+    file: impl FnOnce() -> std::path::PathBuf,
+    read: io::Result<&str>,
+) -> Result<Pressure, String> {
     match read {
         Ok(text) => pressure::parse(text)
-            .ok_or_else(|| format!("{} has no total", crate::text::path::display(file))),
+            .ok_or_else(|| format!("{} has no total", crate::text::path::display(&file()))),
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             Err("this kernel keeps no pressure stall information (CONFIG_PSI off)".into())
         }
@@ -128,7 +137,7 @@ pub fn pressure_of(file: &Path, read: io::Result<&str>) -> Result<Pressure, Stri
         ),
         Err(e) => Err(format!(
             "cannot read {} ({e})",
-            crate::text::path::display(file)
+            crate::text::path::display(&file())
         )),
     }
 }

@@ -26,11 +26,14 @@
 //! `FIELDS` little-endian `u64` and the texts the run's figures are read
 //! from (its `/proc/PID/io` and `/proc/PID/schedstat`, its group's
 //! pressure before and after it, the group's `cgroup.events`), read as a
-//! [`Reply`]: tally parses them, the spawner only copies bytes. Requests
-//! can be sent ahead ([`AHEAD`]). tally sends a request only when the
-//! socket takes it at once, else it reads answers first: the spawner reads
-//! no request while it waits for an acknowledgement, so however many
-//! commands there are, neither side waits on the other.
+//! [`Reply`]: tally parses them, the spawner only copies bytes. tally asks
+//! for runs a stretch at a time (at most [`STRETCH_MOST`], all its
+//! requests in one write); the spawner sends each answer as soon as its
+//! run is finished, and once it has no request left it announces them (a
+//! little-endian `u32`, their count, on a second socket, descriptor 4)
+//! and waits for tally's acknowledgement (one byte there) before it reads
+//! more. Where the socket cannot hold a stretch's answers it announces
+//! those it holds, and goes on once tally has read them.
 //!
 //! Nothing of the spawner's runs beside a command: it finishes each run
 //! (reads its figures, reaps it) once the command has exited and before
@@ -48,23 +51,32 @@
 //!
 //! No run may be measured differently for its place in the order, so
 //! tally's own work on an answer (decoding, storing, planning, asking for
-//! more) never overlaps a run, and every run is started the same way: each
-//! answer is sent between runs, flagged (`ACK_WANTED`), and the spawner
-//! starts nothing until tally, done with it and about to wait for the
-//! next, writes one byte on a second socket (descriptor 4). When answers
-//! went out in batches of 32 during the next run, the run right after each
-//! batch took 1.2–1.36× the others' wall time; with batches sent between
-//! runs and acknowledged, the first run after each still took 1.27× on a
-//! loaded machine (benches/compare_positions.py; tests/compare_cli.rs
-//! checks every period and phase). The round trip per run costs about
-//! 50 µs of elapsed time between runs, none of it inside a run; the
-//! spawner looks for the acknowledgement a short while before it sleeps
-//! on it (`Outbox::POLL_ACK_NS`), which takes some 10–30 µs of that off.
-//! It waits before it clones the next command: a command cloned while
-//! tally still works is placed beside the spawner, and `exec`'s balancing
-//! then moves it to the CPU tally has left, inside its clock (tried: the
-//! command's child waiting for the acknowledgement itself cost 4% less
-//! per run and added 5% to `/bin/true`'s wall time; docs/BENCHMARKS.md).
+//! more) never overlaps a run: it sleeps on the announcements, not on the
+//! answers, so that nothing wakes it while a stretch runs, and the
+//! spawner starts nothing until tally, done with the answers announced
+//! and about to wait for more, has acknowledged them. Its work still
+//! slows the run right after it: with every answer acknowledged before
+//! the next run (as before runs were asked for in stretches), every run
+//! was such a run,
+//! and `/bin/true`'s took 5% longer than the runs of a stretch (its
+//! command 30–40 µs more on a CPU, and preempted once by tally on its way
+//! to sleep); in a stretch only the first is, as the first run after a
+//! speed probe always was, which tally makes between stretches. A stretch
+//! ends at the next probe, and after 100 ms of runs at most, so that the
+//! answers and the progress shown keep coming (`compare::runner`'s
+//! `Session::stretch`); where tally works before or after each run
+//! (hooks, evictions, warming) every stretch is one run. When answers
+//! went out in batches of 32 during the next run, the run right after
+//! each batch took 1.2–1.36× the others' wall time
+//! (benches/compare_positions.py; tests/compare_cli.rs checks every
+//! period and phase). Between stretches the spawner looks for the
+//! acknowledgement a short while before it sleeps on it
+//! (`Outbox::POLL_ACK_NS`). It waits before it clones the next command: a
+//! command cloned while tally still works is placed beside the spawner,
+//! and `exec`'s balancing then moves it to the CPU tally has left, inside
+//! its clock (tried: the command's child waiting for the acknowledgement
+//! itself cost 4% less per run and added 5% to `/bin/true`'s wall time;
+//! docs/BENCHMARKS.md).
 //!
 //! The spawner stays on one CPU, the one tally is on when it starts it
 //! (where they may run on more), and each command is let run on all of
@@ -120,9 +132,19 @@ use crate::sys::signals::Forwarder;
 /// The argument that makes `tally` a spawner (see the module's text).
 pub const SERVE_ARG: &str = "__tally-spawner";
 
-/// How many runs tally asks for ahead when it has nothing to do between
-/// them: twice a batch of answers, so the spawner never waits for tally.
-pub const AHEAD: usize = 2 * Outbox::BATCH;
+/// The most runs tally asks for in one stretch (see the module's text):
+/// their answers, some 1.3 kB each, fit in the socket (see
+/// [`SOCKET_ROOM`]); where they do not, the spawner announces those that
+/// do, and goes on once tally has read them.
+pub const STRETCH_MOST: usize = 100;
+
+/// The room asked for in the answers' socket: a stretch of the longest
+/// answers. The kernel gives at most `net.core.wmem_max` (212,992 bytes
+/// by default), some 90 answers of `/bin/true`.
+const SOCKET_ROOM: usize = STRETCH_MOST * (FIELDS * 8 + TEXTS_LEN);
+
+/// The requests the spawner takes in with one `recv`.
+const INBOX: usize = 64;
 
 /// The byte the spawner sends once it is ready to serve.
 const READY: u8 = 0x52;
@@ -136,10 +158,6 @@ const ACK_FD: i32 = 4;
 /// The spawner's descriptor of the runs' cgroup directory, when
 /// [`Setup::group`] says there is one.
 const GROUP_FD: i32 = 5;
-
-/// Set in `KIND` of the last answer of a batch: the spawner waits for
-/// tally's acknowledgement before it starts another run.
-const ACK_WANTED: u64 = 1 << 63;
 
 /// What the spawner is told once, first.
 #[derive(Debug, Serialize, Deserialize)]
@@ -389,14 +407,24 @@ fn read_once(file: &std::fs::File, buf: &mut [u8]) -> io::Result<usize> {
     }
 }
 
-/// Answers waiting to be sent, in order.
+/// Answers as the spawner sends them: each goes into the socket as soon
+/// as its run is finished, and tally is told how many are there (an
+/// announcement, a little-endian `u32` on the acknowledgement socket) only
+/// when the spawner has no request left, or when the socket is full. tally
+/// sleeps on the announcements, not on the answers, so that it is not
+/// woken while the runs of a stretch go on; the spawner starts no run
+/// while an announcement is not acknowledged (see the module's text).
 struct Outbox {
+    /// The answer being sent.
     buf: Vec<u8>,
-    count: usize,
-    /// Where the last answer starts in `buf` (its `KIND`).
-    last: usize,
-    /// A batch was sent and tally has not acknowledged it yet.
-    awaiting_ack: bool,
+    /// Where the answers go (the requests' socket).
+    sock: UnixStream,
+    /// Where they are announced and acknowledged.
+    ack: UnixStream,
+    /// Answers whole in the socket and not announced yet.
+    unannounced: u32,
+    /// Announcements tally has not acknowledged yet.
+    acks_owed: u32,
     /// How long to look for the acknowledgement before sleeping on it
     /// ([`Outbox::POLL_ACK_NS`], or 0 on one CPU).
     poll_ack_ns: u64,
@@ -411,28 +439,27 @@ struct Outbox {
 }
 
 impl Outbox {
-    /// Answers sent together. One: every run is then preceded by the same
-    /// exchange with tally (see the module's text).
-    const BATCH: usize = 1;
-
     /// How long the spawner looks for tally's acknowledgement, without
     /// sleeping, before it sleeps on it: tally acknowledges some 20 µs
     /// after an answer here, and a spawner asleep by then is woken by the
     /// acknowledgement, which on a virtual machine waits for its CPU to
     /// be woken too. Looking cut `compare`'s time per run of `/bin/true`
     /// from 440 to 428 µs (hyperfine: 405 µs; medians of 10 interleaved
-    /// repetitions of 1,000 runs). Between runs only, so nothing of it
-    /// is beside a command; at most this long when tally is slow to
-    /// answer (a busy machine), after which the spawner sleeps as before.
+    /// repetitions of 1,000 runs), when every answer was acknowledged.
+    /// Between runs only, so nothing of it is beside a command; at most
+    /// this long when tally is slow to answer (a busy machine), after
+    /// which the spawner sleeps as before.
     const POLL_ACK_NS: u64 = 100_000;
 
-    /// An empty outbox, with the files it reads around each run open.
-    fn new(beside_tally: bool) -> Outbox {
+    /// An empty outbox sending on `sock` and announcing on `ack`, with the
+    /// files it reads around each run open.
+    fn new(sock: UnixStream, ack: UnixStream, beside_tally: bool) -> Outbox {
         Outbox {
-            buf: Vec::with_capacity((FIELDS * 8 + TEXTS_LEN) * (Outbox::BATCH + 1)),
-            count: 0,
-            last: 0,
-            awaiting_ack: false,
+            buf: Vec::with_capacity(FIELDS * 8 + TEXTS_LEN),
+            sock,
+            ack,
+            unannounced: 0,
+            acks_owed: 0,
             // Looked for only where tally can run beside the spawner: on one
             // CPU the spawner's looking would keep tally from acknowledging.
             poll_ack_ns: if !beside_tally && sys::cpu::allowed_cpu_count().is_ok_and(|n| n > 1) {
@@ -447,61 +474,59 @@ impl Outbox {
         }
     }
 
-    /// Adds an answer: the fields, then the texts they give lengths of.
-    fn push(&mut self, fields: &[u64; FIELDS]) {
-        self.last = self.buf.len();
-        encode(fields, &self.texts, &mut self.buf);
-        self.count += 1;
-    }
-
-    /// Sends what waits, when `all` or when a batch is full, its last
-    /// answer flagged for tally's acknowledgement.
-    fn flush(&mut self, sock: &UnixStream, all: bool) -> io::Result<()> {
-        if self.count == 0 || (!all && self.count < Self::BATCH) {
-            return Ok(());
-        }
-        if let Some(kind) = self.buf.get_mut(self.last..self.last + 8) {
-            let flagged = u64::from_le_bytes(kind.try_into().unwrap_or_default()) | ACK_WANTED;
-            kind.copy_from_slice(&flagged.to_le_bytes());
-        }
-        (&*sock).write_all(&self.buf)?;
+    /// Sends an answer: the fields, then the texts they give lengths of.
+    /// Where the socket cannot take all of it at once, the answers before
+    /// it are announced, and tally's reading them makes the room.
+    fn push(&mut self, fields: &[u64; FIELDS]) -> io::Result<()> {
         self.buf.clear();
-        self.count = 0;
-        self.awaiting_ack = true;
+        encode(fields, &self.texts, &mut self.buf);
+        let sent = sys::process::send_now(&self.sock, &self.buf)?.unwrap_or(0);
+        if sent < self.buf.len() {
+            self.announce()?;
+            (&self.sock).write_all(&self.buf[sent..])?;
+        }
+        self.unannounced += 1;
         Ok(())
     }
 
-    /// Waits until tally has acknowledged the last batch sent, if it has
+    /// Tells tally how many answers wait in the socket, if any do: the
+    /// spawner then starts no run until tally has acknowledged them.
+    fn announce(&mut self) -> io::Result<()> {
+        if self.unannounced == 0 {
+            return Ok(());
+        }
+        (&self.ack).write_all(&self.unannounced.to_le_bytes())?;
+        self.unannounced = 0;
+        self.acks_owed += 1;
+        Ok(())
+    }
+
+    /// Waits until tally has acknowledged every announcement, if it has
     /// not yet: from then on tally waits, and a run has the machine to
     /// itself. `false` when tally has gone.
-    fn acknowledged(&mut self, ack: &mut UnixStream) -> io::Result<bool> {
-        if !self.awaiting_ack {
-            return Ok(true);
-        }
-        let mut byte = [0u8];
-        if self.poll_ack_ns > 0 {
+    fn acknowledged(&mut self) -> io::Result<bool> {
+        let mut bytes = [0u8; 16];
+        if self.acks_owed > 0 && self.poll_ack_ns > 0 {
             let until = sys::monotonic_ns().saturating_add(self.poll_ack_ns);
-            loop {
-                match sys::process::recv_now(ack, &mut byte)? {
+            while self.acks_owed > 0 {
+                let room = (self.acks_owed as usize).min(bytes.len());
+                match sys::process::recv_now(&self.ack, &mut bytes[..room])? {
                     Some(0) => return Ok(false),
-                    Some(_) => {
-                        self.awaiting_ack = false;
-                        return Ok(true);
-                    }
+                    Some(n) => self.acks_owed -= n as u32,
                     None if sys::monotonic_ns() >= until => break,
                     None => std::hint::spin_loop(),
                 }
             }
         }
-        loop {
-            match ack.read(&mut byte) {
+        while self.acks_owed > 0 {
+            let room = (self.acks_owed as usize).min(bytes.len());
+            match (&self.ack).read(&mut bytes[..room]) {
                 Ok(0) => return Ok(false),
-                Ok(_) => break,
+                Ok(n) => self.acks_owed -= n as u32,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(e),
             }
         }
-        self.awaiting_ack = false;
         Ok(true)
     }
 }
@@ -581,7 +606,7 @@ fn decode(fields: &[u64; FIELDS], texts: &[Vec<u8>], argv: &[OsString], group: &
             .map(|p| crate::text::path::display(std::path::Path::new(p)))
             .unwrap_or_default()
     };
-    match fields[KIND] & !ACK_WANTED {
+    match fields[KIND] {
         SKIPPED => {
             return Reply::Skipped {
                 signal: signal_of(fields[FORWARDED]),
@@ -848,8 +873,8 @@ impl Group {
 }
 
 /// Reads the ended run's figures (its `/proc/PID/io` and schedstat, its
-/// group's pressure, the spawner's own peak), reaps it and adds its answer.
-fn finish(ended: Ended, outbox: &mut Outbox, group: Option<&mut Group>) {
+/// group's pressure, the spawner's own peak), reaps it and sends its answer.
+fn finish(ended: Ended, outbox: &mut Outbox, group: Option<&mut Group>) -> io::Result<()> {
     let Ended {
         spawned,
         mut f,
@@ -933,13 +958,13 @@ fn finish(ended: Ended, outbox: &mut Outbox, group: Option<&mut Group>) {
         }
     }
     f[ANSWERED_NS] = sys::monotonic_ns();
-    outbox.push(&f);
+    outbox.push(&f)
 }
 
 /// Requests received and not yet served: tally sends them ahead, and
 /// one `recv` takes in as many as are there.
 struct Inbox {
-    buf: [u8; 4 * AHEAD],
+    buf: [u8; 4 * INBOX],
     start: usize,
     end: usize,
 }
@@ -967,9 +992,11 @@ impl Inbox {
     }
 }
 
-/// The next request; before waiting for one, every answer is sent, so
-/// tally, which may be waiting for them, is not kept waiting. `None` at
-/// the end of the requests.
+/// The next request; before waiting for one, the answers not yet
+/// announced are, since tally, which asks for no more until it has them,
+/// waits for them, and the spawner waits for tally's acknowledgement: tally
+/// sends its next requests before it. `None` at the end of the requests,
+/// or when tally has gone.
 fn next_request(
     input: &mut UnixStream,
     inbox: &mut Inbox,
@@ -985,7 +1012,10 @@ fn next_request(
             return Ok(Some(index));
         }
     }
-    outbox.flush(input, true)?;
+    outbox.announce()?;
+    if !outbox.acknowledged()? {
+        return Ok(None);
+    }
     loop {
         let n = match input.read(&mut inbox.buf[inbox.end..]) {
             Ok(n) => n,
@@ -1011,7 +1041,7 @@ fn next_request(
 #[inline(never)]
 fn serve_requests() -> io::Result<()> {
     let mut input = sys::process::inherited_stream(FD)?;
-    let mut ack = sys::process::inherited_stream(ACK_FD)?;
+    let ack = sys::process::inherited_stream(ACK_FD)?;
     // Started as /proc/self/exe, it would be listed as "exe".
     let _ = sys::process::set_name(c"tally-spawner");
     let setup: Setup = read_frame(&mut input)?;
@@ -1036,7 +1066,7 @@ fn serve_requests() -> io::Result<()> {
     // then says it ran outside).
     let mut group = setup.group.then(Group::open);
     let release = setup.cpu.and_then(stay_on);
-    let mut outbox = Outbox::new(setup.beside && release.is_some());
+    let mut outbox = Outbox::new(input.try_clone()?, ack, setup.beside && release.is_some());
     let as_root = sys::geteuid() == 0;
     sys::process::prepare_shared_spawns()?;
     // Ready: tally falls back to forking the runs itself if this never comes.
@@ -1049,7 +1079,7 @@ fn serve_requests() -> io::Result<()> {
     sys::shed::release_free_heap();
     let _ = sys::shed::shed_file_pages();
     let mut inbox = Inbox {
-        buf: [0; 4 * AHEAD],
+        buf: [0; 4 * INBOX],
         start: 0,
         end: 0,
     };
@@ -1069,7 +1099,7 @@ fn serve_requests() -> io::Result<()> {
                         _ => libc::EINVAL,
                     } as u64;
                 }
-                outbox.push(&f);
+                outbox.push(&f)?;
                 continue;
             }
         };
@@ -1077,13 +1107,12 @@ fn serve_requests() -> io::Result<()> {
             stopped = true;
             f[KIND] = SKIPPED;
             f[FORWARDED] = u64::try_from(sig).unwrap_or(0);
-            outbox.push(&f);
+            outbox.push(&f)?;
             continue;
         }
-        // A full batch goes out now, between runs, and tally is done with
-        // it before the next starts (see the module's text).
-        outbox.flush(&input, false)?;
-        if !outbox.acknowledged(&mut ack)? {
+        // tally is done with the answers announced before the run starts
+        // (see the module's text).
+        if !outbox.acknowledged()? {
             break;
         }
         // The previous command has exited: its streams are free to reset,
@@ -1121,9 +1150,9 @@ fn serve_requests() -> io::Result<()> {
             Some(Ok(g)) => Some(g),
             _ => None,
         };
-        finish(ended, &mut outbox, g);
+        finish(ended, &mut outbox, g)?;
     }
-    outbox.flush(&input, true)
+    outbox.announce()
 }
 
 /// Keeps the spawner on `cpu`, one of several it may run on: the CPUs
@@ -1233,13 +1262,18 @@ pub struct Spawner {
     child: Child,
     reader: BufReader<UnixStream>,
     writer: UnixStream,
+    /// Requests not sent yet (see [`Spawner::submit`]).
+    requests: Vec<u8>,
     commands: Vec<Vec<OsString>>,
     /// The commands of the requests sent and not yet answered.
     in_flight: std::collections::VecDeque<usize>,
-    /// Where tally acknowledges a batch of answers.
+    /// Where the spawner announces answers and tally acknowledges them.
     ack: UnixStream,
-    /// The last answer read ended a batch: acknowledged when the next is
-    /// asked for, tally then being done with it (see the module's text).
+    /// Answers announced and not read yet.
+    announced: u32,
+    /// The last answer announced has been read: acknowledged when the next
+    /// is waited for, tally then being done with them (see the module's
+    /// text).
     ack_due: bool,
     /// The runs' group, or why there is none.
     group: GroupAt,
@@ -1311,6 +1345,8 @@ impl Spawner {
             .flatten();
         let group = group.unwrap_or_else(|| Err("the breakdown is off".into()));
         let (ours, theirs) = UnixStream::pair()?;
+        // A wish: where the kernel gives less, the spawner announces what fits.
+        let _ = sys::ipc::set_send_buffer(std::os::fd::AsFd::as_fd(&theirs), SOCKET_ROOM);
         let (ack, their_ack) = UnixStream::pair()?;
         let mut cmd = Command::new("/proc/self/exe");
         cmd.arg0("tally")
@@ -1338,9 +1374,11 @@ impl Spawner {
             child,
             reader: BufReader::new(ours.try_clone()?),
             writer: ours,
+            requests: Vec::with_capacity(4 * STRETCH_MOST),
             commands: commands.to_vec(),
             in_flight: std::collections::VecDeque::new(),
             ack,
+            announced: 0,
             ack_due: false,
             group: group
                 .as_ref()
@@ -1390,39 +1428,55 @@ impl Spawner {
         Some((cpu, kept.before().to_vec()))
     }
 
-    /// Asks for a run of command `index`; `false` when the request was not
-    /// sent because the spawner's queue is full: the answers to the runs
-    /// in flight are to be read first (the spawner, waiting for tally's
-    /// acknowledgement of one, reads no more requests, so tally waiting
-    /// to send would wait for ever).
+    /// Asks for a run of command `index`: the requests go out together,
+    /// when tally next waits for an answer ([`Spawner::reply`]). `false`
+    /// when a stretch's worth ([`STRETCH_MOST`]) waits to go already: the
+    /// answers to the runs in flight are to be read first.
     pub fn submit(&mut self, index: usize) -> io::Result<bool> {
         let wire = u32::try_from(index)
             .map_err(io::Error::other)?
             .to_le_bytes();
-        match sys::process::send_now(&self.writer, &wire)? {
-            None if !self.in_flight.is_empty() => return Ok(false),
-            // Nothing in flight: the spawner is reading requests.
-            None => self.writer.write_all(&wire)?,
-            Some(n) => self.writer.write_all(&wire[n..])?,
+        if self.requests.len() >= 4 * STRETCH_MOST && !self.in_flight.is_empty() {
+            return Ok(false);
         }
+        self.requests.extend_from_slice(&wire);
         self.in_flight.push_back(index);
         Ok(true)
     }
 
-    /// The answer to the oldest request not yet answered.
+    /// The answer to the oldest request not yet answered. Where none is
+    /// announced, the last announced are acknowledged (tally is done with
+    /// them), and tally sleeps until the spawner announces more: the
+    /// answers of a stretch wake it once, after its last run.
     pub fn reply(&mut self) -> io::Result<Reply> {
-        if self.ack_due {
-            self.ack.write_all(&[1])?;
-            self.ack_due = false;
-        }
-        let (fields, texts) = read_answer(&mut self.reader).map_err(|e| {
+        let ended = |e: io::Error| {
             if e.kind() == io::ErrorKind::UnexpectedEof {
                 io::Error::other("tally's spawner process ended before answering")
             } else {
                 e
             }
-        })?;
-        self.ack_due = fields[KIND] & ACK_WANTED != 0;
+        };
+        if !self.requests.is_empty() {
+            // At most a stretch's: the socket takes them whole, whether
+            // or not the spawner reads yet.
+            self.writer.write_all(&self.requests)?;
+            self.requests.clear();
+        }
+        if self.announced == 0 {
+            if self.ack_due {
+                self.ack.write_all(&[1])?;
+                self.ack_due = false;
+            }
+            let mut count = [0u8; 4];
+            self.ack.read_exact(&mut count).map_err(ended)?;
+            self.announced = u32::from_le_bytes(count);
+            if self.announced == 0 {
+                return Err(io::Error::other("tally's spawner announced no answers"));
+            }
+        }
+        let (fields, texts) = read_answer(&mut self.reader).map_err(ended)?;
+        self.announced -= 1;
+        self.ack_due = self.announced == 0;
         let index = self.in_flight.pop_front().unwrap_or(0);
         let argv = self.commands.get(index).map(Vec::as_slice).unwrap_or(&[]);
         let mut reply = decode(&fields, &texts, argv, &self.group);
@@ -1639,7 +1693,7 @@ mod tests {
     #[test]
     fn requests_cut_across_receives_come_out_whole_and_in_order() {
         let mut inbox = Inbox {
-            buf: [0; 4 * AHEAD],
+            buf: [0; 4 * INBOX],
             start: 0,
             end: 0,
         };

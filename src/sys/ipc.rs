@@ -77,6 +77,16 @@ pub fn set_socket_buffers(fd: BorrowedFd<'_>, bytes: usize) -> io::Result<usize>
     get_int_opt(fd, libc::SO_RCVBUF).map(|n| usize::try_from(n).unwrap_or(0))
 }
 
+/// Asks for a send buffer of `bytes` on a socket, within
+/// `net.core.wmem_max` (no forcing: the request is a wish, not a need).
+pub fn set_send_buffer(fd: BorrowedFd<'_>, bytes: usize) -> io::Result<()> {
+    set_int_opt(
+        fd,
+        libc::SO_SNDBUF,
+        libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX),
+    )
+}
+
 /// Sets how long a read on socket `fd` may wait before it fails with
 /// `EAGAIN` (`SO_RCVTIMEO`); zero waits for ever.
 pub fn set_recv_timeout(fd: BorrowedFd<'_>, timeout: std::time::Duration) -> io::Result<()> {
