@@ -134,7 +134,7 @@ pub const SERVE_ARG: &str = "__tally-spawner";
 
 /// The most runs tally asks for in one stretch (see the module's text):
 /// their answers, some 1.3 kB each, fit in the socket (see
-/// [`SOCKET_ROOM`]); where they do not, the spawner announces those that
+/// `SOCKET_ROOM`); where they do not, the spawner announces those that
 /// do, and goes on once tally has read them.
 pub const STRETCH_MOST: usize = 100;
 
