@@ -56,7 +56,7 @@ spawner_libc='__libc_recv recv __libc_send send __send __clock_gettime clock_get
     __errno_location __waitid waitid __wait4 wait4 __libc_pread __pread64 pread64 pread
     __libc_read __read read __libc_write __write write __libc_close __close close
     __restore_rt __kill kill __getpid __setpgid setpgid
-    getpid _exit strcmp strchr strlen memcpy memmove memset __madvise madvise __lseek64 lseek64 __lseek lseek
+    getpid _exit strcmp strchr strlen memcpy memmove memset memcmp bcmp __madvise madvise __lseek64 lseek64 __lseek lseek
     __libc_lseek64 __ftruncate64 ftruncate64 __ftruncate ftruncate
     __syscall_cp __syscall_cp_c __syscall_cp_asm __syscall_ret __testcancel sccp
     __block_all_sigs __block_app_sigs __restore_sigs __libc_sigaction __restore

@@ -1,6 +1,6 @@
 //! A tally killed by SIGKILL cannot remove its run's cgroup: the next
 //! tally that makes one removes the groups of dead tallies (issue 35,
-//! item 13).
+//! item 13). And `compare`'s keeper of its runs' group ends with it.
 
 mod common;
 
@@ -99,4 +99,99 @@ fn a_tree_run_killed_by_sigkill_left_its_cgroup_behind() {
     }
     assert!(out.status.success(), "{out:?}");
     assert!(!left, "the next run left the stale {}", group.display());
+}
+
+/// Whether process `pid` is gone (or a zombie, no longer in any group).
+fn gone(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .map(|s| {
+            s.lines()
+                .any(|l| l.starts_with("State:") && l.contains('Z'))
+        })
+        .unwrap_or(true)
+}
+
+/// The process `compare`'s spawner keeps asleep in the runs' group, so
+/// that the group is not emptied and filled again at every run: in the
+/// group while the runs go on, ended with the comparison both when it
+/// ends and when it stops at a failed run (the spawner then killed), and
+/// the group removed after it either way, its leaving not taken for a
+/// process a run left.
+#[test]
+fn a_comparison_keeps_one_process_asleep_in_its_group_and_ends_it_with_the_group() {
+    if !common::is_root() {
+        common::skip!("making cgroups beside the test's own needs root here");
+    }
+    let own = match own_group() {
+        Ok(p) => p,
+        Err(why) => common::skip!("{why}"),
+    };
+    let cgroup = std::fs::read_to_string("/proc/self/cgroup").expect("own cgroup");
+    let rel = cgroup
+        .lines()
+        .find_map(|l| l.strip_prefix("0::"))
+        .expect("a cgroup v2 line")
+        .trim_start_matches('/')
+        .to_string();
+    // The hierarchy's mount: the test's group less its path below it.
+    let mount = own
+        .to_string_lossy()
+        .strip_suffix(&rel)
+        .map(|m| m.trim_end_matches('/').to_string())
+        .expect("the group's path ends in its cgroup");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let seen = dir.path().join("seen");
+    // Each run writes its group, and the pids in it with their names.
+    let script = format!(
+        "g=$(sed -n 's/^0:://p' /proc/self/cgroup); echo \"$g\" > {s}.group; \
+         for p in $(cat {mount}$g/cgroup.procs); do \
+         c=$(cat /proc/$p/comm 2>/dev/null) && echo \"$p $c\"; done > {s}; true",
+        s = seen.display()
+    );
+    for fails in [false, true] {
+        let _ = std::fs::remove_file(&seen);
+        let command = if fails {
+            format!("{script}; exit 1")
+        } else {
+            script.clone()
+        };
+        let out = common::tally_std()
+            .args(["compare", "-n", "3", &command, "true"])
+            .output()
+            .expect("tally runs");
+        assert_eq!(out.status.code(), Some(u8::from(fails).into()), "{out:?}");
+        let group = std::fs::read_to_string(seen.with_extension("group")).unwrap_or_default();
+        let group = group.trim();
+        if group.is_empty() || group == "/" || !group.contains("tally-") {
+            common::skip!("the runs had no group of their own here: {group:?}");
+        }
+        let listed = std::fs::read_to_string(&seen).unwrap_or_default();
+        let keepers: Vec<i32> = listed
+            .lines()
+            .filter_map(|l| l.split_once(' '))
+            .filter(|(_, comm)| *comm == "tally-spawner")
+            .filter_map(|(p, _)| p.parse().ok())
+            .collect();
+        assert_eq!(
+            keepers.len(),
+            1,
+            "one process of tally's asleep beside the command, in {listed:?}"
+        );
+        assert!(
+            wait_for(Duration::from_secs(2), || gone(keepers[0])),
+            "the keeper {} outlived the comparison (a failed run: {fails})",
+            keepers[0]
+        );
+        let path = std::path::Path::new(&mount).join(group.trim_start_matches('/'));
+        assert!(
+            !path.exists(),
+            "the run group {} is still there (a failed run: {fails})",
+            path.display()
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !stderr.contains("moved back"),
+            "the keeper was taken for a process a run left: {stderr}"
+        );
+    }
 }

@@ -232,7 +232,7 @@ impl RunGroup {
     /// exited, they did not) back to tally's own group, so that no later
     /// run counts their stalls; what was moved is said in `notes`.
     pub fn move_out_leftovers(&self, notes: &mut Vec<String>) {
-        move_out_leftovers(&self.path, notes);
+        move_out_leftovers(&self.path, None, notes);
     }
 
     /// The groups below this one (the commands made them), as `cgroup.stat`
@@ -413,13 +413,17 @@ pub fn outside(joined: &crate::sys::process::Joined) -> Result<(), String> {
 /// Moves every process left in the run's group `path` or below it back
 /// to the group above it, tally's own (see [`RunGroup::make`]); what was
 /// moved is said in `notes`.
-pub fn move_out_leftovers(path: &Path, notes: &mut Vec<String>) {
+pub fn move_out_leftovers(path: &Path, spare: Option<u32>, notes: &mut Vec<String>) {
     let Some(own) = path.parent() else {
         return;
     };
     let mut left = Vec::new();
     for group in groups_below(path, true) {
-        left.extend(pids_in(&group.join("cgroup.procs")));
+        left.extend(
+            pids_in(&group.join("cgroup.procs"))
+                .into_iter()
+                .filter(|&p| Some(p) != spare),
+        );
     }
     if left.is_empty() {
         return;
@@ -436,6 +440,17 @@ pub fn move_out_leftovers(path: &Path, notes: &mut Vec<String>) {
     let procs = own.join("cgroup.procs");
     for pid in left {
         let _ = fs::write(&procs, pid.to_string());
+    }
+}
+
+/// Waits until process `pid` has left the group at `path` (it is not in
+/// its `cgroup.procs`), at most `within`: a process on its way out after
+/// a SIGKILL.
+pub fn wait_left(path: &Path, pid: u32, within: std::time::Duration) {
+    let start = std::time::Instant::now();
+    let procs = path.join("cgroup.procs");
+    while pids_in(&procs).contains(&pid) && start.elapsed() < within {
+        std::thread::sleep(std::time::Duration::from_millis(1));
     }
 }
 

@@ -25,7 +25,7 @@
 //! the command, and the spawner answers each request, in order, with
 //! `FIELDS` little-endian `u64` and the texts the run's figures are read
 //! from (its `/proc/PID/io` and `/proc/PID/schedstat`, its group's
-//! pressure before and after it, the group's `cgroup.events`), read as a
+//! pressure before and after it, the group's `cgroup.procs`), read as a
 //! [`Reply`]: tally parses them, the spawner only copies bytes. tally asks
 //! for runs a stretch at a time (at most [`STRETCH_MOST`], all its
 //! requests in one write); the spawner sends each answer as soon as its
@@ -47,7 +47,15 @@
 //! cumulative pressure totals are read after each run, the reading after
 //! one run being the next one's start (nothing runs in the group between
 //! runs; after a run that left processes in it, tally moves them out and
-//! the spawner reads the start again).
+//! the spawner reads the start again). A process of the spawner's own,
+//! asleep ([`sys::process::Keeper`]), stays in the group from the first
+//! run to the last: a group emptied and filled again at every run cost
+//! each run of `/bin/true` 8–15 µs more on the 2-core VM (a C loop of
+//! `clone3(CLONE_INTO_CGROUP)`; docs/BENCHMARKS.md). It stalls on
+//! nothing, so the group's pressure is its commands' alone. It keeps the
+//! group's `populated` at 1, so what a run left is read from
+//! `cgroup.procs` (the keeper alone) and `cgroup.stat` (no group below)
+//! instead, and tally, moving what a run left, spares it.
 //!
 //! No run may be measured differently for its place in the order, so
 //! tally's own work on an answer (decoding, storing, planning, asking for
@@ -238,7 +246,7 @@ pub struct Stretch {
 /// The fields of an answer on the wire: this many little-endian `u64`,
 /// then the texts of [`SLOTS`], each as long as its field says. Written
 /// and read only by [`encode`] and [`read_answer`].
-const FIELDS: usize = 39;
+const FIELDS: usize = 40;
 const KIND: usize = 0;
 const WALL_NS: usize = 1;
 const PID: usize = 2;
@@ -275,7 +283,7 @@ const IO_LEN: usize = 26;
 const SCHED_LEN: usize = 27;
 const CPU_BEFORE: usize = 28;
 const CPU_AFTER: usize = 31;
-const EVENTS_LEN: usize = 34;
+const PROCS_LEN: usize = 34;
 /// The command's process's schedstat text and time on a CPU just before
 /// `exec` (see [`sys::process::Outcome::started_sched`]).
 const SCHED_START_LEN: usize = 35;
@@ -284,6 +292,10 @@ const START_ON_CPU_NS: usize = 36;
 /// (see [`sys::process::Outcome::pre_exec_reads`]).
 const PRE_READ_BYTES: usize = 37;
 const PRE_READ_CALLS: usize = 38;
+/// 1 when the run may have left processes in the group or below it: its
+/// `cgroup.procs` holds another than the keeper's, or its `cgroup.stat`
+/// counts groups below, or either could not be read (see [`Group`]).
+const LEFT: usize = 39;
 /// `KIND` values.
 const RAN: u64 = 0;
 const SKIPPED: u64 = 1;
@@ -307,7 +319,7 @@ const IO_MAX: usize = 1024;
 /// a pressure file (two lines), `cgroup.events`.
 const SCHED_MAX: usize = 96;
 const PRESSURE_MAX: usize = 256;
-const EVENTS_MAX: usize = 128;
+const PROCS_MAX: usize = 128;
 /// The texts an answer carries after its fields, in order: the field of
 /// each one's length, and its most bytes. The pressure files: `cpu`, `io`
 /// and `memory`, before the run then after it.
@@ -320,7 +332,7 @@ const SLOTS: [(usize, usize); 10] = [
     (CPU_AFTER, PRESSURE_MAX),
     (CPU_AFTER + 1, PRESSURE_MAX),
     (CPU_AFTER + 2, PRESSURE_MAX),
-    (EVENTS_LEN, EVENTS_MAX),
+    (PROCS_LEN, PROCS_MAX),
     (SCHED_START_LEN, sys::process::SCHED_TEXT),
 ];
 /// Where each slot's text starts in [`Texts`], and their whole length.
@@ -747,13 +759,10 @@ fn why_of(
     why
 }
 
-/// Whether the run left processes in the group (`populated` of its
-/// `cgroup.events` after it; `false` when that is not known).
-fn left_processes(fields: &[u64; FIELDS], texts: &[Vec<u8>]) -> bool {
-    text_of(fields, texts, 8)
-        .ok()
-        .and_then(super::group::events_populated)
-        .unwrap_or(false)
+/// Whether the run may have left processes in the group or below it (see
+/// `LEFT`).
+fn left_processes(fields: &[u64; FIELDS]) -> bool {
+    fields[LEFT] != 0
 }
 
 /// The spawner's `main`: serves tally's requests until they end. Returns
@@ -780,8 +789,20 @@ struct Ended {
 /// once, read from their start after every run).
 struct Group {
     dir: std::fs::File,
-    /// `cpu.pressure`, `io.pressure`, `memory.pressure`, `cgroup.events`.
-    files: [io::Result<std::fs::File>; 4],
+    /// `cpu.pressure`, `io.pressure`, `memory.pressure`, `cgroup.procs`,
+    /// `cgroup.stat`.
+    files: [io::Result<std::fs::File>; 5],
+    /// The process kept asleep in the group, so that it stays populated
+    /// ([`sys::process::Keeper`]): `cgroup.procs` then lists it alone
+    /// after a run that left nothing. `None` where it could not start.
+    keeper: Option<sys::process::Keeper>,
+    /// What `cgroup.procs` holds with the keeper alone in it: its pid and
+    /// a newline (the length first).
+    keeper_line: (usize, [u8; 12]),
+    /// `cgroup.stat` as read after a run, and the line it starts with when
+    /// no group is below (here, not a constant: see [`Texts`]).
+    stat: [u8; 256],
+    no_groups_below: [u8; 17],
     /// The length fields of the pressure texts the next run starts from;
     /// `None` when they are to be read again (the last run left processes
     /// in the group).
@@ -800,21 +821,42 @@ impl Group {
             c"cpu.pressure",
             c"io.pressure",
             c"memory.pressure",
-            c"cgroup.events",
+            c"cgroup.procs",
+            c"cgroup.stat",
         ];
-        Ok(Group::of_dir(dir, names))
+        let keeper = sys::process::Keeper::start(&dir).ok();
+        Ok(Group::of_dir(dir, names, keeper))
     }
 
     /// The group of directory `dir`, its files named `names` (see
-    /// [`Group::files`]).
-    fn of_dir(dir: std::fs::File, names: [&std::ffi::CStr; 4]) -> Group {
+    /// [`Group::files`]), `keeper` asleep in it.
+    fn of_dir(
+        dir: std::fs::File,
+        names: [&std::ffi::CStr; 5],
+        keeper: Option<sys::process::Keeper>,
+    ) -> Group {
         let files = names.map(|n| sys::file::open_read_at(&dir, n));
+        let mut keeper_line = (0, [0u8; 12]);
+        if let Some(k) = &keeper {
+            let text = format!("{}\n", k.pid());
+            keeper_line.0 = text.len().min(12);
+            keeper_line.1[..keeper_line.0].copy_from_slice(&text.as_bytes()[..keeper_line.0]);
+        }
         Group {
             dir,
             files,
+            keeper,
+            keeper_line,
+            stat: [0; 256],
+            no_groups_below: std::hint::black_box(*b"nr_descendants 0\n"),
             start: None,
             start_in_after: false,
         }
+    }
+
+    /// The keeper's pid, if one sleeps in the group.
+    fn keeper_pid(&self) -> Option<u32> {
+        self.keeper.as_ref().map(sys::process::Keeper::pid)
     }
 
     /// Reads file `i` into slot `slot` of `texts`: its length field.
@@ -845,9 +887,9 @@ impl Group {
         }
     }
 
-    /// After a run: its start and end totals and `cgroup.events` into
-    /// `f` and the slots; the end is the next run's start unless the run
-    /// left processes in the group.
+    /// After a run: its start and end totals and `cgroup.procs` into `f`
+    /// and the slots, and whether it may have left processes behind
+    /// (`LEFT`); the end is the next run's start unless it may have.
     fn after_run(&mut self, texts: &mut Texts, f: &mut [u64; FIELDS]) {
         let start = self
             .start
@@ -857,12 +899,22 @@ impl Group {
             f[CPU_BEFORE + i] = start[i];
             f[CPU_AFTER + i] = self.read(i, texts, 5 + i);
         }
-        f[EVENTS_LEN] = self.read(3, texts, 8);
+        f[PROCS_LEN] = self.read(3, texts, 8);
         let len = texts.len(f, 8);
-        let events = &texts.slot(8)[..len];
-        // Unreadable, or populated: read the start again before the next.
-        let left =
-            f[EVENTS_LEN] & TEXT_FAILED != 0 || events.windows(11).any(|w| w == b"populated 1");
+        let procs = &texts.slot(8)[..len];
+        let (n, line) = &self.keeper_line;
+        let alone = f[PROCS_LEN] & TEXT_FAILED == 0 && (procs.is_empty() || procs == &line[..*n]);
+        // The keeper keeps `populated` of `cgroup.events` at 1: the groups
+        // below are counted instead (a process the command left in one is
+        // then looked for by tally).
+        let none_below = match &self.files[4] {
+            Ok(file) => read_once(file, &mut self.stat)
+                .is_ok_and(|n| self.stat[..n].starts_with(&self.no_groups_below)),
+            Err(_) => false,
+        };
+        // Unreadable, or something left: read the start again before the next.
+        let left = !(alone && none_below);
+        f[LEFT] = u64::from(left);
         if !left {
             // Not copied to the before-slots yet: this run's answer, not
             // encoded yet, carries its own start there.
@@ -1069,8 +1121,7 @@ fn serve_requests() -> io::Result<()> {
     let mut outbox = Outbox::new(input.try_clone()?, ack, setup.beside && release.is_some());
     let as_root = sys::geteuid() == 0;
     sys::process::prepare_shared_spawns()?;
-    // Ready: tally falls back to forking the runs itself if this never comes.
-    (&input).write_all(&[READY])?;
+    let keeper = say_ready(&input, group.as_ref())?;
     if let Some(s) = &outbox.status {
         // Once before the shedding: the first call does one-off work.
         let _ = sys::shed::peak_kib(s);
@@ -1140,7 +1191,11 @@ fn serve_requests() -> io::Result<()> {
             &mut f,
         );
         if f[FORWARDED] != 0 {
-            sys::process::end_orphans(i32::try_from(f[FORWARDED]).unwrap_or(libc::SIGTERM), f[PID]);
+            sys::process::end_orphans(
+                i32::try_from(f[FORWARDED]).unwrap_or(libc::SIGTERM),
+                f[PID],
+                (keeper != 0).then_some(keeper),
+            );
         }
         stopped = f[KIND] != RAN
             || f[EXEC_ERRNO] != 0
@@ -1153,6 +1208,20 @@ fn serve_requests() -> io::Result<()> {
         finish(ended, &mut outbox, g)?;
     }
     outbox.announce()
+}
+
+/// Tells tally the spawner is ready (tally falls back to forking the runs
+/// itself if this never comes), then the keeper's pid (0: none), whom
+/// tally's moving of processes a run left behind spares. Returns that pid.
+fn say_ready(input: &UnixStream, group: Option<&io::Result<Group>>) -> io::Result<u32> {
+    let keeper = match group {
+        Some(Ok(g)) => g.keeper_pid().unwrap_or(0),
+        _ => 0,
+    };
+    let mut ready = [READY, 0, 0, 0, 0];
+    ready[1..].copy_from_slice(&keeper.to_le_bytes());
+    (&*input).write_all(&ready)?;
+    Ok(keeper)
 }
 
 /// Keeps the spawner on `cpu`, one of several it may run on: the CPUs
@@ -1264,6 +1333,9 @@ pub struct Spawner {
     writer: UnixStream,
     /// Requests not sent yet (see [`Spawner::submit`]).
     requests: Vec<u8>,
+    /// The process the spawner keeps asleep in the runs' group (see
+    /// `sys::process::Keeper`), which is no run's.
+    keeper: Option<u32>,
     commands: Vec<Vec<OsString>>,
     /// The commands of the requests sent and not yet answered.
     in_flight: std::collections::VecDeque<usize>,
@@ -1375,6 +1447,7 @@ impl Spawner {
             reader: BufReader::new(ours.try_clone()?),
             writer: ours,
             requests: Vec::with_capacity(4 * STRETCH_MOST),
+            keeper: None,
             commands: commands.to_vec(),
             in_flight: std::collections::VecDeque::new(),
             ack,
@@ -1403,11 +1476,13 @@ impl Spawner {
             beside,
         };
         write_frame(&mut spawner.writer, &setup, &mut Vec::new())?;
-        let mut ready = [0u8];
+        let mut ready = [0u8; 5];
         spawner.reader.read_exact(&mut ready)?;
         if ready[0] != READY {
             return Err(io::Error::other("tally's spawner did not start"));
         }
+        let keeper = u32::from_le_bytes([ready[1], ready[2], ready[3], ready[4]]);
+        spawner.keeper = (keeper != 0).then_some(keeper);
         Ok(spawner)
     }
 
@@ -1486,10 +1561,10 @@ impl Spawner {
         // Processes the run left in the group leave it before the next run
         // starts (it waits for the acknowledgement), and are said.
         if let (Ok(path), Reply::Ran(rec, ..)) = (&self.group, &mut reply)
-            && left_processes(&fields, &texts)
+            && left_processes(&fields)
         {
             let mut notes = Vec::new();
-            super::group::move_out_leftovers(path, &mut notes);
+            super::group::move_out_leftovers(path, self.keeper, &mut notes);
             if let Some(why) = rec.why.as_mut() {
                 why.notes.extend(notes);
             }
@@ -1508,6 +1583,12 @@ impl Drop for Spawner {
         let _ = self.writer.shutdown(std::net::Shutdown::Both);
         let _ = self.ack.shutdown(std::net::Shutdown::Both);
         let _ = self.child.wait();
+        // A spawner that ended its own way killed and reaped its keeper; a
+        // killed one took it with it (PR_SET_PDEATHSIG), which may still be
+        // on its way out: the group is removed once it has left.
+        if let (Some(pid), Ok(path)) = (self.keeper, &self.group) {
+            super::group::wait_left(path, pid, std::time::Duration::from_millis(500));
+        }
         // tally's thread may run anywhere again.
         self.beside = None;
     }
@@ -1554,18 +1635,19 @@ mod tests {
             put(&mut texts, &mut f, 2 + i, pressure(before).as_bytes());
             put(&mut texts, &mut f, 5 + i, pressure(after).as_bytes());
         }
-        put(&mut texts, &mut f, 8, b"populated 0\nfrozen 0\n");
+        put(&mut texts, &mut f, 8, b"4242\n");
         f[JOINED] = JOINED_IN;
+        f[LEFT] = 1;
         let mut wire = Vec::new();
         encode(&f, &texts, &mut wire);
-        // Two answers back to back, as a batch sends them.
+        // Two answers back to back, as a stretch sends them.
         encode(&f, &texts, &mut wire);
         let mut input = &wire[..];
         let group: GroupAt = Ok("/sys/fs/cgroup/tally-1-0".into());
         for _ in 0..2 {
             let (got, text) = read_answer(&mut input).unwrap();
             let argv = [OsString::from("/bin/false")];
-            assert!(!left_processes(&got, &text));
+            assert!(left_processes(&got));
             let Reply::Ran(rec, _, _) = decode(&got, &text, &argv, &group) else {
                 panic!("not a run");
             };
@@ -1602,7 +1684,8 @@ mod tests {
             c"cpu.pressure",
             c"io.pressure",
             c"memory.pressure",
-            c"cgroup.events",
+            c"cgroup.procs",
+            c"cgroup.stat",
         ];
         let write = |io_total: u64| {
             for (name, total) in [("cpu", 0), ("io", io_total), ("memory", 0)] {
@@ -1615,10 +1698,15 @@ mod tests {
                 )
                 .unwrap();
             }
-            std::fs::write(dir.path().join("cgroup.events"), "populated 0\nfrozen 0\n").unwrap();
+            std::fs::write(dir.path().join("cgroup.procs"), "").unwrap();
+            std::fs::write(
+                dir.path().join("cgroup.stat"),
+                "nr_descendants 0\nnr_dying_descendants 0\n",
+            )
+            .unwrap();
         };
         write(1_000);
-        let mut g = Group::of_dir(std::fs::File::open(dir.path()).unwrap(), names);
+        let mut g = Group::of_dir(std::fs::File::open(dir.path()).unwrap(), names, None);
         let mut texts = Texts::new();
         let group: GroupAt = Ok(dir.path().to_path_buf());
         let argv = [OsString::from("cat")];
@@ -1637,6 +1725,50 @@ mod tests {
             };
             let why = rec.why.expect("a breakdown");
             assert_eq!(why.io_wait_ns, Some(accrued_us * 1_000), "{why:?}");
+        }
+    }
+
+    #[test]
+    fn a_run_left_processes_when_its_group_holds_another_than_the_keeper_or_groups_below() {
+        let dir = tempfile::tempdir().unwrap();
+        let names = [
+            c"cpu.pressure",
+            c"io.pressure",
+            c"memory.pressure",
+            c"cgroup.procs",
+            c"cgroup.stat",
+        ];
+        let none_below = "nr_descendants 0\nnr_dying_descendants 0\n";
+        for (procs, stat, left) in [
+            (Some(""), Some(none_below), false),
+            (Some("4242\n"), Some(none_below), false),
+            (Some("4242\n777\n"), Some(none_below), true),
+            (Some("777\n"), Some(none_below), true),
+            (
+                Some(""),
+                Some("nr_descendants 1\nnr_dying_descendants 0\n"),
+                true,
+            ),
+            (None, Some(none_below), true),
+            (Some(""), None, true),
+        ] {
+            for (name, text) in [("cgroup.procs", procs), ("cgroup.stat", stat)] {
+                let path = dir.path().join(name);
+                let _ = std::fs::remove_file(&path);
+                if let Some(text) = text {
+                    std::fs::write(&path, text).unwrap();
+                }
+            }
+            let mut g = Group::of_dir(std::fs::File::open(dir.path()).unwrap(), names, None);
+            // The keeper's pid as `Keeper::start` would have left it.
+            g.keeper_line = (5, *b"4242\n\0\0\0\0\0\0\0");
+            let mut texts = Texts::new();
+            let mut f = fields_of_a_run();
+            g.before_run(&mut texts);
+            g.after_run(&mut texts, &mut f);
+            assert_eq!(left_processes(&f), left, "{procs:?} {stat:?}");
+            // A run that may have left some: the next reads its start anew.
+            assert_eq!(g.start.is_none(), left);
         }
     }
 
@@ -1723,6 +1855,53 @@ mod tests {
             wire.resize(wire.len() + TEXTS_LEN + 1, b'x');
             assert!(read_answer(&mut &wire[..]).is_err(), "field {field}");
         }
+    }
+
+    #[test]
+    fn answers_more_than_the_socket_holds_are_announced_as_they_fit_and_all_arrive_in_order() {
+        // The spawner's side with a send buffer of a few answers (the
+        // kernel's least), tally's emulated on a thread: it waits for an
+        // announcement, reads as many answers as it says, acknowledges.
+        let (sock, mut theirs) = UnixStream::pair().unwrap();
+        let (ack, mut their_ack) = UnixStream::pair().unwrap();
+        sys::ipc::set_send_buffer(std::os::fd::AsFd::as_fd(&sock), 1).unwrap();
+        const RUNS: u64 = 60;
+        let tally = std::thread::spawn(move || {
+            let (mut walls, mut counts) = (Vec::new(), Vec::new());
+            while (walls.len() as u64) < RUNS {
+                let mut count = [0u8; 4];
+                their_ack.read_exact(&mut count).unwrap();
+                let n = u32::from_le_bytes(count);
+                counts.push(n);
+                for _ in 0..n {
+                    let (fields, _) = read_answer(&mut theirs).unwrap();
+                    walls.push(fields[WALL_NS]);
+                }
+                their_ack.write_all(&[1]).unwrap();
+            }
+            (walls, counts)
+        });
+        let mut outbox = Outbox::new(sock, ack, false);
+        for i in 0..RUNS {
+            let mut f = fields_of_a_run();
+            f[WALL_NS] = i;
+            outbox.push(&f).unwrap();
+            // As the spawner before a run; not after every answer (those
+            // of runs not made, after a stop, go out back to back).
+            if i % 7 == 6 {
+                assert!(outbox.acknowledged().unwrap());
+            }
+        }
+        outbox.announce().unwrap();
+        assert!(outbox.acknowledged().unwrap());
+        let (walls, counts) = tally.join().unwrap();
+        assert_eq!(walls, (0..RUNS).collect::<Vec<_>>());
+        assert!(counts.iter().all(|&n| n > 0), "{counts:?}");
+        assert!(
+            counts.len() > 1 && counts.iter().all(|&n| u64::from(n) < RUNS),
+            "the socket held all {RUNS} answers: {counts:?}"
+        );
+        assert_eq!(outbox.acks_owed, 0);
     }
 
     #[test]

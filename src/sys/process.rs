@@ -559,6 +559,96 @@ unsafe fn fork_into_cgroup(dir: i32) -> io::Result<libc::pid_t> {
     Ok(ret as libc::pid_t)
 }
 
+/// A process kept asleep in a cgroup (see [`Keeper::start`]); dropping
+/// it kills and reaps it.
+#[derive(Debug)]
+pub struct Keeper {
+    pid: u32,
+}
+
+impl Keeper {
+    /// Starts a process in the cgroup v2 group of directory `dir` that
+    /// sleeps until it is killed: a group with a process in it stays
+    /// populated, and on the 2-core VM a command cloned into a group kept
+    /// so took 8–15 µs less per run than into one it emptied and filled
+    /// again (docs/BENCHMARKS.md). The process leads a process group of
+    /// its own, blocks every signal it can, and dies with this process
+    /// (`PR_SET_PDEATHSIG`). It is this process's child: whoever reaps
+    /// its children must spare it (see [`end_orphans`]).
+    pub fn start(dir: &std::fs::File) -> io::Result<Keeper> {
+        use std::os::fd::AsRawFd;
+        let parent = std::process::id();
+        // SAFETY: sigset_t is plain data; zeroed is a valid value to fill.
+        let mut all: libc::sigset_t = unsafe { std::mem::zeroed() };
+        // SAFETY: as above.
+        let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
+        // SAFETY: both are valid sigset_t for the calls. Blocked across the
+        // clone, so that no handler of this process runs in the child.
+        unsafe {
+            libc::sigfillset(&mut all);
+            libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+        }
+        // SAFETY: a fork; the child below makes only async-signal-safe
+        // calls and never returns.
+        let cloned = unsafe { fork_into_cgroup(dir.as_raw_fd()) };
+        if let Ok(0) = cloned {
+            // SAFETY: in the forked child: plain system calls only.
+            unsafe { keeper_main(parent) }
+        }
+        // SAFETY: `old` is the mask pthread_sigmask returned above.
+        unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
+        Ok(Keeper {
+            pid: cloned? as u32,
+        })
+    }
+
+    /// Its pid.
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+}
+
+impl Drop for Keeper {
+    fn drop(&mut self) {
+        // A child of this process, not reaped by anyone else (see
+        // `end_orphans`'s `spare`): its pid is still its own.
+        let _ = super::signals::kill(self.pid, libc::SIGKILL);
+        let mut status = 0;
+        // SAFETY: `status` is a valid out-pointer; SIGKILL ends the child
+        // at once (it sleeps in `pause`), so the wait is short.
+        unsafe { libc::waitpid(self.pid as libc::pid_t, &mut status, 0) };
+    }
+}
+
+/// The keeper's life: every signal blocked (only SIGKILL and SIGSTOP
+/// reach it), killed with its parent, in a process group of its own, no
+/// descriptor of its parent's held (a pipe it kept open would not end
+/// with the parent), then asleep.
+///
+/// # Safety
+/// Only in a child just forked; async-signal-safe calls only.
+unsafe fn keeper_main(parent: u32) -> ! {
+    // SAFETY: plain system calls on values of this frame.
+    unsafe {
+        libc::prctl(
+            libc::PR_SET_PDEATHSIG,
+            libc::SIGKILL as libc::c_ulong,
+            0,
+            0,
+            0,
+        );
+        if libc::getppid() as u32 != parent {
+            libc::_exit(0);
+        }
+        libc::setpgid(0, 0);
+        // Linux 5.9+; before, the descriptors stay open until it is killed.
+        libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32);
+        loop {
+            libc::pause();
+        }
+    }
+}
+
 /// In a child about to exec: the forwarded signals get the disposition
 /// tally's caller gave them (default, or ignored:
 /// [`super::signals::inherited_disposition`]; exec would reset a handled
@@ -1351,7 +1441,10 @@ pub fn wait_exited_keep(pid: u32) -> io::Result<Exit> {
 }
 
 /// Receives into `buf` what `sock` already holds, without waiting:
-/// `None` when nothing is there, `Some(0)` at its end.
+/// `None` when nothing is there, `Some(0)` at its end. On the spawner's
+/// loop: its errno is looked at as a number, not through `io::Error`
+/// (whose `kind` is code outside the loop's, which would raise its peak).
+#[inline(never)]
 pub fn recv_now(
     sock: &std::os::unix::net::UnixStream,
     buf: &mut [u8],
@@ -1369,17 +1462,18 @@ pub fn recv_now(
         if n >= 0 {
             return Ok(Some(n as usize));
         }
-        let e = io::Error::last_os_error();
-        match e.kind() {
-            io::ErrorKind::WouldBlock => return Ok(None),
-            io::ErrorKind::Interrupted => continue,
-            _ => return Err(e),
+        match errno() {
+            libc::EINTR => continue,
+            e if e == libc::EAGAIN || e == libc::EWOULDBLOCK => return Ok(None),
+            e => return Err(io::Error::from_raw_os_error(e)),
         }
     }
 }
 
 /// Sends what of `buf` `sock` takes now, without waiting: `None` when
-/// its peer's queue is full (nothing sent).
+/// its peer's queue is full (nothing sent). As [`recv_now`], on the
+/// spawner's loop.
+#[inline(never)]
 pub fn send_now(sock: &std::os::unix::net::UnixStream, buf: &[u8]) -> io::Result<Option<usize>> {
     loop {
         // SAFETY: sends from a live buffer of the length given.
@@ -1394,13 +1488,19 @@ pub fn send_now(sock: &std::os::unix::net::UnixStream, buf: &[u8]) -> io::Result
         if n >= 0 {
             return Ok(Some(n as usize));
         }
-        let e = io::Error::last_os_error();
-        match e.kind() {
-            io::ErrorKind::WouldBlock => return Ok(None),
-            io::ErrorKind::Interrupted => continue,
-            _ => return Err(e),
+        match errno() {
+            libc::EINTR => continue,
+            e if e == libc::EAGAIN || e == libc::EWOULDBLOCK => return Ok(None),
+            e => return Err(io::Error::from_raw_os_error(e)),
         }
     }
+}
+
+/// The calling thread's `errno`.
+#[inline(always)]
+fn errno() -> i32 {
+    // SAFETY: __errno_location returns this thread's errno, always valid.
+    unsafe { *libc::__errno_location() }
 }
 
 /// Reaps child `pid` and returns how it ended and what it cost.
@@ -1530,17 +1630,18 @@ const ORPHANS_GRACE: Duration = Duration::from_millis(500);
 /// and left running, orphaned to this process
 /// (`Forwarder::adopt_orphans_on_signal`), are sent `sig`, then SIGKILL
 /// after `ORPHANS_GRACE` (500 ms), and reaped, so that tally leaves none behind.
-/// `command` is the run's own pid, a zombie its caller reaps. Kept out of
+/// `command` is the run's own pid, a zombie its caller reaps; `spare`, a
+/// child of the caller's own that it ends itself ([`Keeper`]). Kept out of
 /// the spawner's module: its code is not on the spawner's hot path.
 #[cold]
 #[inline(never)]
-pub fn end_orphans(sig: i32, command: u64) {
+pub fn end_orphans(sig: i32, command: u64, spare: Option<u32>) {
     let start = std::time::Instant::now();
     let mut sent: Vec<u32> = Vec::new();
     loop {
         let orphans: Vec<u32> = children()
             .into_iter()
-            .filter(|&p| u64::from(p) != command && !reap_now(p))
+            .filter(|&p| u64::from(p) != command && Some(p) != spare && !reap_now(p))
             .collect();
         if orphans.is_empty() {
             return;
