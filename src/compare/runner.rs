@@ -787,6 +787,15 @@ impl<'c> Session<'c> {
                 let Some(stage) = next_round(self.planned, cfg.warmup, self.rounds) else {
                     break;
                 };
+                // A stretch ends with the round a checkpoint follows: the
+                // checkpoint may decide that no round more is needed.
+                if let Stage::Measured(r) = stage
+                    && cfg.runs.is_none()
+                    && sizing::is_checkpoint(r, cfg.min_runs)
+                    && !self.in_flight.is_empty()
+                {
+                    break;
+                }
                 self.planned += 1;
                 self.rng.shuffle(&mut self.order);
                 self.upcoming

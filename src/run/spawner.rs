@@ -70,8 +70,9 @@
 //! command 30–40 µs more on a CPU, and preempted once by tally on its way
 //! to sleep); in a stretch only the first is, as the first run after a
 //! speed probe always was, which tally makes between stretches. A stretch
-//! ends at the next probe, and after 100 ms of runs at most, so that the
-//! answers and the progress shown keep coming (`compare::runner`'s
+//! ends at the next probe, at a round after which the number of runs is
+//! decided (without `--runs`), and after 100 ms of runs at most, so that
+//! the answers and the progress shown keep coming (`compare::runner`'s
 //! `Session::stretch`); where tally works before or after each run
 //! (hooks, evictions, warming) every stretch is one run. When answers
 //! went out in batches of 32 during the next run, the run right after
