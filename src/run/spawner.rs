@@ -785,6 +785,15 @@ struct Ended {
     sched_start: Option<([u8; sys::process::SCHED_TEXT], usize)>,
 }
 
+/// The files of the runs' group the spawner reads (see [`Group::files`]).
+const GROUP_FILES: [&std::ffi::CStr; 5] = [
+    c"cpu.pressure",
+    c"io.pressure",
+    c"memory.pressure",
+    c"cgroup.procs",
+    c"cgroup.stat",
+];
+
 /// The runs' group as the spawner reads it: its directory (the commands
 /// are cloned into it), its pressure files and `cgroup.events` (opened
 /// once, read from their start after every run).
@@ -818,25 +827,14 @@ impl Group {
     /// The group of descriptor [`GROUP_FD`].
     fn open() -> io::Result<Group> {
         let dir = sys::process::inherited_dir(GROUP_FD)?;
-        let names = [
-            c"cpu.pressure",
-            c"io.pressure",
-            c"memory.pressure",
-            c"cgroup.procs",
-            c"cgroup.stat",
-        ];
         let keeper = sys::process::Keeper::start(&dir).ok();
-        Ok(Group::of_dir(dir, names, keeper))
+        Ok(Group::of_dir(dir, keeper))
     }
 
-    /// The group of directory `dir`, its files named `names` (see
-    /// [`Group::files`]), `keeper` asleep in it.
-    fn of_dir(
-        dir: std::fs::File,
-        names: [&std::ffi::CStr; 5],
-        keeper: Option<sys::process::Keeper>,
-    ) -> Group {
-        let files = names.map(|n| sys::file::open_read_at(&dir, n));
+    /// The group of directory `dir` (its files: [`GROUP_FILES`]), `keeper`
+    /// asleep in it.
+    fn of_dir(dir: std::fs::File, keeper: Option<sys::process::Keeper>) -> Group {
+        let files = GROUP_FILES.map(|n| sys::file::open_read_at(&dir, n));
         let mut keeper_line = (0, [0u8; 12]);
         if let Some(k) = &keeper {
             let text = format!("{}\n", k.pid());
@@ -1681,13 +1679,6 @@ mod tests {
     #[test]
     fn runs_in_one_group_each_carry_what_accrued_over_them() {
         let dir = tempfile::tempdir().unwrap();
-        let names = [
-            c"cpu.pressure",
-            c"io.pressure",
-            c"memory.pressure",
-            c"cgroup.procs",
-            c"cgroup.stat",
-        ];
         let write = |io_total: u64| {
             for (name, total) in [("cpu", 0), ("io", io_total), ("memory", 0)] {
                 let line = |kind: &str| {
@@ -1707,7 +1698,7 @@ mod tests {
             .unwrap();
         };
         write(1_000);
-        let mut g = Group::of_dir(std::fs::File::open(dir.path()).unwrap(), names, None);
+        let mut g = Group::of_dir(std::fs::File::open(dir.path()).unwrap(), None);
         let mut texts = Texts::new();
         let group: GroupAt = Ok(dir.path().to_path_buf());
         let argv = [OsString::from("cat")];
@@ -1732,13 +1723,6 @@ mod tests {
     #[test]
     fn a_run_left_processes_when_its_group_holds_another_than_the_keeper_or_groups_below() {
         let dir = tempfile::tempdir().unwrap();
-        let names = [
-            c"cpu.pressure",
-            c"io.pressure",
-            c"memory.pressure",
-            c"cgroup.procs",
-            c"cgroup.stat",
-        ];
         let none_below = "nr_descendants 0\nnr_dying_descendants 0\n";
         for (procs, stat, left) in [
             (Some(""), Some(none_below), false),
@@ -1760,7 +1744,7 @@ mod tests {
                     std::fs::write(&path, text).unwrap();
                 }
             }
-            let mut g = Group::of_dir(std::fs::File::open(dir.path()).unwrap(), names, None);
+            let mut g = Group::of_dir(std::fs::File::open(dir.path()).unwrap(), None);
             // The keeper's pid as `Keeper::start` would have left it.
             g.keeper_line = (5, *b"4242\n\0\0\0\0\0\0\0");
             let mut texts = Texts::new();
