@@ -578,16 +578,8 @@ impl Keeper {
     pub fn start(dir: &std::fs::File) -> io::Result<Keeper> {
         use std::os::fd::AsRawFd;
         let parent = std::process::id();
-        // SAFETY: sigset_t is plain data; zeroed is a valid value to fill.
-        let mut all: libc::sigset_t = unsafe { std::mem::zeroed() };
-        // SAFETY: as above.
-        let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
-        // SAFETY: both are valid sigset_t for the calls. Blocked across the
-        // clone, so that no handler of this process runs in the child.
-        unsafe {
-            libc::sigfillset(&mut all);
-            libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
-        }
+        // The child keeps every signal blocked for good.
+        let old = super::signals::block_all();
         // SAFETY: a fork; the child below makes only async-signal-safe
         // calls and never returns.
         let cloned = unsafe { fork_into_cgroup(dir.as_raw_fd()) };
@@ -595,8 +587,7 @@ impl Keeper {
             // SAFETY: in the forked child: plain system calls only.
             unsafe { keeper_main(parent) }
         }
-        // SAFETY: `old` is the mask pthread_sigmask returned above.
-        unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
+        super::signals::restore_mask(&old);
         Ok(Keeper {
             pid: cloned? as u32,
         })
@@ -613,10 +604,8 @@ impl Drop for Keeper {
         // A child of this process, not reaped by anyone else (see
         // `end_orphans`'s `spare`): its pid is still its own.
         let _ = super::signals::kill(self.pid, libc::SIGKILL);
-        let mut status = 0;
-        // SAFETY: `status` is a valid out-pointer; SIGKILL ends the child
-        // at once (it sleeps in `pause`), so the wait is short.
-        unsafe { libc::waitpid(self.pid as libc::pid_t, &mut status, 0) };
+        // SIGKILL ends it at once (it sleeps in `pause`): a short wait.
+        let _ = wait4(self.pid);
     }
 }
 
@@ -1062,15 +1051,7 @@ pub fn spawn_prepared(cmd: &Prepared, pre: PreExec) -> io::Result<Spawned> {
     // Every signal is blocked across the clone: a handler of this process
     // must never run in the child, which shares its memory. The child sets
     // the handled ones back to their default before it unblocks them.
-    // SAFETY: sigset_t is plain data; sigfillset initialises it.
-    let mut all: libc::sigset_t = unsafe { std::mem::zeroed() };
-    // SAFETY: plain data, valid pointers.
-    let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
-    // SAFETY: `all` and `old` are valid sigset_t for the calls.
-    unsafe {
-        libc::sigfillset(&mut all);
-        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
-    }
+    let old = super::signals::block_all();
     let stack = (stack_base, stack_size);
     let (ret, joined) = match pre.cgroup_dir.as_ref().map(|d| d.as_raw_fd()) {
         // SAFETY: as `clone_shared` below; the stack is as there.

@@ -127,7 +127,24 @@ pub fn block_forwarded() -> libc::sigset_t {
     old
 }
 
-/// Restores a mask saved by [`block_forwarded`].
+/// Blocks every signal in the calling thread (across a clone, so that no
+/// handler of this process runs in the child); returns the mask to give
+/// back to [`restore_mask`].
+#[inline(always)]
+pub fn block_all() -> libc::sigset_t {
+    // SAFETY: sigset_t is plain data; sigfillset initialises it.
+    let mut all: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `all` and `old` are valid sigset_t for the calls.
+    unsafe {
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+    }
+    old
+}
+
+/// Restores a mask saved by [`block_forwarded`] or [`block_all`].
 pub fn restore_mask(old: &libc::sigset_t) {
     // SAFETY: `old` is a valid sigset_t returned by pthread_sigmask.
     unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, old, std::ptr::null_mut()) };
